@@ -1,0 +1,106 @@
+/*
+ * The name table: a hash trie over labels, walked from the top-level label
+ * down, one hash probe per label (DESIGN.md, "Names and the table").
+ *
+ * Every (parent node, label) edge lives in one open-addressing table of
+ * 64-bit slots: a 32-bit tag from the hash and the 32-bit id of the child
+ * node.  Nodes are packed in an arena that never moves, with the label
+ * inline, so a probe costs one slot read plus one node read.
+ *
+ * A node's entry is a tagged 32-bit reference: the name's own route set,
+ * the aggregate it belongs to (paper, Figure 5: the member points at the
+ * aggregate's entry, so changing the aggregate's routes changes every
+ * member at once), or a small list when it has both or several aggregates.
+ *
+ * Concurrency: one writer at a time (the FIB serialises writers itself),
+ * any number of readers with no lock at all.  Every thread that reads or
+ * writes is a registered liburcu QSBR thread, online while it uses the
+ * table, announcing quiescent states between batches and going offline
+ * while it blocks.  Whatever a lookup returns stays valid until the
+ * reader's next quiescent state.  Writers never wait for a grace period:
+ * freed memory goes to call_rcu() (which QSBR wants called online).
+ */
+#ifndef CR_FIB_H
+#define CR_FIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "name.h"
+#include "route.h"
+
+#define FIB_MAX_AGGREGATES_PER_NAME 8
+#define FIB_MAX_SETS (1 + FIB_MAX_AGGREGATES_PER_NAME)
+
+struct fib;
+
+struct fib_result {
+	uint8_t suffix_offset;  /* where the matched suffix starts in the query's wire form */
+	uint8_t suffix_labels;  /* labels in the matched suffix; 0 for a route at the root */
+	uint8_t nsets;
+	/* the name's own routes first (if any), then its aggregates' in join order */
+	const struct routeset *sets[FIB_MAX_SETS];
+};
+
+struct fib_stats {
+	uint64_t nodes;         /* trie nodes, root and interior ones included */
+	uint64_t entries;       /* names that carry routes or memberships */
+	uint64_t routesets;     /* distinct interned route sets */
+	uint64_t aggregates;
+	uint64_t table_slots;
+	uint64_t node_bytes;
+};
+
+enum fib_error {
+	FIB_OK = 0,
+	FIB_ERR_NOMEM = -1,
+	FIB_ERR_NOT_FOUND = -2,
+	FIB_ERR_TOO_MANY_ROUTES = -3,
+	FIB_ERR_TOO_MANY_AGGREGATES = -4,       /* name already in FIB_MAX_AGGREGATES_PER_NAME */
+	FIB_ERR_BAD_AGGREGATE = -5,
+	FIB_ERR_EXISTS = -6,
+};
+const char *fib_strerror(int err);
+
+struct fib *fib_create(void);
+/* No reader may still use the table. */
+void fib_destroy(struct fib *fib);
+
+/* Readers. */
+bool fib_lookup_longest_suffix(const struct fib *fib, const struct name *qname, struct fib_result *res);
+bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fib_result *res);
+
+/* Writers.  count == 0 removes the name's own routes. */
+int fib_set_routes(struct fib *fib, const struct name *n, const struct route *routes, unsigned count);
+int fib_set_redirect(struct fib *fib, const struct name *n, const struct name *target);
+/* Removes the name's own routes and all its memberships. */
+int fib_delete(struct fib *fib, const struct name *n);
+
+/* Aggregates are identified by name; ids are stable while the aggregate exists. */
+int fib_aggregate_create(struct fib *fib, const struct name *agg_name, uint32_t *id_out);
+int fib_aggregate_find(const struct fib *fib, const struct name *agg_name, uint32_t *id_out);
+int fib_aggregate_set_routes(struct fib *fib, uint32_t id, const struct route *routes, unsigned count);
+int fib_aggregate_add_member(struct fib *fib, uint32_t id, const struct name *member);
+int fib_aggregate_remove_member(struct fib *fib, uint32_t id, const struct name *member);
+/* Drops the aggregate and every membership in it (walks the table). */
+int fib_aggregate_delete(struct fib *fib, uint32_t id);
+
+/*
+ * Calls fn for every name that carries an entry, in no particular order.
+ * Writer-side: do not modify the table from fn.  Stops when fn returns non-zero.
+ */
+typedef int (*fib_walk_fn)(const struct name *n, const struct fib_result *entry, void *arg);
+int fib_walk(struct fib *fib, fib_walk_fn fn, void *arg);
+
+void fib_get_stats(const struct fib *fib, struct fib_stats *st);
+
+/*
+ * Memory a write frees is reused only after an RCU grace period.  Writers
+ * hand it over in batches; fib_commit() hands over what is pending (call it
+ * after a burst of updates), fib_barrier() also waits until it is reclaimed.
+ */
+void fib_commit(struct fib *fib);
+void fib_barrier(struct fib *fib);
+
+#endif

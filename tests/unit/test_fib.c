@@ -1,0 +1,428 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+#include <urcu-qsbr.h>
+
+#include "fib.h"
+
+static struct name N(const char *text)
+{
+	struct name n;
+	if (name_from_text(&n, text, strlen(text)) != NAME_OK)
+		fail_msg("bad name %s", text);
+	return n;
+}
+
+static struct route server(const char *addr)
+{
+	struct route r;
+	memset(&r, 0, sizeof(r));
+	r.kind = ROUTE_SERVER;
+	if (!route_addr_parse(&r, addr))
+		fail_msg("bad address %s", addr);
+	return r;
+}
+
+static int setup(void **state)
+{
+	*state = fib_create();
+	return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	fib_destroy(*state);
+	return 0;
+}
+
+/* The first address of the best set for a longest-suffix lookup, or "" */
+static const char *lookup_addr(struct fib *f, const char *q, char *buf)
+{
+	struct name n = N(q);
+	struct fib_result res;
+	if (!fib_lookup_longest_suffix(f, &n, &res))
+		return "";
+	return route_addr_format(&res.sets[0]->routes[0], buf, INET6_ADDRSTRLEN);
+}
+
+static void set_routes(struct fib *f, const char *name, const char *addr)
+{
+	struct name n = N(name);
+	struct route r = server(addr);
+	assert_int_equal(fib_set_routes(f, &n, &r, 1), FIB_OK);
+}
+
+static void longest_suffix_wins(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	set_routes(f, "example.com", "192.0.2.1");
+	set_routes(f, "shop.example.com", "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "example.com", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "www.example.com", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "a.b.c.example.com", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "shop.example.com", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "x.shop.example.com", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "com", buf), "");
+	assert_string_equal(lookup_addr(f, "other.com", buf), "");
+	assert_string_equal(lookup_addr(f, "example.org", buf), "");
+	/* byte suffixes are not label suffixes */
+	assert_string_equal(lookup_addr(f, "anexample.com", buf), "");
+}
+
+static void result_says_which_suffix_matched(void **state)
+{
+	struct fib *f = *state;
+	set_routes(f, "example.com", "192.0.2.1");
+	struct name q = N("a.www.example.com");
+	struct fib_result res;
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_int_equal(res.suffix_labels, 2);
+	assert_int_equal(res.suffix_offset, 6);        /* "\1a\3www" */
+	assert_int_equal(q.wire[res.suffix_offset], 7);
+	assert_int_equal(res.nsets, 1);
+}
+
+static void exact_lookup_needs_the_whole_name(void **state)
+{
+	struct fib *f = *state;
+	set_routes(f, "example.com", "192.0.2.1");
+	struct fib_result res;
+	struct name a = N("example.com"), b = N("www.example.com"), c = N("com");
+	assert_true(fib_lookup_exact(f, &a, &res));
+	assert_false(fib_lookup_exact(f, &b, &res));
+	assert_false(fib_lookup_exact(f, &c, &res));
+}
+
+static void root_route_is_the_default(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	set_routes(f, ".", "198.51.100.1");
+	set_routes(f, "example.net", "192.0.2.9");
+	assert_string_equal(lookup_addr(f, "anything.org", buf), "198.51.100.1");
+	assert_string_equal(lookup_addr(f, "www.example.net", buf), "192.0.2.9");
+	struct name q = N("x.org");
+	struct fib_result res;
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_int_equal(res.suffix_labels, 0);
+	assert_int_equal(q.wire[res.suffix_offset], 0);
+}
+
+static void ranked_routes_keep_their_order(void **state)
+{
+	struct fib *f = *state;
+	struct route rs[3] = { server("192.0.2.3"), server("2001:db8::1"), server("192.0.2.1") };
+	struct name n = N("cdn.example");
+	assert_int_equal(fib_set_routes(f, &n, rs, 3), FIB_OK);
+	struct fib_result res;
+	assert_true(fib_lookup_exact(f, &n, &res));
+	assert_int_equal(res.sets[0]->count, 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(route_equal(&res.sets[0]->routes[i], &rs[i]));
+	struct route many[ROUTESET_MAX_ROUTES + 1];
+	for (int i = 0; i <= ROUTESET_MAX_ROUTES; i++)
+		many[i] = server("192.0.2.1");
+	assert_int_equal(fib_set_routes(f, &n, many, ROUTESET_MAX_ROUTES + 1), FIB_ERR_TOO_MANY_ROUTES);
+}
+
+static void delete_prunes_empty_nodes(void **state)
+{
+	struct fib *f = *state;
+	struct fib_stats st;
+	set_routes(f, "a.b.c.example", "192.0.2.1");
+	set_routes(f, "c.example", "192.0.2.2");
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 5);  /* root, example, c, b, a */
+	assert_int_equal(st.entries, 2);
+	struct name n = N("a.b.c.example");
+	assert_int_equal(fib_delete(f, &n), FIB_OK);
+	assert_int_equal(fib_delete(f, &n), FIB_ERR_NOT_FOUND);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 3);  /* b and a went; c carries a route */
+	struct name c = N("c.example");
+	assert_int_equal(fib_delete(f, &c), FIB_OK);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 1);
+	assert_int_equal(st.entries, 0);
+	/* and a deleted name can come back */
+	char buf[INET6_ADDRSTRLEN];
+	set_routes(f, "a.b.c.example", "192.0.2.7");
+	fib_barrier(f);
+	assert_string_equal(lookup_addr(f, "a.b.c.example", buf), "192.0.2.7");
+}
+
+static void equal_route_sets_are_shared(void **state)
+{
+	struct fib *f = *state;
+	struct fib_stats st;
+	set_routes(f, "one.example", "192.0.2.1");
+	set_routes(f, "two.example", "192.0.2.1");
+	set_routes(f, "three.example", "192.0.2.1");
+	fib_get_stats(f, &st);
+	assert_int_equal(st.routesets, 1);
+	struct fib_result a, b;
+	struct name n1 = N("one.example"), n2 = N("two.example");
+	assert_true(fib_lookup_exact(f, &n1, &a));
+	assert_true(fib_lookup_exact(f, &n2, &b));
+	assert_ptr_equal(a.sets[0], b.sets[0]);
+	set_routes(f, "two.example", "192.0.2.2");
+	fib_get_stats(f, &st);
+	assert_int_equal(st.routesets, 2);
+	struct name n3 = N("three.example");
+	assert_int_equal(fib_delete(f, &n1), FIB_OK);
+	assert_int_equal(fib_delete(f, &n3), FIB_OK);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.routesets, 1);
+	/* setting zero routes removes the name's own routes */
+	assert_int_equal(fib_set_routes(f, &n2, NULL, 0), FIB_OK);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.routesets, 0);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.nodes, 1);
+}
+
+static void aggregate_routes_change_every_member_at_once(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	uint32_t agg;
+	struct name an = N("calren.net");
+	assert_int_equal(fib_aggregate_create(f, &an, &agg), FIB_OK);
+	uint32_t again;
+	assert_int_equal(fib_aggregate_create(f, &an, &again), FIB_ERR_EXISTS);
+	assert_int_equal(again, agg);
+	struct name s = N("stanford.edu"), b = N("berkeley.edu");
+	assert_int_equal(fib_aggregate_add_member(f, agg, &s), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, agg, &b), FIB_OK);
+	/* no routes yet: members do not match */
+	assert_string_equal(lookup_addr(f, "www.stanford.edu", buf), "");
+	struct route r1 = server("192.0.2.1");
+	assert_int_equal(fib_aggregate_set_routes(f, agg, &r1, 1), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.stanford.edu", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "berkeley.edu", buf), "192.0.2.1");
+	struct route r2 = server("192.0.2.2");
+	assert_int_equal(fib_aggregate_set_routes(f, agg, &r2, 1), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.stanford.edu", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "berkeley.edu", buf), "192.0.2.2");
+	uint32_t found;
+	assert_int_equal(fib_aggregate_find(f, &an, &found), FIB_OK);
+	assert_int_equal(found, agg);
+}
+
+static void own_routes_come_before_aggregates(void **state)
+{
+	struct fib *f = *state;
+	uint32_t a1, a2;
+	struct name n1 = N("agg1"), n2 = N("agg2"), m = N("member.example");
+	assert_int_equal(fib_aggregate_create(f, &n1, &a1), FIB_OK);
+	assert_int_equal(fib_aggregate_create(f, &n2, &a2), FIB_OK);
+	struct route r1 = server("192.0.2.1"), r2 = server("192.0.2.2"), own = server("192.0.2.9");
+	fib_aggregate_set_routes(f, a1, &r1, 1);
+	fib_aggregate_set_routes(f, a2, &r2, 1);
+	assert_int_equal(fib_aggregate_add_member(f, a1, &m), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, a2, &m), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, a2, &m), FIB_OK);    /* idempotent */
+	assert_int_equal(fib_set_routes(f, &m, &own, 1), FIB_OK);
+	struct fib_result res;
+	assert_true(fib_lookup_exact(f, &m, &res));
+	assert_int_equal(res.nsets, 3);
+	assert_true(route_equal(&res.sets[0]->routes[0], &own));
+	assert_true(route_equal(&res.sets[1]->routes[0], &r1));
+	assert_true(route_equal(&res.sets[2]->routes[0], &r2));
+	/* dropping own routes and one aggregate leaves the other */
+	assert_int_equal(fib_set_routes(f, &m, NULL, 0), FIB_OK);
+	assert_int_equal(fib_aggregate_remove_member(f, a1, &m), FIB_OK);
+	assert_int_equal(fib_aggregate_remove_member(f, a1, &m), FIB_ERR_NOT_FOUND);
+	assert_true(fib_lookup_exact(f, &m, &res));
+	assert_int_equal(res.nsets, 1);
+	assert_true(route_equal(&res.sets[0]->routes[0], &r2));
+	assert_int_equal(fib_aggregate_remove_member(f, a2, &m), FIB_OK);
+	assert_false(fib_lookup_exact(f, &m, &res));
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 1);
+}
+
+static void a_name_joins_a_bounded_number_of_aggregates(void **state)
+{
+	struct fib *f = *state;
+	struct name m = N("busy.example");
+	uint32_t id;
+	for (int i = 0; i <= FIB_MAX_AGGREGATES_PER_NAME; i++) {
+		char an[32];
+		snprintf(an, sizeof(an), "agg%d", i);
+		struct name n = N(an);
+		assert_int_equal(fib_aggregate_create(f, &n, &id), FIB_OK);
+		int want = i < FIB_MAX_AGGREGATES_PER_NAME ? FIB_OK : FIB_ERR_TOO_MANY_AGGREGATES;
+		assert_int_equal(fib_aggregate_add_member(f, id, &m), want);
+	}
+	assert_int_equal(fib_aggregate_add_member(f, 12345, &m), FIB_ERR_BAD_AGGREGATE);
+}
+
+static void empty_aggregate_does_not_hide_a_shorter_suffix(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	uint32_t agg;
+	set_routes(f, "example.com", "192.0.2.1");
+	struct name an = N("quiet"), m = N("www.example.com");
+	assert_int_equal(fib_aggregate_create(f, &an, &agg), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, agg, &m), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.example.com", buf), "192.0.2.1");
+	struct route r = server("192.0.2.5");
+	fib_aggregate_set_routes(f, agg, &r, 1);
+	assert_string_equal(lookup_addr(f, "www.example.com", buf), "192.0.2.5");
+}
+
+static void deleting_an_aggregate_drops_its_memberships(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	uint32_t agg;
+	struct name an = N("big");
+	assert_int_equal(fib_aggregate_create(f, &an, &agg), FIB_OK);
+	struct route r = server("192.0.2.5");
+	fib_aggregate_set_routes(f, agg, &r, 1);
+	for (int i = 0; i < 1000; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "m%d.example", i);
+		struct name n = N(nm);
+		assert_int_equal(fib_aggregate_add_member(f, agg, &n), FIB_OK);
+	}
+	set_routes(f, "m7.example", "192.0.2.7");
+	assert_string_equal(lookup_addr(f, "m3.example", buf), "192.0.2.5");
+	assert_int_equal(fib_aggregate_delete(f, agg), FIB_OK);
+	assert_string_equal(lookup_addr(f, "m3.example", buf), "");
+	assert_string_equal(lookup_addr(f, "m7.example", buf), "192.0.2.7");
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.aggregates, 0);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.nodes, 3);
+	uint32_t found;
+	assert_int_equal(fib_aggregate_find(f, &an, &found), FIB_ERR_NOT_FOUND);
+	/* the name can be reused for a new aggregate */
+	assert_int_equal(fib_aggregate_create(f, &an, &agg), FIB_OK);
+}
+
+static void redirect_carries_its_target(void **state)
+{
+	struct fib *f = *state;
+	struct name alias = N("old.example"), target = N("new.example.org");
+	assert_int_equal(fib_set_redirect(f, &alias, &target), FIB_OK);
+	struct name q = N("www.old.example");
+	struct fib_result res;
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_true(res.sets[0]->has_redirect);
+	assert_true(name_equal(&res.sets[0]->redirect, &target));
+	assert_int_equal(res.sets[0]->count, 0);
+}
+
+struct walk_ctx {
+	int count;
+	bool saw_deep;
+};
+
+static int count_names(const struct name *n, const struct fib_result *e, void *arg)
+{
+	struct walk_ctx *w = arg;
+	struct name deep = N("a.b.example");
+	w->count++;
+	if (name_equal(n, &deep)) {
+		w->saw_deep = true;
+		assert_int_equal(e->suffix_labels, 3);
+	}
+	return 0;
+}
+
+static void walk_visits_every_name(void **state)
+{
+	struct fib *f = *state;
+	set_routes(f, "a.b.example", "192.0.2.1");
+	set_routes(f, "example", "192.0.2.1");
+	set_routes(f, "other", "192.0.2.2");
+	struct walk_ctx w = { 0, false };
+	assert_int_equal(fib_walk(f, count_names, &w), 0);
+	assert_int_equal(w.count, 3);
+	assert_true(w.saw_deep);
+}
+
+/* Random inserts, deletes and overwrites against a plain array model. */
+static void random_operations_match_a_model(void **state)
+{
+	struct fib *f = *state;
+	enum { NAMES = 20000, OPS = 200000 };
+	static int model[NAMES];        /* 0: absent, else the route's last octet */
+	uint64_t x = 88172645463325252ull;
+	char text[64];
+
+	memset(model, 0, sizeof(model));
+	for (int op = 0; op < OPS; op++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		int i = (int)(x % NAMES);
+		snprintf(text, sizeof(text), "n%d.%s", i, (i % 3) == 0 ? "com" : "org");
+		struct name n = N(text);
+		if ((x >> 32) % 3 == 0) {
+			int rc = fib_delete(f, &n);
+			assert_int_equal(rc, model[i] ? FIB_OK : FIB_ERR_NOT_FOUND);
+			model[i] = 0;
+		} else {
+			int v = 1 + (int)((x >> 40) % 200);
+			struct route r = server("192.0.2.0");
+			r.addr[3] = (uint8_t)v;
+			assert_int_equal(fib_set_routes(f, &n, &r, 1), FIB_OK);
+			model[i] = v;
+		}
+		if (op % 50000 == 0)
+			fib_barrier(f);  /* let freed nodes be reused mid-run */
+	}
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	int live = 0;
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(text, sizeof(text), "www.n%d.%s", i, (i % 3) == 0 ? "com" : "org");
+		struct name q = N(text);
+		struct fib_result res;
+		bool found = fib_lookup_longest_suffix(f, &q, &res);
+		if (found != (model[i] != 0))
+			fail_msg("%s: found=%d model=%d", text, found, model[i]);
+		if (found) {
+			assert_int_equal(res.sets[0]->routes[0].addr[3], model[i]);
+			live++;
+		}
+	}
+	assert_int_equal(st.entries, (uint64_t)live);
+	assert_true(st.routesets <= 200);
+}
+
+int main(void)
+{
+	rcu_register_thread();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(longest_suffix_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(result_says_which_suffix_matched, setup, teardown),
+		cmocka_unit_test_setup_teardown(exact_lookup_needs_the_whole_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(root_route_is_the_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(ranked_routes_keep_their_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(delete_prunes_empty_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(equal_route_sets_are_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(aggregate_routes_change_every_member_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(own_routes_come_before_aggregates, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_name_joins_a_bounded_number_of_aggregates, setup, teardown),
+		cmocka_unit_test_setup_teardown(empty_aggregate_does_not_hide_a_shorter_suffix, setup, teardown),
+		cmocka_unit_test_setup_teardown(deleting_an_aggregate_drops_its_memberships, setup, teardown),
+		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(walk_visits_every_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(random_operations_match_a_model, setup, teardown),
+	};
+	int rc = cmocka_run_group_tests_name("fib", tests, NULL, NULL);
+	rcu_unregister_thread();
+	return rc;
+}
