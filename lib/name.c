@@ -103,7 +103,7 @@ int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_
 			 * being read: every jump lowers the limit, so a loop
 			 * cannot form and the walk is bounded by the packet size.
 			 */
-			if (target >= limit)
+			if (target >= limit || target < NAME_MIN_POINTER)
 				return NAME_ERR_BAD_POINTER;
 			if (!jumped) {
 				end = p + 2;

@@ -15,6 +15,7 @@
 #define NAME_MAX_LABEL  63
 #define NAME_MAX_LABELS 127     /* 255 bytes hold at most 127 one-byte labels + root */
 #define NAME_MAX_TEXT   1024    /* worst case: every byte escaped as \DDD, plus dots */
+#define NAME_MIN_POINTER 12     /* a DNS header comes first: no name starts below it */
 
 struct name {
 	uint8_t len;                    /* bytes used in wire[], root label included */
@@ -43,7 +44,8 @@ int name_from_text(struct name *out, const char *text, size_t text_len);
 
 /*
  * A name inside a DNS message at *pos, following compression pointers.
- * Pointers must point strictly backwards, which also rules out loops.
+ * Pointers must point strictly backwards, which also rules out loops, and
+ * not into the 12-byte header.
  * On success *pos is just past the name's bytes at its original position.
  */
 int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_t *pos);
