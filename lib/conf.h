@@ -15,6 +15,11 @@
  * escapes).  The parser knows no keywords: it builds the tree, and each
  * daemon walks it with conf_dispatch() and the conf_arg_*() helpers, so
  * every error names file:line the same way.
+ *
+ * Comments start only where a token could, so 10.0.0.0/8 and /etc/x.conf
+ * are single words.  Errors about a whole file (cannot open, too large)
+ * read "path: reason", or name the include statement's file:line for an
+ * included file.  Included files must be regular files.
  */
 #ifndef CR_CONF_H
 #define CR_CONF_H
@@ -27,7 +32,7 @@
 #define CONF_MAX_INCLUDE  8           /* nested includes */
 #define CONF_MAX_ARGS     64          /* words in one statement */
 #define CONF_MAX_WORD     4096        /* bytes in one word */
-#define CONF_MAX_FILE     (64u << 20) /* bytes in one file */
+#define CONF_MAX_FILE     (16u << 20) /* bytes in one file; a statement costs ~100 B of tree */
 #define CONF_ERR_LEN      512
 
 struct conf_stmt {
@@ -55,7 +60,7 @@ struct conf {
 struct conf *conf_parse_file(const char *path, char *err, size_t err_len);
 struct conf *conf_parse_text(const char *text, size_t len, const char *file_name,
 			     char *err, size_t err_len);
-void conf_free(struct conf *c);
+void conf_free(struct conf *c);     /* NULL is fine */
 
 /* Writes "file:line: <message>" to err; always returns -1. */
 int conf_error(char *err, size_t err_len, const struct conf_stmt *s, const char *fmt, ...)
@@ -67,7 +72,9 @@ int conf_error(char *err, size_t err_len, const struct conf_stmt *s, const char 
  * count (keyword included) must lie in [min_args, max_args] and it must or
  * must not have a block.  Unknown keywords, wrong counts and a missing or
  * unexpected block are errors naming file:line.  Returns 0, or -1 with err
- * set (by dispatch or by the handler).
+ * set (by dispatch or by the handler).  A handler fails by returning
+ * non-zero; a NULL handler accepts and ignores the statement.  max_args of
+ * CONF_MAX_ARGS or more means "at least min_args".
  */
 enum conf_block_rule { CONF_NO_BLOCK, CONF_BLOCK, CONF_BLOCK_OPTIONAL };
 
