@@ -1,0 +1,369 @@
+/*
+ * inrpd's configuration: the keywords of inrpd.conf on top of lib/conf.
+ *
+ *     listen 127.0.0.1 port 5353;          repeatable, IPv4 or IPv6
+ *     workers 2;                           or "auto": one per CPU
+ *     answer-ttl 5;
+ *     edns-udp-size 1232;
+ *     tcp-idle-timeout 10s;
+ *     tcp-max-connections 128;
+ *     log-level info;
+ *     pid-file "/run/inrpd.pid";
+ *     route "www.example.content" {
+ *         server 127.0.0.10;               ranked in the order given
+ *         server ::1 load 20;
+ *     }
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <urcu-qsbr.h>
+
+#include "conf.h"
+#include "log.h"
+#include "inrpd.h"
+
+#define DEFAULT_ANSWER_TTL      5
+#define DEFAULT_EDNS_UDP_SIZE   1232    /* avoids fragmentation (DNS flag day 2020) */
+#define DEFAULT_TCP_IDLE_MS     10000
+#define DEFAULT_TCP_MAX_CONNS   128
+
+struct cfg_route {
+	struct name name;
+	const struct conf_stmt *stmt;
+	unsigned nroutes;
+	struct route routes[ROUTESET_MAX_ROUTES];
+};
+
+struct cfg_ctx {
+	struct inrpd_config *cfg;
+	struct cfg_route *routes;
+	size_t nroutes, cap;
+	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid;
+};
+
+static int once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
+{
+	if (*seen)
+		return conf_error(err, err_len, s, "'%s' given twice", s->argv[0]);
+	*seen = true;
+	return 0;
+}
+
+const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	if (!inet_ntop(l->family, l->addr, a, sizeof(a)))
+		strcpy(a, "?");
+	snprintf(buf, len, "%s port %u", a, (unsigned)l->port);
+	return buf;
+}
+
+static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct inrpd_config *cfg = x->cfg;
+	struct inrpd_listen l = { .port = INRPD_DEFAULT_PORT, .line = s->line };
+
+	if (conf_arg_addr(s, 1, &l.family, l.addr, err, err_len) < 0)
+		return -1;
+	if (s->argc == 3)
+		return conf_error(err, err_len, s, "expected 'listen ADDRESS [port NUMBER]'");
+	if (s->argc == 4) {
+		uint64_t port;
+		if (strcmp(s->argv[2], "port") != 0)
+			return conf_error(err, err_len, s, "expected 'port', not '%s'", s->argv[2]);
+		if (conf_arg_uint(s, 3, 1, 65535, &port, err, err_len) < 0)
+			return -1;
+		l.port = (uint16_t)port;
+	}
+	for (unsigned i = 0; i < cfg->nlisten; i++) {
+		const struct inrpd_listen *o = &cfg->listen[i];
+		if (o->family == l.family && o->port == l.port &&
+		    memcmp(o->addr, l.addr, l.family == AF_INET ? 4 : 16) == 0) {
+			char buf[80];
+			return conf_error(err, err_len, s, "duplicate listen %s (first at line %u)",
+					  inrpd_listen_format(&l, buf, sizeof(buf)), o->line);
+		}
+	}
+	if (cfg->nlisten == INRPD_MAX_LISTEN)
+		return conf_error(err, err_len, s, "too many listen addresses (at most %d)",
+				  INRPD_MAX_LISTEN);
+	cfg->listen[cfg->nlisten++] = l;
+	return 0;
+}
+
+static int kw_workers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_workers, s, err, err_len) < 0)
+		return -1;
+	if (strcmp(s->argv[1], "auto") == 0) {
+		x->cfg->workers = 0;
+		return 0;
+	}
+	if (conf_arg_uint(s, 1, 1, INRPD_MAX_WORKERS, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->workers = (unsigned)n;
+	return 0;
+}
+
+static int kw_answer_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_ttl, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 0, 86400, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->answer_ttl = (uint32_t)n;
+	return 0;
+}
+
+static int kw_edns_udp_size(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_udp, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, DNS_UDP_MIN, DNS_EDNS_MAX, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->edns_udp_size = (uint16_t)n;
+	return 0;
+}
+
+static int kw_tcp_idle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (once(&x->seen_idle, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, 100, 3600000, &x->cfg->tcp_idle_ms, err, err_len);
+}
+
+static int kw_tcp_max(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_maxconn, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 1, 65536, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->tcp_max_conns = (unsigned)n;
+	return 0;
+}
+
+static int kw_log_level(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
+	struct cfg_ctx *x = arg;
+	unsigned lvl;
+	if (once(&x->seen_log, s, err, err_len) < 0 ||
+	    conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
+		return -1;
+	x->cfg->log_level = (int)lvl;
+	return 0;
+}
+
+static int kw_pid_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (once(&x->seen_pid, s, err, err_len) < 0)
+		return -1;
+	if (s->argv[1][0] != '/')
+		return conf_error(err, err_len, s, "pid-file must be an absolute path");
+	x->cfg->pid_file = strdup(s->argv[1]);
+	if (!x->cfg->pid_file)
+		return conf_error(err, err_len, s, "out of memory");
+	return 0;
+}
+
+static int kw_server(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_route *r = arg;
+	struct route rt = { .kind = ROUTE_SERVER };
+	int family;
+
+	if (conf_arg_addr(s, 1, &family, rt.addr, err, err_len) < 0)
+		return -1;
+	rt.family = (uint8_t)family;
+	if (s->argc == 3)
+		return conf_error(err, err_len, s, "expected 'server ADDRESS [load MILLISECONDS]'");
+	if (s->argc == 4) {
+		uint64_t load;
+		if (strcmp(s->argv[2], "load") != 0)
+			return conf_error(err, err_len, s, "expected 'load', not '%s'", s->argv[2]);
+		if (conf_arg_uint(s, 3, 0, UINT32_MAX, &load, err, err_len) < 0)
+			return -1;
+		rt.load_ms = (uint32_t)load;
+	}
+	for (unsigned i = 0; i < r->nroutes; i++)
+		if (r->routes[i].family == rt.family &&
+		    memcmp(r->routes[i].addr, rt.addr, family == AF_INET ? 4 : 16) == 0)
+			return conf_error(err, err_len, s, "duplicate server %s", s->argv[1]);
+	if (r->nroutes == ROUTESET_MAX_ROUTES)
+		return conf_error(err, err_len, s, "too many servers in one route (at most %d)",
+				  ROUTESET_MAX_ROUTES);
+	r->routes[r->nroutes++] = rt;
+	return 0;
+}
+
+static const struct conf_keyword route_keywords[] = {
+	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct cfg_route r;
+
+	memset(&r, 0, sizeof(r));
+	r.stmt = s;
+	int rc = name_from_text(&r.name, s->argv[1], strlen(s->argv[1]));
+	if (rc != NAME_OK)
+		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
+	if (conf_dispatch(s->block, route_keywords, &r, err, err_len) < 0)
+		return -1;
+	if (r.nroutes == 0)
+		return conf_error(err, err_len, s, "route \"%s\" has no server", s->argv[1]);
+	if (x->nroutes == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 16;
+		struct cfg_route *nr = realloc(x->routes, cap * sizeof(*nr));
+		if (!nr)
+			return conf_error(err, err_len, s, "out of memory");
+		x->routes = nr;
+		x->cap = cap;
+	}
+	x->routes[x->nroutes++] = r;
+	return 0;
+}
+
+static const struct conf_keyword top_keywords[] = {
+	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
+	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
+	{ "answer-ttl", 2, 2, CONF_NO_BLOCK, kw_answer_ttl },
+	{ "edns-udp-size", 2, 2, CONF_NO_BLOCK, kw_edns_udp_size },
+	{ "tcp-idle-timeout", 2, 2, CONF_NO_BLOCK, kw_tcp_idle },
+	{ "tcp-max-connections", 2, 2, CONF_NO_BLOCK, kw_tcp_max },
+	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log_level },
+	{ "pid-file", 2, 2, CONF_NO_BLOCK, kw_pid_file },
+	{ "route", 2, 2, CONF_BLOCK, kw_route },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static int route_cmp(const void *a, const void *b)
+{
+	const struct cfg_route *x = a, *y = b;
+	int c = name_compare(&x->name, &y->name);
+	if (c)
+		return c;
+	/* keep file order among equal names so the error names the later one */
+	return x->stmt->line < y->stmt->line ? -1 : x->stmt->line > y->stmt->line;
+}
+
+static int build_fib(struct cfg_ctx *x, char *err, size_t err_len)
+{
+	struct inrpd_config *cfg = x->cfg;
+
+	if (x->nroutes > 1)
+		qsort(x->routes, x->nroutes, sizeof(*x->routes), route_cmp);
+	for (size_t i = 1; i < x->nroutes; i++) {
+		if (name_equal(&x->routes[i - 1].name, &x->routes[i].name)) {
+			const struct conf_stmt *first = x->routes[i - 1].stmt;
+			return conf_error(err, err_len, x->routes[i].stmt,
+					  "route \"%s\" already defined at %s:%u",
+					  x->routes[i].stmt->argv[1], first->file, first->line);
+		}
+	}
+	cfg->fib = fib_create();
+	if (!cfg->fib) {
+		snprintf(err, err_len, "out of memory creating the FIB");
+		return -1;
+	}
+	/*
+	 * FIB writers hand freed memory to call_rcu(), which QSBR wants called
+	 * online; the caller is offline otherwise (fib_destroy's rcu_barrier()
+	 * must not run online).
+	 */
+	int rc = FIB_OK;
+	size_t i;
+	rcu_thread_online();
+	for (i = 0; i < x->nroutes && rc == FIB_OK; i++)
+		rc = fib_set_routes(cfg->fib, &x->routes[i].name, x->routes[i].routes, x->routes[i].nroutes);
+	if (rc == FIB_OK)
+		fib_commit(cfg->fib);
+	rcu_thread_offline();
+	if (rc != FIB_OK) {
+		const struct conf_stmt *s = x->routes[i - 1].stmt;
+		return conf_error(err, err_len, s, "route \"%s\": %s", s->argv[1], fib_strerror(rc));
+	}
+	cfg->nroutes = (unsigned)x->nroutes;
+	return 0;
+}
+
+struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_len)
+{
+	struct inrpd_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	cfg->answer_ttl = DEFAULT_ANSWER_TTL;
+	cfg->edns_udp_size = DEFAULT_EDNS_UDP_SIZE;
+	cfg->tcp_idle_ms = DEFAULT_TCP_IDLE_MS;
+	cfg->tcp_max_conns = DEFAULT_TCP_MAX_CONNS;
+	cfg->log_level = -1;
+
+	struct conf *c = conf_parse_file(path, err, err_len);
+	if (!c) {
+		inrpd_config_free(cfg);
+		return NULL;
+	}
+	struct cfg_ctx x = { .cfg = cfg };
+	int rc = conf_dispatch(c->first, top_keywords, &x, err, err_len);
+	if (rc == 0 && cfg->nlisten == 0) {
+		snprintf(err, err_len, "%s: no 'listen' statement", path);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = build_fib(&x, err, err_len);
+	free(x.routes);
+	conf_free(c);
+	if (rc < 0) {
+		inrpd_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+void inrpd_config_free(struct inrpd_config *cfg)
+{
+	if (!cfg)
+		return;
+	if (cfg->fib)
+		fib_destroy(cfg->fib);
+	free(cfg->pid_file);
+	free(cfg);
+}
+
+struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
+{
+	struct inrpd_runtime *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return NULL;
+	rt->fib = cfg->fib;
+	rt->answer_ttl = cfg->answer_ttl;
+	rt->edns_udp_size = cfg->edns_udp_size;
+	rt->nroutes = cfg->nroutes;
+	cfg->fib = NULL;
+	return rt;
+}
+
+void inrpd_runtime_free(struct inrpd_runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->fib)
+		fib_destroy(rt->fib);
+	free(rt);
+}

@@ -1,0 +1,402 @@
+/*
+ * inrpd: answers DNS queries for content names from the content router's
+ * FIB.  This file holds the process: command line, daemonising, signals,
+ * reload and shutdown.  See inrpd.h for the threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <uv.h>
+#include <urcu-qsbr.h>
+
+#include "conf.h"
+#include "log.h"
+#include "inrpd.h"
+
+#ifndef INRPD_VERSION
+#define INRPD_VERSION "unknown"
+#endif
+
+struct inrpd_runtime *inrpd_rt;
+
+static struct {
+	const char *conf_path;          /* absolute: reload works after chdir("/") */
+	bool debug;                     /* -d: overrides log-level */
+	bool foreground;
+	int ready_fd;                   /* daemon: pipe to the waiting parent, else -1 */
+	struct inrpd_config *cfg;       /* the configuration the sockets were opened with */
+	struct udp_workers *udp;
+	struct tcp_server *tcp;
+	uv_loop_t loop;
+	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
+	bool stopping;
+} g = { .ready_fd = -1 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: inrpd -c FILE [-f] [-d] [-t]\n"
+		"  -c, --config FILE  configuration file\n"
+		"  -f, --foreground   stay in the foreground, log to stderr\n"
+		"  -d, --debug        log at debug level\n"
+		"  -t, --check        check the configuration and exit (0: valid, 1: errors)\n"
+		"  -h, --help         this text\n"
+		"  -V, --version      print the version\n");
+}
+
+static unsigned cpu_count(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static enum log_level effective_level(const struct inrpd_config *cfg)
+{
+	if (g.debug)
+		return LOG_LVL_DEBUG;
+	return cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO;
+}
+
+/* Startup failed: tell the waiting parent (daemon) or stderr, and exit. */
+static void __attribute__((noreturn)) fail_startup(const char *msg)
+{
+	if (g.ready_fd >= 0) {
+		size_t len = strlen(msg);
+		if (write(g.ready_fd, msg, len) != (ssize_t)len)
+			_exit(1);
+	} else {
+		fprintf(stderr, "inrpd: %s\n", msg);
+	}
+	exit(1);
+}
+
+/*
+ * Forks into the background.  The parent waits until the daemon reports
+ * that it listens ("" on success, else the error), so a failure to bind
+ * still shows on the terminal and in the exit status.
+ */
+static void daemonize(void)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		fprintf(stderr, "inrpd: pipe: %s\n", strerror(errno));
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "inrpd: fork: %s\n", strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		char msg[1024];
+		size_t len = 0;
+		ssize_t n;
+		close(p[1]);
+		while (len < sizeof(msg) - 1 && (n = read(p[0], msg + len, sizeof(msg) - 1 - len)) != 0) {
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			len += (size_t)n;
+		}
+		msg[len] = 0;
+		/* reap the intermediate child */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (len == 1 && msg[0] == '\n')
+			exit(0);
+		fprintf(stderr, "inrpd: %s\n", len ? msg : "exited during startup");
+		exit(1);
+	}
+	close(p[0]);
+	if (setsid() < 0)
+		_exit(1);
+	/* a second fork: the daemon is not a session leader, so it never gets a terminal */
+	pid = fork();
+	if (pid < 0)
+		_exit(1);
+	if (pid > 0)
+		_exit(0);
+	g.ready_fd = p[1];
+	if (chdir("/") < 0)
+		fail_startup("chdir /: failed");
+}
+
+static void startup_done(void)
+{
+	if (g.ready_fd < 0)
+		return;
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	if (write(g.ready_fd, "\n", 1) != 1)
+		log_warn("could not notify the parent process: %s", strerror(errno));
+	close(g.ready_fd);
+	g.ready_fd = -1;
+}
+
+static int write_pid_file(const char *path, char *err, size_t err_len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, err_len, "pid-file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char buf[32];
+	int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (write(fd, buf, (size_t)len) != len) {
+		snprintf(err, err_len, "pid-file %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static void log_counters(const char *when, const struct inrpd_counters *u,
+			 const struct inrpd_counters *t)
+{
+	log_info("%s: udp: queries %llu answered %llu formerr %llu refused %llu truncated %llu dropped %llu; "
+		 "tcp: queries %llu answered %llu formerr %llu refused %llu dropped %llu",
+		 when,
+		 (unsigned long long)u->queries, (unsigned long long)u->answered,
+		 (unsigned long long)u->formerr, (unsigned long long)u->refused,
+		 (unsigned long long)u->truncated, (unsigned long long)u->dropped,
+		 (unsigned long long)t->queries, (unsigned long long)t->answered,
+		 (unsigned long long)t->formerr, (unsigned long long)t->refused,
+		 (unsigned long long)t->dropped);
+}
+
+static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
+{
+	if (a->nlisten != b->nlisten)
+		return false;
+	for (unsigned i = 0; i < a->nlisten; i++) {
+		const struct inrpd_listen *x = &a->listen[i], *y = &b->listen[i];
+		if (x->family != y->family || x->port != y->port || memcmp(x->addr, y->addr, 16) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * SIGHUP.  The main thread is an offline QSBR thread here (online only
+ * while config.c writes the new FIB): synchronize_rcu() waits for every
+ * worker to leave the batch that may still use the old runtime, and the
+ * old FIB is destroyed offline.
+ */
+static void reload(void)
+{
+	char err[CONF_ERR_LEN];
+	log_info("reloading %s", g.conf_path);
+	struct inrpd_config *cfg = inrpd_config_load(g.conf_path, err, sizeof(err));
+	if (!cfg) {
+		log_err("reload failed, keeping the running configuration: %s", err);
+		return;
+	}
+	bool same_pid_file = (!cfg->pid_file && !g.cfg->pid_file) ||
+			     (cfg->pid_file && g.cfg->pid_file && strcmp(cfg->pid_file, g.cfg->pid_file) == 0);
+	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers || !same_pid_file)
+		log_warn("reload: changes to 'listen', 'workers' and 'pid-file' take effect on restart");
+	log_set_level(effective_level(cfg));
+	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
+
+	struct inrpd_runtime *rt = inrpd_runtime_from_config(cfg);
+	inrpd_config_free(cfg);
+	if (!rt) {
+		log_err("reload failed, keeping the running configuration: out of memory");
+		return;
+	}
+	struct inrpd_runtime *old = rcu_xchg_pointer(&inrpd_rt, rt);
+	synchronize_rcu();
+	inrpd_runtime_free(old);
+	log_info("reloaded %s: %u routes", g.conf_path, rt->nroutes);
+}
+
+static void stop(void)
+{
+	if (g.stopping)
+		return;
+	g.stopping = true;
+	log_info("shutting down");
+	uv_close((uv_handle_t *)&g.sig_int, NULL);
+	uv_close((uv_handle_t *)&g.sig_term, NULL);
+	uv_close((uv_handle_t *)&g.sig_hup, NULL);
+	uv_close((uv_handle_t *)&g.sig_usr1, NULL);
+	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	(void)h;
+	switch (signum) {
+	case SIGHUP:
+		reload();
+		break;
+	case SIGUSR1: {
+		struct inrpd_counters u = { 0 }, t = { 0 };
+		udp_workers_counters(g.udp, &u);
+		tcp_server_counters(g.tcp, &t);
+		log_counters("statistics", &u, &t);
+		break;
+	}
+	default:
+		stop();
+		break;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "check", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *conf_arg = NULL;
+	bool check = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "c:fdthV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': conf_arg = optarg; break;
+		case 'f': g.foreground = true; break;
+		case 'd': g.debug = true; break;
+		case 't': check = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("inrpd %s\n", INRPD_VERSION); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind != argc || !conf_arg) {
+		if (optind != argc)
+			fprintf(stderr, "inrpd: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "inrpd: no configuration file (-c FILE)\n");
+		usage(stderr);
+		return 1;
+	}
+
+	char err[CONF_ERR_LEN];
+	if (check) {
+		/* the FIB needs a registered QSBR thread, offline but while it writes */
+		rcu_register_thread();
+		rcu_thread_offline();
+		struct inrpd_config *cfg = inrpd_config_load(conf_arg, err, sizeof(err));
+		if (cfg)
+			printf("inrpd: %s: configuration valid (%u listen, %u routes)\n",
+			       conf_arg, cfg->nlisten, cfg->nroutes);
+		else
+			fprintf(stderr, "inrpd: %s\n", err);
+		bool ok = cfg != NULL;
+		inrpd_config_free(cfg);
+		rcu_unregister_thread();
+		return ok ? 0 : 1;
+	}
+	char *abs_path = realpath(conf_arg, NULL);
+	if (!abs_path) {
+		fprintf(stderr, "inrpd: %s: %s\n", conf_arg, strerror(errno));
+		return 1;
+	}
+	g.conf_path = abs_path;
+	/*
+	 * Fork before anything starts a thread (loading the FIB may start
+	 * urcu's call_rcu thread); the parent reports our startup errors.
+	 */
+	if (!g.foreground)
+		daemonize();
+
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct inrpd_config *cfg = inrpd_config_load(abs_path, err, sizeof(err));
+	if (!cfg)
+		fail_startup(err);
+	g.cfg = cfg;
+	log_init("inrpd", effective_level(cfg), !g.foreground);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct inrpd_runtime *first = inrpd_runtime_from_config(cfg);
+	if (!first)
+		fail_startup("out of memory");
+	rcu_assign_pointer(inrpd_rt, first);
+	unsigned nworkers = cfg->workers ? cfg->workers : cpu_count();
+	if (nworkers > INRPD_MAX_WORKERS)
+		nworkers = INRPD_MAX_WORKERS;
+
+	if (uv_loop_init(&g.loop) < 0)
+		fail_startup("uv_loop_init failed");
+	/*
+	 * TCP first: its listeners are exclusive, so an address another
+	 * process serves fails here, before our SO_REUSEPORT UDP sockets join
+	 * that process's group and take a share of its queries.
+	 */
+	g.tcp = tcp_server_open(&g.loop, cfg, err, sizeof(err));
+	if (!g.tcp)
+		fail_startup(err);
+	g.udp = udp_workers_open(cfg, nworkers, err, sizeof(err));
+	if (!g.udp)
+		fail_startup(err);
+	uv_signal_init(&g.loop, &g.sig_int);
+	uv_signal_init(&g.loop, &g.sig_term);
+	uv_signal_init(&g.loop, &g.sig_hup);
+	uv_signal_init(&g.loop, &g.sig_usr1);
+	uv_signal_start(&g.sig_int, on_signal, SIGINT);
+	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
+	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
+	uv_signal_start(&g.sig_usr1, on_signal, SIGUSR1);
+	if (cfg->pid_file && write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		fail_startup(err);
+	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
+		fail_startup(err);
+
+	log_info("inrpd %s started: %u listen addresses, %u udp workers, %u routes",
+		 INRPD_VERSION, cfg->nlisten, nworkers, first->nroutes);
+	startup_done();
+
+	uv_run(&g.loop, UV_RUN_DEFAULT);
+
+	/* every handle is closed: stop the workers, then free what they read */
+	struct inrpd_counters u = { 0 }, t = { 0 };
+	udp_workers_stop(g.udp, &u);
+	g.udp = NULL;
+	tcp_server_counters(g.tcp, &t);
+	log_counters("stopped", &u, &t);
+	tcp_server_free(g.tcp);
+	g.tcp = NULL;
+	int rc = uv_loop_close(&g.loop);
+	if (rc < 0)
+		log_err("uv_loop_close: %s", uv_strerror(rc));
+
+	struct inrpd_runtime *rt = rcu_xchg_pointer(&inrpd_rt, NULL);
+	synchronize_rcu();
+	inrpd_runtime_free(rt);         /* fib_destroy waits for pending call_rcu work */
+	if (cfg->pid_file)
+		unlink(cfg->pid_file);
+	inrpd_config_free(cfg);
+	free(abs_path);
+	rcu_unregister_thread();
+	return 0;
+}

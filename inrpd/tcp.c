@@ -1,0 +1,408 @@
+/*
+ * DNS over TCP (RFC 7766) on the main thread's libuv loop.
+ *
+ * Each message has a 2-byte length prefix.  Queries pipelined on one
+ * connection are answered in the order they arrive (answers are computed
+ * as soon as a message is complete, and written in order).  A connection
+ * is closed after tcp-idle-timeout without a complete query, on a
+ * zero-length message, when the client closes its side (once our answers
+ * are written), and at shutdown.  Connections over tcp-max-connections are
+ * accepted and closed at once, so they do not linger in the backlog.  A
+ * client that does not read its answers stops being read once
+ * TCP_WRITE_QUEUE_MAX bytes are queued, until the queue drains.
+ *
+ * RCU: the main thread is offline except while it answers the messages of
+ * one read; the runtime is dereferenced once per read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <uv.h>
+#include <urcu-qsbr.h>
+
+#include "log.h"
+#include "inrpd.h"
+
+#define TCP_MSG_MAX             (2 + DNS_TCP_MAX)       /* prefix + largest message */
+#define TCP_RBUF_INIT           4096
+#define TCP_WRITE_QUEUE_MAX     (256 * 1024)
+#define TCP_BACKLOG             256
+
+struct tcp_server;
+
+struct tcp_conn {
+	uv_tcp_t handle;                /* first: handle.data is unused */
+	uv_timer_t timer;
+	uv_shutdown_t shutdown;
+	struct tcp_server *srv;
+	struct tcp_conn *prev, *next;
+	uint8_t *rbuf;
+	size_t rcap, rlen;
+	unsigned open_handles;
+	bool closing;
+	bool paused;                    /* reading stopped for write backpressure */
+	bool eof;
+};
+
+struct tcp_write {
+	uv_write_t req;
+	struct tcp_conn *conn;
+	size_t len;
+	uint8_t data[];
+};
+
+struct tcp_server {
+	uv_loop_t *loop;
+	unsigned nlisten;
+	uv_tcp_t listeners[INRPD_MAX_LISTEN];
+	struct tcp_conn *conns;
+	unsigned nconns;
+	unsigned max_conns;
+	uint64_t idle_ms;
+	unsigned open_listeners;
+	bool closing;
+	struct inrpd_counters cnt;
+};
+
+static void conn_close(struct tcp_conn *c);
+
+static void conn_handle_closed(uv_handle_t *h)
+{
+	struct tcp_conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	struct tcp_server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	free(c->rbuf);
+	free(c);
+}
+
+static void conn_close(struct tcp_conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	uv_read_stop((uv_stream_t *)&c->handle);
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+	uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
+}
+
+static void on_idle(uv_timer_t *t)
+{
+	struct tcp_conn *c = t->data;
+	log_debug("tcp: closing idle connection");
+	conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct tcp_conn *c = h->data;
+	(void)suggested;
+	/* whatever is buffered is less than one whole message (see on_read) */
+	if (c->rcap - c->rlen < 1024 && c->rcap < TCP_MSG_MAX) {
+		size_t cap = c->rcap * 2;
+		if (cap > TCP_MSG_MAX)
+			cap = TCP_MSG_MAX;
+		uint8_t *nb = realloc(c->rbuf, cap);
+		if (nb) {
+			c->rbuf = nb;
+			c->rcap = cap;
+		}
+	}
+	*buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct tcp_conn *c = req->data;
+	(void)status;
+	conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct tcp_write *w = req->data;
+	struct tcp_conn *c = w->conn;
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		log_debug("tcp: write: %s", uv_strerror(status));
+		conn_close(c);
+		return;
+	}
+	if (c->paused && !c->eof &&
+	    uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) < TCP_WRITE_QUEUE_MAX / 2) {
+		c->paused = false;
+		uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
+	}
+}
+
+/* Output of one read: the answers, each with its length prefix. */
+struct outbuf {
+	struct tcp_write *w;
+	size_t cap;
+	unsigned count;
+};
+
+static bool out_append(struct outbuf *o, const uint8_t *msg, size_t len)
+{
+	size_t used = o->w ? o->w->len : 0;
+	if (!o->w || o->cap - used < len + 2) {
+		size_t cap = o->cap ? o->cap : 4096;
+		while (cap - used < len + 2)
+			cap *= 2;
+		struct tcp_write *nw = realloc(o->w, sizeof(*nw) + cap);
+		if (!nw)
+			return false;
+		if (!o->w)
+			nw->len = 0;
+		o->w = nw;
+		o->cap = cap;
+	}
+	uint8_t *p = o->w->data + o->w->len;
+	p[0] = (uint8_t)(len >> 8);
+	p[1] = (uint8_t)len;
+	memcpy(p + 2, msg, len);
+	o->w->len += len + 2;
+	o->count++;
+	return true;
+}
+
+static void conn_resume_or_pause(struct tcp_conn *c)
+{
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) > TCP_WRITE_QUEUE_MAX) {
+		c->paused = true;
+		uv_read_stop((uv_stream_t *)&c->handle);
+	}
+}
+
+static void conn_process(struct tcp_conn *c)
+{
+	struct tcp_server *s = c->srv;
+	struct outbuf o = { 0 };
+	uint8_t answer[INRPD_ANSWER_MAX];
+	size_t off = 0;
+	bool bad = false;
+
+	rcu_thread_online();
+	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	while (c->rlen - off >= 2) {
+		size_t mlen = ((size_t)c->rbuf[off] << 8) | c->rbuf[off + 1];
+		if (mlen == 0) {                /* no DNS message is empty */
+			bad = true;
+			break;
+		}
+		if (c->rlen - off - 2 < mlen)
+			break;
+		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, answer, false, &s->cnt);
+		off += 2 + mlen;
+		if (alen && !out_append(&o, answer, alen)) {
+			log_err("tcp: out of memory for answers");
+			CNT_INC(&s->cnt, dropped);
+			bad = true;
+			break;
+		}
+	}
+	rcu_thread_offline();
+
+	if (off > 0) {
+		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+		c->rlen -= off;
+		uv_timer_again(&c->timer);      /* idle counts from the last query */
+	}
+	if (o.w) {
+		o.w->conn = c;
+		o.w->req.data = o.w;
+		uv_buf_t b = uv_buf_init((char *)o.w->data, (unsigned)o.w->len);
+		int rc = uv_write(&o.w->req, (uv_stream_t *)&c->handle, &b, 1, on_write);
+		if (rc < 0) {
+			log_debug("tcp: write: %s", uv_strerror(rc));
+			CNT_ADD(&s->cnt, dropped, o.count);
+			free(o.w);
+			bad = true;
+		} else {
+			CNT_ADD(&s->cnt, answered, o.count);
+		}
+	}
+	if (bad) {
+		conn_close(c);
+		return;
+	}
+	conn_resume_or_pause(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct tcp_conn *c = stream->data;
+	(void)buf;
+	if (c->closing)
+		return;
+	if (nread > 0) {
+		c->rlen += (size_t)nread;
+		conn_process(c);
+		return;
+	}
+	if (nread == 0)                         /* EAGAIN */
+		return;
+	if (nread == UV_EOF) {
+		/* the client is done: send what is queued, then close */
+		c->eof = true;
+		uv_read_stop(stream);
+		c->shutdown.data = c;
+		if (uv_shutdown(&c->shutdown, stream, on_shutdown) < 0)
+			conn_close(c);
+		return;
+	}
+	log_debug("tcp: read: %s", uv_strerror((int)nread));
+	conn_close(c);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct tcp_server *s = server->data;
+	if (status < 0) {
+		log_warn("tcp: accept: %s", uv_strerror(status));
+		return;
+	}
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		log_err("tcp: out of memory for a connection");
+		return;
+	}
+	c->srv = s;
+	uv_tcp_init(s->loop, &c->handle);
+	c->handle.data = c;
+	c->open_handles = 1;
+	if (uv_accept(server, (uv_stream_t *)&c->handle) < 0 || s->closing ||
+	    s->nconns >= s->max_conns || !(c->rbuf = malloc(TCP_RBUF_INIT))) {
+		if (s->nconns >= s->max_conns)
+			log_debug("tcp: %u connections, refusing another", s->nconns);
+		/* close alone: not yet on the list nor counted */
+		c->closing = true;
+		s->nconns++;
+		c->prev = NULL;
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
+		return;
+	}
+	c->rcap = TCP_RBUF_INIT;
+	uv_timer_init(s->loop, &c->timer);
+	c->timer.data = c;
+	c->open_handles = 2;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	uv_tcp_nodelay(&c->handle, 1);
+	uv_timer_start(&c->timer, on_idle, s->idle_ms, s->idle_ms);
+	int rc = uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
+	if (rc < 0) {
+		log_debug("tcp: read start: %s", uv_strerror(rc));
+		conn_close(c);
+	}
+}
+
+static void listener_closed(uv_handle_t *h)
+{
+	struct tcp_server *s = h->data;
+	s->open_listeners--;
+}
+
+struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *cfg,
+				   char *err, size_t err_len)
+{
+	struct tcp_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->loop = loop;
+	s->max_conns = cfg->tcp_max_conns;
+	s->idle_ms = cfg->tcp_idle_ms;
+	for (unsigned i = 0; i < cfg->nlisten; i++) {
+		const struct inrpd_listen *l = &cfg->listen[i];
+		struct sockaddr_storage ss;
+		char what[80];
+		unsigned flags = 0;
+		memset(&ss, 0, sizeof(ss));
+		if (l->family == AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(l->port);
+			memcpy(&sin->sin_addr, l->addr, 4);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(l->port);
+			memcpy(&sin6->sin6_addr, l->addr, 16);
+			flags = UV_TCP_IPV6ONLY;
+		}
+		inrpd_listen_format(l, what, sizeof(what));
+		uv_tcp_t *t = &s->listeners[i];
+		uv_tcp_init(loop, t);
+		t->data = s;
+		s->nlisten = i + 1;
+		s->open_listeners++;
+		int rc = uv_tcp_bind(t, (struct sockaddr *)&ss, flags);
+		if (rc == 0)
+			rc = uv_listen((uv_stream_t *)t, TCP_BACKLOG, on_connection);
+		if (rc < 0) {
+			snprintf(err, err_len, "listen %s: tcp: %s", what, uv_strerror(rc));
+			tcp_server_close(s);
+			uv_run(loop, UV_RUN_NOWAIT);    /* runs the close callbacks */
+			tcp_server_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t idle_ms)
+{
+	s->max_conns = max_conns;
+	s->idle_ms = idle_ms;
+	for (struct tcp_conn *c = s->conns; c; c = c->next)
+		if (!c->closing)
+			uv_timer_set_repeat(&c->timer, idle_ms);
+}
+
+void tcp_server_close(struct tcp_server *s)
+{
+	if (s->closing)
+		return;
+	s->closing = true;
+	for (unsigned i = 0; i < s->nlisten; i++)
+		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
+	for (struct tcp_conn *c = s->conns; c; c = c->next)
+		conn_close(c);
+}
+
+void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
+{
+	inrpd_counters_add(sum, &s->cnt);
+}
+
+void tcp_server_free(struct tcp_server *s)
+{
+	if (!s)
+		return;
+	if (s->open_listeners || s->conns)
+		log_err("tcp: freeing the server with %u listeners and %u connections open",
+			s->open_listeners, s->nconns);
+	free(s);
+}

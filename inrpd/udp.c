@@ -1,0 +1,370 @@
+/*
+ * UDP data plane: one thread per worker, and per listen address one
+ * SO_REUSEPORT socket per worker, so the kernel spreads clients over the
+ * workers with no shared state.  A worker polls its sockets (and the stop
+ * eventfd), then drains each readable socket with recvmmsg into
+ * preallocated buffers, answers the batch, and sends it with one sendmmsg.
+ * Nothing is allocated per packet.
+ *
+ * RCU (QSBR): a worker is online only between poll() and the end of its
+ * batches.  It dereferences the runtime once per batch, uses lookup results
+ * within the batch, and announces a quiescent state after each one.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <urcu-qsbr.h>
+
+#include "log.h"
+#include "inrpd.h"
+
+#define UDP_BATCH               32
+#define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
+#define UDP_BATCHES_PER_ROUND   8       /* per socket, before polling again */
+#define UDP_RCVBUF              (4 << 20)
+#define CTL_LEN                 CMSG_SPACE(sizeof(struct in6_pktinfo))
+
+struct udp_worker {
+	struct inrpd_counters cnt;      /* first: its own cache line */
+	struct udp_workers *parent;
+	unsigned idx;
+	pthread_t thread;
+	bool running;
+	unsigned nfds;
+	int fds[INRPD_MAX_LISTEN];
+	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
+
+	struct mmsghdr in[UDP_BATCH];
+	struct mmsghdr out[UDP_BATCH];
+	struct iovec iov_in[UDP_BATCH];
+	struct iovec iov_out[UDP_BATCH];
+	struct sockaddr_storage peer[UDP_BATCH];
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CTL_LEN];
+	} ctl_in[UDP_BATCH], ctl_out[UDP_BATCH];
+	uint8_t inbuf[UDP_BATCH][UDP_IN_MAX];
+	uint8_t outbuf[UDP_BATCH][INRPD_ANSWER_MAX];
+};
+
+struct udp_workers {
+	unsigned n;
+	int stop_fd;
+	bool stop;
+	struct udp_worker **w;
+};
+
+static bool addr_is_wildcard(const struct inrpd_listen *l)
+{
+	static const uint8_t zero[16];
+	return memcmp(l->addr, zero, l->family == AF_INET ? 4 : 16) == 0;
+}
+
+static int open_socket(const struct inrpd_listen *l, bool *pktinfo, char *err, size_t err_len)
+{
+	char what[80];
+	const int on = 1;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+
+	memset(&ss, 0, sizeof(ss));
+	if (l->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(l->port);
+		memcpy(&sin->sin_addr, l->addr, 4);
+		sslen = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(l->port);
+		memcpy(&sin6->sin6_addr, l->addr, 16);
+		sslen = sizeof(*sin6);
+	}
+	inrpd_listen_format(l, what, sizeof(what));
+
+	int fd = socket(l->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, err_len, "listen %s: udp socket: %s", what, strerror(errno));
+		return -1;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0) {
+		snprintf(err, err_len, "listen %s: SO_REUSEPORT: %s", what, strerror(errno));
+		goto fail;
+	}
+	if (l->family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) < 0) {
+		snprintf(err, err_len, "listen %s: IPV6_V6ONLY: %s", what, strerror(errno));
+		goto fail;
+	}
+	*pktinfo = addr_is_wildcard(l);
+	if (*pktinfo) {
+		int rc = l->family == AF_INET
+			? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on))
+			: setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
+		if (rc < 0) {
+			snprintf(err, err_len, "listen %s: PKTINFO: %s", what, strerror(errno));
+			goto fail;
+		}
+	}
+	/* best effort: absorbs bursts; capped by net.core.rmem_max */
+	int rcvbuf = UDP_RCVBUF;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0) {
+		snprintf(err, err_len, "listen %s: udp bind: %s", what, strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* Turns the received destination address into the source of the reply. */
+static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
+{
+	struct msghdr tmp = { .msg_control = out, .msg_controllen = out_len };
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)in); c;
+	     c = CMSG_NXTHDR((struct msghdr *)in, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			pi.ipi_spec_dst = pi.ipi_addr;
+			pi.ipi_ifindex = 0;
+			struct cmsghdr *o = CMSG_FIRSTHDR(&tmp);
+			o->cmsg_level = IPPROTO_IP;
+			o->cmsg_type = IP_PKTINFO;
+			o->cmsg_len = CMSG_LEN(sizeof(pi));
+			memcpy(CMSG_DATA(o), &pi, sizeof(pi));
+			return CMSG_SPACE(sizeof(pi));
+		}
+		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in6_pktinfo))) {
+			struct in6_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			struct cmsghdr *o = CMSG_FIRSTHDR(&tmp);
+			o->cmsg_level = IPPROTO_IPV6;
+			o->cmsg_type = IPV6_PKTINFO;
+			o->cmsg_len = CMSG_LEN(sizeof(pi));
+			memcpy(CMSG_DATA(o), &pi, sizeof(pi));
+			return CMSG_SPACE(sizeof(pi));
+		}
+	}
+	return 0;
+}
+
+/* One recvmmsg batch on fd; returns the number of messages received. */
+static int serve_batch(struct udp_worker *w, int fd, bool pktinfo)
+{
+	for (unsigned i = 0; i < UDP_BATCH; i++) {
+		struct msghdr *h = &w->in[i].msg_hdr;
+		h->msg_name = &w->peer[i];
+		h->msg_namelen = sizeof(w->peer[i]);
+		h->msg_iov = &w->iov_in[i];
+		h->msg_iovlen = 1;
+		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
+		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
+		h->msg_flags = 0;
+	}
+	int n = recvmmsg(fd, w->in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0) {
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			log_debug("udp worker %u: recvmmsg: %s", w->idx, strerror(errno));
+		return 0;
+	}
+
+	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	unsigned k = 0;
+	for (int i = 0; i < n; i++) {
+		struct msghdr *h = &w->in[i].msg_hdr;
+		if (h->msg_flags & MSG_TRUNC) {         /* larger than any query we take */
+			CNT_INC(&w->cnt, queries);
+			CNT_INC(&w->cnt, dropped);
+			continue;
+		}
+		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len, w->outbuf[k], true, &w->cnt);
+		if (len == 0)
+			continue;
+		struct msghdr *o = &w->out[k].msg_hdr;
+		w->iov_out[k].iov_base = w->outbuf[k];
+		w->iov_out[k].iov_len = len;
+		o->msg_name = &w->peer[i];
+		o->msg_namelen = h->msg_namelen;
+		o->msg_iov = &w->iov_out[k];
+		o->msg_iovlen = 1;
+		o->msg_flags = 0;
+		o->msg_control = NULL;
+		o->msg_controllen = 0;
+		if (pktinfo) {
+			size_t cl = reply_pktinfo(h, w->ctl_out[k].buf, sizeof(w->ctl_out[k].buf));
+			if (cl) {
+				o->msg_control = w->ctl_out[k].buf;
+				o->msg_controllen = cl;
+			}
+		}
+		k++;
+	}
+
+	unsigned sent = 0;
+	while (sent < k) {
+		int r = sendmmsg(fd, w->out + sent, k - sent, 0);
+		if (r > 0) {
+			CNT_ADD(&w->cnt, answered, (unsigned)r);
+			sent += (unsigned)r;
+		} else if (r < 0 && errno == EINTR) {
+			continue;
+		} else {
+			/* the first unsent message failed: skip it, send the rest */
+			log_debug("udp worker %u: sendmmsg: %s", w->idx, r < 0 ? strerror(errno) : "nothing sent");
+			CNT_INC(&w->cnt, dropped);
+			sent++;
+		}
+	}
+	return n;
+}
+
+static void *worker_main(void *arg)
+{
+	struct udp_worker *w = arg;
+	struct udp_workers *ws = w->parent;
+	struct pollfd pfd[INRPD_MAX_LISTEN + 1];
+
+	rcu_register_thread();
+	for (unsigned i = 0; i < w->nfds; i++)
+		pfd[i] = (struct pollfd){ .fd = w->fds[i], .events = POLLIN };
+	pfd[w->nfds] = (struct pollfd){ .fd = ws->stop_fd, .events = POLLIN };
+
+	for (;;) {
+		rcu_thread_offline();
+		int n = poll(pfd, w->nfds + 1, -1);
+		rcu_thread_online();
+		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
+			break;
+		if (n < 0) {
+			if (errno != EINTR) {
+				log_err("udp worker %u: poll: %s", w->idx, strerror(errno));
+				break;
+			}
+			continue;
+		}
+		for (unsigned i = 0; i < w->nfds; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLERR)))
+				continue;
+			for (unsigned b = 0; b < UDP_BATCHES_PER_ROUND; b++) {
+				int got = serve_batch(w, w->fds[i], w->pktinfo[i]);
+				rcu_quiescent_state();
+				if (got < UDP_BATCH)
+					break;
+			}
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nworkers,
+				     char *err, size_t err_len)
+{
+	struct udp_workers *ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		goto nomem;
+	ws->stop_fd = -1;
+	ws->w = calloc(nworkers, sizeof(*ws->w));
+	if (!ws->w)
+		goto nomem;
+	ws->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ws->stop_fd < 0) {
+		snprintf(err, err_len, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	for (unsigned i = 0; i < nworkers; i++) {
+		struct udp_worker *w;
+		if (posix_memalign((void **)&w, 64, sizeof(*w)) != 0)
+			goto nomem;
+		memset(w, 0, sizeof(*w));
+		ws->w[i] = w;
+		ws->n = i + 1;
+		w->parent = ws;
+		w->idx = i;
+		for (unsigned j = 0; j < UDP_BATCH; j++) {
+			w->iov_in[j].iov_base = w->inbuf[j];
+			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
+		}
+		for (unsigned l = 0; l < cfg->nlisten; l++) {
+			int fd = open_socket(&cfg->listen[l], &w->pktinfo[l], err, err_len);
+			if (fd < 0)
+				goto fail;
+			w->fds[l] = fd;
+			w->nfds = l + 1;
+		}
+	}
+	return ws;
+nomem:
+	snprintf(err, err_len, "out of memory");
+fail:
+	udp_workers_stop(ws, NULL);
+	return NULL;
+}
+
+int udp_workers_start(struct udp_workers *ws, char *err, size_t err_len)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* workers take no signals: the main thread's libuv loop handles them */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = 0;
+	for (unsigned i = 0; i < ws->n; i++) {
+		int e = pthread_create(&ws->w[i]->thread, NULL, worker_main, ws->w[i]);
+		if (e != 0) {
+			snprintf(err, err_len, "starting udp worker %u: %s", i, strerror(e));
+			rc = -1;
+			break;
+		}
+		ws->w[i]->running = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
+{
+	if (!ws)
+		return;
+	__atomic_store_n(&ws->stop, true, __ATOMIC_RELEASE);
+	if (ws->stop_fd >= 0) {
+		uint64_t one = 1;
+		/* never read: stays readable, so every worker wakes up */
+		if (write(ws->stop_fd, &one, sizeof(one)) != sizeof(one))
+			log_err("udp workers: waking for stop: %s", strerror(errno));
+	}
+	for (unsigned i = 0; i < ws->n; i++) {
+		struct udp_worker *w = ws->w[i];
+		if (w->running)
+			pthread_join(w->thread, NULL);
+		if (final)
+			inrpd_counters_add(final, &w->cnt);
+		for (unsigned l = 0; l < w->nfds; l++)
+			close(w->fds[l]);
+		free(w);
+	}
+	if (ws->stop_fd >= 0)
+		close(ws->stop_fd);
+	free(ws->w);
+	free(ws);
+}
+
+void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *sum)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		inrpd_counters_add(sum, &ws->w[i]->cnt);
+}

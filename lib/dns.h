@@ -1,0 +1,159 @@
+/*
+ * The DNS message layer shared by the daemons, in the style of NSD and
+ * Knot: no allocation, every read and write bounds-checked against an
+ * explicit length.
+ *
+ * Parsing a query (dns_query_parse) takes a whole message as received and
+ * fills one struct dns_query.  The policy is a resolver's (the one Unbound
+ * applies): a query carries exactly one question, nothing in the answer and
+ * authority sections, and at most one additional record, which must be an
+ * OPT RR owned by the root (RFC 6891).  Everything else is FORMERR.
+ *
+ * Building a response (dns_response_*) writes into the caller's buffer:
+ *
+ *     struct dns_builder b;
+ *     dns_response_init(&b, &q, DNS_RCODE_NOERROR, buf,
+ *                       dns_query_udp_limit(&q, our_udp_size));
+ *     dns_response_add_addr(&b, AF_INET, addr, ttl);     (any number)
+ *     size_t len = dns_response_finish(&b, our_udp_size);
+ *
+ * The question is echoed in the client's case at offset 12, answers point
+ * their owner name at it, an OPT RR is added when the query had one, and an
+ * answer that would not fit the limit sets TC and keeps the question only.
+ */
+#ifndef CR_DNS_H
+#define CR_DNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "name.h"
+
+#define DNS_HEADER_LEN  12
+#define DNS_UDP_MIN     512     /* RFC 1035 limit; also the floor for EDNS sizes */
+#define DNS_EDNS_MAX    4096    /* the largest client payload size honoured */
+#define DNS_TCP_MAX     65535   /* RFC 7766: a 2-byte length prefix */
+#define DNS_OPT_RR_LEN  11      /* an OPT RR without options */
+/* Largest response the builder can produce for one question and n addresses. */
+#define DNS_RESPONSE_MAX(n) (DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + (n) * (2 + 10 + 16) + DNS_OPT_RR_LEN)
+
+enum dns_rcode {
+	DNS_RCODE_NOERROR = 0,
+	DNS_RCODE_FORMERR = 1,
+	DNS_RCODE_SERVFAIL = 2,
+	DNS_RCODE_NXDOMAIN = 3,
+	DNS_RCODE_NOTIMP = 4,
+	DNS_RCODE_REFUSED = 5,
+	DNS_RCODE_BADVERS = 16,         /* extended: needs an OPT RR */
+};
+
+enum dns_opcode { DNS_OPCODE_QUERY = 0 };
+
+enum dns_type {
+	DNS_TYPE_A = 1,
+	DNS_TYPE_NS = 2,
+	DNS_TYPE_CNAME = 5,
+	DNS_TYPE_SOA = 6,
+	DNS_TYPE_MX = 15,
+	DNS_TYPE_TXT = 16,
+	DNS_TYPE_AAAA = 28,
+	DNS_TYPE_OPT = 41,
+	DNS_TYPE_IXFR = 251,
+	DNS_TYPE_AXFR = 252,
+	DNS_TYPE_ANY = 255,
+};
+
+#define DNS_CLASS_IN 1
+
+/* dns_query_parse results; any positive value is the rcode to answer with. */
+enum dns_parse_result {
+	DNS_PARSE_DROP = -1,    /* not a query (QR set) or shorter than a header: no answer */
+	DNS_PARSE_OK = 0,
+	/* DNS_RCODE_FORMERR, DNS_RCODE_NOTIMP (opcode not QUERY), DNS_RCODE_BADVERS */
+};
+
+struct dns_query {
+	/* Header: valid whenever the result is not DNS_PARSE_DROP. */
+	uint16_t id;
+	uint8_t opcode;
+	bool rd;
+	bool cd;
+
+	/* Question: valid when has_question. */
+	bool has_question;
+	uint16_t qtype;
+	uint16_t qclass;
+	struct name qname;                      /* canonical (lowercase) */
+	uint8_t qname_orig[NAME_MAX_WIRE];      /* as received, qname.len bytes */
+
+	/* EDNS (RFC 6891): valid when has_edns. */
+	bool has_edns;
+	bool edns_do;                           /* DNSSEC OK, copied to the answer */
+	uint8_t edns_version;
+	uint16_t edns_udp_raw;                  /* the payload size as sent */
+	/* Where the OPT RR's options lie in the packet (walked and bounds-checked). */
+	uint16_t edns_opts_off;
+	uint16_t edns_opts_len;
+
+	/* The client's limit for a UDP answer: 512 without EDNS, else its
+	 * payload size clamped to [DNS_UDP_MIN, DNS_EDNS_MAX]. */
+	uint16_t udp_size;
+};
+
+/*
+ * Parses a query.  Returns DNS_PARSE_OK, DNS_PARSE_DROP, or the rcode to
+ * answer with (header fields are then valid, the question and EDNS fields
+ * only where their has_ flag says so).
+ */
+int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q);
+
+/* The size limit for a UDP answer: the client's, capped by our own maximum. */
+static inline size_t dns_query_udp_limit(const struct dns_query *q, uint16_t our_udp_size)
+{
+	size_t lim = q->udp_size;
+	if (q->has_edns && our_udp_size < lim)
+		lim = our_udp_size < DNS_UDP_MIN ? DNS_UDP_MIN : our_udp_size;
+	return lim;
+}
+
+struct dns_builder {
+	uint8_t *buf;
+	size_t limit;           /* bytes the message may use */
+	size_t len;
+	size_t question_end;
+	size_t reserve;         /* kept free for the OPT RR */
+	uint16_t ancount;
+	uint16_t rcode;
+	bool with_question;
+	bool truncated;
+	bool failed;            /* limit too small even for header and question */
+	const struct dns_query *q;
+};
+
+/*
+ * Starts a response to q with rcode (DNS_RCODE_BADVERS included).  buf
+ * holds at least limit bytes.  FORMERR and NOTIMP answers carry no
+ * question, only the header as far as it was parsed (id, opcode, RD, CD);
+ * others echo the question.  Every answer to a query whose OPT RR parsed
+ * carries an OPT RR (RFC 6891 6.1.1).
+ */
+void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigned rcode,
+		       uint8_t *buf, size_t limit);
+
+/*
+ * Adds an A (family AF_INET, 4 bytes) or AAAA (AF_INET6, 16 bytes) record
+ * for the question name.  Returns false once the answer no longer fits:
+ * the response is then truncated (TC, question only) and later adds are
+ * ignored.
+ */
+bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl);
+
+/*
+ * Completes the header and appends the OPT RR (advertising our_udp_size)
+ * if the query had one.  Returns the message length, or 0 if nothing can
+ * be sent (the limit is too small for even the header and question).
+ */
+size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size);
+
+#endif

@@ -1,0 +1,227 @@
+"""Fixtures that run real inrpd processes on loopback.
+
+    def test_something(inrpd_factory):
+        d = inrpd_factory('route "x.content" { server 127.0.0.9; }')
+        r = d.udp("x.content", "A")
+
+inrpd_factory(body, ...) writes a config (a `listen` line for a fresh
+127.0.0.x address and free port, a `workers` line, then `body`, which may
+also be a function of (addr, port) returning the text; listen=False leaves
+the listen lines to it), starts `inrpd -f -c FILE`,
+waits until it answers a query, and returns an Inrpd handle.  Every daemon
+started in a test is stopped at teardown, also when the test failed; a
+daemon that does not exit cleanly (status 0) on SIGTERM fails the test, so
+sanitizer reports at exit (leaks included) are caught.
+
+The binary is $INRPD, or build/inrpd/inrpd under the repository root.
+"""
+
+import os
+import pathlib
+import random
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import dns.exception
+import dns.message
+import dns.query
+import dns.rcode
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+INRPD = os.environ.get("INRPD", str(REPO / "build" / "inrpd" / "inrpd"))
+START_TIMEOUT = 15.0    # generous: sanitizer builds start slowly
+STOP_TIMEOUT = 15.0
+
+# In a sanitizer build, any report makes inrpd exit non-zero (UBSan only
+# warns by default), which fails the test at teardown.
+ENV = dict(os.environ)
+ENV.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+ENV.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+
+
+def wait_for(cond, timeout, what, interval=0.01):
+    """Polls cond() until it returns a true value; fails after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def free_port(addr):
+    """A port free for both UDP and TCP on addr right now."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+            t.bind((addr, 0))
+            port = t.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                try:
+                    u.bind((addr, port))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def loopback_addr():
+    """A 127.0.0.x address other than 127.0.0.1, to keep tests apart."""
+    return f"127.0.0.{random.randint(2, 250)}"
+
+
+class Inrpd:
+    def __init__(self, tmp_path, name):
+        self.dir = tmp_path / name
+        self.dir.mkdir()
+        self.conf = self.dir / "inrpd.conf"
+        self.logfile = self.dir / "inrpd.log"
+        self.proc = None
+        self.addr = None
+        self.port = None
+
+    # ---- process ----
+
+    def write_config(self, body, listen=True, workers=2):
+        """body: config text, or a function (addr, port) -> text."""
+        if callable(body):
+            body = body(self.addr, self.port)
+        text = ""
+        if listen:
+            text += f"listen {self.addr} port {self.port};\n"
+        if workers:
+            text += f"workers {workers};\n"
+        text += body
+        self.conf.write_text(text)
+
+    def start(self, body, listen=True, workers=2, args=()):
+        self.write_config(body, listen, workers)
+        self._log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen(
+            [INRPD, "-f", "-c", str(self.conf), *args],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=ENV)
+        self.wait_ready()
+
+    def wait_ready(self):
+        def answers():
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"inrpd exited with {self.proc.returncode} during startup:\n{self.log()}")
+            try:
+                q = dns.message.make_query("ready.check.invalid", "A")
+                dns.query.udp(q, self.addr, port=self.port, timeout=0.1)
+                return True
+            except (dns.exception.Timeout, OSError):
+                return False
+        wait_for(answers, START_TIMEOUT, f"inrpd on {self.addr}:{self.port} to answer")
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self):
+        """SIGTERM, then wait; returns the exit status.  Kills if it hangs."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._log.close()
+                raise AssertionError(f"inrpd did not stop on SIGTERM:\n{self.log()}")
+        self._log.close()
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log(self):
+        try:
+            return self.logfile.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_log(self, pattern, timeout=10.0, start=0):
+        """Waits until the log (from offset start) matches the regex."""
+        rx = re.compile(pattern)
+        return wait_for(lambda: rx.search(self.log()[start:]), timeout, f"log line /{pattern}/")
+
+    def reload(self, body, listen=True, workers=2):
+        """Writes a new config and sends SIGHUP; returns the log offset before it."""
+        mark = len(self.log())
+        self.write_config(body, listen, workers)
+        self.signal(signal.SIGHUP)
+        return mark
+
+    # ---- queries ----
+
+    def udp(self, name, rdtype="A", timeout=2.0, **kw):
+        q = dns.message.make_query(name, rdtype, **kw)
+        return dns.query.udp(q, self.addr, port=self.port, timeout=timeout)
+
+    def tcp(self, name, rdtype="A", timeout=2.0, **kw):
+        q = dns.message.make_query(name, rdtype, **kw)
+        return dns.query.tcp(q, self.addr, port=self.port, timeout=timeout)
+
+    def udp_raw(self, wire, timeout=2.0):
+        """Sends raw bytes; returns the raw response or None on timeout."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.settimeout(timeout)
+            s.sendto(wire, (self.addr, self.port))
+            try:
+                return s.recv(65535)
+            except socket.timeout:
+                return None
+
+
+@pytest.fixture
+def inrpd_factory(tmp_path):
+    """Starts inrpd daemons for one test: factory(body, **kw) -> Inrpd."""
+    started = []
+
+    def start(body, listen=True, workers=2, args=()):
+        last = None
+        for attempt in range(5):       # a port can be taken between probe and bind
+            d = Inrpd(tmp_path, f"inrpd{len(started)}-{attempt}")
+            d.addr = loopback_addr()
+            d.port = free_port(d.addr)
+            started.append(d)
+            try:
+                d.start(body, listen=listen, workers=workers, args=args)
+                return d
+            except AssertionError as e:
+                if "in use" not in d.log():
+                    raise
+                last = e
+        raise last
+
+    yield start
+
+    errors = []
+    for d in started:
+        try:
+            rc = d.stop()
+        except AssertionError as e:
+            errors.append(str(e))
+            continue
+        finally:
+            d.kill()
+        if rc not in (None, 0) and "in use" not in d.log():
+            errors.append(f"inrpd exited with {rc}:\n{d.log()}")
+    if errors:
+        pytest.fail("\n".join(errors))
+
+
+def run_inrpd(*args, timeout=30):
+    """Runs the inrpd binary to completion (e.g. -t); returns CompletedProcess."""
+    return subprocess.run([INRPD, *args], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout, env=ENV)
