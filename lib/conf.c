@@ -19,8 +19,8 @@
 
 #include "conf.h"
 
-_Static_assert(CONF_MAX_FILE == 64u << 20, "update the 'larger than' messages");
-#define TOO_LARGE "file larger than 64 MiB"
+_Static_assert(CONF_MAX_FILE == 16u << 20, "update the 'larger than' messages");
+#define TOO_LARGE "file larger than 16 MiB"
 
 /* Arena */
 

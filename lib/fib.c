@@ -3,31 +3,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <urcu-qsbr.h>
 
 #define XXH_INLINE_ALL
-#include <xxhash.h>
+#include <xxhash.h>     /* writer-side hashes of whole route sets and names */
 
 #include "arena.h"
 #include "fib.h"
 
 /*
- * Node records are packed at 4-byte granularity; a node id is its offset
- * divided by 4, which addresses 16 GiB of nodes with 32 bits.  Id 0 is
- * never a node, so an all-zero slot is empty.
+ * A trie node lives in its edge's slot: the parent's id, its own id, its
+ * entry and child count, and the label inline.  A lookup step is then one
+ * slot read, usually one cache line, which yields both the match and the
+ * route entry; a separate node record would add a second dependent cache
+ * miss per label, the cost that dominates at millions of names.
+ * Labels of 16 bytes and more keep their first bytes inline and the rest
+ * in an arena.
  */
-struct fib_node {
-	uint32_t parent;
+#define RUN_INLINE      16      /* length byte + up to 15 label bytes */
+
+struct fib_slot {
+	uint32_t parent;        /* parent's id; SLOT_EMPTY or SLOT_TOMB; stored last */
+	uint32_t id;            /* what this node's children name as their parent */
 	uint32_t entry;         /* tagged reference, see ENTRY_* */
 	uint32_t nchildren;     /* lets a lookup stop without probing for a child */
-	uint8_t len;            /* label length; label follows, so len+label compare as one run */
-	uint8_t label[];
+	uint8_t run[RUN_INLINE];        /* zero padded; long labels: see RUN_LONG_* */
 };
+_Static_assert(sizeof(struct fib_slot) == 32, "two slots per cache line");
 
-#define NODE_UNIT       4u
-#define NODE_HDR        offsetof(struct fib_node, len)
-#define NODE_CLASSES    ((NODE_HDR + 1 + NAME_MAX_LABEL + NODE_UNIT - 1) / NODE_UNIT + 1)
-#define NODE_MAX_BYTES  ((size_t)16 << 30)
+#define SLOT_EMPTY      0u
+#define SLOT_TOMB       UINT32_MAX      /* deleted: probing goes on past it */
+#define ROOT_ID         1u
+/* a long run: length byte, first label bytes, then the arena id of the whole run */
+#define RUN_LONG_ID_AT  12
+#define RUN_UNIT        4u
+#define RUN_CLASSES     ((1 + NAME_MAX_LABEL + RUN_UNIT - 1) / RUN_UNIT + 1)
+#define RUN_SLACK       (1 + NAME_MAX_LABEL)
+#define RUNS_MAX_BYTES  ((size_t)4 << 30)
+
+/* Tables stay between these loads; a large one grows in small steps. */
+#define LOAD_MAX        0.80
+#define LOAD_TARGET_BIG 0.72
+#define LOAD_TARGET     0.50
+#define BIG_TABLE       (1u << 20)
+#define MIN_SLOTS       64u
+
+#define IDS_MAX         (1u << 28)
+#define SETS_MAX        (1u << 24)
+#define AGGS_MAX        (1u << 22)
+#define EXTS_MAX        (1u << 27)
 
 /* entry: top two bits say what the low 30 bits index */
 #define ENTRY_NONE      0u
@@ -53,13 +78,11 @@ struct fib_aggregate {
 	struct name name;
 };
 
-#define SLOT_TOMB_ID    UINT32_MAX      /* deleted: probing goes on past it */
-
 struct fib_table {
 	struct rcu_head rcu;
 	size_t bytes;
-	uint64_t mask;
-	uint64_t slots[];       /* tag << 32 | node id */
+	uint64_t cap;           /* any size: indexed by multiply-shift, not a mask */
+	struct fib_slot slots[];
 };
 
 /* Writer-side index from a 64-bit hash to an id; the caller checks equality. */
@@ -72,7 +95,7 @@ struct idmap {
 	size_t mask, used;
 };
 
-enum limbo_kind { LIMBO_NODE, LIMBO_EXT, LIMBO_SET, LIMBO_AGG };
+enum limbo_kind { LIMBO_ID, LIMBO_RUN, LIMBO_EXT, LIMBO_SET, LIMBO_AGG };
 #define LIMBO_BATCH 512
 struct limbo {
 	struct rcu_head rcu;
@@ -86,15 +109,17 @@ struct limbo {
 
 struct fib {
 	pthread_mutex_t lock;   /* writers, and the reclamation callbacks */
-	uint64_t seed;
+	uint64_t seed[2];
 	struct fib_table *table;
 	uint64_t slots_live, slots_tomb;
-	uint32_t root;
+	struct fib_slot root;   /* the root is in no table */
 
-	struct region nodes;
-	size_t node_bytes;
-	uint32_t node_free[NODE_CLASSES];
-	uint64_t nodes_live, entries;
+	struct region ids_free;         /* stack of reusable node ids */
+	uint32_t id_next, ids_free_count;
+
+	struct region runs;             /* long labels */
+	size_t run_bytes;
+	uint32_t run_free[RUN_CLASSES];
 
 	struct region exts;
 	uint32_t ext_count, ext_free;
@@ -109,8 +134,8 @@ struct fib {
 	uint64_t aggs_live;
 	struct idmap agg_index;
 
+	uint64_t entries;
 	struct limbo *limbo;
-	unsigned pending_callbacks;     /* limbo batches not yet reclaimed */
 };
 
 static const char *const fib_errors[] = {
@@ -132,35 +157,153 @@ const char *fib_strerror(int err)
 
 /* ---- reader side ---------------------------------------------------- */
 
-static inline const struct fib_node *node_at(const struct fib *f, uint32_t id)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static inline uint64_t load64(const uint8_t *p)
 {
-	return (const struct fib_node *)(f->nodes.base + (size_t)id * NODE_UNIT);
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
-static inline uint64_t edge_hash(const struct fib *f, uint32_t parent, const uint8_t *label)
+static inline uint32_t load32(const uint8_t *p)
 {
-	return XXH3_64bits_withSeed(label + 1, label[0], f->seed ^ parent);
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint16_t load16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* 64x64->128 multiply folded to 64 bits: wyhash's mixing step. */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/*
+ * A query label, loaded once into registers: the words that hash it are
+ * the words that compare it, so a probe reloads nothing from the query.
+ * Loads overlap and stay inside the run (length byte + label).
+ */
+struct qlabel {
+	const uint8_t *run;
+	unsigned n;             /* run length, 2..64 */
+	uint64_t a, b;          /* first and last word of the run */
+};
+
+static ALWAYS_INLINE void qlabel_load(struct qlabel *ql, const uint8_t *run)
+{
+	unsigned n = 1u + run[0];
+	ql->run = run;
+	ql->n = n;
+	if (n >= 8) {
+		ql->a = load64(run);
+		ql->b = load64(run + n - 8);
+	} else if (n >= 4) {
+		ql->a = load32(run);
+		ql->b = load32(run + n - 4);
+	} else {
+		ql->a = load16(run);
+		ql->b = run[n - 1];
+	}
+}
+
+/*
+ * Hash of (parent id, label): one multiply for a label of up to 15 bytes.
+ * Both multiplicands carry a secret per-table seed, since names come from
+ * the network.  An out-of-line XXH3 call cost as much as the cache miss it
+ * sits next to.
+ */
+static ALWAYS_INLINE uint64_t qlabel_hash(const struct fib *f, uint32_t parent, const struct qlabel *ql)
+{
+	uint64_t seed = f->seed[0] ^ parent, a = ql->a;
+	if (__builtin_expect(ql->n > 16, 0)) {
+		for (unsigned i = 0; i + 16 < ql->n; i += 16)
+			seed = mum(load64(ql->run + i) ^ f->seed[1], load64(ql->run + i + 8) ^ seed);
+		a = load64(ql->run + ql->n - 16);
+	}
+	return mum(a ^ seed, ql->b ^ f->seed[1]);
+}
+
+static inline uint64_t edge_hash(const struct fib *f, uint32_t parent, const uint8_t *run)
+{
+	struct qlabel ql;
+	qlabel_load(&ql, run);
+	return qlabel_hash(f, parent, &ql);
+}
+
+/* Compares a whole stored run with a query run of 8 bytes or more. */
+static inline bool run_equal(const uint8_t *stored, const uint8_t *q)
+{
+	unsigned n = 1u + q[0];
+	uint64_t d = load64(stored + n - 8) ^ load64(q + n - 8);
+	for (unsigned i = 0; i + 8 < n; i += 8)
+		d |= load64(stored + i) ^ load64(q + i);
+	return d == 0;
+}
+
+static inline const uint8_t *long_run(const struct fib *f, const struct fib_slot *s)
+{
+	uint32_t id;
+	memcpy(&id, s->run + RUN_LONG_ID_AT, sizeof(id));
+	return f->runs.base + (size_t)id * RUN_UNIT;
+}
+
+/* The slot's whole label run, wherever it is kept. */
+static inline const uint8_t *slot_run(const struct fib *f, const struct fib_slot *s)
+{
+	return 1u + s->run[0] <= RUN_INLINE ? s->run : long_run(f, s);
+}
+
+/*
+ * Every branch depends on the query's length only, which is in cache: a
+ * branch on the slot's bytes would resolve only when its cache miss does.
+ * The length byte is in the first word, so a stored label of another
+ * length differs there; long labels spill to the arena (with its slack).
+ */
+static ALWAYS_INLINE bool slot_label_equal(const struct fib *f, const struct fib_slot *s,
+					  const struct qlabel *ql)
+{
+	unsigned n = ql->n;
+	if (n >= 8) {
+		if (__builtin_expect(n > RUN_INLINE, 0))
+			return load64(s->run) == ql->a && run_equal(long_run(f, s), ql->run);
+		return ((load64(s->run) ^ ql->a) | (load64(s->run + n - 8) ^ ql->b)) == 0;
+	}
+	if (n >= 4)
+		return ((load32(s->run) ^ ql->a) | (load32(s->run + n - 4) ^ ql->b)) == 0;
+	return ((load16(s->run) ^ ql->a) | (s->run[n - 1] ^ ql->b)) == 0;
+}
+
+static inline uint64_t slot_index(const struct fib_table *t, uint64_t h)
+{
+	return (uint64_t)(((__uint128_t)h * t->cap) >> 64);
 }
 
 /* label points at a length byte followed by the label. */
-static inline uint32_t table_find(const struct fib *f, const struct fib_table *t,
-				  uint32_t parent, const uint8_t *label)
+static ALWAYS_INLINE const struct fib_slot *table_find(const struct fib *f, const struct fib_table *t,
+						       uint32_t parent, const uint8_t *label)
 {
-	uint64_t h = edge_hash(f, parent, label);
-	uint32_t tag = (uint32_t)(h >> 32);
-	uint64_t i = h & t->mask;
+	struct qlabel ql;
+	qlabel_load(&ql, label);
+	uint64_t i = slot_index(t, qlabel_hash(f, parent, &ql));
 
 	for (;;) {
-		uint64_t s = __atomic_load_n(&t->slots[i], __ATOMIC_ACQUIRE);
-		if (s == 0)
-			return 0;
-		uint32_t id = (uint32_t)s;
-		if ((uint32_t)(s >> 32) == tag && id != SLOT_TOMB_ID) {
-			const struct fib_node *n = node_at(f, id);
-			if (n->parent == parent && memcmp(&n->len, label, 1u + label[0]) == 0)
-				return id;
-		}
-		i = (i + 1) & t->mask;
+		const struct fib_slot *s = &t->slots[i];
+		uint32_t p = __atomic_load_n(&s->parent, __ATOMIC_ACQUIRE);
+		if (p == SLOT_EMPTY)
+			return NULL;
+		if (p == parent && slot_label_equal(f, s, &ql))
+			return s;
+		if (++i == t->cap)
+			i = 0;
 	}
 }
 
@@ -180,7 +323,7 @@ static inline const struct fib_ext *ext_at(const struct fib *f, uint32_t id)
 	return (const struct fib_ext *)f->exts.base + id;
 }
 
-static bool resolve_entry(const struct fib *f, uint32_t e, struct fib_result *res)
+static inline bool resolve_entry(const struct fib *f, uint32_t e, struct fib_result *res)
 {
 	unsigned n = 0;
 
@@ -212,48 +355,49 @@ static bool resolve_entry(const struct fib *f, uint32_t e, struct fib_result *re
 	return n > 0;
 }
 
-static inline int label_offsets(const struct name *q, uint8_t off[NAME_MAX_LABELS])
+static ALWAYS_INLINE int label_offsets(const struct name *q, uint8_t off[NAME_MAX_LABELS])
 {
 	int n = 0;
-	unsigned p = 0;
-	while (q->wire[p] != 0) {
+	unsigned p = 0, len;
+	while ((len = q->wire[p]) != 0) {
 		off[n++] = (uint8_t)p;
-		p += 1u + q->wire[p];
+		p += 1u + len;
 	}
 	return n;
 }
 
-bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
+
+/*
+ * The slow path: the deepest entry belongs to an aggregate that has no
+ * routes right now, which must not hide a shorter suffix.  Walks again and
+ * takes the deepest entry that resolves.
+ */
+static bool lookup_all_candidates(const struct fib *f, const struct name *q, const uint8_t *off,
+				  int nlabels, struct fib_result *res)
 {
-	uint8_t off[NAME_MAX_LABELS];
-	int nlabels = label_offsets(q, off);
-	/* entries met on the way down; usually just one */
 	uint32_t cand_entry[NAME_MAX_LABELS + 1];
 	int cand_depth[NAME_MAX_LABELS + 1];
 	int ncand = 0;
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	const struct fib_slot *s = &f->root;
+	uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
 
-	const struct fib_table *t = rcu_dereference(f->table);
-	uint32_t id = f->root;
-	const struct fib_node *n = node_at(f, id);
-	uint32_t e = __atomic_load_n(&n->entry, __ATOMIC_ACQUIRE);
 	if (e) {
 		cand_entry[ncand] = e;
 		cand_depth[ncand++] = nlabels;
 	}
 	for (int i = nlabels - 1; i >= 0; i--) {
-		if (__atomic_load_n(&n->nchildren, __ATOMIC_RELAXED) == 0)
+		if (__atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)
 			break;
-		id = table_find(f, t, id, q->wire + off[i]);
-		if (!id)
+		s = table_find(f, t, s->id, q->wire + off[i]);
+		if (!s)
 			break;
-		n = node_at(f, id);
-		e = __atomic_load_n(&n->entry, __ATOMIC_ACQUIRE);
+		e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
 		if (e) {
 			cand_entry[ncand] = e;
 			cand_depth[ncand++] = i;
 		}
 	}
-	/* an aggregate with no routes right now does not hide a shorter suffix */
 	while (ncand > 0) {
 		ncand--;
 		if (resolve_entry(f, cand_entry[ncand], res)) {
@@ -267,19 +411,51 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 	return false;
 }
 
+bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
+{
+	uint8_t off[NAME_MAX_LABELS];
+	int nlabels = label_offsets(q, off);
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	const struct fib_slot *s = &f->root;
+	uint32_t best = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
+	int best_depth = nlabels;
+
+	for (int i = nlabels - 1; i >= 0; i--) {
+		if (__atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)
+			break;
+		s = table_find(f, t, s->id, q->wire + off[i]);
+		if (!s)
+			break;
+		uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
+		if (e) {
+			best = e;
+			best_depth = i;
+		}
+	}
+	if (__builtin_expect(ENTRY_TYPE(best) == ENTRY_SET, 1)) {
+		res->sets[0] = set_at(f, ENTRY_ID(best));
+		res->nsets = 1;
+	} else if (!best || !resolve_entry(f, best, res)) {
+		return best && lookup_all_candidates(f, q, off, nlabels, res);
+	}
+	res->suffix_offset = best_depth == nlabels ? (uint8_t)(q->len - 1) : off[best_depth];
+	res->suffix_labels = (uint8_t)(nlabels - best_depth);
+	return true;
+}
+
 bool fib_lookup_exact(const struct fib *f, const struct name *q, struct fib_result *res)
 {
 	uint8_t off[NAME_MAX_LABELS];
 	int nlabels = label_offsets(q, off);
-	const struct fib_table *t = rcu_dereference(f->table);
-	uint32_t id = f->root;
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	const struct fib_slot *s = &f->root;
 
-	for (int i = nlabels - 1; i >= 0 && id; i--)
-		id = table_find(f, t, id, q->wire + off[i]);
+	for (int i = nlabels - 1; i >= 0 && s; i--)
+		s = table_find(f, t, s->id, q->wire + off[i]);
 	res->nsets = 0;
-	if (!id)
+	if (!s)
 		return false;
-	uint32_t e = __atomic_load_n(&node_at(f, id)->entry, __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
 	if (!e || !resolve_entry(f, e, res))
 		return false;
 	res->suffix_offset = 0;
@@ -365,7 +541,8 @@ static void idmap_remove(struct idmap *m, uint64_t hash, uint32_t id)
 
 /* ---- deferred reclamation ------------------------------------------- */
 
-static void node_release(struct fib *f, uint32_t id);
+static void id_release(struct fib *f, uint32_t id);
+static void run_release(struct fib *f, uint32_t id);
 static void ext_release(struct fib *f, uint32_t id);
 static void set_release(struct fib *f, uint32_t id);
 static void agg_release(struct fib *f, uint32_t id);
@@ -379,33 +556,37 @@ static void limbo_reclaim(struct rcu_head *head)
 	for (unsigned i = 0; i < l->count; i++) {
 		uint32_t id = l->items[i].id;
 		switch (l->items[i].kind) {
-		case LIMBO_NODE: node_release(f, id); break;
+		case LIMBO_ID: id_release(f, id); break;
+		case LIMBO_RUN: run_release(f, id); break;
 		case LIMBO_EXT: ext_release(f, id); break;
 		case LIMBO_SET: set_release(f, id); break;
 		case LIMBO_AGG: agg_release(f, id); break;
 		}
 	}
-	f->pending_callbacks--;
 	pthread_mutex_unlock(&f->lock);
 	free(l);
 }
 
-/* Called with the lock held. */
+/* Called with the lock held.  QSBR wants call_rcu() from an online thread. */
 static void limbo_flush(struct fib *f)
 {
 	if (!f->limbo || f->limbo->count == 0)
 		return;
-	f->pending_callbacks++;
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
 	call_rcu(&f->limbo->rcu, limbo_reclaim);
+	if (!online)
+		rcu_thread_offline();
 	f->limbo = NULL;
 }
 
-static int limbo_add(struct fib *f, enum limbo_kind kind, uint32_t id)
+static void limbo_add(struct fib *f, enum limbo_kind kind, uint32_t id)
 {
 	if (!f->limbo) {
 		f->limbo = malloc(sizeof(*f->limbo));
 		if (!f->limbo)
-			return -1;      /* the id is leaked until destroy; no reader is harmed */
+			return;         /* the id is never reused; no reader is harmed */
 		f->limbo->fib = f;
 		f->limbo->count = 0;
 	}
@@ -413,60 +594,68 @@ static int limbo_add(struct fib *f, enum limbo_kind kind, uint32_t id)
 	f->limbo->items[f->limbo->count].id = id;
 	if (++f->limbo->count == LIMBO_BATCH)
 		limbo_flush(f);
-	return 0;
 }
 
-/* ---- nodes and the edge table --------------------------------------- */
+/* ---- node ids and long labels --------------------------------------- */
 
-static inline struct fib_node *node_mut(struct fib *f, uint32_t id)
+static uint32_t id_alloc(struct fib *f)
 {
-	return (struct fib_node *)(f->nodes.base + (size_t)id * NODE_UNIT);
+	if (f->ids_free_count > 0)
+		return ((uint32_t *)f->ids_free.base)[--f->ids_free_count];
+	if (f->id_next >= IDS_MAX)
+		return 0;
+	return f->id_next++;
 }
 
-static inline unsigned node_units(unsigned label_len)
+static void id_release(struct fib *f, uint32_t id)
 {
-	return (unsigned)((NODE_HDR + 1 + label_len + NODE_UNIT - 1) / NODE_UNIT);
+	/* the stack never holds more ids than were handed out */
+	if (region_ensure(&f->ids_free, (size_t)(f->ids_free_count + 1) * sizeof(uint32_t)) == 0)
+		((uint32_t *)f->ids_free.base)[f->ids_free_count++] = id;
 }
 
-static uint32_t node_alloc(struct fib *f, uint32_t parent, const uint8_t *label)
+static inline unsigned run_units(unsigned label_len)
 {
-	unsigned units = node_units(label[0]);
-	uint32_t id = f->node_free[units];
+	return (1u + label_len + RUN_UNIT - 1) / RUN_UNIT;
+}
 
+static uint32_t run_alloc(struct fib *f, const uint8_t *run)
+{
+	unsigned units = run_units(run[0]);
+	uint32_t id = f->run_free[units];
 	if (id) {
-		f->node_free[units] = node_mut(f, id)->parent;
+		memcpy(&f->run_free[units], f->runs.base + (size_t)id * RUN_UNIT, sizeof(uint32_t));
 	} else {
-		size_t need = f->node_bytes + (size_t)units * NODE_UNIT;
-		if (need / NODE_UNIT > UINT32_MAX - 1 || region_ensure(&f->nodes, need) < 0)
+		if (f->run_bytes == 0)
+			f->run_bytes = RUN_UNIT;        /* id 0 means none */
+		size_t need = f->run_bytes + (size_t)units * RUN_UNIT;
+		if (region_ensure(&f->runs, need + RUN_SLACK) < 0)
 			return 0;
-		id = (uint32_t)(f->node_bytes / NODE_UNIT);
-		f->node_bytes = need;
+		id = (uint32_t)(f->run_bytes / RUN_UNIT);
+		f->run_bytes = need;
 	}
-	struct fib_node *n = node_mut(f, id);
-	n->parent = parent;
-	n->entry = ENTRY_NONE;
-	n->nchildren = 0;
-	memcpy(&n->len, label, 1u + label[0]);
-	f->nodes_live++;
+	memcpy(f->runs.base + (size_t)id * RUN_UNIT, run, 1u + run[0]);
 	return id;
 }
 
-static void node_release(struct fib *f, uint32_t id)
+static void run_release(struct fib *f, uint32_t id)
 {
-	struct fib_node *n = node_mut(f, id);
-	unsigned units = node_units(n->len);
-	n->parent = f->node_free[units];
-	f->node_free[units] = id;
+	uint8_t *p = f->runs.base + (size_t)id * RUN_UNIT;
+	unsigned units = run_units(p[0]);
+	memcpy(p, &f->run_free[units], sizeof(uint32_t));
+	f->run_free[units] = id;
 }
 
-static struct fib_table *table_alloc(size_t cap)
+/* ---- the edge table ------------------------------------------------- */
+
+static struct fib_table *table_alloc(uint64_t cap)
 {
-	size_t bytes = sizeof(struct fib_table) + cap * sizeof(uint64_t);
+	size_t bytes = sizeof(struct fib_table) + cap * sizeof(struct fib_slot);
 	struct fib_table *t = bigtable_alloc(bytes);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
-	t->mask = cap - 1;
+	t->cap = cap;
 	return t;
 }
 
@@ -476,126 +665,148 @@ static void table_free_rcu(struct rcu_head *head)
 	bigtable_free(t, t->bytes);
 }
 
-static void table_place(struct fib_table *t, uint64_t h, uint32_t id)
+/* First empty slot on the probe path.  Tombstones are never reused within a
+ * table: a reader may still be comparing the key a tombstone held. */
+static struct fib_slot *table_free_slot(struct fib_table *t, uint64_t h)
 {
-	uint64_t i = h & t->mask;
-	for (;;) {
-		uint64_t s = t->slots[i];
-		if (s == 0 || (uint32_t)s == SLOT_TOMB_ID)
-			break;
-		i = (i + 1) & t->mask;
-	}
-	__atomic_store_n(&t->slots[i], (h >> 32) << 32 | id, __ATOMIC_RELEASE);
+	uint64_t i = slot_index(t, h);
+	while (t->slots[i].parent != SLOT_EMPTY)
+		if (++i == t->cap)
+			i = 0;
+	return &t->slots[i];
 }
 
 /*
- * Rebuilds the table at a size where it is at most half full, dropping
- * tombstones.  Readers keep using the old table until the new one is
- * published; the writer lock keeps the two from diverging meanwhile.
+ * Rebuilds the table with room for `extra` more slots, dropping tombstones.
+ * Readers keep using the old table until the new one is published; the
+ * writer lock keeps the two from diverging meanwhile.
  */
-static int table_rebuild(struct fib *f)
+static int table_rebuild(struct fib *f, uint64_t extra)
 {
 	struct fib_table *old = f->table;
-	size_t cap = 1024;
-	while (cap < (f->slots_live + 1) * 2)
-		cap *= 2;
+	uint64_t want = f->slots_live + extra;
+	double target = want >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
+	uint64_t cap = (uint64_t)((double)want / target) + 1;
+	if (cap < MIN_SLOTS)
+		cap = MIN_SLOTS;
 	struct fib_table *t = table_alloc(cap);
 	if (!t)
 		return -1;
-	for (size_t i = 0; i <= old->mask; i++) {
-		uint64_t s = old->slots[i];
-		uint32_t id = (uint32_t)s;
-		if (s == 0 || id == SLOT_TOMB_ID)
-			continue;
-		const struct fib_node *n = node_at(f, id);
-		table_place(t, edge_hash(f, n->parent, &n->len), id);
+	if (old) {
+		for (uint64_t i = 0; i < old->cap; i++) {
+			const struct fib_slot *s = &old->slots[i];
+			if (s->parent == SLOT_EMPTY || s->parent == SLOT_TOMB)
+				continue;
+			*table_free_slot(t, edge_hash(f, s->parent, slot_run(f, s))) = *s;
+		}
 	}
-	rcu_assign_pointer(f->table, t);
+	__atomic_store_n(&f->table, t, __ATOMIC_RELEASE);
 	f->slots_tomb = 0;
-	call_rcu(&old->rcu, table_free_rcu);
+	if (old) {
+		bool online = rcu_read_ongoing();
+		if (!online)
+			rcu_thread_online();
+		call_rcu(&old->rcu, table_free_rcu);
+		if (!online)
+			rcu_thread_offline();
+	}
 	return 0;
 }
 
-static uint32_t child_get_or_add(struct fib *f, uint32_t parent, const uint8_t *label)
+static int table_make_room(struct fib *f, uint64_t extra)
 {
-	uint32_t id = table_find(f, f->table, parent, label);
-	if (id)
-		return id;
-	/* grow (or sweep tombstones) past three quarters full */
-	if ((f->slots_live + f->slots_tomb + 1) * 4 > (f->table->mask + 1) * 3 && table_rebuild(f) < 0)
+	uint64_t used = f->slots_live + f->slots_tomb + extra;
+	if ((double)used <= (double)f->table->cap * LOAD_MAX)
 		return 0;
-	id = node_alloc(f, parent, label);
+	return table_rebuild(f, extra);
+}
+
+/* The slots from the root down to a name, root first. */
+struct path {
+	int depth;              /* labels matched: slot[depth] is the deepest */
+	struct fib_slot *slot[NAME_MAX_LABELS + 1];
+};
+
+static struct fib_slot *child_add(struct fib *f, struct fib_slot *parent, const uint8_t *label)
+{
+	uint32_t id = id_alloc(f);
 	if (!id)
-		return 0;
-	uint64_t h = edge_hash(f, parent, label);
-	/* a reused tombstone counts as live again */
-	uint64_t i = h & f->table->mask;
-	for (;;) {
-		uint64_t s = f->table->slots[i];
-		if (s == 0)
-			break;
-		if ((uint32_t)s == SLOT_TOMB_ID) {
-			f->slots_tomb--;
-			break;
+		return NULL;
+	struct fib_slot fresh;
+	memset(&fresh, 0, sizeof(fresh));
+	fresh.id = id;
+	if (1u + label[0] <= RUN_INLINE) {
+		memcpy(fresh.run, label, 1u + label[0]);
+	} else {
+		uint32_t rid = run_alloc(f, label);
+		if (!rid) {
+			id_release(f, id);
+			return NULL;
 		}
-		i = (i + 1) & f->table->mask;
+		memcpy(fresh.run, label, RUN_LONG_ID_AT);
+		memcpy(fresh.run + RUN_LONG_ID_AT, &rid, sizeof(rid));
 	}
-	__atomic_store_n(&f->table->slots[i], (h >> 32) << 32 | id, __ATOMIC_RELEASE);
+	struct fib_slot *s = table_free_slot(f->table, edge_hash(f, parent->id, label));
+	memcpy((uint8_t *)s + sizeof(s->parent), (uint8_t *)&fresh + sizeof(fresh.parent),
+	       sizeof(fresh) - sizeof(fresh.parent));
+	/* the key is complete before a reader can match it */
+	__atomic_store_n(&s->parent, parent->id, __ATOMIC_RELEASE);
+	__atomic_store_n(&parent->nchildren, parent->nchildren + 1, __ATOMIC_RELAXED);
 	f->slots_live++;
-	struct fib_node *p = node_mut(f, parent);
-	__atomic_store_n(&p->nchildren, p->nchildren + 1, __ATOMIC_RELAXED);
-	return id;
+	return s;
 }
 
-/* Finds or creates the node for a name; 0 when out of memory. */
-static uint32_t node_for_name(struct fib *f, const struct name *nm)
+/*
+ * Walks from the root towards nm, creating missing nodes when create is
+ * set.  Returns FIB_OK with the full path, FIB_ERR_NOT_FOUND, or
+ * FIB_ERR_NOMEM (nodes created so far stay, childless and entry-less, and
+ * are pruned by the caller).
+ */
+static int path_walk(struct fib *f, const struct name *nm, struct path *p, bool create)
 {
 	uint8_t off[NAME_MAX_LABELS];
 	int nlabels = label_offsets(nm, off);
-	uint32_t id = f->root;
-	for (int i = nlabels - 1; i >= 0 && id; i--)
-		id = child_get_or_add(f, id, nm->wire + off[i]);
-	return id;
-}
 
-static uint32_t node_find(struct fib *f, const struct name *nm)
-{
-	uint8_t off[NAME_MAX_LABELS];
-	int nlabels = label_offsets(nm, off);
-	uint32_t id = f->root;
-	for (int i = nlabels - 1; i >= 0 && id; i--)
-		id = table_find(f, f->table, id, nm->wire + off[i]);
-	return id;
-}
-
-static void slot_remove(struct fib *f, uint32_t id)
-{
-	const struct fib_node *n = node_at(f, id);
-	uint64_t h = edge_hash(f, n->parent, &n->len);
-	for (uint64_t i = h & f->table->mask;; i = (i + 1) & f->table->mask) {
-		if ((uint32_t)f->table->slots[i] == id) {
-			__atomic_store_n(&f->table->slots[i], (uint64_t)SLOT_TOMB_ID, __ATOMIC_RELEASE);
-			break;
+	/* room first: a rebuild would move the slots the path points at */
+	if (create && table_make_room(f, (uint64_t)nlabels) < 0)
+		return FIB_ERR_NOMEM;
+	p->depth = 0;
+	p->slot[0] = &f->root;
+	for (int i = nlabels - 1; i >= 0; i--) {
+		struct fib_slot *parent = p->slot[p->depth];
+		const uint8_t *label = nm->wire + off[i];
+		struct fib_slot *s = (struct fib_slot *)table_find(f, f->table, parent->id, label);
+		if (!s) {
+			if (!create)
+				return FIB_ERR_NOT_FOUND;
+			s = child_add(f, parent, label);
+			if (!s)
+				return FIB_ERR_NOMEM;
 		}
+		p->slot[++p->depth] = s;
 	}
-	f->slots_live--;
-	f->slots_tomb++;
+	return FIB_OK;
 }
 
-/* Removes nodes that carry nothing, from id up towards the root. */
-static void node_prune(struct fib *f, uint32_t id)
+/* Removes nodes that carry nothing, from the deepest up towards the root. */
+static void path_prune(struct fib *f, struct path *p)
 {
-	while (id != f->root) {
-		struct fib_node *n = node_mut(f, id);
-		if (n->entry != ENTRY_NONE || n->nchildren != 0)
+	for (int d = p->depth; d > 0; d--) {
+		struct fib_slot *s = p->slot[d], *parent = p->slot[d - 1];
+		if (s->entry != ENTRY_NONE || s->nchildren != 0)
 			return;
-		uint32_t parent = n->parent;
-		slot_remove(f, id);
-		struct fib_node *p = node_mut(f, parent);
-		__atomic_store_n(&p->nchildren, p->nchildren - 1, __ATOMIC_RELAXED);
-		f->nodes_live--;
-		limbo_add(f, LIMBO_NODE, id);
-		id = parent;
+		/* the id and long label stay readable until readers move on */
+		limbo_add(f, LIMBO_ID, s->id);
+		if (1u + s->run[0] > RUN_INLINE) {
+			uint32_t rid;
+			memcpy(&rid, s->run + RUN_LONG_ID_AT, sizeof(rid));
+			limbo_add(f, LIMBO_RUN, rid);
+		}
+		__atomic_store_n(&s->parent, SLOT_TOMB, __ATOMIC_RELEASE);
+		__atomic_store_n(&parent->nchildren, parent->nchildren - 1, __ATOMIC_RELAXED);
+		f->slots_live--;
+		f->slots_tomb++;
+		p->depth = d - 1;
 	}
 }
 
@@ -666,7 +877,7 @@ static uint32_t set_intern(struct fib *f, const struct route *in, unsigned count
 		id = f->set_free;
 		f->set_free = (uint32_t)((uintptr_t)*set_slot(f, id) >> 1);
 	} else {
-		if (f->set_count == ENTRY_MAX_ID ||
+		if (f->set_count >= SETS_MAX ||
 		    region_ensure(&f->sets, (size_t)(f->set_count + 1) * sizeof(void *)) < 0) {
 			free(s);
 			return 0;
@@ -716,7 +927,7 @@ static uint32_t ext_alloc(struct fib *f, const struct fib_ext *x)
 	if (id) {
 		f->ext_free = ext_mut(f, id)->set;
 	} else {
-		if (f->ext_count == ENTRY_MAX_ID ||
+		if (f->ext_count >= EXTS_MAX ||
 		    region_ensure(&f->exts, (size_t)(f->ext_count + 1) * sizeof(struct fib_ext)) < 0)
 			return 0;
 		id = f->ext_count++;
@@ -750,14 +961,13 @@ static void entry_unpack(const struct fib *f, uint32_t e, struct fib_ext *x)
 }
 
 /*
- * Publishes the smallest encoding of x as node id's entry.  The caller has
+ * Publishes the smallest encoding of x as the slot's entry.  The caller has
  * already taken the references x holds; the old entry's extension record,
  * if any, goes to limbo.  Returns 0 or FIB_ERR_NOMEM (nothing changed).
  */
-static int entry_store(struct fib *f, uint32_t id, const struct fib_ext *x)
+static int entry_store(struct fib *f, struct fib_slot *s, const struct fib_ext *x)
 {
-	struct fib_node *n = node_mut(f, id);
-	uint32_t old = n->entry, e;
+	uint32_t old = s->entry, e;
 
 	if (x->set == 0 && x->naggs == 0)
 		e = ENTRY_NONE;
@@ -771,7 +981,7 @@ static int entry_store(struct fib *f, uint32_t id, const struct fib_ext *x)
 			return FIB_ERR_NOMEM;
 		e = ENTRY_EXT | xid;
 	}
-	__atomic_store_n(&n->entry, e, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->entry, e, __ATOMIC_RELEASE);
 	if (ENTRY_TYPE(old) == ENTRY_EXT)
 		limbo_add(f, LIMBO_EXT, ENTRY_ID(old));
 	if (old == ENTRY_NONE && e != ENTRY_NONE)
@@ -818,28 +1028,25 @@ struct fib *fib_create(void)
 	if (!f)
 		return NULL;
 	pthread_mutex_init(&f->lock, NULL);
-	if (getrandom(&f->seed, sizeof(f->seed), 0) != sizeof(f->seed))
-		f->seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)f;
-	if (region_init(&f->nodes, NODE_MAX_BYTES) < 0 ||
-	    region_init(&f->exts, (size_t)(ENTRY_MAX_ID + 1) * sizeof(struct fib_ext)) < 0 ||
-	    region_init(&f->sets, (size_t)(ENTRY_MAX_ID + 1) * sizeof(void *)) < 0 ||
-	    region_init(&f->aggs, (size_t)(ENTRY_MAX_ID + 1) * sizeof(struct fib_aggregate)) < 0 ||
-	    idmap_init(&f->set_index, 64) < 0 || idmap_init(&f->agg_index, 64) < 0 ||
-	    !(f->table = table_alloc(1024)))
-		goto fail;
+	if (getrandom(f->seed, sizeof(f->seed), 0) != sizeof(f->seed)) {
+		f->seed[0] = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)f;
+		f->seed[1] = 0xe7037ed1a0b428dbull ^ (uint64_t)time(NULL);
+	}
+	f->root.id = ROOT_ID;
+	f->id_next = ROOT_ID + 1;
 	/* id 0 of every kind means "none" */
-	f->node_bytes = NODE_UNIT;
 	f->ext_count = f->set_count = f->agg_count = 1;
-	if (region_ensure(&f->nodes, NODE_UNIT) < 0)
-		goto fail;
-	static const uint8_t root_label[1] = { 0 };
-	f->root = node_alloc(f, 0, root_label);
-	if (!f->root)
-		goto fail;
+	if (region_init(&f->ids_free, (size_t)IDS_MAX * sizeof(uint32_t)) < 0 ||
+	    region_init(&f->runs, RUNS_MAX_BYTES) < 0 ||
+	    region_init(&f->exts, (size_t)EXTS_MAX * sizeof(struct fib_ext)) < 0 ||
+	    region_init(&f->sets, (size_t)SETS_MAX * sizeof(void *)) < 0 ||
+	    region_init(&f->aggs, (size_t)AGGS_MAX * sizeof(struct fib_aggregate)) < 0 ||
+	    idmap_init(&f->set_index, 64) < 0 || idmap_init(&f->agg_index, 64) < 0 ||
+	    table_rebuild(f, 0) < 0) {
+		fib_destroy(f);
+		return NULL;
+	}
 	return f;
-fail:
-	fib_destroy(f);
-	return NULL;
 }
 
 void fib_destroy(struct fib *f)
@@ -856,12 +1063,24 @@ void fib_destroy(struct fib *f)
 		bigtable_free(f->table, f->table->bytes);
 	free(f->set_index.slots);
 	free(f->agg_index.slots);
-	region_free(&f->nodes);
+	region_free(&f->ids_free);
+	region_free(&f->runs);
 	region_free(&f->exts);
 	region_free(&f->sets);
 	region_free(&f->aggs);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
+}
+
+int fib_reserve(struct fib *f, uint64_t names)
+{
+	int rc = FIB_OK;
+	pthread_mutex_lock(&f->lock);
+	if ((double)names > (double)f->table->cap * LOAD_TARGET_BIG &&
+	    table_rebuild(f, names > f->slots_live ? names - f->slots_live : 0) < 0)
+		rc = FIB_ERR_NOMEM;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
 }
 
 void fib_commit(struct fib *f)
@@ -874,7 +1093,13 @@ void fib_commit(struct fib *f)
 void fib_barrier(struct fib *f)
 {
 	fib_commit(f);
+	/* rcu_barrier() refuses to run from an online QSBR thread */
+	bool online = rcu_read_ongoing();
+	if (online)
+		rcu_thread_offline();
 	rcu_barrier();
+	if (online)
+		rcu_thread_online();
 }
 
 static int routes_check(unsigned count)
@@ -882,40 +1107,44 @@ static int routes_check(unsigned count)
 	return count > ROUTESET_MAX_ROUTES ? FIB_ERR_TOO_MANY_ROUTES : FIB_OK;
 }
 
+/* Called with the lock held. */
 static int set_own(struct fib *f, const struct name *nm, const struct route *routes,
 		   unsigned count, const struct name *redirect)
 {
-	uint32_t id, set = 0;
+	struct path p;
 	struct fib_ext x;
+	uint32_t set = 0;
 	int rc;
 
 	if (count == 0 && !redirect) {
-		id = node_find(f, nm);
-		if (!id)
+		if (path_walk(f, nm, &p, false) != FIB_OK)
 			return FIB_OK;
 	} else {
-		id = node_for_name(f, nm);
-		if (!id)
-			return FIB_ERR_NOMEM;
+		rc = path_walk(f, nm, &p, true);
+		if (rc != FIB_OK) {
+			path_prune(f, &p);
+			return rc;
+		}
 		set = set_intern(f, routes, count, redirect);
 		if (!set) {
-			node_prune(f, id);
+			path_prune(f, &p);
 			return FIB_ERR_NOMEM;
 		}
 	}
-	entry_unpack(f, node_at(f, id)->entry, &x);
+	struct fib_slot *s = p.slot[p.depth];
+	entry_unpack(f, s->entry, &x);
 	uint32_t old_set = x.set;
 	x.set = set;
-	rc = entry_store(f, id, &x);
+	rc = entry_store(f, s, &x);
 	if (rc != FIB_OK) {
 		if (set)
 			set_unref(f, set);
-		node_prune(f, id);
+		path_prune(f, &p);
 		return rc;
 	}
 	if (old_set)
 		set_unref(f, old_set);
-	node_prune(f, id);
+	path_prune(f, &p);
 	return FIB_OK;
 }
 
@@ -940,22 +1169,23 @@ int fib_set_redirect(struct fib *f, const struct name *nm, const struct name *ta
 
 int fib_delete(struct fib *f, const struct name *nm)
 {
+	struct path p;
 	struct fib_ext x, none;
 
 	pthread_mutex_lock(&f->lock);
-	uint32_t id = node_find(f, nm);
-	if (!id || node_at(f, id)->entry == ENTRY_NONE) {
+	if (path_walk(f, nm, &p, false) != FIB_OK || p.slot[p.depth]->entry == ENTRY_NONE) {
 		pthread_mutex_unlock(&f->lock);
 		return FIB_ERR_NOT_FOUND;
 	}
-	entry_unpack(f, node_at(f, id)->entry, &x);
+	struct fib_slot *s = p.slot[p.depth];
+	entry_unpack(f, s->entry, &x);
 	memset(&none, 0, sizeof(none));
-	entry_store(f, id, &none);      /* storing "none" needs no memory */
+	entry_store(f, s, &none);       /* storing "none" needs no memory */
 	if (x.set)
 		set_unref(f, x.set);
 	for (uint32_t k = 0; k < x.naggs; k++)
 		agg_mut(f, x.aggs[k])->members--;
-	node_prune(f, id);
+	path_prune(f, &p);
 	pthread_mutex_unlock(&f->lock);
 	return FIB_OK;
 }
@@ -976,7 +1206,7 @@ int fib_aggregate_create(struct fib *f, const struct name *agg_name, uint32_t *i
 		id = f->agg_free;
 		f->agg_free = agg_mut(f, id)->next_free;
 	} else {
-		if (f->agg_count == ENTRY_MAX_ID ||
+		if (f->agg_count >= AGGS_MAX ||
 		    region_ensure(&f->aggs, (size_t)(f->agg_count + 1) * sizeof(struct fib_aggregate)) < 0) {
 			rc = FIB_ERR_NOMEM;
 			goto out;
@@ -1041,6 +1271,7 @@ out:
 
 int fib_aggregate_add_member(struct fib *f, uint32_t agg, const struct name *member)
 {
+	struct path p;
 	struct fib_ext x;
 	int rc = FIB_OK;
 
@@ -1049,12 +1280,13 @@ int fib_aggregate_add_member(struct fib *f, uint32_t agg, const struct name *mem
 		rc = FIB_ERR_BAD_AGGREGATE;
 		goto out;
 	}
-	uint32_t id = node_for_name(f, member);
-	if (!id) {
-		rc = FIB_ERR_NOMEM;
+	rc = path_walk(f, member, &p, true);
+	if (rc != FIB_OK) {
+		path_prune(f, &p);
 		goto out;
 	}
-	entry_unpack(f, node_at(f, id)->entry, &x);
+	struct fib_slot *s = p.slot[p.depth];
+	entry_unpack(f, s->entry, &x);
 	for (uint32_t k = 0; k < x.naggs; k++)
 		if (x.aggs[k] == agg)
 			goto out;       /* already a member */
@@ -1063,21 +1295,26 @@ int fib_aggregate_add_member(struct fib *f, uint32_t agg, const struct name *mem
 		goto out;
 	}
 	x.aggs[x.naggs++] = agg;
-	rc = entry_store(f, id, &x);
+	rc = entry_store(f, s, &x);
 	if (rc == FIB_OK)
 		agg_mut(f, agg)->members++;
 	else
-		node_prune(f, id);
+		path_prune(f, &p);
 out:
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
 /* Called with the lock held. */
-static int member_remove(struct fib *f, uint32_t agg, uint32_t id)
+static int member_remove(struct fib *f, uint32_t agg, const struct name *member)
 {
+	struct path p;
 	struct fib_ext x;
-	entry_unpack(f, node_at(f, id)->entry, &x);
+
+	if (path_walk(f, member, &p, false) != FIB_OK)
+		return FIB_ERR_NOT_FOUND;
+	struct fib_slot *s = p.slot[p.depth];
+	entry_unpack(f, s->entry, &x);
 	uint32_t k;
 	for (k = 0; k < x.naggs && x.aggs[k] != agg; k++)
 		;
@@ -1085,11 +1322,11 @@ static int member_remove(struct fib *f, uint32_t agg, uint32_t id)
 		return FIB_ERR_NOT_FOUND;
 	memmove(&x.aggs[k], &x.aggs[k + 1], (x.naggs - k - 1) * sizeof(x.aggs[0]));
 	x.naggs--;
-	int rc = entry_store(f, id, &x);
+	int rc = entry_store(f, s, &x);
 	if (rc != FIB_OK)
 		return rc;
 	agg_mut(f, agg)->members--;
-	node_prune(f, id);
+	path_prune(f, &p);
 	return FIB_OK;
 }
 
@@ -1098,19 +1335,63 @@ int fib_aggregate_remove_member(struct fib *f, uint32_t agg, const struct name *
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
-	if (!agg_valid(f, agg)) {
-		rc = FIB_ERR_BAD_AGGREGATE;
-	} else {
-		uint32_t id = node_find(f, member);
-		rc = id ? member_remove(f, agg, id) : FIB_ERR_NOT_FOUND;
-	}
+	rc = agg_valid(f, agg) ? member_remove(f, agg, member) : FIB_ERR_BAD_AGGREGATE;
 	pthread_mutex_unlock(&f->lock);
 	return rc;
+}
+
+/*
+ * Slots name their parent by id only; to rebuild names, map every id to
+ * its slot once per walk.  Writer-side, so the lock is held.
+ */
+struct name_map {
+	uint32_t *slot_of;      /* id -> slot index + 1 */
+};
+
+static int name_map_build(const struct fib *f, struct name_map *m)
+{
+	m->slot_of = calloc(f->id_next, sizeof(uint32_t));
+	if (!m->slot_of)
+		return -1;
+	const struct fib_table *t = f->table;
+	for (uint64_t i = 0; i < t->cap; i++) {
+		const struct fib_slot *s = &t->slots[i];
+		if (s->parent != SLOT_EMPTY && s->parent != SLOT_TOMB)
+			m->slot_of[s->id] = (uint32_t)(i + 1);
+	}
+	return 0;
+}
+
+static void name_of_slot(const struct fib *f, const struct name_map *m, const struct fib_slot *s,
+			 struct name *out)
+{
+	size_t len = 0;
+	while (s != &f->root) {
+		const uint8_t *run = slot_run(f, s);
+		memcpy(out->wire + len, run, 1u + run[0]);
+		len += 1u + run[0];
+		s = s->parent == ROOT_ID ? &f->root : &f->table->slots[m->slot_of[s->parent] - 1];
+	}
+	out->wire[len++] = 0;
+	out->len = (uint8_t)len;
+}
+
+static bool entry_has_agg(const struct fib *f, uint32_t e, uint32_t agg)
+{
+	struct fib_ext x;
+	entry_unpack(f, e, &x);
+	for (uint32_t k = 0; k < x.naggs; k++)
+		if (x.aggs[k] == agg)
+			return true;
+	return false;
 }
 
 int fib_aggregate_delete(struct fib *f, uint32_t agg)
 {
 	int rc = FIB_OK;
+	struct name_map m = { NULL };
+	struct name *members = NULL;
+	uint32_t n = 0;
 
 	pthread_mutex_lock(&f->lock);
 	if (!agg_valid(f, agg)) {
@@ -1118,21 +1399,25 @@ int fib_aggregate_delete(struct fib *f, uint32_t agg)
 		goto out;
 	}
 	struct fib_aggregate *a = agg_mut(f, agg);
-	/*
-	 * Pruning only writes tombstones, never moves slots, so walking the
-	 * table while removing members is safe; a rebuild cannot happen here.
-	 */
-	const struct fib_table *t = f->table;
-	for (size_t i = 0; i <= t->mask && a->members > 0; i++) {
-		uint32_t id = (uint32_t)t->slots[i];
-		if (t->slots[i] == 0 || id == SLOT_TOMB_ID)
-			continue;
-		uint32_t e = node_at(f, id)->entry;
-		if (ENTRY_TYPE(e) == ENTRY_AGG || ENTRY_TYPE(e) == ENTRY_EXT) {
-			rc = member_remove(f, agg, id);
-			if (rc != FIB_OK && rc != FIB_ERR_NOT_FOUND)
+	/* collect first: removing members prunes slots out from under a scan */
+	if (a->members > 0) {
+		members = malloc((size_t)a->members * sizeof(*members));
+		if (!members || name_map_build(f, &m) < 0) {
+			rc = FIB_ERR_NOMEM;
+			goto out;
+		}
+		const struct fib_table *t = f->table;
+		for (uint64_t i = 0; i < t->cap && n < a->members; i++) {
+			const struct fib_slot *s = &t->slots[i];
+			if (s->parent != SLOT_EMPTY && s->parent != SLOT_TOMB && entry_has_agg(f, s->entry, agg))
+				name_of_slot(f, &m, s, &members[n++]);
+		}
+		if (f->root.entry && entry_has_agg(f, f->root.entry, agg) && n < a->members)
+			name_of_slot(f, &m, &f->root, &members[n++]);
+		for (uint32_t k = 0; k < n; k++) {
+			rc = member_remove(f, agg, &members[k]);
+			if (rc != FIB_OK)
 				goto out;
-			rc = FIB_OK;
 		}
 	}
 	if (a->set)
@@ -1143,53 +1428,42 @@ int fib_aggregate_delete(struct fib *f, uint32_t agg)
 	f->aggs_live--;
 	limbo_add(f, LIMBO_AGG, agg);
 out:
+	free(m.slot_of);
+	free(members);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
-/* Rebuilds a node's name by walking up to the root. */
-static void node_name(const struct fib *f, uint32_t id, struct name *out)
-{
-	size_t len = 0;
-	while (id != f->root) {
-		const struct fib_node *n = node_at(f, id);
-		memcpy(out->wire + len, &n->len, 1u + n->len);
-		len += 1u + n->len;
-		id = n->parent;
-	}
-	out->wire[len++] = 0;
-	out->len = (uint8_t)len;
-}
-
 int fib_walk(struct fib *f, fib_walk_fn fn, void *arg)
 {
+	struct name_map m;
 	struct name nm;
 	struct fib_result res;
 	int rc = 0;
 
 	pthread_mutex_lock(&f->lock);
-	const struct fib_node *root = node_at(f, f->root);
-	if (root->entry) {
+	if (name_map_build(f, &m) < 0) {
+		pthread_mutex_unlock(&f->lock);
+		return FIB_ERR_NOMEM;
+	}
+	if (f->root.entry) {
 		memset(&res, 0, sizeof(res));
-		resolve_entry(f, root->entry, &res);
-		nm.wire[0] = 0;
-		nm.len = 1;
+		resolve_entry(f, f->root.entry, &res);
+		name_of_slot(f, &m, &f->root, &nm);
 		rc = fn(&nm, &res, arg);
 	}
 	const struct fib_table *t = f->table;
-	for (size_t i = 0; i <= t->mask && rc == 0; i++) {
-		uint32_t id = (uint32_t)t->slots[i];
-		if (t->slots[i] == 0 || id == SLOT_TOMB_ID)
-			continue;
-		const struct fib_node *n = node_at(f, id);
-		if (!n->entry)
+	for (uint64_t i = 0; i < t->cap && rc == 0; i++) {
+		const struct fib_slot *s = &t->slots[i];
+		if (s->parent == SLOT_EMPTY || s->parent == SLOT_TOMB || !s->entry)
 			continue;
 		memset(&res, 0, sizeof(res));
-		resolve_entry(f, n->entry, &res);
-		node_name(f, id, &nm);
+		resolve_entry(f, s->entry, &res);
+		name_of_slot(f, &m, s, &nm);
 		res.suffix_labels = (uint8_t)name_label_count(&nm);
 		rc = fn(&nm, &res, arg);
 	}
+	free(m.slot_of);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
@@ -1198,11 +1472,11 @@ void fib_get_stats(const struct fib *f, struct fib_stats *st)
 {
 	struct fib *wf = (struct fib *)f;
 	pthread_mutex_lock(&wf->lock);
-	st->nodes = f->nodes_live;
+	st->nodes = f->slots_live + 1;
 	st->entries = f->entries;
 	st->routesets = f->sets_live;
 	st->aggregates = f->aggs_live;
-	st->table_slots = f->table->mask + 1;
-	st->node_bytes = f->node_bytes;
+	st->table_slots = f->table->cap;
+	st->node_bytes = f->table->cap * sizeof(struct fib_slot) + f->run_bytes;
 	pthread_mutex_unlock(&wf->lock);
 }

@@ -3,9 +3,9 @@
  * down, one hash probe per label (DESIGN.md, "Names and the table").
  *
  * Every (parent node, label) edge lives in one open-addressing table of
- * 64-bit slots: a 32-bit tag from the hash and the 32-bit id of the child
- * node.  Nodes are packed in an arena that never moves, with the label
- * inline, so a probe costs one slot read plus one node read.
+ * 32-byte slots holding the child node itself: parent id, own id, entry,
+ * child count and the label inline, so a probe is one slot read, usually
+ * one cache line, and yields the route entry too.
  *
  * A node's entry is a tagged 32-bit reference: the name's own route set,
  * the aggregate it belongs to (paper, Figure 5: the member points at the
@@ -64,6 +64,8 @@ enum fib_error {
 const char *fib_strerror(int err);
 
 struct fib *fib_create(void);
+/* Sizes the table for this many names at once, as a full load would. */
+int fib_reserve(struct fib *fib, uint64_t names);
 /* No reader may still use the table. */
 void fib_destroy(struct fib *fib);
 

@@ -546,7 +546,7 @@ static void test_text_larger_than_max_file_is_an_error(void **state)
 
 	assert_non_null(big);
 	memset(big, ' ', CONF_MAX_FILE + 1);
-	expect_error_len(big, CONF_MAX_FILE + 1, "t.conf: file larger than 64 MiB");
+	expect_error_len(big, CONF_MAX_FILE + 1, "t.conf: file larger than 16 MiB");
 	free(big);
 }
 
@@ -592,8 +592,8 @@ static void test_file_larger_than_max_file_is_an_error(void **state)
 	const char *top = tmp_write(t, "main.conf", "include \"big.conf\";\n");
 
 	assert_int_equal(truncate(big, (off_t)CONF_MAX_FILE + 1), 0);
-	expect_file_error(big, "%s: file larger than 64 MiB", big);
-	expect_file_error(top, "%s:1: cannot include '%s': file larger than 64 MiB", top, big);
+	expect_file_error(big, "%s: file larger than 16 MiB", big);
+	expect_file_error(top, "%s:1: cannot include '%s': file larger than 16 MiB", top, big);
 }
 
 static void test_include_splices_statements_in_place(void **state)
