@@ -354,6 +354,45 @@ static void walk_visits_every_name(void **state)
 	assert_true(w.saw_deep);
 }
 
+/* Labels of 16 bytes and more keep only a prefix in their slot. */
+static void long_labels_are_told_apart(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	/* same length, same 15-byte prefix, different tails */
+	set_routes(f, "abcdefghijklmnopqrstuvwxyz0123456789.example", "192.0.2.1");
+	set_routes(f, "abcdefghijklmnopqrstuvwxyz0123456788.example", "192.0.2.2");
+	set_routes(f, "abcdefghijklmnop.example", "192.0.2.3");     /* exactly 16 */
+	set_routes(f, "abcdefghijklmno.example", "192.0.2.4");      /* 15: inline */
+	char max[80];
+	memset(max, 'z', 63);
+	strcpy(max + 63, ".example");
+	set_routes(f, max, "192.0.2.5");
+	assert_string_equal(lookup_addr(f, "www.abcdefghijklmnopqrstuvwxyz0123456789.example", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopqrstuvwxyz0123456788.example", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnop.example", buf), "192.0.2.3");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmno.example", buf), "192.0.2.4");
+	assert_string_equal(lookup_addr(f, max, buf), "192.0.2.5");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopqrstuvwxyz0123456787.example", buf), "");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopq.example", buf), "");
+	struct name n = N("abcdefghijklmnopqrstuvwxyz0123456789.example");
+	assert_int_equal(fib_delete(f, &n), FIB_OK);
+	fib_barrier(f);
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopqrstuvwxyz0123456789.example", buf), "");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopqrstuvwxyz0123456788.example", buf), "192.0.2.2");
+	/* freed long labels are reused, and survive a table rebuild */
+	for (int i = 0; i < 5000; i++) {
+		char t[96];
+		snprintf(t, sizeof(t), "a-rather-long-label-number-%d.example", i);
+		set_routes(f, t, "192.0.2.6");
+	}
+	assert_string_equal(lookup_addr(f, "x.a-rather-long-label-number-4321.example", buf), "192.0.2.6");
+	assert_string_equal(lookup_addr(f, "abcdefghijklmnopqrstuvwxyz0123456788.example", buf), "192.0.2.2");
+	struct walk_ctx w = { 0, false };
+	assert_int_equal(fib_walk(f, count_names, &w), 0);
+	assert_int_equal(w.count, 5004);
+}
+
 /* Random inserts, deletes and overwrites against a plain array model. */
 static void random_operations_match_a_model(void **state)
 {
@@ -420,6 +459,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deleting_an_aggregate_drops_its_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(walk_visits_every_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(long_labels_are_told_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(random_operations_match_a_model, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fib", tests, NULL, NULL);

@@ -1,0 +1,684 @@
+/*
+ * scripts/bench fib [--names N] [--seed S] [--queries Q] [--passes P] [--batch B] [--reserve]
+ *
+ * Builds the FIB from N distinct random second-level names (80% .com,
+ * 10% .org, 10% .net, label length uniform 3-17), each with its own route
+ * entry pointing at one of 256 shared next-hop sets, and a plain
+ * open-addressing hash table (bench/baseline_table.c) over the same names.
+ * Then measures, in the same run:
+ *
+ *   lookup_ns           median ns per fib_lookup_longest_suffix() of
+ *                       "www.<name>" for random names of the table
+ *   baseline_exact_ns   median ns per exact-match baseline_lookup() of "<name>"
+ *   bytes_per_name      RSS growth from building the FIB (after fib_barrier()), / N
+ *   load_s              fib_create(), the N fib_set_routes() calls and
+ *                       fib_barrier() (with --reserve also fib_reserve(N),
+ *                       and the baseline is sized for N up front too)
+ *
+ * Lookups are timed in batches (clock_gettime around each batch of B
+ * lookups); the medians are over all batches of all passes.  FIB and
+ * baseline passes alternate so that machine noise hits both alike.
+ * Every lookup is checked (the right name matched, the right route set), in
+ * a full verification pass and again, cheaply, inside the timed passes; any
+ * mismatch makes the exit status 1.
+ *
+ * Human-readable lines first; the last line is always one JSON object.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <getopt.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <urcu-qsbr.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "fib.h"
+#include "name.h"
+#include "route.h"
+
+#include "baseline_table.h"
+
+#define NSETS 256
+
+struct opts {
+	uint64_t names;
+	uint64_t seed;
+	uint64_t queries;
+	unsigned passes;
+	unsigned batch;
+	bool reserve;
+};
+
+/* ---- PRNG: xoshiro256** seeded by splitmix64 ---------------------------- */
+
+struct rng {
+	uint64_t s[4];
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void rng_seed(struct rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(struct rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return result;
+}
+
+/* Uniform in [0, n), n < 2^32 (multiply-shift; the bias is < 2^-32). */
+static uint32_t rng_below(struct rng *r, uint32_t n)
+{
+	return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, resident = 0;
+	if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2) {
+		fprintf(stderr, "bench_fib: cannot read /proc/self/statm\n");
+		exit(1);
+	}
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Big harness arrays: anonymous memory with MADV_HUGEPAGE, so that the
+ * query stream costs both tables as few TLB misses as possible. */
+static void *harness_alloc(size_t size)
+{
+	size = (size + 4095) & ~(size_t)4095;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "bench_fib: out of memory (%zu bytes)\n", size);
+		exit(1);
+	}
+	madvise(p, size, MADV_HUGEPAGE);
+	return p;
+}
+
+static void harness_free(void *p, size_t size)
+{
+	munmap(p, (size + 4095) & ~(size_t)4095);
+}
+
+/* "AnonHugePages" of /proc/self/smaps_rollup in bytes, 0 if unknown. */
+static uint64_t thp_bytes(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	unsigned long kb = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+static void print_machine(void)
+{
+	char model[256] = "unknown", line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			char *colon = strchr(line, ':');
+			if (strncmp(line, "model name", 10) == 0 && colon) {
+				snprintf(model, sizeof(model), "%s", colon + 2);
+				model[strcspn(model, "\n")] = 0;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	char thp[128] = "unknown";
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (fgets(thp, sizeof(thp), f))
+			thp[strcspn(thp, "\n")] = 0;
+		fclose(f);
+	}
+	printf("machine: %s, %ld CPUs online, THP %s\n", model, sysconf(_SC_NPROCESSORS_ONLN), thp);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sorts v in place; q in [0, 1]. */
+static double quantile(double *v, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	return v[i];
+}
+
+/* ---- the names ------------------------------------------------------------- */
+
+/* N canonical wire names packed back to back; names[i] starts at off[i]. */
+struct nameset {
+	uint8_t *wire;
+	uint32_t *off;
+	uint8_t *len;
+	uint64_t n;
+	size_t wire_map, off_map, len_map;
+};
+
+/* A set of 64-bit name hashes, only to keep the generated names distinct
+ * (equal names have equal hashes; a rare collision of distinct names just
+ * makes the generator draw another). */
+struct hashset {
+	uint64_t *v;
+	uint64_t mask;
+	size_t map;
+};
+
+static bool hashset_add(struct hashset *hs, uint64_t h)
+{
+	if (h == 0)
+		h = 1;
+	uint64_t i = h & hs->mask;
+	while (hs->v[i]) {
+		if (hs->v[i] == h)
+			return false;
+		i = (i + 1) & hs->mask;
+	}
+	hs->v[i] = h;
+	return true;
+}
+
+static const char ends[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+static const char inner[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
+
+static void gen_names(struct nameset *ns, uint64_t n, struct rng *r)
+{
+	static const uint8_t com[] = "\003com", org[] = "\003org", net[] = "\003net";
+
+	ns->n = n;
+	ns->wire_map = (size_t)n * 24;  /* 1 + 17 + 4 + 1 bytes at most */
+	ns->off_map = (size_t)n * sizeof(uint32_t);
+	ns->len_map = (size_t)n;
+	ns->wire = harness_alloc(ns->wire_map);
+	ns->off = harness_alloc(ns->off_map);
+	ns->len = harness_alloc(ns->len_map);
+
+	struct hashset hs;
+	uint64_t cap = 16;
+	while (cap < n * 2)
+		cap <<= 1;
+	hs.mask = cap - 1;
+	hs.map = (size_t)cap * sizeof(uint64_t);
+	hs.v = harness_alloc(hs.map);
+
+	size_t used = 0;
+	uint64_t dups = 0;
+	for (uint64_t i = 0; i < n; ) {
+		uint8_t *w = ns->wire + used;
+		unsigned L = 3 + rng_below(r, 15);     /* 3..17 */
+		w[0] = (uint8_t)L;
+		w[1] = (uint8_t)ends[rng_below(r, 36)];
+		for (unsigned k = 2; k < L; k++)
+			w[k] = (uint8_t)inner[rng_below(r, 37)];
+		w[L] = (uint8_t)ends[rng_below(r, 36)];
+		unsigned t = rng_below(r, 10);
+		const uint8_t *tld = t < 8 ? com : t == 8 ? org : net;
+		memcpy(w + 1 + L, tld, 4);
+		w[L + 5] = 0;
+		unsigned wl = L + 6;
+		if (!hashset_add(&hs, XXH3_64bits(w, wl))) {
+			dups++;
+			continue;
+		}
+		ns->off[i] = (uint32_t)used;
+		ns->len[i] = (uint8_t)wl;
+		used += wl;
+		i++;
+	}
+	harness_free(hs.v, hs.map);
+	printf("generated %" PRIu64 " distinct names (%" PRIu64 " duplicates redrawn), %.1f wire bytes/name\n",
+	       n, dups, (double)used / (double)n);
+}
+
+static inline void name_get(const struct nameset *ns, uint64_t i, struct name *out)
+{
+	out->len = ns->len[i];
+	memcpy(out->wire, ns->wire + ns->off[i], out->len);
+}
+
+/* The canonical form built by hand must be what lib/name.c makes of the text. */
+static int check_canonical(const struct nameset *ns)
+{
+	uint64_t n = ns->n < 1000 ? ns->n : 1000;
+	for (uint64_t i = 0; i < n; i++) {
+		struct name a, b;
+		char text[NAME_MAX_TEXT];
+		name_get(ns, i, &a);
+		if (name_to_text(&a, text, sizeof(text)) < 0) {
+			fprintf(stderr, "bench_fib: name_to_text failed on name %" PRIu64 "\n", i);
+			return -1;
+		}
+		/* Uppercase it: the parser must fold case back. */
+		for (char *c = text; *c; c++)
+			if (*c >= 'a' && *c <= 'z' && (i & 1))
+				*c = (char)(*c - 'a' + 'A');
+		int rc = name_from_text(&b, text, strlen(text));
+		if (rc != NAME_OK || !name_equal(&a, &b)) {
+			fprintf(stderr, "bench_fib: name %" PRIu64 " (%s) is not canonical: %s\n",
+				i, text, rc != NAME_OK ? name_strerror(rc) : "differs");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- the route sets ---------------------------------------------------------- */
+
+struct set {
+	unsigned count;
+	struct route routes[2];
+};
+
+static void make_sets(struct set *sets)
+{
+	memset(sets, 0, sizeof(struct set) * NSETS);
+	for (unsigned s = 0; s < NSETS; s++) {
+		sets[s].count = 1 + (s & 1);
+		for (unsigned k = 0; k < sets[s].count; k++) {
+			struct route *rt = &sets[s].routes[k];
+			rt->kind = ROUTE_SERVER;
+			rt->family = AF_INET;
+			rt->port = 0;
+			rt->load_ms = 0;
+			rt->addr[0] = 10;
+			rt->addr[1] = (uint8_t)(s >> 8);
+			rt->addr[2] = (uint8_t)s;
+			rt->addr[3] = (uint8_t)(1 + k);
+		}
+	}
+}
+
+static bool route_same(const struct route *a, const struct route *b)
+{
+	return a->kind == b->kind && a->family == b->family &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* The routeset holds exactly the set's routes (in any order). */
+static bool routeset_matches(const struct routeset *rs, const struct set *set)
+{
+	if (!rs || rs->has_redirect || rs->count != set->count)
+		return false;
+	for (unsigned k = 0; k < set->count; k++) {
+		bool found = false;
+		for (unsigned j = 0; j < rs->count; j++)
+			if (route_same(&rs->routes[j], &set->routes[k]))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* ---- timed passes ---------------------------------------------------------------- */
+
+struct samples {
+	double *v;
+	size_t n;
+};
+
+static uint64_t fib_pass(const struct fib *fib, const struct name *q, const struct routeset **expect,
+			 uint64_t nq, unsigned batch, struct samples *out, double *pass_median)
+{
+	uint64_t bad = 0;
+	size_t first = out->n;
+	for (uint64_t b = 0; b + batch <= nq; b += batch) {
+		struct fib_result res;
+		uint64_t t0 = now_ns();
+		for (uint64_t k = b; k < b + batch; k++) {
+			if (!fib_lookup_longest_suffix(fib, &q[k], &res) || res.sets[0] != expect[k])
+				bad++;
+		}
+		uint64_t t1 = now_ns();
+		out->v[out->n++] = (double)(t1 - t0) / batch;
+		rcu_quiescent_state();
+	}
+	size_t cnt = out->n - first;
+	double *tmp = malloc(cnt * sizeof(double));
+	memcpy(tmp, out->v + first, cnt * sizeof(double));
+	*pass_median = quantile(tmp, cnt, 0.5);
+	free(tmp);
+	return bad;
+}
+
+static uint64_t base_pass(const struct baseline_table *bt, const struct name *q, const uint32_t *expect,
+			  uint64_t nq, unsigned batch, struct samples *out, double *pass_median)
+{
+	uint64_t bad = 0;
+	size_t first = out->n;
+	for (uint64_t b = 0; b + batch <= nq; b += batch) {
+		uint32_t v;
+		uint64_t t0 = now_ns();
+		for (uint64_t k = b; k < b + batch; k++) {
+			if (!baseline_lookup(bt, q[k].wire, q[k].len, &v) || v != expect[k])
+				bad++;
+		}
+		uint64_t t1 = now_ns();
+		out->v[out->n++] = (double)(t1 - t0) / batch;
+		rcu_quiescent_state();
+	}
+	size_t cnt = out->n - first;
+	double *tmp = malloc(cnt * sizeof(double));
+	memcpy(tmp, out->v + first, cnt * sizeof(double));
+	*pass_median = quantile(tmp, cnt, 0.5);
+	free(tmp);
+	return bad;
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bench_fib [--names N] [--seed S] [--queries Q] [--passes P] [--batch B] [--reserve]\n"
+		"  --names N    distinct names in the table (default 5000000)\n"
+		"  --seed S     PRNG seed (default 1)\n"
+		"  --queries Q  query names per pass, at most N (default 1000000)\n"
+		"  --passes P   timed passes per table, alternating (default 6)\n"
+		"  --batch B    lookups per timed batch (default 1000)\n"
+		"  --reserve    size both tables for N names up front (fib_reserve,\n"
+		"               baseline_create(N)) instead of letting them grow\n");
+}
+
+static uint64_t parse_u64(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *end) {
+		fprintf(stderr, "bench_fib: bad number for %s: %s\n", opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .names = 5000000, .seed = 1, .queries = 1000000, .passes = 6, .batch = 1000 };
+	static const struct option longopts[] = {
+		{ "names", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "queries", required_argument, NULL, 'q' },
+		{ "passes", required_argument, NULL, 'p' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "reserve", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "n:s:q:p:b:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': o.names = parse_u64("--names", optarg); break;
+		case 's': o.seed = parse_u64("--seed", optarg); break;
+		case 'q': o.queries = parse_u64("--queries", optarg); break;
+		case 'p': o.passes = (unsigned)parse_u64("--passes", optarg); break;
+		case 'b': o.batch = (unsigned)parse_u64("--batch", optarg); break;
+		case 'R': o.reserve = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bench_fib: unexpected argument: %s\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (o.names == 0 || o.names > 100000000 || o.passes == 0 || o.batch == 0) {
+		fprintf(stderr, "bench_fib: need 1 <= --names <= 100000000, --passes >= 1, --batch >= 1\n");
+		return 2;
+	}
+	if (o.queries == 0 || o.queries > o.names)
+		o.queries = o.names;
+	if (o.batch > o.queries)
+		o.batch = (unsigned)o.queries;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	struct rng rng;
+	rng_seed(&rng, o.seed);
+
+	printf("bench fib: names=%" PRIu64 " seed=%" PRIu64 " queries=%" PRIu64 " passes=%u batch=%u%s\n",
+	       o.names, o.seed, o.queries, o.passes, o.batch,
+	       o.reserve ? " (tables sized for N up front)" : " (tables grow as loaded)");
+
+	print_machine();
+
+	/* Names and route sets. */
+	struct nameset ns;
+	gen_names(&ns, o.names, &rng);
+	if (check_canonical(&ns) < 0)
+		return 1;
+	struct set sets[NSETS];
+	make_sets(sets);
+
+	/* The FIB.  This thread is a QSBR thread from here on: writers hand
+	 * freed memory to call_rcu(), which wants the caller online, and announce
+	 * quiescent states between batches of updates.  fib_barrier() waits until
+	 * everything freed during the build is reclaimed, before RSS is read. */
+	rcu_register_thread();
+	uint64_t rss0 = rss_bytes();
+	uint64_t t0 = now_ns();
+	struct fib *fib = fib_create();
+	if (!fib) {
+		fprintf(stderr, "bench_fib: fib_create failed\n");
+		return 1;
+	}
+	if (o.reserve && fib_reserve(fib, ns.n) != FIB_OK) {
+		fprintf(stderr, "bench_fib: fib_reserve failed\n");
+		return 1;
+	}
+	for (uint64_t i = 0; i < ns.n; i++) {
+		struct name n;
+		name_get(&ns, i, &n);
+		const struct set *s = &sets[i % NSETS];
+		int rc = fib_set_routes(fib, &n, s->routes, s->count);
+		if (rc != FIB_OK) {
+			fprintf(stderr, "bench_fib: fib_set_routes(name %" PRIu64 "): %s\n", i, fib_strerror(rc));
+			return 1;
+		}
+		if ((i & 1023) == 1023)
+			rcu_quiescent_state();
+	}
+	uint64_t t1 = now_ns();
+	fib_barrier(fib);
+	uint64_t t2 = now_ns();
+	uint64_t rss1 = rss_bytes();
+	double load_s = (double)(t2 - t0) / 1e9;
+	double bytes_per_name = (double)(rss1 - rss0) / (double)ns.n;
+
+	struct fib_stats fst;
+	memset(&fst, 0, sizeof(fst));
+	fib_get_stats(fib, &fst);
+	printf("fib: loaded in %.3f s (inserts %.3f s, fib_barrier %.3f s), %.0f ns/insert\n",
+	       load_s, (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t1 - t0) / (double)ns.n);
+	printf("fib: RSS +%.1f MiB = %.1f bytes/name; nodes %" PRIu64 ", entries %" PRIu64
+	       ", routesets %" PRIu64 ", table slots %" PRIu64 ", node bytes %" PRIu64 "\n",
+	       (double)(rss1 - rss0) / 1048576.0, bytes_per_name, fst.nodes, fst.entries,
+	       fst.routesets, fst.table_slots, fst.node_bytes);
+
+	/* The baseline, over the same names; value = name index. */
+	uint64_t t3 = now_ns();
+	struct baseline_table *bt = baseline_create(o.reserve ? ns.n : 0);
+	if (!bt) {
+		fprintf(stderr, "bench_fib: baseline_create failed\n");
+		return 1;
+	}
+	for (uint64_t i = 0; i < ns.n; i++) {
+		if (baseline_insert(bt, ns.wire + ns.off[i], ns.len[i], (uint32_t)i) != 1) {
+			fprintf(stderr, "bench_fib: baseline_insert(name %" PRIu64 ") failed\n", i);
+			return 1;
+		}
+	}
+	uint64_t t4 = now_ns();
+	uint64_t rss2 = rss_bytes();
+	double base_load_s = (double)(t4 - t3) / 1e9;
+	double base_bytes_per_name = (double)(rss2 - rss1) / (double)ns.n;
+	struct baseline_stats bst;
+	baseline_get_stats(bt, &bst);
+	printf("baseline: loaded in %.3f s; RSS +%.1f MiB = %.1f bytes/name; %" PRIu64 " slots (load %.3f, %.1f MiB), "
+	       "arena %.1f MiB\n",
+	       base_load_s, (double)(rss2 - rss1) / 1048576.0, base_bytes_per_name, bst.capacity,
+	       (double)bst.count / (double)bst.capacity, (double)bst.slot_bytes / 1048576.0,
+	       (double)bst.arena_bytes / 1048576.0);
+
+	printf("transparent huge pages: %.1f MiB of %.1f MiB RSS\n",
+	       (double)thp_bytes() / 1048576.0, (double)rss2 / 1048576.0);
+
+	/* Queries: random names of the table, in random order; the FIB gets
+	 * www.<name>, the baseline <name>. */
+	uint64_t nq = o.queries;
+	size_t qmap = (size_t)nq * sizeof(struct name);
+	struct name *qf = harness_alloc(qmap);
+	struct name *qb = harness_alloc(qmap);
+	uint32_t *pick = harness_alloc((size_t)nq * sizeof(uint32_t));
+	const struct routeset **fexp = harness_alloc((size_t)nq * sizeof(*fexp));
+	for (uint64_t k = 0; k < nq; k++) {
+		uint32_t i = rng_below(&rng, (uint32_t)ns.n);
+		pick[k] = i;
+		name_get(&ns, i, &qb[k]);
+		qf[k].len = (uint8_t)(qb[k].len + 4);
+		memcpy(qf[k].wire, "\003www", 4);
+		memcpy(qf[k].wire + 4, qb[k].wire, qb[k].len);
+	}
+
+	/* Full verification pass (also warms up both tables). */
+	uint64_t mismatches = 0;
+	for (uint64_t k = 0; k < nq; k++) {
+		struct fib_result res;
+		const struct set *s = &sets[pick[k] % NSETS];
+		if (fib_lookup_longest_suffix(fib, &qf[k], &res) && res.suffix_offset == 4 &&
+		    res.suffix_labels == 2 && res.nsets == 1 && routeset_matches(res.sets[0], s)) {
+			fexp[k] = res.sets[0];
+		} else {
+			fexp[k] = NULL;         /* counts again in every timed pass */
+			if (mismatches < 5) {
+				char text[NAME_MAX_TEXT];
+				name_to_text(&qf[k], text, sizeof(text));
+				fprintf(stderr, "bench_fib: fib lookup of %s: wrong result\n", text);
+			}
+			mismatches++;
+		}
+		uint32_t v;
+		if (!baseline_lookup(bt, qb[k].wire, qb[k].len, &v) || v != pick[k]) {
+			if (mismatches < 5)
+				fprintf(stderr, "bench_fib: baseline lookup of name %u: wrong result\n", pick[k]);
+			mismatches++;
+		}
+		if ((k & 1023) == 0)
+			rcu_quiescent_state();
+	}
+	/* Names not in the table must not match (spot check). */
+	for (unsigned k = 0; k < 1000; k++) {
+		struct name n;
+		struct fib_result res;
+		uint32_t v;
+		n.len = 12;
+		memcpy(n.wire, "\006absent\003xyz\000", 12);   /* .xyz is never generated */
+		n.wire[1] = (uint8_t)ends[k % 36];
+		n.wire[2] = (uint8_t)ends[(k / 36) % 36];
+		if (fib_lookup_longest_suffix(fib, &n, &res) || baseline_lookup(bt, n.wire, n.len, &v))
+			mismatches++;
+	}
+	rcu_quiescent_state();
+
+	/* Timed passes, alternating: every pass of one table follows a pass of
+	 * the other, so neither finds the caches warm with its own data (ABBA
+	 * order would, at sizes that partly fit in cache). */
+	size_t per_pass = nq / o.batch;
+	struct samples sf = { malloc(sizeof(double) * per_pass * o.passes), 0 };
+	struct samples sb = { malloc(sizeof(double) * per_pass * o.passes), 0 };
+	for (unsigned p = 0; p < o.passes; p++) {
+		double mf, mb;
+		mismatches += fib_pass(fib, qf, fexp, nq, o.batch, &sf, &mf);
+		mismatches += base_pass(bt, qb, pick, nq, o.batch, &sb, &mb);
+		printf("pass %u: fib %.1f ns/lookup, baseline %.1f ns/lookup (medians of %zu batches of %u)\n",
+		       p + 1, mf, mb, per_pass, o.batch);
+	}
+	double lookup_ns = quantile(sf.v, sf.n, 0.5);
+	double lookup_p90 = quantile(sf.v, sf.n, 0.9);
+	double base_ns = quantile(sb.v, sb.n, 0.5);
+	double base_p90 = quantile(sb.v, sb.n, 0.9);
+
+	printf("fib longest-suffix lookup of www.<name>: median %.1f ns, p90 %.1f ns\n", lookup_ns, lookup_p90);
+	printf("baseline exact lookup of <name>:        median %.1f ns, p90 %.1f ns\n", base_ns, base_p90);
+	printf("mismatches: %" PRIu64 "\n", mismatches);
+
+	printf("targets at 5000000 names: lookup_ns <= baseline_exact_ns: %s; bytes_per_name <= 48: %s; load_s < 5: %s\n",
+	       lookup_ns <= base_ns ? "yes" : "NO", bytes_per_name <= 48 ? "yes" : "NO", load_s < 5 ? "yes" : "NO");
+
+	free(sf.v);
+	free(sb.v);
+	harness_free(qf, qmap);
+	harness_free(qb, qmap);
+	harness_free(pick, (size_t)nq * sizeof(uint32_t));
+	harness_free(fexp, (size_t)nq * sizeof(*fexp));
+	baseline_destroy(bt);
+	fib_destroy(fib);
+	rcu_unregister_thread();
+	harness_free(ns.wire, ns.wire_map);
+	harness_free(ns.off, ns.off_map);
+	harness_free(ns.len, ns.len_map);
+
+	printf("{\"names\": %" PRIu64 ", \"lookup_ns\": %.1f, \"baseline_exact_ns\": %.1f, "
+	       "\"bytes_per_name\": %.1f, \"load_s\": %.3f, "
+	       "\"baseline_bytes_per_name\": %.1f, \"baseline_load_s\": %.3f, "
+	       "\"lookup_ns_p90\": %.1f, \"baseline_exact_ns_p90\": %.1f, "
+	       "\"queries\": %" PRIu64 ", \"passes\": %u, \"batch\": %u, \"seed\": %" PRIu64 ", \"reserve\": %s, "
+	       "\"mismatches\": %" PRIu64 "}\n",
+	       ns.n, lookup_ns, base_ns, bytes_per_name, load_s, base_bytes_per_name, base_load_s,
+	       lookup_p90, base_p90, nq, o.passes, o.batch, o.seed, o.reserve ? "true" : "false", mismatches);
+	return mismatches ? 1 : 0;
+}
