@@ -13,43 +13,54 @@
 #include "fib.h"
 
 /*
- * A trie node lives in its edge's slot: the parent's id, its own id, its
- * entry and child count, and the label inline.  A lookup step is then one
- * slot read, usually one cache line, which yields both the match and the
- * route entry; a separate node record would add a second dependent cache
- * miss per label, the cost that dominates at millions of names.
- * Labels of 16 bytes and more keep their first bytes inline and the rest
- * in an arena.
+ * Every trie node is one 32-byte slot keyed by its whole suffix: the wire
+ * form of the name from that node up to (not including) the root label,
+ * inline when it fits in 23 bytes.  A lookup does not walk from the top
+ * label down: it hashes the query's two-label suffix, whose slot holds
+ * the key and the entry, and moves one level deeper only when that slot
+ * has children (or shallower only when it does not exist).  For the
+ * common name, that is one probe and one cache line.  Walking label by
+ * label cost a probe per level, and the instructions of the cached top
+ * level kept fewer lookups in flight (docs/BENCHMARKS.md).
+ *
+ * Slots are paired in 64-byte buckets; probing goes bucket by bucket and
+ * tests both slots of a bucket without a branch between them.
  */
-#define RUN_INLINE      16      /* length byte + up to 15 label bytes */
+#define KEY_INLINE      23
+#define KEY_LONG_PREFIX 19      /* a long key: its first bytes, then its arena id */
 
 struct fib_slot {
-	uint32_t parent;        /* parent's id; SLOT_EMPTY or SLOT_TOMB; stored last */
-	uint32_t id;            /* what this node's children name as their parent */
-	uint32_t entry;         /* tagged reference, see ENTRY_* */
-	uint32_t nchildren;     /* lets a lookup stop without probing for a child */
-	uint8_t run[RUN_INLINE];        /* zero padded; long labels: see RUN_LONG_* */
+	uint32_t entry;         /* tagged reference, see ENTRY_*; atomic */
+	uint32_t nchildren;     /* nodes one label longer; atomic */
+	union {
+		struct {
+			uint8_t klen;   /* KEY_EMPTY, KEY_TOMB, or the key's length */
+			uint8_t key[KEY_INLINE];
+		};
+		uint64_t words[3];      /* words[0] is stored last: it publishes the slot */
+	};
 };
 _Static_assert(sizeof(struct fib_slot) == 32, "two slots per cache line");
 
-#define SLOT_EMPTY      0u
-#define SLOT_TOMB       UINT32_MAX      /* deleted: probing goes on past it */
-#define ROOT_ID         1u
-/* a long run: length byte, first label bytes, then the arena id of the whole run */
-#define RUN_LONG_ID_AT  12
-#define RUN_UNIT        4u
-#define RUN_CLASSES     ((1 + NAME_MAX_LABEL + RUN_UNIT - 1) / RUN_UNIT + 1)
-#define RUN_SLACK       (1 + NAME_MAX_LABEL)
-#define RUNS_MAX_BYTES  ((size_t)4 << 30)
+struct fib_bucket {
+	struct fib_slot s[2];
+} __attribute__((aligned(64)));
+
+#define KEY_EMPTY       0u
+#define KEY_TOMB        0xFFu   /* deleted: probing goes on past it; no key is 255 bytes */
+#define DEPTH_START     2       /* most routed names are second-level names */
+#define KEY_UNIT        4u
+#define KEY_CLASSES     ((NAME_MAX_WIRE + KEY_UNIT - 1) / KEY_UNIT + 1)
+#define KEY_SLACK       32
+#define KEYS_MAX_BYTES  ((size_t)4 << 30)
 
 /* Tables stay between these loads; a large one grows in small steps. */
-#define LOAD_MAX        0.80
-#define LOAD_TARGET_BIG 0.72
+#define LOAD_MAX        0.75
+#define LOAD_TARGET_BIG 0.68
 #define LOAD_TARGET     0.50
 #define BIG_TABLE       (1u << 20)
-#define MIN_SLOTS       64u
+#define MIN_BUCKETS     32u
 
-#define IDS_MAX         (1u << 28)
 #define SETS_MAX        (1u << 24)
 #define AGGS_MAX        (1u << 22)
 #define EXTS_MAX        (1u << 27)
@@ -61,7 +72,6 @@ _Static_assert(sizeof(struct fib_slot) == 32, "two slots per cache line");
 #define ENTRY_EXT       (3u << 30)      /* own routes and/or several aggregates */
 #define ENTRY_TYPE(e)   ((e) & (3u << 30))
 #define ENTRY_ID(e)     ((e) & ((1u << 30) - 1))
-#define ENTRY_MAX_ID    ((1u << 30) - 1)
 
 /* Immutable; replaced as a whole when a name's memberships change. */
 struct fib_ext {
@@ -81,8 +91,9 @@ struct fib_aggregate {
 struct fib_table {
 	struct rcu_head rcu;
 	size_t bytes;
-	uint64_t cap;           /* any size: indexed by multiply-shift, not a mask */
-	struct fib_slot slots[];
+	uint64_t nbuckets;      /* any number: indexed by multiply-shift, not a mask */
+	uint8_t pad[64 - sizeof(struct rcu_head) - 2 * sizeof(uint64_t)];
+	struct fib_bucket buckets[];
 };
 
 /* Writer-side index from a 64-bit hash to an id; the caller checks equality. */
@@ -95,7 +106,7 @@ struct idmap {
 	size_t mask, used;
 };
 
-enum limbo_kind { LIMBO_ID, LIMBO_RUN, LIMBO_EXT, LIMBO_SET, LIMBO_AGG };
+enum limbo_kind { LIMBO_KEY, LIMBO_EXT, LIMBO_SET, LIMBO_AGG };
 #define LIMBO_BATCH 512
 struct limbo {
 	struct rcu_head rcu;
@@ -109,17 +120,14 @@ struct limbo {
 
 struct fib {
 	pthread_mutex_t lock;   /* writers, and the reclamation callbacks */
-	uint64_t seed[2];
+	uint64_t seed[3];
 	struct fib_table *table;
 	uint64_t slots_live, slots_tomb;
 	struct fib_slot root;   /* the root is in no table */
 
-	struct region ids_free;         /* stack of reusable node ids */
-	uint32_t id_next, ids_free_count;
-
-	struct region runs;             /* long labels */
-	size_t run_bytes;
-	uint32_t run_free[RUN_CLASSES];
+	struct region keys;             /* long keys */
+	size_t key_bytes;
+	uint32_t key_free[KEY_CLASSES];
 
 	struct region exts;
 	uint32_t ext_count, ext_free;
@@ -166,20 +174,6 @@ static inline uint64_t load64(const uint8_t *p)
 	return v;
 }
 
-static inline uint32_t load32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint16_t load16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /* 64x64->128 multiply folded to 64 bits: wyhash's mixing step. */
 static inline uint64_t mum(uint64_t a, uint64_t b)
 {
@@ -188,123 +182,131 @@ static inline uint64_t mum(uint64_t a, uint64_t b)
 }
 
 /*
- * A query label, loaded once into registers: the words that hash it are
- * the words that compare it, so a probe reloads nothing from the query.
- * Loads overlap and stay inside the run (length byte + label).
+ * A key as the three words a slot holds after its two counters: the
+ * length byte and key bytes 0-6, bytes 7-14, bytes 15-22, zero past the
+ * key.  Built from 8-byte loads and masks, with no branch on the length;
+ * struct name is padded so the loads may run past the name.
  */
-struct qlabel {
-	const uint8_t *run;
-	unsigned n;             /* run length, 2..64 */
-	uint64_t a, b;          /* first and last word of the run */
+struct key_words {
+	uint64_t w[3];
 };
 
-static ALWAYS_INLINE void qlabel_load(struct qlabel *ql, const uint8_t *run)
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "key_words assumes a little-endian host"
+#endif
+#define KEEP(n) ((n) <= 0 ? 0ull : (n) >= 8 ? ~0ull : ~0ull >> (64 - 8 * (n)))
+#define M0(n)   (0xFFull | (KEEP((n) < 7 ? (n) : 7) << 8))
+#define MASKS(n) { M0(n), KEEP((n) - 7), KEEP((n) - 15) }
+static const uint64_t key_masks[KEY_INLINE + 1][3] = {
+	MASKS(0), MASKS(1), MASKS(2), MASKS(3), MASKS(4), MASKS(5), MASKS(6), MASKS(7),
+	MASKS(8), MASKS(9), MASKS(10), MASKS(11), MASKS(12), MASKS(13), MASKS(14), MASKS(15),
+	MASKS(16), MASKS(17), MASKS(18), MASKS(19), MASKS(20), MASKS(21), MASKS(22), MASKS(23),
+};
+
+/* key readable for KEY_INLINE + 8 bytes; klen <= KEY_INLINE */
+static ALWAYS_INLINE struct key_words short_key_words(const uint8_t *key, unsigned klen)
 {
-	unsigned n = 1u + run[0];
-	ql->run = run;
-	ql->n = n;
-	if (n >= 8) {
-		ql->a = load64(run);
-		ql->b = load64(run + n - 8);
-	} else if (n >= 4) {
-		ql->a = load32(run);
-		ql->b = load32(run + n - 4);
-	} else {
-		ql->a = load16(run);
-		ql->b = run[n - 1];
-	}
+	struct key_words k = { {
+		((uint64_t)klen | load64(key) << 8) & key_masks[klen][0],
+		load64(key + 7) & key_masks[klen][1],
+		load64(key + 15) & key_masks[klen][2],
+	} };
+	return k;
+}
+
+/* Seeded per table, since names come from the network. */
+static ALWAYS_INLINE uint64_t short_key_hash(const struct fib *f, const struct key_words *k)
+{
+	return mum(mum(k->w[0] ^ f->seed[0], k->w[1] ^ f->seed[1]) ^ k->w[2], f->seed[2]);
+}
+
+/* klen > KEY_INLINE; key readable for klen bytes */
+static uint64_t long_key_hash(const struct fib *f, const uint8_t *key, unsigned klen)
+{
+	uint64_t h = f->seed[0] ^ klen;
+	unsigned i = 0;
+	for (; i + 16 <= klen; i += 16)
+		h = mum(load64(key + i) ^ f->seed[1], load64(key + i + 8) ^ h);
+	return mum(load64(key + klen - 16) ^ h, load64(key + klen - 8) ^ f->seed[2]);
+}
+
+static inline uint64_t bucket_index(const struct fib_table *t, uint64_t h)
+{
+	return (uint64_t)(((__uint128_t)h * t->nbuckets) >> 64);
+}
+
+static ALWAYS_INLINE uint64_t slot_diff(const struct fib_slot *s, const struct key_words *k)
+{
+	/* words[0] carries the length: acquire, so the other words are the ones it published */
+	return (__atomic_load_n(&s->words[0], __ATOMIC_ACQUIRE) ^ k->w[0]) |
+	       (s->words[1] ^ k->w[1]) | (s->words[2] ^ k->w[2]);
 }
 
 /*
- * Hash of (parent id, label): one multiply for a label of up to 15 bytes.
- * Both multiplicands carry a secret per-table seed, since names come from
- * the network.  An out-of-line XXH3 call cost as much as the cache miss it
- * sits next to.
+ * The probe for a key of up to KEY_INLINE bytes.  Both slots of a bucket
+ * are tested before the one branch that waits for the cache miss, which
+ * says "found" nearly always.  A bucket whose second slot is empty ends
+ * the probe: slots fill in order and never become empty again.
  */
-static ALWAYS_INLINE uint64_t qlabel_hash(const struct fib *f, uint32_t parent, const struct qlabel *ql)
+static ALWAYS_INLINE const struct fib_slot *find_short(const struct fib *f, const struct fib_table *t,
+						       const struct key_words *k)
 {
-	uint64_t seed = f->seed[0] ^ parent, a = ql->a;
-	if (__builtin_expect(ql->n > 16, 0)) {
-		for (unsigned i = 0; i + 16 < ql->n; i += 16)
-			seed = mum(load64(ql->run + i) ^ f->seed[1], load64(ql->run + i + 8) ^ seed);
-		a = load64(ql->run + ql->n - 16);
-	}
-	return mum(a ^ seed, ql->b ^ f->seed[1]);
-}
-
-static inline uint64_t edge_hash(const struct fib *f, uint32_t parent, const uint8_t *run)
-{
-	struct qlabel ql;
-	qlabel_load(&ql, run);
-	return qlabel_hash(f, parent, &ql);
-}
-
-/* Compares a whole stored run with a query run of 8 bytes or more. */
-static inline bool run_equal(const uint8_t *stored, const uint8_t *q)
-{
-	unsigned n = 1u + q[0];
-	uint64_t d = load64(stored + n - 8) ^ load64(q + n - 8);
-	for (unsigned i = 0; i + 8 < n; i += 8)
-		d |= load64(stored + i) ^ load64(q + i);
-	return d == 0;
-}
-
-static inline const uint8_t *long_run(const struct fib *f, const struct fib_slot *s)
-{
-	uint32_t id;
-	memcpy(&id, s->run + RUN_LONG_ID_AT, sizeof(id));
-	return f->runs.base + (size_t)id * RUN_UNIT;
-}
-
-/* The slot's whole label run, wherever it is kept. */
-static inline const uint8_t *slot_run(const struct fib *f, const struct fib_slot *s)
-{
-	return 1u + s->run[0] <= RUN_INLINE ? s->run : long_run(f, s);
-}
-
-/*
- * Every branch depends on the query's length only, which is in cache: a
- * branch on the slot's bytes would resolve only when its cache miss does.
- * The length byte is in the first word, so a stored label of another
- * length differs there; long labels spill to the arena (with its slack).
- */
-static ALWAYS_INLINE bool slot_label_equal(const struct fib *f, const struct fib_slot *s,
-					  const struct qlabel *ql)
-{
-	unsigned n = ql->n;
-	if (n >= 8) {
-		if (__builtin_expect(n > RUN_INLINE, 0))
-			return load64(s->run) == ql->a && run_equal(long_run(f, s), ql->run);
-		return ((load64(s->run) ^ ql->a) | (load64(s->run + n - 8) ^ ql->b)) == 0;
-	}
-	if (n >= 4)
-		return ((load32(s->run) ^ ql->a) | (load32(s->run + n - 4) ^ ql->b)) == 0;
-	return ((load16(s->run) ^ ql->a) | (s->run[n - 1] ^ ql->b)) == 0;
-}
-
-static inline uint64_t slot_index(const struct fib_table *t, uint64_t h)
-{
-	return (uint64_t)(((__uint128_t)h * t->cap) >> 64);
-}
-
-/* label points at a length byte followed by the label. */
-static ALWAYS_INLINE const struct fib_slot *table_find(const struct fib *f, const struct fib_table *t,
-						       uint32_t parent, const uint8_t *label)
-{
-	struct qlabel ql;
-	qlabel_load(&ql, label);
-	uint64_t i = slot_index(t, qlabel_hash(f, parent, &ql));
+	uint64_t b = bucket_index(t, short_key_hash(f, k));
 
 	for (;;) {
-		const struct fib_slot *s = &t->slots[i];
-		uint32_t p = __atomic_load_n(&s->parent, __ATOMIC_ACQUIRE);
-		if (p == SLOT_EMPTY)
+		const struct fib_bucket *bk = &t->buckets[b];
+		uint64_t d0 = slot_diff(&bk->s[0], k), d1 = slot_diff(&bk->s[1], k);
+		if (__builtin_expect(!d0 | !d1, 1))
+			return d0 == 0 ? &bk->s[0] : &bk->s[1];
+		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
 			return NULL;
-		if (p == parent && slot_label_equal(f, s, &ql))
-			return s;
-		if (++i == t->cap)
-			i = 0;
+		if (++b == t->nbuckets)
+			b = 0;
 	}
+}
+
+static inline const uint8_t *long_key(const struct fib *f, const struct fib_slot *s)
+{
+	uint32_t id;
+	memcpy(&id, s->key + KEY_LONG_PREFIX, sizeof(id));
+	return f->keys.base + (size_t)id * KEY_UNIT + 1;
+}
+
+/* The slot's whole key, wherever it is kept. */
+static inline const uint8_t *slot_key(const struct fib *f, const struct fib_slot *s)
+{
+	return s->klen <= KEY_INLINE ? s->key : long_key(f, s);
+}
+
+static __attribute__((noinline)) const struct fib_slot *find_long(const struct fib *f, const struct fib_table *t,
+								  const uint8_t *key, unsigned klen)
+{
+	uint64_t b = bucket_index(t, long_key_hash(f, key, klen));
+
+	for (;;) {
+		const struct fib_bucket *bk = &t->buckets[b];
+		for (int j = 0; j < 2; j++) {
+			const struct fib_slot *s = &bk->s[j];
+			uint8_t l = __atomic_load_n(&s->klen, __ATOMIC_ACQUIRE);
+			if (l == klen && memcmp(s->key, key, KEY_LONG_PREFIX) == 0 &&
+			    memcmp(long_key(f, s), key, klen) == 0)
+				return s;
+		}
+		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
+			return NULL;
+		if (++b == t->nbuckets)
+			b = 0;
+	}
+}
+
+/* key points into a struct name (padded) or a slot; klen >= 1 */
+static ALWAYS_INLINE const struct fib_slot *table_find(const struct fib *f, const struct fib_table *t,
+						       const uint8_t *key, unsigned klen)
+{
+	if (__builtin_expect(klen > KEY_INLINE, 0))
+		return find_long(f, t, key, klen);
+	struct key_words k = short_key_words(key, klen);
+	return find_short(f, t, &k);
 }
 
 static inline const struct routeset *set_at(const struct fib *f, uint32_t id)
@@ -366,44 +368,72 @@ static ALWAYS_INLINE int label_offsets(const struct name *q, uint8_t off[NAME_MA
 	return n;
 }
 
+/* The key of the suffix of q that starts at byte off: up to the root label. */
+static ALWAYS_INLINE const struct fib_slot *find_suffix(const struct fib *f, const struct fib_table *t,
+							const struct name *q, unsigned off)
+{
+	return table_find(f, t, q->wire + off, q->len - 1u - off);
+}
 
 /*
- * The slow path: the deepest entry belongs to an aggregate that has no
- * routes right now, which must not hide a shorter suffix.  Walks again and
- * takes the deepest entry that resolves.
+ * The deepest suffix of q with an entry that resolves.  off[] holds the
+ * label offsets, nlabels of them; depth d means the last d labels.
+ * Starts at DEPTH_START and moves deeper while the slot has children; if
+ * that suffix does not exist, tries shallower ones.  Every ancestor of an
+ * existing node exists, so an entry above the start is found by walking up.
  */
-static bool lookup_all_candidates(const struct fib *f, const struct name *q, const uint8_t *off,
-				  int nlabels, struct fib_result *res)
+static bool lookup_suffix(const struct fib *f, const struct name *q, const uint8_t *off, int nlabels,
+			  struct fib_result *res)
 {
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	/* entries found, deepest last; the walk up fills it on the rare paths */
 	uint32_t cand_entry[NAME_MAX_LABELS + 1];
 	int cand_depth[NAME_MAX_LABELS + 1];
 	int ncand = 0;
-	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
-	const struct fib_slot *s = &f->root;
-	uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
+	int start = nlabels < DEPTH_START ? nlabels : DEPTH_START;
+	int d = start;
+	const struct fib_slot *s = NULL;
 
+	/* down from the start, or up until a suffix exists */
+	while (d > 0 && !(s = find_suffix(f, t, q, off[nlabels - d])))
+		d--;
+	int found_depth = d;
+	/* everything above the first existing node, root first */
+	uint32_t e = __atomic_load_n(&f->root.entry, __ATOMIC_ACQUIRE);
 	if (e) {
 		cand_entry[ncand] = e;
-		cand_depth[ncand++] = nlabels;
+		cand_depth[ncand++] = 0;
 	}
-	for (int i = nlabels - 1; i >= 0; i--) {
-		if (__atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)
-			break;
-		s = table_find(f, t, s->id, q->wire + off[i]);
-		if (!s)
-			break;
-		e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
-		if (e) {
+	for (int a = 1; a < found_depth; a++) {
+		const struct fib_slot *up = find_suffix(f, t, q, off[nlabels - a]);
+		if (up && (e = __atomic_load_n(&up->entry, __ATOMIC_ACQUIRE))) {
 			cand_entry[ncand] = e;
-			cand_depth[ncand++] = i;
+			cand_depth[ncand++] = a;
 		}
 	}
+	if (s) {
+		for (;;) {
+			e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
+			if (e) {
+				cand_entry[ncand] = e;
+				cand_depth[ncand++] = d;
+			}
+			if (d == nlabels || __atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)
+				break;
+			const struct fib_slot *c = find_suffix(f, t, q, off[nlabels - d - 1]);
+			if (!c)
+				break;
+			s = c;
+			d++;
+		}
+	}
+	/* an aggregate with no routes right now does not hide a shorter suffix */
 	while (ncand > 0) {
 		ncand--;
 		if (resolve_entry(f, cand_entry[ncand], res)) {
-			int d = cand_depth[ncand];
-			res->suffix_offset = d == nlabels ? (uint8_t)(q->len - 1) : off[d];
-			res->suffix_labels = (uint8_t)(nlabels - d);
+			int cd = cand_depth[ncand];
+			res->suffix_offset = cd == 0 ? (uint8_t)(q->len - 1) : off[nlabels - cd];
+			res->suffix_labels = (uint8_t)cd;
 			return true;
 		}
 	}
@@ -411,47 +441,49 @@ static bool lookup_all_candidates(const struct fib *f, const struct name *q, con
 	return false;
 }
 
-bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
+static __attribute__((noinline)) bool lookup_slow(const struct fib *f, const struct name *q,
+						  struct fib_result *res)
 {
 	uint8_t off[NAME_MAX_LABELS];
 	int nlabels = label_offsets(q, off);
-	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
-	const struct fib_slot *s = &f->root;
-	uint32_t best = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
-	int best_depth = nlabels;
+	return lookup_suffix(f, q, off, nlabels, res);
+}
 
-	for (int i = nlabels - 1; i >= 0; i--) {
-		if (__atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)
-			break;
-		s = table_find(f, t, s->id, q->wire + off[i]);
-		if (!s)
-			break;
-		uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
-		if (e) {
-			best = e;
-			best_depth = i;
+bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
+{
+	/* the common case, www.<name>.<tld> with <name>.<tld> a routed leaf,
+	 * needs only where the last two labels start: no offset array */
+	unsigned p = 0, len, last = 0, second = 0;
+	int nlabels = 0;
+	while ((len = q->wire[p]) != 0) {
+		second = last;
+		last = p;
+		p += 1u + len;
+		nlabels++;
+	}
+	if (__builtin_expect(nlabels >= DEPTH_START, 1)) {
+		const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+		const struct fib_slot *s = find_suffix(f, t, q, second);
+		if (__builtin_expect(s != NULL, 1)) {
+			uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
+			if (ENTRY_TYPE(e) == ENTRY_SET &&
+			    (nlabels == DEPTH_START || __atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)) {
+				res->sets[0] = set_at(f, ENTRY_ID(e));
+				res->nsets = 1;
+				res->suffix_offset = (uint8_t)second;
+				res->suffix_labels = DEPTH_START;
+				return true;
+			}
 		}
 	}
-	if (__builtin_expect(ENTRY_TYPE(best) == ENTRY_SET, 1)) {
-		res->sets[0] = set_at(f, ENTRY_ID(best));
-		res->nsets = 1;
-	} else if (!best || !resolve_entry(f, best, res)) {
-		return best && lookup_all_candidates(f, q, off, nlabels, res);
-	}
-	res->suffix_offset = best_depth == nlabels ? (uint8_t)(q->len - 1) : off[best_depth];
-	res->suffix_labels = (uint8_t)(nlabels - best_depth);
-	return true;
+	return lookup_slow(f, q, res);
 }
 
 bool fib_lookup_exact(const struct fib *f, const struct name *q, struct fib_result *res)
 {
-	uint8_t off[NAME_MAX_LABELS];
-	int nlabels = label_offsets(q, off);
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
-	const struct fib_slot *s = &f->root;
+	const struct fib_slot *s = q->len <= 1 ? &f->root : table_find(f, t, q->wire, q->len - 1u);
 
-	for (int i = nlabels - 1; i >= 0 && s; i--)
-		s = table_find(f, t, s->id, q->wire + off[i]);
 	res->nsets = 0;
 	if (!s)
 		return false;
@@ -459,7 +491,7 @@ bool fib_lookup_exact(const struct fib *f, const struct name *q, struct fib_resu
 	if (!e || !resolve_entry(f, e, res))
 		return false;
 	res->suffix_offset = 0;
-	res->suffix_labels = (uint8_t)nlabels;
+	res->suffix_labels = (uint8_t)name_label_count(q);
 	return true;
 }
 
@@ -541,8 +573,7 @@ static void idmap_remove(struct idmap *m, uint64_t hash, uint32_t id)
 
 /* ---- deferred reclamation ------------------------------------------- */
 
-static void id_release(struct fib *f, uint32_t id);
-static void run_release(struct fib *f, uint32_t id);
+static void key_release(struct fib *f, uint32_t id);
 static void ext_release(struct fib *f, uint32_t id);
 static void set_release(struct fib *f, uint32_t id);
 static void agg_release(struct fib *f, uint32_t id);
@@ -556,8 +587,7 @@ static void limbo_reclaim(struct rcu_head *head)
 	for (unsigned i = 0; i < l->count; i++) {
 		uint32_t id = l->items[i].id;
 		switch (l->items[i].kind) {
-		case LIMBO_ID: id_release(f, id); break;
-		case LIMBO_RUN: run_release(f, id); break;
+		case LIMBO_KEY: key_release(f, id); break;
 		case LIMBO_EXT: ext_release(f, id); break;
 		case LIMBO_SET: set_release(f, id); break;
 		case LIMBO_AGG: agg_release(f, id); break;
@@ -567,17 +597,23 @@ static void limbo_reclaim(struct rcu_head *head)
 	free(l);
 }
 
-/* Called with the lock held.  QSBR wants call_rcu() from an online thread. */
+/* QSBR wants call_rcu() from an online thread. */
+static void call_rcu_online(struct rcu_head *head, void (*fn)(struct rcu_head *))
+{
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
+	call_rcu(head, fn);
+	if (!online)
+		rcu_thread_offline();
+}
+
+/* Called with the lock held. */
 static void limbo_flush(struct fib *f)
 {
 	if (!f->limbo || f->limbo->count == 0)
 		return;
-	bool online = rcu_read_ongoing();
-	if (!online)
-		rcu_thread_online();
-	call_rcu(&f->limbo->rcu, limbo_reclaim);
-	if (!online)
-		rcu_thread_offline();
+	call_rcu_online(&f->limbo->rcu, limbo_reclaim);
 	f->limbo = NULL;
 }
 
@@ -596,66 +632,53 @@ static void limbo_add(struct fib *f, enum limbo_kind kind, uint32_t id)
 		limbo_flush(f);
 }
 
-/* ---- node ids and long labels --------------------------------------- */
+/* ---- long keys ------------------------------------------------------ */
 
-static uint32_t id_alloc(struct fib *f)
+static inline unsigned key_units(unsigned klen)
 {
-	if (f->ids_free_count > 0)
-		return ((uint32_t *)f->ids_free.base)[--f->ids_free_count];
-	if (f->id_next >= IDS_MAX)
-		return 0;
-	return f->id_next++;
+	return (klen + KEY_UNIT - 1) / KEY_UNIT;
 }
 
-static void id_release(struct fib *f, uint32_t id)
+/* Arena records: a length byte, then the key. */
+static uint32_t key_alloc(struct fib *f, const uint8_t *key, unsigned klen)
 {
-	/* the stack never holds more ids than were handed out */
-	if (region_ensure(&f->ids_free, (size_t)(f->ids_free_count + 1) * sizeof(uint32_t)) == 0)
-		((uint32_t *)f->ids_free.base)[f->ids_free_count++] = id;
-}
-
-static inline unsigned run_units(unsigned label_len)
-{
-	return (1u + label_len + RUN_UNIT - 1) / RUN_UNIT;
-}
-
-static uint32_t run_alloc(struct fib *f, const uint8_t *run)
-{
-	unsigned units = run_units(run[0]);
-	uint32_t id = f->run_free[units];
+	unsigned units = key_units(1 + klen);
+	uint32_t id = f->key_free[units];
 	if (id) {
-		memcpy(&f->run_free[units], f->runs.base + (size_t)id * RUN_UNIT, sizeof(uint32_t));
+		memcpy(&f->key_free[units], f->keys.base + (size_t)id * KEY_UNIT, sizeof(uint32_t));
 	} else {
-		if (f->run_bytes == 0)
-			f->run_bytes = RUN_UNIT;        /* id 0 means none */
-		size_t need = f->run_bytes + (size_t)units * RUN_UNIT;
-		if (region_ensure(&f->runs, need + RUN_SLACK) < 0)
+		if (f->key_bytes == 0)
+			f->key_bytes = KEY_UNIT;        /* id 0 means none */
+		size_t need = f->key_bytes + (size_t)units * KEY_UNIT;
+		if (need / KEY_UNIT > UINT32_MAX || region_ensure(&f->keys, need + KEY_SLACK) < 0)
 			return 0;
-		id = (uint32_t)(f->run_bytes / RUN_UNIT);
-		f->run_bytes = need;
+		id = (uint32_t)(f->key_bytes / KEY_UNIT);
+		f->key_bytes = need;
 	}
-	memcpy(f->runs.base + (size_t)id * RUN_UNIT, run, 1u + run[0]);
+	uint8_t *p = f->keys.base + (size_t)id * KEY_UNIT;
+	p[0] = (uint8_t)klen;
+	memcpy(p + 1, key, klen);
 	return id;
 }
 
-static void run_release(struct fib *f, uint32_t id)
+static void key_release(struct fib *f, uint32_t id)
 {
-	uint8_t *p = f->runs.base + (size_t)id * RUN_UNIT;
-	unsigned units = run_units(p[0]);
-	memcpy(p, &f->run_free[units], sizeof(uint32_t));
-	f->run_free[units] = id;
+	uint8_t *p = f->keys.base + (size_t)id * KEY_UNIT;
+	unsigned units = key_units(1u + p[0]);
+	memcpy(p, &f->key_free[units], sizeof(uint32_t));
+	f->key_free[units] = id;
 }
 
-/* ---- the edge table ------------------------------------------------- */
+/* ---- the table ------------------------------------------------------ */
 
-static struct fib_table *table_alloc(uint64_t cap)
+static struct fib_table *table_alloc(uint64_t nbuckets)
 {
-	size_t bytes = sizeof(struct fib_table) + cap * sizeof(struct fib_slot);
+	size_t bytes = sizeof(struct fib_table) + nbuckets * sizeof(struct fib_bucket);
 	struct fib_table *t = bigtable_alloc(bytes);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
-	t->cap = cap;
+	t->nbuckets = nbuckets;
 	return t;
 }
 
@@ -665,15 +688,40 @@ static void table_free_rcu(struct rcu_head *head)
 	bigtable_free(t, t->bytes);
 }
 
-/* First empty slot on the probe path.  Tombstones are never reused within a
- * table: a reader may still be comparing the key a tombstone held. */
+static uint64_t key_hash(const struct fib *f, const uint8_t *key, unsigned klen)
+{
+	if (klen > KEY_INLINE)
+		return long_key_hash(f, key, klen);
+	struct key_words k = short_key_words(key, klen);
+	return short_key_hash(f, &k);
+}
+
+/*
+ * First empty slot on the probe path.  Tombstones are never reused within
+ * a table: a reader may still be comparing the key a tombstone held, and
+ * a slot that never turns empty again keeps "empty ends the probe" true.
+ */
 static struct fib_slot *table_free_slot(struct fib_table *t, uint64_t h)
 {
-	uint64_t i = slot_index(t, h);
-	while (t->slots[i].parent != SLOT_EMPTY)
-		if (++i == t->cap)
-			i = 0;
-	return &t->slots[i];
+	uint64_t b = bucket_index(t, h);
+	for (;;) {
+		struct fib_bucket *bk = &t->buckets[b];
+		for (int j = 0; j < 2; j++)
+			if (bk->s[j].klen == KEY_EMPTY)
+				return &bk->s[j];
+		if (++b == t->nbuckets)
+			b = 0;
+	}
+}
+
+/* Copies a slot in, publishing it last. */
+static void slot_publish(struct fib_slot *dst, const struct fib_slot *src)
+{
+	dst->entry = src->entry;
+	dst->nchildren = src->nchildren;
+	dst->words[1] = src->words[1];
+	dst->words[2] = src->words[2];
+	__atomic_store_n(&dst->words[0], src->words[0], __ATOMIC_RELEASE);
 }
 
 /*
@@ -686,37 +734,33 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 	struct fib_table *old = f->table;
 	uint64_t want = f->slots_live + extra;
 	double target = want >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
-	uint64_t cap = (uint64_t)((double)want / target) + 1;
-	if (cap < MIN_SLOTS)
-		cap = MIN_SLOTS;
-	struct fib_table *t = table_alloc(cap);
+	uint64_t nbuckets = (uint64_t)((double)want / target / 2) + 1;
+	if (nbuckets < MIN_BUCKETS)
+		nbuckets = MIN_BUCKETS;
+	struct fib_table *t = table_alloc(nbuckets);
 	if (!t)
 		return -1;
 	if (old) {
-		for (uint64_t i = 0; i < old->cap; i++) {
-			const struct fib_slot *s = &old->slots[i];
-			if (s->parent == SLOT_EMPTY || s->parent == SLOT_TOMB)
-				continue;
-			*table_free_slot(t, edge_hash(f, s->parent, slot_run(f, s))) = *s;
+		for (uint64_t b = 0; b < old->nbuckets; b++) {
+			for (int j = 0; j < 2; j++) {
+				const struct fib_slot *s = &old->buckets[b].s[j];
+				if (s->klen == KEY_EMPTY || s->klen == KEY_TOMB)
+					continue;
+				slot_publish(table_free_slot(t, key_hash(f, slot_key(f, s), s->klen)), s);
+			}
 		}
 	}
 	__atomic_store_n(&f->table, t, __ATOMIC_RELEASE);
 	f->slots_tomb = 0;
-	if (old) {
-		bool online = rcu_read_ongoing();
-		if (!online)
-			rcu_thread_online();
-		call_rcu(&old->rcu, table_free_rcu);
-		if (!online)
-			rcu_thread_offline();
-	}
+	if (old)
+		call_rcu_online(&old->rcu, table_free_rcu);
 	return 0;
 }
 
 static int table_make_room(struct fib *f, uint64_t extra)
 {
 	uint64_t used = f->slots_live + f->slots_tomb + extra;
-	if ((double)used <= (double)f->table->cap * LOAD_MAX)
+	if ((double)used <= (double)f->table->nbuckets * 2 * LOAD_MAX)
 		return 0;
 	return table_rebuild(f, extra);
 }
@@ -727,37 +771,29 @@ struct path {
 	struct fib_slot *slot[NAME_MAX_LABELS + 1];
 };
 
-static struct fib_slot *child_add(struct fib *f, struct fib_slot *parent, const uint8_t *label)
+static struct fib_slot *node_add(struct fib *f, struct fib_slot *parent, const uint8_t *key, unsigned klen)
 {
-	uint32_t id = id_alloc(f);
-	if (!id)
-		return NULL;
 	struct fib_slot fresh;
 	memset(&fresh, 0, sizeof(fresh));
-	fresh.id = id;
-	if (1u + label[0] <= RUN_INLINE) {
-		memcpy(fresh.run, label, 1u + label[0]);
+	fresh.klen = (uint8_t)klen;
+	if (klen <= KEY_INLINE) {
+		memcpy(fresh.key, key, klen);
 	} else {
-		uint32_t rid = run_alloc(f, label);
-		if (!rid) {
-			id_release(f, id);
+		uint32_t kid = key_alloc(f, key, klen);
+		if (!kid)
 			return NULL;
-		}
-		memcpy(fresh.run, label, RUN_LONG_ID_AT);
-		memcpy(fresh.run + RUN_LONG_ID_AT, &rid, sizeof(rid));
+		memcpy(fresh.key, key, KEY_LONG_PREFIX);
+		memcpy(fresh.key + KEY_LONG_PREFIX, &kid, sizeof(kid));
 	}
-	struct fib_slot *s = table_free_slot(f->table, edge_hash(f, parent->id, label));
-	memcpy((uint8_t *)s + sizeof(s->parent), (uint8_t *)&fresh + sizeof(fresh.parent),
-	       sizeof(fresh) - sizeof(fresh.parent));
-	/* the key is complete before a reader can match it */
-	__atomic_store_n(&s->parent, parent->id, __ATOMIC_RELEASE);
+	struct fib_slot *s = table_free_slot(f->table, key_hash(f, key, klen));
+	slot_publish(s, &fresh);
 	__atomic_store_n(&parent->nchildren, parent->nchildren + 1, __ATOMIC_RELAXED);
 	f->slots_live++;
 	return s;
 }
 
 /*
- * Walks from the root towards nm, creating missing nodes when create is
+ * Walks from the root down to nm, creating missing nodes when create is
  * set.  Returns FIB_OK with the full path, FIB_ERR_NOT_FOUND, or
  * FIB_ERR_NOMEM (nodes created so far stay, childless and entry-less, and
  * are pruned by the caller).
@@ -772,14 +808,13 @@ static int path_walk(struct fib *f, const struct name *nm, struct path *p, bool 
 		return FIB_ERR_NOMEM;
 	p->depth = 0;
 	p->slot[0] = &f->root;
-	for (int i = nlabels - 1; i >= 0; i--) {
-		struct fib_slot *parent = p->slot[p->depth];
-		const uint8_t *label = nm->wire + off[i];
-		struct fib_slot *s = (struct fib_slot *)table_find(f, f->table, parent->id, label);
+	for (int d = 1; d <= nlabels; d++) {
+		unsigned o = off[nlabels - d], klen = nm->len - 1u - o;
+		struct fib_slot *s = (struct fib_slot *)table_find(f, f->table, nm->wire + o, klen);
 		if (!s) {
 			if (!create)
 				return FIB_ERR_NOT_FOUND;
-			s = child_add(f, parent, label);
+			s = node_add(f, p->slot[d - 1], nm->wire + o, klen);
 			if (!s)
 				return FIB_ERR_NOMEM;
 		}
@@ -795,14 +830,13 @@ static void path_prune(struct fib *f, struct path *p)
 		struct fib_slot *s = p->slot[d], *parent = p->slot[d - 1];
 		if (s->entry != ENTRY_NONE || s->nchildren != 0)
 			return;
-		/* the id and long label stay readable until readers move on */
-		limbo_add(f, LIMBO_ID, s->id);
-		if (1u + s->run[0] > RUN_INLINE) {
-			uint32_t rid;
-			memcpy(&rid, s->run + RUN_LONG_ID_AT, sizeof(rid));
-			limbo_add(f, LIMBO_RUN, rid);
+		/* a long key stays readable until readers move on */
+		if (s->klen > KEY_INLINE) {
+			uint32_t kid;
+			memcpy(&kid, s->key + KEY_LONG_PREFIX, sizeof(kid));
+			limbo_add(f, LIMBO_KEY, kid);
 		}
-		__atomic_store_n(&s->parent, SLOT_TOMB, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->words[0], (uint64_t)KEY_TOMB, __ATOMIC_RELEASE);
 		__atomic_store_n(&parent->nchildren, parent->nchildren - 1, __ATOMIC_RELAXED);
 		f->slots_live--;
 		f->slots_tomb++;
@@ -1031,13 +1065,11 @@ struct fib *fib_create(void)
 	if (getrandom(f->seed, sizeof(f->seed), 0) != sizeof(f->seed)) {
 		f->seed[0] = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)f;
 		f->seed[1] = 0xe7037ed1a0b428dbull ^ (uint64_t)time(NULL);
+		f->seed[2] = 0x8ebc6af09c88c6e3ull ^ (uint64_t)clock();
 	}
-	f->root.id = ROOT_ID;
-	f->id_next = ROOT_ID + 1;
 	/* id 0 of every kind means "none" */
 	f->ext_count = f->set_count = f->agg_count = 1;
-	if (region_init(&f->ids_free, (size_t)IDS_MAX * sizeof(uint32_t)) < 0 ||
-	    region_init(&f->runs, RUNS_MAX_BYTES) < 0 ||
+	if (region_init(&f->keys, KEYS_MAX_BYTES) < 0 ||
 	    region_init(&f->exts, (size_t)EXTS_MAX * sizeof(struct fib_ext)) < 0 ||
 	    region_init(&f->sets, (size_t)SETS_MAX * sizeof(void *)) < 0 ||
 	    region_init(&f->aggs, (size_t)AGGS_MAX * sizeof(struct fib_aggregate)) < 0 ||
@@ -1063,8 +1095,7 @@ void fib_destroy(struct fib *f)
 		bigtable_free(f->table, f->table->bytes);
 	free(f->set_index.slots);
 	free(f->agg_index.slots);
-	region_free(&f->ids_free);
-	region_free(&f->runs);
+	region_free(&f->keys);
 	region_free(&f->exts);
 	region_free(&f->sets);
 	region_free(&f->aggs);
@@ -1076,7 +1107,7 @@ int fib_reserve(struct fib *f, uint64_t names)
 {
 	int rc = FIB_OK;
 	pthread_mutex_lock(&f->lock);
-	if ((double)names > (double)f->table->cap * LOAD_TARGET_BIG &&
+	if ((double)names > (double)f->table->nbuckets * 2 * LOAD_TARGET_BIG &&
 	    table_rebuild(f, names > f->slots_live ? names - f->slots_live : 0) < 0)
 		rc = FIB_ERR_NOMEM;
 	pthread_mutex_unlock(&f->lock);
@@ -1340,40 +1371,29 @@ int fib_aggregate_remove_member(struct fib *f, uint32_t agg, const struct name *
 	return rc;
 }
 
-/*
- * Slots name their parent by id only; to rebuild names, map every id to
- * its slot once per walk.  Writer-side, so the lock is held.
- */
-struct name_map {
-	uint32_t *slot_of;      /* id -> slot index + 1 */
-};
-
-static int name_map_build(const struct fib *f, struct name_map *m)
+/* A node's name is its key plus the root label. */
+static void name_of_slot(const struct fib *f, const struct fib_slot *s, struct name *out)
 {
-	m->slot_of = calloc(f->id_next, sizeof(uint32_t));
-	if (!m->slot_of)
-		return -1;
-	const struct fib_table *t = f->table;
-	for (uint64_t i = 0; i < t->cap; i++) {
-		const struct fib_slot *s = &t->slots[i];
-		if (s->parent != SLOT_EMPTY && s->parent != SLOT_TOMB)
-			m->slot_of[s->id] = (uint32_t)(i + 1);
-	}
-	return 0;
+	unsigned klen = s == &f->root ? 0 : s->klen;
+	if (klen)
+		memcpy(out->wire, slot_key(f, s), klen);
+	out->wire[klen] = 0;
+	out->len = (uint8_t)(klen + 1);
 }
 
-static void name_of_slot(const struct fib *f, const struct name_map *m, const struct fib_slot *s,
-			 struct name *out)
+/* Calls fn on every live slot of the table until it returns non-zero. */
+static int table_each(const struct fib *f, int (*fn)(const struct fib *f, const struct fib_slot *s, void *arg),
+		      void *arg)
 {
-	size_t len = 0;
-	while (s != &f->root) {
-		const uint8_t *run = slot_run(f, s);
-		memcpy(out->wire + len, run, 1u + run[0]);
-		len += 1u + run[0];
-		s = s->parent == ROOT_ID ? &f->root : &f->table->slots[m->slot_of[s->parent] - 1];
-	}
-	out->wire[len++] = 0;
-	out->len = (uint8_t)len;
+	const struct fib_table *t = f->table;
+	int rc = 0;
+	for (uint64_t b = 0; b < t->nbuckets && rc == 0; b++)
+		for (int j = 0; j < 2 && rc == 0; j++) {
+			const struct fib_slot *s = &t->buckets[b].s[j];
+			if (s->klen != KEY_EMPTY && s->klen != KEY_TOMB)
+				rc = fn(f, s, arg);
+		}
+	return rc;
 }
 
 static bool entry_has_agg(const struct fib *f, uint32_t e, uint32_t agg)
@@ -1386,12 +1406,24 @@ static bool entry_has_agg(const struct fib *f, uint32_t e, uint32_t agg)
 	return false;
 }
 
+struct member_list {
+	uint32_t agg;
+	uint32_t count, cap;
+	struct name *names;
+};
+
+static int collect_member(const struct fib *f, const struct fib_slot *s, void *arg)
+{
+	struct member_list *m = arg;
+	if (m->count < m->cap && entry_has_agg(f, s->entry, m->agg))
+		name_of_slot(f, s, &m->names[m->count++]);
+	return 0;
+}
+
 int fib_aggregate_delete(struct fib *f, uint32_t agg)
 {
 	int rc = FIB_OK;
-	struct name_map m = { NULL };
-	struct name *members = NULL;
-	uint32_t n = 0;
+	struct member_list m = { agg, 0, 0, NULL };
 
 	pthread_mutex_lock(&f->lock);
 	if (!agg_valid(f, agg)) {
@@ -1401,21 +1433,17 @@ int fib_aggregate_delete(struct fib *f, uint32_t agg)
 	struct fib_aggregate *a = agg_mut(f, agg);
 	/* collect first: removing members prunes slots out from under a scan */
 	if (a->members > 0) {
-		members = malloc((size_t)a->members * sizeof(*members));
-		if (!members || name_map_build(f, &m) < 0) {
+		m.cap = a->members;
+		m.names = malloc((size_t)m.cap * sizeof(*m.names));
+		if (!m.names) {
 			rc = FIB_ERR_NOMEM;
 			goto out;
 		}
-		const struct fib_table *t = f->table;
-		for (uint64_t i = 0; i < t->cap && n < a->members; i++) {
-			const struct fib_slot *s = &t->slots[i];
-			if (s->parent != SLOT_EMPTY && s->parent != SLOT_TOMB && entry_has_agg(f, s->entry, agg))
-				name_of_slot(f, &m, s, &members[n++]);
-		}
-		if (f->root.entry && entry_has_agg(f, f->root.entry, agg) && n < a->members)
-			name_of_slot(f, &m, &f->root, &members[n++]);
-		for (uint32_t k = 0; k < n; k++) {
-			rc = member_remove(f, agg, &members[k]);
+		if (f->root.entry && entry_has_agg(f, f->root.entry, agg))
+			name_of_slot(f, &f->root, &m.names[m.count++]);
+		table_each(f, collect_member, &m);
+		for (uint32_t k = 0; k < m.count; k++) {
+			rc = member_remove(f, agg, &m.names[k]);
 			if (rc != FIB_OK)
 				goto out;
 		}
@@ -1428,42 +1456,41 @@ int fib_aggregate_delete(struct fib *f, uint32_t agg)
 	f->aggs_live--;
 	limbo_add(f, LIMBO_AGG, agg);
 out:
-	free(m.slot_of);
-	free(members);
+	free(m.names);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
 
+struct walk_ctx {
+	fib_walk_fn fn;
+	void *arg;
+};
+
+static int walk_slot(const struct fib *f, const struct fib_slot *s, void *arg)
+{
+	struct walk_ctx *w = arg;
+	struct fib_result res;
+	struct name nm;
+
+	if (!s->entry)
+		return 0;
+	memset(&res, 0, sizeof(res));
+	resolve_entry(f, s->entry, &res);
+	name_of_slot(f, s, &nm);
+	res.suffix_labels = (uint8_t)name_label_count(&nm);
+	return w->fn(&nm, &res, w->arg);
+}
+
 int fib_walk(struct fib *f, fib_walk_fn fn, void *arg)
 {
-	struct name_map m;
-	struct name nm;
-	struct fib_result res;
+	struct walk_ctx w = { fn, arg };
 	int rc = 0;
 
 	pthread_mutex_lock(&f->lock);
-	if (name_map_build(f, &m) < 0) {
-		pthread_mutex_unlock(&f->lock);
-		return FIB_ERR_NOMEM;
-	}
-	if (f->root.entry) {
-		memset(&res, 0, sizeof(res));
-		resolve_entry(f, f->root.entry, &res);
-		name_of_slot(f, &m, &f->root, &nm);
-		rc = fn(&nm, &res, arg);
-	}
-	const struct fib_table *t = f->table;
-	for (uint64_t i = 0; i < t->cap && rc == 0; i++) {
-		const struct fib_slot *s = &t->slots[i];
-		if (s->parent == SLOT_EMPTY || s->parent == SLOT_TOMB || !s->entry)
-			continue;
-		memset(&res, 0, sizeof(res));
-		resolve_entry(f, s->entry, &res);
-		name_of_slot(f, &m, s, &nm);
-		res.suffix_labels = (uint8_t)name_label_count(&nm);
-		rc = fn(&nm, &res, arg);
-	}
-	free(m.slot_of);
+	if (f->root.entry)
+		rc = walk_slot(f, &f->root, &w);
+	if (rc == 0)
+		rc = table_each(f, walk_slot, &w);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
@@ -1476,7 +1503,7 @@ void fib_get_stats(const struct fib *f, struct fib_stats *st)
 	st->entries = f->entries;
 	st->routesets = f->sets_live;
 	st->aggregates = f->aggs_live;
-	st->table_slots = f->table->cap;
-	st->node_bytes = f->table->cap * sizeof(struct fib_slot) + f->run_bytes;
+	st->table_slots = f->table->nbuckets * 2;
+	st->node_bytes = f->table->nbuckets * sizeof(struct fib_bucket) + f->key_bytes;
 	pthread_mutex_unlock(&wf->lock);
 }

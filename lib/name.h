@@ -20,6 +20,8 @@
 struct name {
 	uint8_t len;                    /* bytes used in wire[], root label included */
 	uint8_t wire[NAME_MAX_WIRE];
+	/* lets the FIB load a suffix as whole words and mask off the rest */
+	uint8_t pad[24];
 };
 
 enum name_error {
