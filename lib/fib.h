@@ -1,11 +1,13 @@
 /*
- * The name table: a hash trie over labels, walked from the top-level label
- * down, one hash probe per label (DESIGN.md, "Names and the table").
+ * The name table: a trie of labels whose nodes live in one open-addressing
+ * hash table keyed by the node's whole suffix (DESIGN.md, "Names and the
+ * table", with the measurements behind this layout in docs/BENCHMARKS.md).
  *
- * Every (parent node, label) edge lives in one open-addressing table of
- * 32-byte slots holding the child node itself: parent id, own id, entry,
- * child count and the label inline, so a probe is one slot read, usually
- * one cache line, and yields the route entry too.
+ * A node is a 32-byte slot holding its key (wire bytes up to the root,
+ * inline up to 23 bytes), its entry and its child count.  A lookup hashes
+ * the query's last two labels and probes once; it goes one label deeper
+ * only when that node has children, and shallower only when that suffix
+ * does not exist, so the common name costs one probe and one cache line.
  *
  * A node's entry is a tagged 32-bit reference: the name's own route set,
  * the aggregate it belongs to (paper, Figure 5: the member points at the

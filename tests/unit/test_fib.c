@@ -76,6 +76,42 @@ static void longest_suffix_wins(void **state)
 	assert_string_equal(lookup_addr(f, "anexample.com", buf), "");
 }
 
+/* Lookups start at the last two labels: every way up and down from there. */
+static void longest_suffix_from_any_depth(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	set_routes(f, "org", "192.0.2.1");                      /* top-level route */
+	set_routes(f, "deep.x.y.z.example", "192.0.2.2");       /* five labels, bare ancestors */
+	set_routes(f, "com", "192.0.2.3");
+	set_routes(f, "a.b.com", "192.0.2.4");                  /* b.com exists, carries nothing */
+	/* the two-label suffix does not exist: walk up to the top label */
+	assert_string_equal(lookup_addr(f, "a.b.org", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "org", buf), "192.0.2.1");
+	/* down through nodes without entries */
+	assert_string_equal(lookup_addr(f, "www.deep.x.y.z.example", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "deep.x.y.z.example", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "x.y.z.example", buf), "");
+	assert_string_equal(lookup_addr(f, "other.x.y.z.example", buf), "");
+	/* b.com exists without an entry and c.b.com does not: com answers */
+	assert_string_equal(lookup_addr(f, "c.b.com", buf), "192.0.2.3");
+	assert_string_equal(lookup_addr(f, "b.com", buf), "192.0.2.3");
+	assert_string_equal(lookup_addr(f, "x.a.b.com", buf), "192.0.2.4");
+	struct name q = N("c.b.com");
+	struct fib_result res;
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_int_equal(res.suffix_labels, 1);
+	assert_int_equal(res.suffix_offset, 4);        /* "\1c\1b" precede "com" */
+	/* one label, and the root */
+	assert_string_equal(lookup_addr(f, "example", buf), "");
+	struct name root = N(".");
+	assert_false(fib_lookup_longest_suffix(f, &root, &res));
+	set_routes(f, ".", "192.0.2.9");
+	assert_true(fib_lookup_longest_suffix(f, &root, &res));
+	assert_int_equal(res.suffix_labels, 0);
+	assert_string_equal(lookup_addr(f, "x.y.z.example", buf), "192.0.2.9");
+}
+
 static void result_says_which_suffix_matched(void **state)
 {
 	struct fib *f = *state;
@@ -446,6 +482,7 @@ int main(void)
 	rcu_register_thread();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(longest_suffix_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(longest_suffix_from_any_depth, setup, teardown),
 		cmocka_unit_test_setup_teardown(result_says_which_suffix_matched, setup, teardown),
 		cmocka_unit_test_setup_teardown(exact_lookup_needs_the_whole_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(root_route_is_the_default, setup, teardown),
