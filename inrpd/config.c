@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <arpa/inet.h>
 #include <urcu-qsbr.h>
 
@@ -59,6 +60,23 @@ const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t 
 		strcpy(a, "?");
 	snprintf(buf, len, "%s port %u", a, (unsigned)l->port);
 	return buf;
+}
+
+socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (l->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(l->port);
+		memcpy(&sin->sin_addr, l->addr, 4);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(l->port);
+	memcpy(&sin6->sin6_addr, l->addr, 16);
+	return sizeof(*sin6);
 }
 
 static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

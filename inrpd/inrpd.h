@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include "dns.h"
 #include "fib.h"
@@ -130,5 +131,8 @@ void tcp_server_free(struct tcp_server *s);
 
 /* Formats "127.0.0.1 port 53" / "::1 port 53". */
 const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len);
+/* Fills ss for bind(); returns its length. */
+struct sockaddr_storage;
+socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss);
 
 #endif

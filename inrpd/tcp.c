@@ -338,20 +338,8 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		const struct inrpd_listen *l = &cfg->listen[i];
 		struct sockaddr_storage ss;
 		char what[80];
-		unsigned flags = 0;
-		memset(&ss, 0, sizeof(ss));
-		if (l->family == AF_INET) {
-			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-			sin->sin_family = AF_INET;
-			sin->sin_port = htons(l->port);
-			memcpy(&sin->sin_addr, l->addr, 4);
-		} else {
-			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-			sin6->sin6_family = AF_INET6;
-			sin6->sin6_port = htons(l->port);
-			memcpy(&sin6->sin6_addr, l->addr, 16);
-			flags = UV_TCP_IPV6ONLY;
-		}
+		unsigned flags = l->family == AF_INET6 ? UV_TCP_IPV6ONLY : 0;
+		inrpd_listen_sockaddr(l, &ss);
 		inrpd_listen_format(l, what, sizeof(what));
 		uv_tcp_t *t = &s->listeners[i];
 		uv_tcp_init(loop, t);

@@ -73,22 +73,8 @@ static int open_socket(const struct inrpd_listen *l, bool *pktinfo, char *err, s
 	char what[80];
 	const int on = 1;
 	struct sockaddr_storage ss;
-	socklen_t sslen;
+	socklen_t sslen = inrpd_listen_sockaddr(l, &ss);
 
-	memset(&ss, 0, sizeof(ss));
-	if (l->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(l->port);
-		memcpy(&sin->sin_addr, l->addr, 4);
-		sslen = sizeof(*sin);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(l->port);
-		memcpy(&sin6->sin6_addr, l->addr, 16);
-		sslen = sizeof(*sin6);
-	}
 	inrpd_listen_format(l, what, sizeof(what));
 
 	int fd = socket(l->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
