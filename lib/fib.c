@@ -451,23 +451,26 @@ static __attribute__((noinline)) bool lookup_slow(const struct fib *f, const str
 
 bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
 {
-	/* the common case, www.<name>.<tld> with <name>.<tld> a routed leaf,
-	 * needs only where the last two labels start: no offset array */
-	unsigned p = 0, len, last = 0, second = 0;
-	int nlabels = 0;
+	/*
+	 * The common case, www.<name>.<tld> with <name>.<tld> a routed leaf,
+	 * needs only where the next-to-last label starts: no offset array,
+	 * no label count (second stays NO_LABEL with fewer than two labels,
+	 * and is 0 with exactly two).
+	 */
+	enum { NO_LABEL = 0x100 };
+	unsigned p = 0, last = NO_LABEL, second = NO_LABEL, len;
 	while ((len = q->wire[p]) != 0) {
 		second = last;
 		last = p;
 		p += 1u + len;
-		nlabels++;
 	}
-	if (__builtin_expect(nlabels >= DEPTH_START, 1)) {
+	if (__builtin_expect(second != NO_LABEL, 1)) {
 		const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 		const struct fib_slot *s = find_suffix(f, t, q, second);
 		if (__builtin_expect(s != NULL, 1)) {
 			uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
 			if (ENTRY_TYPE(e) == ENTRY_SET &&
-			    (nlabels == DEPTH_START || __atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)) {
+			    (second == 0 || __atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) == 0)) {
 				res->sets[0] = set_at(f, ENTRY_ID(e));
 				res->nsets = 1;
 				res->suffix_offset = (uint8_t)second;
