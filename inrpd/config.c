@@ -16,6 +16,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -347,6 +350,10 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 		rc = build_fib(&x, err, err_len);
 	free(x.routes);
 	conf_free(c);
+#ifdef __GLIBC__
+	/* a large config's tree sits inside the heap; give its pages back */
+	malloc_trim(0);
+#endif
 	if (rc < 0) {
 		inrpd_config_free(cfg);
 		return NULL;

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""scripts/bench inrp: inrpd answering local-server routes, side by side with
+NSD (the names as zones) and Unbound (the names as local-data), each driven
+by dnsperf with the same query file and the same CPU pinning.  Each
+server's CPU time comes from /proc before and after its run.
+
+The last line of output is one JSON object.  hop_p50_us (latency per hop
+of a forwarding chain) is left out until inrpd forwards (INRP issue).
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TLDS = (("com", 0.8), ("org", 0.1), ("net", 0.1))
+ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+# inrpd config files are read whole and bounded (lib/conf.h): split the routes
+ROUTES_PER_FILE = 200_000
+
+
+def gen_names(n, seed):
+    """n distinct second-level names, 80% .com, 10% .org, 10% .net, label 3-17."""
+    rnd = random.Random(seed)
+    seen = set()
+    while len(seen) < n:
+        length = rnd.randint(3, 17)
+        label = "".join(rnd.choice(ALNUM) for _ in range(length))
+        r = rnd.random()
+        tld = "com" if r < 0.8 else "org" if r < 0.9 else "net"
+        seen.add(label + "." + tld)
+    return sorted(seen)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def descendants(pid):
+    """pid and every process below it (NSD forks its servers)."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                parent[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(c for c, pp in parent.items() if pp == p)
+    return out
+
+
+def cpu_ticks(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])      # utime + stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def rss_bytes(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def answers(addr, port, name):
+    """True once the server answers NOERROR for name (no sleep: dig's own timeout)."""
+    r = subprocess.run(["dig", "+short", "+tries=1", "+time=1", f"@{addr}", "-p", str(port), name, "A"],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout.strip() != ""
+
+
+def start(cmd, addr, port, probe, limit_s, log):
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}; see {log.name}")
+        if answers(addr, port, probe):
+            return proc
+    stop(proc)
+    raise RuntimeError(f"{cmd[0]} did not answer within {limit_s} s; see {log.name}")
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def dnsperf(addr, port, qfile, seconds, cpus):
+    cmd = ["dnsperf", "-s", addr, "-p", str(port), "-d", qfile, "-l", str(seconds),
+           "-c", "8", "-q", "500", "-T", "1"]
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    qps = float(re.search(r"Queries per second:\s+([0-9.]+)", out).group(1))
+    done = int(re.search(r"Queries completed:\s+(\d+)", out).group(1))
+    lost = int(re.search(r"Queries lost:\s+(\d+)", out).group(1))
+    return qps, done, lost
+
+
+def measure(name, proc, addr, port, qfile, seconds, client_cpus):
+    pids = descendants(proc.pid)
+    dnsperf(addr, port, qfile, 1, client_cpus)              # warm up caches and paths
+    before = cpu_ticks(pids)
+    qps, done, lost = dnsperf(addr, port, qfile, seconds, client_cpus)
+    cpu_us = (cpu_ticks(pids) - before) * 1e6 / CLK_TCK
+    rss = rss_bytes(pids)
+    us_per_q = cpu_us / done if done else float("nan")
+    print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB",
+          flush=True)
+    return qps, us_per_q, rss
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/bench inrp", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--names", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--inrpd", default=os.path.join(os.path.dirname(__file__), "..", "build", "inrpd", "inrpd"))
+    args = ap.parse_args()
+
+    for tool in ("dnsperf", "dig", "nsd", "unbound"):
+        if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
+            sys.exit(f"bench inrp: {tool} is missing (scripts/setup installs it)")
+    nsd_bin = shutil.which("nsd") or "/usr/sbin/nsd"
+    unbound_bin = shutil.which("unbound") or "/usr/sbin/unbound"
+    server_cpus, client_cpus = ("1", "0") if os.cpu_count() and os.cpu_count() >= 2 else (None, None)
+    pin = (lambda cmd: ["taskset", "-c", server_cpus] + cmd) if server_cpus else (lambda cmd: cmd)
+
+    work = tempfile.mkdtemp(prefix="bench-inrp-")
+    t0 = time.monotonic()
+    names = gen_names(args.names, args.seed)
+    print(f"bench inrp: {len(names)} names in {time.monotonic() - t0:.1f} s, files in {work}", flush=True)
+
+    # one query file for all three: the names themselves, in random order
+    qfile = os.path.join(work, "queries")
+    order = list(names)
+    random.Random(args.seed + 1).shuffle(order)
+    with open(qfile, "w") as f:
+        for n in order[:1_000_000]:
+            f.write(f"{n} A\n")
+
+    results = {}
+    procs = []
+    try:
+        # inrpd: one route per name, to a local content server
+        addr, port = "127.0.0.41", free_port()
+        includes = []
+        for i in range(0, len(names), ROUTES_PER_FILE):
+            path = os.path.join(work, f"routes{i // ROUTES_PER_FILE}.conf")
+            with open(path, "w") as f:
+                for n in names[i:i + ROUTES_PER_FILE]:
+                    f.write(f'route "{n}" {{ server 127.0.0.1; }}\n')
+            includes.append(path)
+        conf = os.path.join(work, "inrpd.conf")
+        with open(conf, "w") as f:
+            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n")
+            for path in includes:
+                f.write(f'include "{path}";\n')
+        with open(os.path.join(work, "inrpd.log"), "w") as log:
+            t = time.monotonic()
+            p = start(pin([args.inrpd, "-f", "-c", conf]), addr, port, names[0], 600, log)
+            procs.append(p)
+            print(f"inrpd loaded in {time.monotonic() - t:.1f} s", flush=True)
+            results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
+            stop(p)
+
+        # NSD: the names as A records in three zones
+        addr, port = "127.0.0.42", free_port()
+        zones = {tld: [] for tld, _ in TLDS}
+        for n in names:
+            label, tld = n.rsplit(".", 1)
+            zones[tld].append(label)
+        nsd_conf = os.path.join(work, "nsd.conf")
+        with open(nsd_conf, "w") as f:
+            f.write(f"""server:
+  ip-address: {addr}
+  port: {port}
+  server-count: 1
+  username: ""
+  chroot: ""
+  zonesdir: "{work}"
+  pidfile: "{work}/nsd.pid"
+  database: ""
+  xfrdfile: "{work}/xfrd.state"
+  zonelistfile: "{work}/zone.list"
+  logfile: "{work}/nsd.log"
+  verbosity: 0
+remote-control:
+  control-enable: no
+""")
+            for tld, labels in zones.items():
+                f.write(f'zone:\n  name: "{tld}."\n  zonefile: "{tld}.zone"\n')
+                with open(os.path.join(work, f"{tld}.zone"), "w") as z:
+                    z.write(f"$ORIGIN {tld}.\n$TTL 300\n@ SOA ns.{tld}. hostmaster.{tld}. 1 3600 900 604800 300\n"
+                            f"@ NS ns.{tld}.\nns A 127.0.0.1\n")
+                    for label in labels:
+                        z.write(f"{label} A 127.0.0.1\n")
+        with open(os.path.join(work, "nsd.out"), "w") as log:
+            t = time.monotonic()
+            p = start(pin([nsd_bin, "-d", "-c", nsd_conf]), addr, port, names[0], 600, log)
+            procs.append(p)
+            print(f"nsd loaded in {time.monotonic() - t:.1f} s", flush=True)
+            results["nsd"] = measure("nsd", p, addr, port, qfile, args.seconds, client_cpus)
+            stop(p)
+
+        # Unbound: the names as local-data in static zones
+        addr, port = "127.0.0.43", free_port()
+        local = os.path.join(work, "local.conf")
+        with open(local, "w") as f:
+            f.write("server:\n")
+            for tld, _ in TLDS:
+                f.write(f'  local-zone: "{tld}." static\n')
+            for n in names:
+                f.write(f'  local-data: "{n}. 300 IN A 127.0.0.1"\n')
+        ub_conf = os.path.join(work, "unbound.conf")
+        with open(ub_conf, "w") as f:
+            f.write(f"""server:
+  interface: {addr}
+  port: {port}
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{work}"
+  pidfile: ""
+  use-syslog: no
+  logfile: "{work}/unbound.log"
+  num-threads: 1
+  do-ip6: no
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+include: "{local}"
+""")
+        with open(os.path.join(work, "unbound.out"), "w") as log:
+            t = time.monotonic()
+            p = start(pin([unbound_bin, "-d", "-p", "-c", ub_conf]), addr, port, names[0], 900, log)
+            procs.append(p)
+            print(f"unbound loaded in {time.monotonic() - t:.1f} s", flush=True)
+            results["unbound"] = measure("unbound", p, addr, port, qfile, args.seconds, client_cpus)
+            stop(p)
+    finally:
+        for p in procs:
+            stop(p)
+        shutil.rmtree(work, ignore_errors=True)
+
+    out = {
+        "names": len(names),
+        "inrpd_qps": round(results["inrpd"][0]),
+        "nsd_qps": round(results["nsd"][0]),
+        "unbound_qps": round(results["unbound"][0]),
+        "inrpd_cpu_us_per_query": round(results["inrpd"][1], 3),
+        "nsd_cpu_us_per_query": round(results["nsd"][1], 3),
+        "unbound_cpu_us_per_query": round(results["unbound"][1], 3),
+        "inrpd_bytes_per_name": round(results["inrpd"][2] / len(names), 1),
+        "nsd_bytes_per_name": round(results["nsd"][2] / len(names), 1),
+        "unbound_bytes_per_name": round(results["unbound"][2] / len(names), 1),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
