@@ -32,6 +32,34 @@ import dns.rcode
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _become_subreaper():
+    """inrpd without -f forks away from its parent; its daemon would be
+    reparented to PID 1, which in a container or sandbox may never reap
+    it.  As a subreaper, this process gets those orphans instead."""
+    import ctypes
+    PR_SET_CHILD_SUBREAPER = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+_become_subreaper()
+
+
+def reap_orphans():
+    """Reaps every exited child: daemons that forked away and came back
+    to this process as orphans.  Only for tests with no Popen of their own
+    still to be waited for, whose exit status this would swallow."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 INRPD = os.environ.get("INRPD", str(REPO / "build" / "inrpd" / "inrpd"))
 START_TIMEOUT = 15.0    # generous: sanitizer builds start slowly
 STOP_TIMEOUT = 15.0

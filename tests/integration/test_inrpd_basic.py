@@ -25,7 +25,7 @@ import dns.rdataclass
 import dns.rdatatype
 import pytest
 
-from conftest import REPO, free_port, loopback_addr, run_inrpd, wait_for
+from conftest import REPO, free_port, loopback_addr, reap_orphans, run_inrpd, wait_for
 
 ROUTES = """
 answer-ttl 7;
@@ -561,10 +561,15 @@ def test_daemon_mode(tmp_path):
     finally:
         if pid is not None and not process_gone(pid):
             os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: process_gone(pid), 15, "the daemon to be killed")
+        reap_orphans()
     # a broken config in daemon mode: the error reaches the terminal and the status
     conf.write_text(f"listen {addr} port {port};\nbogus;\n")
-    r = run_inrpd("-c", str(conf))
-    assert r.returncode == 1 and f"{conf}:2:" in r.stderr
+    try:
+        r = run_inrpd("-c", str(conf))
+        assert r.returncode == 1 and f"{conf}:2:" in r.stderr
+    finally:
+        reap_orphans()
 
 
 # ---- reload ----
