@@ -9,6 +9,7 @@
  *     tcp-max-connections 128;
  *     log-level info;
  *     pid-file "/run/inrpd.pid";
+ *     control "/run/inrpd.ctl";       (inrpc talks to it)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -45,7 +46,7 @@ struct cfg_ctx {
 	struct inrpd_config *cfg;
 	struct cfg_route *routes;
 	size_t nroutes, cap;
-	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid;
+	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
 };
 
 static int once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
@@ -259,6 +260,21 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 	return 0;
 }
 
+static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (once(&x->seen_control, s, err, err_len) < 0)
+		return -1;
+	if (s->argv[1][0] != '/')
+		return conf_error(err, err_len, s, "control must be an absolute path");
+	if (strlen(s->argv[1]) >= 108)  /* sun_path */
+		return conf_error(err, err_len, s, "control socket path longer than 107 bytes");
+	x->cfg->control_path = strdup(s->argv[1]);
+	if (!x->cfg->control_path)
+		return conf_error(err, err_len, s, "out of memory");
+	return 0;
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -268,6 +284,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "tcp-max-connections", 2, 2, CONF_NO_BLOCK, kw_tcp_max },
 	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log_level },
 	{ "pid-file", 2, 2, CONF_NO_BLOCK, kw_pid_file },
+	{ "control", 2, 2, CONF_NO_BLOCK, kw_control },
 	{ "route", 2, 2, CONF_BLOCK, kw_route },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
@@ -368,6 +385,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	if (cfg->fib)
 		fib_destroy(cfg->fib);
 	free(cfg->pid_file);
+	free(cfg->control_path);
 	free(cfg);
 }
 

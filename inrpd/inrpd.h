@@ -56,6 +56,7 @@ struct inrpd_config {
 	uint64_t tcp_idle_ms;
 	int log_level;                  /* -1: not configured */
 	char *pid_file;                 /* NULL: none */
+	char *control_path;             /* control socket for inrpc; NULL: none */
 	struct fib *fib;                /* owned until handed to a runtime */
 	unsigned nroutes;
 };

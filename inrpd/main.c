@@ -20,6 +20,7 @@
 #include <urcu-qsbr.h>
 
 #include "conf.h"
+#include "ctl.h"
 #include "log.h"
 #include "inrpd.h"
 
@@ -39,6 +40,8 @@ static struct {
 	struct tcp_server *tcp;
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
+	struct ctl_server *ctl;
+	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
 } g = { .ready_fd = -1 };
 
@@ -186,6 +189,11 @@ static void log_counters(const char *when, const struct inrpd_counters *u,
 		 (unsigned long long)t->dropped);
 }
 
+static bool same_string(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
 static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
 {
 	if (a->nlisten != b->nlisten)
@@ -204,19 +212,19 @@ static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config
  * worker to leave the batch that may still use the old runtime, and the
  * old FIB is destroyed offline.
  */
-static void reload(void)
+static int reload(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
 	log_info("reloading %s", g.conf_path);
 	struct inrpd_config *cfg = inrpd_config_load(g.conf_path, err, sizeof(err));
 	if (!cfg) {
 		log_err("reload failed, keeping the running configuration: %s", err);
-		return;
+		snprintf(msg, msg_len, "reload failed, keeping the running configuration: %s", err);
+		return -1;
 	}
-	bool same_pid_file = (!cfg->pid_file && !g.cfg->pid_file) ||
-			     (cfg->pid_file && g.cfg->pid_file && strcmp(cfg->pid_file, g.cfg->pid_file) == 0);
-	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers || !same_pid_file)
-		log_warn("reload: changes to 'listen', 'workers' and 'pid-file' take effect on restart");
+	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
+	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path))
+		log_warn("reload: changes to 'listen', 'workers', 'pid-file' and 'control' take effect on restart");
 	log_set_level(effective_level(cfg));
 	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
 
@@ -224,12 +232,96 @@ static void reload(void)
 	inrpd_config_free(cfg);
 	if (!rt) {
 		log_err("reload failed, keeping the running configuration: out of memory");
-		return;
+		snprintf(msg, msg_len, "reload failed, keeping the running configuration: out of memory");
+		return -1;
 	}
 	struct inrpd_runtime *old = rcu_xchg_pointer(&inrpd_rt, rt);
 	synchronize_rcu();
 	inrpd_runtime_free(old);
 	log_info("reloaded %s: %u routes", g.conf_path, rt->nroutes);
+	snprintf(msg, msg_len, "reloaded %s: %u routes", g.conf_path, rt->nroutes);
+	return 0;
+}
+
+/* ---- the control socket (inrpc) ----------------------------------------- */
+
+static void counters_now(struct inrpd_counters *u, struct inrpd_counters *t)
+{
+	memset(u, 0, sizeof(*u));
+	memset(t, 0, sizeof(*t));
+	udp_workers_counters(g.udp, u);
+	tcp_server_counters(g.tcp, t);
+}
+
+#define COUNTER_FIELDS(c) \
+	(unsigned long long)(c)->queries, (unsigned long long)(c)->answered, \
+	(unsigned long long)(c)->formerr, (unsigned long long)(c)->refused, \
+	(unsigned long long)(c)->truncated, (unsigned long long)(c)->dropped
+
+static void show_counters(bool json, struct ctl_reply *r)
+{
+	struct inrpd_counters u, t;
+	counters_now(&u, &t);
+	if (json) {
+		static const char fmt[] = "{\"queries\": %llu, \"answered\": %llu, \"formerr\": %llu, "
+					  "\"refused\": %llu, \"truncated\": %llu, \"dropped\": %llu}";
+		char ub[256], tb[256];
+		snprintf(ub, sizeof(ub), fmt, COUNTER_FIELDS(&u));
+		snprintf(tb, sizeof(tb), fmt, COUNTER_FIELDS(&t));
+		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);
+		return;
+	}
+	static const char fmt[] = "%-4s queries %llu answered %llu formerr %llu refused %llu truncated %llu dropped %llu";
+	ctl_reply_line(r, CTL_DATA, fmt, "udp", COUNTER_FIELDS(&u));
+	ctl_reply_line(r, CTL_DATA, fmt, "tcp", COUNTER_FIELDS(&t));
+}
+
+static void show_status(bool json, struct ctl_reply *r)
+{
+	const struct inrpd_runtime *rt = inrpd_rt;     /* the main thread is the only writer */
+	struct fib_stats st;
+	fib_get_stats(rt->fib, &st);
+	unsigned long long uptime = (unsigned long long)((uv_now(&g.loop) - g.started) / 1000);
+	if (json) {
+		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
+			       "\"config\": \"%s\", \"routes\": %u, \"fib_names\": %llu, \"fib_route_sets\": %llu, "
+			       "\"fib_aggregates\": %llu}", INRPD_VERSION, (int)getpid(), uptime, g.conf_path,
+			       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
+			       (unsigned long long)st.aggregates);
+		return;
+	}
+	ctl_reply_line(r, CTL_DATA, "inrpd %s, pid %d, up %llu s", INRPD_VERSION, (int)getpid(), uptime);
+	ctl_reply_line(r, CTL_DATA, "config %s", g.conf_path);
+	for (unsigned i = 0; i < g.cfg->nlisten; i++) {
+		char buf[80];
+		ctl_reply_line(r, CTL_DATA, "listen %s", inrpd_listen_format(&g.cfg->listen[i], buf, sizeof(buf)));
+	}
+	ctl_reply_line(r, CTL_DATA, "routes %u, FIB names %llu, route sets %llu, aggregates %llu",
+		       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
+		       (unsigned long long)st.aggregates);
+}
+
+static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
+{
+	(void)ctx;
+	bool json = argc >= 3 && strcmp(argv[argc - 1], "json") == 0;
+	int words = json ? argc - 1 : argc;
+	if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "counters") == 0) {
+		show_counters(json, r);
+	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "status") == 0) {
+		show_status(json, r);
+	} else if (argc == 1 && strcmp(argv[0], "reload") == 0) {
+		char msg[CONF_ERR_LEN + 64];
+		int rc = reload(msg, sizeof(msg));
+		ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
+	} else if (argc == 1 && strcmp(argv[0], "help") == 0) {
+		ctl_reply_line(r, CTL_DATA, "show status [json]      version, uptime, listen addresses, table size");
+		ctl_reply_line(r, CTL_DATA, "show counters [json]    queries and answers, UDP and TCP");
+		ctl_reply_line(r, CTL_DATA, "reload                  re-read the configuration file");
+		ctl_reply_line(r, CTL_DATA, "quit                    close this connection");
+	} else {
+		ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown command '%s' (try 'help')", argv[0]);
+	}
 }
 
 static void stop(void)
@@ -242,6 +334,8 @@ static void stop(void)
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	uv_close((uv_handle_t *)&g.sig_usr1, NULL);
+	ctl_server_close(g.ctl);
+	g.ctl = NULL;
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
 
@@ -249,9 +343,11 @@ static void on_signal(uv_signal_t *h, int signum)
 {
 	(void)h;
 	switch (signum) {
-	case SIGHUP:
-		reload();
+	case SIGHUP: {
+		char msg[CONF_ERR_LEN + 64];
+		reload(msg, sizeof(msg));
 		break;
+	}
 	case SIGUSR1: {
 		struct inrpd_counters u = { 0 }, t = { 0 };
 		udp_workers_counters(g.udp, &u);
@@ -367,6 +463,11 @@ int main(int argc, char **argv)
 	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
 	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
 	uv_signal_start(&g.sig_usr1, on_signal, SIGUSR1);
+	g.started = uv_now(&g.loop);
+	if (cfg->control_path &&
+	    !(g.ctl = ctl_server_open(&g.loop, cfg->control_path, "inrpd " INRPD_VERSION, on_control, NULL,
+				     err, sizeof(err))))
+		fail_startup(err);
 	if (cfg->pid_file && write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		fail_startup(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)

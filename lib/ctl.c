@@ -1,0 +1,480 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "ctl.h"
+#include "log.h"
+
+/* ---- replies ---------------------------------------------------------- */
+
+static void reply_add(struct ctl_reply *r, int code, char sep, const char *fmt, va_list ap)
+{
+	char text[CTL_MAX_LINE];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	/* one reply line is one line: a newline in the text would forge another */
+	for (char *p = text; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	size_t need = strlen(text) + 7;
+	if (r->len + need + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+		while (cap < r->len + need + 1)
+			cap *= 2;
+		char *nb = realloc(r->buf, cap);
+		if (!nb) {
+			r->nomem = true;
+			return;
+		}
+		r->buf = nb;
+		r->cap = cap;
+	}
+	r->len += (size_t)snprintf(r->buf + r->len, r->cap - r->len, "%04d%c%s\n", code % 10000, sep, text);
+}
+
+void ctl_reply_line(struct ctl_reply *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (r->ended)
+		return;
+	va_start(ap, fmt);
+	reply_add(r, code, '-', fmt, ap);
+	va_end(ap);
+}
+
+void ctl_reply_end(struct ctl_reply *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (r->ended)
+		return;
+	va_start(ap, fmt);
+	reply_add(r, code, ' ', fmt, ap);
+	va_end(ap);
+	r->ended = true;
+}
+
+/* ---- server ----------------------------------------------------------- */
+
+struct ctl_client {
+	uv_pipe_t pipe;                 /* first: the handle's address is the client's */
+	struct ctl_server *server;
+	struct ctl_client *prev, *next;
+	uv_shutdown_t shutdown;
+	char in[CTL_MAX_LINE + 1];
+	size_t inlen;
+	bool discarding;                /* said goodbye: drop input until the client hangs up */
+	bool closing;
+};
+
+struct ctl_server {
+	uv_pipe_t listener;
+	uv_loop_t *loop;
+	char *path;
+	char *name;
+	ctl_handler_fn fn;
+	void *ctx;
+	struct ctl_client *clients;
+	unsigned nclients;
+	unsigned open_handles;          /* listener + clients: freed at zero */
+	bool closing;
+};
+
+struct ctl_write {
+	uv_write_t req;
+	char data[];
+};
+
+static void server_release(struct ctl_server *s)
+{
+	if (--s->open_handles > 0)
+		return;
+	free(s->path);
+	free(s->name);
+	free(s);
+}
+
+static void client_closed(uv_handle_t *h)
+{
+	struct ctl_client *c = (struct ctl_client *)h;
+	struct ctl_server *s = c->server;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nclients--;
+	free(c);
+	server_release(s);
+}
+
+static void client_close(struct ctl_client *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	uv_close((uv_handle_t *)&c->pipe, client_closed);
+}
+
+static void write_done(uv_write_t *req, int status)
+{
+	struct ctl_write *w = (struct ctl_write *)req;
+	(void)status;   /* a client gone away: its read side closes it */
+	free(w);
+}
+
+static void client_send(struct ctl_client *c, const char *data, size_t len)
+{
+	if (c->closing || len == 0)
+		return;
+	struct ctl_write *w = malloc(sizeof(*w) + len);
+	if (!w) {
+		client_close(c);
+		return;
+	}
+	memcpy(w->data, data, len);
+	uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+	if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, write_done) < 0) {
+		free(w);
+		client_close(c);
+	}
+}
+
+static void client_sendf(struct ctl_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void client_sendf(struct ctl_client *c, int code, const char *fmt, ...)
+{
+	struct ctl_reply r = { 0 };
+	va_list ap;
+	va_start(ap, fmt);
+	reply_add(&r, code, ' ', fmt, ap);
+	va_end(ap);
+	if (!r.nomem)
+		client_send(c, r.buf, r.len);
+	free(r.buf);
+}
+
+static void run_command(struct ctl_client *c, char *line)
+{
+	char *argv[CTL_MAX_WORDS + 1];
+	int argc = 0;
+	for (char *save = NULL, *w = strtok_r(line, " \t\r", &save); w; w = strtok_r(NULL, " \t\r", &save)) {
+		if (argc == CTL_MAX_WORDS) {
+			client_sendf(c, CTL_ERR_SYNTAX, "more than %d words", CTL_MAX_WORDS);
+			return;
+		}
+		argv[argc++] = w;
+	}
+	argv[argc] = NULL;
+	if (argc == 0)
+		return;
+	if (strcmp(argv[0], "quit") == 0 || strcmp(argv[0], "exit") == 0) {
+		client_close(c);
+		return;
+	}
+	struct ctl_reply r = { 0 };
+	c->server->fn(c->server->ctx, argc, argv, &r);
+	if (!r.ended)
+		ctl_reply_end(&r, CTL_OK, "OK");
+	if (r.nomem) {
+		free(r.buf);
+		client_sendf(c, CTL_ERR_FAILED, "out of memory");
+		return;
+	}
+	client_send(c, r.buf, r.len);
+	free(r.buf);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct ctl_client *c = (struct ctl_client *)h;
+	(void)suggested;
+	*buf = uv_buf_init(c->in + c->inlen, (unsigned)(CTL_MAX_LINE - c->inlen));
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	(void)req;
+	(void)status;   /* the read side closes the client when it hangs up */
+}
+
+/*
+ * Says why, then stops talking.  Closing at once with the client's bytes
+ * still unread would send a reset, which can destroy the reply in flight;
+ * so the write side is shut down and input dropped until the client goes.
+ */
+static void client_goodbye(struct ctl_client *c)
+{
+	c->discarding = true;
+	c->inlen = 0;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->pipe, on_shutdown) < 0)
+		client_close(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct ctl_client *c = (struct ctl_client *)stream;
+	(void)buf;
+	if (nread < 0) {
+		client_close(c);
+		return;
+	}
+	if (c->discarding)
+		return;
+	c->inlen += (size_t)nread;
+	for (;;) {
+		char *nl = memchr(c->in, '\n', c->inlen);
+		if (!nl)
+			break;
+		*nl = 0;
+		size_t used = (size_t)(nl - c->in) + 1;
+		if (memchr(c->in, 0, used - 1))
+			client_sendf(c, CTL_ERR_SYNTAX, "NUL byte in command");
+		else
+			run_command(c, c->in);
+		if (c->closing)
+			return;
+		memmove(c->in, c->in + used, c->inlen - used);
+		c->inlen -= used;
+	}
+	if (c->inlen == CTL_MAX_LINE) {
+		client_sendf(c, CTL_ERR_TOO_LONG, "command longer than %d bytes", CTL_MAX_LINE);
+		client_goodbye(c);
+	}
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+	struct ctl_server *s = (struct ctl_server *)listener;
+	if (status < 0 || s->closing)
+		return;
+	struct ctl_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->server = s;
+	uv_pipe_init(s->loop, &c->pipe, 0);
+	s->open_handles++;
+	c->next = s->clients;
+	if (s->clients)
+		s->clients->prev = c;
+	s->clients = c;
+	s->nclients++;
+	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
+		client_close(c);
+		return;
+	}
+	if (s->nclients > CTL_MAX_CLIENTS) {
+		client_sendf(c, CTL_ERR_BUSY, "too many control clients");
+		client_close(c);
+		return;
+	}
+	client_sendf(c, CTL_GREETING, "%s ready.", s->name);
+	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+}
+
+static void listener_closed(uv_handle_t *h)
+{
+	server_release((struct ctl_server *)h);
+}
+
+struct ctl_server *ctl_server_open(uv_loop_t *loop, const char *path, const char *name,
+				   ctl_handler_fn fn, void *ctx, char *err, size_t err_len)
+{
+	struct sockaddr_un sun;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, err_len, "control socket path too long: %s", path);
+		return NULL;
+	}
+	struct ctl_server *s = calloc(1, sizeof(*s));
+	if (!s || !(s->path = strdup(path)) || !(s->name = strdup(name))) {
+		if (s)
+			free(s->path);
+		free(s);
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->loop = loop;
+	s->fn = fn;
+	s->ctx = ctx;
+	uv_pipe_init(loop, &s->listener, 0);
+	s->open_handles = 1;
+	/* a socket file left by a daemon that died is replaced; anything else is not */
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	mode_t old = umask(0117);
+	int rc = uv_pipe_bind(&s->listener, path);
+	umask(old);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&s->listener, 8, on_connection);
+	if (rc < 0) {
+		snprintf(err, err_len, "control socket %s: %s", path, uv_strerror(rc));
+		s->closing = true;
+		uv_close((uv_handle_t *)&s->listener, listener_closed);
+		return NULL;
+	}
+	return s;
+}
+
+void ctl_server_close(struct ctl_server *s)
+{
+	if (!s || s->closing)
+		return;
+	s->closing = true;
+	unlink(s->path);
+	for (struct ctl_client *c = s->clients; c; c = c->next)
+		client_close(c);
+	uv_close((uv_handle_t *)&s->listener, listener_closed);
+}
+
+/* ---- client ----------------------------------------------------------- */
+
+int ctl_parse_line(const char *line, size_t len, int *code, bool *more, const char **text)
+{
+	if (len < 5)
+		return -1;
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		if (line[i] < '0' || line[i] > '9')
+			return -1;
+		v = v * 10 + (line[i] - '0');
+	}
+	if (line[4] != '-' && line[4] != ' ')
+		return -1;
+	*code = v;
+	*more = line[4] == '-';
+	*text = line + 5;
+	return 0;
+}
+
+struct line_reader {
+	int fd;
+	char buf[CTL_MAX_LINE + 1];
+	size_t len;
+};
+
+/* Reads one line into out (NUL-terminated, no newline); -1 on EOF or error. */
+static int read_line(struct line_reader *lr, char *out, size_t out_len, char *err, size_t err_len)
+{
+	for (;;) {
+		char *nl = memchr(lr->buf, '\n', lr->len);
+		if (nl) {
+			size_t n = (size_t)(nl - lr->buf);
+			if (n >= out_len)
+				n = out_len - 1;
+			memcpy(out, lr->buf, n);
+			out[n] = 0;
+			size_t used = (size_t)(nl - lr->buf) + 1;
+			memmove(lr->buf, lr->buf + used, lr->len - used);
+			lr->len -= used;
+			return 0;
+		}
+		if (lr->len == sizeof(lr->buf) - 1) {
+			snprintf(err, err_len, "reply line longer than %d bytes", CTL_MAX_LINE);
+			return -1;
+		}
+		ssize_t r = read(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - 1 - lr->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(err, err_len, "%s", r == 0 ? "connection closed in the middle of a reply"
+							   : strerror(errno));
+			return -1;
+		}
+		lr->len += (size_t)r;
+	}
+}
+
+int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg,
+		char *err, size_t err_len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, err_len, "socket path too long: %s", path);
+		return -1;
+	}
+	if (strchr(command, '\n') || strlen(command) >= CTL_MAX_LINE) {
+		snprintf(err, err_len, "a command is one line of less than %d bytes", CTL_MAX_LINE);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, err_len, "socket: %s", strerror(errno));
+		return -1;
+	}
+	/* a daemon that stops answering must not hang the CLI */
+	struct timeval tv = { .tv_sec = 30 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	struct line_reader *lr = calloc(1, sizeof(*lr));
+	char line[CTL_MAX_LINE + 1];
+	int code = -1;
+	bool more;
+	const char *text;
+	if (!lr) {
+		snprintf(err, err_len, "out of memory");
+		goto out;
+	}
+	lr->fd = fd;
+	if (read_line(lr, line, sizeof(line), err, err_len) < 0)
+		goto out;
+	if (ctl_parse_line(line, strlen(line), &code, &more, &text) < 0 || more ||
+	    (code != CTL_GREETING && code < 8000)) {
+		snprintf(err, err_len, "%s does not greet like a control socket: %.80s", path, line);
+		code = -1;
+		goto out;
+	}
+	if (code != CTL_GREETING) {     /* refused, e.g. too many clients */
+		snprintf(err, err_len, "%s", text);
+		if (fn)
+			fn(arg, code, text);
+		goto out;
+	}
+	size_t clen = strlen(command);
+	char *msg = malloc(clen + 2);
+	if (!msg) {
+		snprintf(err, err_len, "out of memory");
+		code = -1;
+		goto out;
+	}
+	memcpy(msg, command, clen);
+	msg[clen] = '\n';
+	ssize_t w = write(fd, msg, clen + 1);
+	free(msg);
+	if (w != (ssize_t)(clen + 1)) {
+		snprintf(err, err_len, "sending the command: %s", w < 0 ? strerror(errno) : "short write");
+		code = -1;
+		goto out;
+	}
+	for (;;) {
+		if (read_line(lr, line, sizeof(line), err, err_len) < 0) {
+			code = -1;
+			break;
+		}
+		if (ctl_parse_line(line, strlen(line), &code, &more, &text) < 0) {
+			snprintf(err, err_len, "not a reply line: %.80s", line);
+			code = -1;
+			break;
+		}
+		if (fn)
+			fn(arg, code, text);
+		if (!more)
+			break;
+	}
+out:
+	free(lr);
+	close(fd);
+	return code;
+}

@@ -1,0 +1,157 @@
+"""inrpd's control socket and the inrpc CLI: statistics, status, reload,
+and a protocol that bad clients cannot break."""
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import ENV, INRPD, run_inrpd
+
+INRPC = os.path.join(os.path.dirname(INRPD), "inrpc")
+ROUTES = 'route "www.example.content" { server 127.0.0.10; }\n'
+
+
+def inrpc(sock, *words, json_out=False):
+    cmd = [INRPC, "-s", str(sock)] + (["--json"] if json_out else []) + list(words)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=ENV)
+
+
+def with_control(tmp_path, body=ROUTES):
+    sock = tmp_path / "inrpd.ctl"
+    return sock, f'control "{sock}";\n' + body
+
+
+def counters(sock):
+    r = inrpc(sock, "show", "counters", json_out=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_counters_count_what_was_asked(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path)
+    d = inrpd_factory(body)
+    before = counters(sock)
+    d.udp("www.example.content")
+    d.udp("not-routed.example")
+    d.udp("also-not-routed.example")
+    d.tcp("www.example.content")
+    after = counters(sock)
+    assert after["udp"]["queries"] - before["udp"]["queries"] == 3
+    assert after["udp"]["answered"] - before["udp"]["answered"] == 3
+    assert after["udp"]["refused"] - before["udp"]["refused"] == 2
+    assert after["tcp"]["queries"] - before["tcp"]["queries"] == 1
+    # the text form says the same, one line per transport
+    r = inrpc(sock, "show", "counters")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("udp ") and f"refused {after['udp']['refused']}" in lines[0]
+    assert lines[1].startswith("tcp ")
+
+
+def test_status_describes_the_running_daemon(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path, ROUTES + 'route "shop.example.content" { server 127.0.0.20; }\n')
+    d = inrpd_factory(body)
+    r = inrpc(sock, "show", "status", json_out=True)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["routes"] == 2 and st["fib_names"] == 2
+    assert st["config"] == str(d.conf.resolve())
+    text = inrpc(sock, "show", "status").stdout
+    assert f"listen {d.addr} port {d.port}" in text
+
+
+def test_reload_through_the_cli(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path)
+    d = inrpd_factory(body)
+    d.write_config(f'control "{sock}";\nroute "www.example.content" {{ server 127.0.0.99; }}\n')
+    r = inrpc(sock, "reload")
+    assert r.returncode == 0, r.stderr
+    assert "reloaded" in r.stdout and "1 routes" in r.stdout
+    assert [a.address for a in d.udp("www.example.content").answer[0]] == ["127.0.0.99"]
+    # a broken file: the CLI fails with file:line, the daemon keeps the old config
+    d.write_config(f'control "{sock}";\nroute "x" {{ server not-an-address; }}\n')
+    r = inrpc(sock, "reload")
+    assert r.returncode == 1
+    assert f"{d.conf}:" in r.stderr and "reload failed" in r.stderr
+    assert [a.address for a in d.udp("www.example.content").answer[0]] == ["127.0.0.99"]
+
+
+def test_cli_errors(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path)
+    inrpd_factory(body)
+    r = inrpc(sock, "frobnicate")
+    assert r.returncode == 1 and "unknown command 'frobnicate'" in r.stderr
+    r = inrpc(tmp_path / "nowhere.ctl", "help")
+    assert r.returncode == 2 and "No such file" in r.stderr
+    r = inrpc(sock, "help")
+    assert r.returncode == 0 and "show counters" in r.stdout
+
+
+def raw_session(sock):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(sock))
+    f = s.makefile("rb")
+    greeting = f.readline()
+    return s, f, greeting
+
+
+def test_protocol_survives_bad_clients(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path)
+    d = inrpd_factory(body)
+    s, f, greeting = raw_session(sock)
+    assert greeting.startswith(b"0001 inrpd ")
+    # several commands in one write, an empty line, a NUL byte
+    s.sendall(b"help\n\nshow counters\nshow\x00 status\n")
+    lines = []
+    while len([x for x in lines if x[4:5] == b" "]) < 3:
+        lines.append(f.readline())
+    finals = [x for x in lines if x[4:5] == b" "]
+    assert finals[0].startswith(b"0000") and finals[1].startswith(b"0000")
+    assert finals[2].startswith(b"8001") and b"NUL" in finals[2]
+    # a line longer than the limit: an error, then the server hangs up
+    s.sendall(b"x" * 5000)
+    assert f.readline().startswith(b"8002")
+    assert f.readline() == b""
+    s.close()
+    # a client that connects and goes away mid-command
+    s, f, _ = raw_session(sock)
+    s.sendall(b"show cou")
+    s.close()
+    # too many clients at once: the extra one is told so
+    held = [raw_session(sock) for _ in range(16)]
+    try:
+        extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        extra.settimeout(10)
+        extra.connect(str(sock))
+        assert extra.makefile("rb").readline().startswith(b"9002")
+        extra.close()
+    finally:
+        for s, f, _ in held:
+            s.close()
+    # and it still serves both the CLI and DNS
+    assert inrpc(sock, "show", "counters").returncode == 0
+    assert d.udp("www.example.content").answer
+
+
+def test_socket_file_lifecycle(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path)
+    # a stale socket file from a daemon that died is replaced
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()
+    d = inrpd_factory(body)
+    assert inrpc(sock, "help").returncode == 0
+    assert oct(os.stat(sock).st_mode & 0o777) == "0o660"
+    d.stop()
+    assert not sock.exists()
+
+
+def test_control_must_be_an_absolute_path(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text('listen 127.0.0.1 port 5399;\ncontrol "relative.ctl";\n')
+    r = run_inrpd("-t", "-c", str(conf))
+    assert r.returncode == 1 and f"{conf}:2:" in r.stderr and "absolute" in r.stderr
