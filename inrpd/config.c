@@ -15,6 +15,7 @@
  *         server ::1 load 20;
  *     }
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef __GLIBC__
@@ -186,17 +187,26 @@ static int kw_log_level(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return 0;
 }
 
+/* A file path given once, absolute since the daemon runs from "/". */
+static int path_option(const struct conf_stmt *s, bool *seen, size_t max_len, char **out,
+		       char *err, size_t err_len)
+{
+	if (once(seen, s, err, err_len) < 0)
+		return -1;
+	if (s->argv[1][0] != '/')
+		return conf_error(err, err_len, s, "%s must be an absolute path", s->argv[0]);
+	if (strlen(s->argv[1]) > max_len)
+		return conf_error(err, err_len, s, "%s path longer than %zu bytes", s->argv[0], max_len);
+	*out = strdup(s->argv[1]);
+	if (!*out)
+		return conf_error(err, err_len, s, "out of memory");
+	return 0;
+}
+
 static int kw_pid_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (once(&x->seen_pid, s, err, err_len) < 0)
-		return -1;
-	if (s->argv[1][0] != '/')
-		return conf_error(err, err_len, s, "pid-file must be an absolute path");
-	x->cfg->pid_file = strdup(s->argv[1]);
-	if (!x->cfg->pid_file)
-		return conf_error(err, err_len, s, "out of memory");
-	return 0;
+	return path_option(s, &x->seen_pid, PATH_MAX - 1, &x->cfg->pid_file, err, err_len);
 }
 
 static int kw_server(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -263,16 +273,8 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (once(&x->seen_control, s, err, err_len) < 0)
-		return -1;
-	if (s->argv[1][0] != '/')
-		return conf_error(err, err_len, s, "control must be an absolute path");
-	if (strlen(s->argv[1]) >= 108)  /* sun_path */
-		return conf_error(err, err_len, s, "control socket path longer than 107 bytes");
-	x->cfg->control_path = strdup(s->argv[1]);
-	if (!x->cfg->control_path)
-		return conf_error(err, err_len, s, "out of memory");
-	return 0;
+	/* a unix socket path must fit sun_path */
+	return path_option(s, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
 }
 
 static const struct conf_keyword top_keywords[] = {
