@@ -47,17 +47,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command name, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def descendants(pid):
     """pid and every process below it (NSD forks its servers)."""
     parent = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+            fields = proc_stat(entry)
+            if fields:
                 parent[int(entry)] = int(fields[1])
-            except (OSError, IndexError, ValueError):
-                pass
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -69,12 +75,9 @@ def descendants(pid):
 def cpu_ticks(pids):
     total = 0
     for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+        fields = proc_stat(p)
+        if fields:
             total += int(fields[11]) + int(fields[12])      # utime + stime
-        except (OSError, IndexError, ValueError):
-            pass
     return total
 
 
