@@ -1,102 +1,355 @@
 /*
- * The answer logic of this first cut: a static FIB, local server routes.
+ * What inrpd does with one query (DESIGN.md, INRP; the paper, 3.1):
  *
  *   parse error                  FORMERR / NOTIMP / BADVERS, or no answer
  *   QCLASS other than IN         REFUSED
- *   no route for any suffix      REFUSED (no upstream fallback yet)
- *   best route set with servers  A: its IPv4 servers, AAAA: its IPv6 ones,
- *                                ranked; other types and a family without
- *                                servers: NOERROR with no records (NODATA)
- *   best route set, no servers   SERVFAIL (forwarding to the next content
- *                                router is not done by this cut)
+ *   our router id in its path    SERVFAIL, INRP status "loop"
+ *   redirect entry               restart with the target (DNAME-like: the
+ *                                matched suffix is replaced), at most
+ *                                INRPD_MAX_REDIRECTS times; the answer
+ *                                carries the CNAME chain
+ *   servers attached here        A/AAAA: their addresses, ranked, minus the
+ *                                ones the client excludes; other types go
+ *                                to the fallback path
+ *   next content routers         forwarded (forward.c) with the INRP option:
+ *                                our id added to the path, hop limit less one
+ *   routes, all excluded         SERVFAIL
+ *   no route                     upstream resolvers, for clients in
+ *                                allow-recursion; REFUSED otherwise
  *
  * Nothing here logs per query: the counters say what happened.
  */
+#include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include "inrpd.h"
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
 {
-	sum->queries += __atomic_load_n(&c->queries, __ATOMIC_RELAXED);
-	sum->answered += __atomic_load_n(&c->answered, __ATOMIC_RELAXED);
-	sum->formerr += __atomic_load_n(&c->formerr, __ATOMIC_RELAXED);
-	sum->refused += __atomic_load_n(&c->refused, __ATOMIC_RELAXED);
-	sum->truncated += __atomic_load_n(&c->truncated, __ATOMIC_RELAXED);
-	sum->dropped += __atomic_load_n(&c->dropped, __ATOMIC_RELAXED);
+#define ADD(f) sum->f += __atomic_load_n(&c->f, __ATOMIC_RELAXED)
+	ADD(queries);
+	ADD(answered);
+	ADD(formerr);
+	ADD(refused);
+	ADD(truncated);
+	ADD(dropped);
+	ADD(local);
+	ADD(forwarded);
+	ADD(fallback);
+	ADD(servfail);
+	ADD(loops);
+	ADD(acl_refused);
+	ADD(pending_full);
+	ADD(bad_upstream);
+#undef ADD
 }
 
-static unsigned route_answer(const struct inrpd_runtime *rt, const struct dns_query *q,
-			     struct dns_builder *b, const struct routeset *set)
+static bool prefix_match(const struct inrpd_prefix *p, const uint8_t *addr)
 {
-	int family;
-	if (q->qtype == DNS_TYPE_A)
-		family = AF_INET;
-	else if (q->qtype == DNS_TYPE_AAAA)
-		family = AF_INET6;
-	else
-		return 0;                       /* NODATA */
-	unsigned n = 0;
-	for (unsigned i = 0; i < set->count; i++) {
-		const struct route *r = &set->routes[i];
-		if (r->kind != ROUTE_SERVER || r->family != family)
-			continue;
-		if (!dns_response_add_addr(b, family, r->addr, rt->answer_ttl))
-			break;                  /* truncated */
-		n++;
+	unsigned bytes = p->len / 8, bits = p->len % 8;
+	if (memcmp(p->addr, addr, bytes) != 0)
+		return false;
+	if (bits == 0)
+		return true;
+	uint8_t mask = (uint8_t)(0xff << (8 - bits));
+	return (p->addr[bytes] & mask) == (addr[bytes] & mask);
+}
+
+bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
+{
+	uint8_t a4[4];
+	const uint8_t *addr;
+	int family = client->sa_family;
+
+	if (family == AF_INET) {
+		addr = (const uint8_t *)&((const struct sockaddr_in *)client)->sin_addr;
+	} else if (family == AF_INET6) {
+		addr = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
+		/* an IPv4 client on a dual-stack socket */
+		static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		if (memcmp(addr, mapped, 12) == 0) {
+			memcpy(a4, addr + 12, 4);
+			addr = a4;
+			family = AF_INET;
+		}
+	} else {
+		return false;
 	}
-	return n;
-}
-
-static bool has_servers(const struct routeset *set)
-{
-	for (unsigned i = 0; i < set->count; i++)
-		if (set->routes[i].kind == ROUTE_SERVER)
+	for (unsigned i = 0; i < rt->nacl; i++)
+		if (rt->acl[i].family == family && prefix_match(&rt->acl[i], addr))
 			return true;
 	return false;
 }
 
-size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
-		    uint8_t *out, bool limit_udp, struct inrpd_counters *cnt)
+static void add_inrp_option(struct dns_builder *b, const struct fwd_request *req, uint8_t *buf,
+			    const struct inrp_response_opt *o)
 {
-	struct dns_query q;
-	struct dns_builder b;
+	if (!req->client_inrp)
+		return;
+	size_t n = inrp_response_opt_write(o, buf);
+	dns_response_add_option(b, INRP_OPTION_CODE, buf, (uint16_t)n);
+}
 
-	CNT_INC(cnt, queries);
-	int rc = dns_query_parse(pkt, len, &q);
-	if (rc == DNS_PARSE_DROP) {
-		CNT_INC(cnt, dropped);
+static void add_chain(struct dns_builder *b, const struct fwd_request *req)
+{
+	size_t off = 0;
+	for (unsigned i = 0; i < req->nchain; i++) {
+		struct name n;
+		if (name_from_wire(&n, req->chain + off, req->chain_len - off) != NAME_OK)
+			return;
+		off += n.len;
+		if (!dns_response_add_cname(b, &n, req->answer_ttl))
+			return;
+	}
+}
+
+static size_t response_limit(const struct fwd_request *req, size_t cap)
+{
+	size_t limit = req->limit_udp ? dns_query_udp_limit(&req->q, req->edns_udp_size) : DNS_TCP_MAX;
+	return limit < cap ? limit : cap;
+}
+
+size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
+			     uint8_t *out, size_t cap)
+{
+	struct dns_builder b;
+	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct inrp_response_opt o = { .status = status, .router_id = router_id };
+
+	dns_response_init(&b, &req->q, DNS_RCODE_SERVFAIL, out, response_limit(req, cap));
+	add_inrp_option(&b, req, opt, &o);
+	return dns_response_finish(&b, req->edns_udp_size);
+}
+
+size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
+			  const uint8_t *pkt, size_t len, const struct dns_upstream_answer *a,
+			  const struct inrp_response_opt *from_hop, uint8_t *out, size_t cap)
+{
+	struct dns_builder b;
+	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	/* a router passes on who answered; an upstream resolver's answer is ours */
+	struct inrp_response_opt o = { .status = INRP_STATUS_OK, .router_id = router_id };
+	if (from_hop)
+		o = *from_hop;
+
+	dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, response_limit(req, cap));
+	add_inrp_option(&b, req, opt, &o);
+	add_chain(&b, req);
+	if (!dns_response_relay(&b, pkt, len, a, &req->target))
+		return 0;
+	return dns_response_finish(&b, req->edns_udp_size);
+}
+
+/* Appends a candidate unless an equal route is already there. */
+static void add_candidate(struct fwd_request *req, const struct route *r)
+{
+	for (unsigned i = 0; i < req->ncand; i++)
+		if (route_equal(&req->cand[i], r))
+			return;
+	if (req->ncand < ROUTESET_MAX_ROUTES)
+		req->cand[req->ncand++] = *r;
+}
+
+/*
+ * Follows redirects from the query name and collects the routes of the
+ * name finally reached into req (target, chain, candidates).  Returns 0, or
+ * -1 when the chain is too long or a rewritten name too long.  *found is
+ * false when no suffix has routes.
+ */
+static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
+			bool *found, bool *all_excluded)
+{
+	struct name *cur = &req->target;
+	const struct inrp_query_opt *in = &req->inrp;
+
+	*cur = req->q.qname;
+	req->nchain = 0;
+	req->chain_len = 0;
+	req->ncand = 0;
+	*found = false;
+	*all_excluded = false;
+	for (unsigned restarts = 0;; restarts++) {
+		struct fib_result res;
+		if (!fib_lookup_longest_suffix(rt->fib, cur, &res) || res.nsets == 0)
+			return 0;
+		if (res.sets[0]->has_redirect) {
+			const struct name *to = &res.sets[0]->redirect;
+			size_t prefix = res.suffix_offset;
+			if (restarts == INRPD_MAX_REDIRECTS || prefix + to->len > NAME_MAX_WIRE)
+				return -1;
+			struct name next;
+			memcpy(next.wire, cur->wire, prefix);
+			memcpy(next.wire + prefix, to->wire, to->len);
+			next.len = (uint8_t)(prefix + to->len);
+			memcpy(req->chain + req->chain_len, next.wire, next.len);
+			req->chain_len = (uint16_t)(req->chain_len + next.len);
+			req->nchain++;
+			*cur = next;
+			continue;
+		}
+		unsigned seen = 0;
+		for (unsigned s = 0; s < res.nsets; s++) {
+			const struct routeset *set = res.sets[s];
+			for (unsigned i = 0; i < set->count; i++) {
+				const struct route *r = &set->routes[i];
+				seen++;
+				if (r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
+					continue;
+				add_candidate(req, r);
+			}
+		}
+		*found = seen > 0;
+		*all_excluded = seen > 0 && req->ncand == 0;
 		return 0;
 	}
-	size_t limit = limit_udp ? dns_query_udp_limit(&q, rt->edns_udp_size) : DNS_TCP_MAX;
-	if (limit > INRPD_ANSWER_MAX)
-		limit = INRPD_ANSWER_MAX;
+}
 
-	if (rc != DNS_PARSE_OK) {
-		if (rc == DNS_RCODE_FORMERR)
-			CNT_INC(cnt, formerr);
-		dns_response_init(&b, &q, (unsigned)rc, out, limit);
-	} else if (q.qclass != DNS_CLASS_IN) {
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, &q, DNS_RCODE_REFUSED, out, limit);
-	} else {
-		struct fib_result res;
-		if (!fib_lookup_longest_suffix(rt->fib, &q.qname, &res) || res.nsets == 0) {
-			CNT_INC(cnt, refused);
-			dns_response_init(&b, &q, DNS_RCODE_REFUSED, out, limit);
-		} else if (!has_servers(res.sets[0])) {
-			dns_response_init(&b, &q, DNS_RCODE_SERVFAIL, out, limit);
-		} else {
-			dns_response_init(&b, &q, DNS_RCODE_NOERROR, out, limit);
-			route_answer(rt, &q, &b, res.sets[0]);
-		}
-	}
-	size_t n = dns_response_finish(&b, rt->edns_udp_size);
+static size_t finish(struct dns_builder *b, const struct fwd_request *req,
+		     struct inrpd_counters *cnt)
+{
+	size_t n = dns_response_finish(b, req->edns_udp_size);
 	if (n == 0) {
 		CNT_INC(cnt, dropped);
 		return 0;
 	}
-	if (b.truncated)
+	if (b->truncated)
 		CNT_INC(cnt, truncated);
 	return n;                               /* the transport counts it answered once sent */
+}
+
+size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
+		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
+		    struct fwd_request *req, struct inrpd_counters *cnt)
+{
+	struct dns_query *q = &req->q;
+	struct inrp_query_opt *in = &req->inrp;
+	struct dns_builder b;
+	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct inrp_response_opt resp = { .status = INRP_STATUS_OK, .router_id = rt->router_id };
+
+	CNT_INC(cnt, queries);
+	req->limit_udp = limit_udp;
+	req->client_inrp = false;
+	req->fallback = false;
+	req->answer_ttl = rt->answer_ttl;
+	req->router_id = rt->router_id;
+	req->edns_udp_size = rt->edns_udp_size;
+	req->nchain = 0;
+	req->chain_len = 0;
+	in->npath = 0;
+	in->nexclude = 0;
+	in->hop_limit = rt->hop_limit;
+	in->budget_ms = 0;
+
+	int rc = dns_query_parse(pkt, len, q);
+	if (rc == DNS_PARSE_DROP) {
+		CNT_INC(cnt, dropped);
+		return 0;
+	}
+	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
+	if (rc == DNS_PARSE_OK && q->has_edns) {
+		const uint8_t *data;
+		size_t dlen;
+		const char *why;
+		if (inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, INRP_OPTION_CODE,
+				     &data, &dlen)) {
+			if (inrp_query_opt_parse(data, dlen, in, &why) < 0)
+				rc = DNS_RCODE_FORMERR;
+			else
+				req->client_inrp = true;
+		}
+	}
+	if (rc != DNS_PARSE_OK) {
+		if (rc == DNS_RCODE_FORMERR)
+			CNT_INC(cnt, formerr);
+		dns_response_init(&b, q, (unsigned)rc, out, limit);
+		return finish(&b, req, cnt);
+	}
+	if (q->qclass != DNS_CLASS_IN) {
+		CNT_INC(cnt, refused);
+		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
+		return finish(&b, req, cnt);
+	}
+	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {
+		CNT_INC(cnt, loops);
+		CNT_INC(cnt, servfail);
+		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_LOOP, out, limit);
+	}
+
+	bool found, all_excluded;
+	if (resolve_name(rt, req, &found, &all_excluded) < 0 || all_excluded) {
+		CNT_INC(cnt, servfail);
+		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
+	}
+
+	unsigned nservers = 0, nrouters = 0;
+	for (unsigned i = 0; i < req->ncand; i++) {
+		if (req->cand[i].kind == ROUTE_SERVER)
+			nservers++;
+		else
+			nrouters++;
+	}
+	bool addr_query = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
+
+	if (nservers > 0 && addr_query) {
+		int family = q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
+		CNT_INC(cnt, local);
+		dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
+		for (unsigned i = 0; i < req->ncand; i++)
+			if (req->cand[i].kind == ROUTE_SERVER) {
+				resp.load_ms = req->cand[i].load_ms;
+				break;
+			}
+		add_inrp_option(&b, req, opt, &resp);
+		add_chain(&b, req);
+		for (unsigned i = 0; i < req->ncand; i++) {
+			const struct route *r = &req->cand[i];
+			if (r->kind != ROUTE_SERVER || r->family != family)
+				continue;
+			if (!dns_response_add_addr(&b, family, r->addr, rt->answer_ttl))
+				break;                  /* truncated */
+		}
+		return finish(&b, req, cnt);
+	}
+
+	uint32_t budget = rt->query_timeout_ms;
+	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
+		budget = in->budget_ms;
+	req->budget_ms = budget;
+
+	if (nservers == 0 && nrouters > 0) {
+		uint8_t hop_limit = req->client_inrp ? in->hop_limit : rt->hop_limit;
+		if (hop_limit == 0 || in->npath == INRP_MAX_PATH) {
+			CNT_INC(cnt, servfail);
+			return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_HOP_LIMIT, out, limit);
+		}
+		in->hop_limit = (uint8_t)(hop_limit - 1);
+		in->path[in->npath++] = rt->router_id;
+		unsigned k = 0;
+		for (unsigned i = 0; i < req->ncand; i++)
+			if (req->cand[i].kind == ROUTE_ROUTER)
+				req->cand[k++] = req->cand[i];
+		req->ncand = (uint8_t)k;
+		CNT_INC(cnt, forwarded);
+		return INRPD_FORWARD;
+	}
+
+	/* no route, or not an address query: ordinary DNS */
+	if (rt->nupstreams == 0) {
+		CNT_INC(cnt, refused);
+		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
+		return finish(&b, req, cnt);
+	}
+	if (!inrpd_acl_allows(rt, client)) {
+		CNT_INC(cnt, acl_refused);
+		CNT_INC(cnt, refused);
+		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
+		return finish(&b, req, cnt);
+	}
+	req->fallback = true;
+	req->ncand = (uint8_t)rt->nupstreams;
+	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+	CNT_INC(cnt, fallback);
+	return INRPD_FORWARD;
 }

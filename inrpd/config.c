@@ -10,10 +10,19 @@
  *     log-level info;
  *     pid-file "/run/inrpd.pid";
  *     control "/run/inrpd.ctl";       (inrpc talks to it)
+ *     router-id "cr1.example.net";         names this router in INRP paths
+ *     upstream 127.0.0.53 port 53;         fallback resolvers, ranked
+ *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
+ *                                          and private ranges; "none": nobody)
+ *     query-timeout 2s;                    all attempts of one query
+ *     hop-limit 16;
+ *     max-pending 4096;                    queries in flight per worker
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
+ *         router 127.0.0.2 port 5353;      the next content router's inrpd
  *     }
+ *     route "alias.example" { redirect "www.example.content"; }
  */
 #include <limits.h>
 #include <stdio.h>
@@ -35,12 +44,21 @@
 #define DEFAULT_EDNS_UDP_SIZE   1232    /* avoids fragmentation (DNS flag day 2020) */
 #define DEFAULT_TCP_IDLE_MS     10000
 #define DEFAULT_TCP_MAX_CONNS   128
+#define DEFAULT_QUERY_TIMEOUT_MS 2000
+#define DEFAULT_MAX_PENDING     4096
+
+/* Recursion for loopback and private networks only: never an open resolver. */
+static const char *const default_acl[] = {
+	"127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128", "fc00::/7",
+};
 
 struct cfg_route {
 	struct name name;
 	const struct conf_stmt *stmt;
 	unsigned nroutes;
 	struct route routes[ROUTESET_MAX_ROUTES];
+	bool has_redirect;
+	struct name redirect;
 };
 
 struct cfg_ctx {
@@ -48,6 +66,7 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
+	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
 static int once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
@@ -209,38 +228,90 @@ static int kw_pid_file(const struct conf_stmt *s, void *arg, char *err, size_t e
 	return path_option(s, &x->seen_pid, PATH_MAX - 1, &x->cfg->pid_file, err, err_len);
 }
 
+/* "ADDRESS [port N] [load MS]" from argv[1]; port only where allowed. */
+static int parse_endpoint(const struct conf_stmt *s, struct route *rt, bool with_port,
+			  bool with_load, char *err, size_t err_len)
+{
+	int family;
+	if (conf_arg_addr(s, 1, &family, rt->addr, err, err_len) < 0)
+		return -1;
+	rt->family = (uint8_t)family;
+	bool seen_port = false, seen_load = false;
+	for (unsigned i = 2; i < s->argc; i += 2) {
+		const char *kw = s->argv[i];
+		bool is_port = with_port && strcmp(kw, "port") == 0;
+		bool is_load = with_load && strcmp(kw, "load") == 0;
+		if (!is_port && !is_load)
+			return conf_error(err, err_len, s, "unexpected '%s': expected %s%s", kw,
+					  with_port ? "'port NUMBER'" : "",
+					  with_load ? (with_port ? " or 'load MILLISECONDS'" : "'load MILLISECONDS'") : "");
+		if (i + 1 >= s->argc)
+			return conf_error(err, err_len, s, "'%s' needs a value", kw);
+		uint64_t v;
+		if (is_port) {
+			if (seen_port)
+				return conf_error(err, err_len, s, "'port' given twice");
+			seen_port = true;
+			if (conf_arg_uint(s, i + 1, 1, 65535, &v, err, err_len) < 0)
+				return -1;
+			rt->port = (uint16_t)v;
+		} else {
+			if (seen_load)
+				return conf_error(err, err_len, s, "'load' given twice");
+			seen_load = true;
+			if (conf_arg_uint(s, i + 1, 0, UINT32_MAX, &v, err, err_len) < 0)
+				return -1;
+			rt->load_ms = (uint32_t)v;
+		}
+	}
+	return 0;
+}
+
+static int add_route(const struct conf_stmt *s, struct cfg_route *r, const struct route *rt,
+		     char *err, size_t err_len)
+{
+	for (unsigned i = 0; i < r->nroutes; i++)
+		if (route_equal(&r->routes[i], rt))
+			return conf_error(err, err_len, s, "duplicate %s %s", s->argv[0], s->argv[1]);
+	if (r->nroutes == ROUTESET_MAX_ROUTES)
+		return conf_error(err, err_len, s, "too many servers and routers in one route (at most %d)",
+				  ROUTESET_MAX_ROUTES);
+	r->routes[r->nroutes++] = *rt;
+	return 0;
+}
+
 static int kw_server(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	struct cfg_route *r = arg;
 	struct route rt = { .kind = ROUTE_SERVER };
-	int family;
-
-	if (conf_arg_addr(s, 1, &family, rt.addr, err, err_len) < 0)
+	if (parse_endpoint(s, &rt, false, true, err, err_len) < 0)
 		return -1;
-	rt.family = (uint8_t)family;
-	if (s->argc == 3)
-		return conf_error(err, err_len, s, "expected 'server ADDRESS [load MILLISECONDS]'");
-	if (s->argc == 4) {
-		uint64_t load;
-		if (strcmp(s->argv[2], "load") != 0)
-			return conf_error(err, err_len, s, "expected 'load', not '%s'", s->argv[2]);
-		if (conf_arg_uint(s, 3, 0, UINT32_MAX, &load, err, err_len) < 0)
-			return -1;
-		rt.load_ms = (uint32_t)load;
-	}
-	for (unsigned i = 0; i < r->nroutes; i++)
-		if (r->routes[i].family == rt.family &&
-		    memcmp(r->routes[i].addr, rt.addr, family == AF_INET ? 4 : 16) == 0)
-			return conf_error(err, err_len, s, "duplicate server %s", s->argv[1]);
-	if (r->nroutes == ROUTESET_MAX_ROUTES)
-		return conf_error(err, err_len, s, "too many servers in one route (at most %d)",
-				  ROUTESET_MAX_ROUTES);
-	r->routes[r->nroutes++] = rt;
+	return add_route(s, arg, &rt, err, err_len);
+}
+
+static int kw_router(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct route rt = { .kind = ROUTE_ROUTER, .port = INRPD_DEFAULT_PORT };
+	if (parse_endpoint(s, &rt, true, true, err, err_len) < 0)
+		return -1;
+	return add_route(s, arg, &rt, err, err_len);
+}
+
+static int kw_redirect(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_route *r = arg;
+	if (r->has_redirect)
+		return conf_error(err, err_len, s, "'redirect' given twice");
+	int rc = name_from_text(&r->redirect, s->argv[1], strlen(s->argv[1]));
+	if (rc != NAME_OK)
+		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
+	r->has_redirect = true;
 	return 0;
 }
 
 static const struct conf_keyword route_keywords[] = {
 	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
+	{ "router", 2, 6, CONF_NO_BLOCK, kw_router },
+	{ "redirect", 2, 2, CONF_NO_BLOCK, kw_redirect },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -256,8 +327,14 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
 	if (conf_dispatch(s->block, route_keywords, &r, err, err_len) < 0)
 		return -1;
-	if (r.nroutes == 0)
-		return conf_error(err, err_len, s, "route \"%s\" has no server", s->argv[1]);
+	if (r.has_redirect && r.nroutes > 0)
+		return conf_error(err, err_len, s, "route \"%s\" has a redirect and servers or routers: "
+				  "it must have one or the other", s->argv[1]);
+	if (r.has_redirect && name_equal(&r.redirect, &r.name))
+		return conf_error(err, err_len, s, "route \"%s\" redirects to itself", s->argv[1]);
+	if (!r.has_redirect && r.nroutes == 0)
+		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
+				  s->argv[1]);
 	if (x->nroutes == x->cap) {
 		size_t cap = x->cap ? x->cap * 2 : 16;
 		struct cfg_route *nr = realloc(x->routes, cap * sizeof(*nr));
@@ -277,6 +354,112 @@ static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return path_option(s, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
 }
 
+static int kw_router_id(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (once(&x->seen_router_id, s, err, err_len) < 0)
+		return -1;
+	size_t n = strlen(s->argv[1]);
+	if (n == 0 || n > INRPD_ROUTER_NAME_MAX)
+		return conf_error(err, err_len, s, "router-id must have 1 to %d characters",
+				  INRPD_ROUTER_NAME_MAX);
+	memcpy(x->cfg->router_name, s->argv[1], n + 1);
+	return 0;
+}
+
+static int kw_upstream(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct inrpd_config *cfg = x->cfg;
+	struct route rt = { .kind = ROUTE_ROUTER, .port = INRPD_DEFAULT_PORT };
+	if (parse_endpoint(s, &rt, true, false, err, err_len) < 0)
+		return -1;
+	for (unsigned i = 0; i < cfg->nupstreams; i++)
+		if (route_equal(&cfg->upstreams[i], &rt))
+			return conf_error(err, err_len, s, "duplicate upstream %s", s->argv[1]);
+	if (cfg->nupstreams == INRPD_MAX_UPSTREAMS)
+		return conf_error(err, err_len, s, "too many upstreams (at most %d)", INRPD_MAX_UPSTREAMS);
+	cfg->upstreams[cfg->nupstreams++] = rt;
+	return 0;
+}
+
+static int add_acl(struct inrpd_config *cfg, const struct conf_stmt *s, const char *text,
+		   char *err, size_t err_len)
+{
+	struct inrpd_prefix p = { 0 };
+	int family;
+	unsigned len;
+	if (s) {
+		if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+			return -1;
+	} else {
+		/* the built-in defaults, written as prefixes above */
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%s", text);
+		char *slash = strchr(buf, '/');
+		*slash = 0;
+		family = strchr(buf, ':') ? AF_INET6 : AF_INET;
+		if (inet_pton(family, buf, p.addr) != 1)
+			return -1;
+		len = (unsigned)atoi(slash + 1);
+	}
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	if (cfg->nacl == INRPD_MAX_ACL)
+		return conf_error(err, err_len, s, "too many allow-recursion prefixes (at most %d)",
+				  INRPD_MAX_ACL);
+	cfg->acl[cfg->nacl++] = p;
+	return 0;
+}
+
+static int kw_allow_recursion(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (strcmp(s->argv[1], "none") == 0) {
+		if (x->seen_acl)
+			return conf_error(err, err_len, s, "'allow-recursion none' with prefixes");
+		x->seen_acl = x->seen_acl_none = true;
+		return 0;
+	}
+	if (x->seen_acl_none)
+		return conf_error(err, err_len, s, "'allow-recursion none' with prefixes");
+	x->seen_acl = true;
+	return add_acl(x->cfg, s, NULL, err, err_len);
+}
+
+static int kw_query_timeout(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (once(&x->seen_timeout, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 50, 60000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->query_timeout_ms = (uint32_t)ms;
+	return 0;
+}
+
+static int kw_hop_limit(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_hop_limit, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 1, INRP_MAX_PATH, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->hop_limit = (uint8_t)n;
+	return 0;
+}
+
+static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (once(&x->seen_pending, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 1, 65535, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->max_pending = (unsigned)n;
+	return 0;
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -288,6 +471,12 @@ static const struct conf_keyword top_keywords[] = {
 	{ "pid-file", 2, 2, CONF_NO_BLOCK, kw_pid_file },
 	{ "control", 2, 2, CONF_NO_BLOCK, kw_control },
 	{ "route", 2, 2, CONF_BLOCK, kw_route },
+	{ "router-id", 2, 2, CONF_NO_BLOCK, kw_router_id },
+	{ "upstream", 2, 4, CONF_NO_BLOCK, kw_upstream },
+	{ "allow-recursion", 2, 2, CONF_NO_BLOCK, kw_allow_recursion },
+	{ "query-timeout", 2, 2, CONF_NO_BLOCK, kw_query_timeout },
+	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
+	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -328,8 +517,11 @@ static int build_fib(struct cfg_ctx *x, char *err, size_t err_len)
 	int rc = FIB_OK;
 	size_t i;
 	rcu_thread_online();
-	for (i = 0; i < x->nroutes && rc == FIB_OK; i++)
-		rc = fib_set_routes(cfg->fib, &x->routes[i].name, x->routes[i].routes, x->routes[i].nroutes);
+	for (i = 0; i < x->nroutes && rc == FIB_OK; i++) {
+		const struct cfg_route *r = &x->routes[i];
+		rc = r->has_redirect ? fib_set_redirect(cfg->fib, &r->name, &r->redirect)
+				     : fib_set_routes(cfg->fib, &r->name, r->routes, r->nroutes);
+	}
 	if (rc == FIB_OK)
 		fib_commit(cfg->fib);
 	rcu_thread_offline();
@@ -353,6 +545,9 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->tcp_idle_ms = DEFAULT_TCP_IDLE_MS;
 	cfg->tcp_max_conns = DEFAULT_TCP_MAX_CONNS;
 	cfg->log_level = -1;
+	cfg->query_timeout_ms = DEFAULT_QUERY_TIMEOUT_MS;
+	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
+	cfg->max_pending = DEFAULT_MAX_PENDING;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -364,6 +559,15 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	if (rc == 0 && cfg->nlisten == 0) {
 		snprintf(err, err_len, "%s: no 'listen' statement", path);
 		rc = -1;
+	}
+	if (rc == 0 && !x.seen_acl)
+		for (size_t i = 0; i < sizeof(default_acl) / sizeof(default_acl[0]); i++)
+			add_acl(cfg, NULL, default_acl[i], err, err_len);
+	if (rc == 0 && !x.seen_router_id) {
+		/* unique per listen address on one host, stable across restarts */
+		char where[80];
+		snprintf(cfg->router_name, sizeof(cfg->router_name), "inrpd %s",
+			 inrpd_listen_format(&cfg->listen[0], where, sizeof(where)));
 	}
 	if (rc == 0)
 		rc = build_fib(&x, err, err_len);
@@ -400,6 +604,14 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->answer_ttl = cfg->answer_ttl;
 	rt->edns_udp_size = cfg->edns_udp_size;
 	rt->nroutes = cfg->nroutes;
+	memcpy(rt->router_name, cfg->router_name, sizeof(rt->router_name));
+	rt->router_id = inrp_router_id(cfg->router_name);
+	rt->query_timeout_ms = cfg->query_timeout_ms;
+	rt->hop_limit = cfg->hop_limit;
+	rt->nupstreams = cfg->nupstreams;
+	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
+	rt->nacl = cfg->nacl;
+	memcpy(rt->acl, cfg->acl, sizeof(rt->acl));
 	cfg->fib = NULL;
 	return rt;
 }

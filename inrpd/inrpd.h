@@ -23,13 +23,19 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include "dns.h"
 #include "fib.h"
+#include "inrp.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
 #define INRPD_DEFAULT_PORT      53
+#define INRPD_MAX_UPSTREAMS     ROUTESET_MAX_ROUTES
+#define INRPD_MAX_ACL           64
+#define INRPD_MAX_REDIRECTS     8       /* CNAMEs in one answer */
+#define INRPD_ROUTER_NAME_MAX   255
 
 struct inrpd_listen {
 	int family;                     /* AF_INET or AF_INET6 */
@@ -38,12 +44,26 @@ struct inrpd_listen {
 	unsigned line;                  /* where it was configured, for messages */
 };
 
+struct inrpd_prefix {
+	uint8_t family;
+	uint8_t len;                    /* prefix length in bits */
+	uint8_t addr[16];
+};
+
 /* What reload can change; readers see one consistent version. */
 struct inrpd_runtime {
 	struct fib *fib;
 	uint32_t answer_ttl;
 	uint16_t edns_udp_size;         /* our UDP answer limit and advertised size */
 	unsigned nroutes;               /* names with static routes, for the log */
+	uint64_t router_id;             /* inrp_router_id(router_name) */
+	char router_name[INRPD_ROUTER_NAME_MAX + 1];
+	uint32_t query_timeout_ms;      /* a client's whole query, all attempts */
+	uint8_t hop_limit;
+	unsigned nupstreams;            /* fallback resolvers, ranked */
+	struct route upstreams[INRPD_MAX_UPSTREAMS];
+	unsigned nacl;                  /* clients allowed recursion (fallback) */
+	struct inrpd_prefix acl[INRPD_MAX_ACL];
 };
 
 struct inrpd_config {
@@ -59,6 +79,14 @@ struct inrpd_config {
 	char *control_path;             /* control socket for inrpc; NULL: none */
 	struct fib *fib;                /* owned until handed to a runtime */
 	unsigned nroutes;
+	char router_name[INRPD_ROUTER_NAME_MAX + 1];
+	uint32_t query_timeout_ms;
+	uint8_t hop_limit;
+	unsigned max_pending;           /* forwarded queries in flight per worker */
+	unsigned nupstreams;
+	struct route upstreams[INRPD_MAX_UPSTREAMS];
+	unsigned nacl;
+	struct inrpd_prefix acl[INRPD_MAX_ACL];
 };
 
 /*
@@ -86,6 +114,14 @@ struct inrpd_counters {
 	uint64_t refused;
 	uint64_t truncated;
 	uint64_t dropped;               /* no response: not a query, or could not send */
+	uint64_t local;                 /* answered from this router's own servers */
+	uint64_t forwarded;             /* sent on to the next content router */
+	uint64_t fallback;              /* sent to the upstream resolvers */
+	uint64_t servfail;              /* all alternates failed, loops, hop limit */
+	uint64_t loops;                 /* queries that came back to us */
+	uint64_t acl_refused;           /* fallback refused: client outside allow-recursion */
+	uint64_t pending_full;          /* no room for one more query in flight */
+	uint64_t bad_upstream;          /* responses that were not ours or did not decode */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -96,14 +132,102 @@ struct inrpd_counters {
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c);
 
 /*
+ * What a query needs when it cannot be answered at once: the next content
+ * routers (or upstream resolvers) to try, ranked, and what to tell them.
+ */
+struct fwd_request {
+	struct dns_query q;             /* the client's query */
+	bool limit_udp;                 /* answer within the client's UDP limit */
+	bool client_inrp;               /* the client is a router: answer with an INRP option */
+	bool fallback;                  /* upstream resolvers, not content routers */
+	struct inrp_query_opt inrp;     /* to send on: our path, hop limit, exclusions */
+	struct name target;             /* the name to ask about (after redirects) */
+	uint8_t nchain;                 /* CNAME targets, in order, for the answer */
+	uint16_t chain_len;
+	uint8_t chain[INRPD_MAX_REDIRECTS * NAME_MAX_WIRE];
+	uint32_t answer_ttl;            /* for the CNAMEs */
+	uint16_t edns_udp_size;
+	uint32_t budget_ms;             /* the whole query, all attempts */
+	uint64_t router_id;             /* ours, when the request was made */
+	uint8_t ncand;
+	struct route cand[ROUTESET_MAX_ROUTES];
+};
+
+/*
  * answer.c: answers one message.  Called by an online RCU reader with the
  * runtime it dereferenced.  limit_udp: true applies the client's UDP limit,
- * false the TCP one.  Returns the response length, or 0 for no response.
- * out must hold INRPD_ANSWER_MAX bytes.
+ * false the TCP one.  Returns the response length, 0 for no response, or
+ * INRPD_FORWARD when req was filled for the forwarding engine.  out must
+ * hold INRPD_ANSWER_MAX bytes.
  */
-#define INRPD_ANSWER_MAX DNS_RESPONSE_MAX(ROUTESET_MAX_ROUTES)
+#define INRPD_ANSWER_MAX (DNS_RESPONSE_MAX(ROUTESET_MAX_ROUTES) + \
+			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN)
+#define INRPD_FORWARD ((size_t)-1)
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
-		    uint8_t *out, bool limit_udp, struct inrpd_counters *cnt);
+		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
+		    struct fwd_request *req, struct inrpd_counters *cnt);
+/* A SERVFAIL (with INRP status if the client is a router) for a request. */
+size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
+			     uint8_t *out, size_t cap);
+/* The client's answer built from a checked upstream answer; 0 if it does not decode. */
+size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
+			  const uint8_t *pkt, size_t len, const struct dns_upstream_answer *a,
+			  const struct inrp_response_opt *from_hop, uint8_t *out, size_t cap);
+bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client);
+
+/*
+ * forward.c: the forwarding engine.  Each UDP worker owns one, and the main
+ * thread one for TCP; an engine is used by its owner thread only (stats
+ * are read by others with relaxed loads).  It keeps the queries in flight,
+ * sends them to the next content router or upstream resolver, matches
+ * answers, retries alternates on timeout, and hands the client's answer to
+ * the transport through deliver().
+ */
+struct fwd_client {
+	/* UDP: where the answer goes */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	uint8_t listen_idx;
+	uint8_t ctl_len;                /* 0: no pktinfo */
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	} ctl;
+	/* TCP: the connection and its serial (a closed connection's is stale) */
+	void *conn;
+	uint64_t serial;
+};
+
+struct fwd_engine;
+typedef void (*fwd_deliver_fn)(void *ctx, const struct fwd_client *client,
+			       const uint8_t *msg, size_t len);
+
+struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver, void *ctx,
+				     struct inrpd_counters *cnt, char *err, size_t err_len);
+void fwd_engine_free(struct fwd_engine *e);
+/* Its sockets, to poll for reading (fds[i] < 0: none of that family). */
+void fwd_engine_fds(const struct fwd_engine *e, int fds[2]);
+/* Takes over a request; the client gets its answer through deliver(). */
+void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client);
+/* Reads answers from fd; call when it polls readable. */
+void fwd_on_readable(struct fwd_engine *e, int fd);
+/* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */
+int fwd_expire(struct fwd_engine *e);
+/* Forgets the queries of a TCP connection that closed. */
+void fwd_cancel_conn(struct fwd_engine *e, const void *conn);
+unsigned fwd_pending_count(const struct fwd_engine *e);
+
+/* Per next hop statistics, summed over engines by the control socket. */
+struct fwd_hop_stats {
+	uint8_t family;
+	uint8_t addr[16];
+	uint16_t port;
+	uint64_t queries, answers, timeouts;
+	uint32_t srtt_us;               /* 0: no sample yet */
+	uint32_t load_ms;               /* last reported by the hop */
+};
+typedef void (*fwd_hop_fn)(const struct fwd_hop_stats *h, void *arg);
+void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg);
 
 /* The runtime in force; readers use rcu_dereference(inrpd_rt). */
 extern struct inrpd_runtime *inrpd_rt;
@@ -118,6 +242,7 @@ int udp_workers_start(struct udp_workers *w, char *err, size_t err_len);
  * closes the sockets, frees. */
 void udp_workers_stop(struct udp_workers *w, struct inrpd_counters *final);
 void udp_workers_counters(const struct udp_workers *w, struct inrpd_counters *sum);
+void udp_workers_hops(const struct udp_workers *w, fwd_hop_fn fn, void *arg);
 
 /* tcp.c */
 struct uv_loop_s;
@@ -128,6 +253,7 @@ void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t id
 /* Closes listeners and connections; run the loop afterwards to finish. */
 void tcp_server_close(struct tcp_server *s);
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum);
+void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg);
 void tcp_server_free(struct tcp_server *s);
 
 /* Formats "127.0.0.1 port 53" / "::1 port 53". */

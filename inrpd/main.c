@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
 #include <uv.h>
 #include <urcu-qsbr.h>
 
@@ -175,18 +177,44 @@ static int write_pid_file(const char *path, char *err, size_t err_len)
 	return 0;
 }
 
+/* Every counter, in the order shown by "show counters" and in the log. */
+static const struct {
+	const char *name;
+	size_t off;
+} counter_fields[] = {
+#define F(x) { #x, offsetof(struct inrpd_counters, x) }
+	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
+	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
+	F(pending_full), F(bad_upstream),
+#undef F
+};
+#define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
+
+static unsigned long long counter_get(const struct inrpd_counters *c, size_t i)
+{
+	return (unsigned long long)*(const uint64_t *)((const char *)c + counter_fields[i].off);
+}
+
+/* "queries 5 answered 5 ..." or, json, "{"queries": 5, ...}" */
+static void format_counters(const struct inrpd_counters *c, bool json, char *buf, size_t len)
+{
+	size_t n = 0;
+	if (json)
+		n += (size_t)snprintf(buf + n, len - n, "{");
+	for (size_t i = 0; i < NCOUNTERS && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, json ? "%s\"%s\": %llu" : "%s%s %llu",
+				      i ? (json ? ", " : " ") : "", counter_fields[i].name, counter_get(c, i));
+	if (json && n < len)
+		snprintf(buf + n, len - n, "}");
+}
+
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
 {
-	log_info("%s: udp: queries %llu answered %llu formerr %llu refused %llu truncated %llu dropped %llu; "
-		 "tcp: queries %llu answered %llu formerr %llu refused %llu dropped %llu",
-		 when,
-		 (unsigned long long)u->queries, (unsigned long long)u->answered,
-		 (unsigned long long)u->formerr, (unsigned long long)u->refused,
-		 (unsigned long long)u->truncated, (unsigned long long)u->dropped,
-		 (unsigned long long)t->queries, (unsigned long long)t->answered,
-		 (unsigned long long)t->formerr, (unsigned long long)t->refused,
-		 (unsigned long long)t->dropped);
+	char ub[1024], tb[1024];
+	format_counters(u, false, ub, sizeof(ub));
+	format_counters(t, false, tb, sizeof(tb));
+	log_info("%s: udp: %s; tcp: %s", when, ub, tb);
 }
 
 static bool same_string(const char *a, const char *b)
@@ -253,27 +281,95 @@ static void counters_now(struct inrpd_counters *u, struct inrpd_counters *t)
 	tcp_server_counters(g.tcp, t);
 }
 
-#define COUNTER_FIELDS(c) \
-	(unsigned long long)(c)->queries, (unsigned long long)(c)->answered, \
-	(unsigned long long)(c)->formerr, (unsigned long long)(c)->refused, \
-	(unsigned long long)(c)->truncated, (unsigned long long)(c)->dropped
-
 static void show_counters(bool json, struct ctl_reply *r)
 {
 	struct inrpd_counters u, t;
+	char ub[1024], tb[1024];
 	counters_now(&u, &t);
+	format_counters(&u, json, ub, sizeof(ub));
+	format_counters(&t, json, tb, sizeof(tb));
 	if (json) {
-		static const char fmt[] = "{\"queries\": %llu, \"answered\": %llu, \"formerr\": %llu, "
-					  "\"refused\": %llu, \"truncated\": %llu, \"dropped\": %llu}";
-		char ub[256], tb[256];
-		snprintf(ub, sizeof(ub), fmt, COUNTER_FIELDS(&u));
-		snprintf(tb, sizeof(tb), fmt, COUNTER_FIELDS(&t));
 		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);
 		return;
 	}
-	static const char fmt[] = "%-4s queries %llu answered %llu formerr %llu refused %llu truncated %llu dropped %llu";
-	ctl_reply_line(r, CTL_DATA, fmt, "udp", COUNTER_FIELDS(&u));
-	ctl_reply_line(r, CTL_DATA, fmt, "tcp", COUNTER_FIELDS(&t));
+	ctl_reply_line(r, CTL_DATA, "udp  %s", ub);
+	ctl_reply_line(r, CTL_DATA, "tcp  %s", tb);
+}
+
+/* Next hops summed over every engine (each thread keeps its own). */
+struct hop_list {
+	unsigned n, cap;
+	struct fwd_hop_stats *h;
+	uint64_t *rtt_weight;
+};
+
+static void hop_collect(const struct fwd_hop_stats *st, void *arg)
+{
+	struct hop_list *l = arg;
+	unsigned alen = st->family == AF_INET ? 4 : 16;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct fwd_hop_stats *h = &l->h[i];
+		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
+			/* smoothed RTTs averaged, weighted by the answers behind them */
+			if (st->srtt_us && st->answers) {
+				uint64_t w = l->rtt_weight[i];
+				h->srtt_us = (uint32_t)(((uint64_t)h->srtt_us * w + (uint64_t)st->srtt_us * st->answers) /
+							(w + st->answers));
+				l->rtt_weight[i] = w + st->answers;
+			}
+			h->queries += st->queries;
+			h->answers += st->answers;
+			h->timeouts += st->timeouts;
+			if (st->load_ms > h->load_ms)
+				h->load_ms = st->load_ms;
+			return;
+		}
+	}
+	if (l->n == l->cap) {
+		unsigned cap = l->cap ? l->cap * 2 : 16;
+		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
+		if (!nh)
+			return;
+		l->h = nh;
+		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
+		if (!nw)
+			return;
+		l->rtt_weight = nw;
+		l->cap = cap;
+	}
+	l->h[l->n] = *st;
+	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
+	l->n++;
+}
+
+static void show_hops(bool json, struct ctl_reply *r)
+{
+	struct hop_list l = { 0 };
+	udp_workers_hops(g.udp, hop_collect, &l);
+	tcp_server_hops(g.tcp, hop_collect, &l);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "[");
+	for (unsigned i = 0; i < l.n; i++) {
+		const struct fwd_hop_stats *h = &l.h[i];
+		char a[INET6_ADDRSTRLEN];
+		if (!inet_ntop(h->family, h->addr, a, sizeof(a)))
+			strcpy(a, "?");
+		if (json)
+			ctl_reply_line(r, CTL_DATA, "{\"addr\": \"%s\", \"port\": %u, \"queries\": %llu, "
+				       "\"answers\": %llu, \"timeouts\": %llu, \"srtt_us\": %u, \"load_ms\": %u}%s",
+				       a, h->port, (unsigned long long)h->queries, (unsigned long long)h->answers,
+				       (unsigned long long)h->timeouts, h->srtt_us, h->load_ms,
+				       i + 1 < l.n ? "," : "");
+		else
+			ctl_reply_line(r, CTL_DATA, "%s port %u: queries %llu answers %llu timeouts %llu "
+				       "srtt %u.%03u ms load %u ms", a, h->port, (unsigned long long)h->queries,
+				       (unsigned long long)h->answers, (unsigned long long)h->timeouts,
+				       h->srtt_us / 1000, h->srtt_us % 1000, h->load_ms);
+	}
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]");
+	free(l.h);
+	free(l.rtt_weight);
 }
 
 static void show_status(bool json, struct ctl_reply *r)
@@ -285,9 +381,11 @@ static void show_status(bool json, struct ctl_reply *r)
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"config\": \"%s\", \"routes\": %u, \"fib_names\": %llu, \"fib_route_sets\": %llu, "
-			       "\"fib_aggregates\": %llu}", INRPD_VERSION, (int)getpid(), uptime, g.conf_path,
+			       "\"fib_aggregates\": %llu, \"router_id\": \"%016llx\", \"upstreams\": %u}",
+			       INRPD_VERSION, (int)getpid(), uptime, g.conf_path,
 			       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
-			       (unsigned long long)st.aggregates);
+			       (unsigned long long)st.aggregates, (unsigned long long)rt->router_id,
+			       rt->nupstreams);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "inrpd %s, pid %d, up %llu s", INRPD_VERSION, (int)getpid(), uptime);
@@ -295,6 +393,13 @@ static void show_status(bool json, struct ctl_reply *r)
 	for (unsigned i = 0; i < g.cfg->nlisten; i++) {
 		char buf[80];
 		ctl_reply_line(r, CTL_DATA, "listen %s", inrpd_listen_format(&g.cfg->listen[i], buf, sizeof(buf)));
+	}
+	ctl_reply_line(r, CTL_DATA, "router-id \"%s\" (%016llx)", rt->router_name,
+		       (unsigned long long)rt->router_id);
+	for (unsigned i = 0; i < rt->nupstreams; i++) {
+		char a[INET6_ADDRSTRLEN];
+		ctl_reply_line(r, CTL_DATA, "upstream %s port %u",
+			       route_addr_format(&rt->upstreams[i], a, sizeof(a)), rt->upstreams[i].port);
 	}
 	ctl_reply_line(r, CTL_DATA, "routes %u, FIB names %llu, route sets %llu, aggregates %llu",
 		       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
@@ -308,6 +413,8 @@ static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 	int words = json ? argc - 1 : argc;
 	if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "counters") == 0) {
 		show_counters(json, r);
+	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "hops") == 0) {
+		show_hops(json, r);
 	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "status") == 0) {
 		show_status(json, r);
 	} else if (argc == 1 && strcmp(argv[0], "reload") == 0) {
@@ -316,7 +423,8 @@ static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 		ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
 	} else if (argc == 1 && strcmp(argv[0], "help") == 0) {
 		ctl_reply_line(r, CTL_DATA, "show status [json]      version, uptime, listen addresses, table size");
-		ctl_reply_line(r, CTL_DATA, "show counters [json]    queries and answers, UDP and TCP");
+		ctl_reply_line(r, CTL_DATA, "show counters [json]    queries and what became of them, UDP and TCP");
+		ctl_reply_line(r, CTL_DATA, "show hops [json]        next routers and upstreams: queries, timeouts, RTT, load");
 		ctl_reply_line(r, CTL_DATA, "reload                  re-read the configuration file");
 		ctl_reply_line(r, CTL_DATA, "quit                    close this connection");
 	} else {

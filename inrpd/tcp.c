@@ -11,6 +11,13 @@
  * client that does not read its answers stops being read once
  * TCP_WRITE_QUEUE_MAX bytes are queued, until the queue drains.
  *
+ * Queries that go to another router or an upstream resolver are handed to
+ * the main thread's forwarding engine, whose sockets and deadline this
+ * loop watches; their answers are written when they come, so they may
+ * overtake earlier queries (RFC 7766 6.2.1.1 allows it).  A client that
+ * half-closes still gets the answers in flight; a connection that closes
+ * drops them.
+ *
  * RCU: the main thread is offline except while it answers the messages of
  * one read; the runtime is dereferenced once per read.
  */
@@ -40,6 +47,7 @@ struct tcp_conn {
 	uint8_t *rbuf;
 	size_t rcap, rlen;
 	unsigned open_handles;
+	unsigned forwarded;             /* queries in the forwarding engine */
 	bool closing;
 	bool paused;                    /* reading stopped for write backpressure */
 	bool eof;
@@ -63,7 +71,15 @@ struct tcp_server {
 	unsigned open_listeners;
 	bool closing;
 	struct inrpd_counters cnt;
+	struct fwd_engine *fwd;
+	int fwd_fds[2];
+	uv_poll_t fwd_poll[2];
+	uv_timer_t fwd_timer;
+	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
+	struct fwd_request req;         /* scratch */
 };
+
+static void fwd_rearm(struct tcp_server *s);
 
 static void conn_close(struct tcp_conn *c);
 
@@ -89,6 +105,11 @@ static void conn_close(struct tcp_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	if (c->forwarded) {
+		fwd_cancel_conn(c->srv->fwd, c);
+		c->forwarded = 0;
+		fwd_rearm(c->srv);
+	}
 	uv_read_stop((uv_stream_t *)&c->handle);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
@@ -205,8 +226,21 @@ static void conn_process(struct tcp_conn *c)
 		}
 		if (c->rlen - off - 2 < mlen)
 			break;
-		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, answer, false, &s->cnt);
+		struct sockaddr_storage peer;
+		int plen = sizeof(peer);
+		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
+			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
+		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
+					   answer, false, &s->req, &s->cnt);
 		off += 2 + mlen;
+		if (alen == INRPD_FORWARD) {
+			struct fwd_client fc = { .conn = c };
+			c->forwarded++;
+			fwd_start(s->fwd, &s->req, &fc);
+			if (c->closing)         /* delivery failed and closed it */
+				break;
+			continue;
+		}
 		if (alen && !out_append(&o, answer, alen)) {
 			log_err("tcp: out of memory for answers");
 			CNT_INC(&s->cnt, dropped);
@@ -215,6 +249,7 @@ static void conn_process(struct tcp_conn *c)
 		}
 	}
 	rcu_thread_offline();
+	fwd_rearm(s);
 
 	if (off > 0) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
@@ -242,6 +277,71 @@ static void conn_process(struct tcp_conn *c)
 	conn_resume_or_pause(c);
 }
 
+static void conn_shutdown(struct tcp_conn *c)
+{
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->handle, on_shutdown) < 0)
+		conn_close(c);
+}
+
+/* An answer from the forwarding engine. */
+static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *msg, size_t len)
+{
+	struct tcp_server *s = ctx;
+	struct tcp_conn *c = fc->conn;
+	struct outbuf o = { 0 };
+
+	c->forwarded--;
+	if (c->closing)
+		return;
+	if (!out_append(&o, msg, len)) {
+		CNT_INC(&s->cnt, dropped);
+		conn_close(c);
+		return;
+	}
+	o.w->conn = c;
+	o.w->req.data = o.w;
+	uv_buf_t b = uv_buf_init((char *)o.w->data, (unsigned)o.w->len);
+	int rc = uv_write(&o.w->req, (uv_stream_t *)&c->handle, &b, 1, on_write);
+	if (rc < 0) {
+		free(o.w);
+		CNT_INC(&s->cnt, dropped);
+		conn_close(c);
+		return;
+	}
+	CNT_INC(&s->cnt, answered);
+	if (c->eof && c->forwarded == 0)
+		conn_shutdown(c);
+	else if (!c->eof)
+		conn_resume_or_pause(c);
+}
+
+static void on_fwd_timer(uv_timer_t *t)
+{
+	struct tcp_server *s = t->data;
+	fwd_rearm(s);
+}
+
+static void fwd_rearm(struct tcp_server *s)
+{
+	if (s->closing)
+		return;
+	int ms = fwd_expire(s->fwd);
+	if (ms < 0)
+		uv_timer_stop(&s->fwd_timer);
+	else
+		uv_timer_start(&s->fwd_timer, on_fwd_timer, (uint64_t)ms, 0);
+}
+
+static void on_fwd_readable(uv_poll_t *h, int status, int events)
+{
+	struct tcp_server *s = h->data;
+	(void)status;
+	(void)events;
+	fwd_on_readable(s->fwd, s->fwd_fds[h == &s->fwd_poll[0] ? 0 : 1]);
+	fwd_rearm(s);
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct tcp_conn *c = stream->data;
@@ -256,12 +356,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	if (nread == 0)                         /* EAGAIN */
 		return;
 	if (nread == UV_EOF) {
-		/* the client is done: send what is queued, then close */
+		/* the client is done: send what is queued and in flight, then close */
 		c->eof = true;
 		uv_read_stop(stream);
-		c->shutdown.data = c;
-		if (uv_shutdown(&c->shutdown, stream, on_shutdown) < 0)
-			conn_close(c);
+		if (c->forwarded == 0)
+			conn_shutdown(c);
 		return;
 	}
 	log_debug("tcp: read: %s", uv_strerror((int)nread));
@@ -323,6 +422,12 @@ static void listener_closed(uv_handle_t *h)
 	s->open_listeners--;
 }
 
+static void aux_closed(uv_handle_t *h)
+{
+	struct tcp_server *s = h->data;
+	s->open_aux--;
+}
+
 struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *cfg,
 				   char *err, size_t err_len)
 {
@@ -334,6 +439,23 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->loop = loop;
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
+	s->fwd = fwd_engine_create(cfg->max_pending, deliver_tcp, s, &s->cnt, err, err_len);
+	if (!s->fwd) {
+		free(s);
+		return NULL;
+	}
+	fwd_engine_fds(s->fwd, s->fwd_fds);
+	uv_timer_init(loop, &s->fwd_timer);
+	s->fwd_timer.data = s;
+	s->open_aux++;
+	for (unsigned i = 0; i < 2; i++) {
+		if (s->fwd_fds[i] < 0)
+			continue;
+		uv_poll_init(loop, &s->fwd_poll[i], s->fwd_fds[i]);
+		s->fwd_poll[i].data = s;
+		s->open_aux++;
+		uv_poll_start(&s->fwd_poll[i], UV_READABLE, on_fwd_readable);
+	}
 	for (unsigned i = 0; i < cfg->nlisten; i++) {
 		const struct inrpd_listen *l = &cfg->listen[i];
 		struct sockaddr_storage ss;
@@ -378,6 +500,15 @@ void tcp_server_close(struct tcp_server *s)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
 	for (struct tcp_conn *c = s->conns; c; c = c->next)
 		conn_close(c);
+	uv_close((uv_handle_t *)&s->fwd_timer, aux_closed);
+	for (unsigned i = 0; i < 2; i++)
+		if (s->fwd_fds[i] >= 0)
+			uv_close((uv_handle_t *)&s->fwd_poll[i], aux_closed);
+}
+
+void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg)
+{
+	fwd_engine_hops(s->fwd, fn, arg);
 }
 
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
@@ -389,8 +520,9 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns)
+	if (s->open_listeners || s->conns || s->open_aux)
 		log_err("tcp: freeing the server with %u listeners and %u connections open",
 			s->open_listeners, s->nconns);
+	fwd_engine_free(s->fwd);
 	free(s);
 }

@@ -6,6 +6,11 @@
  * preallocated buffers, answers the batch, and sends it with one sendmmsg.
  * Nothing is allocated per packet.
  *
+ * A query that needs another router or an upstream resolver goes to the
+ * worker's own forwarding engine (forward.c), whose sockets and deadlines
+ * the same poll() watches; its answer leaves through the socket the query
+ * came in on.
+ *
  * RCU (QSBR): a worker is online only between poll() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
  * within the batch, and announces a quiescent state after each one.
@@ -41,6 +46,8 @@ struct udp_worker {
 	unsigned nfds;
 	int fds[INRPD_MAX_LISTEN];
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
+	struct fwd_engine *fwd;
+	struct fwd_request req;         /* scratch for the query being answered */
 
 	struct mmsghdr in[UDP_BATCH];
 	struct mmsghdr out[UDP_BATCH];
@@ -150,8 +157,10 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
 }
 
 /* One recvmmsg batch on fd; returns the number of messages received. */
-static int serve_batch(struct udp_worker *w, int fd, bool pktinfo)
+static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
+	int fd = w->fds[listen_idx];
+	bool pktinfo = w->pktinfo[listen_idx];
 	for (unsigned i = 0; i < UDP_BATCH; i++) {
 		struct msghdr *h = &w->in[i].msg_hdr;
 		h->msg_name = &w->peer[i];
@@ -178,7 +187,20 @@ static int serve_batch(struct udp_worker *w, int fd, bool pktinfo)
 			CNT_INC(&w->cnt, dropped);
 			continue;
 		}
-		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len, w->outbuf[k], true, &w->cnt);
+		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
+					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
+					  &w->req, &w->cnt);
+		if (len == INRPD_FORWARD) {
+			struct fwd_client c;
+			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
+			c.peer_len = h->msg_namelen;
+			c.listen_idx = (uint8_t)listen_idx;
+			c.ctl_len = pktinfo ? (uint8_t)reply_pktinfo(h, c.ctl.buf, sizeof(c.ctl.buf)) : 0;
+			c.conn = NULL;
+			c.serial = 0;
+			fwd_start(w->fwd, &w->req, &c);
+			continue;
+		}
 		if (len == 0)
 			continue;
 		struct msghdr *o = &w->out[k].msg_hdr;
@@ -223,16 +245,21 @@ static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
 	struct udp_workers *ws = w->parent;
-	struct pollfd pfd[INRPD_MAX_LISTEN + 1];
+	struct pollfd pfd[INRPD_MAX_LISTEN + 3];
+	int fwd_fds[2];
 
 	rcu_register_thread();
 	for (unsigned i = 0; i < w->nfds; i++)
 		pfd[i] = (struct pollfd){ .fd = w->fds[i], .events = POLLIN };
 	pfd[w->nfds] = (struct pollfd){ .fd = ws->stop_fd, .events = POLLIN };
+	fwd_engine_fds(w->fwd, fwd_fds);
+	for (unsigned i = 0; i < 2; i++)
+		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
 
 	for (;;) {
+		int timeout = fwd_expire(w->fwd);
 		rcu_thread_offline();
-		int n = poll(pfd, w->nfds + 1, -1);
+		int n = poll(pfd, w->nfds + 3, timeout);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -243,11 +270,14 @@ static void *worker_main(void *arg)
 			}
 			continue;
 		}
+		for (unsigned i = 0; i < 2; i++)
+			if (pfd[w->nfds + 1 + i].revents & (POLLIN | POLLERR))
+				fwd_on_readable(w->fwd, fwd_fds[i]);
 		for (unsigned i = 0; i < w->nfds; i++) {
 			if (!(pfd[i].revents & (POLLIN | POLLERR)))
 				continue;
 			for (unsigned b = 0; b < UDP_BATCHES_PER_ROUND; b++) {
-				int got = serve_batch(w, w->fds[i], w->pktinfo[i]);
+				int got = serve_batch(w, i);
 				rcu_quiescent_state();
 				if (got < UDP_BATCH)
 					break;
@@ -256,6 +286,31 @@ static void *worker_main(void *arg)
 	}
 	rcu_unregister_thread();
 	return NULL;
+}
+
+/* The forwarding engine's answers leave through the socket the query came in on. */
+static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *msg, size_t len)
+{
+	struct udp_worker *w = ctx;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr h = {
+		.msg_name = (void *)&c->peer,
+		.msg_namelen = c->peer_len,
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = c->ctl_len ? (void *)c->ctl.buf : NULL,
+		.msg_controllen = c->ctl_len,
+	};
+	ssize_t n;
+	do
+		n = sendmsg(w->fds[c->listen_idx], &h, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		log_debug("udp worker %u: sendmsg: %s", w->idx, strerror(errno));
+		CNT_INC(&w->cnt, dropped);
+		return;
+	}
+	CNT_INC(&w->cnt, answered);
 }
 
 struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nworkers,
@@ -282,6 +337,9 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
+		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
+		if (!w->fwd)
+			goto fail;
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
 			w->iov_in[j].iov_base = w->inbuf[j];
 			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
@@ -341,6 +399,7 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 			inrpd_counters_add(final, &w->cnt);
 		for (unsigned l = 0; l < w->nfds; l++)
 			close(w->fds[l]);
+		fwd_engine_free(w->fwd);
 		free(w);
 	}
 	if (ws->stop_fd >= 0)
@@ -353,4 +412,10 @@ void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *s
 {
 	for (unsigned i = 0; i < ws->n; i++)
 		inrpd_counters_add(sum, &ws->w[i]->cnt);
+}
+
+void udp_workers_hops(const struct udp_workers *ws, fwd_hop_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		fwd_engine_hops(ws->w[i]->fwd, fn, arg);
 }

@@ -196,7 +196,11 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	b->limit = limit > DNS_TCP_MAX ? DNS_TCP_MAX : limit;
 	b->q = q;
 	b->rcode = (uint16_t)rcode;
-	b->ancount = 0;
+	b->ancount = b->nscount = b->arcount = 0;
+	b->owner_off = DNS_HEADER_LEN;
+	b->upstream_flags = 0;
+	b->opt_code = b->opt_len = 0;
+	b->opt_data = NULL;
 	b->truncated = false;
 	b->failed = false;
 	b->with_question = q->has_question &&
@@ -223,6 +227,51 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	b->len = b->question_end = p;
 }
 
+/* RFC 2181 9: a partial RRset is worse than none; the client retries over TCP */
+static void truncate(struct dns_builder *b)
+{
+	b->truncated = true;
+	b->len = b->question_end;
+	b->ancount = b->nscount = b->arcount = 0;
+	b->owner_off = DNS_HEADER_LEN;
+}
+
+bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len)
+{
+	if (b->failed || !b->q->has_edns || b->len != b->question_end)
+		return false;
+	if (4u + len > b->limit - b->reserve - b->len)
+		return false;
+	b->opt_code = code;
+	b->opt_len = len;
+	b->opt_data = data;
+	b->reserve += 4u + len;
+	return true;
+}
+
+bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question)
+		return false;
+	size_t rr_len = 2u + 10u + target->len;
+	if (rr_len > b->limit - b->reserve - b->len || b->ancount == UINT16_MAX ||
+	    b->len + 12u > 0x3fff) {            /* the target must be reachable by a pointer */
+		truncate(b);
+		return false;
+	}
+	uint8_t *p = b->buf + b->len;
+	wr16(p, 0xC000 | b->owner_off);
+	wr16(p + 2, DNS_TYPE_CNAME);
+	wr16(p + 4, DNS_CLASS_IN);
+	wr32(p + 6, ttl);
+	wr16(p + 10, target->len);
+	memcpy(p + 12, target->wire, target->len);
+	b->owner_off = (uint16_t)(b->len + 12);
+	b->len += rr_len;
+	b->ancount++;
+	return true;
+}
+
 bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl)
 {
 	if (b->failed || b->truncated || !b->with_question)
@@ -239,14 +288,11 @@ bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *add
 	}
 	size_t rr_len = 2u + 10u + rdlen;
 	if (rr_len > b->limit - b->reserve - b->len || b->ancount == UINT16_MAX) {
-		/* RFC 2181 9: a partial RRset is worse than none; the client retries over TCP */
-		b->truncated = true;
-		b->len = b->question_end;
-		b->ancount = 0;
+		truncate(b);
 		return false;
 	}
 	uint8_t *p = b->buf + b->len;
-	wr16(p, 0xC000 | DNS_HEADER_LEN);       /* the owner: the question name */
+	wr16(p, 0xC000 | b->owner_off);
 	wr16(p + 2, type);
 	wr16(p + 4, DNS_CLASS_IN);
 	wr32(p + 6, ttl);
@@ -266,11 +312,12 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 
 	h[2] = (uint8_t)(F1_QR | ((q->opcode << F1_OPCODE_SHIFT) & F1_OPCODE_MASK) |
 			 (b->truncated ? F1_TC : 0) | (q->rd ? F1_RD : 0));
-	h[3] = (uint8_t)(F2_RA | (q->cd ? F2_CD : 0) | (b->rcode & F2_RCODE_MASK));
+	h[3] = (uint8_t)(F2_RA | (q->cd ? F2_CD : 0) | (b->upstream_flags & F2_AD) |
+			 (b->rcode & F2_RCODE_MASK));
 	wr16(h + 4, b->with_question ? 1 : 0);
 	wr16(h + 6, b->ancount);
-	wr16(h + 8, 0);
-	wr16(h + 10, b->reserve ? 1 : 0);
+	wr16(h + 8, b->nscount);
+	wr16(h + 10, (uint16_t)(b->arcount + (b->reserve ? 1 : 0)));
 
 	if (b->reserve) {
 		uint8_t *p = b->buf + b->len;
@@ -280,8 +327,306 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 		p[5] = (uint8_t)(b->rcode >> 4);        /* extended rcode: BADVERS */
 		p[6] = 0;                               /* the version we speak */
 		wr16(p + 7, q->edns_do ? EDNS_DO : 0);  /* RFC 3225 3: DO is copied */
-		wr16(p + 9, 0);
+		wr16(p + 9, b->opt_len ? 4u + b->opt_len : 0);
 		b->len += DNS_OPT_RR_LEN;
+		if (b->opt_len) {
+			wr16(b->buf + b->len, b->opt_code);
+			wr16(b->buf + b->len + 2, b->opt_len);
+			memcpy(b->buf + b->len + 4, b->opt_data, b->opt_len);
+			b->len += 4u + b->opt_len;
+		}
 	}
 	return b->len;
+}
+
+size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
+{
+	size_t need = DNS_HEADER_LEN + s->qname_len + 4u +
+		      (s->edns ? DNS_OPT_RR_LEN + (s->opt_code ? 4u + s->opt_len : 0) : 0);
+	if (need > cap)
+		return 0;
+	memset(buf, 0, DNS_HEADER_LEN);
+	wr16(buf, s->id);
+	buf[2] = s->rd ? F1_RD : 0;
+	buf[3] = s->cd ? F2_CD : 0;
+	wr16(buf + 4, 1);
+	wr16(buf + 10, s->edns ? 1 : 0);
+	size_t p = DNS_HEADER_LEN;
+	memcpy(buf + p, s->qname, s->qname_len);
+	p += s->qname_len;
+	wr16(buf + p, s->qtype);
+	wr16(buf + p + 2, s->qclass);
+	p += 4;
+	if (s->edns) {
+		buf[p] = 0;
+		wr16(buf + p + 1, DNS_TYPE_OPT);
+		wr16(buf + p + 3, s->udp_size);
+		buf[p + 5] = 0;
+		buf[p + 6] = 0;
+		wr16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
+		wr16(buf + p + 9, s->opt_code ? 4u + s->opt_len : 0);
+		p += DNS_OPT_RR_LEN;
+		if (s->opt_code) {
+			wr16(buf + p, s->opt_code);
+			wr16(buf + p + 2, s->opt_len);
+			memcpy(buf + p + 4, s->opt_data, s->opt_len);
+			p += 4u + s->opt_len;
+		}
+	}
+	return p;
+}
+
+/* Steps over a name without decoding it (a pointer ends it). */
+static bool skip_name(const uint8_t *pkt, size_t len, size_t *pos)
+{
+	size_t p = *pos;
+	for (unsigned n = 0; n < 128; n++) {
+		if (p >= len)
+			return false;
+		uint8_t b = pkt[p];
+		if ((b & 0xC0) == 0xC0) {
+			if (len - p < 2)
+				return false;
+			*pos = p + 2;
+			return true;
+		}
+		if (b > NAME_MAX_LABEL)
+			return false;
+		if (b == 0) {
+			*pos = p + 1;
+			return true;
+		}
+		p += 1u + b;
+	}
+	return false;
+}
+
+int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
+			      uint16_t qtype, uint16_t qclass, struct dns_upstream_answer *a,
+			      const char **err)
+{
+	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX) {
+		*err = "message length out of range";
+		return -1;
+	}
+	if (rd16(pkt) != id) {
+		*err = "unexpected id";
+		return -1;
+	}
+	if (!(pkt[2] & F1_QR) || ((pkt[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT) != DNS_OPCODE_QUERY) {
+		*err = "not a response to a query";
+		return -1;
+	}
+	if (rd16(pkt + 4) != 1) {
+		*err = "not exactly one question";
+		return -1;
+	}
+	a->tc = (pkt[2] & F1_TC) != 0;
+	a->ad = (pkt[3] & F2_AD) != 0;
+	a->rcode = pkt[3] & F2_RCODE_MASK;
+	a->ancount = rd16(pkt + 6);
+	a->nscount = rd16(pkt + 8);
+	a->arcount = rd16(pkt + 10);
+	a->has_opt = false;
+	a->opts_off = a->opts_len = 0;
+
+	struct name n;
+	size_t pos = DNS_HEADER_LEN;
+	if (name_from_packet(&n, pkt, len, &pos) != NAME_OK || len - pos < 4) {
+		*err = "bad question";
+		return -1;
+	}
+	if (!name_equal(&n, qname) || rd16(pkt + pos) != qtype || rd16(pkt + pos + 2) != qclass) {
+		*err = "answers another question";
+		return -1;
+	}
+	pos += 4;
+	a->records_off = (uint16_t)pos;
+
+	unsigned total = (unsigned)a->ancount + a->nscount + a->arcount;
+	for (unsigned i = 0; i < total; i++) {
+		size_t owner = pos;
+		if (!skip_name(pkt, len, &pos) || len - pos < 10) {
+			*err = "record runs past the message";
+			return -1;
+		}
+		uint16_t type = rd16(pkt + pos), rdlen = rd16(pkt + pos + 8);
+		if (len - pos - 10 < rdlen) {
+			*err = "record data runs past the message";
+			return -1;
+		}
+		if (type == DNS_TYPE_OPT) {
+			if (i < (unsigned)a->ancount + a->nscount || a->has_opt || pkt[owner] != 0) {
+				*err = "misplaced OPT record";
+				return -1;
+			}
+			a->has_opt = true;
+			a->rcode |= (uint16_t)(pkt[pos + 4] << 4);
+			a->opts_off = (uint16_t)(pos + 10);
+			a->opts_len = rdlen;
+		}
+		pos += 10u + rdlen;
+	}
+	return 0;
+}
+
+/* Where names sit in the RDATA of the types RFC 1035 and friends let compress. */
+enum rdata_layout { RD_RAW, RD_NAME, RD_PREF_NAME, RD_TWO_NAMES, RD_SOA, RD_SRV };
+
+static enum rdata_layout rdata_layout(uint16_t type)
+{
+	switch (type) {
+	case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12: case 39:
+		return RD_NAME;                 /* NS MD MF CNAME MB MG MR PTR DNAME */
+	case 15: case 18: case 21: case 36:
+		return RD_PREF_NAME;            /* MX AFSDB RT KX */
+	case 14: case 17:
+		return RD_TWO_NAMES;            /* MINFO RP */
+	case 6:
+		return RD_SOA;
+	case 33:
+		return RD_SRV;
+	default:
+		return RD_RAW;
+	}
+}
+
+/* Copies one name from pkt at *pos into out, uncompressed: 1, 0 if it does not fit, -1 if bad. */
+static int put_name(uint8_t *out, size_t room, size_t *o, const uint8_t *pkt, size_t len,
+		    size_t *pos, size_t end)
+{
+	struct name n;
+	if (name_from_packet(&n, pkt, len, pos) != NAME_OK || *pos > end)
+		return -1;
+	if (room - *o < n.len)
+		return 0;
+	memcpy(out + *o, n.wire, n.len);
+	*o += n.len;
+	return 1;
+}
+
+/*
+ * Copies one record; returns 1 when copied, 0 when it does not fit,
+ * -1 when it cannot be decoded.
+ */
+static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, size_t *pos,
+			const struct name *qname)
+{
+	size_t room = b->limit - b->reserve;
+	size_t o = b->len;
+	struct name owner;
+	if (name_from_packet(&owner, pkt, len, pos) != NAME_OK || len - *pos < 10)
+		return -1;
+	if (name_equal(&owner, qname)) {
+		if (room - o < 2)
+			return 0;
+		wr16(b->buf + o, 0xC000 | b->owner_off);
+		o += 2;
+	} else {
+		if (room - o < owner.len)
+			return 0;
+		memcpy(b->buf + o, owner.wire, owner.len);
+		o += owner.len;
+	}
+	const uint8_t *fixed = pkt + *pos;
+	uint16_t type = rd16(fixed), rdlen = rd16(fixed + 8);
+	*pos += 10;
+	size_t end = *pos + rdlen;
+	if (room - o < 10)
+		return 0;
+	memcpy(b->buf + o, fixed, 8);
+	size_t rdlen_at = o + 8;
+	o += 10;
+	size_t rd_start = o, p = *pos;
+	int ok = 1;
+	enum rdata_layout layout = rdata_layout(type);
+
+	if (layout == RD_PREF_NAME || layout == RD_SRV) {
+		size_t fixed_len = layout == RD_SRV ? 6 : 2;
+		if (end - p < fixed_len)
+			return -1;
+		if (room - o < fixed_len)
+			return 0;
+		memcpy(b->buf + o, pkt + p, fixed_len);
+		o += fixed_len;
+		p += fixed_len;
+	}
+	switch (layout) {
+	case RD_RAW:
+		if (room - o < rdlen)
+			return 0;
+		memcpy(b->buf + o, pkt + p, rdlen);
+		o += rdlen;
+		p = end;
+		break;
+	case RD_NAME:
+	case RD_PREF_NAME:
+	case RD_SRV:
+		ok = put_name(b->buf, room, &o, pkt, len, &p, end);
+		break;
+	case RD_TWO_NAMES:
+	case RD_SOA:
+		ok = put_name(b->buf, room, &o, pkt, len, &p, end);
+		if (ok == 1)
+			ok = put_name(b->buf, room, &o, pkt, len, &p, end);
+		if (ok == 1 && layout == RD_SOA) {
+			if (end - p < 20)
+				return -1;
+			if (room - o < 20)
+				return 0;
+			memcpy(b->buf + o, pkt + p, 20);
+			o += 20;
+			p += 20;
+		}
+		break;
+	}
+	if (ok != 1)
+		return ok;
+	if (p != end || o - rd_start > UINT16_MAX)
+		return -1;
+	wr16(b->buf + rdlen_at, (uint16_t)(o - rd_start));
+	*pos = end;
+	b->len = o;
+	return 1;
+}
+
+bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
+			const struct dns_upstream_answer *a, const struct name *qname)
+{
+	if (b->failed)
+		return true;
+	b->rcode = a->rcode;
+	if (a->rcode > F2_RCODE_MASK && !b->q->has_edns)
+		b->rcode = DNS_RCODE_SERVFAIL;
+	b->upstream_flags = a->ad ? F2_AD : 0;
+	if (b->truncated || !b->with_question)
+		return true;
+	if (a->tc) {
+		truncate(b);
+		return true;
+	}
+	size_t pos = a->records_off;
+	unsigned total = (unsigned)a->ancount + a->nscount + a->arcount;
+	for (unsigned i = 0; i < total; i++) {
+		if (a->has_opt && pos == a->opts_off - 10u - 1u) {
+			pos = a->opts_off + a->opts_len;        /* upstream's OPT: ours replaces it */
+			continue;
+		}
+		int rc = relay_record(b, pkt, len, &pos, qname);
+		if (rc < 0)
+			return false;
+		if (rc == 0) {
+			/* RFC 2181 9: leaving out additional data does not need TC */
+			if (i < (unsigned)a->ancount + a->nscount)
+				truncate(b);
+			return true;
+		}
+		if (i < a->ancount)
+			b->ancount++;
+		else if (i < (unsigned)a->ancount + a->nscount)
+			b->nscount++;
+		else
+			b->arcount++;
+	}
+	return true;
 }

@@ -124,11 +124,19 @@ struct dns_builder {
 	size_t question_end;
 	size_t reserve;         /* kept free for the OPT RR */
 	uint16_t ancount;
+	uint16_t nscount;
+	uint16_t arcount;       /* without our OPT RR */
 	uint16_t rcode;
+	uint16_t owner_off;     /* where the name the next address belongs to lies */
+	uint8_t upstream_flags; /* AD copied from a relayed answer */
 	bool with_question;
 	bool truncated;
 	bool failed;            /* limit too small even for header and question */
 	const struct dns_query *q;
+	/* one EDNS option for our OPT RR (dns_response_add_option) */
+	uint16_t opt_code;
+	uint16_t opt_len;
+	const uint8_t *opt_data;
 };
 
 /*
@@ -150,10 +158,75 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl);
 
 /*
+ * Adds a CNAME record: the owner is the question name, or the previous
+ * CNAME's target; the target becomes the owner of the records added next
+ * (the chain of a redirected name).  Returns false once truncated.
+ */
+bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl);
+
+/*
+ * Puts one EDNS option (data kept by the caller until finish) in the OPT
+ * RR, if the query had one.  Call it right after init.  Returns false if
+ * it does not fit (the option is then left out).
+ */
+bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len);
+
+/*
  * Completes the header and appends the OPT RR (advertising our_udp_size)
  * if the query had one.  Returns the message length, or 0 if nothing can
  * be sent (the limit is too small for even the header and question).
  */
 size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size);
+
+
+/*
+ * Outgoing queries, to the next content router or an upstream resolver.
+ */
+struct dns_query_spec {
+	uint16_t id;
+	const uint8_t *qname;           /* wire form, uncompressed */
+	uint8_t qname_len;
+	uint16_t qtype, qclass;
+	bool rd, cd;
+	bool edns;                      /* add an OPT RR */
+	bool edns_do;
+	uint16_t udp_size;              /* our receive buffer, advertised */
+	uint16_t opt_code;              /* 0: no option */
+	uint16_t opt_len;
+	const uint8_t *opt_data;
+};
+/* Writes the query into buf; returns its length, or 0 if cap is too small. */
+size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap);
+
+/*
+ * A response from upstream, checked against what we asked: same id, QR
+ * set, opcode QUERY, exactly our question (names compared without case),
+ * every record inside the message, at most one OPT RR.
+ */
+struct dns_upstream_answer {
+	uint16_t rcode;                 /* extended rcode included */
+	bool tc;
+	bool ad;
+	uint16_t ancount, nscount, arcount;
+	uint16_t records_off;           /* first record after the question */
+	bool has_opt;
+	uint16_t opts_off, opts_len;    /* the OPT RR's options */
+};
+
+/* Returns 0, or -1 with *err set when the message is not our answer. */
+int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
+			      uint16_t qtype, uint16_t qclass, struct dns_upstream_answer *a,
+			      const char **err);
+
+/*
+ * Copies the records of a checked upstream answer into a response being
+ * built (after any CNAMEs), decompressing names, dropping upstream's OPT
+ * RR, and takes its rcode and AD bit.  The answer is truncated (TC,
+ * question only) when it does not fit or upstream's was.  qname is the
+ * name upstream was asked about: records it owns point at where that name
+ * is in our message.  Returns false if a record could not be decoded.
+ */
+bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
+			const struct dns_upstream_answer *a, const struct name *qname);
 
 #endif

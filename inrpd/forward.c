@@ -1,0 +1,631 @@
+/*
+ * The forwarding engine: queries in flight to the next content router or
+ * to an upstream resolver (DESIGN.md, INRP: per-query state at each hop,
+ * the answer relayed back on the same path, a smoothed RTT per next hop,
+ * the next ranked alternate on timeout).
+ *
+ * One engine per thread, nothing shared: a UDP worker polls its engine's
+ * sockets beside its listeners, the main thread drives the TCP one from
+ * libuv.  Every query in flight is a slot in a fixed array (max-pending),
+ * found from an answer by its 16-bit id through a 64 Ki-entry map, and
+ * ordered by deadline in a binary heap.  Nothing is allocated per query.
+ *
+ * Time budget: a query has query-timeout (or what the previous router
+ * granted, budget-ms in the INRP option) for all its attempts.  Each
+ * attempt gets the remaining time divided by the alternates left, so a
+ * router with one route lends the next hop all it has, and a router with
+ * alternates keeps time for them; the next router is told a little less
+ * than we wait, so it gives up (and answers SERVFAIL) before we do.
+ *
+ * Choosing among alternates: FIB rank first; a later alternate wins only
+ * when its expected latency (smoothed RTT plus the load the hop last
+ * reported) is clearly lower (by 1 ms and 10%), and a hop that timed out
+ * in the last FWD_HOLDDOWN_MS counts as very slow.
+ *
+ * Answers are matched by id, source address and port, and question; the
+ * source port of an engine's socket is fixed (chosen by the kernel), so
+ * ids are random to make off-path spoofing cost 2^16 guesses per query.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "inrpd.h"
+
+#define FWD_HOPS_MAX            1024            /* next hops tracked per engine */
+#define FWD_MSG_MAX             65535
+#define FWD_UPSTREAM_UDP_SIZE   4096            /* advertised to next hops */
+#define FWD_MIN_ATTEMPT_MS      20
+#define FWD_HOLDDOWN_MS         5000
+#define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
+#define FWD_READS_PER_WAKE      64
+
+struct fwd_hop {
+	uint8_t used;                   /* published last (release) */
+	uint8_t family;
+	uint16_t port;
+	uint8_t addr[16];
+	uint64_t queries, answers, timeouts;
+	uint32_t srtt_us;
+	uint32_t load_ms;
+	bool load_known;
+	uint64_t last_timeout_us;
+};
+
+struct fwd_pending {
+	bool used;
+	uint8_t cur;                    /* candidate in flight */
+	uint16_t id;                    /* on the wire */
+	uint32_t heap_idx;
+	uint32_t tried;                 /* bit per candidate */
+	uint64_t deadline_us;           /* of this attempt */
+	uint64_t end_us;                /* of the whole query */
+	uint64_t sent_us;
+	struct fwd_hop *hop;
+	struct fwd_client client;
+	struct fwd_request req;
+};
+
+struct fwd_engine {
+	fwd_deliver_fn deliver;
+	void *ctx;
+	struct inrpd_counters *cnt;
+	int fd4, fd6;
+	uint64_t rng;
+	unsigned max_pending;
+	unsigned npending;
+	struct fwd_pending *slots;
+	uint32_t *free_slots;           /* stack of free slot indexes */
+	unsigned nfree;
+	uint32_t *heap;                 /* slot indexes, earliest deadline first */
+	uint16_t *idmap;                /* id -> slot + 1, 0: free */
+	struct fwd_hop hops[FWD_HOPS_MAX];
+	uint8_t rbuf[FWD_MSG_MAX];
+	uint8_t obuf[FWD_MSG_MAX];
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t rng_next(struct fwd_engine *e)
+{
+	/* xorshift64*: ids only need to be unpredictable off-path, seeded from getrandom */
+	e->rng ^= e->rng >> 12;
+	e->rng ^= e->rng << 25;
+	e->rng ^= e->rng >> 27;
+	return e->rng * 0x2545F4914F6CDD1Dull;
+}
+
+#define RELAXED_ADD(p, n) __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+
+/* ---- next hops ---- */
+
+static uint64_t hop_hash(const struct route *r)
+{
+	uint64_t h = 1469598103934665603ull ^ r->family ^ ((uint64_t)r->port << 8);
+	for (unsigned i = 0; i < 16; i++) {
+		h ^= r->addr[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static struct fwd_hop *hop_get(struct fwd_engine *e, const struct route *r)
+{
+	unsigned alen = r->family == AF_INET ? 4 : 16;
+	for (unsigned i = 0, k = (unsigned)hop_hash(r); i < FWD_HOPS_MAX; i++, k++) {
+		struct fwd_hop *h = &e->hops[k % FWD_HOPS_MAX];
+		if (!h->used) {
+			h->family = r->family;
+			h->port = r->port;
+			memset(h->addr, 0, sizeof(h->addr));
+			memcpy(h->addr, r->addr, alen);
+			__atomic_store_n(&h->used, 1, __ATOMIC_RELEASE);
+			return h;
+		}
+		if (h->family == r->family && h->port == r->port && memcmp(h->addr, r->addr, alen) == 0)
+			return h;
+	}
+	return NULL;                    /* full: this hop goes untracked */
+}
+
+static void hop_sample(struct fwd_hop *h, uint64_t rtt_us)
+{
+	uint32_t s = h->srtt_us;
+	uint32_t sample = rtt_us > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_us;
+	if (sample == 0)
+		sample = 1;
+	s = s == 0 ? sample : (uint32_t)(((uint64_t)s * 7 + sample) / 8);   /* RFC 6298 alpha */
+	__atomic_store_n(&h->srtt_us, s, __ATOMIC_RELAXED);
+}
+
+void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < FWD_HOPS_MAX; i++) {
+		const struct fwd_hop *h = &e->hops[i];
+		if (!__atomic_load_n(&h->used, __ATOMIC_ACQUIRE))
+			continue;
+		struct fwd_hop_stats st = {
+			.family = h->family,
+			.port = h->port,
+			.queries = __atomic_load_n(&h->queries, __ATOMIC_RELAXED),
+			.answers = __atomic_load_n(&h->answers, __ATOMIC_RELAXED),
+			.timeouts = __atomic_load_n(&h->timeouts, __ATOMIC_RELAXED),
+			.srtt_us = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED),
+			.load_ms = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED),
+		};
+		memcpy(st.addr, h->addr, sizeof(st.addr));
+		fn(&st, arg);
+	}
+}
+
+/* ---- the deadline heap ---- */
+
+static bool heap_less(const struct fwd_engine *e, uint32_t a, uint32_t b)
+{
+	return e->slots[e->heap[a]].deadline_us < e->slots[e->heap[b]].deadline_us;
+}
+
+static void heap_swap(struct fwd_engine *e, uint32_t a, uint32_t b)
+{
+	uint32_t t = e->heap[a];
+	e->heap[a] = e->heap[b];
+	e->heap[b] = t;
+	e->slots[e->heap[a]].heap_idx = a;
+	e->slots[e->heap[b]].heap_idx = b;
+}
+
+static void heap_fix(struct fwd_engine *e, uint32_t i)
+{
+	while (i > 0 && heap_less(e, i, (i - 1) / 2)) {
+		heap_swap(e, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < e->npending && heap_less(e, l, m))
+			m = l;
+		if (r < e->npending && heap_less(e, r, m))
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(e, i, m);
+		i = m;
+	}
+}
+
+static void heap_push(struct fwd_engine *e, uint32_t slot)
+{
+	uint32_t i = e->npending++;
+	e->heap[i] = slot;
+	e->slots[slot].heap_idx = i;
+	heap_fix(e, i);
+}
+
+static void heap_remove(struct fwd_engine *e, uint32_t slot)
+{
+	uint32_t i = e->slots[slot].heap_idx;
+	uint32_t last = --e->npending;
+	if (i != last) {
+		heap_swap(e, i, last);
+		heap_fix(e, i);
+	}
+}
+
+/* ---- slots ---- */
+
+static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
+{
+	uint32_t slot = (uint32_t)(p - e->slots);
+	if (e->idmap[p->id] == slot + 1)
+		e->idmap[p->id] = 0;
+	p->used = false;
+	e->free_slots[e->nfree++] = slot;
+}
+
+/*
+ * Frees the slot, then hands the answer in obuf over.  The slot goes
+ * first: deliver() may close a TCP connection, which cancels its other
+ * queries and re-enters the engine.
+ */
+static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len)
+{
+	struct fwd_client c = p->client;
+	slot_release(e, p);
+	if (len == 0) {
+		CNT_INC(e->cnt, dropped);
+		return;
+	}
+	e->deliver(e->ctx, &c, e->obuf, len);
+}
+
+static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id)
+{
+	CNT_INC(e->cnt, servfail);
+	finish_query(e, p, inrpd_answer_servfail(&p->req, router_id, INRP_STATUS_UNREACHABLE,
+						 e->obuf, sizeof(e->obuf)));
+}
+
+static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
+				 const struct fwd_hop *h, uint64_t now)
+{
+	const struct route *r = &p->req.cand[i];
+	uint64_t load = r->load_ms;
+	uint64_t cost = 0;
+	if (h) {
+		cost = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
+		if (h->load_known)
+			load = h->load_ms;
+		if (h->last_timeout_us && now - h->last_timeout_us < FWD_HOLDDOWN_MS * 1000ull)
+			cost += FWD_TIMEOUT_PENALTY_US;
+	}
+	return cost + load * 1000;
+}
+
+/* The candidate to try next, or -1 when all were tried. */
+static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, struct fwd_hop **hop)
+{
+	int best = -1;
+	uint64_t best_cost = 0;
+	struct fwd_hop *best_hop = NULL;
+
+	for (unsigned i = 0; i < p->req.ncand; i++) {
+		if (p->tried & (1u << i))
+			continue;
+		struct fwd_hop *h = hop_get(e, &p->req.cand[i]);
+		uint64_t c = expected_cost_us(p, i, h, now);
+		if (best < 0 || (c + 1000 < best_cost && c * 10 < best_cost * 9)) {
+			best = (int)i;
+			best_cost = c;
+			best_hop = h;
+		}
+	}
+	*hop = best_hop;
+	return best;
+}
+
+static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, uint32_t attempt_ms)
+{
+	const struct route *r = &p->req.cand[i];
+	const struct fwd_request *req = &p->req;
+	uint8_t opt[INRP_QUERY_OPT_MAX];
+	struct dns_query_spec s = {
+		.id = p->id,
+		.qname = req->target.wire,
+		.qname_len = req->target.len,
+		.qtype = req->q.qtype,
+		.qclass = req->q.qclass,
+		.rd = req->fallback ? true : req->q.rd,
+		.cd = req->q.cd,
+		.edns = true,
+		.edns_do = req->q.edns_do,
+		.udp_size = FWD_UPSTREAM_UDP_SIZE,
+	};
+	if (!req->fallback) {
+		struct inrp_query_opt o = req->inrp;
+		/* the next router must answer before we give up on it */
+		uint32_t budget = attempt_ms - attempt_ms / 8 - 1;
+		o.budget_ms = (uint16_t)(budget > UINT16_MAX ? UINT16_MAX : budget);
+		s.opt_code = INRP_OPTION_CODE;
+		s.opt_len = (uint16_t)inrp_query_opt_write(&o, opt);
+		s.opt_data = opt;
+	}
+	uint8_t msg[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN + 4 + INRP_QUERY_OPT_MAX];
+	size_t len = dns_query_write(&s, msg, sizeof(msg));
+
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	int fd;
+	if (r->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(r->port);
+		memcpy(&sin->sin_addr, r->addr, 4);
+		sl = sizeof(*sin);
+		fd = e->fd4;
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(r->port);
+		memcpy(&sin6->sin6_addr, r->addr, 16);
+		sl = sizeof(*sin6);
+		fd = e->fd6;
+	}
+	if (fd < 0 || len == 0)
+		return -1;
+	ssize_t n;
+	do
+		n = sendto(fd, msg, len, 0, (struct sockaddr *)&ss, sl);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		log_debug("forward: sendto: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Sends the query to the best untried candidate; fails the query when none is left. */
+static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id)
+{
+	uint32_t slot = (uint32_t)(p - e->slots);
+
+	for (;;) {
+		uint64_t now = now_us();
+		struct fwd_hop *h;
+		int i = choose(e, p, now, &h);
+		if (i < 0 || now >= p->end_us) {
+			fail(e, p, router_id);
+			return;
+		}
+		p->tried |= 1u << i;
+		unsigned left = 0;
+		for (unsigned k = 0; k < p->req.ncand; k++)
+			if (!(p->tried & (1u << k)))
+				left++;
+		uint64_t remaining_ms = (p->end_us - now) / 1000;
+		uint64_t ms = remaining_ms / (left + 1);
+		if (ms < FWD_MIN_ATTEMPT_MS)
+			ms = remaining_ms < FWD_MIN_ATTEMPT_MS ? remaining_ms : FWD_MIN_ATTEMPT_MS;
+		if (ms == 0)
+			ms = 1;
+
+		/* a fresh random id per attempt: a late answer to the last one is not taken */
+		if (e->idmap[p->id] == slot + 1)
+			e->idmap[p->id] = 0;
+		uint16_t id;
+		do
+			id = (uint16_t)rng_next(e);
+		while (e->idmap[id] != 0);
+		p->id = id;
+
+		if (h)
+			RELAXED_ADD(&h->queries, 1);
+		if (send_attempt(e, p, (unsigned)i, (uint32_t)ms) < 0)
+			continue;               /* unreachable at once: next alternate */
+		e->idmap[id] = (uint16_t)(slot + 1);
+		p->cur = (uint8_t)i;
+		p->hop = h;
+		p->sent_us = now;
+		p->deadline_us = now + ms * 1000;
+		heap_push(e, slot);
+		return;
+	}
+}
+
+void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client)
+{
+	uint64_t router_id = req->router_id;
+	if (e->nfree == 0) {
+		CNT_INC(e->cnt, pending_full);
+		CNT_INC(e->cnt, servfail);
+		/* answer from the request itself: no slot to borrow */
+		size_t n = inrpd_answer_servfail(req, router_id, INRP_STATUS_UNREACHABLE,
+						 e->obuf, sizeof(e->obuf));
+		if (n)
+			e->deliver(e->ctx, client, e->obuf, n);
+		return;
+	}
+	uint32_t slot = e->free_slots[--e->nfree];
+	struct fwd_pending *p = &e->slots[slot];
+	p->used = true;
+	p->tried = 0;
+	p->hop = NULL;
+	p->id = 0;
+	p->client = *client;
+	p->req = *req;
+	p->end_us = now_us() + (uint64_t)req->budget_ms * 1000;
+	p->deadline_us = 0;
+	attempt(e, p, router_id);
+}
+
+static bool source_matches(const struct route *r, const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET && r->family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+		return ntohs(sin->sin_port) == r->port && memcmp(&sin->sin_addr, r->addr, 4) == 0;
+	}
+	if (ss->ss_family == AF_INET6 && r->family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+		return ntohs(sin6->sin6_port) == r->port && memcmp(&sin6->sin6_addr, r->addr, 16) == 0;
+	}
+	return false;
+}
+
+static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
+		      const struct sockaddr_storage *from)
+{
+	uint16_t id = (uint16_t)(pkt[0] << 8 | pkt[1]);
+	uint16_t s1 = e->idmap[id];
+	if (s1 == 0) {
+		CNT_INC(e->cnt, bad_upstream);  /* late (after a timeout) or not ours */
+		return;
+	}
+	struct fwd_pending *p = &e->slots[s1 - 1];
+	if (!source_matches(&p->req.cand[p->cur], from)) {
+		CNT_INC(e->cnt, bad_upstream);
+		return;
+	}
+	struct dns_upstream_answer a;
+	const char *why;
+	if (dns_upstream_answer_parse(pkt, len, id, &p->req.target, p->req.q.qtype, p->req.q.qclass,
+				      &a, &why) < 0) {
+		CNT_INC(e->cnt, bad_upstream);
+		log_debug("forward: ignoring an answer: %s", why);
+		return;
+	}
+	uint64_t now = now_us();
+	struct fwd_hop *h = p->hop;
+	struct inrp_response_opt hop_opt, *from_hop = NULL;
+	if (h) {
+		RELAXED_ADD(&h->answers, 1);
+		hop_sample(h, now - p->sent_us);
+	}
+	if (!p->req.fallback && a.has_opt) {
+		const uint8_t *d;
+		size_t dl;
+		if (inrp_find_option(pkt + a.opts_off, a.opts_len, INRP_OPTION_CODE, &d, &dl) &&
+		    inrp_response_opt_parse(d, dl, &hop_opt, &why) == 0) {
+			from_hop = &hop_opt;
+			if (h) {
+				__atomic_store_n(&h->load_ms, hop_opt.load_ms, __ATOMIC_RELAXED);
+				h->load_known = true;
+			}
+		}
+	}
+	uint64_t router_id = p->req.router_id;
+	heap_remove(e, (uint32_t)(p - e->slots));
+	size_t n = inrpd_answer_relay(&p->req, router_id, pkt, len, &a, from_hop,
+				      e->obuf, sizeof(e->obuf));
+	if (n == 0) {
+		/* records we cannot decode: as good as no answer */
+		CNT_INC(e->cnt, bad_upstream);
+		attempt(e, p, router_id);
+		return;
+	}
+	finish_query(e, p, n);
+}
+
+void fwd_on_readable(struct fwd_engine *e, int fd)
+{
+	for (unsigned i = 0; i < FWD_READS_PER_WAKE; i++) {
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(fd, e->rbuf, sizeof(e->rbuf), MSG_DONTWAIT,
+				     (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_debug("forward: recvfrom: %s", strerror(errno));
+			return;
+		}
+		if ((size_t)n < DNS_HEADER_LEN) {
+			CNT_INC(e->cnt, bad_upstream);
+			continue;
+		}
+		on_answer(e, e->rbuf, (size_t)n, &from);
+	}
+}
+
+int fwd_expire(struct fwd_engine *e)
+{
+	uint64_t now = now_us();
+
+	while (e->npending > 0) {
+		uint32_t slot = e->heap[0];
+		struct fwd_pending *p = &e->slots[slot];
+		if (p->deadline_us > now)
+			return (int)((p->deadline_us - now + 999) / 1000);
+		heap_remove(e, slot);
+		if (p->hop) {
+			RELAXED_ADD(&p->hop->timeouts, 1);
+			p->hop->last_timeout_us = now;
+		}
+		attempt(e, p, p->req.router_id);
+		now = now_us();
+	}
+	return -1;
+}
+
+void fwd_cancel_conn(struct fwd_engine *e, const void *conn)
+{
+	for (unsigned i = 0; i < e->max_pending; i++) {
+		struct fwd_pending *p = &e->slots[i];
+		if (p->used && p->client.conn == conn) {
+			heap_remove(e, i);
+			slot_release(e, p);
+		}
+	}
+}
+
+unsigned fwd_pending_count(const struct fwd_engine *e)
+{
+	return e->npending;
+}
+
+void fwd_engine_fds(const struct fwd_engine *e, int fds[2])
+{
+	fds[0] = e->fd4;
+	fds[1] = e->fd6;
+}
+
+static int open_socket(int family)
+{
+	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (family == AF_INET6) {
+		const int on = 1;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	}
+	int rcvbuf = 1 << 20;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	return fd;                      /* the first sendto binds an ephemeral port */
+}
+
+struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver_fn, void *ctx,
+				     struct inrpd_counters *cnt, char *err, size_t err_len)
+{
+	if (max_pending == 0 || max_pending > 65535) {
+		snprintf(err, err_len, "max-pending must lie in 1..65535");
+		return NULL;
+	}
+	struct fwd_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		goto nomem;
+	e->fd4 = e->fd6 = -1;
+	e->deliver = deliver_fn;
+	e->ctx = ctx;
+	e->cnt = cnt;
+	e->max_pending = max_pending;
+	e->slots = calloc(max_pending, sizeof(*e->slots));
+	e->free_slots = calloc(max_pending, sizeof(*e->free_slots));
+	e->heap = calloc(max_pending, sizeof(*e->heap));
+	e->idmap = calloc(65536, sizeof(*e->idmap));
+	if (!e->slots || !e->free_slots || !e->heap || !e->idmap)
+		goto nomem;
+	for (unsigned i = 0; i < max_pending; i++)
+		e->free_slots[i] = max_pending - 1 - i;
+	e->nfree = max_pending;
+	if (getrandom(&e->rng, sizeof(e->rng), 0) != sizeof(e->rng) || e->rng == 0)
+		e->rng = now_us() | 1;
+	e->fd4 = open_socket(AF_INET);
+	e->fd6 = open_socket(AF_INET6);
+	if (e->fd4 < 0 && e->fd6 < 0) {
+		snprintf(err, err_len, "forwarding socket: %s", strerror(errno));
+		fwd_engine_free(e);
+		return NULL;
+	}
+	return e;
+nomem:
+	snprintf(err, err_len, "out of memory for the forwarding engine");
+	fwd_engine_free(e);
+	return NULL;
+}
+
+void fwd_engine_free(struct fwd_engine *e)
+{
+	if (!e)
+		return;
+	if (e->fd4 >= 0)
+		close(e->fd4);
+	if (e->fd6 >= 0)
+		close(e->fd6);
+	free(e->slots);
+	free(e->free_slots);
+	free(e->heap);
+	free(e->idmap);
+	free(e);
+}
