@@ -91,12 +91,22 @@ static void add_inrp_option(struct dns_builder *b, const struct fwd_request *req
 	dns_response_add_option(b, INRP_OPTION_CODE, buf, (uint16_t)n);
 }
 
+/* Length of the uncompressed wire name at p (the chain holds only names we built). */
+static size_t wire_name_len(const uint8_t *p, size_t room)
+{
+	size_t n = 0;
+	while (n < room && p[n] != 0)
+		n += 1u + p[n];
+	return n < room ? n + 1 : 0;
+}
+
 static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 {
 	size_t off = 0;
 	for (unsigned i = 0; i < req->nchain; i++) {
 		struct name n;
-		if (name_from_wire(&n, req->chain + off, req->chain_len - off) != NAME_OK)
+		size_t len = wire_name_len(req->chain + off, req->chain_len - off);
+		if (len == 0 || name_from_wire(&n, req->chain + off, len) != NAME_OK)
 			return;
 		off += n.len;
 		if (!dns_response_add_cname(b, &n, req->answer_ttl))
@@ -152,6 +162,25 @@ static void add_candidate(struct fwd_request *req, const struct route *r)
 }
 
 /*
+ * Longest-suffix match over the static routes and nbrpd's (fibsync.c):
+ * the longer match wins, and on a tie the static route (the operator's
+ * override).  The static table is skipped when the config has no routes.
+ */
+static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct fib_result *res)
+{
+	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
+	bool found_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, res) && res->nsets > 0;
+	if (!chan)
+		return found_static;
+	struct fib_result c;
+	if (!fib_lookup_longest_suffix(chan, n, &c) || c.nsets == 0)
+		return found_static;
+	if (!found_static || c.suffix_labels > res->suffix_labels)
+		*res = c;
+	return true;
+}
+
+/*
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates).  Returns 0, or
  * -1 when the chain is too long or a rewritten name too long.  *found is
@@ -171,7 +200,7 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 	*all_excluded = false;
 	for (unsigned restarts = 0;; restarts++) {
 		struct fib_result res;
-		if (!fib_lookup_longest_suffix(rt->fib, cur, &res) || res.nsets == 0)
+		if (!lookup(rt, cur, &res))
 			return 0;
 		if (res.sets[0]->has_redirect) {
 			const struct name *to = &res.sets[0]->redirect;

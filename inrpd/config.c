@@ -17,6 +17,8 @@
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
  *     max-pending 4096;                    queries in flight per worker
+ *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
+ *     fib-grace-time 60s;                  kept that long when nbrpd goes away
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -46,6 +48,7 @@
 #define DEFAULT_TCP_MAX_CONNS   128
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
 #define DEFAULT_MAX_PENDING     4096
+#define DEFAULT_FIB_GRACE_MS    60000
 
 /* Recursion for loopback and private networks only: never an open resolver. */
 static const char *const default_acl[] = {
@@ -66,6 +69,7 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
+	bool seen_fib_channel, seen_grace;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
@@ -460,6 +464,20 @@ static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_
 	return 0;
 }
 
+static int kw_fib_channel(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return path_option(s, &x->seen_fib_channel, 107, &x->cfg->fib_channel_path, err, err_len);
+}
+
+static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (once(&x->seen_grace, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, 0, 86400000, &x->cfg->fib_grace_ms, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -477,6 +495,8 @@ static const struct conf_keyword top_keywords[] = {
 	{ "query-timeout", 2, 2, CONF_NO_BLOCK, kw_query_timeout },
 	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
+	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
+	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -548,6 +568,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->query_timeout_ms = DEFAULT_QUERY_TIMEOUT_MS;
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
+	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -592,6 +613,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 		fib_destroy(cfg->fib);
 	free(cfg->pid_file);
 	free(cfg->control_path);
+	free(cfg->fib_channel_path);
 	free(cfg);
 }
 

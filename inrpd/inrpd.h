@@ -77,6 +77,8 @@ struct inrpd_config {
 	int log_level;                  /* -1: not configured */
 	char *pid_file;                 /* NULL: none */
 	char *control_path;             /* control socket for inrpc; NULL: none */
+	char *fib_channel_path;         /* unix socket nbrpd connects to; NULL: none */
+	uint64_t fib_grace_ms;
 	struct fib *fib;                /* owned until handed to a runtime */
 	unsigned nroutes;
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
@@ -255,6 +257,27 @@ void tcp_server_close(struct tcp_server *s);
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum);
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg);
 void tcp_server_free(struct tcp_server *s);
+
+/* fibsync.c: the FIB channel from nbrpd, on the main thread's loop. */
+struct fibsync;
+struct fibsync_status {
+	bool connected, syncing, in_service, stale;
+	uint64_t stale_ms;
+	uint64_t epoch;
+	uint64_t names, aggregates;
+	uint64_t connections, messages, syncs, updates, errors;
+	char last_error[320];
+};
+/* The routes from nbrpd (NULL: none); readers use rcu_dereference. */
+extern struct fib *inrpd_chan_fib;
+struct fibsync *fibsync_open(struct uv_loop_s *loop, const char *path, uint64_t grace_ms,
+			     char *err, size_t err_len);
+void fibsync_set_grace(struct fibsync *f, uint64_t grace_ms);
+/* Closes the socket and connection; run the loop afterwards to finish. */
+void fibsync_close(struct fibsync *f);
+/* After the loop ended; the caller is offline. */
+void fibsync_free(struct fibsync *f);
+void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t now_ms);
 
 /* Formats "127.0.0.1 port 53" / "::1 port 53". */
 const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len);

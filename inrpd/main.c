@@ -43,6 +43,7 @@ static struct {
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
 	struct ctl_server *ctl;
+	struct fibsync *fibsync;
 	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
 } g = { .ready_fd = -1 };
@@ -251,8 +252,12 @@ static int reload(char *msg, size_t msg_len)
 		return -1;
 	}
 	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
-	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path))
-		log_warn("reload: changes to 'listen', 'workers', 'pid-file' and 'control' take effect on restart");
+	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path) ||
+	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending)
+		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel' and "
+			 "'max-pending' take effect on restart");
+	if (g.fibsync)
+		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
 	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
 
@@ -379,13 +384,28 @@ static void show_status(bool json, struct ctl_reply *r)
 	fib_get_stats(rt->fib, &st);
 	unsigned long long uptime = (unsigned long long)((uv_now(&g.loop) - g.started) / 1000);
 	if (json) {
+		char fsj[512] = "null";
+		if (g.fibsync) {
+			struct fibsync_status fs;
+			fibsync_status(g.fibsync, &fs, uv_now(&g.loop));
+			snprintf(fsj, sizeof(fsj), "{\"connected\": %s, \"syncing\": %s, \"in_service\": %s, "
+				 "\"stale\": %s, \"epoch\": %llu, \"names\": %llu, \"aggregates\": %llu, "
+				 "\"connections\": %llu, \"syncs\": %llu, \"updates\": %llu, \"errors\": %llu}",
+				 fs.connected ? "true" : "false", fs.syncing ? "true" : "false",
+				 fs.in_service ? "true" : "false", fs.stale ? "true" : "false",
+				 (unsigned long long)fs.epoch, (unsigned long long)fs.names,
+				 (unsigned long long)fs.aggregates, (unsigned long long)fs.connections,
+				 (unsigned long long)fs.syncs, (unsigned long long)fs.updates,
+				 (unsigned long long)fs.errors);
+		}
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"config\": \"%s\", \"routes\": %u, \"fib_names\": %llu, \"fib_route_sets\": %llu, "
-			       "\"fib_aggregates\": %llu, \"router_id\": \"%016llx\", \"upstreams\": %u}",
+			       "\"fib_aggregates\": %llu, \"router_id\": \"%016llx\", \"upstreams\": %u, "
+			       "\"fib_channel\": %s}",
 			       INRPD_VERSION, (int)getpid(), uptime, g.conf_path,
 			       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
 			       (unsigned long long)st.aggregates, (unsigned long long)rt->router_id,
-			       rt->nupstreams);
+			       rt->nupstreams, fsj);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "inrpd %s, pid %d, up %llu s", INRPD_VERSION, (int)getpid(), uptime);
@@ -404,6 +424,19 @@ static void show_status(bool json, struct ctl_reply *r)
 	ctl_reply_line(r, CTL_DATA, "routes %u, FIB names %llu, route sets %llu, aggregates %llu",
 		       rt->nroutes, (unsigned long long)st.entries, (unsigned long long)st.routesets,
 		       (unsigned long long)st.aggregates);
+	if (g.fibsync) {
+		struct fibsync_status fs;
+		fibsync_status(g.fibsync, &fs, uv_now(&g.loop));
+		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s%s, epoch %llu, %llu names, %llu aggregates",
+			       g.cfg->fib_channel_path, fs.connected ? "connected" : "not connected",
+			       fs.syncing ? ", syncing" : fs.stale ? ", stale" : "", (unsigned long long)fs.epoch,
+			       (unsigned long long)fs.names, (unsigned long long)fs.aggregates);
+		ctl_reply_line(r, CTL_DATA, "fib-channel connections %llu messages %llu syncs %llu updates %llu "
+			       "errors %llu%s%s", (unsigned long long)fs.connections,
+			       (unsigned long long)fs.messages, (unsigned long long)fs.syncs,
+			       (unsigned long long)fs.updates, (unsigned long long)fs.errors,
+			       fs.last_error[0] ? ", last: " : "", fs.last_error);
+	}
 }
 
 static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
@@ -444,6 +477,7 @@ static void stop(void)
 	uv_close((uv_handle_t *)&g.sig_usr1, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
+	fibsync_close(g.fibsync);
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
 
@@ -576,6 +610,9 @@ int main(int argc, char **argv)
 	    !(g.ctl = ctl_server_open(&g.loop, cfg->control_path, "inrpd " INRPD_VERSION, on_control, NULL,
 				     err, sizeof(err))))
 		fail_startup(err);
+	if (cfg->fib_channel_path &&
+	    !(g.fibsync = fibsync_open(&g.loop, cfg->fib_channel_path, cfg->fib_grace_ms, err, sizeof(err))))
+		fail_startup(err);
 	if (cfg->pid_file && write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		fail_startup(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
@@ -600,8 +637,13 @@ int main(int argc, char **argv)
 		log_err("uv_loop_close: %s", uv_strerror(rc));
 
 	struct inrpd_runtime *rt = rcu_xchg_pointer(&inrpd_rt, NULL);
+	struct fib *chan = rcu_xchg_pointer(&inrpd_chan_fib, NULL);
 	synchronize_rcu();
 	inrpd_runtime_free(rt);         /* fib_destroy waits for pending call_rcu work */
+	if (chan)
+		fib_destroy(chan);
+	fibsync_free(g.fibsync);
+	g.fibsync = NULL;
 	if (cfg->pid_file)
 		unlink(cfg->pid_file);
 	inrpd_config_free(cfg);
