@@ -4,8 +4,16 @@ NSD (the names as zones) and Unbound (the names as local-data), each driven
 by dnsperf with the same query file and the same CPU pinning.  Each
 server's CPU time comes from /proc before and after its run.
 
-The last line of output is one JSON object.  hop_p50_us (latency per hop
-of a forwarding chain) is left out until inrpd forwards (INRP issue).
+Then hop_p50_us: the median latency one forwarding hop adds.  Five
+inrpd routers in a chain (the last with the content server) are asked at
+a fixed moderate rate, alternately at the first (5 hops) and at the last
+(1 hop); the difference of the medians over the 4 extra hops is the cost
+of one.  The client's own overhead is in both and cancels out.  The same
+is measured for a chain of bench/udp_relay, a relay that does nothing but
+move datagrams (relay_hop_p50_us): the floor this machine's kernel and
+scheduler set for a hop between processes.
+
+The last line of output is one JSON object.
 """
 import argparse
 import json
@@ -146,11 +154,102 @@ def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     return qps, us_per_q, rss
 
 
+def udp_answers(addr, port, wire):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.2)
+        try:
+            s.sendto(wire, (addr, port))
+            return len(s.recv(4096)) >= 12
+        except OSError:
+            return False
+
+
+def chain_p50(routers, wire, queries, rate):
+    """Median round trip (µs) at the first node and at the last, alternately."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.settimeout(2)
+    lat = {routers[0]: [], routers[-1]: []}
+    interval = 1.0 / rate
+    next_t = time.monotonic()
+    for i in range(queries * 2):
+        target = routers[0] if i % 2 == 0 else routers[-1]
+        wire[0:2] = (i & 0xFFFF).to_bytes(2, "big")
+        now = time.monotonic()
+        if now < next_t:
+            time.sleep(next_t - now)
+        next_t += interval
+        t0 = time.perf_counter_ns()
+        sock.sendto(wire, target)
+        try:
+            while True:
+                resp, _ = sock.recvfrom(4096)
+                if resp[0:2] == wire[0:2]:
+                    break
+        except socket.timeout:
+            continue
+        lat[target].append((time.perf_counter_ns() - t0) / 1000)
+    sock.close()
+    med = lambda v: sorted(v)[len(v) // 2]
+    return med(lat[routers[0]]), med(lat[routers[-1]]), len(lat[routers[0]]) + len(lat[routers[-1]])
+
+
+def hop_latency(name, node_cmd, work, queries, rate, base):
+    """Median µs one hop adds: a 5-node chain against its last node alone.
+    node_cmd(i, addr, port, next) returns the command of node i."""
+    import dns.message
+    wire = bytearray(dns.message.make_query("www.hop.bench", "A").to_wire())
+    routers, procs = [], []
+    try:
+        nxt = None
+        for i in range(5):
+            addr, port = f"127.0.0.{base + i}", free_port()
+            with open(os.path.join(work, f"{name}{i}.log"), "w") as log:
+                proc = subprocess.Popen(node_cmd(i, addr, port, nxt), stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            procs.append(proc)
+            deadline = time.monotonic() + 60
+            while not udp_answers(addr, port, wire):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} node {i} did not answer; see {work}/{name}{i}.log")
+            routers.insert(0, (addr, port))
+            nxt = (addr, port)
+        p5, p1, n = chain_p50(routers, wire, queries, rate)
+        per_hop = (p5 - p1) / 4
+        print(f"{name:8s} 5 hops p50 {p5:.1f} us, 1 hop p50 {p1:.1f} us: {per_hop:.1f} us per hop "
+              f"({n} answers at {rate} qps)", flush=True)
+        return per_hop
+    finally:
+        for p in procs:
+            stop(p)
+
+
+def inrpd_node(inrpd, work):
+    def cmd(i, addr, port, nxt):
+        conf = os.path.join(work, f"chain{i}.conf")
+        with open(conf, "w") as f:
+            f.write(f'listen {addr} port {port};\nworkers 1;\nlog-level warn;\nrouter-id "bench{i}";\n')
+            if nxt is None:
+                f.write('route "hop.bench" { server 127.0.0.1; }\n')
+            else:
+                f.write(f'route "hop.bench" {{ router {nxt[0]} port {nxt[1]}; }}\n')
+        return [inrpd, "-f", "-c", conf]
+    return cmd
+
+
+def relay_node(relay):
+    def cmd(i, addr, port, nxt):
+        return [relay, addr, str(port)] + ([nxt[0], str(nxt[1])] if nxt else [])
+    return cmd
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench inrp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
+    ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
+    ap.add_argument("--hop-rate", type=int, default=2000, help="queries per second to the chain")
     ap.add_argument("--inrpd", default=os.path.join(os.path.dirname(__file__), "..", "build", "inrpd", "inrpd"))
     args = ap.parse_args()
 
@@ -273,6 +372,11 @@ include: "{local}"
             print(f"unbound loaded in {time.monotonic() - t:.1f} s", flush=True)
             results["unbound"] = measure("unbound", p, addr, port, qfile, args.seconds, client_cpus)
             stop(p)
+
+        results["hop"] = hop_latency("inrpd", inrpd_node(args.inrpd, work), work,
+                                     args.hop_queries, args.hop_rate, 60)
+        results["relay_hop"] = hop_latency("relay", relay_node(args.relay), work,
+                                           args.hop_queries, args.hop_rate, 70)
     finally:
         for p in procs:
             stop(p)
@@ -286,6 +390,8 @@ include: "{local}"
         "inrpd_cpu_us_per_query": round(results["inrpd"][1], 3),
         "nsd_cpu_us_per_query": round(results["nsd"][1], 3),
         "unbound_cpu_us_per_query": round(results["unbound"][1], 3),
+        "hop_p50_us": round(results["hop"], 1),
+        "relay_hop_p50_us": round(results["relay_hop"], 1),
         "inrpd_bytes_per_name": round(results["inrpd"][2] / len(names), 1),
         "nsd_bytes_per_name": round(results["nsd"][2] / len(names), 1),
         "unbound_bytes_per_name": round(results["unbound"][2] / len(names), 1),
