@@ -20,7 +20,11 @@
  * Choosing among alternates: FIB rank first; a later alternate wins only
  * when its expected latency (smoothed RTT plus the load the hop last
  * reported) is clearly lower (by 1 ms and 10%), and a hop that timed out
- * in the last FWD_HOLDDOWN_MS counts as very slow.
+ * in the last FWD_HOLDDOWN_MS counts as very slow.  What is known about a
+ * next hop (RTT, load, last timeout) is shared by every engine of the
+ * process in one table (relaxed atomics; a lost update costs nothing but
+ * a sample), so what one worker learns steers them all; the query,
+ * answer and timeout counts are each engine's own.
  *
  * Answers are matched by id, source address and port, and question; the
  * source port of an engine's socket is fixed (chosen by the kernel), so
@@ -39,7 +43,7 @@
 #include "log.h"
 #include "inrpd.h"
 
-#define FWD_HOPS_MAX            1024            /* next hops tracked per engine */
+#define FWD_HOPS_MAX            4096            /* next hops tracked per process */
 #define FWD_MSG_MAX             65535
 #define FWD_UPSTREAM_UDP_SIZE   4096            /* advertised to next hops */
 #define FWD_MIN_ATTEMPT_MS      20
@@ -47,17 +51,26 @@
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
 
+enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
+
+/* What the process knows about one next hop; shared by every engine. */
 struct fwd_hop {
-	uint8_t used;                   /* published last (release) */
+	uint8_t state;                  /* enum above; READY published with release */
 	uint8_t family;
 	uint16_t port;
 	uint8_t addr[16];
-	uint64_t queries, answers, timeouts;
-	uint32_t srtt_us;
+	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;
-	bool load_known;
+	uint8_t load_known;
 	uint64_t last_timeout_us;
 };
+
+/* One engine's counts for one next hop (same index as the shared table). */
+struct fwd_hop_counts {
+	uint64_t queries, answers, timeouts;
+};
+
+static struct fwd_hop hop_table[FWD_HOPS_MAX];
 
 struct fwd_pending {
 	bool used;
@@ -68,7 +81,7 @@ struct fwd_pending {
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
 	uint64_t sent_us;
-	struct fwd_hop *hop;
+	struct fwd_hop *hop;            /* NULL: the table was full */
 	struct fwd_client client;
 	struct fwd_request req;
 };
@@ -86,7 +99,7 @@ struct fwd_engine {
 	unsigned nfree;
 	uint32_t *heap;                 /* slot indexes, earliest deadline first */
 	uint16_t *idmap;                /* id -> slot + 1, 0: free */
-	struct fwd_hop hops[FWD_HOPS_MAX];
+	struct fwd_hop_counts counts[FWD_HOPS_MAX];
 	uint8_t rbuf[FWD_MSG_MAX];
 	uint8_t obuf[FWD_MSG_MAX];
 };
@@ -121,28 +134,51 @@ static uint64_t hop_hash(const struct route *r)
 	return h;
 }
 
-static struct fwd_hop *hop_get(struct fwd_engine *e, const struct route *r)
+static bool hop_is(const struct fwd_hop *h, const struct route *r)
 {
-	unsigned alen = r->family == AF_INET ? 4 : 16;
+	return h->family == r->family && h->port == r->port &&
+	       memcmp(h->addr, r->addr, r->family == AF_INET ? 4 : 16) == 0;
+}
+
+/*
+ * Finds or adds a next hop.  Lock-free: a slot is claimed with a CAS,
+ * written, then published; a reader meeting a slot being written waits
+ * for it (a few stores), so a hop never gets two slots.
+ */
+static struct fwd_hop *hop_get(const struct route *r)
+{
 	for (unsigned i = 0, k = (unsigned)hop_hash(r); i < FWD_HOPS_MAX; i++, k++) {
-		struct fwd_hop *h = &e->hops[k % FWD_HOPS_MAX];
-		if (!h->used) {
-			h->family = r->family;
-			h->port = r->port;
-			memset(h->addr, 0, sizeof(h->addr));
-			memcpy(h->addr, r->addr, alen);
-			__atomic_store_n(&h->used, 1, __ATOMIC_RELEASE);
-			return h;
+		struct fwd_hop *h = &hop_table[k % FWD_HOPS_MAX];
+		uint8_t st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+		if (st == HOP_EMPTY) {
+			uint8_t expect = HOP_EMPTY;
+			if (__atomic_compare_exchange_n(&h->state, &expect, HOP_WRITING, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+				h->family = r->family;
+				h->port = r->port;
+				memset(h->addr, 0, sizeof(h->addr));
+				memcpy(h->addr, r->addr, r->family == AF_INET ? 4 : 16);
+				__atomic_store_n(&h->state, HOP_READY, __ATOMIC_RELEASE);
+				return h;
+			}
+			st = expect;
 		}
-		if (h->family == r->family && h->port == r->port && memcmp(h->addr, r->addr, alen) == 0)
+		while (st == HOP_WRITING)
+			st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+		if (hop_is(h, r))
 			return h;
 	}
 	return NULL;                    /* full: this hop goes untracked */
 }
 
+static struct fwd_hop_counts *hop_counts(struct fwd_engine *e, const struct fwd_hop *h)
+{
+	return &e->counts[h - hop_table];
+}
+
 static void hop_sample(struct fwd_hop *h, uint64_t rtt_us)
 {
-	uint32_t s = h->srtt_us;
+	uint32_t s = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
 	uint32_t sample = rtt_us > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_us;
 	if (sample == 0)
 		sample = 1;
@@ -153,18 +189,21 @@ static void hop_sample(struct fwd_hop *h, uint64_t rtt_us)
 void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 {
 	for (unsigned i = 0; i < FWD_HOPS_MAX; i++) {
-		const struct fwd_hop *h = &e->hops[i];
-		if (!__atomic_load_n(&h->used, __ATOMIC_ACQUIRE))
+		const struct fwd_hop *h = &hop_table[i];
+		if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != HOP_READY)
 			continue;
+		const struct fwd_hop_counts *c = &e->counts[i];
 		struct fwd_hop_stats st = {
 			.family = h->family,
 			.port = h->port,
-			.queries = __atomic_load_n(&h->queries, __ATOMIC_RELAXED),
-			.answers = __atomic_load_n(&h->answers, __ATOMIC_RELAXED),
-			.timeouts = __atomic_load_n(&h->timeouts, __ATOMIC_RELAXED),
+			.queries = __atomic_load_n(&c->queries, __ATOMIC_RELAXED),
+			.answers = __atomic_load_n(&c->answers, __ATOMIC_RELAXED),
+			.timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED),
 			.srtt_us = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED),
 			.load_ms = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED),
 		};
+		if (st.queries == 0)
+			continue;               /* another engine's hop */
 		memcpy(st.addr, h->addr, sizeof(st.addr));
 		fn(&st, arg);
 	}
@@ -265,9 +304,10 @@ static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
 	uint64_t cost = 0;
 	if (h) {
 		cost = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
-		if (h->load_known)
-			load = h->load_ms;
-		if (h->last_timeout_us && now - h->last_timeout_us < FWD_HOLDDOWN_MS * 1000ull)
+		if (__atomic_load_n(&h->load_known, __ATOMIC_RELAXED))
+			load = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED);
+		uint64_t last = __atomic_load_n(&h->last_timeout_us, __ATOMIC_RELAXED);
+		if (last && now - last < FWD_HOLDDOWN_MS * 1000ull)
 			cost += FWD_TIMEOUT_PENALTY_US;
 	}
 	return cost + load * 1000;
@@ -283,7 +323,7 @@ static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, str
 	for (unsigned i = 0; i < p->req.ncand; i++) {
 		if (p->tried & (1u << i))
 			continue;
-		struct fwd_hop *h = hop_get(e, &p->req.cand[i]);
+		struct fwd_hop *h = hop_get(&p->req.cand[i]);
 		uint64_t c = expected_cost_us(p, i, h, now);
 		if (best < 0 || (c + 1000 < best_cost && c * 10 < best_cost * 9)) {
 			best = (int)i;
@@ -391,7 +431,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		p->id = id;
 
 		if (h)
-			RELAXED_ADD(&h->queries, 1);
+			RELAXED_ADD(&hop_counts(e, h)->queries, 1);
 		if (send_attempt(e, p, (unsigned)i, (uint32_t)ms) < 0)
 			continue;               /* unreachable at once: next alternate */
 		e->idmap[id] = (uint16_t)(slot + 1);
@@ -469,7 +509,7 @@ static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
 	if (h) {
-		RELAXED_ADD(&h->answers, 1);
+		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		hop_sample(h, now - p->sent_us);
 	}
 	if (!p->req.fallback && a.has_opt) {
@@ -480,7 +520,7 @@ static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 			from_hop = &hop_opt;
 			if (h) {
 				__atomic_store_n(&h->load_ms, hop_opt.load_ms, __ATOMIC_RELAXED);
-				h->load_known = true;
+				__atomic_store_n(&h->load_known, 1, __ATOMIC_RELAXED);
 			}
 		}
 	}
@@ -530,8 +570,8 @@ int fwd_expire(struct fwd_engine *e)
 			return (int)((p->deadline_us - now + 999) / 1000);
 		heap_remove(e, slot);
 		if (p->hop) {
-			RELAXED_ADD(&p->hop->timeouts, 1);
-			p->hop->last_timeout_us = now;
+			RELAXED_ADD(&hop_counts(e, p->hop)->timeouts, 1);
+			__atomic_store_n(&p->hop->last_timeout_us, now, __ATOMIC_RELAXED);
 		}
 		attempt(e, p, p->req.router_id);
 		now = now_us();

@@ -437,3 +437,66 @@ def test_spoofed_and_garbage_answers_are_ignored(inrpd_factory, tmp_path):
         assert counters(d)["bad_upstream"] - before == 4
     finally:
         sock.close()
+
+
+def test_load_reported_back_steers_the_next_choice(inrpd_factory, tmp_path):
+    busy = router(inrpd_factory, tmp_path, f'route "lb.content" {{ server {SERVER} load 500; }}\n')
+    idle = router(inrpd_factory, tmp_path, 'route "lb.content" { server 127.0.0.98 load 5; }\n')
+    first = router(inrpd_factory, tmp_path, route_via("lb.content", busy, idle))
+    # FIB rank first: the busy one, until it says how busy it is
+    assert addrs(first.udp("a.lb.content")) == [SERVER]
+    assert hops(first)[(busy.addr, busy.port)]["load_ms"] == 500
+    for name in ("b.lb.content", "c.lb.content"):
+        assert addrs(first.udp(name)) == ["127.0.0.98"]
+    assert counters(busy)["local"] == 1 and counters(idle)["local"] == 2
+
+
+def test_pending_limit_answers_servfail_at_once(inrpd_factory, tmp_path):
+    dead = loopback_addr()
+    d = router(inrpd_factory, tmp_path, f"max-pending 1;\nquery-timeout 3s;\n"
+               f'route "slow.content" {{ router {dead} port {free_port(dead)}; }}\n', workers=1)
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("r", d.udp("a.slow.content", timeout=10)))
+    t.start()
+    wait_for(lambda: counters(d)["forwarded"] == 1, 10, "the first query in flight")
+    t0 = time.monotonic()
+    r = d.udp("b.slow.content", timeout=10)
+    assert r.rcode() == dns.rcode.SERVFAIL and time.monotonic() - t0 < 2
+    assert counters(d)["pending_full"] == 1
+    t.join(15)
+    assert result["r"].rcode() == dns.rcode.SERVFAIL
+
+
+def test_tcp_pipelined_forwarding_and_half_close(chain):
+    first = chain[0]
+    names = [f"n{i}.svc.chain.content" for i in range(10)]
+    with socket.create_connection((first.addr, first.port), timeout=10) as s:
+        for i, n in enumerate(names):
+            q = dns.message.make_query(n, "A")
+            q.id = i + 1
+            wire = q.to_wire()
+            s.sendall(struct.pack(">H", len(wire)) + wire)
+        s.shutdown(socket.SHUT_WR)          # the answers in flight must still come
+        got = {}
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        while buf:
+            (n,) = struct.unpack(">H", buf[:2])
+            m = dns.message.from_wire(buf[2:2 + n])
+            got[m.id] = (str(m.question[0].name), addrs(m))
+            buf = buf[2 + n:]
+    assert got == {i + 1: (n + ".", [SERVER]) for i, n in enumerate(names)}
+
+
+def test_large_upstream_answers_truncate_for_udp_and_come_whole_over_tcp(inrpd_factory, tmp_path, unbound):
+    txt = [f'big.upstream.test. 300 IN TXT "{i:03d} {"x" * 60}"' for i in range(20)]
+    u = unbound(LOCAL_DATA + txt)
+    d = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
+    r = d.udp("big.upstream.test", "TXT", use_edns=False)
+    assert r.flags & dns.flags.TC and r.answer == []
+    r = d.tcp("big.upstream.test", "TXT")
+    assert not r.flags & dns.flags.TC and sum(len(x) for x in r.answer) == 20
