@@ -492,6 +492,20 @@ def test_check_config_ok():
     ('listen 127.0.0.1 port 53;\nroute "x.example" { server 192.0.2.1 weight 3; }\n', 2, "load"),
     ('listen 127.0.0.1 port 53;\nroute "x.example" {\n server 192.0.2.1;\n server 192.0.2.1;\n}\n',
      4, "duplicate"),
+    ('listen 127.0.0.1 port 53;\nroute "x.example" {\n redirect "y.example";\n server 192.0.2.1;\n}\n',
+     2, "one or the other"),
+    ('listen 127.0.0.1 port 53;\nroute "x.example" { redirect "x.example"; }\n', 2, "itself"),
+    ('listen 127.0.0.1 port 53;\nroute "x.example" { router 192.0.2.1 port 0; }\n', 2, ""),
+    ('listen 127.0.0.1 port 53;\nroute "x.example" { router 192.0.2.1 port 53 port 54; }\n', 2, "twice"),
+    ('listen 127.0.0.1 port 53;\nupstream 192.0.2.1 load 5;\n', 2, "port"),
+    ('listen 127.0.0.1 port 53;\nupstream 192.0.2.1;\nupstream 192.0.2.1;\n', 3, "duplicate"),
+    ('listen 127.0.0.1 port 53;\nallow-recursion 10.0.0.0/33;\n', 2, ""),
+    ('listen 127.0.0.1 port 53;\nallow-recursion none;\nallow-recursion 10.0.0.0/8;\n', 3, "none"),
+    ('listen 127.0.0.1 port 53;\nhop-limit 0;\n', 2, ""),
+    ('listen 127.0.0.1 port 53;\nquery-timeout 10ms;\n', 2, ""),
+    ('listen 127.0.0.1 port 53;\nrouter-id "";\n', 2, "router-id"),
+    ('listen 127.0.0.1 port 53;\nfib-channel "relative/path";\n', 2, "absolute"),
+    ('listen 127.0.0.1 port 53;\nmax-pending 0;\n', 2, ""),
 ])
 def test_check_config_errors(tmp_path, body, line, reason):
     conf = tmp_path / "broken.conf"
