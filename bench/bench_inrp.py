@@ -11,7 +11,10 @@ a fixed moderate rate, alternately at the first (5 hops) and at the last
 of one.  The client's own overhead is in both and cancels out.  The same
 is measured for a chain of bench/udp_relay, a relay that does nothing but
 move datagrams (relay_hop_p50_us): the floor this machine's kernel and
-scheduler set for a hop between processes.
+scheduler set for a hop between processes.  Likewise echo_cpu_us_per_query
+is bench/udp_echo under the same dnsperf load: a server that only turns
+each query around, with inrpd's recvmmsg/sendmmsg batching, i.e. what the
+kernel alone charges per query.
 
 The last line of output is one JSON object.
 """
@@ -247,6 +250,7 @@ def main():
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--echo", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_echo"))
     ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
     ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
     ap.add_argument("--hop-rate", type=int, default=2000, help="queries per second to the chain")
@@ -373,6 +377,20 @@ include: "{local}"
             results["unbound"] = measure("unbound", p, addr, port, qfile, args.seconds, client_cpus)
             stop(p)
 
+        # the floor: a server that only turns datagrams around
+        addr, port = "127.0.0.44", free_port()
+        import dns.message
+        probe = bytearray(dns.message.make_query(names[0], "A").to_wire())
+        with open(os.path.join(work, "echo.out"), "w") as log:
+            p = subprocess.Popen(pin([args.echo, addr, str(port)]), stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+            procs.append(p)
+            while not udp_answers(addr, port, probe):
+                if p.poll() is not None:
+                    raise RuntimeError(f"udp_echo exited; see {log.name}")
+            results["echo"] = measure("echo", p, addr, port, qfile, args.seconds, client_cpus)
+            stop(p)
+
         results["hop"] = hop_latency("inrpd", inrpd_node(args.inrpd, work), work,
                                      args.hop_queries, args.hop_rate, 60)
         results["relay_hop"] = hop_latency("relay", relay_node(args.relay), work,
@@ -390,6 +408,7 @@ include: "{local}"
         "inrpd_cpu_us_per_query": round(results["inrpd"][1], 3),
         "nsd_cpu_us_per_query": round(results["nsd"][1], 3),
         "unbound_cpu_us_per_query": round(results["unbound"][1], 3),
+        "echo_cpu_us_per_query": round(results["echo"][1], 3),
         "hop_p50_us": round(results["hop"], 1),
         "relay_hop_p50_us": round(results["relay_hop"], 1),
         "inrpd_bytes_per_name": round(results["inrpd"][2] / len(names), 1),
