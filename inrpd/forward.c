@@ -356,6 +356,8 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		struct inrp_query_opt o = req->inrp;
 		/* the next router must answer before we give up on it */
 		uint32_t budget = attempt_ms - attempt_ms / 8 - 1;
+		if (budget == 0)
+			budget = 1;             /* 0 would mean "not said" */
 		o.budget_ms = (uint16_t)(budget > UINT16_MAX ? UINT16_MAX : budget);
 		s.opt_code = INRP_OPTION_CODE;
 		s.opt_len = (uint16_t)inrp_query_opt_write(&o, opt);

@@ -369,7 +369,8 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 		if (s->opt_code) {
 			wr16(buf + p, s->opt_code);
 			wr16(buf + p + 2, s->opt_len);
-			memcpy(buf + p + 4, s->opt_data, s->opt_len);
+			if (s->opt_len)
+				memcpy(buf + p + 4, s->opt_data, s->opt_len);
 			p += 4u + s->opt_len;
 		}
 	}
@@ -455,6 +456,10 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 			*err = "record data runs past the message";
 			return -1;
 		}
+		if (type == DNS_TYPE_TSIG && i != total - 1) {
+			*err = "TSIG record not the last one (RFC 8945 5.1)";
+			return -1;
+		}
 		if (type == DNS_TYPE_OPT) {
 			if (i < (unsigned)a->ancount + a->nscount || a->has_opt || pkt[owner] != 0) {
 				*err = "misplaced OPT record";
@@ -491,17 +496,59 @@ static enum rdata_layout rdata_layout(uint16_t type)
 	}
 }
 
+/*
+ * Decompresses the name at *pos into out (NAME_MAX_WIRE bytes) keeping
+ * the sender's case (RFC 4343), with name_from_packet's rules: pointers
+ * strictly backwards and past the header, labels of at most 63 bytes,
+ * names of at most 255.  *pos moves past the name's bytes where it is.
+ */
+static bool name_copy_raw(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, size_t *out_len)
+{
+	size_t p = *pos, n = 0, limit = *pos;
+	bool jumped = false;
+	for (;;) {
+		if (p >= len)
+			return false;
+		uint8_t b = pkt[p];
+		if ((b & 0xC0) == 0xC0) {
+			if (len - p < 2)
+				return false;
+			size_t target = (size_t)(b & 0x3F) << 8 | pkt[p + 1];
+			if (target >= limit || target < DNS_HEADER_LEN)
+				return false;
+			if (!jumped)
+				*pos = p + 2;
+			jumped = true;
+			limit = target;
+			p = target;
+			continue;
+		}
+		if (b > NAME_MAX_LABEL || n + 1u + b > NAME_MAX_WIRE || len - p - 1 < b)
+			return false;
+		memcpy(out + n, pkt + p, 1u + b);
+		n += 1u + b;
+		p += 1u + b;
+		if (b == 0) {
+			if (!jumped)
+				*pos = p;
+			*out_len = n;
+			return true;
+		}
+	}
+}
+
 /* Copies one name from pkt at *pos into out, uncompressed: 1, 0 if it does not fit, -1 if bad. */
 static int put_name(uint8_t *out, size_t room, size_t *o, const uint8_t *pkt, size_t len,
 		    size_t *pos, size_t end)
 {
-	struct name n;
-	if (name_from_packet(&n, pkt, len, pos) != NAME_OK || *pos > end)
+	uint8_t raw[NAME_MAX_WIRE];
+	size_t n;
+	if (!name_copy_raw(pkt, len, pos, raw, &n) || *pos > end)
 		return -1;
-	if (room - *o < n.len)
+	if (room - *o < n)
 		return 0;
-	memcpy(out + *o, n.wire, n.len);
-	*o += n.len;
+	memcpy(out + *o, raw, n);
+	*o += n;
 	return 1;
 }
 
@@ -514,8 +561,11 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, s
 {
 	size_t room = b->limit - b->reserve;
 	size_t o = b->len;
+	uint8_t raw[NAME_MAX_WIRE];
+	size_t raw_len;
 	struct name owner;
-	if (name_from_packet(&owner, pkt, len, pos) != NAME_OK || len - *pos < 10)
+	if (!name_copy_raw(pkt, len, pos, raw, &raw_len) || len - *pos < 10 ||
+	    name_from_wire(&owner, raw, raw_len) != NAME_OK)
 		return -1;
 	if (name_equal(&owner, qname)) {
 		if (room - o < 2)
@@ -523,10 +573,10 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, s
 		wr16(b->buf + o, 0xC000 | b->owner_off);
 		o += 2;
 	} else {
-		if (room - o < owner.len)
+		if (room - o < raw_len)
 			return 0;
-		memcpy(b->buf + o, owner.wire, owner.len);
-		o += owner.len;
+		memcpy(b->buf + o, raw, raw_len);
+		o += raw_len;
 	}
 	const uint8_t *fixed = pkt + *pos;
 	uint16_t type = rd16(fixed), rdlen = rd16(fixed + 8);
@@ -598,7 +648,8 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 	b->rcode = a->rcode;
 	if (a->rcode > F2_RCODE_MASK && !b->q->has_edns)
 		b->rcode = DNS_RCODE_SERVFAIL;
-	b->upstream_flags = a->ad ? F2_AD : 0;
+	/* RFC 6840 5.8: AD only for a client that signalled it understands it */
+	b->upstream_flags = a->ad && b->q->edns_do ? F2_AD : 0;
 	if (b->truncated || !b->with_question)
 		return true;
 	if (a->tc) {
@@ -611,6 +662,18 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 		if (a->has_opt && pos == a->opts_off - 10u - 1u) {
 			pos = a->opts_off + a->opts_len;        /* upstream's OPT: ours replaces it */
 			continue;
+		}
+		if (i >= (unsigned)a->ancount + a->nscount) {
+			/* a transaction signature is upstream's to us: it cannot verify
+			 * for the client, and it must be the last record (RFC 8945) */
+			size_t q = pos;
+			if (!skip_name(pkt, len, &q))
+				return false;
+			uint16_t type = rd16(pkt + q);          /* in bounds: checked by the parse */
+			if (type == DNS_TYPE_TSIG || type == DNS_TYPE_SIG) {
+				pos = q + 10u + rd16(pkt + q + 8);
+				continue;
+			}
 		}
 		int rc = relay_record(b, pkt, len, &pos, qname);
 		if (rc < 0)

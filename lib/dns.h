@@ -58,7 +58,9 @@ enum dns_type {
 	DNS_TYPE_MX = 15,
 	DNS_TYPE_TXT = 16,
 	DNS_TYPE_AAAA = 28,
+	DNS_TYPE_SIG = 24,
 	DNS_TYPE_OPT = 41,
+	DNS_TYPE_TSIG = 250,
 	DNS_TYPE_IXFR = 251,
 	DNS_TYPE_AXFR = 252,
 	DNS_TYPE_ANY = 255,
@@ -201,7 +203,7 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 /*
  * A response from upstream, checked against what we asked: same id, QR
  * set, opcode QUERY, exactly our question (names compared without case),
- * every record inside the message, at most one OPT RR.
+ * every record inside the message, at most one OPT RR, a TSIG only last.
  */
 struct dns_upstream_answer {
 	uint16_t rcode;                 /* extended rcode included */
