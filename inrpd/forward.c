@@ -10,6 +10,10 @@
  * found from an answer by its 16-bit id through a 64 Ki-entry map, and
  * ordered by deadline in a binary heap.  Nothing is allocated per query.
  *
+ * Upstream resolvers are each asked up to twice (FWD_UPSTREAM_ROUNDS), as a
+ * stub resolver would retry; a next content router only once, since it
+ * retries its own alternates within the budget we grant it.
+ *
  * Time budget: a query has query-timeout (or what the previous router
  * granted, budget-ms in the INRP option) for all its attempts.  Each
  * attempt gets the remaining time divided by the alternates left, so a
@@ -50,6 +54,7 @@
 #define FWD_HOLDDOWN_MS         5000
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
+#define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
 
 enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
 
@@ -77,7 +82,8 @@ struct fwd_pending {
 	uint8_t cur;                    /* candidate in flight */
 	uint16_t id;                    /* on the wire */
 	uint32_t heap_idx;
-	uint32_t tried;                 /* bit per candidate */
+	uint32_t tried;                 /* bit per candidate, this round */
+	uint8_t rounds_left;            /* upstreams: each is asked twice */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
 	uint64_t sent_us;
@@ -407,12 +413,17 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		uint64_t now = now_us();
 		struct fwd_hop *h;
 		int i = choose(e, p, now, &h);
+		if (i < 0 && p->rounds_left > 0) {
+			p->rounds_left--;
+			p->tried = 0;
+			i = choose(e, p, now, &h);
+		}
 		if (i < 0 || now >= p->end_us) {
 			fail(e, p, router_id);
 			return;
 		}
 		p->tried |= 1u << i;
-		unsigned left = 0;
+		unsigned left = p->rounds_left * p->req.ncand;
 		for (unsigned k = 0; k < p->req.ncand; k++)
 			if (!(p->tried & (1u << k)))
 				left++;
@@ -463,6 +474,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;
+	/* a next router retries on its own, within the budget we give it */
+	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
 	p->hop = NULL;
 	p->id = 0;
 	p->client = *client;

@@ -500,3 +500,34 @@ def test_large_upstream_answers_truncate_for_udp_and_come_whole_over_tcp(inrpd_f
     assert r.flags & dns.flags.TC and r.answer == []
     r = d.tcp("big.upstream.test", "TXT")
     assert not r.flags & dns.flags.TC and sum(len(x) for x in r.answer) == 20
+
+
+def test_a_lost_query_to_the_upstream_is_sent_again(inrpd_factory, tmp_path):
+    fake_addr, client_addr = loopback_addr(), loopback_addr()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((fake_addr, 0))
+    sock.settimeout(10)
+    port = sock.getsockname()[1]
+    try:
+        d = router(inrpd_factory, tmp_path, f"upstream {fake_addr} port {port};\n"
+                   f"allow-recursion {client_addr}/32;\nquery-timeout 1s;\n")
+        result = {}
+
+        def client():
+            q = dns.message.make_query("retry.upstream.test", "A")
+            result["r"] = dns.query.udp(q, d.addr, port=d.port, timeout=5, source=client_addr)
+        t = threading.Thread(target=client)
+        t.start()
+        first, _ = sock.recvfrom(4096)          # lost
+        wire, src = sock.recvfrom(4096)         # sent again after half the budget
+        q = dns.message.from_wire(wire)
+        assert q.id != dns.message.from_wire(first).id     # a fresh id per attempt
+        good = dns.message.make_response(q)
+        good.answer.append(dns.rrset.from_text("retry.upstream.test.", 60, "IN", "A", "192.0.2.88"))
+        sock.sendto(good.to_wire(), src)
+        t.join(10)
+        assert addrs(result["r"]) == ["192.0.2.88"]
+        h = hops(d)[(fake_addr, port)]
+        assert h["queries"] == 2 and h["timeouts"] == 1 and h["answers"] == 1
+    finally:
+        sock.close()
