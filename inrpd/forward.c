@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
@@ -630,6 +631,24 @@ static int open_socket(int family)
 	return fd;                      /* the first sendto binds an ephemeral port */
 }
 
+/*
+ * Fresh zeroed pages from the kernel, not calloc: after a big config load
+ * the heap is full of freed memory that calloc would have to clear, and
+ * with it make resident.  Here a page counts only once a query used it
+ * (slots are reused last-in first-out, so few ever are).
+ */
+static void *zmap(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void zunmap(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes);
+}
+
 struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver_fn, void *ctx,
 				     struct inrpd_counters *cnt, char *err, size_t err_len)
 {
@@ -637,7 +656,7 @@ struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn delive
 		snprintf(err, err_len, "max-pending must lie in 1..65535");
 		return NULL;
 	}
-	struct fwd_engine *e = calloc(1, sizeof(*e));
+	struct fwd_engine *e = zmap(sizeof(*e));
 	if (!e)
 		goto nomem;
 	e->fd4 = e->fd6 = -1;
@@ -645,10 +664,10 @@ struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn delive
 	e->ctx = ctx;
 	e->cnt = cnt;
 	e->max_pending = max_pending;
-	e->slots = calloc(max_pending, sizeof(*e->slots));
+	e->slots = zmap(max_pending * sizeof(*e->slots));
 	e->free_slots = calloc(max_pending, sizeof(*e->free_slots));
 	e->heap = calloc(max_pending, sizeof(*e->heap));
-	e->idmap = calloc(65536, sizeof(*e->idmap));
+	e->idmap = zmap(65536 * sizeof(*e->idmap));
 	if (!e->slots || !e->free_slots || !e->heap || !e->idmap)
 		goto nomem;
 	for (unsigned i = 0; i < max_pending; i++)
@@ -678,9 +697,9 @@ void fwd_engine_free(struct fwd_engine *e)
 		close(e->fd4);
 	if (e->fd6 >= 0)
 		close(e->fd6);
-	free(e->slots);
+	zunmap(e->slots, e->max_pending * sizeof(*e->slots));
 	free(e->free_slots);
 	free(e->heap);
-	free(e->idmap);
-	free(e);
+	zunmap(e->idmap, 65536 * sizeof(*e->idmap));
+	zunmap(e, sizeof(*e));
 }
