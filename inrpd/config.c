@@ -73,14 +73,6 @@ struct cfg_ctx {
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
-static int once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
-{
-	if (*seen)
-		return conf_error(err, err_len, s, "'%s' given twice", s->argv[0]);
-	*seen = true;
-	return 0;
-}
-
 const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
@@ -145,7 +137,7 @@ static int kw_workers(const struct conf_stmt *s, void *arg, char *err, size_t er
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_workers, s, err, err_len) < 0)
+	if (conf_once(&x->seen_workers, s, err, err_len) < 0)
 		return -1;
 	if (strcmp(s->argv[1], "auto") == 0) {
 		x->cfg->workers = 0;
@@ -161,7 +153,7 @@ static int kw_answer_ttl(const struct conf_stmt *s, void *arg, char *err, size_t
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_ttl, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_ttl, s, err, err_len) < 0 ||
 	    conf_arg_uint(s, 1, 0, 86400, &n, err, err_len) < 0)
 		return -1;
 	x->cfg->answer_ttl = (uint32_t)n;
@@ -172,7 +164,7 @@ static int kw_edns_udp_size(const struct conf_stmt *s, void *arg, char *err, siz
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_udp, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_udp, s, err, err_len) < 0 ||
 	    conf_arg_uint(s, 1, DNS_UDP_MIN, DNS_EDNS_MAX, &n, err, err_len) < 0)
 		return -1;
 	x->cfg->edns_udp_size = (uint16_t)n;
@@ -182,7 +174,7 @@ static int kw_edns_udp_size(const struct conf_stmt *s, void *arg, char *err, siz
 static int kw_tcp_idle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (once(&x->seen_idle, s, err, err_len) < 0)
+	if (conf_once(&x->seen_idle, s, err, err_len) < 0)
 		return -1;
 	return conf_arg_duration_ms(s, 1, 100, 3600000, &x->cfg->tcp_idle_ms, err, err_len);
 }
@@ -191,7 +183,7 @@ static int kw_tcp_max(const struct conf_stmt *s, void *arg, char *err, size_t er
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_maxconn, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_maxconn, s, err, err_len) < 0 ||
 	    conf_arg_uint(s, 1, 1, 65536, &n, err, err_len) < 0)
 		return -1;
 	x->cfg->tcp_max_conns = (unsigned)n;
@@ -203,33 +195,17 @@ static int kw_log_level(const struct conf_stmt *s, void *arg, char *err, size_t 
 	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	struct cfg_ctx *x = arg;
 	unsigned lvl;
-	if (once(&x->seen_log, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_log, s, err, err_len) < 0 ||
 	    conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
 		return -1;
 	x->cfg->log_level = (int)lvl;
 	return 0;
 }
 
-/* A file path given once, absolute since the daemon runs from "/". */
-static int path_option(const struct conf_stmt *s, bool *seen, size_t max_len, char **out,
-		       char *err, size_t err_len)
-{
-	if (once(seen, s, err, err_len) < 0)
-		return -1;
-	if (s->argv[1][0] != '/')
-		return conf_error(err, err_len, s, "%s must be an absolute path", s->argv[0]);
-	if (strlen(s->argv[1]) > max_len)
-		return conf_error(err, err_len, s, "%s path longer than %zu bytes", s->argv[0], max_len);
-	*out = strdup(s->argv[1]);
-	if (!*out)
-		return conf_error(err, err_len, s, "out of memory");
-	return 0;
-}
-
 static int kw_pid_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return path_option(s, &x->seen_pid, PATH_MAX - 1, &x->cfg->pid_file, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_pid, PATH_MAX - 1, &x->cfg->pid_file, err, err_len);
 }
 
 /* "ADDRESS [port N] [load MS]" from argv[1]; port only where allowed. */
@@ -355,13 +331,13 @@ static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t er
 {
 	struct cfg_ctx *x = arg;
 	/* a unix socket path must fit sun_path */
-	return path_option(s, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
 }
 
 static int kw_router_id(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (once(&x->seen_router_id, s, err, err_len) < 0)
+	if (conf_once(&x->seen_router_id, s, err, err_len) < 0)
 		return -1;
 	size_t n = strlen(s->argv[1]);
 	if (n == 0 || n > INRPD_ROUTER_NAME_MAX)
@@ -435,7 +411,7 @@ static int kw_query_timeout(const struct conf_stmt *s, void *arg, char *err, siz
 {
 	struct cfg_ctx *x = arg;
 	uint64_t ms;
-	if (once(&x->seen_timeout, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_timeout, s, err, err_len) < 0 ||
 	    conf_arg_duration_ms(s, 1, 50, 60000, &ms, err, err_len) < 0)
 		return -1;
 	x->cfg->query_timeout_ms = (uint32_t)ms;
@@ -446,7 +422,7 @@ static int kw_hop_limit(const struct conf_stmt *s, void *arg, char *err, size_t 
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_hop_limit, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_hop_limit, s, err, err_len) < 0 ||
 	    conf_arg_uint(s, 1, 1, INRP_MAX_PATH, &n, err, err_len) < 0)
 		return -1;
 	x->cfg->hop_limit = (uint8_t)n;
@@ -457,7 +433,7 @@ static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_
 {
 	struct cfg_ctx *x = arg;
 	uint64_t n;
-	if (once(&x->seen_pending, s, err, err_len) < 0 ||
+	if (conf_once(&x->seen_pending, s, err, err_len) < 0 ||
 	    conf_arg_uint(s, 1, 1, 65535, &n, err, err_len) < 0)
 		return -1;
 	x->cfg->max_pending = (unsigned)n;
@@ -467,13 +443,13 @@ static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_
 static int kw_fib_channel(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return path_option(s, &x->seen_fib_channel, 107, &x->cfg->fib_channel_path, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_fib_channel, 107, &x->cfg->fib_channel_path, err, err_len);
 }
 
 static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (once(&x->seen_grace, s, err, err_len) < 0)
+	if (conf_once(&x->seen_grace, s, err, err_len) < 0)
 		return -1;
 	return conf_arg_duration_ms(s, 1, 0, 86400000, &x->cfg->fib_grace_ms, err, err_len);
 }

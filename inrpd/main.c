@@ -23,6 +23,7 @@
 
 #include "conf.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "log.h"
 #include "inrpd.h"
 
@@ -36,7 +37,6 @@ static struct {
 	const char *conf_path;          /* absolute: reload works after chdir("/") */
 	bool debug;                     /* -d: overrides log-level */
 	bool foreground;
-	int ready_fd;                   /* daemon: pipe to the waiting parent, else -1 */
 	struct inrpd_config *cfg;       /* the configuration the sockets were opened with */
 	struct udp_workers *udp;
 	struct tcp_server *tcp;
@@ -46,7 +46,7 @@ static struct {
 	struct fibsync *fibsync;
 	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
-} g = { .ready_fd = -1 };
+} g;
 
 static void usage(FILE *f)
 {
@@ -76,107 +76,6 @@ static enum log_level effective_level(const struct inrpd_config *cfg)
 	return cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO;
 }
 
-/* Startup failed: tell the waiting parent (daemon) or stderr, and exit. */
-static void __attribute__((noreturn)) fail_startup(const char *msg)
-{
-	if (g.ready_fd >= 0) {
-		size_t len = strlen(msg);
-		if (write(g.ready_fd, msg, len) != (ssize_t)len)
-			_exit(1);
-	} else {
-		fprintf(stderr, "inrpd: %s\n", msg);
-	}
-	exit(1);
-}
-
-/*
- * Forks into the background.  The parent waits until the daemon reports
- * that it listens ("" on success, else the error), so a failure to bind
- * still shows on the terminal and in the exit status.
- */
-static void daemonize(void)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		fprintf(stderr, "inrpd: pipe: %s\n", strerror(errno));
-		exit(1);
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "inrpd: fork: %s\n", strerror(errno));
-		exit(1);
-	}
-	if (pid > 0) {
-		char msg[1024];
-		size_t len = 0;
-		ssize_t n;
-		close(p[1]);
-		while (len < sizeof(msg) - 1 && (n = read(p[0], msg + len, sizeof(msg) - 1 - len)) != 0) {
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				break;
-			}
-			len += (size_t)n;
-		}
-		msg[len] = 0;
-		/* reap the intermediate child */
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		if (len == 1 && msg[0] == '\n')
-			exit(0);
-		fprintf(stderr, "inrpd: %s\n", len ? msg : "exited during startup");
-		exit(1);
-	}
-	close(p[0]);
-	if (setsid() < 0)
-		_exit(1);
-	/* a second fork: the daemon is not a session leader, so it never gets a terminal */
-	pid = fork();
-	if (pid < 0)
-		_exit(1);
-	if (pid > 0)
-		_exit(0);
-	g.ready_fd = p[1];
-	if (chdir("/") < 0)
-		fail_startup("chdir /: failed");
-}
-
-static void startup_done(void)
-{
-	if (g.ready_fd < 0)
-		return;
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		dup2(fd, STDIN_FILENO);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		if (fd > STDERR_FILENO)
-			close(fd);
-	}
-	if (write(g.ready_fd, "\n", 1) != 1)
-		log_warn("could not notify the parent process: %s", strerror(errno));
-	close(g.ready_fd);
-	g.ready_fd = -1;
-}
-
-static int write_pid_file(const char *path, char *err, size_t err_len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, err_len, "pid-file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	char buf[32];
-	int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-	if (write(fd, buf, (size_t)len) != len) {
-		snprintf(err, err_len, "pid-file %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
 
 /* Every counter, in the order shown by "show counters" and in the log. */
 static const struct {
@@ -505,6 +404,7 @@ static void on_signal(uv_signal_t *h, int signum)
 
 int main(int argc, char **argv)
 {
+	daemon_init("inrpd");
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -565,27 +465,27 @@ int main(int argc, char **argv)
 	 * urcu's call_rcu thread); the parent reports our startup errors.
 	 */
 	if (!g.foreground)
-		daemonize();
+		daemon_background();
 
 	rcu_register_thread();
 	rcu_thread_offline();
 	struct inrpd_config *cfg = inrpd_config_load(abs_path, err, sizeof(err));
 	if (!cfg)
-		fail_startup(err);
+		daemon_fail(err);
 	g.cfg = cfg;
 	log_init("inrpd", effective_level(cfg), !g.foreground);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct inrpd_runtime *first = inrpd_runtime_from_config(cfg);
 	if (!first)
-		fail_startup("out of memory");
+		daemon_fail("out of memory");
 	rcu_assign_pointer(inrpd_rt, first);
 	unsigned nworkers = cfg->workers ? cfg->workers : cpu_count();
 	if (nworkers > INRPD_MAX_WORKERS)
 		nworkers = INRPD_MAX_WORKERS;
 
 	if (uv_loop_init(&g.loop) < 0)
-		fail_startup("uv_loop_init failed");
+		daemon_fail("uv_loop_init failed");
 	/*
 	 * TCP first: its listeners are exclusive, so an address another
 	 * process serves fails here, before our SO_REUSEPORT UDP sockets join
@@ -593,10 +493,10 @@ int main(int argc, char **argv)
 	 */
 	g.tcp = tcp_server_open(&g.loop, cfg, err, sizeof(err));
 	if (!g.tcp)
-		fail_startup(err);
+		daemon_fail(err);
 	g.udp = udp_workers_open(cfg, nworkers, err, sizeof(err));
 	if (!g.udp)
-		fail_startup(err);
+		daemon_fail(err);
 	uv_signal_init(&g.loop, &g.sig_int);
 	uv_signal_init(&g.loop, &g.sig_term);
 	uv_signal_init(&g.loop, &g.sig_hup);
@@ -609,18 +509,18 @@ int main(int argc, char **argv)
 	if (cfg->control_path &&
 	    !(g.ctl = ctl_server_open(&g.loop, cfg->control_path, "inrpd " INRPD_VERSION, on_control, NULL,
 				     err, sizeof(err))))
-		fail_startup(err);
+		daemon_fail(err);
 	if (cfg->fib_channel_path &&
 	    !(g.fibsync = fibsync_open(&g.loop, cfg->fib_channel_path, cfg->fib_grace_ms, err, sizeof(err))))
-		fail_startup(err);
-	if (cfg->pid_file && write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
-		fail_startup(err);
+		daemon_fail(err);
+	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
-		fail_startup(err);
+		daemon_fail(err);
 
 	log_info("inrpd %s started: %u listen addresses, %u udp workers, %u routes",
 		 INRPD_VERSION, cfg->nlisten, nworkers, first->nroutes);
-	startup_done();
+	daemon_ready();
 
 	uv_run(&g.loop, UV_RUN_DEFAULT);
 

@@ -969,3 +969,42 @@ int conf_arg_choice(const struct conf_stmt *s, unsigned idx, const char *const *
 	}
 	return conf_error(err, err_len, s, "'%s' must be %s, got '%s'", arg_name(s, idx), list, w);
 }
+
+int conf_once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
+{
+	if (*seen)
+		return conf_error(err, err_len, s, "'%s' given twice", s->argv[0]);
+	*seen = true;
+	return 0;
+}
+
+int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
+		  char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	if (s->argv[idx][0] != '/')
+		return conf_error(err, err_len, s, "%s must be an absolute path", s->argv[0]);
+	if (strlen(s->argv[idx]) > max_len)
+		return conf_error(err, err_len, s, "%s path longer than %zu bytes", s->argv[0], max_len);
+	*out = strdup(s->argv[idx]);
+	if (!*out)
+		return conf_error(err, err_len, s, "out of memory");
+	return 0;
+}
+
+int conf_arg_endpoint(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
+		      uint16_t *port, char *err, size_t err_len)
+{
+	if (conf_arg_addr(s, idx, family, addr, err, err_len) < 0)
+		return -1;
+	if (s->argc == idx + 1)
+		return 0;
+	if (s->argc != idx + 3 || strcmp(s->argv[idx + 1], "port") != 0)
+		return conf_error(err, err_len, s, "expected '%s ADDRESS [port NUMBER]'", s->argv[0]);
+	uint64_t p;
+	if (conf_arg_uint(s, idx + 2, 1, 65535, &p, err, err_len) < 0)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}

@@ -105,6 +105,14 @@ int conf_arg_addr(const struct conf_stmt *s, unsigned idx, int *family, uint8_t 
 /* "10.0.0.0/8", "::1/128", or a bare address (full length prefix). */
 int conf_arg_prefix(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
 		    unsigned *prefix_len, char *err, size_t err_len);
+/* A statement that may appear once: an error naming the keyword the second time. */
+int conf_once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len);
+/* An absolute path of at most max_len bytes, given once; strdup'd into *out. */
+int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
+		  char *err, size_t err_len);
+/* "ADDRESS" or "ADDRESS port N" ending the statement at argv[idx]; *port kept if not given. */
+int conf_arg_endpoint(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
+		      uint16_t *port, char *err, size_t err_len);
 /* One of a list of words (NULL-terminated); *out is the index in choices. */
 int conf_arg_choice(const struct conf_stmt *s, unsigned idx, const char *const *choices,
 		    unsigned *out, char *err, size_t err_len);

@@ -10,41 +10,17 @@
 
 void fibchan_reader_init(struct fibchan_reader *r)
 {
-	memset(r, 0, sizeof(*r));
+	frame_reader_init(&r->frames, FIBCHAN_MAX_FRAME);
 }
 
 void fibchan_reader_free(struct fibchan_reader *r)
 {
-	free(r->buf);
-	memset(r, 0, sizeof(*r));
+	frame_reader_free(&r->frames);
 }
 
 int fibchan_reader_feed(struct fibchan_reader *r, const uint8_t *data, size_t len)
 {
-	if (r->end + len > r->cap && r->start > 0) {
-		memmove(r->buf, r->buf + r->start, r->end - r->start);
-		r->end -= r->start;
-		r->start = 0;
-	}
-	if (r->end + len > r->cap) {
-		/* never more than one maximal frame plus what was just read */
-		size_t cap = r->cap ? r->cap : 4096;
-		while (cap < r->end + len)
-			cap *= 2;
-		if (cap > (size_t)FIBCHAN_MAX_FRAME + FIBCHAN_HEADER_LEN + len)
-			cap = (size_t)FIBCHAN_MAX_FRAME + FIBCHAN_HEADER_LEN + len;
-		if (cap < r->end + len)
-			return -1;
-		uint8_t *nb = realloc(r->buf, cap);
-		if (!nb)
-			return -1;
-		r->buf = nb;
-		r->cap = cap;
-	}
-	if (len)
-		memcpy(r->buf + r->end, data, len);
-	r->end += len;
-	return 0;
+	return frame_reader_feed(&r->frames, data, len);
 }
 
 static int fail(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -59,27 +35,22 @@ static int fail(char *err, size_t err_len, const char *fmt, ...)
 
 int fibchan_reader_next(struct fibchan_reader *r, Crfib__FibMessage **msg, char *err, size_t err_len)
 {
-	size_t avail = r->end - r->start;
-	if (avail < FIBCHAN_HEADER_LEN)
+	const uint8_t *frame;
+	size_t flen;
+	int rc = frame_reader_next(&r->frames, &frame, &flen);
+	if (rc == 0)
 		return 0;
-	const uint8_t *h = r->buf + r->start;
-	uint32_t flen = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
-	if (flen == 0)
+	if (rc < 0 && flen == 0)
 		return fail(err, err_len, "empty frame");
-	if (flen > FIBCHAN_MAX_FRAME)
-		return fail(err, err_len, "frame of %u bytes is over the limit of %u", flen, FIBCHAN_MAX_FRAME);
-	if (avail < FIBCHAN_HEADER_LEN + (size_t)flen)
-		return 0;
-	Crfib__FibMessage *m = crfib__fib_message__unpack(NULL, flen, h + FIBCHAN_HEADER_LEN);
+	if (rc < 0)
+		return fail(err, err_len, "frame of %zu bytes is over the limit of %u", flen, FIBCHAN_MAX_FRAME);
+	Crfib__FibMessage *m = crfib__fib_message__unpack(NULL, flen, frame);
 	if (!m)
-		return fail(err, err_len, "frame of %u bytes is not a FibMessage", flen);
+		return fail(err, err_len, "frame of %zu bytes is not a FibMessage", flen);
 	if (m->body_case == CRFIB__FIB_MESSAGE__BODY__NOT_SET) {
 		crfib__fib_message__free_unpacked(m, NULL);
 		return fail(err, err_len, "message without a body");
 	}
-	r->start += FIBCHAN_HEADER_LEN + flen;
-	if (r->start == r->end)
-		r->start = r->end = 0;
 	*msg = m;
 	return 1;
 }
@@ -98,10 +69,7 @@ uint8_t *fibchan_encode(const Crfib__FibMessage *msg, size_t *len)
 	uint8_t *buf = malloc(FIBCHAN_HEADER_LEN + size);
 	if (!buf)
 		return NULL;
-	buf[0] = (uint8_t)(size >> 24);
-	buf[1] = (uint8_t)(size >> 16);
-	buf[2] = (uint8_t)(size >> 8);
-	buf[3] = (uint8_t)size;
+	frame_put_header(buf, (uint32_t)size);
 	crfib__fib_message__pack(msg, buf + FIBCHAN_HEADER_LEN);
 	*len = FIBCHAN_HEADER_LEN + size;
 	return buf;

@@ -16,14 +16,14 @@
 
 #include "fib.h"
 #include "fibchannel.pb-c.h"
+#include "frame.h"
 
-#define FIBCHAN_HEADER_LEN  4
+#define FIBCHAN_HEADER_LEN  FRAME_HEADER_LEN
 #define FIBCHAN_MAX_FRAME   (16u << 20)     /* a full sync is sent as many frames */
 
 /* Reassembles frames from a byte stream split anywhere. */
 struct fibchan_reader {
-	uint8_t *buf;
-	size_t start, end, cap;
+	struct frame_reader frames;     /* bounded at FIBCHAN_MAX_FRAME */
 };
 
 void fibchan_reader_init(struct fibchan_reader *r);

@@ -1,0 +1,22 @@
+/*
+ * Being a daemon, the same way for inrpd and nbrpd: fork into the
+ * background with the parent waiting until the child reports that it is
+ * ready (so a failure to bind still reaches the terminal and the exit
+ * status), a pid file, and startup errors that go where they are seen.
+ */
+#ifndef CR_DAEMON_H
+#define CR_DAEMON_H
+
+#include <stddef.h>
+
+/* prog names messages ("inrpd: ..."). */
+void daemon_init(const char *prog);
+/* Forks; returns in the daemon (cwd "/"), the parent exits with its status. */
+void daemon_background(void);
+/* Startup failed: tells the waiting parent, or stderr, and exits 1. */
+void __attribute__((noreturn)) daemon_fail(const char *msg);
+/* Startup is done: the parent exits 0; stdio goes to /dev/null. */
+void daemon_ready(void);
+int daemon_write_pid_file(const char *path, char *err, size_t err_len);
+
+#endif
