@@ -257,3 +257,106 @@ def run_inrpd(*args, timeout=30):
     """Runs the inrpd binary to completion (e.g. -t); returns CompletedProcess."""
     return subprocess.run([INRPD, *args], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=timeout, env=ENV)
+
+
+NBRPD = os.environ.get("NBRPD", str(pathlib.Path(INRPD).parents[1] / "nbrpd" / "nbrpd"))
+NBRC = str(pathlib.Path(NBRPD).parent / "nbrc")
+
+
+class Nbrpd:
+    """One nbrpd process: config written by the test, control socket for nbrc."""
+
+    def __init__(self, tmp_path, name):
+        self.name = name
+        self.dir = tmp_path / f"nbrpd-{name}"
+        self.dir.mkdir(exist_ok=True)
+        self.conf = self.dir / "nbrpd.conf"
+        self.ctl = self.dir / "nbrpd.ctl"
+        self.logfile = self.dir / "nbrpd.log"
+        self.proc = None
+        self.killed = False
+
+    def start(self, body):
+        self.conf.write_text(f'control "{self.ctl}";\n' + body)
+        self._log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen([NBRPD, "-f", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=self._log, env=ENV)
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"nbrpd exited with {self.proc.returncode}:\n{self.log()}")
+            return self.nbrc("show", "status").returncode == 0
+        wait_for(ready, START_TIMEOUT, f"nbrpd {self.name} to answer on its control socket")
+
+    def restart(self):
+        self.start(self.conf.read_text().split("\n", 1)[1])
+
+    def nbrc(self, *words):
+        return subprocess.run([NBRC, "-s", str(self.ctl), *words], capture_output=True, text=True,
+                              timeout=30, env=ENV)
+
+    def json(self, *words):
+        import json
+        r = self.nbrc("--json", *words)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout) if r.stdout.strip() else None
+
+    def route(self, name):
+        """The name's routes, best first, or None."""
+        r = self.nbrc("--json", "show", "route", name)
+        if r.returncode != 0:
+            return None
+        import json
+        return json.loads(r.stdout)["routes"]
+
+    def peers(self):
+        return {p["name"]: p for p in self.json("show", "peers")}
+
+    def log(self):
+        try:
+            return self.logfile.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"nbrpd {self.name} did not stop on SIGTERM:\n{self.log()}")
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.killed = True
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def nbrpd_factory(tmp_path):
+    """factory(name, body) -> a started Nbrpd; all are stopped at teardown
+    and must exit with status 0 (sanitizer reports included)."""
+    started = []
+
+    def start(name, body):
+        n = Nbrpd(tmp_path, name)
+        started.append(n)
+        n.start(body)
+        return n
+    yield start
+    errors = []
+    for n in started:
+        try:
+            rc = n.stop()
+        except AssertionError as e:
+            errors.append(str(e))
+            continue
+        if rc not in (None, 0) and not n.killed:
+            errors.append(f"nbrpd {n.name} exited with {rc}:\n{n.log()}")
+    if errors:
+        pytest.fail("\n".join(errors))

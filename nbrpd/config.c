@@ -1,0 +1,434 @@
+/*
+ * nbrpd's configuration (lib/conf), BIRD style:
+ *
+ *     router-name "cr1";                   this router in NBRP paths
+ *     listen 127.0.0.1 port 1790;          NBRP sessions
+ *     inrp-address 127.0.0.1 port 5353;    our inrpd: where peers forward queries
+ *     hold-time 90s;  connect-retry 1s;
+ *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
+ *                                          while peers send their tables
+ *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;
+ *     max-routes 4;                        ranked routes per name for inrpd
+ *     max-message-size 1048576;
+ *     fib-channel "/run/inrpd.fib";        inrpd's FIB channel socket
+ *     control "/run/nbrpd.ctl";            for nbrc
+ *     pid-file "/run/nbrpd.pid";  log-level info;
+ *     peer "cr2" {
+ *         address 127.0.0.2 port 1790;
+ *         local-pref 100;
+ *         max-names 100000 shut;           warn | refuse | shut
+ *         passive;                         wait for cr2 to connect
+ *     }
+ *     content "shop.example" {             names this router originates
+ *         server 192.0.2.10 load 20;
+ *     }
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "conf.h"
+#include "nbrpd.h"
+
+#define DEFAULT_HOLD_TIME_S     90
+#define DEFAULT_CONNECT_RETRY   1000
+#define DEFAULT_LOAD_PER_HOP    50
+#define DEFAULT_LOAD_RADIUS     3
+#define DEFAULT_LOAD_THRESHOLD  10
+#define DEFAULT_MAX_ROUTES      4
+#define DEFAULT_LOCAL_PREF      100
+#define DEFAULT_FIB_SYNC_WAIT   20000
+
+struct cfg_ctx {
+	struct nbrpd_config *cfg;
+	size_t content_cap;
+	bool seen_sync_wait;
+	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
+	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
+};
+
+struct peer_ctx {
+	struct nbrpd_peer_config *p;
+	bool seen_address, seen_pref, seen_max, seen_passive;
+};
+
+const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	if (!inet_ntop(e->family, e->addr, a, sizeof(a)))
+		strcpy(a, "?");
+	snprintf(buf, len, "%s port %u", a, (unsigned)e->port);
+	return buf;
+}
+
+static int endpoint(const struct conf_stmt *s, bool *seen, struct nbrpd_endpoint *e, uint16_t default_port,
+		    char *err, size_t err_len)
+{
+	if (seen && conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	e->port = default_port;
+	return conf_arg_endpoint(s, 1, &e->family, e->addr, &e->port, err, err_len);
+}
+
+static int kw_router_name(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_name, s, err, err_len) < 0)
+		return -1;
+	if (!nbrp_router_name_valid(s->argv[1]))
+		return conf_error(err, err_len, s, "router-name must be 1 to %d printable characters "
+				  "without spaces", NBRP_ROUTER_NAME_MAX);
+	snprintf(x->cfg->router_name, sizeof(x->cfg->router_name), "%s", s->argv[1]);
+	return 0;
+}
+
+static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	x->cfg->has_listen = true;
+	return endpoint(s, &x->seen_listen, &x->cfg->listen, NBRP_DEFAULT_PORT, err, err_len);
+}
+
+static int kw_inrp(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return endpoint(s, &x->seen_inrp, &x->cfg->inrp, 53, err, err_len);
+}
+
+static int kw_hold(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once(&x->seen_hold, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 0, 65535000, &ms, err, err_len) < 0)
+		return -1;
+	if (ms != 0 && ms < NBRP_MIN_HOLD_TIME * 1000)
+		return conf_error(err, err_len, s, "hold-time is 0 or at least %ds", NBRP_MIN_HOLD_TIME);
+	x->cfg->hold_time_s = (uint32_t)(ms / 1000);
+	return 0;
+}
+
+static int kw_retry(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_retry, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, 10, 3600000, &x->cfg->connect_retry_ms, err, err_len);
+}
+
+static int kw_sync_wait(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_sync_wait, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
+}
+
+static int uint_once(const struct conf_stmt *s, bool *seen, uint64_t min, uint64_t max, uint64_t *v,
+		     char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_uint(s, 1, min, max, v, err, err_len);
+}
+
+static int kw_mph(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (uint_once(s, &x->seen_mph, 1, 1000000, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->load_ms_per_hop = (uint32_t)v;
+	return 0;
+}
+
+static int kw_radius(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (uint_once(s, &x->seen_radius, 0, NBRP_MAX_PATH, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->load_radius = (uint32_t)v;
+	return 0;
+}
+
+static int kw_threshold(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (uint_once(s, &x->seen_threshold, 0, UINT32_MAX, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->load_threshold_ms = (uint32_t)v;
+	return 0;
+}
+
+static int kw_max_routes(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (uint_once(s, &x->seen_max_routes, 1, NBRPD_MAX_BEST, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->max_routes = (unsigned)v;
+	return 0;
+}
+
+static int kw_max_msg(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (uint_once(s, &x->seen_max_msg, 4096, 64u << 20, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->max_message = (size_t)v;
+	return 0;
+}
+
+static int kw_fib(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_arg_path(s, 1, &x->seen_fib, 107, &x->cfg->fib_channel, err, err_len);
+}
+
+static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_arg_path(s, 1, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
+}
+
+static int kw_pid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_arg_path(s, 1, &x->seen_pid, PATH_MAX - 1, &x->cfg->pid_file, err, err_len);
+}
+
+static int kw_log(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
+	struct cfg_ctx *x = arg;
+	unsigned lvl;
+	if (conf_once(&x->seen_log, s, err, err_len) < 0 ||
+	    conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
+		return -1;
+	x->cfg->log_level = (int)lvl;
+	return 0;
+}
+
+/* ---- peer { } ---- */
+
+static int kw_address(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct peer_ctx *pc = arg;
+	return endpoint(s, &pc->seen_address, &pc->p->remote, NBRP_DEFAULT_PORT, err, err_len);
+}
+
+static int kw_local_pref(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct peer_ctx *pc = arg;
+	uint64_t v;
+	if (uint_once(s, &pc->seen_pref, 0, UINT32_MAX, &v, err, err_len) < 0)
+		return -1;
+	pc->p->local_pref = (uint32_t)v;
+	return 0;
+}
+
+static int kw_max_names(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const actions[] = { "warn", "refuse", "shut", NULL };
+	struct peer_ctx *pc = arg;
+	if (conf_once(&pc->seen_max, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 1, UINT64_MAX, &pc->p->max_names, err, err_len) < 0)
+		return -1;
+	unsigned a = MAX_NAMES_WARN;
+	if (s->argc == 3 && conf_arg_choice(s, 2, actions, &a, err, err_len) < 0)
+		return -1;
+	pc->p->max_action = (enum max_names_action)a;
+	return 0;
+}
+
+static int kw_passive(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct peer_ctx *pc = arg;
+	if (conf_once(&pc->seen_passive, s, err, err_len) < 0)
+		return -1;
+	pc->p->passive = true;
+	return s->argc == 2 ? conf_arg_bool(s, 1, &pc->p->passive, err, err_len) : 0;
+}
+
+static const struct conf_keyword peer_keywords[] = {
+	{ "address", 2, 4, CONF_NO_BLOCK, kw_address },
+	{ "local-pref", 2, 2, CONF_NO_BLOCK, kw_local_pref },
+	{ "max-names", 2, 3, CONF_NO_BLOCK, kw_max_names },
+	{ "passive", 1, 2, CONF_NO_BLOCK, kw_passive },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static int kw_peer(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct nbrpd_config *cfg = x->cfg;
+	if (cfg->npeers == NBRPD_MAX_PEERS)
+		return conf_error(err, err_len, s, "too many peers (at most %d)", NBRPD_MAX_PEERS);
+	if (!nbrp_router_name_valid(s->argv[1]))
+		return conf_error(err, err_len, s, "bad peer name \"%s\"", s->argv[1]);
+	for (unsigned i = 0; i < cfg->npeers; i++)
+		if (strcmp(cfg->peers[i].name, s->argv[1]) == 0)
+			return conf_error(err, err_len, s, "peer \"%s\" already defined at line %u",
+					  s->argv[1], cfg->peers[i].line);
+	struct nbrpd_peer_config *p = &cfg->peers[cfg->npeers];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", s->argv[1]);
+	p->local_pref = DEFAULT_LOCAL_PREF;
+	p->line = s->line;
+	struct peer_ctx pc = { .p = p };
+	if (conf_dispatch(s->block, peer_keywords, &pc, err, err_len) < 0)
+		return -1;
+	if (!pc.seen_address)
+		return conf_error(err, err_len, s, "peer \"%s\" has no address", s->argv[1]);
+	cfg->npeers++;
+	return 0;
+}
+
+/* ---- content { } ---- */
+
+static int kw_server(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct nbrpd_content *c = arg;
+	struct route r = { .kind = ROUTE_SERVER };
+	int family;
+	if (conf_arg_addr(s, 1, &family, r.addr, err, err_len) < 0)
+		return -1;
+	r.family = (uint8_t)family;
+	if (s->argc == 3)
+		return conf_error(err, err_len, s, "expected 'server ADDRESS [load MILLISECONDS]'");
+	if (s->argc == 4) {
+		uint64_t load;
+		if (strcmp(s->argv[2], "load") != 0)
+			return conf_error(err, err_len, s, "expected 'load', not '%s'", s->argv[2]);
+		if (conf_arg_uint(s, 3, 0, UINT32_MAX, &load, err, err_len) < 0)
+			return -1;
+		r.load_ms = (uint32_t)load;
+	}
+	for (unsigned i = 0; i < c->nservers; i++)
+		if (c->servers[i].family == r.family && memcmp(c->servers[i].addr, r.addr, 16) == 0)
+			return conf_error(err, err_len, s, "duplicate server %s", s->argv[1]);
+	if (c->nservers == ROUTESET_MAX_ROUTES)
+		return conf_error(err, err_len, s, "too many servers (at most %d)", ROUTESET_MAX_ROUTES);
+	c->servers[c->nservers++] = r;
+	return 0;
+}
+
+static const struct conf_keyword content_keywords[] = {
+	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct nbrpd_config *cfg = x->cfg;
+	struct nbrpd_content c;
+	memset(&c, 0, sizeof(c));
+	c.line = s->line;
+	int rc = name_from_text(&c.name, s->argv[1], strlen(s->argv[1]));
+	if (rc != NAME_OK)
+		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
+	if (conf_dispatch(s->block, content_keywords, &c, err, err_len) < 0)
+		return -1;
+	if (c.nservers == 0)
+		return conf_error(err, err_len, s, "content \"%s\" has no server", s->argv[1]);
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		if (name_equal(&cfg->content[i].name, &c.name))
+			return conf_error(err, err_len, s, "content \"%s\" already defined at line %u",
+					  s->argv[1], cfg->content[i].line);
+	if (cfg->ncontent == x->content_cap) {
+		size_t cap = x->content_cap ? x->content_cap * 2 : 8;
+		struct nbrpd_content *n = realloc(cfg->content, cap * sizeof(*n));
+		if (!n)
+			return conf_error(err, err_len, s, "out of memory");
+		cfg->content = n;
+		x->content_cap = cap;
+	}
+	cfg->content[cfg->ncontent++] = c;
+	return 0;
+}
+
+static const struct conf_keyword top_keywords[] = {
+	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
+	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
+	{ "inrp-address", 2, 4, CONF_NO_BLOCK, kw_inrp },
+	{ "hold-time", 2, 2, CONF_NO_BLOCK, kw_hold },
+	{ "connect-retry", 2, 2, CONF_NO_BLOCK, kw_retry },
+	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
+	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
+	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
+	{ "load-threshold", 2, 2, CONF_NO_BLOCK, kw_threshold },
+	{ "max-routes", 2, 2, CONF_NO_BLOCK, kw_max_routes },
+	{ "max-message-size", 2, 2, CONF_NO_BLOCK, kw_max_msg },
+	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib },
+	{ "control", 2, 2, CONF_NO_BLOCK, kw_control },
+	{ "pid-file", 2, 2, CONF_NO_BLOCK, kw_pid },
+	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log },
+	{ "peer", 2, 2, CONF_BLOCK, kw_peer },
+	{ "content", 2, 2, CONF_BLOCK, kw_content },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len)
+{
+	struct nbrpd_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	cfg->hold_time_s = DEFAULT_HOLD_TIME_S;
+	cfg->connect_retry_ms = DEFAULT_CONNECT_RETRY;
+	cfg->fib_sync_wait_ms = DEFAULT_FIB_SYNC_WAIT;
+	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
+	cfg->load_radius = DEFAULT_LOAD_RADIUS;
+	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;
+	cfg->max_routes = DEFAULT_MAX_ROUTES;
+	cfg->max_message = NBRP_MAX_MESSAGE;
+	cfg->log_level = -1;
+
+	struct conf *c = conf_parse_file(path, err, err_len);
+	if (!c) {
+		nbrpd_config_free(cfg);
+		return NULL;
+	}
+	struct cfg_ctx x = { .cfg = cfg };
+	int rc = conf_dispatch(c->first, top_keywords, &x, err, err_len);
+	if (rc == 0 && !x.seen_name) {
+		snprintf(err, err_len, "%s: no 'router-name' statement", path);
+		rc = -1;
+	}
+	if (rc == 0 && !x.seen_inrp) {
+		snprintf(err, err_len, "%s: no 'inrp-address' statement (our inrpd, where peers forward queries)",
+			 path);
+		rc = -1;
+	}
+	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)
+		if (strcmp(cfg->peers[i].name, cfg->router_name) == 0) {
+			snprintf(err, err_len, "%s:%u: peer \"%s\" has this router's own name", path,
+				 cfg->peers[i].line, cfg->peers[i].name);
+			rc = -1;
+		}
+	conf_free(c);
+	if (rc < 0) {
+		nbrpd_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+void nbrpd_config_free(struct nbrpd_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->content);
+	free(cfg->fib_channel);
+	free(cfg->control_path);
+	free(cfg->pid_file);
+	free(cfg);
+}

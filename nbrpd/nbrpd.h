@@ -1,0 +1,198 @@
+/*
+ * nbrpd: the NBRP routing daemon of a content router (DESIGN.md, NBRP;
+ * docs/NBRP.md).  One thread, one libuv loop, split the OpenBGPD way:
+ *
+ *   session.c   TCP sessions with peers: connect and accept, OPEN,
+ *               KEEPALIVE, hold timers, collisions, NOTIFICATION
+ *   rib.c       Adj-RIB-In (routes per name per peer), the decision,
+ *               Loc-RIB (the best few per name), Adj-RIB-Out (what each
+ *               peer was told), and the changes for the FIB
+ *   fibpush.c   the FIB channel to inrpd: full sync, then changes
+ *   config.c    the configuration file
+ *   main.c      daemon, signals, control socket (nbrc)
+ */
+#ifndef NBRPD_H
+#define NBRPD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "name.h"
+#include "nbrp.h"
+#include "route.h"
+
+#define NBRPD_MAX_PEERS         64      /* one bit each in a name's Adj-RIB-Out mask */
+#define NBRPD_MAX_BEST          ROUTESET_MAX_ROUTES
+
+enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
+
+struct nbrpd_endpoint {
+	int family;
+	uint8_t addr[16];
+	uint16_t port;
+};
+
+struct nbrpd_peer_config {
+	char name[NBRP_ROUTER_NAME_MAX + 1];
+	struct nbrpd_endpoint remote;
+	uint32_t local_pref;
+	uint64_t max_names;             /* 0: no limit */
+	enum max_names_action max_action;
+	bool passive;                   /* wait for the peer to connect */
+	unsigned line;
+};
+
+struct nbrpd_content {
+	struct name name;
+	unsigned nservers;
+	struct route servers[ROUTESET_MAX_ROUTES];
+	unsigned line;
+};
+
+struct nbrpd_config {
+	char router_name[NBRP_ROUTER_NAME_MAX + 1];
+	struct nbrpd_endpoint listen;
+	bool has_listen;
+	struct nbrpd_endpoint inrp;     /* our inrpd, the next hop we advertise */
+	uint32_t hold_time_s;
+	uint64_t connect_retry_ms;      /* first retry; doubles up to 32x */
+	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */
+	uint32_t load_ms_per_hop;
+	uint32_t load_radius;           /* hops a load figure travels */
+	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
+	unsigned max_routes;            /* ranked routes per name pushed to inrpd */
+	size_t max_message;
+	char *fib_channel;              /* inrpd's socket; NULL: none */
+	char *control_path;
+	char *pid_file;
+	int log_level;
+	unsigned npeers;
+	struct nbrpd_peer_config peers[NBRPD_MAX_PEERS];
+	unsigned ncontent;
+	struct nbrpd_content *content;
+};
+
+struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len);
+void nbrpd_config_free(struct nbrpd_config *cfg);
+const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len);
+
+/* ---- sessions (session.c) ---- */
+
+enum session_state {
+	SESSION_IDLE,
+	SESSION_CONNECT,                /* TCP connect in progress */
+	SESSION_OPENSENT,               /* connected, our OPEN sent */
+	SESSION_OPENCONFIRM,            /* their OPEN received, KEEPALIVE awaited */
+	SESSION_ESTABLISHED,
+};
+const char *session_state_name(enum session_state s);
+
+struct conn;
+
+struct peer {
+	struct nbrpd_peer_config cfg;
+	unsigned idx;                   /* bit in the Adj-RIB-Out masks */
+	struct conn *conn[2];           /* [0] we connected, [1] they connected */
+	struct conn *established;       /* one of the two, once Established */
+	uv_timer_t retry_timer;
+	uint64_t retry_ms;
+	bool enabled;
+	bool eor_received;
+	uint64_t established_at;        /* uv_now, ms */
+	uint32_t hold_time_s;           /* negotiated */
+	uint64_t names;                 /* names with a route from this peer */
+	bool max_warned;
+	uint64_t updates_in, updates_out, withdrawn_in, bad_routes, notifications_in, notifications_out;
+	uint64_t flaps;
+	char last_error[256];
+	/* Adj-RIB-Out changes waiting to be sent */
+	struct nbrp_batch *out;
+};
+
+struct nbrpd;
+int sessions_start(struct nbrpd *d, char *err, size_t err_len);
+void sessions_stop(struct nbrpd *d);
+void peer_enable(struct nbrpd *d, struct peer *p, bool enable);
+enum session_state peer_state(const struct peer *p);
+/* Ends the peer's established session with a NOTIFICATION. */
+void peer_notify(struct nbrpd *d, struct peer *p, uint8_t code, uint8_t subcode, const char *text);
+/* Queues a message on the peer's established session. */
+void peer_send(struct nbrpd *d, struct peer *p, const Nbrp__Message *m);
+
+/* ---- the RIB (rib.c) ---- */
+
+struct rib_route;
+struct rib_entry;
+struct rib;
+
+struct rib *rib_create(void);
+void rib_free(struct rib *r);
+/* Local content from the configuration (replaces what was there). */
+void rib_set_local(struct nbrpd *d, const struct nbrpd_config *cfg);
+/* An UPDATE from an established peer. */
+void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u);
+/* A peer's session came up: send it the table, then END-OF-RIB. */
+void rib_peer_up(struct nbrpd *d, struct peer *p);
+/* A peer's session went down: withdraw everything learned from it. */
+void rib_peer_down(struct nbrpd *d, struct peer *p);
+/* Sends what changed to peers and inrpd (called once per loop iteration). */
+void rib_flush(struct nbrpd *d);
+uint64_t rib_count(const struct rib *r);
+
+/* Walks names with at least one route; fn gets the ranked best routes. */
+struct rib_view {
+	const uint8_t *name;            /* canonical wire */
+	uint8_t name_len;
+	unsigned nroutes;
+	unsigned nbest;
+};
+typedef void (*rib_walk_fn)(const struct rib_entry *e, void *arg);
+void rib_walk(const struct rib *r, rib_walk_fn fn, void *arg);
+const struct rib_entry *rib_find(const struct rib *r, const struct name *n);
+/* Formats one name's routes for `show route` (text or JSON lines). */
+void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
+		  void (*line)(void *arg, const char *text), void *arg);
+/* The FIB routes of an entry (ranked); returns how many. */
+unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out);
+void rib_entry_name(const struct rib_entry *e, struct name *out);
+
+/* ---- the FIB channel to inrpd (fibpush.c) ---- */
+
+struct fibpush;
+struct fibpush *fibpush_open(struct nbrpd *d, const char *path);
+void fibpush_close(struct fibpush *f);
+void fibpush_free(struct fibpush *f);
+/* Queues a name's routes (count 0: withdrawn); sent at the next flush. */
+void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count);
+void fibpush_flush(struct fibpush *f);
+/* The RIB is complete enough to replace what inrpd has (sent once). */
+void fibpush_ready(struct fibpush *f);
+bool fibpush_connected(const struct fibpush *f);
+uint64_t fibpush_syncs(const struct fibpush *f);
+
+/* ---- the daemon ---- */
+
+struct nbrpd {
+	uv_loop_t *loop;
+	struct nbrpd_config *cfg;
+	const char *conf_path;
+	unsigned npeers;
+	struct peer *peers;
+	uv_tcp_t listener;
+	bool listening;
+	struct rib *rib;
+	struct fibpush *fib;
+	uv_check_t flush_check;         /* rib_flush after each loop iteration */
+	uv_timer_t sync_wait;
+	bool rib_ready;
+	bool stopping;
+	uint64_t started;
+};
+
+struct peer *nbrpd_peer_by_name(struct nbrpd *d, const char *name);
+/* Checks whether every peer has sent its table; then the FIB may be synced. */
+void nbrpd_check_ready(struct nbrpd *d);
+
+#endif

@@ -1,0 +1,718 @@
+/*
+ * The RIB: every route nbrpd knows, per name, and the decision.
+ *
+ * A name's entry holds its routes (Adj-RIB-In of every peer, plus local
+ * content), the best few ranked (Loc-RIB), and which peers were told about
+ * it (Adj-RIB-Out as one bit per peer).  A change marks the entry dirty;
+ * rib_flush, run once per loop iteration, sends what changed to every
+ * established peer in UPDATEs and to inrpd over the FIB channel.
+ *
+ * Decision (docs/NBRP.md), best first:
+ *   higher local preference (local content above everything learned)
+ *   shorter effective distance: path length * load-ms-per-hop + load
+ *   (the place for BIRD's IGP metric and AS path length, issue 6)
+ *   older route (arrival order)
+ *   lower peer name
+ * A peer is told the best route unless it came from that peer or has the
+ * peer's name in its path; the path it gets starts with our name, and the
+ * next hop is our inrpd.  Load travels load-radius hops, then is sent as
+ * 0 (unknown); a load change smaller than load-threshold is not sent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <xxhash.h>
+
+#include "log.h"
+#include "nbrpd.h"
+
+#define BATCH_NAMES     1024    /* names per UPDATE */
+#define LOCAL_PREF_LOCAL UINT32_MAX
+
+struct rib_route {
+	struct rib_route *next;
+	struct peer *peer;                      /* NULL: local content */
+	const struct nbrpd_content *content;    /* local: its servers */
+	uint32_t local_pref;
+	uint32_t load_ms;
+	uint64_t seq;                           /* arrival order */
+	struct nbrpd_endpoint next_hop;
+	uint8_t npath;
+	uint16_t path_bytes;
+	char path[];                            /* npath NUL-terminated router names */
+};
+
+struct rib_entry {
+	struct rib_entry *hnext;
+	struct rib_entry *dirty_next;
+	struct rib_route *routes;
+	struct rib_route *best[NBRPD_MAX_BEST];
+	uint8_t nbest;
+	bool dirty;
+	bool resend;                            /* during a flush: peers told before hear again */
+	uint64_t adv_mask;                      /* peers told about it */
+	uint64_t adv_sig;                       /* what they were told (0: nothing) */
+	uint32_t adv_load;
+	uint8_t len;
+	uint8_t wire[];
+};
+
+struct rib {
+	struct rib_entry **buckets;
+	size_t nbuckets;
+	uint64_t count;
+	uint64_t seq;
+	struct rib_entry *dirty;
+};
+
+/* ---- the table ---- */
+
+struct rib *rib_create(void)
+{
+	struct rib *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->nbuckets = 1024;
+	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
+	if (!r->buckets) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void route_free_list(struct rib_route *rt)
+{
+	while (rt) {
+		struct rib_route *n = rt->next;
+		free(rt);
+		rt = n;
+	}
+}
+
+void rib_free(struct rib *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nbuckets; i++) {
+		struct rib_entry *e = r->buckets[i];
+		while (e) {
+			struct rib_entry *n = e->hnext;
+			route_free_list(e->routes);
+			free(e);
+			e = n;
+		}
+	}
+	free(r->buckets);
+	free(r);
+}
+
+uint64_t rib_count(const struct rib *r)
+{
+	return r->count;
+}
+
+static size_t bucket_of(const struct rib *r, const uint8_t *wire, size_t len)
+{
+	return (size_t)XXH3_64bits(wire, len) & (r->nbuckets - 1);
+}
+
+static struct rib_entry *lookup(const struct rib *r, const struct name *n)
+{
+	for (struct rib_entry *e = r->buckets[bucket_of(r, n->wire, n->len)]; e; e = e->hnext)
+		if (e->len == n->len && memcmp(e->wire, n->wire, n->len) == 0)
+			return e;
+	return NULL;
+}
+
+const struct rib_entry *rib_find(const struct rib *r, const struct name *n)
+{
+	const struct rib_entry *e = lookup(r, n);
+	return e && e->routes ? e : NULL;
+}
+
+static void grow(struct rib *r)
+{
+	size_t nb = r->nbuckets * 2;
+	struct rib_entry **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;                 /* longer chains, still correct */
+	for (size_t i = 0; i < r->nbuckets; i++) {
+		struct rib_entry *e = r->buckets[i];
+		while (e) {
+			struct rib_entry *n = e->hnext;
+			size_t k = (size_t)XXH3_64bits(e->wire, e->len) & (nb - 1);
+			e->hnext = b[k];
+			b[k] = e;
+			e = n;
+		}
+	}
+	free(r->buckets);
+	r->buckets = b;
+	r->nbuckets = nb;
+}
+
+static struct rib_entry *get_or_add(struct rib *r, const struct name *n)
+{
+	struct rib_entry *e = lookup(r, n);
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e) + n->len);
+	if (!e)
+		return NULL;
+	e->len = n->len;
+	memcpy(e->wire, n->wire, n->len);
+	size_t k = bucket_of(r, n->wire, n->len);
+	e->hnext = r->buckets[k];
+	r->buckets[k] = e;
+	if (++r->count > r->nbuckets)
+		grow(r);
+	return e;
+}
+
+void rib_entry_name(const struct rib_entry *e, struct name *out)
+{
+	out->len = e->len;
+	memcpy(out->wire, e->wire, e->len);
+}
+
+void rib_walk(const struct rib *r, rib_walk_fn fn, void *arg)
+{
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
+			if (e->routes)
+				fn(e, arg);
+}
+
+/* ---- the decision ---- */
+
+static const char *route_from(const struct rib_route *rt)
+{
+	return rt->peer ? rt->peer->cfg.name : "";
+}
+
+static int route_cmp(const struct nbrpd *d, const struct rib_route *a, const struct rib_route *b)
+{
+	if (a->local_pref != b->local_pref)
+		return a->local_pref > b->local_pref ? -1 : 1;
+	uint64_t mph = d->cfg->load_ms_per_hop;
+	uint64_t da = a->npath * mph + a->load_ms, db = b->npath * mph + b->load_ms;
+	if (da != db)
+		return da < db ? -1 : 1;
+	/* the place for BIRD's IGP metric and AS path length (issue 6) */
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return strcmp(route_from(a), route_from(b));
+}
+
+static void mark_dirty(struct rib *r, struct rib_entry *e)
+{
+	if (e->dirty)
+		return;
+	e->dirty = true;
+	e->dirty_next = r->dirty;
+	r->dirty = e;
+}
+
+static void decide(struct nbrpd *d, struct rib_entry *e)
+{
+	struct rib_route *ranked[NBRPD_MAX_BEST + 1];
+	unsigned n = 0, keep = d->cfg->max_routes;
+	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
+		/* insertion into the top `keep`, best first */
+		unsigned i = n < keep ? n++ : keep;
+		while (i > 0 && route_cmp(d, rt, ranked[i - 1]) < 0) {
+			if (i < keep)
+				ranked[i] = ranked[i - 1];
+			i--;
+		}
+		if (i < keep)
+			ranked[i] = rt;
+	}
+	memcpy(e->best, ranked, n * sizeof(ranked[0]));
+	e->nbest = (uint8_t)n;
+	mark_dirty(d->rib, e);
+}
+
+static struct rib_route *take_route(struct rib_entry *e, const struct peer *p)
+{
+	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
+		if ((*pp)->peer == p) {
+			struct rib_route *rt = *pp;
+			*pp = rt->next;
+			return rt;
+		}
+	return NULL;
+}
+
+/* ---- local content ---- */
+
+void rib_set_local(struct nbrpd *d, const struct nbrpd_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->ncontent; i++) {
+		const struct nbrpd_content *c = &cfg->content[i];
+		struct rib_entry *e = get_or_add(d->rib, &c->name);
+		struct rib_route *rt = e ? calloc(1, sizeof(*rt)) : NULL;
+		if (!rt) {
+			log_err("out of memory for content routes");
+			return;
+		}
+		free(take_route(e, NULL));
+		rt->content = c;
+		rt->local_pref = LOCAL_PREF_LOCAL;
+		rt->load_ms = c->servers[0].load_ms;
+		rt->seq = d->rib->seq++;
+		rt->next = e->routes;
+		e->routes = rt;
+		decide(d, e);
+	}
+}
+
+/* ---- from peers ---- */
+
+static bool path_has(const struct rib_route *rt, const char *name)
+{
+	const char *s = rt->path;
+	for (unsigned i = 0; i < rt->npath; i++) {
+		if (strcmp(s, name) == 0)
+			return true;
+		s += strlen(s) + 1;
+	}
+	return false;
+}
+
+static void withdraw_name(struct nbrpd *d, struct peer *p, const struct name *n)
+{
+	struct rib_entry *e = lookup(d->rib, n);
+	struct rib_route *old = e ? take_route(e, p) : NULL;
+	if (!old)
+		return;
+	free(old);
+	p->names--;
+	decide(d, e);
+}
+
+static struct rib_route *route_from_update(struct nbrpd *d, struct peer *p, const Nbrp__Route *r)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < r->n_path; i++)
+		bytes += strlen(r->path[i]) + 1;
+	struct rib_route *rt = calloc(1, sizeof(*rt) + bytes);
+	if (!rt)
+		return NULL;
+	rt->peer = p;
+	rt->local_pref = p->cfg.local_pref;
+	rt->load_ms = r->load_ms;
+	rt->seq = d->rib->seq++;
+	rt->next_hop.family = r->next_hop.len == 4 ? AF_INET : AF_INET6;
+	memcpy(rt->next_hop.addr, r->next_hop.data, r->next_hop.len);
+	rt->next_hop.port = (uint16_t)r->next_hop_port;
+	rt->npath = (uint8_t)r->n_path;
+	rt->path_bytes = (uint16_t)bytes;
+	char *s = rt->path;
+	for (size_t i = 0; i < r->n_path; i++) {
+		size_t l = strlen(r->path[i]) + 1;
+		memcpy(s, r->path[i], l);
+		s += l;
+	}
+	return rt;
+}
+
+static void notify_peer(struct nbrpd *d, struct peer *p, uint8_t code, uint8_t sub, const char *text);
+
+void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
+{
+	struct name n;
+	/*
+	 * A name that does not parse cannot be withdrawn either, so what the
+	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
+	 */
+	for (size_t i = 0; i < u->n_withdrawn; i++) {
+		if (nbrp_name_of(&u->withdrawn[i], &n) < 0) {
+			notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a withdrawn name is not a canonical wire name");
+			return;
+		}
+		p->withdrawn_in++;
+		withdraw_name(d, p, &n);
+	}
+	for (size_t i = 0; i < u->n_routes; i++) {
+		const Nbrp__Route *r = u->routes[i];
+		const char *why = NULL;
+		bool usable = nbrp_check_route(r, false, &why) == 0;
+		if (!usable) {
+			p->bad_routes++;
+			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->cfg.name, why);
+		}
+		/* a route through us would loop: as good as withdrawn */
+		if (usable) {
+			for (size_t k = 0; k < r->n_path; k++)
+				if (strcmp(r->path[k], d->cfg->router_name) == 0)
+					usable = false;
+		}
+		struct rib_route *tmpl = usable ? route_from_update(d, p, r) : NULL;
+		for (size_t k = 0; k < r->n_names; k++) {
+			if (nbrp_name_of(&r->names[k], &n) < 0) {
+				free(tmpl);
+				notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
+				return;
+			}
+			if (!tmpl) {
+				withdraw_name(d, p, &n);
+				continue;
+			}
+			struct rib_entry *e = get_or_add(d->rib, &n);
+			if (!e)
+				continue;
+			struct rib_route *old = take_route(e, p);
+			if (!old && p->cfg.max_names && p->names >= p->cfg.max_names) {
+				if (p->cfg.max_action == MAX_NAMES_SHUT) {
+					decide(d, e);
+					free(tmpl);
+					notify_peer(d, p, NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES,
+						    "more names than max-names allows");
+					return;
+				}
+				if (!p->max_warned)
+					log_warn("peer %s: over max-names (%llu)%s", p->cfg.name,
+						 (unsigned long long)p->cfg.max_names,
+						 p->cfg.max_action == MAX_NAMES_REFUSE ? ": refusing new names" : "");
+				p->max_warned = true;
+				if (p->cfg.max_action == MAX_NAMES_REFUSE) {
+					decide(d, e);
+					continue;
+				}
+			}
+			struct rib_route *rt = malloc(sizeof(*rt) + tmpl->path_bytes);
+			if (!rt) {
+				free(old);
+				if (old)
+					p->names--;
+				decide(d, e);
+				continue;
+			}
+			memcpy(rt, tmpl, sizeof(*rt) + tmpl->path_bytes);
+			if (old) {
+				/* an unchanged route keeps its age */
+				if (old->load_ms == rt->load_ms && old->npath == rt->npath &&
+				    old->path_bytes == rt->path_bytes &&
+				    memcmp(old->path, rt->path, rt->path_bytes) == 0 &&
+				    memcmp(&old->next_hop, &rt->next_hop, sizeof(rt->next_hop)) == 0)
+					rt->seq = old->seq;
+				free(old);
+			} else {
+				p->names++;
+			}
+			rt->next = e->routes;
+			e->routes = rt;
+			decide(d, e);
+		}
+		free(tmpl);
+	}
+}
+
+void rib_peer_down(struct nbrpd *d, struct peer *p)
+{
+	uint64_t bit = 1ull << p->idx;
+	struct rib *r = d->rib;
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
+			e->adv_mask &= ~bit;
+			struct rib_route *old = take_route(e, p);
+			if (old) {
+				free(old);
+				decide(d, e);
+			}
+		}
+	p->names = 0;
+}
+
+/* ---- to peers ---- */
+
+/* One UPDATE under construction, for one peer at a time. */
+static struct {
+	Nbrp__Update u;
+	ProtobufCBinaryData withdrawn[BATCH_NAMES];
+	Nbrp__Route *route_ptrs[BATCH_NAMES];
+	Nbrp__Route routes[BATCH_NAMES];
+	ProtobufCBinaryData names[BATCH_NAMES];
+	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+	uint8_t next_hop[16];
+} batch;
+
+static void batch_send(struct nbrpd *d, struct peer *p)
+{
+	Nbrp__Update *u = &batch.u;
+	if (u->n_withdrawn == 0 && u->n_routes == 0)
+		return;
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m.update = u;
+	peer_send(d, p, &m);
+	p->updates_out++;
+	nbrp__update__init(u);
+	u->withdrawn = batch.withdrawn;
+	u->routes = batch.route_ptrs;
+}
+
+static void batch_reset(void)
+{
+	nbrp__update__init(&batch.u);
+	batch.u.withdrawn = batch.withdrawn;
+	batch.u.routes = batch.route_ptrs;
+}
+
+static void batch_withdraw(struct nbrpd *d, struct peer *p, struct rib_entry *e)
+{
+	Nbrp__Update *u = &batch.u;
+	u->withdrawn[u->n_withdrawn].data = e->wire;
+	u->withdrawn[u->n_withdrawn].len = e->len;
+	if (++u->n_withdrawn == BATCH_NAMES)
+		batch_send(d, p);
+}
+
+static uint32_t advertised_load(const struct nbrpd *d, const struct rib_route *best)
+{
+	return (uint32_t)best->npath + 1 <= d->cfg->load_radius ? best->load_ms : 0;
+}
+
+static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e)
+{
+	const struct rib_route *best = e->best[0];
+	Nbrp__Update *u = &batch.u;
+	size_t k = u->n_routes;
+	Nbrp__Route *r = &batch.routes[k];
+	nbrp__route__init(r);
+	batch.names[k].data = e->wire;
+	batch.names[k].len = e->len;
+	r->n_names = 1;
+	r->names = &batch.names[k];
+	const struct nbrpd_endpoint *nh = &d->cfg->inrp;
+	r->next_hop.data = (uint8_t *)nh->addr;
+	r->next_hop.len = nh->family == AF_INET ? 4 : 16;
+	r->next_hop_port = nh->port;
+	r->load_ms = advertised_load(d, best);
+	char **path = batch.paths[k];
+	path[0] = d->cfg->router_name;
+	const char *s = best->path;
+	for (unsigned i = 0; i < best->npath; i++) {
+		path[i + 1] = (char *)s;
+		s += strlen(s) + 1;
+	}
+	r->n_path = best->npath + 1u;
+	r->path = path;
+	u->routes[k] = r;
+	if (++u->n_routes == BATCH_NAMES)
+		batch_send(d, p);
+}
+
+static bool advertisable_to(const struct nbrpd *d, const struct rib_entry *e, const struct peer *p)
+{
+	if (e->nbest == 0)
+		return false;
+	const struct rib_route *best = e->best[0];
+	return best->peer != p && !path_has(best, p->cfg.name) && best->npath + 1u <= NBRP_MAX_PATH &&
+	       d->cfg->inrp.family != 0;
+}
+
+static uint64_t route_sig(const struct rib_route *rt)
+{
+	uint64_t h = XXH3_64bits(rt->path, rt->path_bytes);
+	h ^= (uint64_t)(rt->peer ? rt->peer->idx + 1 : 0) << 56;
+	return h | 1;                   /* never 0: 0 is "nothing advertised" */
+}
+
+void rib_peer_up(struct nbrpd *d, struct peer *p)
+{
+	uint64_t bit = 1ull << p->idx;
+	struct rib *r = d->rib;
+	batch_reset();
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
+			e->adv_mask &= ~bit;
+			if (advertisable_to(d, e, p)) {
+				batch_advertise(d, p, e);
+				e->adv_mask |= bit;
+			}
+		}
+	batch_send(d, p);
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	Nbrp__EndOfRib eor = NBRP__END_OF_RIB__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_END_OF_RIB;
+	m.end_of_rib = &eor;
+	peer_send(d, p, &m);
+}
+
+/* ---- to inrpd ---- */
+
+unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out)
+{
+	unsigned n = 0;
+	(void)d;
+	for (unsigned b = 0; b < e->nbest && n < ROUTESET_MAX_ROUTES; b++) {
+		const struct rib_route *rt = e->best[b];
+		if (!rt->peer) {
+			for (unsigned s = 0; s < rt->content->nservers && n < ROUTESET_MAX_ROUTES; s++)
+				out[n++] = rt->content->servers[s];
+			continue;
+		}
+		struct route *r = &out[n++];
+		memset(r, 0, sizeof(*r));
+		r->kind = ROUTE_ROUTER;
+		r->family = (uint8_t)rt->next_hop.family;
+		r->port = rt->next_hop.port;
+		r->load_ms = rt->load_ms;
+		memcpy(r->addr, rt->next_hop.addr, 16);
+	}
+	return n;
+}
+
+void rib_flush(struct nbrpd *d)
+{
+	struct rib *r = d->rib;
+	if (!r->dirty)
+		return;
+	/* what each changed entry now says to peers, and whether that changed enough to resend */
+	for (struct rib_entry *e = r->dirty; e; e = e->dirty_next) {
+		uint64_t sig = e->nbest ? route_sig(e->best[0]) : 0;
+		uint32_t load = e->nbest ? advertised_load(d, e->best[0]) : 0;
+		uint32_t diff = load > e->adv_load ? load - e->adv_load : e->adv_load - load;
+		e->resend = sig != e->adv_sig || (diff > 0 && diff >= d->cfg->load_threshold_ms);
+		if (e->resend) {
+			e->adv_sig = sig;
+			e->adv_load = load;
+		}
+	}
+	for (unsigned i = 0; i < d->npeers; i++) {
+		struct peer *p = &d->peers[i];
+		if (!p->established)
+			continue;
+		uint64_t bit = 1ull << p->idx;
+		batch_reset();
+		for (struct rib_entry *e = r->dirty; e; e = e->dirty_next) {
+			if (advertisable_to(d, e, p)) {
+				if (e->resend || !(e->adv_mask & bit))
+					batch_advertise(d, p, e);
+				e->adv_mask |= bit;
+			} else if (e->adv_mask & bit) {
+				batch_withdraw(d, p, e);
+				e->adv_mask &= ~bit;
+			}
+		}
+		batch_send(d, p);
+	}
+	struct rib_entry *e = r->dirty;
+	r->dirty = NULL;
+	while (e) {
+		struct rib_entry *next = e->dirty_next;
+		if (d->fib) {
+			struct name n;
+			struct route routes[ROUTESET_MAX_ROUTES];
+			rib_entry_name(e, &n);
+			fibpush_name(d->fib, &n, routes, rib_fib_routes(d, e, routes));
+		}
+		e->dirty = false;
+		e->dirty_next = NULL;
+		if (!e->routes && !e->adv_mask) {
+			/* known to no one any more: the entry can go */
+			struct rib_entry **pp = &r->buckets[bucket_of(r, e->wire, e->len)];
+			while (*pp != e)
+				pp = &(*pp)->hnext;
+			*pp = e->hnext;
+			r->count--;
+			free(e);
+		}
+		e = next;
+	}
+	if (d->fib)
+		fibpush_flush(d->fib);
+}
+
+/* ---- show route ---- */
+
+static void json_string(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 7 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			out[o++] = '\\';
+		out[o++] = *s;
+	}
+	out[o] = 0;
+}
+
+void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
+		  void (*line)(void *arg, const char *text), void *arg)
+{
+	char name[NAME_MAX_TEXT], buf[4096];
+	struct name n;
+	rib_entry_name(e, &n);
+	name_to_text(&n, name, sizeof(name));
+	/* all routes, best first in rank order, then the rest */
+	const struct rib_route *order[NBRPD_MAX_PEERS + 1];
+	unsigned cnt = 0;
+	for (unsigned b = 0; b < e->nbest; b++)
+		order[cnt++] = e->best[b];
+	for (const struct rib_route *rt = e->routes; rt && cnt < NBRPD_MAX_PEERS + 1; rt = rt->next) {
+		bool ranked = false;
+		for (unsigned b = 0; b < e->nbest; b++)
+			ranked |= e->best[b] == rt;
+		if (!ranked)
+			order[cnt++] = rt;
+	}
+	size_t o = 0;
+	if (json) {
+		char jn[2 * NAME_MAX_TEXT];
+		json_string(jn, sizeof(jn), name);
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "{\"name\": \"%s\", \"routes\": [", jn);
+	} else {
+		line(arg, name);
+	}
+	for (unsigned i = 0; i < cnt; i++) {
+		const struct rib_route *rt = order[i];
+		char path[1024] = "", hop[96] = "local";
+		size_t po = 0;
+		const char *s = rt->path;
+		for (unsigned k = 0; k < rt->npath && po < sizeof(path) - 260; k++) {
+			char js[600];
+			json_string(js, sizeof(js), s);
+			po += (size_t)snprintf(path + po, sizeof(path) - po, json ? "%s\"%s\"" : "%s%s",
+					       k ? (json ? ", " : " ") : "", json ? js : s);
+			s += strlen(s) + 1;
+		}
+		if (rt->peer)
+			nbrpd_endpoint_format(&rt->next_hop, hop, sizeof(hop));
+		if (json) {
+			char from[600];
+			json_string(from, sizeof(from), rt->peer ? rt->peer->cfg.name : "");
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+					      "%s{\"rank\": %u, \"best\": %s, \"from\": \"%s\", \"next_hop\": \"%s\", "
+					      "\"path\": [%s], \"load_ms\": %u, \"local_pref\": %u}",
+					      i ? ", " : "", i < e->nbest ? i + 1 : 0, i == 0 ? "true" : "false",
+					      from, hop, path, rt->load_ms, rt->local_pref);
+			if (o >= sizeof(buf) - 700)
+				break;
+		} else {
+			char l[1600];
+			if (rt->peer)
+				snprintf(l, sizeof(l), "  %s %s via %s from %s, path [%s], load %u ms, local-pref %u",
+					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name,
+					 path, rt->load_ms, rt->local_pref);
+			else
+				snprintf(l, sizeof(l), "  %s %s local content, %u servers, load %u ms",
+					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", rt->content->nservers,
+					 rt->load_ms);
+			line(arg, l);
+		}
+	}
+	if (json) {
+		snprintf(buf + o, sizeof(buf) - o, "]}");
+		line(arg, buf);
+	}
+}
+
+/* Withdrawing a session from inside the RIB goes through the session layer. */
+static void notify_peer(struct nbrpd *d, struct peer *p, uint8_t code, uint8_t sub, const char *text)
+{
+	peer_notify(d, p, code, sub, text);
+}
