@@ -5,6 +5,8 @@
  *     listen 127.0.0.1 port 1790;          NBRP sessions
  *     inrp-address 127.0.0.1 port 5353;    our inrpd: where peers forward queries
  *     hold-time 90s;  connect-retry 1s;
+ *     restart-time 120s;                   peers keep our routes this long if we vanish
+ *                                          (default 0: they drop them at once)
  *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
  *                                          while peers send their tables
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;
@@ -18,6 +20,10 @@
  *         local-pref 100;
  *         max-names 100000 shut;           warn | refuse | shut
  *         passive;                         wait for cr2 to connect
+ *         import deny "bad.example";       the longest matching suffix decides;
+ *         import allow "example";          names matching no rule: default allow
+ *         export default deny;
+ *         export allow "shop.example";
  *     }
  *     content "shop.example" {             names this router originates
  *         server 192.0.2.10 load 20;
@@ -41,11 +47,12 @@
 #define DEFAULT_MAX_ROUTES      4
 #define DEFAULT_LOCAL_PREF      100
 #define DEFAULT_FIB_SYNC_WAIT   20000
+#define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait;
+	bool seen_sync_wait, seen_restart;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -125,6 +132,17 @@ static int kw_sync_wait(const struct conf_stmt *s, void *arg, char *err, size_t 
 	if (conf_once(&x->seen_sync_wait, s, err, err_len) < 0)
 		return -1;
 	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
+}
+
+static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once(&x->seen_restart, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 0, 3600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->restart_time_s = (uint32_t)(ms / 1000);
+	return 0;
 }
 
 static int uint_once(const struct conf_stmt *s, bool *seen, uint64_t min, uint64_t max, uint64_t *v,
@@ -256,7 +274,51 @@ static int kw_passive(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return s->argc == 2 ? conf_arg_bool(s, 1, &pc->p->passive, err, err_len) : 0;
 }
 
+bool nbrpd_policy_allows(const struct nbrpd_policy *pol, const struct name *n)
+{
+	const struct nbrpd_policy_rule *best = NULL;
+	for (unsigned i = 0; i < pol->nrules; i++) {
+		const struct nbrpd_policy_rule *r = &pol->rules[i];
+		if (name_is_subdomain(n, &r->suffix) && (!best || r->suffix.len > best->suffix.len))
+			best = r;
+	}
+	return best ? best->allow : !pol->default_deny;
+}
+
+/* "import allow SUFFIX", "import deny SUFFIX", "import default allow|deny" */
+static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const verbs[] = { "allow", "deny", "default", NULL };
+	static const char *const defaults[] = { "allow", "deny", NULL };
+	struct peer_ctx *pc = arg;
+	struct nbrpd_policy *pol = strcmp(s->argv[0], "import") == 0 ? &pc->p->import : &pc->p->export;
+	unsigned verb, def;
+	if (conf_arg_choice(s, 1, verbs, &verb, err, err_len) < 0)
+		return -1;
+	if (verb == 2) {
+		if (conf_arg_choice(s, 2, defaults, &def, err, err_len) < 0)
+			return -1;
+		pol->default_deny = def == 1;
+		return 0;
+	}
+	struct nbrpd_policy_rule r = { .allow = verb == 0 };
+	int rc = name_from_text(&r.suffix, s->argv[2], strlen(s->argv[2]));
+	if (rc != NAME_OK)
+		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[2], name_strerror(rc));
+	for (unsigned i = 0; i < pol->nrules; i++)
+		if (name_equal(&pol->rules[i].suffix, &r.suffix))
+			return conf_error(err, err_len, s, "%s rule for \"%s\" given twice", s->argv[0], s->argv[2]);
+	struct nbrpd_policy_rule *nr = realloc(pol->rules, (pol->nrules + 1) * sizeof(*nr));
+	if (!nr)
+		return conf_error(err, err_len, s, "out of memory");
+	pol->rules = nr;
+	pol->rules[pol->nrules++] = r;
+	return 0;
+}
+
 static const struct conf_keyword peer_keywords[] = {
+	{ "import", 3, 3, CONF_NO_BLOCK, kw_policy },
+	{ "export", 3, 3, CONF_NO_BLOCK, kw_policy },
 	{ "address", 2, 4, CONF_NO_BLOCK, kw_address },
 	{ "local-pref", 2, 2, CONF_NO_BLOCK, kw_local_pref },
 	{ "max-names", 2, 3, CONF_NO_BLOCK, kw_max_names },
@@ -282,11 +344,11 @@ static int kw_peer(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	p->local_pref = DEFAULT_LOCAL_PREF;
 	p->line = s->line;
 	struct peer_ctx pc = { .p = p };
+	cfg->npeers++;                  /* owned from here on: freed with the config */
 	if (conf_dispatch(s->block, peer_keywords, &pc, err, err_len) < 0)
 		return -1;
 	if (!pc.seen_address)
 		return conf_error(err, err_len, s, "peer \"%s\" has no address", s->argv[1]);
-	cfg->npeers++;
 	return 0;
 }
 
@@ -361,6 +423,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "hold-time", 2, 2, CONF_NO_BLOCK, kw_hold },
 	{ "connect-retry", 2, 2, CONF_NO_BLOCK, kw_retry },
 	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
+	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
 	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
 	{ "load-threshold", 2, 2, CONF_NO_BLOCK, kw_threshold },
@@ -385,6 +448,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hold_time_s = DEFAULT_HOLD_TIME_S;
 	cfg->connect_retry_ms = DEFAULT_CONNECT_RETRY;
 	cfg->fib_sync_wait_ms = DEFAULT_FIB_SYNC_WAIT;
+	cfg->restart_time_s = DEFAULT_RESTART_TIME_S;
 	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;
 	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;
@@ -426,6 +490,10 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 {
 	if (!cfg)
 		return;
+	for (unsigned i = 0; i < cfg->npeers; i++) {
+		free(cfg->peers[i].import.rules);
+		free(cfg->peers[i].export.rules);
+	}
 	free(cfg->content);
 	free(cfg->fib_channel);
 	free(cfg->control_path);

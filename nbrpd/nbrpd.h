@@ -34,6 +34,20 @@ struct nbrpd_endpoint {
 	uint16_t port;
 };
 
+/* allow/deny by name suffix: the longest matching rule decides */
+struct nbrpd_policy_rule {
+	struct name suffix;
+	bool allow;
+};
+
+struct nbrpd_policy {
+	unsigned nrules;
+	struct nbrpd_policy_rule *rules;
+	bool default_deny;
+};
+
+bool nbrpd_policy_allows(const struct nbrpd_policy *pol, const struct name *n);
+
 struct nbrpd_peer_config {
 	char name[NBRP_ROUTER_NAME_MAX + 1];
 	struct nbrpd_endpoint remote;
@@ -41,6 +55,7 @@ struct nbrpd_peer_config {
 	uint64_t max_names;             /* 0: no limit */
 	enum max_names_action max_action;
 	bool passive;                   /* wait for the peer to connect */
+	struct nbrpd_policy import, export;
 	unsigned line;
 };
 
@@ -59,6 +74,7 @@ struct nbrpd_config {
 	uint32_t hold_time_s;
 	uint64_t connect_retry_ms;      /* first retry; doubles up to 32x */
 	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */
+	uint32_t restart_time_s;        /* peers keep our routes this long if we vanish (0: not) */
 	uint32_t load_ms_per_hop;
 	uint32_t load_radius;           /* hops a load figure travels */
 	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
@@ -103,6 +119,9 @@ struct peer {
 	uint64_t established_at;        /* uv_now, ms */
 	uint32_t hold_time_s;           /* negotiated */
 	uint64_t names;                 /* names with a route from this peer */
+	uint32_t restart_time_s;        /* the peer's, from its OPEN */
+	uv_timer_t restart_timer;       /* its routes are stale until END-OF-RIB or this */
+	bool restarting;
 	bool max_warned;
 	uint64_t updates_in, updates_out, withdrawn_in, bad_routes, notifications_in, notifications_out;
 	uint64_t flaps;
@@ -137,6 +156,10 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u);
 void rib_peer_up(struct nbrpd *d, struct peer *p);
 /* A peer's session went down: withdraw everything learned from it. */
 void rib_peer_down(struct nbrpd *d, struct peer *p);
+/* Graceful restart (RFC 4724 idea): keep a vanished peer's routes, marked
+ * stale, until it sends them again; then drop the stale ones. */
+void rib_peer_stale(struct nbrpd *d, struct peer *p);
+void rib_peer_sweep(struct nbrpd *d, struct peer *p);
 /* Sends what changed to peers and inrpd (called once per loop iteration). */
 void rib_flush(struct nbrpd *d);
 uint64_t rib_count(const struct rib *r);

@@ -37,6 +37,7 @@ struct rib_route {
 	uint32_t local_pref;
 	uint32_t load_ms;
 	uint64_t seq;                           /* arrival order */
+	bool stale;                             /* kept across the peer's restart */
 	struct nbrpd_endpoint next_hop;
 	uint8_t npath;
 	uint16_t path_bytes;
@@ -357,7 +358,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 				notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
 				return;
 			}
-			if (!tmpl) {
+			if (!tmpl || !nbrpd_policy_allows(&p->cfg.import, &n)) {
 				withdraw_name(d, p, &n);
 				continue;
 			}
@@ -425,6 +426,39 @@ void rib_peer_down(struct nbrpd *d, struct peer *p)
 			}
 		}
 	p->names = 0;
+}
+
+void rib_peer_stale(struct nbrpd *d, struct peer *p)
+{
+	uint64_t bit = 1ull << p->idx;
+	struct rib *r = d->rib;
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
+			e->adv_mask &= ~bit;    /* its Adj-RIB-Out went with the session */
+			for (struct rib_route *rt = e->routes; rt; rt = rt->next)
+				if (rt->peer == p)
+					rt->stale = true;       /* the decision does not change */
+		}
+}
+
+void rib_peer_sweep(struct nbrpd *d, struct peer *p)
+{
+	struct rib *r = d->rib;
+	uint64_t swept = 0;
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
+			for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
+				if ((*pp)->peer == p && (*pp)->stale) {
+					struct rib_route *old = *pp;
+					*pp = old->next;
+					free(old);
+					p->names--;
+					swept++;
+					decide(d, e);
+					break;
+				}
+	if (swept)
+		log_info("peer %s: %llu stale routes swept", p->cfg.name, (unsigned long long)swept);
 }
 
 /* ---- to peers ---- */
@@ -511,8 +545,16 @@ static bool advertisable_to(const struct nbrpd *d, const struct rib_entry *e, co
 	if (e->nbest == 0)
 		return false;
 	const struct rib_route *best = e->best[0];
-	return best->peer != p && !path_has(best, p->cfg.name) && best->npath + 1u <= NBRP_MAX_PATH &&
-	       d->cfg->inrp.family != 0;
+	if (best->peer == p || path_has(best, p->cfg.name) || best->npath + 1u > NBRP_MAX_PATH)
+		return false;
+	if (p->cfg.export.nrules || p->cfg.export.default_deny) {
+		struct name n;
+		rib_entry_name(e, &n);
+		if (!nbrpd_policy_allows(&p->cfg.export, &n))
+			return false;
+	}
+	(void)d;
+	return true;
 }
 
 static uint64_t route_sig(const struct rib_route *rt)
@@ -687,17 +729,17 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
 			json_string(from, sizeof(from), rt->peer ? rt->peer->cfg.name : "");
 			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
 					      "%s{\"rank\": %u, \"best\": %s, \"from\": \"%s\", \"next_hop\": \"%s\", "
-					      "\"path\": [%s], \"load_ms\": %u, \"local_pref\": %u}",
+					      "\"path\": [%s], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s}",
 					      i ? ", " : "", i < e->nbest ? i + 1 : 0, i == 0 ? "true" : "false",
-					      from, hop, path, rt->load_ms, rt->local_pref);
+					      from, hop, path, rt->load_ms, rt->local_pref, rt->stale ? "true" : "false");
 			if (o >= sizeof(buf) - 700)
 				break;
 		} else {
 			char l[1600];
 			if (rt->peer)
-				snprintf(l, sizeof(l), "  %s %s via %s from %s, path [%s], load %u ms, local-pref %u",
+				snprintf(l, sizeof(l), "  %s %s via %s from %s, path [%s], load %u ms, local-pref %u%s",
 					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name,
-					 path, rt->load_ms, rt->local_pref);
+					 path, rt->load_ms, rt->local_pref, rt->stale ? ", stale" : "");
 			else
 				snprintf(l, sizeof(l), "  %s %s local content, %u servers, load %u ms",
 					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", rt->content->nservers,

@@ -36,6 +36,8 @@ struct conn {
 	int dir;                        /* 0: we connected, 1: they did */
 	enum session_state state;
 	uint32_t hold_s;                /* agreed, 0: none */
+	uint32_t peer_restart_s;        /* from its OPEN */
+	bool notified;                  /* a NOTIFICATION went either way: no graceful restart */
 	unsigned open_handles;
 	bool closing;
 	bool close_after_write;
@@ -58,6 +60,17 @@ const char *session_state_name(enum session_state s)
 
 static void schedule_retry(struct nbrpd *d, struct peer *p);
 static void conn_close(struct conn *c);
+
+static void on_restart_over(uv_timer_t *t)
+{
+	struct peer *p = t->data;
+	struct nbrpd *d = p->restart_timer.loop->data;
+	if (!p->restarting)
+		return;
+	p->restarting = false;
+	log_warn("peer %s: restart time over, dropping its stale routes", p->cfg.name);
+	rib_peer_sweep(d, p);
+}
 
 static void handle_closed(uv_handle_t *h)
 {
@@ -82,8 +95,21 @@ static void conn_close(struct conn *c)
 		if (p->established == c) {
 			p->established = NULL;
 			p->flaps++;
-			log_warn("peer %s: session down", p->cfg.name);
-			rib_peer_down(d, p);
+			if (!c->notified && p->restart_time_s && !d->stopping && p->enabled) {
+				/* it vanished without a word: it may be restarting */
+				log_warn("peer %s: session down; keeping its routes for %u s (graceful restart)",
+					 p->cfg.name, p->restart_time_s);
+				p->restarting = true;
+				rib_peer_stale(d, p);
+				uv_timer_start(&p->restart_timer, on_restart_over, (uint64_t)p->restart_time_s * 1000, 0);
+			} else {
+				log_warn("peer %s: session down", p->cfg.name);
+				if (p->restarting) {
+					p->restarting = false;
+					uv_timer_stop(&p->restart_timer);
+				}
+				rib_peer_down(d, p);
+			}
 		}
 	}
 	uv_read_stop((uv_stream_t *)&c->tcp);
@@ -164,6 +190,7 @@ static void conn_notify(struct conn *c, uint8_t code, uint8_t subcode, const cha
 	Nbrp__Notification n;
 	nbrp_notification(&m, &n, &e);
 	conn_send(c, &m);
+	c->notified = true;
 	uv_read_stop((uv_stream_t *)&c->tcp);
 	c->close_after_write = true;
 	if (!c->closing && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
@@ -204,6 +231,7 @@ static void send_open(struct conn *c)
 	o.version = NBRP_VERSION;
 	o.router_name = (char *)cfg->router_name;
 	o.hold_time = cfg->hold_time_s;
+	o.restart_time = cfg->restart_time_s;
 	o.n_capabilities = 1;
 	o.capabilities = caps;
 	m.body_case = NBRP__MESSAGE__BODY_OPEN;
@@ -262,6 +290,7 @@ static void on_open(struct conn *c, const Nbrp__Open *o)
 			    p->cfg.name, o->router_name);
 		return;
 	}
+	c->peer_restart_s = o->restart_time;
 	uint32_t ours = c->d->cfg->hold_time_s, theirs = o->hold_time;
 	c->hold_s = ours == 0 || theirs == 0 ? 0 : ours < theirs ? ours : theirs;
 	c->state = SESSION_OPENCONFIRM;
@@ -286,7 +315,7 @@ static void on_established(struct conn *c)
 	p->established_at = uv_now(d->loop);
 	p->retry_ms = d->cfg->connect_retry_ms;
 	p->eor_received = false;
-	p->names = 0;
+	p->restart_time_s = c->peer_restart_s;
 	p->max_warned = false;
 	p->last_error[0] = 0;
 	if (c->hold_s)
@@ -312,6 +341,7 @@ static void on_message(struct conn *c, const Nbrp__Message *m)
 		return;
 	case NBRP__MESSAGE__BODY_NOTIFICATION: {
 		const Nbrp__Notification *n = m->notification;
+		c->notified = true;
 		p->notifications_in++;
 		snprintf(p->last_error, sizeof(p->last_error), "received %s: %.200s",
 			 nbrp_error_text((uint8_t)n->code, (uint8_t)n->subcode), n->text ? n->text : "");
@@ -335,6 +365,12 @@ static void on_message(struct conn *c, const Nbrp__Message *m)
 		return;
 	case NBRP__MESSAGE__BODY_END_OF_RIB:
 		p->eor_received = true;
+		if (p->restarting) {
+			/* what it did not send again is gone */
+			p->restarting = false;
+			uv_timer_stop(&p->restart_timer);
+			rib_peer_sweep(d, p);
+		}
 		log_info("peer %s: end of RIB, %llu names", p->cfg.name, (unsigned long long)p->names);
 		nbrpd_check_ready(d);
 		return;
@@ -584,6 +620,8 @@ int sessions_start(struct nbrpd *d, char *err, size_t err_len)
 		struct peer *p = &d->peers[i];
 		uv_timer_init(d->loop, &p->retry_timer);
 		p->retry_timer.data = p;
+		uv_timer_init(d->loop, &p->restart_timer);
+		p->restart_timer.data = p;
 		p->retry_ms = d->cfg->connect_retry_ms;
 		p->enabled = true;
 		peer_connect(d, p);
@@ -600,6 +638,7 @@ void sessions_stop(struct nbrpd *d)
 	for (unsigned i = 0; i < d->npeers; i++) {
 		struct peer *p = &d->peers[i];
 		uv_close((uv_handle_t *)&p->retry_timer, NULL);
+		uv_close((uv_handle_t *)&p->restart_timer, NULL);
 		for (int k = 0; k < 2; k++)
 			if (p->conn[k])
 				conn_notify(p->conn[k], NBRP_ERR_CEASE, NBRP_CEASE_SHUTDOWN, "shutting down");
