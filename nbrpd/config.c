@@ -27,7 +27,8 @@
  *     }
  *     content "shop.example" {             names this router originates
  *         server 192.0.2.10 load 20;
- *     }
+ *         health-check port 80 interval 5s timeout 1s;   TCP connect to each server;
+ *     }                                                  the failing ones are withdrawn
  */
 #include <limits.h>
 #include <stdio.h>
@@ -381,8 +382,37 @@ static int kw_server(const struct conf_stmt *s, void *arg, char *err, size_t err
 	return 0;
 }
 
+/* "health-check port N [interval DUR] [timeout DUR]" */
+static int kw_health(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct nbrpd_content *c = arg;
+	uint64_t v;
+	if (c->hc_port)
+		return conf_error(err, err_len, s, "'health-check' given twice");
+	if (strcmp(s->argv[1], "port") != 0 || s->argc < 3)
+		return conf_error(err, err_len, s, "expected 'health-check port N [interval TIME] [timeout TIME]'");
+	if (conf_arg_uint(s, 2, 1, 65535, &v, err, err_len) < 0)
+		return -1;
+	c->hc_port = (uint16_t)v;
+	c->hc_interval_ms = 5000;
+	c->hc_timeout_ms = 1000;
+	for (unsigned i = 3; i < s->argc; i += 2) {
+		bool interval = strcmp(s->argv[i], "interval") == 0;
+		if ((!interval && strcmp(s->argv[i], "timeout") != 0) || i + 1 >= s->argc)
+			return conf_error(err, err_len, s, "expected 'interval TIME' or 'timeout TIME', not '%s'",
+					  s->argv[i]);
+		if (conf_arg_duration_ms(s, i + 1, 10, 3600000, interval ? &c->hc_interval_ms : &c->hc_timeout_ms,
+					 err, err_len) < 0)
+			return -1;
+	}
+	if (c->hc_timeout_ms >= c->hc_interval_ms)
+		return conf_error(err, err_len, s, "the health-check timeout must be shorter than its interval");
+	return 0;
+}
+
 static const struct conf_keyword content_keywords[] = {
 	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
+	{ "health-check", 3, 7, CONF_NO_BLOCK, kw_health },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -400,6 +430,7 @@ static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t er
 		return -1;
 	if (c.nservers == 0)
 		return conf_error(err, err_len, s, "content \"%s\" has no server", s->argv[1]);
+	c.up_mask = (uint32_t)((1ull << c.nservers) - 1);
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		if (name_equal(&cfg->content[i].name, &c.name))
 			return conf_error(err, err_len, s, "content \"%s\" already defined at line %u",

@@ -237,6 +237,7 @@ static void stop(void)
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
 	sessions_stop(&g.d);
+	health_stop(g.d.health);
 	fibpush_close(g.d.fib);
 	uv_close((uv_handle_t *)&g.d.flush_check, NULL);
 	uv_close((uv_handle_t *)&g.d.sync_wait, NULL);
@@ -333,6 +334,8 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->fib_channel && !(d->fib = fibpush_open(d, cfg->fib_channel)))
 		daemon_fail("out of memory");
+	if (!(d->health = health_start(d)))
+		daemon_fail("out of memory");
 	uv_timer_init(d->loop, &d->sync_wait);
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
@@ -348,6 +351,7 @@ int main(int argc, char **argv)
 	if (uv_loop_close(d->loop) < 0)
 		log_err("uv_loop_close: handles still open");
 	fibpush_free(d->fib);
+	free(d->health);
 	rib_free(d->rib);
 	free(d->peers);
 	if (cfg->pid_file)

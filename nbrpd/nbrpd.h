@@ -63,6 +63,9 @@ struct nbrpd_content {
 	struct name name;
 	unsigned nservers;
 	struct route servers[ROUTESET_MAX_ROUTES];
+	uint32_t up_mask;               /* servers passing their health check (all without one) */
+	uint16_t hc_port;               /* 0: no health check */
+	uint64_t hc_interval_ms, hc_timeout_ms;
 	unsigned line;
 };
 
@@ -149,7 +152,7 @@ struct rib;
 struct rib *rib_create(void);
 void rib_free(struct rib *r);
 /* Local content from the configuration (replaces what was there). */
-void rib_set_local(struct nbrpd *d, const struct nbrpd_config *cfg);
+void rib_set_local(struct nbrpd *d, struct nbrpd_config *cfg);
 /* An UPDATE from an established peer. */
 void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u);
 /* A peer's session came up: send it the table, then END-OF-RIB. */
@@ -181,6 +184,15 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
 unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out);
 void rib_entry_name(const struct rib_entry *e, struct name *out);
 
+/* A content's up_mask changed: re-originate it (withdrawn when no server is up). */
+void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c);
+
+/* ---- health checks of attached servers (health.c) ---- */
+
+struct health;
+struct health *health_start(struct nbrpd *d);
+void health_stop(struct health *h);
+
 /* ---- the FIB channel to inrpd (fibpush.c) ---- */
 
 struct fibpush;
@@ -207,6 +219,7 @@ struct nbrpd {
 	bool listening;
 	struct rib *rib;
 	struct fibpush *fib;
+	struct health *health;
 	uv_check_t flush_check;         /* rib_flush after each loop iteration */
 	uv_timer_t sync_wait;
 	bool rib_ready;

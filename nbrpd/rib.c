@@ -249,25 +249,48 @@ static struct rib_route *take_route(struct rib_entry *e, const struct peer *p)
 
 /* ---- local content ---- */
 
-void rib_set_local(struct nbrpd *d, const struct nbrpd_config *cfg)
+static const struct route *first_up_server(const struct nbrpd_content *c)
 {
-	for (unsigned i = 0; i < cfg->ncontent; i++) {
-		const struct nbrpd_content *c = &cfg->content[i];
-		struct rib_entry *e = get_or_add(d->rib, &c->name);
-		struct rib_route *rt = e ? calloc(1, sizeof(*rt)) : NULL;
-		if (!rt) {
-			log_err("out of memory for content routes");
-			return;
-		}
-		free(take_route(e, NULL));
-		rt->content = c;
-		rt->local_pref = LOCAL_PREF_LOCAL;
-		rt->load_ms = c->servers[0].load_ms;
-		rt->seq = d->rib->seq++;
-		rt->next = e->routes;
-		e->routes = rt;
-		decide(d, e);
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (c->up_mask & (1u << s))
+			return &c->servers[s];
+	return NULL;
+}
+
+void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c)
+{
+	struct rib_entry *e = get_or_add(d->rib, &c->name);
+	if (!e) {
+		log_err("out of memory for content routes");
+		return;
 	}
+	struct rib_route *old = take_route(e, NULL);
+	const struct route *first = first_up_server(c);
+	if (!first) {
+		/* no server answers: the name is withdrawn here */
+		free(old);
+		decide(d, e);
+		return;
+	}
+	struct rib_route *rt = old ? old : calloc(1, sizeof(*rt));
+	if (!rt) {
+		log_err("out of memory for content routes");
+		return;
+	}
+	rt->content = c;
+	rt->local_pref = LOCAL_PREF_LOCAL;
+	rt->load_ms = first->load_ms;
+	if (!old)
+		rt->seq = d->rib->seq++;
+	rt->next = e->routes;
+	e->routes = rt;
+	decide(d, e);
+}
+
+void rib_set_local(struct nbrpd *d, struct nbrpd_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		rib_content_changed(d, &cfg->content[i]);
 }
 
 /* ---- from peers ---- */
@@ -595,7 +618,8 @@ unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct
 		const struct rib_route *rt = e->best[b];
 		if (!rt->peer) {
 			for (unsigned s = 0; s < rt->content->nservers && n < ROUTESET_MAX_ROUTES; s++)
-				out[n++] = rt->content->servers[s];
+				if (rt->content->up_mask & (1u << s))
+					out[n++] = rt->content->servers[s];
 			continue;
 		}
 		struct route *r = &out[n++];
@@ -741,8 +765,9 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
 					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name,
 					 path, rt->load_ms, rt->local_pref, rt->stale ? ", stale" : "");
 			else
-				snprintf(l, sizeof(l), "  %s %s local content, %u servers, load %u ms",
-					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", rt->content->nservers,
+				snprintf(l, sizeof(l), "  %s %s local content, %u of %u servers up, load %u ms",
+					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ",
+					 (unsigned)__builtin_popcount(rt->content->up_mask), rt->content->nservers,
 					 rt->load_ms);
 			line(arg, l);
 		}
