@@ -136,17 +136,31 @@ struct health *health_start(struct nbrpd *d)
 	return h;
 }
 
+static void timer_closed(uv_handle_t *t)
+{
+	struct probe *pr = t->data;
+	struct health *h = pr->h;
+	if (--h->open_handles == 0)
+		free(h);
+}
+
+/* Stops every probe; the struct frees itself once its timers are closed. */
 void health_stop(struct health *h)
 {
 	if (!h)
 		return;
+	if (h->nprobes == 0) {
+		free(h);
+		return;
+	}
+	h->open_handles = 2 * h->nprobes;
 	for (unsigned i = 0; i < h->nprobes; i++) {
 		struct probe *pr = &h->probes[i];
 		if (pr->tcp) {
 			uv_close((uv_handle_t *)pr->tcp, tcp_closed);
 			pr->tcp = NULL;
 		}
-		uv_close((uv_handle_t *)&pr->interval, NULL);
-		uv_close((uv_handle_t *)&pr->timeout, NULL);
+		uv_close((uv_handle_t *)&pr->interval, timer_closed);
+		uv_close((uv_handle_t *)&pr->timeout, timer_closed);
 	}
 }

@@ -25,7 +25,7 @@
 static struct {
 	struct nbrpd d;
 	uv_loop_t loop;
-	uv_signal_t sig_int, sig_term;
+	uv_signal_t sig_int, sig_term, sig_hup;
 	struct ctl_server *ctl;
 	bool foreground, debug;
 } g;
@@ -43,9 +43,151 @@ static void usage(FILE *f)
 struct peer *nbrpd_peer_by_name(struct nbrpd *d, const char *name)
 {
 	for (unsigned i = 0; i < d->npeers; i++)
-		if (strcmp(d->peers[i].cfg.name, name) == 0)
+		if (d->peers[i].configured && strcmp(d->peers[i].cfg.name, name) == 0)
 			return &d->peers[i];
 	return NULL;
+}
+
+static unsigned peers_configured(const struct nbrpd *d)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < d->npeers; i++)
+		n += d->peers[i].configured;
+	return n;
+}
+
+static bool policy_equal(const struct nbrpd_policy *a, const struct nbrpd_policy *b)
+{
+	if (a->nrules != b->nrules || a->default_deny != b->default_deny)
+		return false;
+	for (unsigned i = 0; i < a->nrules; i++)
+		if (a->rules[i].allow != b->rules[i].allow || !name_equal(&a->rules[i].suffix, &b->rules[i].suffix))
+			return false;
+	return true;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void swap_str(char **a, char **b)
+{
+	char *t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
+ * up: content, decision knobs, timers and a peer's policies apply in place
+ * (a changed import policy or local preference asks the peer for its table
+ * again with ROUTE-REFRESH); a removed peer gets CEASE/deconfigured, a new
+ * one is started, one whose address changed starts over.
+ */
+static int reload(char *msg, size_t msg_len)
+{
+	struct nbrpd *d = &g.d;
+	char err[CONF_ERR_LEN];
+	struct nbrpd_config *cfg = nbrpd_config_load(d->conf_path, err, sizeof(err));
+	if (!cfg) {
+		log_err("reload failed, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload failed, keeping the running configuration: %s", err);
+		return -1;
+	}
+	struct nbrpd_config *old = d->cfg;
+	if (strcmp(cfg->router_name, old->router_name) != 0 || cfg->has_listen != old->has_listen ||
+	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
+	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
+	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
+	    !same_string(cfg->pid_file, old->pid_file))
+		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control and pid-file "
+			 "take effect on restart");
+	memcpy(cfg->router_name, old->router_name, sizeof(cfg->router_name));
+	cfg->has_listen = old->has_listen;
+	cfg->listen = old->listen;
+	cfg->inrp = old->inrp;
+	swap_str(&cfg->fib_channel, &old->fib_channel);
+	swap_str(&cfg->control_path, &old->control_path);
+	swap_str(&cfg->pid_file, &old->pid_file);
+	bool redecide = cfg->max_routes != old->max_routes || cfg->load_ms_per_hop != old->load_ms_per_hop ||
+			cfg->load_radius != old->load_radius || cfg->load_threshold_ms != old->load_threshold_ms;
+	unsigned added = 0, removed = 0, reset = 0, refreshed = 0;
+
+	health_stop(d->health);
+	d->health = NULL;
+	d->cfg = cfg;
+	for (unsigned i = 0; i < d->npeers; i++) {
+		struct peer *p = &d->peers[i];
+		if (!p->configured)
+			continue;
+		bool kept = false;
+		for (unsigned k = 0; k < cfg->npeers && !kept; k++)
+			kept = strcmp(cfg->peers[k].name, p->cfg.name) == 0;
+		if (!kept) {
+			peer_remove(d, p);
+			removed++;
+		}
+	}
+	for (unsigned k = 0; k < cfg->npeers; k++) {
+		const struct nbrpd_peer_config *pc = &cfg->peers[k];
+		struct peer *p = nbrpd_peer_by_name(d, pc->name);
+		if (!p) {
+			unsigned slot = 0;
+			/* a removed peer's slot is reused only once its connections are gone */
+			while (slot < NBRPD_MAX_PEERS && (d->peers[slot].configured || d->peers[slot].conn[0] ||
+							  d->peers[slot].conn[1] || d->peers[slot].established))
+				slot++;
+			if (slot == NBRPD_MAX_PEERS) {
+				log_err("reload: no free slot for peer %s (old sessions still closing); "
+					"reload again in a moment", pc->name);
+				continue;
+			}
+			p = &d->peers[slot];
+			bool timers = p->timers_ready;
+			uv_timer_t rt = p->retry_timer, st = p->restart_timer;
+			memset(p, 0, sizeof(*p));
+			if (timers) {
+				/* the handles stay registered with the loop: keep them */
+				p->retry_timer = rt;
+				p->restart_timer = st;
+				p->timers_ready = true;
+			}
+			p->cfg = *pc;
+			p->idx = slot;
+			if (slot >= d->npeers)
+				d->npeers = slot + 1;
+			peer_add(d, p);
+			added++;
+			continue;
+		}
+		struct nbrpd_peer_config was = p->cfg;
+		p->cfg = *pc;
+		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0 || was.passive != pc->passive) {
+			peer_reset(d, p, "peer address changed in the configuration");
+			reset++;
+			continue;
+		}
+		if (!p->established)
+			continue;
+		if (was.local_pref != pc->local_pref || !policy_equal(&was.import, &pc->import)) {
+			peer_route_refresh(d, p);
+			refreshed++;
+		}
+		if (!policy_equal(&was.export, &pc->export))
+			rib_peer_reexport(d, p);
+	}
+	rib_reload_content(d, old, cfg);
+	if (redecide)
+		rib_redecide_all(d);
+	d->health = health_start(d);
+	nbrpd_config_free(old);
+	log_info("reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), %u content names",
+		 d->conf_path, peers_configured(d), added, removed, reset, refreshed, cfg->ncontent);
+	snprintf(msg, msg_len, "reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
+		 "%u content names", d->conf_path, peers_configured(d), added, removed, reset, refreshed,
+		 cfg->ncontent);
+	return 0;
 }
 
 void nbrpd_check_ready(struct nbrpd *d)
@@ -53,7 +195,7 @@ void nbrpd_check_ready(struct nbrpd *d)
 	if (d->rib_ready)
 		return;
 	for (unsigned i = 0; i < d->npeers; i++)
-		if (d->peers[i].enabled && !d->peers[i].eor_received)
+		if (d->peers[i].configured && d->peers[i].enabled && !d->peers[i].eor_received)
 			return;
 	d->rib_ready = true;
 	uv_timer_stop(&d->sync_wait);
@@ -82,20 +224,20 @@ static void show_status(bool json, struct ctl_reply *r)
 	struct nbrpd *d = &g.d;
 	unsigned up = 0;
 	for (unsigned i = 0; i < d->npeers; i++)
-		up += d->peers[i].established != NULL;
+		up += d->peers[i].configured && d->peers[i].established != NULL;
 	unsigned long long uptime = (unsigned long long)((uv_now(d->loop) - d->started) / 1000);
 	bool fib = d->fib && fibpush_connected(d->fib);
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
-			       "\"fib_syncs\": %llu}", NBRPD_VERSION, (int)getpid(), uptime, d->npeers, up,
+			       "\"fib_syncs\": %llu}", NBRPD_VERSION, (int)getpid(), uptime, peers_configured(d), up,
 			       (unsigned long long)rib_count(d->rib), d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0));
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
 		       d->cfg->router_name, (int)getpid(), uptime);
-	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", d->npeers, up,
+	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", peers_configured(d), up,
 		       (unsigned long long)rib_count(d->rib));
 	if (d->fib)
 		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %llu syncs", d->cfg->fib_channel,
@@ -107,8 +249,12 @@ static void show_peers(bool json, struct ctl_reply *r)
 	struct nbrpd *d = &g.d;
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
+	unsigned shown = 0, total = peers_configured(d);
 	for (unsigned i = 0; i < d->npeers; i++) {
 		const struct peer *p = &d->peers[i];
+		if (!p->configured)
+			continue;
+		shown++;
 		char addr[80];
 		nbrpd_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
 		const char *state = p->enabled ? session_state_name(peer_state(p)) : "Disabled";
@@ -130,7 +276,7 @@ static void show_peers(bool json, struct ctl_reply *r)
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)p->updates_out, (unsigned long long)p->bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
-				       (unsigned long long)p->flaps, err, i + 1 < d->npeers ? "," : "");
+				       (unsigned long long)p->flaps, err, shown < total ? "," : "");
 		} else {
 			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)p->names,
@@ -206,12 +352,17 @@ static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 		}
 		peer_enable(&g.d, p, argv[0][0] == 'e');
 		ctl_reply_end(r, CTL_OK, "%s %s", argv[0][0] == 'e' ? "enabled" : "disabled", p->cfg.name);
+	} else if (argc == 1 && strcmp(argv[0], "reload") == 0) {
+		char msg[CONF_ERR_LEN + 256];
+		int rc = reload(msg, sizeof(msg));
+		ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
 	} else if (argc == 1 && strcmp(argv[0], "help") == 0) {
 		ctl_reply_line(r, CTL_DATA, "show status [json]        version, uptime, peers, names");
 		ctl_reply_line(r, CTL_DATA, "show peers [json]         sessions, their state and counters");
 		ctl_reply_line(r, CTL_DATA, "show route [NAME] [json]  routes, the ranked ones marked, with path and load");
 		ctl_reply_line(r, CTL_DATA, "show route count [json]   names in the RIB");
 		ctl_reply_line(r, CTL_DATA, "enable PEER | disable PEER");
+		ctl_reply_line(r, CTL_DATA, "reload                    re-read the configuration, keeping unaffected sessions");
 		ctl_reply_line(r, CTL_DATA, "quit                      close this connection");
 	} else {
 		ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown command '%s' (try 'help')", argv[0]);
@@ -234,10 +385,12 @@ static void stop(void)
 	log_info("shutting down");
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
+	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
 	sessions_stop(&g.d);
 	health_stop(g.d.health);
+	g.d.health = NULL;
 	fibpush_close(g.d.fib);
 	uv_close((uv_handle_t *)&g.d.flush_check, NULL);
 	uv_close((uv_handle_t *)&g.d.sync_wait, NULL);
@@ -246,7 +399,11 @@ static void stop(void)
 static void on_signal(uv_signal_t *h, int signum)
 {
 	(void)h;
-	(void)signum;
+	if (signum == SIGHUP) {
+		char msg[CONF_ERR_LEN + 256];
+		reload(msg, sizeof(msg));
+		return;
+	}
 	stop();
 }
 
@@ -296,6 +453,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nbrpd: %s\n", err);
 		return 1;
 	}
+	/* absolute: the daemon runs from "/" and reloads read it again */
+	char *abs_path = realpath(conf_arg, NULL);
+	if (!abs_path) {
+		fprintf(stderr, "nbrpd: %s: %s\n", conf_arg, strerror(errno));
+		nbrpd_config_free(cfg);
+		return 1;
+	}
 	if (!g.foreground)
 		daemon_background();
 	int level = g.debug ? LOG_LVL_DEBUG : cfg->log_level >= 0 ? cfg->log_level : LOG_LVL_INFO;
@@ -304,19 +468,20 @@ int main(int argc, char **argv)
 
 	struct nbrpd *d = &g.d;
 	d->cfg = cfg;
-	d->conf_path = conf_arg;
+	d->conf_path = abs_path;
 	if (uv_loop_init(&g.loop) < 0)
 		daemon_fail("uv_loop_init failed");
 	d->loop = &g.loop;
 	d->started = uv_now(d->loop);
 	d->rib = rib_create();
 	d->npeers = cfg->npeers;
-	d->peers = calloc(cfg->npeers ? cfg->npeers : 1, sizeof(*d->peers));
+	d->peers = calloc(NBRPD_MAX_PEERS, sizeof(*d->peers));
 	if (!d->rib || !d->peers)
 		daemon_fail("out of memory");
 	for (unsigned i = 0; i < cfg->npeers; i++) {
 		d->peers[i].cfg = cfg->peers[i];
 		d->peers[i].idx = i;
+		d->peers[i].configured = true;
 	}
 	rib_set_local(d, cfg);
 	uv_check_init(d->loop, &d->flush_check);
@@ -326,6 +491,8 @@ int main(int argc, char **argv)
 	uv_signal_init(d->loop, &g.sig_term);
 	uv_signal_start(&g.sig_int, on_signal, SIGINT);
 	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
+	uv_signal_init(d->loop, &g.sig_hup);
+	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
 	if (sessions_start(d, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	if (cfg->control_path &&
@@ -351,11 +518,12 @@ int main(int argc, char **argv)
 	if (uv_loop_close(d->loop) < 0)
 		log_err("uv_loop_close: handles still open");
 	fibpush_free(d->fib);
-	free(d->health);
 	rib_free(d->rib);
 	free(d->peers);
-	if (cfg->pid_file)
-		unlink(cfg->pid_file);
-	nbrpd_config_free(cfg);
+	free(abs_path);
+	/* the configuration in force: reloads replace d->cfg */
+	if (d->cfg->pid_file)
+		unlink(d->cfg->pid_file);
+	nbrpd_config_free(d->cfg);
 	return 0;
 }

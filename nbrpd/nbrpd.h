@@ -113,6 +113,8 @@ struct conn;
 struct peer {
 	struct nbrpd_peer_config cfg;
 	unsigned idx;                   /* bit in the Adj-RIB-Out masks */
+	bool configured;                /* a slot freed by a reload is not */
+	bool timers_ready;
 	struct conn *conn[2];           /* [0] we connected, [1] they connected */
 	struct conn *established;       /* one of the two, once Established */
 	uv_timer_t retry_timer;
@@ -136,6 +138,12 @@ struct peer {
 struct nbrpd;
 int sessions_start(struct nbrpd *d, char *err, size_t err_len);
 void sessions_stop(struct nbrpd *d);
+/* Reload: a new peer starts, a removed one is told CEASE/deconfigured,
+ * one whose address changed starts over. */
+void peer_add(struct nbrpd *d, struct peer *p);
+void peer_remove(struct nbrpd *d, struct peer *p);
+void peer_reset(struct nbrpd *d, struct peer *p, const char *why);
+void peer_route_refresh(struct nbrpd *d, struct peer *p);
 void peer_enable(struct nbrpd *d, struct peer *p, bool enable);
 enum session_state peer_state(const struct peer *p);
 /* Ends the peer's established session with a NOTIFICATION. */
@@ -184,6 +192,12 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
 unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out);
 void rib_entry_name(const struct rib_entry *e, struct name *out);
 
+/* Reload: what the peer is told follows its new export policy. */
+void rib_peer_reexport(struct nbrpd *d, struct peer *p);
+/* Reload: the decision knobs changed. */
+void rib_redecide_all(struct nbrpd *d);
+/* Reload: local routes move to the new configuration's content. */
+void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nbrpd_config *new_cfg);
 /* A content's up_mask changed: re-originate it (withdrawn when no server is up). */
 void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c);
 
@@ -219,7 +233,7 @@ struct nbrpd {
 	bool listening;
 	struct rib *rib;
 	struct fibpush *fib;
-	struct health *health;
+	struct health *health;          /* frees itself once stopped */
 	uv_check_t flush_check;         /* rib_flush after each loop iteration */
 	uv_timer_t sync_wait;
 	bool rib_ready;

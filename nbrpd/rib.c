@@ -608,6 +608,53 @@ void rib_peer_up(struct nbrpd *d, struct peer *p)
 	peer_send(d, p, &m);
 }
 
+void rib_peer_reexport(struct nbrpd *d, struct peer *p)
+{
+	if (!p->established)
+		return;
+	uint64_t bit = 1ull << p->idx;
+	struct rib *r = d->rib;
+	batch_reset();
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
+			bool adv = advertisable_to(d, e, p);
+			if (adv && !(e->adv_mask & bit)) {
+				batch_advertise(d, p, e);
+				e->adv_mask |= bit;
+			} else if (!adv && (e->adv_mask & bit)) {
+				batch_withdraw(d, p, e);
+				e->adv_mask &= ~bit;
+			}
+		}
+	batch_send(d, p);
+}
+
+void rib_redecide_all(struct nbrpd *d)
+{
+	struct rib *r = d->rib;
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
+			if (e->routes)
+				decide(d, e);
+}
+
+void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nbrpd_config *new_cfg)
+{
+	for (unsigned i = 0; i < old_cfg->ncontent; i++) {
+		const struct nbrpd_content *c = &old_cfg->content[i];
+		bool kept = false;
+		for (unsigned k = 0; k < new_cfg->ncontent && !kept; k++)
+			kept = name_equal(&new_cfg->content[k].name, &c->name);
+		struct rib_entry *e = kept ? NULL : lookup(d->rib, &c->name);
+		struct rib_route *rt = e ? take_route(e, NULL) : NULL;
+		if (rt) {
+			free(rt);
+			decide(d, e);
+		}
+	}
+	rib_set_local(d, new_cfg);
+}
+
 /* ---- to inrpd ---- */
 
 unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out)
@@ -651,7 +698,7 @@ void rib_flush(struct nbrpd *d)
 	}
 	for (unsigned i = 0; i < d->npeers; i++) {
 		struct peer *p = &d->peers[i];
-		if (!p->established)
+		if (!p->established || !p->configured)
 			continue;
 		uint64_t bit = 1ull << p->idx;
 		batch_reset();

@@ -560,7 +560,7 @@ static void on_accept(uv_stream_t *server, int status)
 	uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl);
 	struct peer *p = NULL;
 	for (unsigned i = 0; i < d->npeers; i++)
-		if (same_addr(&d->peers[i].cfg.remote, &ss)) {
+		if (d->peers[i].configured && same_addr(&d->peers[i].cfg.remote, &ss)) {
 			p = &d->peers[i];
 			break;
 		}
@@ -597,6 +597,54 @@ void peer_enable(struct nbrpd *d, struct peer *p, bool enable)
 	nbrpd_check_ready(d);           /* a disabled peer is not waited for */
 }
 
+void peer_add(struct nbrpd *d, struct peer *p)
+{
+	if (!p->timers_ready) {
+		uv_timer_init(d->loop, &p->retry_timer);
+		p->retry_timer.data = p;
+		uv_timer_init(d->loop, &p->restart_timer);
+		p->restart_timer.data = p;
+		p->timers_ready = true;
+	}
+	p->configured = true;
+	p->retry_ms = d->cfg->connect_retry_ms;
+	p->enabled = true;
+	peer_connect(d, p);
+}
+
+void peer_reset(struct nbrpd *d, struct peer *p, const char *why)
+{
+	(void)d;
+	for (int i = 0; i < 2; i++)
+		if (p->conn[i])
+			conn_notify(p->conn[i], NBRP_ERR_CEASE, NBRP_CEASE_RESET, "%s", why);
+}
+
+void peer_remove(struct nbrpd *d, struct peer *p)
+{
+	p->configured = false;
+	p->enabled = false;
+	uv_timer_stop(&p->retry_timer);
+	uv_timer_stop(&p->restart_timer);
+	p->restarting = false;
+	for (int i = 0; i < 2; i++)
+		if (p->conn[i])
+			conn_notify(p->conn[i], NBRP_ERR_CEASE, NBRP_CEASE_DECONFIGURED, "peer removed from the configuration");
+	if (!p->established)
+		rib_peer_down(d, p);    /* stale routes included */
+	memset(&p->cfg.import, 0, sizeof(p->cfg.import));
+	memset(&p->cfg.export, 0, sizeof(p->cfg.export));
+}
+
+void peer_route_refresh(struct nbrpd *d, struct peer *p)
+{
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	Nbrp__RouteRefresh rr = NBRP__ROUTE_REFRESH__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_ROUTE_REFRESH;
+	m.route_refresh = &rr;
+	peer_send(d, p, &m);
+}
+
 int sessions_start(struct nbrpd *d, char *err, size_t err_len)
 {
 	d->loop->data = d;
@@ -616,16 +664,9 @@ int sessions_start(struct nbrpd *d, char *err, size_t err_len)
 			return -1;
 		}
 	}
-	for (unsigned i = 0; i < d->npeers; i++) {
-		struct peer *p = &d->peers[i];
-		uv_timer_init(d->loop, &p->retry_timer);
-		p->retry_timer.data = p;
-		uv_timer_init(d->loop, &p->restart_timer);
-		p->restart_timer.data = p;
-		p->retry_ms = d->cfg->connect_retry_ms;
-		p->enabled = true;
-		peer_connect(d, p);
-	}
+	for (unsigned i = 0; i < d->npeers; i++)
+		if (d->peers[i].configured)
+			peer_add(d, &d->peers[i]);
 	return 0;
 }
 
@@ -637,8 +678,10 @@ void sessions_stop(struct nbrpd *d)
 	}
 	for (unsigned i = 0; i < d->npeers; i++) {
 		struct peer *p = &d->peers[i];
-		uv_close((uv_handle_t *)&p->retry_timer, NULL);
-		uv_close((uv_handle_t *)&p->restart_timer, NULL);
+		if (p->timers_ready) {
+			uv_close((uv_handle_t *)&p->retry_timer, NULL);
+			uv_close((uv_handle_t *)&p->restart_timer, NULL);
+		}
 		for (int k = 0; k < 2; k++)
 			if (p->conn[k])
 				conn_notify(p->conn[k], NBRP_ERR_CEASE, NBRP_CEASE_SHUTDOWN, "shutting down");
