@@ -232,6 +232,7 @@ const char *nbrp_error_text(uint8_t code, uint8_t subcode)
 		case NBRP_OPEN_BAD_ROUTER_NAME: return "OPEN: bad router name";
 		case NBRP_OPEN_BAD_HOLD_TIME: return "OPEN: bad hold time";
 		case NBRP_OPEN_BAD_KEY: return "OPEN: bad key";
+		case NBRP_OPEN_BAD_ROLE: return "OPEN: server mode not as configured";
 		}
 		break;
 	case NBRP_ERR_UPDATE:

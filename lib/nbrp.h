@@ -43,6 +43,7 @@ enum nbrp_open_subcode {
 	NBRP_OPEN_BAD_ROUTER_NAME = 2,  /* empty, too long, not printable, or not the configured one */
 	NBRP_OPEN_BAD_HOLD_TIME = 3,
 	NBRP_OPEN_BAD_KEY = 4,
+	NBRP_OPEN_BAD_ROLE = 5,         /* server_mode not what this side configured */
 };
 
 enum nbrp_cease_subcode {

@@ -20,6 +20,8 @@
  *         local-pref 100;
  *         max-names 100000 shut;           warn | refuse | shut
  *         passive;                         wait for cr2 to connect
+ *         server-mode;                     a content server, announcing its own
+ *                                          names with itself as next hop
  *         import deny "bad.example";       the longest matching suffix decides;
  *         import allow "example";          names matching no rule: default allow
  *         export default deny;
@@ -60,7 +62,7 @@ struct cfg_ctx {
 
 struct peer_ctx {
 	struct nbrpd_peer_config *p;
-	bool seen_address, seen_pref, seen_max, seen_passive;
+	bool seen_address, seen_pref, seen_max, seen_passive, seen_server;
 };
 
 const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len)
@@ -317,7 +319,17 @@ static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err
 	return 0;
 }
 
+static int kw_server_mode(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct peer_ctx *pc = arg;
+	if (conf_once(&pc->seen_server, s, err, err_len) < 0)
+		return -1;
+	pc->p->server_mode = true;
+	return s->argc == 2 ? conf_arg_bool(s, 1, &pc->p->server_mode, err, err_len) : 0;
+}
+
 static const struct conf_keyword peer_keywords[] = {
+	{ "server-mode", 1, 2, CONF_NO_BLOCK, kw_server_mode },
 	{ "import", 3, 3, CONF_NO_BLOCK, kw_policy },
 	{ "export", 3, 3, CONF_NO_BLOCK, kw_policy },
 	{ "address", 2, 4, CONF_NO_BLOCK, kw_address },

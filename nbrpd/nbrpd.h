@@ -55,6 +55,7 @@ struct nbrpd_peer_config {
 	uint64_t max_names;             /* 0: no limit */
 	enum max_names_action max_action;
 	bool passive;                   /* wait for the peer to connect */
+	bool server_mode;               /* a content server announcing its own names */
 	struct nbrpd_policy import, export;
 	unsigned line;
 };

@@ -38,6 +38,7 @@ struct rib_route {
 	uint32_t load_ms;
 	uint64_t seq;                           /* arrival order */
 	bool stale;                             /* kept across the peer's restart */
+	bool server;                            /* from a content server's own session */
 	struct nbrpd_endpoint next_hop;
 	uint8_t npath;
 	uint16_t path_bytes;
@@ -326,6 +327,7 @@ static struct rib_route *route_from_update(struct nbrpd *d, struct peer *p, cons
 	if (!rt)
 		return NULL;
 	rt->peer = p;
+	rt->server = p->cfg.server_mode;
 	rt->local_pref = p->cfg.local_pref;
 	rt->load_ms = r->load_ms;
 	rt->seq = d->rib->seq++;
@@ -363,7 +365,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *r = u->routes[i];
 		const char *why = NULL;
-		bool usable = nbrp_check_route(r, false, &why) == 0;
+		bool usable = nbrp_check_route(r, p->cfg.server_mode, &why) == 0;
 		if (!usable) {
 			p->bad_routes++;
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->cfg.name, why);
@@ -568,6 +570,8 @@ static bool advertisable_to(const struct nbrpd *d, const struct rib_entry *e, co
 	if (e->nbest == 0)
 		return false;
 	const struct rib_route *best = e->best[0];
+	if (p->cfg.server_mode)
+		return false;           /* a content server is not told routes */
 	if (best->peer == p || path_has(best, p->cfg.name) || best->npath + 1u > NBRP_MAX_PATH)
 		return false;
 	if (p->cfg.export.nrules || p->cfg.export.default_deny) {
@@ -671,7 +675,7 @@ unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct
 		}
 		struct route *r = &out[n++];
 		memset(r, 0, sizeof(*r));
-		r->kind = ROUTE_ROUTER;
+		r->kind = rt->server ? ROUTE_SERVER : ROUTE_ROUTER;
 		r->family = (uint8_t)rt->next_hop.family;
 		r->port = rt->next_hop.port;
 		r->load_ms = rt->load_ms;

@@ -285,6 +285,12 @@ static void on_open(struct conn *c, const Nbrp__Open *o)
 		conn_notify(c, e.code, e.subcode, "%s", e.text);
 		return;
 	}
+	if (o->server_mode != p->cfg.server_mode) {
+		conn_notify(c, NBRP_ERR_OPEN, NBRP_OPEN_BAD_ROLE, "%s", p->cfg.server_mode
+			    ? "configured as a content server's session, but the OPEN is a router's"
+			    : "configured as a router's session, but the OPEN is a content server's");
+		return;
+	}
 	if (strcmp(o->router_name, p->cfg.name) != 0) {
 		conn_notify(c, NBRP_ERR_OPEN, NBRP_OPEN_BAD_ROUTER_NAME, "expected router \"%s\", not \"%.100s\"",
 			    p->cfg.name, o->router_name);

@@ -10,13 +10,18 @@ from fibchan_client import _int_field, _len_field, wire_name
 OPEN, KEEPALIVE, UPDATE, NOTIFICATION, END_OF_RIB, ROUTE_REFRESH = range(1, 7)
 
 
-def open_msg(router_name, hold_time=30, version=1):
+def open_msg(router_name, hold_time=30, version=1, server_mode=False):
     body = _int_field(1, version) + _len_field(2, router_name.encode()) + _int_field(3, hold_time)
+    body += _int_field(6, 1 if server_mode else 0)
     return _len_field(OPEN, body)
 
 
 def keepalive():
     return _len_field(KEEPALIVE, b"")
+
+
+def end_of_rib():
+    return _len_field(END_OF_RIB, b"")
 
 
 def route(names, next_hop, port, path, load_ms=0):
