@@ -728,10 +728,11 @@ static void error_texts(void **state)
 		{ 6, 4, "cease: administrative reset" },
 		{ 6, 7, "cease: connection collision resolution" },
 		{ 6, 0, "cease" },
+		{ 2, 5, "OPEN: server mode not as configured" },
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		assert_string_equal(nbrp_error_text(known[i].code, known[i].subcode), known[i].text);
-	const uint8_t unknown[][2] = { { 0, 0 }, { 1, 4 }, { 2, 5 }, { 3, 2 }, { 4, 1 }, { 5, 2 },
+	const uint8_t unknown[][2] = { { 0, 0 }, { 1, 4 }, { 2, 6 }, { 3, 2 }, { 4, 1 }, { 5, 2 },
 				       { 6, 5 }, { 6, 6 }, { 6, 8 }, { 7, 0 }, { 255, 255 } };
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
 		assert_string_equal(nbrp_error_text(unknown[i][0], unknown[i][1]), "unknown error");
