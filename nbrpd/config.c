@@ -9,7 +9,7 @@
  *                                          (default 0: they drop them at once)
  *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
  *                                          while peers send their tables
- *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;
+ *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
  *     fib-channel "/run/inrpd.fib";        inrpd's FIB channel socket
@@ -47,6 +47,7 @@
 #define DEFAULT_LOAD_PER_HOP    50
 #define DEFAULT_LOAD_RADIUS     3
 #define DEFAULT_LOAD_THRESHOLD  10
+#define DEFAULT_LOAD_INTERVAL   1000
 #define DEFAULT_MAX_ROUTES      4
 #define DEFAULT_LOCAL_PREF      100
 #define DEFAULT_FIB_SYNC_WAIT   20000
@@ -55,7 +56,7 @@
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait, seen_restart;
+	bool seen_sync_wait, seen_restart, seen_load_interval;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -135,6 +136,14 @@ static int kw_sync_wait(const struct conf_stmt *s, void *arg, char *err, size_t 
 	if (conf_once(&x->seen_sync_wait, s, err, err_len) < 0)
 		return -1;
 	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
+}
+
+static int kw_load_interval(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_load_interval, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->load_interval_ms, err, err_len);
 }
 
 static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -467,6 +476,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "connect-retry", 2, 2, CONF_NO_BLOCK, kw_retry },
 	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
 	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
+	{ "load-interval", 2, 2, CONF_NO_BLOCK, kw_load_interval },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
 	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
 	{ "load-threshold", 2, 2, CONF_NO_BLOCK, kw_threshold },
@@ -495,6 +505,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;
 	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;
+	cfg->load_interval_ms = DEFAULT_LOAD_INTERVAL;
 	cfg->max_routes = DEFAULT_MAX_ROUTES;
 	cfg->max_message = NBRP_MAX_MESSAGE;
 	cfg->log_level = -1;

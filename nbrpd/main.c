@@ -389,6 +389,7 @@ static void stop(void)
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
 	sessions_stop(&g.d);
+	rib_stop(&g.d);
 	health_stop(g.d.health);
 	g.d.health = NULL;
 	fibpush_close(g.d.fib);

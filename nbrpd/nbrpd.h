@@ -82,6 +82,7 @@ struct nbrpd_config {
 	uint32_t load_ms_per_hop;
 	uint32_t load_radius;           /* hops a load figure travels */
 	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
+	uint64_t load_interval_ms;      /* a name's load is re-advertised at most this often */
 	unsigned max_routes;            /* ranked routes per name pushed to inrpd */
 	size_t max_message;
 	char *fib_channel;              /* inrpd's socket; NULL: none */
@@ -174,6 +175,8 @@ void rib_peer_stale(struct nbrpd *d, struct peer *p);
 void rib_peer_sweep(struct nbrpd *d, struct peer *p);
 /* Sends what changed to peers and inrpd (called once per loop iteration). */
 void rib_flush(struct nbrpd *d);
+/* Closes the RIB's timer (shutdown). */
+void rib_stop(struct nbrpd *d);
 uint64_t rib_count(const struct rib *r);
 
 /* Walks names with at least one route; fn gets the ranked best routes. */

@@ -16,7 +16,9 @@
  * A peer is told the best route unless it came from that peer or has the
  * peer's name in its path; the path it gets starts with our name, and the
  * next hop is our inrpd.  Load travels load-radius hops, then is sent as
- * 0 (unknown); a load change smaller than load-threshold is not sent.
+ * 0 (unknown); a load change smaller than load-threshold is not sent, and
+ * a name's load is re-sent at most once per load-interval (the change
+ * waits, the latest figure goes out when the interval is over).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,9 @@ struct rib_entry {
 	uint8_t nbest;
 	bool dirty;
 	bool resend;                            /* during a flush: peers told before hear again */
+	bool deferred;                          /* a load change waits for load-interval */
+	struct rib_entry *deferred_next;
+	uint64_t adv_time;                      /* uv_now of the last advertisement, ms */
 	uint64_t adv_mask;                      /* peers told about it */
 	uint64_t adv_sig;                       /* what they were told (0: nothing) */
 	uint32_t adv_load;
@@ -66,6 +71,9 @@ struct rib {
 	uint64_t count;
 	uint64_t seq;
 	struct rib_entry *dirty;
+	struct rib_entry *deferred;             /* load changes held back by load-interval */
+	uv_timer_t deferred_timer;
+	bool timer_ready;
 };
 
 /* ---- the table ---- */
@@ -684,20 +692,69 @@ unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct
 	return n;
 }
 
+static void on_deferred(uv_timer_t *t)
+{
+	struct nbrpd *d = t->data;
+	struct rib *r = d->rib;
+	struct rib_entry *e = r->deferred;
+	r->deferred = NULL;
+	while (e) {
+		struct rib_entry *next = e->deferred_next;
+		e->deferred = false;
+		e->deferred_next = NULL;
+		mark_dirty(r, e);
+		e = next;
+	}
+	rib_flush(d);
+}
+
+/* Holds a load change back until the name's load-interval is over. */
+static void defer(struct nbrpd *d, struct rib_entry *e)
+{
+	struct rib *r = d->rib;
+	if (e->deferred)
+		return;
+	e->deferred = true;
+	e->deferred_next = r->deferred;
+	r->deferred = e;
+	if (!r->timer_ready) {
+		uv_timer_init(d->loop, &r->deferred_timer);
+		r->deferred_timer.data = d;
+		r->timer_ready = true;
+	}
+	if (!uv_is_active((uv_handle_t *)&r->deferred_timer)) {
+		uint64_t wait = d->cfg->load_interval_ms - (uv_now(d->loop) - e->adv_time);
+		uv_timer_start(&r->deferred_timer, on_deferred, wait ? wait : 1, 0);
+	}
+}
+
+void rib_stop(struct nbrpd *d)
+{
+	if (d->rib->timer_ready)
+		uv_close((uv_handle_t *)&d->rib->deferred_timer, NULL);
+}
+
 void rib_flush(struct nbrpd *d)
 {
 	struct rib *r = d->rib;
 	if (!r->dirty)
 		return;
 	/* what each changed entry now says to peers, and whether that changed enough to resend */
+	uint64_t now = uv_now(d->loop);
 	for (struct rib_entry *e = r->dirty; e; e = e->dirty_next) {
 		uint64_t sig = e->nbest ? route_sig(e->best[0]) : 0;
 		uint32_t load = e->nbest ? advertised_load(d, e->best[0]) : 0;
 		uint32_t diff = load > e->adv_load ? load - e->adv_load : e->adv_load - load;
-		e->resend = sig != e->adv_sig || (diff > 0 && diff >= d->cfg->load_threshold_ms);
+		bool load_news = diff > 0 && diff >= d->cfg->load_threshold_ms;
+		if (sig == e->adv_sig && load_news && now - e->adv_time < d->cfg->load_interval_ms) {
+			defer(d, e);            /* only the load changed, and too soon */
+			load_news = false;
+		}
+		e->resend = sig != e->adv_sig || load_news;
 		if (e->resend) {
 			e->adv_sig = sig;
 			e->adv_load = load;
+			e->adv_time = now;
 		}
 	}
 	for (unsigned i = 0; i < d->npeers; i++) {
@@ -730,7 +787,7 @@ void rib_flush(struct nbrpd *d)
 		}
 		e->dirty = false;
 		e->dirty_next = NULL;
-		if (!e->routes && !e->adv_mask) {
+		if (!e->routes && !e->adv_mask && !e->deferred) {
 			/* known to no one any more: the entry can go */
 			struct rib_entry **pp = &r->buckets[bucket_of(r, e->wire, e->len)];
 			while (*pp != e)
