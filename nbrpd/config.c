@@ -452,10 +452,7 @@ static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t er
 	if (c.nservers == 0)
 		return conf_error(err, err_len, s, "content \"%s\" has no server", s->argv[1]);
 	c.up_mask = (uint32_t)((1ull << c.nservers) - 1);
-	for (unsigned i = 0; i < cfg->ncontent; i++)
-		if (name_equal(&cfg->content[i].name, &c.name))
-			return conf_error(err, err_len, s, "content \"%s\" already defined at line %u",
-					  s->argv[1], cfg->content[i].line);
+	c.file = s->file;
 	if (cfg->ncontent == x->content_cap) {
 		size_t cap = x->content_cap ? x->content_cap * 2 : 8;
 		struct nbrpd_content *n = realloc(cfg->content, cap * sizeof(*n));
@@ -490,6 +487,34 @@ static const struct conf_keyword top_keywords[] = {
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
+
+static int content_cmp(const void *a, const void *b)
+{
+	const struct nbrpd_content *x = a, *y = b;
+	int c = name_compare(&x->name, &y->name);
+	if (c)
+		return c;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Duplicates found by sorting: a linear scan per block is quadratic for big configs. */
+static int check_duplicate_content(struct nbrpd_config *cfg, char *err, size_t err_len)
+{
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		cfg->content[i].order = i;
+	qsort(cfg->content, cfg->ncontent, sizeof(cfg->content[0]), content_cmp);
+	for (unsigned i = 1; i < cfg->ncontent; i++) {
+		const struct nbrpd_content *a = &cfg->content[i - 1], *b = &cfg->content[i];
+		if (name_equal(&a->name, &b->name)) {
+			char name[NAME_MAX_TEXT];
+			name_to_text(&b->name, name, sizeof(name));
+			snprintf(err, err_len, "%s:%u: content \"%s\" already defined at %s:%u", b->file, b->line,
+				 name, a->file, a->line);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len)
 {
@@ -526,6 +551,8 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 			 path);
 		rc = -1;
 	}
+	if (rc == 0)
+		rc = check_duplicate_content(cfg, err, err_len);
 	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)
 		if (strcmp(cfg->peers[i].name, cfg->router_name) == 0) {
 			snprintf(err, err_len, "%s:%u: peer \"%s\" has this router's own name", path,

@@ -67,7 +67,9 @@ struct nbrpd_content {
 	uint32_t up_mask;               /* servers passing their health check (all without one) */
 	uint16_t hc_port;               /* 0: no health check */
 	uint64_t hc_interval_ms, hc_timeout_ms;
+	const char *file;               /* valid while loading: for error messages */
 	unsigned line;
+	unsigned order;                 /* position in the file, while loading */
 };
 
 struct nbrpd_config {
