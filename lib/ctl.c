@@ -17,13 +17,14 @@
 
 static void reply_add(struct ctl_reply *r, int code, char sep, const char *fmt, va_list ap)
 {
-	char text[CTL_MAX_LINE];
-	vsnprintf(text, sizeof(text), fmt, ap);
-	/* one reply line is one line: a newline in the text would forge another */
-	for (char *p = text; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	size_t need = strlen(text) + 7;
+	va_list measure;
+	va_copy(measure, ap);
+	int n = vsnprintf(NULL, 0, fmt, measure);
+	va_end(measure);
+	if (n < 0)
+		return;
+	size_t len = (size_t)n > CTL_MAX_REPLY_LINE - 7 ? CTL_MAX_REPLY_LINE - 7 : (size_t)n;
+	size_t need = len + 7;
 	if (r->len + need + 1 > r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 1024;
 		while (cap < r->len + need + 1)
@@ -36,7 +37,17 @@ static void reply_add(struct ctl_reply *r, int code, char sep, const char *fmt, 
 		r->buf = nb;
 		r->cap = cap;
 	}
-	r->len += (size_t)snprintf(r->buf + r->len, r->cap - r->len, "%04d%c%s\n", code % 10000, sep, text);
+	char *line = r->buf + r->len;
+	int h = snprintf(line, r->cap - r->len, "%04d%c", code % 10000, sep);
+	char *text = line + h;
+	vsnprintf(text, len + 1, fmt, ap);
+	/* one reply line is one line: a newline in the text would forge another */
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == '\n' || text[i] == '\r')
+			text[i] = ' ';
+	text[len] = '\n';
+	r->len += (size_t)h + len + 1;
+	r->buf[r->len] = 0;
 }
 
 void ctl_reply_line(struct ctl_reply *r, int code, const char *fmt, ...)
@@ -355,7 +366,7 @@ int ctl_parse_line(const char *line, size_t len, int *code, bool *more, const ch
 
 struct line_reader {
 	int fd;
-	char buf[CTL_MAX_LINE + 1];
+	char buf[CTL_MAX_REPLY_LINE + 1];
 	size_t len;
 };
 
@@ -376,7 +387,7 @@ static int read_line(struct line_reader *lr, char *out, size_t out_len, char *er
 			return 0;
 		}
 		if (lr->len == sizeof(lr->buf) - 1) {
-			snprintf(err, err_len, "reply line longer than %d bytes", CTL_MAX_LINE);
+			snprintf(err, err_len, "reply line longer than %d bytes", CTL_MAX_REPLY_LINE);
 			return -1;
 		}
 		ssize_t r = read(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - 1 - lr->len);
@@ -419,16 +430,17 @@ int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg
 		return -1;
 	}
 	struct line_reader *lr = calloc(1, sizeof(*lr));
-	char line[CTL_MAX_LINE + 1];
+	char *line = malloc(CTL_MAX_REPLY_LINE + 1);
+	size_t line_size = CTL_MAX_REPLY_LINE + 1;
 	int code = -1;
 	bool more;
 	const char *text;
-	if (!lr) {
+	if (!lr || !line) {
 		snprintf(err, err_len, "out of memory");
 		goto out;
 	}
 	lr->fd = fd;
-	if (read_line(lr, line, sizeof(line), err, err_len) < 0)
+	if (read_line(lr, line, line_size, err, err_len) < 0)
 		goto out;
 	if (ctl_parse_line(line, strlen(line), &code, &more, &text) < 0 || more ||
 	    (code != CTL_GREETING && code < 8000)) {
@@ -459,7 +471,7 @@ int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg
 		goto out;
 	}
 	for (;;) {
-		if (read_line(lr, line, sizeof(line), err, err_len) < 0) {
+		if (read_line(lr, line, line_size, err, err_len) < 0) {
 			code = -1;
 			break;
 		}
@@ -475,6 +487,7 @@ int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg
 	}
 out:
 	free(lr);
+	free(line);
 	close(fd);
 	return code;
 }

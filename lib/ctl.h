@@ -16,7 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CTL_MAX_LINE     1024   /* a command, or one reply line */
+#define CTL_MAX_LINE     1024   /* a command */
+#define CTL_MAX_REPLY_LINE (64 * 1024)  /* one reply line (a route with a long path) */
 #define CTL_MAX_WORDS    16
 #define CTL_MAX_CLIENTS  16
 

@@ -500,6 +500,8 @@ static int content_cmp(const void *a, const void *b)
 /* Duplicates found by sorting: a linear scan per block is quadratic for big configs. */
 static int check_duplicate_content(struct nbrpd_config *cfg, char *err, size_t err_len)
 {
+	if (cfg->ncontent < 2)
+		return 0;
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		cfg->content[i].order = i;
 	qsort(cfg->content, cfg->ncontent, sizeof(cfg->content[0]), content_cmp);

@@ -296,13 +296,20 @@ static void reply_line(void *arg, const char *text)
 struct route_walk {
 	struct ctl_reply *r;
 	bool json;
-	bool first;
+	uint64_t total, done;
 };
+
+static void count_one(const struct rib_entry *e, void *arg)
+{
+	(void)e;
+	((struct route_walk *)arg)->total++;
+}
 
 static void describe_one(const struct rib_entry *e, void *arg)
 {
 	struct route_walk *w = arg;
-	rib_describe(&g.d, e, w->json, reply_line, w->r);
+	w->done++;
+	rib_describe(&g.d, e, w->json, w->done < w->total ? "," : "", reply_line, w->r);
 }
 
 static void show_route(int argc, char **argv, bool json, struct ctl_reply *r)
@@ -326,11 +333,17 @@ static void show_route(int argc, char **argv, bool json, struct ctl_reply *r)
 			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", argv[2]);
 			return;
 		}
-		rib_describe(d, e, json, reply_line, r);
+		rib_describe(d, e, json, "", reply_line, r);
 		return;
 	}
+	/* JSON: one array of the objects a single name gets */
 	struct route_walk w = { .r = r, .json = json };
+	rib_walk(d->rib, count_one, &w);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "[");
 	rib_walk(d->rib, describe_one, &w);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]");
 }
 
 static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)

@@ -191,8 +191,9 @@ struct rib_view {
 typedef void (*rib_walk_fn)(const struct rib_entry *e, void *arg);
 void rib_walk(const struct rib *r, rib_walk_fn fn, void *arg);
 const struct rib_entry *rib_find(const struct rib *r, const struct name *n);
-/* Formats one name's routes for `show route` (text or JSON lines). */
-void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
+/* Formats one name's routes for `show route`: text, or one JSON object over
+ * several lines (a route per line), followed by `after` (e.g. ","). */
+void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, const char *after,
 		  void (*line)(void *arg, const char *text), void *arg);
 /* The FIB routes of an entry (ranked); returns how many. */
 unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out);

@@ -20,6 +20,7 @@
  * a name's load is re-sent at most once per load-interval (the change
  * waits, the latest figure goes out when the interval is over).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -804,86 +805,126 @@ void rib_flush(struct nbrpd *d)
 
 /* ---- show route ---- */
 
-static void json_string(char *out, size_t len, const char *s)
+/* A growing string; every reply line is built in one (no fixed limit to overflow). */
+struct sb {
+	char *s;
+	size_t len, cap;
+};
+
+static void sb_add(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sb *b, const char *fmt, ...)
 {
-	size_t o = 0;
-	for (; *s && o + 7 < len; s++) {
-		if (*s == '"' || *s == '\\')
-			out[o++] = '\\';
-		out[o++] = *s;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *ns = realloc(b->s, cap);
+		if (!ns)
+			return;
+		b->s = ns;
+		b->cap = cap;
 	}
-	out[o] = 0;
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
 }
 
-void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json,
+/* s as a JSON string's contents (router names are printable ASCII) */
+static void sb_json(struct sb *b, const char *s)
+{
+	for (; *s; s++)
+		sb_add(b, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+}
+
+static void sb_line(struct sb *b, void (*line)(void *arg, const char *text), void *arg)
+{
+	line(arg, b->s ? b->s : "");
+	b->len = 0;
+	if (b->s)
+		b->s[0] = 0;
+}
+
+void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, const char *after,
 		  void (*line)(void *arg, const char *text), void *arg)
 {
-	char name[NAME_MAX_TEXT], buf[4096];
+	char name[NAME_MAX_TEXT];
 	struct name n;
+	struct sb b = { 0 };
+	(void)d;
 	rib_entry_name(e, &n);
 	name_to_text(&n, name, sizeof(name));
-	/* all routes, best first in rank order, then the rest */
+	/* all routes: the ranked ones in rank order, then the rest */
 	const struct rib_route *order[NBRPD_MAX_PEERS + 1];
 	unsigned cnt = 0;
-	for (unsigned b = 0; b < e->nbest; b++)
-		order[cnt++] = e->best[b];
+	for (unsigned i = 0; i < e->nbest; i++)
+		order[cnt++] = e->best[i];
 	for (const struct rib_route *rt = e->routes; rt && cnt < NBRPD_MAX_PEERS + 1; rt = rt->next) {
 		bool ranked = false;
-		for (unsigned b = 0; b < e->nbest; b++)
-			ranked |= e->best[b] == rt;
+		for (unsigned i = 0; i < e->nbest; i++)
+			ranked |= e->best[i] == rt;
 		if (!ranked)
 			order[cnt++] = rt;
 	}
-	size_t o = 0;
+	/* JSON: one line per route, so a line stays bounded whatever the paths */
 	if (json) {
-		char jn[2 * NAME_MAX_TEXT];
-		json_string(jn, sizeof(jn), name);
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "{\"name\": \"%s\", \"routes\": [", jn);
+		sb_add(&b, "{\"name\": \"");
+		sb_json(&b, name);
+		sb_add(&b, "\", \"routes\": [");
 	} else {
-		line(arg, name);
+		sb_add(&b, "%s", name);
 	}
+	sb_line(&b, line, arg);
 	for (unsigned i = 0; i < cnt; i++) {
 		const struct rib_route *rt = order[i];
-		char path[1024] = "", hop[96] = "local";
-		size_t po = 0;
-		const char *s = rt->path;
-		for (unsigned k = 0; k < rt->npath && po < sizeof(path) - 260; k++) {
-			char js[600];
-			json_string(js, sizeof(js), s);
-			po += (size_t)snprintf(path + po, sizeof(path) - po, json ? "%s\"%s\"" : "%s%s",
-					       k ? (json ? ", " : " ") : "", json ? js : s);
-			s += strlen(s) + 1;
-		}
+		char hop[96] = "local";
 		if (rt->peer)
 			nbrpd_endpoint_format(&rt->next_hop, hop, sizeof(hop));
 		if (json) {
-			char from[600];
-			json_string(from, sizeof(from), rt->peer ? rt->peer->cfg.name : "");
-			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
-					      "%s{\"rank\": %u, \"best\": %s, \"from\": \"%s\", \"next_hop\": \"%s\", "
-					      "\"path\": [%s], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s}",
-					      i ? ", " : "", i < e->nbest ? i + 1 : 0, i == 0 ? "true" : "false",
-					      from, hop, path, rt->load_ms, rt->local_pref, rt->stale ? "true" : "false");
-			if (o >= sizeof(buf) - 700)
-				break;
+			sb_add(&b, "{\"rank\": %u, \"best\": %s, \"from\": \"", i < e->nbest ? i + 1 : 0,
+			       i == 0 ? "true" : "false");
+			sb_json(&b, rt->peer ? rt->peer->cfg.name : "");
+			sb_add(&b, "\", \"next_hop\": \"%s\", \"path\": [", hop);
+		} else if (rt->peer) {
+			sb_add(&b, "  %s %s via %s from %s, path [", i == 0 ? "*" : " ",
+			       i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name);
 		} else {
-			char l[1600];
-			if (rt->peer)
-				snprintf(l, sizeof(l), "  %s %s via %s from %s, path [%s], load %u ms, local-pref %u%s",
-					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name,
-					 path, rt->load_ms, rt->local_pref, rt->stale ? ", stale" : "");
-			else
-				snprintf(l, sizeof(l), "  %s %s local content, %u of %u servers up, load %u ms",
-					 i == 0 ? "*" : " ", i < e->nbest ? "ranked" : "      ",
-					 (unsigned)__builtin_popcount(rt->content->up_mask), rt->content->nservers,
-					 rt->load_ms);
-			line(arg, l);
+			sb_add(&b, "  %s %s local content, %u of %u servers up, load %u ms", i == 0 ? "*" : " ",
+			       i < e->nbest ? "ranked" : "      ", (unsigned)__builtin_popcount(rt->content->up_mask),
+			       rt->content->nservers, rt->load_ms);
+			sb_line(&b, line, arg);
+			continue;
 		}
+		const char *p = rt->path;
+		for (unsigned k = 0; k < rt->npath; k++) {
+			if (json) {
+				sb_add(&b, "%s\"", k ? ", " : "");
+				sb_json(&b, p);
+				sb_add(&b, "\"");
+			} else {
+				sb_add(&b, "%s%s", k ? " " : "", p);
+			}
+			p += strlen(p) + 1;
+		}
+		if (json)
+			sb_add(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s}%s", rt->load_ms,
+			       rt->local_pref, rt->stale ? "true" : "false", i + 1 < cnt ? "," : "");
+		else
+			sb_add(&b, "], load %u ms, local-pref %u%s", rt->load_ms, rt->local_pref,
+			       rt->stale ? ", stale" : "");
+		sb_line(&b, line, arg);
 	}
 	if (json) {
-		snprintf(buf + o, sizeof(buf) - o, "]}");
-		line(arg, buf);
+		sb_add(&b, "]}%s", after ? after : "");
+		sb_line(&b, line, arg);
 	}
+	free(b.s);
 }
 
 /* Withdrawing a session from inside the RIB goes through the session layer. */

@@ -293,3 +293,17 @@ def test_a_name_that_does_not_parse_resets_the_session(lone):
     assert p.notification()[:2] == (3, 1)
     wait_for(lambda: n.route("ok.content") is None, 10, "the session's routes withdrawn")
     p.close()
+
+
+def test_show_route_json_holds_the_longest_paths(lone):
+    n = lone()
+    p = establish(n)
+    path = ["x"] + [f'{i:02d}"\\' + "n" * 250 for i in range(63)]      # 64 names, quotes and backslashes
+    p.send(nc.update(routes=[nc.route(["long.content"], n.x_addr, 5353, path)]))
+    wait_for(lambda: n.route("long.content") is not None, 10, "the route")
+    assert n.route("long.content")[0]["path"] == path
+    everything = n.json("show", "route")
+    assert [x["name"] for x in everything] == ["long.content."]
+    text = n.nbrc("show", "route", "long.content")
+    assert text.returncode == 0 and path[-1] in text.stdout
+    p.close()
