@@ -174,9 +174,7 @@ static int kw_edns_udp_size(const struct conf_stmt *s, void *arg, char *err, siz
 static int kw_tcp_idle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_idle, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_duration_ms(s, 1, 100, 3600000, &x->cfg->tcp_idle_ms, err, err_len);
+	return conf_once_duration_ms(s, &x->seen_idle, 100, 3600000, &x->cfg->tcp_idle_ms, err, err_len);
 }
 
 static int kw_tcp_max(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -192,14 +190,8 @@ static int kw_tcp_max(const struct conf_stmt *s, void *arg, char *err, size_t er
 
 static int kw_log_level(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	struct cfg_ctx *x = arg;
-	unsigned lvl;
-	if (conf_once(&x->seen_log, s, err, err_len) < 0 ||
-	    conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
-		return -1;
-	x->cfg->log_level = (int)lvl;
-	return 0;
+	return conf_once_log_level(s, &x->seen_log, &x->cfg->log_level, err, err_len);
 }
 
 static int kw_pid_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

@@ -1008,3 +1008,29 @@ int conf_arg_endpoint(const struct conf_stmt *s, unsigned idx, int *family, uint
 	*port = (uint16_t)p;
 	return 0;
 }
+
+int conf_once_uint(const struct conf_stmt *s, bool *seen, uint64_t min, uint64_t max, uint64_t *out,
+		   char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_uint(s, 1, min, max, out, err, err_len);
+}
+
+int conf_once_duration_ms(const struct conf_stmt *s, bool *seen, uint64_t min_ms, uint64_t max_ms,
+			  uint64_t *out, char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_duration_ms(s, 1, min_ms, max_ms, out, err, err_len);
+}
+
+int conf_once_log_level(const struct conf_stmt *s, bool *seen, int *out, char *err, size_t err_len)
+{
+	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };     /* enum log_level */
+	unsigned lvl;
+	if (conf_once(seen, s, err, err_len) < 0 || conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
+		return -1;
+	*out = (int)lvl;
+	return 0;
+}

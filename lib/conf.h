@@ -107,6 +107,13 @@ int conf_arg_prefix(const struct conf_stmt *s, unsigned idx, int *family, uint8_
 		    unsigned *prefix_len, char *err, size_t err_len);
 /* A statement that may appear once: an error naming the keyword the second time. */
 int conf_once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len);
+/* The usual statement "KEYWORD VALUE;" given once: a number or a duration. */
+int conf_once_uint(const struct conf_stmt *s, bool *seen, uint64_t min, uint64_t max, uint64_t *out,
+		   char *err, size_t err_len);
+int conf_once_duration_ms(const struct conf_stmt *s, bool *seen, uint64_t min_ms, uint64_t max_ms,
+			  uint64_t *out, char *err, size_t err_len);
+/* "log-level err|warn|info|debug" given once; *out is the enum log_level value. */
+int conf_once_log_level(const struct conf_stmt *s, bool *seen, int *out, char *err, size_t err_len);
 /* An absolute path of at most max_len bytes, given once; strdup'd into *out. */
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len);

@@ -125,25 +125,20 @@ static int kw_hold(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 static int kw_retry(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_retry, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_duration_ms(s, 1, 10, 3600000, &x->cfg->connect_retry_ms, err, err_len);
+	return conf_once_duration_ms(s, &x->seen_retry, 10, 3600000, &x->cfg->connect_retry_ms, err, err_len);
 }
 
 static int kw_sync_wait(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_sync_wait, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
+	return conf_once_duration_ms(s, &x->seen_sync_wait, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
 }
 
 static int kw_load_interval(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_load_interval, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_duration_ms(s, 1, 0, 3600000, &x->cfg->load_interval_ms, err, err_len);
+	return conf_once_duration_ms(s, &x->seen_load_interval, 0, 3600000, &x->cfg->load_interval_ms,
+				     err, err_len);
 }
 
 static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -157,19 +152,11 @@ static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size
 	return 0;
 }
 
-static int uint_once(const struct conf_stmt *s, bool *seen, uint64_t min, uint64_t max, uint64_t *v,
-		     char *err, size_t err_len)
-{
-	if (conf_once(seen, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_uint(s, 1, min, max, v, err, err_len);
-}
-
 static int kw_mph(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (uint_once(s, &x->seen_mph, 1, 1000000, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_mph, 1, 1000000, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->load_ms_per_hop = (uint32_t)v;
 	return 0;
@@ -179,7 +166,7 @@ static int kw_radius(const struct conf_stmt *s, void *arg, char *err, size_t err
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (uint_once(s, &x->seen_radius, 0, NBRP_MAX_PATH, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_radius, 0, NBRP_MAX_PATH, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->load_radius = (uint32_t)v;
 	return 0;
@@ -189,7 +176,7 @@ static int kw_threshold(const struct conf_stmt *s, void *arg, char *err, size_t 
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (uint_once(s, &x->seen_threshold, 0, UINT32_MAX, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_threshold, 0, UINT32_MAX, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->load_threshold_ms = (uint32_t)v;
 	return 0;
@@ -199,7 +186,7 @@ static int kw_max_routes(const struct conf_stmt *s, void *arg, char *err, size_t
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (uint_once(s, &x->seen_max_routes, 1, NBRPD_MAX_BEST, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_max_routes, 1, NBRPD_MAX_BEST, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->max_routes = (unsigned)v;
 	return 0;
@@ -209,7 +196,7 @@ static int kw_max_msg(const struct conf_stmt *s, void *arg, char *err, size_t er
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (uint_once(s, &x->seen_max_msg, 4096, 64u << 20, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_max_msg, 4096, 64u << 20, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->max_message = (size_t)v;
 	return 0;
@@ -235,14 +222,8 @@ static int kw_pid(const struct conf_stmt *s, void *arg, char *err, size_t err_le
 
 static int kw_log(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	static const char *const levels[] = { "err", "warn", "info", "debug", NULL };
 	struct cfg_ctx *x = arg;
-	unsigned lvl;
-	if (conf_once(&x->seen_log, s, err, err_len) < 0 ||
-	    conf_arg_choice(s, 1, levels, &lvl, err, err_len) < 0)
-		return -1;
-	x->cfg->log_level = (int)lvl;
-	return 0;
+	return conf_once_log_level(s, &x->seen_log, &x->cfg->log_level, err, err_len);
 }
 
 /* ---- peer { } ---- */
@@ -257,7 +238,7 @@ static int kw_local_pref(const struct conf_stmt *s, void *arg, char *err, size_t
 {
 	struct peer_ctx *pc = arg;
 	uint64_t v;
-	if (uint_once(s, &pc->seen_pref, 0, UINT32_MAX, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &pc->seen_pref, 0, UINT32_MAX, &v, err, err_len) < 0)
 		return -1;
 	pc->p->local_pref = (uint32_t)v;
 	return 0;

@@ -15,74 +15,9 @@
 #include <ldns/ldns.h>
 
 #include "dns.h"
+#include "testpkt.h"
 
 /* ---- building test queries by hand ---- */
-
-struct pkt {
-	uint8_t b[4096];
-	size_t len;
-};
-
-static void put8(struct pkt *p, uint8_t v)
-{
-	assert_true(p->len < sizeof(p->b));
-	p->b[p->len++] = v;
-}
-
-static void put16(struct pkt *p, uint16_t v)
-{
-	put8(p, (uint8_t)(v >> 8));
-	put8(p, (uint8_t)v);
-}
-
-static void put32(struct pkt *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p, (uint16_t)v);
-}
-
-static void put_bytes(struct pkt *p, const void *d, size_t n)
-{
-	assert_true(p->len + n <= sizeof(p->b));
-	memcpy(p->b + p->len, d, n);
-	p->len += n;
-}
-
-static void header(struct pkt *p, uint16_t id, uint8_t f1, uint8_t f2,
-		   uint16_t qd, uint16_t an, uint16_t ns, uint16_t ar)
-{
-	p->len = 0;
-	put16(p, id);
-	put8(p, f1);
-	put8(p, f2);
-	put16(p, qd);
-	put16(p, an);
-	put16(p, ns);
-	put16(p, ar);
-}
-
-/* "www.Example.com" in wire form, no compression */
-static void put_name(struct pkt *p, const char *text)
-{
-	const char *s = text;
-	while (*s) {
-		const char *dot = strchr(s, '.');
-		size_t n = dot ? (size_t)(dot - s) : strlen(s);
-		put8(p, (uint8_t)n);
-		put_bytes(p, s, n);
-		s += n;
-		if (*s == '.')
-			s++;
-	}
-	put8(p, 0);
-}
-
-static void question(struct pkt *p, const char *name, uint16_t type, uint16_t cls)
-{
-	put_name(p, name);
-	put16(p, type);
-	put16(p, cls);
-}
 
 /* OPT RR: owner root, udp size, ext rcode 0, version, DO, rdata given */
 static void opt(struct pkt *p, uint16_t udp, uint8_t version, bool dnssec_ok,
