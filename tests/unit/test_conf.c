@@ -506,9 +506,11 @@ static void test_nesting_deeper_than_max_depth_is_an_error(void **state)
 static void test_too_many_words_is_an_error(void **state)
 {
 	char *words = repeat("w\n", CONF_MAX_ARGS + 1, ";");
-	char *text = malloc(strlen(words) + 4);
+	size_t len = strlen(words) + 4;
+	char *text = malloc(len);
 
-	sprintf(text, "a;\n%s", words);
+	assert_non_null(text);
+	snprintf(text, len, "a;\n%s", words);
 	expect_error(text, "t.conf:2: more than 64 words in one statement");
 	free(words);
 	free(text);
