@@ -27,6 +27,12 @@
  *         export default deny;
  *         export allow "shop.example";
  *     }
+ *     bird {                               IP reachability and metrics from BIRD
+ *         socket "/run/bird/bird.ctl";
+ *         poll-interval 1s;
+ *         timeout 5s;                      a BIRD silent this long is reconnected
+ *         unreachable-delay 5s;            a peer unreachable this long is dropped
+ *     }
  *     content "shop.example" {             names this router originates
  *         server 192.0.2.10 load 20;
  *         health-check port 80 interval 5s timeout 1s;   TCP connect to each server;
@@ -56,7 +62,7 @@
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait, seen_restart, seen_load_interval;
+	bool seen_sync_wait, seen_restart, seen_load_interval, seen_bird;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -446,7 +452,59 @@ static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return 0;
 }
 
+struct bird_ctx {
+	struct nbrpd_config *cfg;
+	bool seen_socket, seen_poll, seen_timeout, seen_delay;
+};
+
+static int kw_bird_socket(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct bird_ctx *b = arg;
+	return conf_arg_path(s, 1, &b->seen_socket, 107, &b->cfg->bird_socket, err, err_len);
+}
+
+static int kw_bird_poll(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct bird_ctx *b = arg;
+	return conf_once_duration_ms(s, &b->seen_poll, 50, 3600000, &b->cfg->bird_poll_ms, err, err_len);
+}
+
+static int kw_bird_timeout(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct bird_ctx *b = arg;
+	return conf_once_duration_ms(s, &b->seen_timeout, 50, 600000, &b->cfg->bird_timeout_ms, err, err_len);
+}
+
+static int kw_bird_delay(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct bird_ctx *b = arg;
+	return conf_once_duration_ms(s, &b->seen_delay, 0, 3600000, &b->cfg->bird_unreachable_delay_ms,
+				     err, err_len);
+}
+
+static const struct conf_keyword bird_keywords[] = {
+	{ "socket", 2, 2, CONF_NO_BLOCK, kw_bird_socket },
+	{ "poll-interval", 2, 2, CONF_NO_BLOCK, kw_bird_poll },
+	{ "timeout", 2, 2, CONF_NO_BLOCK, kw_bird_timeout },
+	{ "unreachable-delay", 2, 2, CONF_NO_BLOCK, kw_bird_delay },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static int kw_bird(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_bird, s, err, err_len) < 0)
+		return -1;
+	struct bird_ctx b = { .cfg = x->cfg };
+	if (conf_dispatch(s->block, bird_keywords, &b, err, err_len) < 0)
+		return -1;
+	if (!b.seen_socket)
+		return conf_error(err, err_len, s, "bird { } needs 'socket \"PATH\";' (BIRD's control socket)");
+	return 0;
+}
+
 static const struct conf_keyword top_keywords[] = {
+	{ "bird", 1, 1, CONF_BLOCK, kw_bird },
 	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "inrp-address", 2, 4, CONF_NO_BLOCK, kw_inrp },
@@ -514,6 +572,9 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;
 	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;
 	cfg->load_interval_ms = DEFAULT_LOAD_INTERVAL;
+	cfg->bird_poll_ms = 1000;
+	cfg->bird_timeout_ms = 5000;
+	cfg->bird_unreachable_delay_ms = 5000;
 	cfg->max_routes = DEFAULT_MAX_ROUTES;
 	cfg->max_message = NBRP_MAX_MESSAGE;
 	cfg->log_level = -1;
@@ -560,6 +621,7 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 	}
 	free(cfg->content);
 	free(cfg->fib_channel);
+	free(cfg->bird_socket);
 	free(cfg->control_path);
 	free(cfg->pid_file);
 	free(cfg);

@@ -100,9 +100,9 @@ static int reload(char *msg, size_t msg_len)
 	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
 	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
-	    !same_string(cfg->pid_file, old->pid_file))
-		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control and pid-file "
-			 "take effect on restart");
+	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket))
+		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file and "
+			 "the BIRD socket take effect on restart");
 	memcpy(cfg->router_name, old->router_name, sizeof(cfg->router_name));
 	cfg->has_listen = old->has_listen;
 	cfg->listen = old->listen;
@@ -110,6 +110,7 @@ static int reload(char *msg, size_t msg_len)
 	swap_str(&cfg->fib_channel, &old->fib_channel);
 	swap_str(&cfg->control_path, &old->control_path);
 	swap_str(&cfg->pid_file, &old->pid_file);
+	swap_str(&cfg->bird_socket, &old->bird_socket);
 	bool redecide = cfg->max_routes != old->max_routes || cfg->load_ms_per_hop != old->load_ms_per_hop ||
 			cfg->load_radius != old->load_radius || cfg->load_threshold_ms != old->load_threshold_ms;
 	unsigned added = 0, removed = 0, reset = 0, refreshed = 0;
@@ -163,6 +164,10 @@ static int reload(char *msg, size_t msg_len)
 		}
 		struct nbrpd_peer_config was = p->cfg;
 		p->cfg = *pc;
+		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0) {
+			nexthop_put(d, p->transport);
+			p->transport = nexthop_get(d, pc->remote.family, pc->remote.addr);
+		}
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0 || was.passive != pc->passive) {
 			peer_reset(d, p, "peer address changed in the configuration");
 			reset++;
@@ -230,9 +235,11 @@ static void show_status(bool json, struct ctl_reply *r)
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
-			       "\"fib_syncs\": %llu}", NBRPD_VERSION, (int)getpid(), uptime, peers_configured(d), up,
+			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u}", NBRPD_VERSION, (int)getpid(), uptime,
+			       peers_configured(d), up,
 			       (unsigned long long)rib_count(d->rib), d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
-			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0));
+			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
+			       d->nnexthops);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -242,6 +249,9 @@ static void show_status(bool json, struct ctl_reply *r)
 	if (d->fib)
 		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %llu syncs", d->cfg->fib_channel,
 			       fib ? "connected" : "down", (unsigned long long)fibpush_syncs(d->fib));
+	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
+		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
+		       d->nnexthops);
 }
 
 static void show_peers(bool json, struct ctl_reply *r)
@@ -405,6 +415,8 @@ static void stop(void)
 	rib_stop(&g.d);
 	health_stop(g.d.health);
 	g.d.health = NULL;
+	birdmon_stop(g.d.bird);
+	g.d.bird = NULL;
 	fibpush_close(g.d.fib);
 	uv_close((uv_handle_t *)&g.d.flush_check, NULL);
 	uv_close((uv_handle_t *)&g.d.sync_wait, NULL);
@@ -517,6 +529,9 @@ int main(int argc, char **argv)
 		daemon_fail("out of memory");
 	if (!(d->health = health_start(d)))
 		daemon_fail("out of memory");
+	d->bird = birdmon_start(d);
+	if (cfg->bird_socket && !d->bird)
+		daemon_fail("bird: cannot start the BIRD client (socket path too long?)");
 	uv_timer_init(d->loop, &d->sync_wait);
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
@@ -533,6 +548,7 @@ int main(int argc, char **argv)
 		log_err("uv_loop_close: handles still open");
 	fibpush_free(d->fib);
 	rib_free(d->rib);
+	nexthop_free_all(d);
 	free(d->peers);
 	free(abs_path);
 	/* the configuration in force: reloads replace d->cfg */

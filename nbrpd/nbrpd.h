@@ -64,6 +64,7 @@ struct nbrpd_content {
 	struct name name;
 	unsigned nservers;
 	struct route servers[ROUTESET_MAX_ROUTES];
+	struct nexthop *server_nh[ROUTESET_MAX_ROUTES];  /* IP routing's view, once started */
 	uint32_t up_mask;               /* servers passing their health check (all without one) */
 	uint16_t hc_port;               /* 0: no health check */
 	uint64_t hc_interval_ms, hc_timeout_ms;
@@ -88,6 +89,10 @@ struct nbrpd_config {
 	unsigned max_routes;            /* ranked routes per name pushed to inrpd */
 	size_t max_message;
 	char *fib_channel;              /* inrpd's socket; NULL: none */
+	char *bird_socket;              /* BIRD's control socket; NULL: no BIRD */
+	uint64_t bird_poll_ms;          /* how often every address is asked about again */
+	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
+	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
 	char *control_path;
 	char *pid_file;
 	int log_level;
@@ -100,6 +105,42 @@ struct nbrpd_config {
 struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len);
 void nbrpd_config_free(struct nbrpd_config *cfg);
 const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len);
+
+/* ---- what IP routing says about addresses (nexthop.c) ---- */
+
+struct nexthop {
+	struct nexthop *hnext;
+	uint32_t refs;
+	uint8_t family;
+	uint8_t addr[16];
+	bool known;                     /* IP routing (BIRD) answered about it */
+	bool reachable;                 /* true until IP routing says otherwise */
+	uint32_t igp_metric;
+	uint32_t as_path_len;
+	char protocol[64];              /* the BIRD protocol of the best route */
+	uint64_t unreachable_since;     /* uv_now, ms; 0: reachable */
+	bool query_pending;             /* asked BIRD, no answer yet */
+};
+
+struct nbrpd;
+/* Takes a reference on the entry for an address (created if new). */
+struct nexthop *nexthop_get(struct nbrpd *d, int family, const uint8_t *addr);
+/* The entry for an address if there is one (no reference taken). */
+struct nexthop *nexthop_lookup(struct nbrpd *d, int family, const uint8_t *addr);
+void nexthop_put(struct nbrpd *d, struct nexthop *nh);
+void nexthop_walk(struct nbrpd *d, void (*fn)(struct nbrpd *d, struct nexthop *nh, void *arg), void *arg);
+/* What IP routing now says; routes through it are decided again if that changed. */
+void nexthop_update(struct nbrpd *d, struct nexthop *nh, bool reachable, uint32_t igp_metric,
+		    uint32_t as_path_len, const char *protocol);
+const char *nexthop_format(const struct nexthop *nh, char *buf, size_t len);
+void nexthop_free_all(struct nbrpd *d);
+/* birdmon.c: BIRD's view of the next-hop table. */
+struct birdmon;
+struct birdmon *birdmon_start(struct nbrpd *d);        /* NULL: not configured */
+void birdmon_stop(struct birdmon *m);
+const char *birdmon_state(const struct birdmon *m);    /* "up", "down", "not configured" */
+/* A new address: asked about at once. */
+void nexthop_added(struct nbrpd *d, struct nexthop *nh);
 
 /* ---- sessions (session.c) ---- */
 
@@ -129,6 +170,7 @@ struct peer {
 	uint32_t hold_time_s;           /* negotiated */
 	uint64_t names;                 /* names with a route from this peer */
 	uint32_t restart_time_s;        /* the peer's, from its OPEN */
+	struct nexthop *transport;      /* its address, as IP routing sees it */
 	uv_timer_t restart_timer;       /* its routes are stale until END-OF-RIB or this */
 	bool restarting;
 	bool max_warned;
@@ -147,6 +189,8 @@ void sessions_stop(struct nbrpd *d);
 void peer_add(struct nbrpd *d, struct peer *p);
 void peer_remove(struct nbrpd *d, struct peer *p);
 void peer_reset(struct nbrpd *d, struct peer *p, const char *why);
+/* Connects now if the peer is enabled, active, not connected and reachable. */
+void peer_kick(struct nbrpd *d, struct peer *p);
 void peer_route_refresh(struct nbrpd *d, struct peer *p);
 void peer_enable(struct nbrpd *d, struct peer *p, bool enable);
 enum session_state peer_state(const struct peer *p);
@@ -205,6 +249,8 @@ void rib_peer_reexport(struct nbrpd *d, struct peer *p);
 void rib_redecide_all(struct nbrpd *d);
 /* Reload: local routes move to the new configuration's content. */
 void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nbrpd_config *new_cfg);
+/* IP routing changed its mind about an address: decide again where it matters. */
+void rib_nexthop_changed(struct nbrpd *d, struct nexthop *nh);
 /* A content's up_mask changed: re-originate it (withdrawn when no server is up). */
 void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c);
 
@@ -241,6 +287,9 @@ struct nbrpd {
 	struct rib *rib;
 	struct fibpush *fib;
 	struct health *health;          /* frees itself once stopped */
+	struct nexthop **nexthops;      /* hash buckets */
+	unsigned nnexthops;
+	struct birdmon *bird;           /* NULL: no BIRD configured */
 	uv_check_t flush_check;         /* rib_flush after each loop iteration */
 	uv_timer_t sync_wait;
 	bool rib_ready;

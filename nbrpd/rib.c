@@ -7,10 +7,11 @@
  * rib_flush, run once per loop iteration, sends what changed to every
  * established peer in UPDATEs and to inrpd over the FIB channel.
  *
- * Decision (docs/NBRP.md), best first:
+ * Decision (docs/NBRP.md), best first, among usable routes (IP routing
+ * reaches the next hop, nexthop.c):
  *   higher local preference (local content above everything learned)
  *   shorter effective distance: path length * load-ms-per-hop + load
- *   (the place for BIRD's IGP metric and AS path length, issue 6)
+ *   lower IGP metric to the next hop, then shorter BGP AS path (BIRD)
  *   older route (arrival order)
  *   lower peer name
  * A peer is told the best route unless it came from that peer or has the
@@ -42,6 +43,7 @@ struct rib_route {
 	uint64_t seq;                           /* arrival order */
 	bool stale;                             /* kept across the peer's restart */
 	bool server;                            /* from a content server's own session */
+	struct nexthop *nh;                     /* the next hop, as IP routing sees it */
 	struct nbrpd_endpoint next_hop;
 	uint8_t npath;
 	uint16_t path_bytes;
@@ -97,9 +99,22 @@ static void route_free_list(struct rib_route *rt)
 {
 	while (rt) {
 		struct rib_route *n = rt->next;
-		free(rt);
+		free(rt);               /* at exit: the next-hop table goes as a whole */
 		rt = n;
 	}
+}
+
+static void route_free(struct nbrpd *d, struct rib_route *rt)
+{
+	if (!rt)
+		return;
+	nexthop_put(d, rt->nh);
+	free(rt);
+}
+
+static bool route_usable(const struct rib_route *rt)
+{
+	return !rt->nh || rt->nh->reachable;
 }
 
 void rib_free(struct rib *r)
@@ -211,7 +226,13 @@ static int route_cmp(const struct nbrpd *d, const struct rib_route *a, const str
 	uint64_t da = a->npath * mph + a->load_ms, db = b->npath * mph + b->load_ms;
 	if (da != db)
 		return da < db ? -1 : 1;
-	/* the place for BIRD's IGP metric and AS path length (issue 6) */
+	/* IP routing decides between routes that are equal at the content level */
+	uint32_t ia = a->nh ? a->nh->igp_metric : 0, ib = b->nh ? b->nh->igp_metric : 0;
+	if (ia != ib)
+		return ia < ib ? -1 : 1;
+	uint32_t pa = a->nh ? a->nh->as_path_len : 0, pb = b->nh ? b->nh->as_path_len : 0;
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
 	if (a->seq != b->seq)
 		return a->seq < b->seq ? -1 : 1;
 	return strcmp(route_from(a), route_from(b));
@@ -231,6 +252,8 @@ static void decide(struct nbrpd *d, struct rib_entry *e)
 	struct rib_route *ranked[NBRPD_MAX_BEST + 1];
 	unsigned n = 0, keep = d->cfg->max_routes;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
+		if (!route_usable(rt))
+			continue;       /* IP routing cannot reach its next hop */
 		/* insertion into the top `keep`, best first */
 		unsigned i = n < keep ? n++ : keep;
 		while (i > 0 && route_cmp(d, rt, ranked[i - 1]) < 0) {
@@ -259,16 +282,30 @@ static struct rib_route *take_route(struct rib_entry *e, const struct peer *p)
 
 /* ---- local content ---- */
 
+/* Servers that pass their health check and that IP routing reaches. */
+static uint32_t content_usable(const struct nbrpd_content *c)
+{
+	uint32_t m = c->up_mask;
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (c->server_nh[s] && !c->server_nh[s]->reachable)
+			m &= ~(1u << s);
+	return m;
+}
+
 static const struct route *first_up_server(const struct nbrpd_content *c)
 {
+	uint32_t m = content_usable(c);
 	for (unsigned s = 0; s < c->nservers; s++)
-		if (c->up_mask & (1u << s))
+		if (m & (1u << s))
 			return &c->servers[s];
 	return NULL;
 }
 
 void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c)
 {
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (!c->server_nh[s])
+			c->server_nh[s] = nexthop_get(d, c->servers[s].family, c->servers[s].addr);
 	struct rib_entry *e = get_or_add(d->rib, &c->name);
 	if (!e) {
 		log_err("out of memory for content routes");
@@ -322,7 +359,7 @@ static void withdraw_name(struct nbrpd *d, struct peer *p, const struct name *n)
 	struct rib_route *old = e ? take_route(e, p) : NULL;
 	if (!old)
 		return;
-	free(old);
+	route_free(d, old);
 	p->names--;
 	decide(d, e);
 }
@@ -343,6 +380,7 @@ static struct rib_route *route_from_update(struct nbrpd *d, struct peer *p, cons
 	rt->next_hop.family = r->next_hop.len == 4 ? AF_INET : AF_INET6;
 	memcpy(rt->next_hop.addr, r->next_hop.data, r->next_hop.len);
 	rt->next_hop.port = (uint16_t)r->next_hop_port;
+	rt->nh = nexthop_get(d, rt->next_hop.family, rt->next_hop.addr);
 	rt->npath = (uint8_t)r->n_path;
 	rt->path_bytes = (uint16_t)bytes;
 	char *s = rt->path;
@@ -388,7 +426,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 		struct rib_route *tmpl = usable ? route_from_update(d, p, r) : NULL;
 		for (size_t k = 0; k < r->n_names; k++) {
 			if (nbrp_name_of(&r->names[k], &n) < 0) {
-				free(tmpl);
+				route_free(d, tmpl);
 				notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
 				return;
 			}
@@ -403,7 +441,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 			if (!old && p->cfg.max_names && p->names >= p->cfg.max_names) {
 				if (p->cfg.max_action == MAX_NAMES_SHUT) {
 					decide(d, e);
-					free(tmpl);
+					route_free(d, tmpl);
 					notify_peer(d, p, NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES,
 						    "more names than max-names allows");
 					return;
@@ -420,13 +458,15 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 			}
 			struct rib_route *rt = malloc(sizeof(*rt) + tmpl->path_bytes);
 			if (!rt) {
-				free(old);
+				route_free(d, old);
 				if (old)
 					p->names--;
 				decide(d, e);
 				continue;
 			}
 			memcpy(rt, tmpl, sizeof(*rt) + tmpl->path_bytes);
+			if (rt->nh)
+				rt->nh->refs++;
 			if (old) {
 				/* an unchanged route keeps its age */
 				if (old->load_ms == rt->load_ms && old->npath == rt->npath &&
@@ -434,7 +474,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 				    memcmp(old->path, rt->path, rt->path_bytes) == 0 &&
 				    memcmp(&old->next_hop, &rt->next_hop, sizeof(rt->next_hop)) == 0)
 					rt->seq = old->seq;
-				free(old);
+				route_free(d, old);
 			} else {
 				p->names++;
 			}
@@ -442,7 +482,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 			e->routes = rt;
 			decide(d, e);
 		}
-		free(tmpl);
+		route_free(d, tmpl);
 	}
 }
 
@@ -455,7 +495,7 @@ void rib_peer_down(struct nbrpd *d, struct peer *p)
 			e->adv_mask &= ~bit;
 			struct rib_route *old = take_route(e, p);
 			if (old) {
-				free(old);
+				route_free(d, old);
 				decide(d, e);
 			}
 		}
@@ -485,7 +525,7 @@ void rib_peer_sweep(struct nbrpd *d, struct peer *p)
 				if ((*pp)->peer == p && (*pp)->stale) {
 					struct rib_route *old = *pp;
 					*pp = old->next;
-					free(old);
+					route_free(d, old);
 					p->names--;
 					swept++;
 					decide(d, e);
@@ -493,6 +533,26 @@ void rib_peer_sweep(struct nbrpd *d, struct peer *p)
 				}
 	if (swept)
 		log_info("peer %s: %llu stale routes swept", p->cfg.name, (unsigned long long)swept);
+}
+
+void rib_nexthop_changed(struct nbrpd *d, struct nexthop *nh)
+{
+	struct rib *r = d->rib;
+	for (size_t i = 0; i < r->nbuckets; i++)
+		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
+			for (struct rib_route *rt = e->routes; rt; rt = rt->next)
+				if (rt->nh == nh) {
+					decide(d, e);
+					break;
+				}
+	for (unsigned i = 0; i < d->cfg->ncontent; i++) {
+		struct nbrpd_content *c = &d->cfg->content[i];
+		for (unsigned s = 0; s < c->nservers; s++)
+			if (c->server_nh[s] == nh) {
+				rib_content_changed(d, c);
+				break;
+			}
+	}
 }
 
 /* ---- to peers ---- */
@@ -661,9 +721,11 @@ void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nb
 		struct rib_entry *e = kept ? NULL : lookup(d->rib, &c->name);
 		struct rib_route *rt = e ? take_route(e, NULL) : NULL;
 		if (rt) {
-			free(rt);
+			free(rt);               /* local routes hold no next hop */
 			decide(d, e);
 		}
+		for (unsigned s = 0; s < c->nservers; s++)
+			nexthop_put(d, c->server_nh[s]);
 	}
 	rib_set_local(d, new_cfg);
 }
@@ -677,8 +739,9 @@ unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct
 	for (unsigned b = 0; b < e->nbest && n < ROUTESET_MAX_ROUTES; b++) {
 		const struct rib_route *rt = e->best[b];
 		if (!rt->peer) {
+			uint32_t usable = content_usable(rt->content);
 			for (unsigned s = 0; s < rt->content->nservers && n < ROUTESET_MAX_ROUTES; s++)
-				if (rt->content->up_mask & (1u << s))
+				if (usable & (1u << s))
 					out[n++] = rt->content->servers[s];
 			continue;
 		}
@@ -857,7 +920,6 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, c
 	char name[NAME_MAX_TEXT];
 	struct name n;
 	struct sb b = { 0 };
-	(void)d;
 	rib_entry_name(e, &n);
 	name_to_text(&n, name, sizeof(name));
 	/* all routes: the ranked ones in rank order, then the rest */
@@ -912,12 +974,22 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, c
 			}
 			p += strlen(p) + 1;
 		}
+		char ip[200] = "";
+		if (rt->nh && d->bird)
+			nexthop_format(rt->nh, ip, sizeof(ip));
 		if (json)
-			sb_add(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s}%s", rt->load_ms,
-			       rt->local_pref, rt->stale ? "true" : "false", i + 1 < cnt ? "," : "");
+			sb_add(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
+			       "\"ip_known\": %s, \"ip_reachable\": %s, \"igp_metric\": %u, \"as_path_len\": %u, "
+			       "\"ip_protocol\": \"%s\"}%s",
+			       rt->load_ms, rt->local_pref, rt->stale ? "true" : "false",
+			       route_usable(rt) ? "true" : "false", rt->nh && rt->nh->known ? "true" : "false",
+			       !rt->nh || rt->nh->reachable ? "true" : "false", rt->nh ? rt->nh->igp_metric : 0,
+			       rt->nh ? rt->nh->as_path_len : 0, rt->nh ? rt->nh->protocol : "",
+			       i + 1 < cnt ? "," : "");
 		else
-			sb_add(&b, "], load %u ms, local-pref %u%s", rt->load_ms, rt->local_pref,
-			       rt->stale ? ", stale" : "");
+			sb_add(&b, "], load %u ms, local-pref %u%s%s%s%s", rt->load_ms, rt->local_pref,
+			       rt->stale ? ", stale" : "", route_usable(rt) ? "" : ", UNUSABLE",
+			       ip[0] ? "; BIRD: " : "", ip);
 		sb_line(&b, line, arg);
 	}
 	if (json) {

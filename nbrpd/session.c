@@ -493,10 +493,17 @@ static socklen_t endpoint_sockaddr(const struct nbrpd_endpoint *e, struct sockad
 	return sizeof(*sin6);
 }
 
+static bool transport_unreachable(const struct nbrpd *d, const struct peer *p)
+{
+	return d->bird && p->transport && p->transport->known && !p->transport->reachable;
+}
+
 static void peer_connect(struct nbrpd *d, struct peer *p)
 {
 	if (!p->enabled || p->cfg.passive || p->conn[0] || p->established || d->stopping)
 		return;
+	if (transport_unreachable(d, p))
+		return;                 /* IP routing cannot reach it: birdmon kicks us when it can */
 	struct conn *c = conn_new(d, p, 0);
 	if (!c)
 		return;
@@ -573,7 +580,7 @@ static void on_accept(uv_stream_t *server, int status)
 	char a[INET6_ADDRSTRLEN] = "?";
 	inet_ntop(ss.ss_family, ss.ss_family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
 						       : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
-	if (!p || !p->enabled || d->stopping) {
+	if (!p || !p->enabled || d->stopping || transport_unreachable(d, p)) {
 		log_info("nbrp: connection from %s, %s: closing", a, p ? "a disabled peer" : "not a configured peer");
 		conn_close(c);
 		return;
@@ -615,7 +622,15 @@ void peer_add(struct nbrpd *d, struct peer *p)
 	p->configured = true;
 	p->retry_ms = d->cfg->connect_retry_ms;
 	p->enabled = true;
+	if (!p->transport)
+		p->transport = nexthop_get(d, p->cfg.remote.family, p->cfg.remote.addr);
 	peer_connect(d, p);
+}
+
+void peer_kick(struct nbrpd *d, struct peer *p)
+{
+	if (p->configured && !uv_is_active((uv_handle_t *)&p->retry_timer))
+		peer_connect(d, p);
 }
 
 void peer_reset(struct nbrpd *d, struct peer *p, const char *why)
@@ -640,6 +655,8 @@ void peer_remove(struct nbrpd *d, struct peer *p)
 		rib_peer_down(d, p);    /* stale routes included */
 	memset(&p->cfg.import, 0, sizeof(p->cfg.import));
 	memset(&p->cfg.export, 0, sizeof(p->cfg.export));
+	nexthop_put(d, p->transport);
+	p->transport = NULL;
 }
 
 void peer_route_refresh(struct nbrpd *d, struct peer *p)

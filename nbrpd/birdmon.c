@@ -1,0 +1,185 @@
+/*
+ * nbrpd beside BIRD (docs/BIRD.md): every address in the next-hop table
+ * (nexthop.c) is asked about with `show route for ADDR all` through the
+ * control-socket client in lib/bird.c, at once when it is new and again
+ * every poll-interval.  The answer updates the entry: reachable or not,
+ * IGP metric, AS path length, protocol.
+ *
+ * BIRD not configured: nothing is asked, every address counts as
+ * reachable with metric 0, and that is said once at start.  BIRD down or
+ * hung: the client reconnects with backoff and nothing changes meanwhile,
+ * so routes do not flap while BIRD restarts.
+ *
+ * A peer whose own address IP routing cannot reach for unreachable-delay
+ * is treated as a dropped session, and not reconnected until it is
+ * reachable again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "bird.h"
+#include "log.h"
+#include "nbrpd.h"
+
+struct birdmon {
+	struct nbrpd *d;
+	struct bird_client *client;
+	uv_timer_t poll;
+	bool up;
+	uint64_t queries, answers, failures;
+};
+
+struct query {
+	struct birdmon *m;
+	int family;
+	uint8_t addr[16];
+};
+
+static void on_reply(void *arg, int status, const struct bird_reply *r)
+{
+	struct query *q = arg;
+	struct birdmon *m = q->m;
+	/* by address: the entry may have gone (and come back) meanwhile */
+	struct nexthop *nh = nexthop_lookup(m->d, q->family, q->addr);
+	if (nh)
+		nh->query_pending = false;
+	if (status < 0 || !nh) {
+		if (status < 0)
+			m->failures++;
+		free(q);
+		return;                 /* BIRD went away: keep what we knew */
+	}
+	struct bird_route_info info;
+	if (bird_parse_route(r, &info) < 0) {
+		m->failures++;
+		log_debug("BIRD: unexpected reply %d to show route for an address", r->code);
+		free(q);
+		return;
+	}
+	m->answers++;
+	nexthop_update(m->d, nh, info.found && info.reachable, info.igp_metric, info.as_path_len,
+		       info.found ? info.protocol : "");
+	free(q);
+}
+
+static void ask(struct birdmon *m, struct nexthop *nh)
+{
+	if (!m->up || nh->query_pending)
+		return;
+	struct query *q = malloc(sizeof(*q));
+	if (!q)
+		return;
+	char cmd[80];
+	q->m = m;
+	q->family = nh->family;
+	memcpy(q->addr, nh->addr, 16);
+	char a[INET6_ADDRSTRLEN];
+	inet_ntop(nh->family, nh->addr, a, sizeof(a));
+	snprintf(cmd, sizeof(cmd), "show route for %s all", a);
+	if (bird_client_query(m->client, cmd, on_reply, q) < 0) {
+		free(q);
+		return;
+	}
+	nh->query_pending = true;
+	m->queries++;
+}
+
+void nexthop_added(struct nbrpd *d, struct nexthop *nh)
+{
+	if (d->bird)
+		ask(d->bird, nh);
+}
+
+static void ask_one(struct nbrpd *d, struct nexthop *nh, void *arg)
+{
+	(void)d;
+	ask(arg, nh);
+}
+
+static void check_peers(struct birdmon *m)
+{
+	struct nbrpd *d = m->d;
+	uint64_t now = uv_now(d->loop);
+	for (unsigned i = 0; i < d->npeers; i++) {
+		struct peer *p = &d->peers[i];
+		const struct nexthop *t = p->transport;
+		if (!p->configured || !t || !t->known)
+			continue;
+		if (t->reachable) {
+			peer_kick(d, p);        /* reachable again: connect if we should */
+			continue;
+		}
+		if (p->established && now - t->unreachable_since >= d->cfg->bird_unreachable_delay_ms) {
+			char a[INET6_ADDRSTRLEN], why[128];
+			inet_ntop(t->family, t->addr, a, sizeof(a));
+			snprintf(why, sizeof(why), "IP routing cannot reach %s", a);
+			peer_reset(d, p, why);
+		}
+	}
+}
+
+static void on_poll(uv_timer_t *t)
+{
+	struct birdmon *m = t->data;
+	nexthop_walk(m->d, ask_one, m);
+	check_peers(m);
+}
+
+static void on_up(void *arg, const char *greeting)
+{
+	struct birdmon *m = arg;
+	m->up = true;
+	log_info("BIRD: connected (%s)", greeting);
+	nexthop_walk(m->d, ask_one, m);
+}
+
+static void on_down(void *arg, const char *why)
+{
+	struct birdmon *m = arg;
+	m->up = false;
+	log_warn("BIRD: %s; keeping what it said last", why);
+}
+
+static void poll_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+struct birdmon *birdmon_start(struct nbrpd *d)
+{
+	const struct nbrpd_config *cfg = d->cfg;
+	if (!cfg->bird_socket) {
+		log_info("BIRD is not configured: every next hop counts as reachable, IGP metrics as equal");
+		return NULL;
+	}
+	struct birdmon *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->d = d;
+	static const struct bird_client_ops ops = { .up = on_up, .down = on_down };
+	m->client = bird_client_open(d->loop, cfg->bird_socket, &ops, m);
+	if (!m->client) {
+		free(m);
+		return NULL;
+	}
+	bird_client_set_timeout(m->client, cfg->bird_timeout_ms);
+	uv_timer_init(d->loop, &m->poll);
+	m->poll.data = m;
+	uv_timer_start(&m->poll, on_poll, cfg->bird_poll_ms, cfg->bird_poll_ms);
+	return m;
+}
+
+void birdmon_stop(struct birdmon *m)
+{
+	if (!m)
+		return;
+	bird_client_close(m->client);   /* their callbacks run now, while m is still there */
+	uv_close((uv_handle_t *)&m->poll, poll_closed);
+}
+
+const char *birdmon_state(const struct birdmon *m)
+{
+	return !m ? "not configured" : m->up ? "up" : "down";
+}

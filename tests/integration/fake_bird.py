@@ -1,0 +1,96 @@
+"""A stand-in for BIRD's control socket, speaking what bird2 2.0.12 prints
+(recorded from a real one): a greeting, then for `show route for ADDR all`
+either the covering route with its attributes or `8001 Network not found`.
+The test sets what each address looks like; real bird2 refuses routes for
+127.0.0.0/8 ("Ignoring bogus route"), so per-next-hop behaviour on
+loopback can only be driven this way."""
+
+import os
+import socket
+import threading
+
+
+class FakeBird:
+    def __init__(self, path):
+        self.path = str(path)
+        self.routes = {}            # addr -> dict(protocol, igp_metric, as_path) ; absent: not found
+        self.lock = threading.Lock()
+        self.queries = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.sock.bind(self.path)
+        self.sock.listen(4)
+        self.stopping = False
+        self.conns = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def set(self, addr, protocol="static1", igp_metric=None, as_path=()):
+        with self.lock:
+            self.routes[addr] = dict(protocol=protocol, igp_metric=igp_metric, as_path=list(as_path))
+
+    def unset(self, addr):
+        with self.lock:
+            self.routes.pop(addr, None)
+
+    def _reply(self, line):
+        parts = line.split()
+        if parts[:3] != ["show", "route", "for"] or len(parts) < 4:
+            return "9001 syntax error, unexpected CF_SYM_UNDEFINED\n"
+        addr = parts[3]
+        with self.lock:
+            self.queries += 1
+            r = self.routes.get(addr)
+        if r is None:
+            return "8001 Network not found\n"
+        metric = f"/{r['igp_metric']}" if r["igp_metric"] is not None else ""
+        out = ("1007-Table master4:\n"
+               f" {addr}/32          unicast [{r['protocol']} 03:28:15.626] * (200{metric})\n"
+               " \tdev eth0\n"
+               "1008-\tType: static univ\n")
+        if r["igp_metric"] is not None:
+            out += f"1012-\tigp_metric: {r['igp_metric']}\n"
+            if r["as_path"]:
+                out += " \tBGP.as_path: " + " ".join(str(a) for a in r["as_path"]) + "\n"
+        elif r["as_path"]:
+            out += "1012-\tBGP.as_path: " + " ".join(str(a) for a in r["as_path"]) + "\n"
+        return out + "0000 \n"
+
+    def _serve(self, conn):
+        try:
+            conn.sendall(b"0001 BIRD 2.0.12 ready.\n")
+            buf = b""
+            while not self.stopping:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    conn.sendall(self._reply(line.decode(errors="replace")).encode())
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
