@@ -1,0 +1,56 @@
+"""nbrp-updgen, the update generator: a source feeding a real nbrpd and
+sinks counting what it propagates."""
+
+import json
+import pathlib
+import subprocess
+
+from conftest import ENV, NBRPD, wait_for
+
+UPDGEN = str(pathlib.Path(NBRPD).parent / "nbrp-updgen")
+
+
+def run(*args, **kw):
+    return subprocess.run([UPDGEN, *args], capture_output=True, text=True, timeout=120, env=ENV, **kw)
+
+
+def test_help_and_bad_arguments():
+    r = run("--help")
+    assert r.returncode == 0 and "source" in r.stdout and "sink" in r.stdout
+    assert run().returncode == 2
+    assert run("source", "--router", "127.0.0.1").returncode == 2
+    assert run("sink", "--router", "not-an-address", "--name", "s", "--local", "127.0.0.1",
+               "--sinks", "1", "--expect", "1").returncode == 2
+
+
+def test_source_to_router_to_sinks(nbrpd_factory):
+    base = "127.0.3"
+    n = nbrpd_factory("dut", f'router-name "dut";\nlisten {base}.1 port 1790;\n'
+                      f"inrp-address {base}.1 port 53;\nhold-time 30s;\n"
+                      f'peer "gen" {{ address {base}.9; passive; }}\n'
+                      + "".join(f'peer "sink{i}" {{ address {base}.{10 + i}; passive; }}\n' for i in (1, 2, 3)))
+    names = 5000
+    sinks = subprocess.Popen([UPDGEN, "sink", "--router", f"{base}.1:1790", "--name", "sink",
+                              "--local", f"{base}.10", "--sinks", "3", "--expect", str(names),
+                              "--timeout", "60", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=ENV)
+    try:
+        wait_for(lambda: sum(p["state"] == "Established" for p in n.json("show", "peers")) == 3, 20,
+                 "the sinks' sessions")
+        src = run("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9",
+                  "--names", str(names), "--seed", "7", "--batch", "700", "--linger", "1", "--json")
+        assert src.returncode == 0, src.stderr
+        out = json.loads(src.stdout)
+        assert out["names"] == names and out["bytes"] > 0
+        stdout, stderr = sinks.communicate(timeout=90)
+    finally:
+        if sinks.poll() is None:
+            sinks.kill()
+            sinks.wait()
+    assert sinks.returncode == 0, stderr
+    report = json.loads(stdout)
+    assert [s["names"] for s in report["sinks"]] == [names] * 3
+    assert all(s["names_per_s"] > 0 and s["updates"] >= 1 for s in report["sinks"])
+    # the same seed gives the same names: the router has them all, once
+    peers = {p["name"]: p for p in n.json("show", "peers")}
+    assert peers["gen"]["names"] in (0, names)          # 0 once the source has gone
