@@ -194,7 +194,9 @@ struct key_words {
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "key_words assumes a little-endian host"
 #endif
-#define KEEP(n) ((n) <= 0 ? 0ull : (n) >= 8 ? ~0ull : ~0ull >> (64 - 8 * (n)))
+/* the shift's n is clamped too: the arms not taken must still be valid shifts (clang) */
+#define CLAMP_1_7(n) ((n) < 1 ? 1 : (n) > 7 ? 7 : (n))
+#define KEEP(n) ((n) <= 0 ? 0ull : (n) >= 8 ? ~0ull : ~0ull >> (64 - 8 * CLAMP_1_7(n)))
 #define M0(n)   (0xFFull | (KEEP((n) < 7 ? (n) : 7) << 8))
 #define MASKS(n) { M0(n), KEEP((n) - 7), KEEP((n) - 15) }
 static const uint64_t key_masks[KEY_INLINE + 1][3] = {
