@@ -558,14 +558,20 @@ void rib_nexthop_changed(struct nbrpd *d, struct nexthop *nh)
 /* ---- to peers ---- */
 
 /* One UPDATE under construction, for one peer at a time. */
+/*
+ * Names whose best routes look the same to the peer (same path, same
+ * load) share one Route, as the protocol allows: consecutive names in a
+ * flush usually came in one UPDATE and go out in one.
+ */
 static struct {
 	Nbrp__Update u;
 	ProtobufCBinaryData withdrawn[BATCH_NAMES];
 	Nbrp__Route *route_ptrs[BATCH_NAMES];
 	Nbrp__Route routes[BATCH_NAMES];
 	ProtobufCBinaryData names[BATCH_NAMES];
+	size_t nnames;
+	uint64_t last_sig;              /* of the last Route: route_sig ^ load */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
-	uint8_t next_hop[16];
 } batch;
 
 static void batch_send(struct nbrpd *d, struct peer *p)
@@ -581,6 +587,8 @@ static void batch_send(struct nbrpd *d, struct peer *p)
 	nbrp__update__init(u);
 	u->withdrawn = batch.withdrawn;
 	u->routes = batch.route_ptrs;
+	batch.nnames = 0;
+	batch.last_sig = 0;
 }
 
 static void batch_reset(void)
@@ -588,6 +596,8 @@ static void batch_reset(void)
 	nbrp__update__init(&batch.u);
 	batch.u.withdrawn = batch.withdrawn;
 	batch.u.routes = batch.route_ptrs;
+	batch.nnames = 0;
+	batch.last_sig = 0;
 }
 
 static void batch_withdraw(struct nbrpd *d, struct peer *p, struct rib_entry *e)
@@ -604,22 +614,35 @@ static uint32_t advertised_load(const struct nbrpd *d, const struct rib_route *b
 	return (uint32_t)best->npath + 1 <= d->cfg->load_radius ? best->load_ms : 0;
 }
 
+static uint64_t route_sig(const struct rib_route *rt);
+
 static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e)
 {
 	const struct rib_route *best = e->best[0];
 	Nbrp__Update *u = &batch.u;
+	uint32_t load = advertised_load(d, best);
+	uint64_t sig = route_sig(best) ^ ((uint64_t)load << 1);
+	ProtobufCBinaryData *name = &batch.names[batch.nnames];
+	name->data = e->wire;
+	name->len = e->len;
+	if (u->n_routes > 0 && sig == batch.last_sig) {
+		/* the same attributes as the Route before: one more name for it */
+		u->routes[u->n_routes - 1]->n_names++;
+		if (++batch.nnames == BATCH_NAMES)
+			batch_send(d, p);
+		return;
+	}
 	size_t k = u->n_routes;
 	Nbrp__Route *r = &batch.routes[k];
 	nbrp__route__init(r);
-	batch.names[k].data = e->wire;
-	batch.names[k].len = e->len;
 	r->n_names = 1;
-	r->names = &batch.names[k];
+	r->names = name;
+	batch.last_sig = sig;
 	const struct nbrpd_endpoint *nh = &d->cfg->inrp;
 	r->next_hop.data = (uint8_t *)nh->addr;
 	r->next_hop.len = nh->family == AF_INET ? 4 : 16;
 	r->next_hop_port = nh->port;
-	r->load_ms = advertised_load(d, best);
+	r->load_ms = load;
 	char **path = batch.paths[k];
 	path[0] = d->cfg->router_name;
 	const char *s = best->path;
@@ -630,7 +653,8 @@ static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e
 	r->n_path = best->npath + 1u;
 	r->path = path;
 	u->routes[k] = r;
-	if (++u->n_routes == BATCH_NAMES)
+	u->n_routes++;
+	if (++batch.nnames == BATCH_NAMES)
 		batch_send(d, p);
 }
 

@@ -13,7 +13,9 @@
  *
  * The router must know these peers: the source as `peer NAME { address
  * ADDR; passive; }`, sink i (1..K) as `peer SINK-NAMEi` at ADDR+i (see
- * --help).  Same NBRP code as nbrpd (lib/nbrp.c).
+ * --help).  Same NBRP code as nbrpd (lib/nbrp.c).  The JSON output has the
+ * CLOCK_MONOTONIC times (ns) of the source's session and of each sink's
+ * first and last name, so a benchmark can time source to last sink.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -448,8 +450,9 @@ static void report(struct app *a)
 		double rate = ns ? (double)a->sent / secs(ns) : 0;
 		if (a->o.json)
 			printf("{\"mode\": \"source\", \"names\": %llu, \"write_seconds\": %.6f, "
-			       "\"write_names_per_s\": %.0f, \"bytes\": %llu}\n", (unsigned long long)a->sent, secs(ns),
-			       rate, (unsigned long long)a->bytes_out);
+			       "\"write_names_per_s\": %.0f, \"bytes\": %llu, \"established_ns\": %llu}\n",
+			       (unsigned long long)a->sent, secs(ns), rate, (unsigned long long)a->bytes_out,
+			       (unsigned long long)a->start_ns);
 		else
 			printf("sent %llu names, %llu bytes; written to the socket in %.3f s (%.0f names/s: the "
 			       "router's pace is what sinks measure)\n", (unsigned long long)a->sent,
@@ -466,9 +469,11 @@ static void report(struct app *a)
 		if (a->o.json)
 			printf("%s{\"sink\": %u, \"names\": %llu, \"withdrawn\": %llu, \"updates\": %llu, "
 			       "\"first_to_last_s\": %.6f, \"start_to_last_s\": %.6f, \"names_per_s\": %.0f, "
-			       "\"bytes\": %llu}", i ? ", " : "", i + 1, (unsigned long long)s->names,
-			       (unsigned long long)s->withdrawn, (unsigned long long)s->updates, secs(ns),
-			       secs(since), rate, (unsigned long long)s->bytes_in);
+			       "\"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu}", i ? ", " : "", i + 1,
+			       (unsigned long long)s->names, (unsigned long long)s->withdrawn,
+			       (unsigned long long)s->updates, secs(ns), secs(since), rate,
+			       (unsigned long long)s->bytes_in, (unsigned long long)s->first_ns,
+			       (unsigned long long)s->last_ns);
 		else
 			printf("sink %u: %llu names (%llu withdrawn) in %llu updates, first to last %.3f s "
 			       "(%.0f names/s), %llu bytes\n", i + 1, (unsigned long long)s->names,
@@ -497,8 +502,10 @@ static void finish(struct app *a, int rc)
 
 static void on_sigint(uv_signal_t *h, int sig)
 {
+	struct app *a = h->data;
 	(void)sig;
-	finish(h->data, 130);
+	/* a lingering source that has sent everything ends normally */
+	finish(a, a->o.source && a->end_ns ? 0 : 130);
 }
 
 static void usage(FILE *f)
