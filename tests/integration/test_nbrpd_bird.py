@@ -95,6 +95,7 @@ def test_bird_going_away_changes_nothing_and_coming_back_is_picked_up(inrpd_fact
     bird.set(r3.addr, "ospf", igp_metric=10)
     wait_for(lambda: path_of(r1, "svc.content") == ["r3"], 10, "via r3")
     wait_for(lambda: status(r1)["bird"] == "up", 10, "BIRD up")
+    wait_for(lambda: answer(r1, "svc.content") == [FAR], 10, "inrpd to follow")
     flaps = {p: v["flaps"] for p, v in r1.nbrpd.peers().items()}
     bird.close()
     wait_for(lambda: status(r1)["bird"] != "up", 10, "BIRD seen down")
