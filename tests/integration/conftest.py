@@ -103,7 +103,73 @@ def loopback_addr():
     return f"127.0.0.{random.randint(2, 250)}"
 
 
-class Inrpd:
+class Daemon:
+    """What inrpd and nbrpd handles share: the process, its log, stopping."""
+
+    label = "daemon"
+    proc = None
+    killed = False              # by the test, on purpose
+    _log = None
+
+    def log(self):
+        try:
+            return self.logfile.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self):
+        """SIGTERM, then wait; returns the exit status.  Kills if it hangs."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"{self.label} did not stop on SIGTERM:\n{self.log()}")
+            finally:
+                self._close_log()
+        self._close_log()
+        return self.proc.returncode
+
+    def _close_log(self):
+        if self._log and not self._log.closed:
+            self._log.close()
+
+    def kill(self):
+        """SIGKILL, on purpose: teardown does not count it as a failure."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.killed = True
+            self.proc.kill()
+            self.proc.wait()
+
+
+def stop_all(started, ignore=lambda d: False):
+    """Teardown: stops every daemon; fails the test if one did not exit 0
+    (sanitizer reports included), unless it was killed on purpose."""
+    errors = []
+    for d in started:
+        try:
+            rc = d.stop()
+        except AssertionError as e:
+            errors.append(str(e))
+            continue
+        finally:
+            d.kill()
+        if rc not in (None, 0) and not d.killed and not ignore(d):
+            errors.append(f"{d.label} exited with {rc}:\n{d.log()}")
+    if errors:
+        pytest.fail("\n".join(errors))
+
+
+class Inrpd(Daemon):
+    label = "inrpd"
+
     def __init__(self, tmp_path, name):
         self.dir = tmp_path / name
         self.dir.mkdir()
@@ -148,38 +214,6 @@ class Inrpd:
             except (dns.exception.Timeout, OSError):
                 return False
         wait_for(answers, START_TIMEOUT, f"inrpd on {self.addr}:{self.port} to answer")
-
-    def signal(self, sig):
-        self.proc.send_signal(sig)
-
-    def stop(self):
-        """SIGTERM, then wait; returns the exit status.  Kills if it hangs."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                self._log.close()
-                raise AssertionError(f"inrpd did not stop on SIGTERM:\n{self.log()}")
-        self._log.close()
-        return self.proc.returncode
-
-    def kill(self):
-        """SIGKILL, on purpose: teardown does not count it as a failure."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.killed = True
-            self.proc.kill()
-            self.proc.wait()
-
-    def log(self):
-        try:
-            return self.logfile.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
 
     def wait_log(self, pattern, timeout=10.0, start=0):
         """Waits until the log (from offset start) matches the regex."""
@@ -237,20 +271,7 @@ def inrpd_factory(tmp_path):
         raise last
 
     yield start
-
-    errors = []
-    for d in started:
-        try:
-            rc = d.stop()
-        except AssertionError as e:
-            errors.append(str(e))
-            continue
-        finally:
-            d.kill()
-        if rc not in (None, 0) and not d.killed and "in use" not in d.log():
-            errors.append(f"inrpd exited with {rc}:\n{d.log()}")
-    if errors:
-        pytest.fail("\n".join(errors))
+    stop_all(started, ignore=lambda d: "in use" in d.log())
 
 
 def run_inrpd(*args, timeout=30):
@@ -263,11 +284,12 @@ NBRPD = os.environ.get("NBRPD", str(pathlib.Path(INRPD).parents[1] / "nbrpd" / "
 NBRC = str(pathlib.Path(NBRPD).parent / "nbrc")
 
 
-class Nbrpd:
+class Nbrpd(Daemon):
     """One nbrpd process: config written by the test, control socket for nbrc."""
 
     def __init__(self, tmp_path, name):
         self.name = name
+        self.label = f"nbrpd {name}"
         self.dir = tmp_path / f"nbrpd-{name}"
         self.dir.mkdir(exist_ok=True)
         self.conf = self.dir / "nbrpd.conf"
@@ -312,30 +334,6 @@ class Nbrpd:
     def peers(self):
         return {p["name"]: p for p in self.json("show", "peers")}
 
-    def log(self):
-        try:
-            return self.logfile.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"nbrpd {self.name} did not stop on SIGTERM:\n{self.log()}")
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.killed = True
-            self.proc.kill()
-            self.proc.wait()
-
 
 @pytest.fixture
 def nbrpd_factory(tmp_path):
@@ -349,14 +347,4 @@ def nbrpd_factory(tmp_path):
         n.start(body)
         return n
     yield start
-    errors = []
-    for n in started:
-        try:
-            rc = n.stop()
-        except AssertionError as e:
-            errors.append(str(e))
-            continue
-        if rc not in (None, 0) and not n.killed:
-            errors.append(f"nbrpd {n.name} exited with {rc}:\n{n.log()}")
-    if errors:
-        pytest.fail("\n".join(errors))
+    stop_all(started)
