@@ -185,8 +185,11 @@ static void counters_now(struct inrpd_counters *u, struct inrpd_counters *t)
 	tcp_server_counters(g.tcp, t);
 }
 
-static void show_counters(bool json, struct ctl_reply *r)
+static void show_counters(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
 	struct inrpd_counters u, t;
 	char ub[1024], tb[1024];
 	counters_now(&u, &t);
@@ -246,8 +249,11 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 	l->n++;
 }
 
-static void show_hops(bool json, struct ctl_reply *r)
+static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
 	struct hop_list l = { 0 };
 	udp_workers_hops(g.udp, hop_collect, &l);
 	tcp_server_hops(g.tcp, hop_collect, &l);
@@ -276,8 +282,11 @@ static void show_hops(bool json, struct ctl_reply *r)
 	free(l.rtt_weight);
 }
 
-static void show_status(bool json, struct ctl_reply *r)
+static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
 	const struct inrpd_runtime *rt = inrpd_rt;     /* the main thread is the only writer */
 	struct fib_stats st;
 	fib_get_stats(rt->fib, &st);
@@ -338,30 +347,31 @@ static void show_status(bool json, struct ctl_reply *r)
 	}
 }
 
+static void cmd_reload(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	char msg[CONF_ERR_LEN + 64];
+	(void)ctx;
+	(void)args;
+	(void)nargs;
+	(void)json;
+	int rc = reload(msg, sizeof(msg));
+	ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
+}
+
+static const struct ctl_command commands[] = {
+	{ "show status", 0, 0, true, show_status, "show status [json]",
+	  "version, uptime, listen addresses, table size" },
+	{ "show counters", 0, 0, true, show_counters, "show counters [json]",
+	  "queries and what became of them, UDP and TCP" },
+	{ "show hops", 0, 0, true, show_hops, "show hops [json]",
+	  "next routers and upstreams: queries, timeouts, RTT, load" },
+	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
+	{ NULL, 0, 0, false, NULL, NULL, NULL },
+};
+
 static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 {
-	(void)ctx;
-	bool json = argc >= 3 && strcmp(argv[argc - 1], "json") == 0;
-	int words = json ? argc - 1 : argc;
-	if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "counters") == 0) {
-		show_counters(json, r);
-	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "hops") == 0) {
-		show_hops(json, r);
-	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "status") == 0) {
-		show_status(json, r);
-	} else if (argc == 1 && strcmp(argv[0], "reload") == 0) {
-		char msg[CONF_ERR_LEN + 64];
-		int rc = reload(msg, sizeof(msg));
-		ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
-	} else if (argc == 1 && strcmp(argv[0], "help") == 0) {
-		ctl_reply_line(r, CTL_DATA, "show status [json]      version, uptime, listen addresses, table size");
-		ctl_reply_line(r, CTL_DATA, "show counters [json]    queries and what became of them, UDP and TCP");
-		ctl_reply_line(r, CTL_DATA, "show hops [json]        next routers and upstreams: queries, timeouts, RTT, load");
-		ctl_reply_line(r, CTL_DATA, "reload                  re-read the configuration file");
-		ctl_reply_line(r, CTL_DATA, "quit                    close this connection");
-	} else {
-		ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown command '%s' (try 'help')", argv[0]);
-	}
+	ctl_dispatch(commands, ctx, argc, argv, r);
 }
 
 static void stop(void)

@@ -71,6 +71,47 @@ void ctl_reply_end(struct ctl_reply *r, int code, const char *fmt, ...)
 	r->ended = true;
 }
 
+/* ---- command tables --------------------------------------------------- */
+
+/* How many of the entry's words argv starts with; -1 if it does not. */
+static int match_words(const char *words, int argc, char **argv)
+{
+	int n = 0;
+	const char *w = words;
+	while (*w) {
+		size_t len = strcspn(w, " ");
+		if (n >= argc || strlen(argv[n]) != len || strncmp(argv[n], w, len) != 0)
+			return -1;
+		n++;
+		w += len;
+		w += strspn(w, " ");
+	}
+	return n;
+}
+
+void ctl_dispatch(const struct ctl_command *table, void *ctx, int argc, char **argv, struct ctl_reply *r)
+{
+	if (argc == 1 && strcmp(argv[0], "help") == 0) {
+		for (const struct ctl_command *c = table; c->words; c++)
+			ctl_reply_line(r, CTL_DATA, "%-28s %s", c->usage, c->help);
+		ctl_reply_line(r, CTL_DATA, "%-28s %s", "quit", "close this connection");
+		return;
+	}
+	bool json = argc >= 2 && strcmp(argv[argc - 1], "json") == 0;
+	for (const struct ctl_command *c = table; c->words; c++) {
+		int words = c->json && json ? argc - 1 : argc;
+		int n = match_words(c->words, words, argv);
+		if (n < 0)
+			continue;
+		unsigned nargs = (unsigned)(words - n);
+		if (nargs < c->min_args || nargs > c->max_args)
+			continue;
+		c->fn(ctx, argv + n, nargs, c->json && json, r);
+		return;
+	}
+	ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown command '%s' (try 'help')", argc ? argv[0] : "");
+}
+
 /* ---- server ----------------------------------------------------------- */
 
 struct ctl_client {

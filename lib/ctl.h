@@ -57,6 +57,29 @@ struct ctl_server *ctl_server_open(struct uv_loop_s *loop, const char *path, con
  * the memory goes once the loop has run the close callbacks. */
 void ctl_server_close(struct ctl_server *s);
 
+/*
+ * The commands of a daemon as a table, so that matching, the "json"
+ * suffix, `help` and unknown commands are handled once for every daemon:
+ *
+ *     { "show route", 0, 1, true, show_route, "show route [NAME] [json]", "routes ..." }
+ *
+ * A command line matches an entry when it starts with the entry's words
+ * and has between min_args and max_args more (after a trailing "json",
+ * when the entry takes it); the first match in table order wins.
+ */
+struct ctl_command {
+	const char *words;
+	unsigned min_args, max_args;
+	bool json;
+	void (*fn)(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r);
+	const char *usage;              /* for help: "show route [NAME] [json]" */
+	const char *help;               /* for help: what it does */
+};
+
+/* Runs the matching entry (table ends with a NULL words), `help`, or
+ * answers an unknown command with CTL_ERR_SYNTAX. */
+void ctl_dispatch(const struct ctl_command *table, void *ctx, int argc, char **argv, struct ctl_reply *r);
+
 /* ---- client ---------------------------------------------------------- */
 
 /*

@@ -249,47 +249,18 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 	return true;
 }
 
-bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl)
+/*
+ * Appends one answer record owned by the current owner name (the question,
+ * or the last CNAME's target); returns the offset of its RDATA, or 0 (the
+ * response is then truncated) when it does not fit.
+ */
+static size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
+			 uint32_t ttl)
 {
-	if (b->failed || b->truncated || !b->with_question)
-		return false;
-	size_t rr_len = 2u + 10u + target->len;
-	if (rr_len > b->limit - b->reserve - b->len || b->ancount == UINT16_MAX ||
-	    b->len + 12u > 0x3fff) {            /* the target must be reachable by a pointer */
-		truncate(b);
-		return false;
-	}
-	uint8_t *p = b->buf + b->len;
-	wr16(p, 0xC000 | b->owner_off);
-	wr16(p + 2, DNS_TYPE_CNAME);
-	wr16(p + 4, DNS_CLASS_IN);
-	wr32(p + 6, ttl);
-	wr16(p + 10, target->len);
-	memcpy(p + 12, target->wire, target->len);
-	b->owner_off = (uint16_t)(b->len + 12);
-	b->len += rr_len;
-	b->ancount++;
-	return true;
-}
-
-bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl)
-{
-	if (b->failed || b->truncated || !b->with_question)
-		return false;
-	uint16_t type, rdlen;
-	if (family == AF_INET) {
-		type = DNS_TYPE_A;
-		rdlen = 4;
-	} else if (family == AF_INET6) {
-		type = DNS_TYPE_AAAA;
-		rdlen = 16;
-	} else {
-		return false;
-	}
 	size_t rr_len = 2u + 10u + rdlen;
 	if (rr_len > b->limit - b->reserve - b->len || b->ancount == UINT16_MAX) {
 		truncate(b);
-		return false;
+		return 0;
 	}
 	uint8_t *p = b->buf + b->len;
 	wr16(p, 0xC000 | b->owner_off);
@@ -297,10 +268,36 @@ bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *add
 	wr16(p + 4, DNS_CLASS_IN);
 	wr32(p + 6, ttl);
 	wr16(p + 10, rdlen);
-	memcpy(p + 12, addr, rdlen);
+	memcpy(p + 12, rdata, rdlen);
 	b->len += rr_len;
 	b->ancount++;
+	return b->len - rdlen;
+}
+
+bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question)
+		return false;
+	if (b->len + 12u > 0x3fff) {            /* the target must be reachable by a pointer */
+		truncate(b);
+		return false;
+	}
+	size_t at = add_answer(b, DNS_TYPE_CNAME, target->wire, target->len, ttl);
+	if (!at)
+		return false;
+	b->owner_off = (uint16_t)at;
 	return true;
+}
+
+bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question)
+		return false;
+	if (family == AF_INET)
+		return add_answer(b, DNS_TYPE_A, addr, 4, ttl) != 0;
+	if (family == AF_INET6)
+		return add_answer(b, DNS_TYPE_AAAA, addr, 16, ttl) != 0;
+	return false;
 }
 
 size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)

@@ -224,8 +224,11 @@ static void on_sync_wait(uv_timer_t *t)
 
 /* ---- control socket ---- */
 
-static void show_status(bool json, struct ctl_reply *r)
+static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
 	struct nbrpd *d = &g.d;
 	unsigned up = 0;
 	for (unsigned i = 0; i < d->npeers; i++)
@@ -254,8 +257,11 @@ static void show_status(bool json, struct ctl_reply *r)
 		       d->nnexthops);
 }
 
-static void show_peers(bool json, struct ctl_reply *r)
+static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
 	struct nbrpd *d = &g.d;
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
@@ -322,25 +328,31 @@ static void describe_one(const struct rib_entry *e, void *arg)
 	rib_describe(&g.d, e, w->json, w->done < w->total ? "," : "", reply_line, w->r);
 }
 
-static void show_route(int argc, char **argv, bool json, struct ctl_reply *r)
+static void show_route_count(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	struct nbrpd *d = &g.d;
-	if (argc == 3 && strcmp(argv[2], "count") == 0) {
-		if (json)
-			ctl_reply_line(r, CTL_DATA, "{\"names\": %llu}", (unsigned long long)rib_count(d->rib));
-		else
-			ctl_reply_line(r, CTL_DATA, "%llu names", (unsigned long long)rib_count(d->rib));
-		return;
-	}
-	if (argc == 3) {
+	(void)ctx;
+	(void)args;
+	(void)nargs;
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "{\"names\": %llu}", (unsigned long long)rib_count(d->rib));
+	else
+		ctl_reply_line(r, CTL_DATA, "%llu names", (unsigned long long)rib_count(d->rib));
+}
+
+static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = &g.d;
+	(void)ctx;
+	if (nargs == 1) {
 		struct name n;
-		if (name_from_text(&n, argv[2], strlen(argv[2])) != NAME_OK) {
-			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", argv[2]);
+		if (name_from_text(&n, args[0], strlen(args[0])) != NAME_OK) {
+			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
 			return;
 		}
 		const struct rib_entry *e = rib_find(d->rib, &n);
 		if (!e) {
-			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", argv[2]);
+			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
 			return;
 		}
 		rib_describe(d, e, json, "", reply_line, r);
@@ -356,40 +368,59 @@ static void show_route(int argc, char **argv, bool json, struct ctl_reply *r)
 		ctl_reply_line(r, CTL_DATA, "]");
 }
 
-static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
+static void set_peer(const char *name, bool enable, struct ctl_reply *r)
+{
+	struct peer *p = nbrpd_peer_by_name(&g.d, name);
+	if (!p) {
+		ctl_reply_end(r, CTL_ERR_FAILED, "no peer '%s'", name);
+		return;
+	}
+	peer_enable(&g.d, p, enable);
+	ctl_reply_end(r, CTL_OK, "%s %s", enable ? "enabled" : "disabled", p->cfg.name);
+}
+
+static void cmd_reload(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	char msg[CONF_ERR_LEN + 256];
+	(void)ctx;
+	(void)args;
+	(void)nargs;
+	(void)json;
+	int rc = reload(msg, sizeof(msg));
+	ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
+}
+
+static void cmd_enable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
-	bool json = argc >= 2 && strcmp(argv[argc - 1], "json") == 0;
-	int words = json ? argc - 1 : argc;
-	if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "status") == 0) {
-		show_status(json, r);
-	} else if (words == 2 && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "peers") == 0) {
-		show_peers(json, r);
-	} else if ((words == 2 || words == 3) && strcmp(argv[0], "show") == 0 && strcmp(argv[1], "route") == 0) {
-		show_route(words, argv, json, r);
-	} else if (words == 2 && (strcmp(argv[0], "enable") == 0 || strcmp(argv[0], "disable") == 0)) {
-		struct peer *p = nbrpd_peer_by_name(&g.d, argv[1]);
-		if (!p) {
-			ctl_reply_end(r, CTL_ERR_FAILED, "no peer '%s'", argv[1]);
-			return;
-		}
-		peer_enable(&g.d, p, argv[0][0] == 'e');
-		ctl_reply_end(r, CTL_OK, "%s %s", argv[0][0] == 'e' ? "enabled" : "disabled", p->cfg.name);
-	} else if (argc == 1 && strcmp(argv[0], "reload") == 0) {
-		char msg[CONF_ERR_LEN + 256];
-		int rc = reload(msg, sizeof(msg));
-		ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
-	} else if (argc == 1 && strcmp(argv[0], "help") == 0) {
-		ctl_reply_line(r, CTL_DATA, "show status [json]        version, uptime, peers, names");
-		ctl_reply_line(r, CTL_DATA, "show peers [json]         sessions, their state and counters");
-		ctl_reply_line(r, CTL_DATA, "show route [NAME] [json]  routes, the ranked ones marked, with path and load");
-		ctl_reply_line(r, CTL_DATA, "show route count [json]   names in the RIB");
-		ctl_reply_line(r, CTL_DATA, "enable PEER | disable PEER");
-		ctl_reply_line(r, CTL_DATA, "reload                    re-read the configuration, keeping unaffected sessions");
-		ctl_reply_line(r, CTL_DATA, "quit                      close this connection");
-	} else {
-		ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown command '%s' (try 'help')", argv[0]);
-	}
+	(void)nargs;
+	(void)json;
+	set_peer(args[0], true, r);
+}
+
+static void cmd_disable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx;
+	(void)nargs;
+	(void)json;
+	set_peer(args[0], false, r);
+}
+
+static const struct ctl_command commands[] = {
+	{ "show status", 0, 0, true, show_status, "show status [json]", "version, uptime, peers, names, BIRD" },
+	{ "show peers", 0, 0, true, show_peers, "show peers [json]", "sessions, their state and counters" },
+	{ "show route count", 0, 0, true, show_route_count, "show route count [json]", "names in the RIB" },
+	{ "show route", 0, 1, true, show_route, "show route [NAME] [json]",
+	  "routes, the ranked ones marked, with path, load and BIRD's view" },
+	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
+	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
+	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },
+	{ NULL, 0, 0, false, NULL, NULL, NULL },
+};
+
+static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
+{
+	ctl_dispatch(commands, ctx, argc, argv, r);
 }
 
 /* ---- the loop ---- */
