@@ -429,6 +429,31 @@ static void long_labels_are_told_apart(void **state)
 	assert_int_equal(w.count, 5004);
 }
 
+/*
+ * The fast path picks a bucket's slot by its first key word (length and
+ * first seven bytes) and leaves ties and keys past their home bucket to the
+ * full probe.  Thousands of names alike in that word make both happen.
+ */
+static void names_alike_in_their_first_word_are_told_apart(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN], name[64], query[80], addr[INET_ADDRSTRLEN];
+	enum { COUNT = 20000 };
+
+	for (int i = 0; i < COUNT; i++) {
+		snprintf(name, sizeof(name), "sharedp%05d.com", i);
+		snprintf(addr, sizeof(addr), "10.%d.%d.1", i / 256 % 256, i % 256);
+		set_routes(f, name, addr);
+	}
+	for (int i = 0; i < COUNT; i++) {
+		snprintf(query, sizeof(query), "www.sharedp%05d.com", i);
+		snprintf(addr, sizeof(addr), "10.%d.%d.1", i / 256 % 256, i % 256);
+		assert_string_equal(lookup_addr(f, query, buf), addr);
+		assert_string_equal(lookup_addr(f, query + 4, buf), addr);
+	}
+	assert_string_equal(lookup_addr(f, "www.sharedp99999.com", buf), "");
+}
+
 /* Random inserts, deletes and overwrites against a plain array model. */
 static void random_operations_match_a_model(void **state)
 {
@@ -497,6 +522,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(walk_visits_every_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_labels_are_told_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(names_alike_in_their_first_word_are_told_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(random_operations_match_a_model, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fib", tests, NULL, NULL);
