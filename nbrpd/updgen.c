@@ -4,12 +4,13 @@
  *   source mode: one session to the router as a peer; sends N names in
  *   the paper's distribution (80% .com, 10% .org, 10% .net, one label of
  *   3 to 17 characters; --seed repeats a set), many names per UPDATE,
- *   at --rate names/s or as fast as the router takes them, then
- *   END-OF-RIB, and reports names/s, time and bytes.
+ *   at --rate names/s or as fast as the router takes them, for --names
+ *   names or --duration seconds, then END-OF-RIB, and reports names/s,
+ *   time and bytes.
  *
  *   sink mode: K sessions to the router as further peers; counts per
  *   session the names the router propagates, with the time of the first
- *   and the last, until every sink has --expect names or --timeout.
+ *   and the last, until every sink has --expect names, or --timeout.
  *
  * The router must know these peers: the source as `peer NAME { address
  * ADDR; passive; }`, sink i (1..K) as `peer SINK-NAMEi` at ADDR+i (see
@@ -34,7 +35,7 @@
 /* The names already drawn, by 64-bit hash, so that every name is new. */
 struct seen {
 	uint64_t *slot;
-	size_t mask;
+	size_t mask, used;
 };
 
 struct session;
@@ -46,7 +47,8 @@ struct opts {
 	char name[NBRP_ROUTER_NAME_MAX + 1];
 	struct sockaddr_storage local;          /* the source's, or the first sink's minus one */
 	bool has_local;
-	uint64_t names;
+	uint64_t names;                         /* 0: no limit (--duration ends it) */
+	uint64_t duration_ms;                   /* 0: no limit (--names ends it) */
 	uint64_t seed;
 	uint64_t rate;                          /* names/s, 0: as fast as possible */
 	unsigned batch;
@@ -103,14 +105,52 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+static int seen_init(struct seen *t, uint64_t expected)
+{
+	size_t cap = 1024;
+	while (cap < expected * 2)
+		cap *= 2;
+	t->slot = calloc(cap, sizeof(*t->slot));
+	t->mask = cap - 1;
+	t->used = 0;
+	return t->slot ? 0 : -1;
+}
+
+static void seen_place(struct seen *t, uint64_t h)
+{
+	size_t i = h & t->mask;
+	while (t->slot[i])
+		i = (i + 1) & t->mask;
+	t->slot[i] = h;
+	t->used++;
+}
+
+/* With --duration the set has no size known up front: double at half full. */
+static int seen_grow(struct seen *t)
+{
+	struct seen bigger;
+	if (seen_init(&bigger, t->mask + 1) < 0)
+		return -1;
+	for (size_t i = 0; i <= t->mask; i++)
+		if (t->slot[i])
+			seen_place(&bigger, t->slot[i]);
+	free(t->slot);
+	*t = bigger;
+	return 0;
+}
+
+/* false if h is there already (or, rarely, no memory to grow: the name is not used) */
 static bool seen_add(struct seen *t, uint64_t h)
 {
 	h |= 1;                         /* 0 marks an empty slot */
+	if (t->used * 2 >= t->mask + 1 && seen_grow(t) < 0)
+		return false;
 	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
 		if (t->slot[i] == h)
 			return false;
 		if (t->slot[i] == 0) {
 			t->slot[i] = h;
+			t->used++;
 			return true;
 		}
 	}
@@ -214,7 +254,7 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 	unsigned n = a->o.batch;
 	if (n > budget)
 		n = (unsigned)budget;
-	if (n > a->o.names - a->sent)
+	if (a->o.names && n > a->o.names - a->sent)
 		n = (unsigned)(a->o.names - a->sent);
 	if (n == 0)
 		return 0;
@@ -258,9 +298,11 @@ static void progress(struct app *a, bool last)
 {
 	if (!a->tty || a->o.json)
 		return;
-	if (a->o.source)
+	if (a->o.source && a->o.names)
 		fprintf(stderr, "\rsent %llu of %llu names", (unsigned long long)a->sent,
 			(unsigned long long)a->o.names);
+	else if (a->o.source)
+		fprintf(stderr, "\rsent %llu names", (unsigned long long)a->sent);
 	else {
 		uint64_t got = 0;
 		for (unsigned i = 0; i < a->nsessions; i++)
@@ -271,11 +313,19 @@ static void progress(struct app *a, bool last)
 		fputc('\n', stderr);
 }
 
+/* Whether the source has sent all it was asked to: --names reached, or --duration over. */
+static bool source_done(struct app *a)
+{
+	if (a->o.names && a->sent >= a->o.names)
+		return true;
+	return a->o.duration_ms && (now_ns() - a->start_ns) / 1000000 >= a->o.duration_ms;
+}
+
 /* Source: keeps the router busy without queueing more than WRITE_HIGH_WATER. */
 static void pump(struct app *a)
 {
 	struct session *s = &a->s[0];
-	if (a->finished || !s->established)
+	if (a->finished || !s->established || a->end_ns)
 		return;
 	uint64_t budget = UINT64_MAX;
 	if (a->o.rate) {
@@ -283,14 +333,14 @@ static void pump(struct app *a)
 		uint64_t allowed = elapsed_ns / 1000 * a->o.rate / 1000000 + a->o.batch;
 		budget = allowed > a->sent ? allowed - a->sent : 0;
 	}
-	while (budget > 0 && a->sent < a->o.names &&
+	while (budget > 0 && !source_done(a) &&
 	       uv_stream_get_write_queue_size((uv_stream_t *)&s->tcp) < WRITE_HIGH_WATER) {
 		uint64_t n = send_batch(a, s, budget);
 		if (n == 0)
 			break;
 		budget -= n;
 	}
-	if (a->sent == a->o.names && !a->end_ns) {
+	if (!a->finished && source_done(a)) {
 		Nbrp__Message m = NBRP__MESSAGE__INIT;
 		Nbrp__EndOfRib eor = NBRP__END_OF_RIB__INIT;
 		m.body_case = NBRP__MESSAGE__BODY_END_OF_RIB;
@@ -314,6 +364,10 @@ static void on_timer(uv_timer_t *t)
 	}
 	progress(a, false);
 	if (a->o.timeout_ms && (now_ns() - a->start_ns) / 1000000 > a->o.timeout_ms) {
+		if (!a->o.expect) {
+			finish(a, 0);           /* counting for a while was the whole job */
+			return;
+		}
 		fprintf(stderr, "nbrp-updgen: timeout: not every sink got %llu names\n",
 			(unsigned long long)a->o.expect);
 		finish(a, 1);
@@ -504,28 +558,32 @@ static void on_sigint(uv_signal_t *h, int sig)
 {
 	struct app *a = h->data;
 	(void)sig;
-	/* a lingering source that has sent everything ends normally */
-	finish(a, a->o.source && a->end_ns ? 0 : 130);
+	/* a lingering source that has sent everything, or a sink with no --expect, ends normally */
+	finish(a, (a->o.source && a->end_ns) || (!a->o.source && !a->o.expect) ? 0 : 130);
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: nbrp-updgen source --router ADDR[:PORT] --name NAME --local ADDR --names N\n"
+"usage: nbrp-updgen source --router ADDR[:PORT] --name NAME --local ADDR\n"
+"                          {--names N | --duration SECONDS | both}\n"
 "                          [--seed S] [--rate NAMES_PER_S] [--batch B]\n"
 "                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS] [--json]\n"
 "       nbrp-updgen sink   --router ADDR[:PORT] --name PREFIX --local ADDR --sinks K\n"
-"                          --expect N [--timeout SECONDS] [--json]\n"
+"                          [--expect N] [--timeout SECONDS] [--json]\n"
 "\n"
 "source: one NBRP session to the router as peer NAME, from ADDR; sends N names\n"
 "  (80%% .com, 10%% .org, 10%% .net, one label of 3..17 characters; --seed for\n"
 "  the same set again), B names per UPDATE (default 1000), at --rate names/s or\n"
-"  as fast as the router reads; then END-OF-RIB, and stays connected --linger\n"
-"  seconds (closing the session withdraws the names).  The router needs\n"
+"  as fast as the router reads, until N are sent or SECONDS have passed since\n"
+"  the session came up (whichever is first); then END-OF-RIB, and stays\n"
+"  connected --linger seconds (closing the session withdraws the names).\n"
+"  The router needs\n"
 "      peer \"NAME\" { address ADDR; passive; }\n"
 "sink: K sessions as peers PREFIX1..PREFIXK, from ADDR+1..ADDR+K (the last\n"
 "  byte counting up); counts the names the router sends each one, until every\n"
-"  sink has N or --timeout (default 600 s).  The router needs, for each i,\n"
+"  sink has N or --timeout (default 600 s; without --expect, the timeout or\n"
+"  Ctrl-C ends a normal run).  The router needs, for each i,\n"
 "      peer \"PREFIXi\" { address ADDR+i; passive; }\n"
 "Output: one line per session, or one JSON object with --json.  A progress\n"
 "line goes to stderr on a terminal.  Exit status 0, or 1 on an error or timeout.\n");
@@ -563,6 +621,7 @@ int main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "names", required_argument, NULL, 'N' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "rate", required_argument, NULL, 'R' },
 		{ "batch", required_argument, NULL, 'b' },
@@ -614,6 +673,7 @@ int main(int argc, char **argv)
 			o->has_local = true;
 			break;
 		case 'N': o->names = strtoull(optarg, NULL, 10); break;
+		case 'D': o->duration_ms = strtoull(optarg, NULL, 10) * 1000; break;
 		case 's': o->seed = strtoull(optarg, NULL, 10); break;
 		case 'R': o->rate = strtoull(optarg, NULL, 10); break;
 		case 'b': o->batch = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -637,18 +697,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!has_router || !o->name[0] || !o->has_local || optind != argc || o->batch == 0 || o->batch > 100000 ||
-	    (o->source && o->names == 0) || (!o->source && (o->sinks == 0 || o->sinks > MAX_SINKS || !o->expect)))
+	    (o->source && o->names == 0 && o->duration_ms == 0) || (!o->source && (o->sinks == 0 || o->sinks > MAX_SINKS)))
 		goto bad;
 
 	a->tty = isatty(STDERR_FILENO);
 	a->rng = o->seed;
 	if (o->source) {
-		size_t cap = 1024;
-		while (cap < o->names * 2)
-			cap *= 2;
-		a->seen.slot = calloc(cap, sizeof(*a->seen.slot));
-		a->seen.mask = cap - 1;
-		if (!a->seen.slot) {
+		if (seen_init(&a->seen, o->names ? o->names : 1u << 20) < 0) {
 			fprintf(stderr, "nbrp-updgen: out of memory for %llu names\n", (unsigned long long)o->names);
 			return 1;
 		}

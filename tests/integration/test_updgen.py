@@ -54,3 +54,48 @@ def test_source_to_router_to_sinks(nbrpd_factory):
     # the same seed gives the same names: the router has them all, once
     peers = {p["name"]: p for p in n.json("show", "peers")}
     assert peers["gen"]["names"] in (0, names)          # 0 once the source has gone
+
+
+def test_duration_and_rate_bound_the_source_and_sinks_count_without_expect(nbrpd_factory):
+    import signal
+    base = "127.0.3"
+    n = nbrpd_factory("dut2", f'router-name "dut2";\nlisten {base}.21 port 1790;\n'
+                      f"inrp-address {base}.21 port 53;\nhold-time 30s;\n"
+                      f'peer "gen" {{ address {base}.29; passive; }}\n'
+                      f'peer "sink1" {{ address {base}.31; passive; }}\n'
+                      f'peer "count1" {{ address {base}.41; passive; }}\n')
+    rate, batch = 3000, 100
+    src = subprocess.Popen([UPDGEN, "source", "--router", f"{base}.21", "--name", "gen", "--local", f"{base}.29",
+                            "--duration", "1", "--rate", str(rate), "--batch", str(batch), "--linger", "600",
+                            "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    counter = None
+    try:
+        peer = lambda name: next(p for p in n.json("show", "peers") if p["name"] == name)
+        wait_for(lambda: peer("gen")["eor"], 30, "END-OF-RIB from the source")
+        sent = peer("gen")["names"]
+        # the first batch goes at once; after that, no more than --rate allows in --duration
+        assert batch <= sent <= rate + batch
+        # a sink with --expect gets the whole table the duration-bound source built
+        got = run("sink", "--router", f"{base}.21:1790", "--name", "sink", "--local", f"{base}.30",
+                  "--sinks", "1", "--expect", str(sent), "--timeout", "60", "--json")
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["sinks"][0]["names"] == sent
+        # without --expect a sink counts until it is told to stop, and that is a normal end
+        counter = subprocess.Popen([UPDGEN, "sink", "--router", f"{base}.21:1790", "--name", "count",
+                                    "--local", f"{base}.40", "--sinks", "1", "--json"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        wait_for(lambda: peer("count1")["state"] == "Established" and peer("count1")["updates_out"] >= 1, 20,
+                 "the counting sink's session")
+        counter.send_signal(signal.SIGINT)
+        out, err = counter.communicate(timeout=30)
+        assert counter.returncode == 0, err
+        assert 0 <= json.loads(out)["sinks"][0]["names"] <= sent
+        src.send_signal(signal.SIGINT)          # a lingering source that is done ends normally
+        out, err = src.communicate(timeout=30)
+        assert src.returncode == 0, err
+        assert json.loads(out)["names"] == sent
+    finally:
+        for p in (src, counter):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
