@@ -162,6 +162,56 @@ int name_from_wire(struct name *out, const uint8_t *wire, size_t wire_len)
 	return NAME_OK;
 }
 
+/* 0x80 in every byte of x that is 'A'..'Z', with no carry from one byte to the next. */
+static inline uint64_t upper_bytes(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+	uint64_t low7 = x & ~high;
+	uint64_t ge_a = low7 + ones * (0x80 - 'A');     /* high bit: low7 >= 'A' */
+	uint64_t gt_z = low7 + ones * (0x80 - 'Z' - 1); /* high bit: low7 > 'Z' */
+	return ge_a & ~gt_z & ~x & high;
+}
+
+/* Whether any of the n bytes is 'A'..'Z', eight bytes at a time. */
+static bool has_upper(const uint8_t *p, size_t n)
+{
+	uint64_t found = 0, x;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, p + i, 8);
+		found |= upper_bytes(x);
+	}
+	if (i < n && n >= 8) {
+		memcpy(&x, p + n - 8, 8);       /* the last 8: bytes seen twice do no harm */
+		found |= upper_bytes(x);
+	} else {
+		for (; i < n; i++)
+			found |= (uint8_t)(p[i] - 'A') < 26;
+	}
+	return found != 0;
+}
+
+bool name_wire_canonical(const uint8_t *wire, size_t wire_len)
+{
+	if (wire_len == 0 || wire_len > NAME_MAX_WIRE)
+		return false;
+	size_t p = 0;
+	for (;;) {
+		uint8_t b = wire[p];
+		if (b & 0xC0)
+			return false;
+		if (b == 0)
+			break;
+		p += 1 + (size_t)b;
+		if (p >= wire_len)
+			return false;   /* the label runs past the end, or no root label */
+	}
+	if (p + 1 != wire_len)
+		return false;           /* bytes after the root label */
+	/* length bytes are at most 63, below 'A': only label bytes can match */
+	return !has_upper(wire, wire_len);
+}
+
 static bool needs_escape(uint8_t c)
 {
 	return c == '.' || c == '\\' || c == '"' || c == '(' || c == ')' ||

@@ -56,6 +56,13 @@ int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_
 int name_from_wire(struct name *out, const uint8_t *wire, size_t wire_len);
 
 /*
+ * True if wire is exactly one name already in canonical form: what
+ * name_from_wire accepts and leaves unchanged (no uppercase letter).
+ * Checked in place, for callers that can use the bytes as they are.
+ */
+bool name_wire_canonical(const uint8_t *wire, size_t wire_len);
+
+/*
  * Writes the presentation form with a trailing dot and escapes, NUL-terminated.
  * Returns the length written (without the NUL), or -1 if buf is too small.
  */

@@ -194,6 +194,56 @@ static void wire_form_must_end_exactly_at_root(void **state)
 	assert_int_equal(name_from_wire(&n, (const uint8_t *)"\xC0\x01", 2), NAME_ERR_BAD_LABEL_TYPE);
 }
 
+/* The in-place check is name_from_wire accepting the bytes unchanged. */
+static bool canonical_by_copy(const uint8_t *wire, size_t len)
+{
+	struct name n;
+	return len > 0 && name_from_wire(&n, wire, len) == NAME_OK && n.len == len &&
+	       memcmp(n.wire, wire, len) == 0;
+}
+
+static void canonical_wire_check_agrees_with_name_from_wire(void **state)
+{
+	assert_true(name_wire_canonical((const uint8_t *)"\3www\7example\3com", 17));
+	assert_false(name_wire_canonical((const uint8_t *)"\3www\7exAmple\3com", 17));
+	assert_true(name_wire_canonical((const uint8_t *)"\3w@[\7example\3com", 17));     /* beside 'A' and 'Z' */
+	assert_true(name_wire_canonical((const uint8_t *)"\3\xc1\xda`\0", 5));               /* 'A', 'Z' | 0x80 */
+	assert_false(name_wire_canonical((const uint8_t *)"", 0));
+	assert_true(name_wire_canonical((const uint8_t *)"", 1));                          /* the root */
+
+	uint32_t x = 42;
+	uint8_t buf[300];
+	unsigned accepted = 0;
+	for (int iter = 0; iter < 200000; iter++) {
+		/* mostly well-formed names, sometimes broken, letters of both cases */
+		size_t len = 0;
+		unsigned labels = (x = x * 1103515245u + 12345u) >> 16 & 7;
+		for (unsigned l = 0; l < labels && len < 280; l++) {
+			unsigned ll = ((x = x * 1103515245u + 12345u) >> 16) % 70;
+			buf[len++] = (uint8_t)ll;
+			for (unsigned k = 0; k < ll && len < sizeof(buf); k++) {
+				x = x * 1103515245u + 12345u;
+				uint8_t c = (uint8_t)(x >> 16);
+				/* every other name has no uppercase letter unless by chance */
+				buf[len++] = (x >> 28) % 3 == 0 && iter % 2 ? c
+					   : (x >> 28) % 3 == 1 || iter % 2 == 0 ? (uint8_t)('a' + c % 26)
+					   : (uint8_t)('A' + c % 26);
+			}
+		}
+		if (len < sizeof(buf))
+			buf[len++] = 0;
+		x = x * 1103515245u + 12345u;
+		if ((x >> 20) % 4 == 0)
+			len = (x >> 8) % (len + 1);           /* cut anywhere */
+		else if ((x >> 20) % 4 == 1 && len)
+			buf[(x >> 8) % len] = (uint8_t)(x >> 12);  /* one byte changed */
+		bool want = canonical_by_copy(buf, len);
+		assert_int_equal(name_wire_canonical(buf, len), want);
+		accepted += want;
+	}
+	assert_true(accepted > 20000);  /* both answers well exercised */
+}
+
 static void subdomain_is_label_wise(void **state)
 {
 	struct name a = parse("www.example.com"), b = parse("example.com"),
@@ -253,6 +303,7 @@ int main(void)
 		cmocka_unit_test(packet_truncation_and_label_types),
 		cmocka_unit_test(packet_name_over_255_bytes_fails),
 		cmocka_unit_test(wire_form_must_end_exactly_at_root),
+		cmocka_unit_test(canonical_wire_check_agrees_with_name_from_wire),
 		cmocka_unit_test(subdomain_is_label_wise),
 		cmocka_unit_test(canonical_order_compares_right_to_left),
 		cmocka_unit_test(label_offsets_list_labels_left_to_right),
