@@ -18,17 +18,17 @@ void frame_reader_free(struct frame_reader *r)
 	r->max = max;
 }
 
-int frame_reader_feed(struct frame_reader *r, const uint8_t *data, size_t len)
+uint8_t *frame_reader_space(struct frame_reader *r, size_t len)
 {
 	if (len > SIZE_MAX / 2 - r->end)
-		return -1;
+		return NULL;
 	if (r->end + len > r->cap && r->start > 0) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
 		r->end -= r->start;
 		r->start = 0;
 	}
 	if (r->end + len > r->cap) {
-		/* never more than one maximal frame plus what was just read */
+		/* never more than one maximal frame plus what is being added */
 		size_t cap = r->cap ? r->cap : 4096;
 		while (cap < r->end + len)
 			cap *= 2;
@@ -36,16 +36,30 @@ int frame_reader_feed(struct frame_reader *r, const uint8_t *data, size_t len)
 		if (limit > r->max && cap > limit)
 			cap = limit;
 		if (cap < r->end + len)
-			return -1;
+			return NULL;
 		uint8_t *nb = realloc(r->buf, cap);
 		if (!nb)
-			return -1;
+			return NULL;
 		r->buf = nb;
 		r->cap = cap;
 	}
-	if (len)
-		memcpy(r->buf + r->end, data, len);
+	return r->buf + r->end;
+}
+
+void frame_reader_commit(struct frame_reader *r, size_t len)
+{
 	r->end += len;
+}
+
+int frame_reader_feed(struct frame_reader *r, const uint8_t *data, size_t len)
+{
+	if (len == 0)
+		return 0;
+	uint8_t *p = frame_reader_space(r, len);
+	if (!p)
+		return -1;
+	memcpy(p, data, len);
+	frame_reader_commit(r, len);
 	return 0;
 }
 

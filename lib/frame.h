@@ -28,6 +28,13 @@ void frame_reader_free(struct frame_reader *r);
  */
 int frame_reader_feed(struct frame_reader *r, const uint8_t *data, size_t len);
 /*
+ * The same without a copy, for reading from a socket straight into the
+ * buffer: room for len more bytes (NULL when out of memory), then
+ * frame_reader_commit with how many arrived (at most len).
+ */
+uint8_t *frame_reader_space(struct frame_reader *r, size_t len);
+void frame_reader_commit(struct frame_reader *r, size_t len);
+/*
  * The next frame: 1 with *frame and *len set to its bytes (header
  * excluded; they stay valid until the next feed or free), 0 when more
  * bytes are needed, or -1 with *len set to the length read when it is 0

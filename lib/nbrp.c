@@ -141,24 +141,236 @@ static void arena_destroy(struct msg_arena *a)
 	free(a);
 }
 
-int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_error *e)
+/*
+ * UPDATEs are nearly all of a session's bytes, and protobuf-c gives each
+ * of their thousands of names an allocation and a copy of its own (with
+ * its two passes over the message, over a quarter of nbrpd's instructions
+ * for a table; callgrind).  An UPDATE in the shape senders produce is
+ * decoded here instead: the frame copied once into the message's arena,
+ * every name pointing into that copy.  The shape: the Message is the
+ * update field alone; Update and Route hold only the fields below, with
+ * one-byte tags, the singular ones at most once, and varints protobuf-c
+ * reads as the same 32-bit number.  Anything else (attestations,
+ * aggregates, unknown fields, repeats, truncation) goes to protobuf-c, so
+ * what is accepted, and what it reads as, is protobuf-c's either way.
+ */
+#define TAG(field, wire) ((uint8_t)((field) << 3 | (wire)))
+#define WIRE_VARINT     0
+#define WIRE_LEN        2
+
+struct fast_update {
+	/* the first pass counts */
+	size_t withdrawn, routes, names, paths, path_bytes;
+	/* the second fills these, in order */
+	Nbrp__Update *u;
+	Nbrp__Route *route;
+	ProtobufCBinaryData *name;
+	char **path;
+	char *chars;
+};
+
+/* A varint of at most 5 bytes with no bit above 32 (protobuf-c reads those as this number). */
+static inline bool pb_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
 {
-	const uint8_t *frame;
-	size_t len;
-	int rc = frame_reader_next(&r->frames, &frame, &len);
-	if (rc == 0)
+	const uint8_t *p = *pp;
+	if (p < end && *p < 0x80) {
+		*v = *p;
+		*pp = p + 1;
+		return true;
+	}
+	uint32_t x = 0;
+	for (unsigned i = 0; i < 5 && p < end; i++) {
+		uint8_t c = *p++;
+		if (i == 4 && c > 0x0f)
+			return false;
+		x |= (uint32_t)(c & 0x7f) << (7 * i);
+		if (!(c & 0x80)) {
+			*pp = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A length-delimited field's bytes. */
+static bool pb_len(const uint8_t **pp, const uint8_t *end, const uint8_t **data, uint32_t *len)
+{
+	if (!pb_u32(pp, end, len) || *len > (size_t)(end - *pp))
+		return false;
+	*data = *pp;
+	*pp += *len;
+	return true;
+}
+
+static ProtobufCBinaryData pb_bytes(const uint8_t *data, uint32_t len)
+{
+	/* protobuf-c leaves an empty field's data NULL */
+	ProtobufCBinaryData b = { .len = len, .data = len ? (uint8_t *)data : NULL };
+	return b;
+}
+
+/* One Route: counts it (f->u NULL) or fills the next one. */
+static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *end)
+{
+	Nbrp__Route *r = NULL;
+	if (f->u) {
+		r = f->route++;
+		nbrp__route__init(r);
+		r->names = f->name;
+		r->path = f->path;
+		f->u->routes[f->u->n_routes++] = r;
+	} else {
+		f->routes++;
+	}
+	unsigned seen = 0;
+	while (p < end) {
+		/* a name with a one-byte length: nearly all of an UPDATE */
+		if (*p == TAG(1, WIRE_LEN) && end - p >= 2 && p[1] < 0x80) {
+			uint32_t l = p[1];
+			if (l > (size_t)(end - p - 2))
+				return false;
+			if (r) {
+				*f->name++ = pb_bytes(p + 2, l);
+				r->n_names++;
+			} else {
+				f->names++;
+			}
+			p += 2 + l;
+			continue;
+		}
+		uint8_t tag = *p++;
+		unsigned field = tag >> 3;
+		const uint8_t *data;
+		uint32_t v;
+		if (field < 1 || field > 5 || (tag & 0x80))
+			return false;
+		if (field != 1 && field != 4) {
+			if (seen & (1u << field))
+				return false;   /* protobuf-c's last-one-wins is not worth copying */
+			seen |= 1u << field;
+		}
+		if (field == 3 || field == 5) {
+			if (tag != TAG(field, WIRE_VARINT) || !pb_u32(&p, end, &v))
+				return false;
+			if (r && field == 3)
+				r->next_hop_port = v;
+			else if (r)
+				r->load_ms = v;
+			continue;
+		}
+		if (tag != TAG(field, WIRE_LEN) || !pb_len(&p, end, &data, &v))
+			return false;
+		if (field == 1) {
+			if (r) {
+				*f->name++ = pb_bytes(data, v);
+				r->n_names++;
+			} else {
+				f->names++;
+			}
+		} else if (field == 2) {
+			if (r)
+				r->next_hop = pb_bytes(data, v);
+		} else if (r) {
+			memcpy(f->chars, data, v);
+			f->chars[v] = 0;
+			*f->path++ = f->chars;
+			f->chars += v + 1;
+			r->n_path++;
+		} else {
+			f->paths++;
+			f->path_bytes += v + 1;
+		}
+	}
+	if (r && !r->n_names)
+		r->names = NULL;
+	if (r && !r->n_path)
+		r->path = NULL;
+	return true;
+}
+
+/* The Update inside a Message that is nothing else; false if the frame is not that. */
+static bool fast_update_body(const uint8_t *frame, size_t len, const uint8_t **body, uint32_t *body_len)
+{
+	const uint8_t *p = frame, *end = frame + len;
+	if (len < 2 || *p++ != TAG(NBRP__MESSAGE__BODY_UPDATE, WIRE_LEN))
+		return false;
+	return pb_len(&p, end, body, body_len) && p == end;
+}
+
+static bool fast_walk(struct fast_update *f, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint8_t tag = *p++;
+		const uint8_t *data;
+		uint32_t v;
+		if ((tag != TAG(1, WIRE_LEN) && tag != TAG(2, WIRE_LEN)) || !pb_len(&p, end, &data, &v))
+			return false;
+		if (tag == TAG(2, WIRE_LEN)) {
+			if (!fast_route(f, data, data + v))
+				return false;
+		} else if (f->u) {
+			f->u->withdrawn[f->u->n_withdrawn++] = pb_bytes(data, v);
+		} else {
+			f->withdrawn++;
+		}
+	}
+	return true;
+}
+
+/* 1: decoded into the arena (the message first), 0: not the common shape, -1: out of memory. */
+static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, Nbrp__Message **out)
+{
+	const uint8_t *body;
+	uint32_t body_len;
+	struct fast_update f = { 0 };
+	if (!fast_update_body(frame, len, &body, &body_len) || !fast_walk(&f, body, body + body_len))
 		return 0;
-	if (rc < 0 && len == 0)
-		return fail(e, NBRP_ERR_MESSAGE, 1, "message length 0");
-	if (rc < 0)
-		return fail(e, NBRP_ERR_MESSAGE, 1, "message length %zu is over the limit of %zu",
-			    len, r->frames.max);
+	Nbrp__Message *m = arena_alloc(a, sizeof(*m));
+	Nbrp__Update *u = arena_alloc(a, sizeof(*u));
+	uint8_t *copy = arena_alloc(a, body_len ? body_len : 1);
+	ProtobufCBinaryData *withdrawn = arena_alloc(a, (f.withdrawn + f.names) * sizeof(*withdrawn) + 1);
+	Nbrp__Route *routes = arena_alloc(a, f.routes * sizeof(*routes) + 1);
+	Nbrp__Route **route_ptrs = arena_alloc(a, f.routes * sizeof(*route_ptrs) + 1);
+	char **paths = arena_alloc(a, f.paths * sizeof(*paths) + 1);
+	char *chars = arena_alloc(a, f.path_bytes + 1);
+	if (!m || !u || !copy || !withdrawn || !routes || !route_ptrs || !paths || !chars)
+		return -1;
+	nbrp__message__init(m);
+	nbrp__update__init(u);
+	m->body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m->update = u;
+	u->withdrawn = f.withdrawn ? withdrawn : NULL;
+	u->routes = f.routes ? route_ptrs : NULL;
+	memcpy(copy, body, body_len);
+	f.u = u;
+	f.route = routes;
+	f.name = withdrawn + f.withdrawn;       /* the routes' names after the withdrawn ones */
+	f.path = paths;
+	f.chars = chars;
+	fast_walk(&f, copy, copy + body_len);   /* cannot fail: the same bytes passed */
+	*out = m;
+	return 1;
+}
+
+int nbrp_decode(const uint8_t *frame, size_t len, bool fast, Nbrp__Message **msg, struct nbrp_error *e)
+{
 	struct msg_arena *a = calloc(1, sizeof(*a));
 	if (!a)
 		return fail(e, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory decoding a message of %zu bytes", len);
 	a->first_block = len * 2 + 4096;        /* most messages fit in one block */
+	Nbrp__Message *m = NULL;
+	int rc = fast ? fast_decode(a, frame, len, &m) : 0;
+	if (rc == 1) {
+		*msg = m;
+		return 1;
+	}
+	if (rc < 0) {
+		arena_destroy(a);
+		return fail(e, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory decoding a message of %zu bytes", len);
+	}
 	ProtobufCAllocator alloc = { .alloc = arena_alloc, .free = arena_free, .allocator_data = a };
-	Nbrp__Message *m = nbrp__message__unpack(&alloc, len, frame);
+	m = nbrp__message__unpack(&alloc, len, frame);
 	if (!m) {
 		arena_destroy(a);
 		return fail(e, NBRP_ERR_MESSAGE, 2, "message of %zu bytes is not decodable", len);
@@ -180,6 +392,21 @@ int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_err
 	return 1;
 }
 
+int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_error *e)
+{
+	const uint8_t *frame;
+	size_t len;
+	int rc = frame_reader_next(&r->frames, &frame, &len);
+	if (rc == 0)
+		return 0;
+	if (rc < 0 && len == 0)
+		return fail(e, NBRP_ERR_MESSAGE, 1, "message length 0");
+	if (rc < 0)
+		return fail(e, NBRP_ERR_MESSAGE, 1, "message length %zu is over the limit of %zu",
+			    len, r->frames.max);
+	return nbrp_decode(frame, len, true, msg, e);
+}
+
 void nbrp_message_free(Nbrp__Message *msg)
 {
 	if (!msg)
@@ -188,8 +415,129 @@ void nbrp_message_free(Nbrp__Message *msg)
 	arena_destroy(h->arena);
 }
 
+/*
+ * UPDATEs as nbrpd sends them (names, next hop, port, path, load) are
+ * packed here, byte for byte what protobuf-c packs (fields in number
+ * order, proto3 defaults left out, minimal varints), without its
+ * per-field descriptor walk and its second pass for sizes; anything else
+ * (aggregates, attestations, unknown fields) is protobuf-c's to pack.
+ */
+static size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static size_t len_field_size(size_t len)
+{
+	return 1 + varint_size(len) + len;
+}
+
+static uint8_t *put_len_field(uint8_t *p, uint8_t tag, const void *data, size_t len)
+{
+	*p++ = tag;
+	p = put_varint(p, len);
+	if (len)                        /* an empty field's data may be NULL */
+		memcpy(p, data, len);
+	return p + len;
+}
+
+static bool plain_update(const Nbrp__Message *m)
+{
+	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE || !m->update || m->base.n_unknown_fields ||
+	    m->update->base.n_unknown_fields)
+		return false;
+	for (size_t i = 0; i < m->update->n_routes; i++) {
+		const Nbrp__Route *r = m->update->routes[i];
+		if (r->base.n_unknown_fields || r->aggregate.len || r->aggregate_version ||
+		    (r->aggregate_source && r->aggregate_source[0]) || r->n_attestations)
+			return false;
+	}
+	return true;
+}
+
+static size_t route_size(const Nbrp__Route *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_names; i++)
+		n += len_field_size(r->names[i].len);
+	if (r->next_hop.len)
+		n += len_field_size(r->next_hop.len);
+	if (r->next_hop_port)
+		n += 1 + varint_size(r->next_hop_port);
+	for (size_t i = 0; i < r->n_path; i++)
+		n += len_field_size(strlen(r->path[i]));
+	if (r->load_ms)
+		n += 1 + varint_size(r->load_ms);
+	return n;
+}
+
+#define SIZES_KEPT      64      /* routes whose size is not counted twice */
+
+static uint8_t *encode_update(const Nbrp__Update *u, size_t *len)
+{
+	size_t body = 0, sizes[SIZES_KEPT];
+	for (size_t i = 0; i < u->n_withdrawn; i++)
+		body += len_field_size(u->withdrawn[i].len);
+	for (size_t i = 0; i < u->n_routes; i++) {
+		size_t rs = route_size(u->routes[i]);
+		if (i < SIZES_KEPT)
+			sizes[i] = rs;
+		body += len_field_size(rs);
+	}
+	size_t size = len_field_size(body);
+	if (size > UINT32_MAX)
+		return NULL;
+	uint8_t *buf = malloc(NBRP_HEADER_LEN + size);
+	if (!buf)
+		return NULL;
+	frame_put_header(buf, (uint32_t)size);
+	uint8_t *p = buf + NBRP_HEADER_LEN;
+	*p++ = TAG(NBRP__MESSAGE__BODY_UPDATE, WIRE_LEN);
+	p = put_varint(p, body);
+	for (size_t i = 0; i < u->n_withdrawn; i++)
+		p = put_len_field(p, TAG(1, WIRE_LEN), u->withdrawn[i].data, u->withdrawn[i].len);
+	for (size_t i = 0; i < u->n_routes; i++) {
+		const Nbrp__Route *r = u->routes[i];
+		*p++ = TAG(2, WIRE_LEN);
+		p = put_varint(p, i < SIZES_KEPT ? sizes[i] : route_size(r));
+		for (size_t k = 0; k < r->n_names; k++)
+			p = put_len_field(p, TAG(1, WIRE_LEN), r->names[k].data, r->names[k].len);
+		if (r->next_hop.len)
+			p = put_len_field(p, TAG(2, WIRE_LEN), r->next_hop.data, r->next_hop.len);
+		if (r->next_hop_port) {
+			*p++ = TAG(3, WIRE_VARINT);
+			p = put_varint(p, r->next_hop_port);
+		}
+		for (size_t k = 0; k < r->n_path; k++)
+			p = put_len_field(p, TAG(4, WIRE_LEN), r->path[k], strlen(r->path[k]));
+		if (r->load_ms) {
+			*p++ = TAG(5, WIRE_VARINT);
+			p = put_varint(p, r->load_ms);
+		}
+	}
+	*len = (size_t)(p - buf);
+	return buf;
+}
+
 uint8_t *nbrp_encode(const Nbrp__Message *msg, size_t *len)
 {
+	if (plain_update(msg))
+		return encode_update(msg->update, len);
 	size_t size = nbrp__message__get_packed_size(msg);
 	/* a message without a body packs to nothing, which no frame can carry */
 	if (size == 0 || size > UINT32_MAX)
@@ -273,11 +621,11 @@ int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why)
 
 int nbrp_name_of(const ProtobufCBinaryData *b, struct name *out)
 {
-	if (b->len == 0 || name_from_wire(out, b->data, b->len) != NAME_OK)
+	/* a name sent in any other case than lowercase is refused, not folded */
+	if (!name_wire_canonical(b->data, b->len))
 		return -1;
-	/* name_from_wire lowercases: a name sent in any other case is refused */
-	if (out->len != b->len || memcmp(out->wire, b->data, b->len) != 0)
-		return -1;
+	memcpy(out->wire, b->data, b->len);
+	out->len = (uint8_t)b->len;
 	return 0;
 }
 

@@ -70,6 +70,16 @@ void nbrp_reader_init(struct nbrp_reader *r, size_t max_message);
 void nbrp_reader_free(struct nbrp_reader *r);
 /* Appends bytes as received.  Returns 0, or -1 when out of memory. */
 int nbrp_reader_feed(struct nbrp_reader *r, const uint8_t *data, size_t len);
+/* The same, read straight into the reader's buffer (frame_reader_space). */
+static inline uint8_t *nbrp_reader_space(struct nbrp_reader *r, size_t len)
+{
+	return frame_reader_space(&r->frames, len);
+}
+
+static inline void nbrp_reader_commit(struct nbrp_reader *r, size_t len)
+{
+	frame_reader_commit(&r->frames, len);
+}
 /*
  * The next message: 1 with *msg set (free it with nbrp_message_free), 0
  * when more bytes are needed, -1 with e set (the NOTIFICATION to send: a
@@ -78,6 +88,12 @@ int nbrp_reader_feed(struct nbrp_reader *r, const uint8_t *data, size_t len);
  */
 int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_error *e);
 void nbrp_message_free(Nbrp__Message *msg);
+/*
+ * One frame's message (without its length header), as nbrp_reader_next
+ * decodes it: 1 with *msg set, or -1 with e set.  fast: common UPDATEs
+ * skip protobuf-c (the result is the same; false is for tests comparing).
+ */
+int nbrp_decode(const uint8_t *frame, size_t len, bool fast, Nbrp__Message **msg, struct nbrp_error *e);
 
 /* One frame for msg in a malloc'd buffer of *len bytes; NULL if out of memory
  * (or msg has no body). */
@@ -101,6 +117,11 @@ int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why);
 
 /* A name field: 0 with out set, or -1 (not a canonical wire name). */
 int nbrp_name_of(const ProtobufCBinaryData *b, struct name *out);
+/* The same check without the copy: the field's bytes are the name. */
+static inline bool nbrp_name_valid(const ProtobufCBinaryData *b)
+{
+	return name_wire_canonical(b->data, b->len);
+}
 
 /* A NOTIFICATION message to send: n->text points into e (or is
  * nbrp_error_text when e->text is empty), so e must outlive m. */

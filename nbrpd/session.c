@@ -41,8 +41,7 @@ struct conn {
 	unsigned open_handles;
 	bool closing;
 	bool close_after_write;
-	struct nbrp_reader reader;
-	uint8_t rbuf[READ_BUF];
+	struct nbrp_reader reader;     /* read into straight from the socket */
 };
 
 struct write_req {
@@ -392,7 +391,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct conn *c = h->data;
 	(void)suggested;
-	*buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
+	/* no room (out of memory): libuv reports UV_ENOBUFS to on_read */
+	uint8_t *room = nbrp_reader_space(&c->reader, READ_BUF);
+	*buf = uv_buf_init((char *)room, room ? READ_BUF : 0);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -401,6 +402,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	(void)buf;
 	if (c->closing || c->close_after_write)
 		return;
+	if (n == UV_ENOBUFS) {
+		conn_notify(c, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory");
+		return;
+	}
 	if (n < 0) {
 		if (c->peer)
 			snprintf(c->peer->last_error, sizeof(c->peer->last_error), "connection %s",
@@ -410,10 +415,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	if (nbrp_reader_feed(&c->reader, c->rbuf, (size_t)n) < 0) {
-		conn_notify(c, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory");
-		return;
-	}
+	nbrp_reader_commit(&c->reader, (size_t)n);
 	for (;;) {
 		Nbrp__Message *m;
 		struct nbrp_error e;

@@ -2,8 +2,10 @@
  * NBRP as nbrpd reads it: bytes from a peer in two pieces, messages
  * reassembled and decoded, each one put through the receiver's checks,
  * and each one re-encoded, which must survive a second round unchanged
- * (protobuf-c packs deterministically).  The first byte of the input picks
- * where the stream is cut.
+ * (protobuf-c packs deterministically) and be what protobuf-c packs.  The first byte of the input picks
+ * where the stream is cut.  The rest, and its first frame, are also
+ * decoded as one message both ways, with nbrpd's fast UPDATE decoder and with protobuf-c alone: the
+ * outcome and the message must be the same.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,15 @@ static void round_trip(const Nbrp__Message *m)
 	uint8_t *e1 = nbrp_encode(m, &l1);
 	if (!e1)
 		abort();
+	/* what protobuf-c packs, whichever encoder nbrp_encode used */
+	size_t size = nbrp__message__get_packed_size(m);
+	uint8_t *want = malloc(size + 1);
+	if (!want || l1 != NBRP_HEADER_LEN + size)
+		abort();
+	nbrp__message__pack(m, want);
+	if (memcmp(e1 + NBRP_HEADER_LEN, want, size) != 0)
+		abort();
+	free(want);
 	struct nbrp_reader r;
 	struct nbrp_error e;
 	Nbrp__Message *m2 = NULL, *more;
@@ -99,6 +110,29 @@ static void answer(const struct nbrp_error *e)
 	round_trip(&m);
 }
 
+static void decoders_agree(const uint8_t *body, size_t len)
+{
+	Nbrp__Message *fast = NULL, *slow = NULL;
+	struct nbrp_error ef, es;
+	int rf = nbrp_decode(body, len, true, &fast, &ef);
+	int rs = nbrp_decode(body, len, false, &slow, &es);
+	if (rf != rs)
+		abort();
+	if (rs < 0) {
+		if (ef.code != es.code || ef.subcode != es.subcode)
+			abort();
+		return;
+	}
+	size_t lf, ls;
+	uint8_t *pf = nbrp_encode(fast, &lf), *ps = nbrp_encode(slow, &ls);
+	if (!pf || !ps || lf != ls || memcmp(pf, ps, lf) != 0)
+		abort();
+	free(pf);
+	free(ps);
+	nbrp_message_free(fast);
+	nbrp_message_free(slow);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -108,6 +142,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	if (cut > size)
 		cut = size;
+	if (size > 0)
+		decoders_agree(data, size);
+	if (size > NBRP_HEADER_LEN) {
+		/* the first frame's message, as the reader would cut it */
+		size_t flen = (size_t)data[0] << 24 | (size_t)data[1] << 16 | (size_t)data[2] << 8 | data[3];
+		if (flen > 0 && flen <= size - NBRP_HEADER_LEN)
+			decoders_agree(data + NBRP_HEADER_LEN, flen);
+	}
 
 	struct nbrp_reader r;
 	struct nbrp_error e;

@@ -659,6 +659,207 @@ static void names_must_be_canonical(void **state)
 	assert_int_equal(nbrp_name_of(&b, &out), -1);
 }
 
+/* ---- the fast UPDATE decoder and encoder against protobuf-c ---- */
+
+static uint32_t rnd_state = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return n ? (rnd_state >> 8) % n : 0;
+}
+
+static void rnd_bytes(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = rnd(4) ? (uint8_t)('a' + rnd(26)) : (uint8_t)rnd(256);
+}
+
+/* nbrp_encode's frame holds what protobuf-c packs for m. */
+static void assert_packed_as_protobuf_c(const Nbrp__Message *m, const uint8_t *frame, size_t len)
+{
+	size_t size = nbrp__message__get_packed_size(m);
+	assert_int_equal(len, NBRP_HEADER_LEN + size);
+	uint8_t *want = malloc(size + 1);
+	nbrp__message__pack(m, want);
+	assert_memory_equal(frame + NBRP_HEADER_LEN, want, size);
+	free(want);
+}
+
+/* An UPDATE with random contents, packed: sometimes with fields the fast path leaves to protobuf-c. */
+static uint8_t *random_update(size_t *len)
+{
+	static uint8_t pool[64][200];
+	static bool filled;
+	char strs[16][12];
+	ProtobufCBinaryData names[64], withdrawn[4];
+	char *paths[4][4];
+	Nbrp__Route routes[4], *route_ptrs[4];
+	Nbrp__Attestation att = NBRP__ATTESTATION__INIT;
+	Nbrp__Attestation *att_ptr = &att;
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	size_t used = 0, nstr = 0;
+	if (!filled)
+		rnd_bytes(pool[0], sizeof(pool));
+	filled = true;
+	for (size_t i = 0; i < 64; i++)         /* a few bytes new each time */
+		pool[rnd(64)][rnd(200)] = (uint8_t)rnd(256);
+	for (size_t i = 0; i < 16; i++) {
+		size_t l = rnd(11);
+		rnd_bytes((uint8_t *)strs[i], l);
+		strs[i][l] = 0;
+		for (size_t k = 0; k < l; k++)
+			if (!strs[i][k])
+				strs[i][k] = 'x';
+	}
+	u.n_withdrawn = rnd(4);
+	u.withdrawn = withdrawn;
+	for (size_t i = 0; i < u.n_withdrawn; i++)
+		withdrawn[i] = (ProtobufCBinaryData){ rnd(8) ? rnd(24) : rnd(200), pool[used++] };
+	u.n_routes = rnd(5);
+	u.routes = route_ptrs;
+	for (size_t i = 0; i < u.n_routes; i++) {
+		Nbrp__Route *r = &routes[i];
+		nbrp__route__init(r);
+		route_ptrs[i] = r;
+		r->n_names = rnd(8);
+		r->names = names + used;
+		for (size_t k = 0; k < r->n_names; k++)
+			names[used] = (ProtobufCBinaryData){ rnd(8) ? rnd(24) : rnd(200), pool[used] }, used++;
+		static const size_t hop_lens[] = { 0, 4, 16, 3 };
+		r->next_hop = (ProtobufCBinaryData){ hop_lens[rnd(4)], pool[used++] };
+		static const uint32_t nums[] = { 0, 1, 53, 127, 128, 16383, 16384, 65535, 65536, 0x0fffffff,
+						 0x10000000, 0xffffffffu };
+		r->next_hop_port = nums[rnd(12)];
+		r->load_ms = nums[rnd(12)];
+		r->n_path = rnd(4);
+		r->path = paths[i];
+		for (size_t k = 0; k < r->n_path; k++)
+			paths[i][k] = strs[nstr++ % 16];
+		switch (rnd(32)) {      /* fields only protobuf-c reads */
+		case 0:
+			r->aggregate = (ProtobufCBinaryData){ 5, pool[0] };
+			break;
+		case 1:
+			r->aggregate_version = 7;
+			break;
+		case 2:
+			r->aggregate_source = strs[0];
+			break;
+		case 3:
+			att.for_peer = strs[1];
+			r->n_attestations = 1;
+			r->attestations = &att_ptr;
+			break;
+		}
+	}
+	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m.update = &u;
+	uint8_t *frame = nbrp_encode(&m, len);
+	assert_non_null(frame);
+	assert_packed_as_protobuf_c(&m, frame, *len);
+	return frame;
+}
+
+/* The same bytes decoded both ways: the same outcome, and the same message. */
+static void assert_decoders_agree(const uint8_t *body, size_t len)
+{
+	Nbrp__Message *fast = NULL, *slow = NULL;
+	struct nbrp_error ef, es;
+	int rf = nbrp_decode(body, len, true, &fast, &ef);
+	int rs = nbrp_decode(body, len, false, &slow, &es);
+	assert_int_equal(rf, rs);
+	if (rs < 0) {
+		assert_int_equal(ef.code, es.code);
+		assert_int_equal(ef.subcode, es.subcode);
+		return;
+	}
+	size_t lf, ls;
+	uint8_t *pf = nbrp_encode(fast, &lf), *ps = nbrp_encode(slow, &ls);
+	assert_non_null(pf);
+	assert_non_null(ps);
+	assert_packed_as_protobuf_c(slow, ps, ls);
+	assert_int_equal(lf, ls);
+	assert_memory_equal(pf, ps, lf);
+	free(pf);
+	free(ps);
+	nbrp_message_free(fast);
+	nbrp_message_free(slow);
+}
+
+static void fast_update_decoding_is_protobuf_cs(void **state)
+{
+	uint8_t buf[16384];
+	for (int iter = 0; iter < 100000; iter++) {
+		size_t len;
+		uint8_t *frame = random_update(&len);
+		size_t blen = len - NBRP_HEADER_LEN;
+		assert_true(blen + 16 <= sizeof(buf));
+		memcpy(buf, frame + NBRP_HEADER_LEN, blen);
+		free(frame);
+		switch (rnd(6)) {
+		case 0:         /* as it is */
+			break;
+		case 1:         /* a byte changed */
+			if (blen)
+				buf[rnd((uint32_t)blen)] = (uint8_t)rnd(256);
+			break;
+		case 2:         /* cut short */
+			blen = rnd((uint32_t)blen + 1);
+			break;
+		case 3: {       /* some bytes appended: a repeated or unknown field, or junk */
+			size_t extra = 1 + rnd(8);
+			rnd_bytes(buf + blen, extra);
+			buf[blen] = (uint8_t)rnd(256);
+			blen += extra;
+			break;
+		}
+		case 4:         /* a bit flipped in a varint-sized spot */
+			if (blen)
+				buf[rnd((uint32_t)blen)] ^= (uint8_t)(1u << rnd(8));
+			break;
+		case 5:         /* a region duplicated: repeats of singular fields */
+			if (blen > 4) {
+				size_t from = rnd((uint32_t)blen - 2), n = 1 + rnd(6);
+				if (from + n > blen)
+					n = blen - from;
+				memmove(buf + from + n, buf + from, blen - from);
+				blen += n;
+			}
+			break;
+		}
+		assert_decoders_agree(buf, blen);
+	}
+}
+
+/* A common UPDATE is decoded without a copy per name: its names lie in one copy of the frame. */
+static void common_updates_share_one_copy(void **state)
+{
+	struct built_route b;
+	Nbrp__Route *rp = router_route(&b);
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	u.n_routes = 1;
+	u.routes = &rp;
+	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m.update = &u;
+	size_t len;
+	uint8_t *frame = nbrp_encode(&m, &len);
+	Nbrp__Message *got;
+	struct nbrp_error e;
+	assert_int_equal(nbrp_decode(frame + NBRP_HEADER_LEN, len - NBRP_HEADER_LEN, true, &got, &e), 1);
+	const Nbrp__Route *r = got->update->routes[0];
+	assert_int_equal(r->n_names, 2);
+	/* a tag byte and a length byte apart, as on the wire */
+	assert_ptr_equal(r->names[1].data, r->names[0].data + r->names[0].len + 2);
+	assert_memory_equal(r->names[0].data, b.names[0].data, b.names[0].len);
+	assert_string_equal(r->path[1], "cr2.example");
+	assert_int_equal(r->load_ms, 12);
+	nbrp_message_free(got);
+	free(frame);
+}
+
 static void notifications(void **state)
 {
 	struct nbrp_error e = { NBRP_ERR_OPEN, NBRP_OPEN_BAD_HOLD_TIME, "hold time 1, neither 0 nor at least 3" };
@@ -747,6 +948,8 @@ int main(void)
 		cmocka_unit_test(router_names),
 		cmocka_unit_test(route_checks),
 		cmocka_unit_test(names_must_be_canonical),
+		cmocka_unit_test(fast_update_decoding_is_protobuf_cs),
+		cmocka_unit_test(common_updates_share_one_copy),
 		cmocka_unit_test(notifications),
 		cmocka_unit_test(error_texts),
 	};
