@@ -7,6 +7,13 @@
  * rib_flush, run once per loop iteration, sends what changed to every
  * established peer in UPDATEs and to inrpd over the FIB channel.
  *
+ * A route is split the way OpenBGPD's rde splits a prefix from its
+ * rde_aspath (and BIRD its rte from the rta): what the peer said for many
+ * names at once (peer, next hop, path, load, local preference) is interned
+ * in a shared, reference-counted struct rib_attrs; per name there is only
+ * a small struct rib_route (its age, its rank, stale or not).  Routes and
+ * entries come from slabs, and a name is hashed once, when it arrives.
+ *
  * Decision (docs/NBRP.md), best first, among usable routes (IP routing
  * reaches the next hop, nexthop.c):
  *   higher local preference (local content above everything learned)
@@ -22,6 +29,7 @@
  * waits, the latest figure goes out when the interval is over).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,43 +38,66 @@
 
 #include "log.h"
 #include "nbrpd.h"
+#include "slab.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
 #define LOCAL_PREF_LOCAL UINT32_MAX
 
-struct rib_route {
-	struct rib_route *next;
+/* What a route says apart from its name; zeroed before filling (hashed and compared as bytes). */
+struct rib_attrs_key {
 	struct peer *peer;                      /* NULL: local content */
 	const struct nbrpd_content *content;    /* local: its servers */
 	uint32_t local_pref;
 	uint32_t load_ms;
-	uint64_t seq;                           /* arrival order */
-	bool stale;                             /* kept across the peer's restart */
-	bool server;                            /* from a content server's own session */
-	struct nexthop *nh;                     /* the next hop, as IP routing sees it */
 	struct nbrpd_endpoint next_hop;
+	bool server;                            /* from a content server's own session */
 	uint8_t npath;
 	uint16_t path_bytes;
+};
+
+/* Interned attributes, shared by every route that says the same; immutable. */
+struct rib_attrs {
+	struct rib_attrs *hnext;
+	uint32_t refs;                          /* routes, plus an UPDATE being applied */
+	uint32_t hash;
+	uint64_t sig;                           /* path and peer as one number, for peers (never 0) */
+	uint64_t path_peers;                    /* peers (bit idx) whose name is in the path: not told */
+	struct nexthop *nh;                     /* the next hop, as IP routing sees it */
+	struct rib_attrs_key k;
 	char path[];                            /* npath NUL-terminated router names */
+};
+
+/* One name's route from one peer, or its local content. */
+struct rib_route {
+	struct rib_route *next;
+	struct rib_attrs *a;
+	uint64_t seq;                           /* arrival order */
+	uint8_t rank;                           /* 1..nbest among the best; 0: not ranked */
+	bool stale;                             /* kept across the peer's restart */
 };
 
 struct rib_entry {
 	struct rib_entry *hnext;
 	struct rib_entry *dirty_next;
-	struct rib_route *routes;
-	struct rib_route *best[NBRPD_MAX_BEST];
-	uint8_t nbest;
-	bool dirty;
-	bool resend;                            /* during a flush: peers told before hear again */
-	bool deferred;                          /* a load change waits for load-interval */
 	struct rib_entry *deferred_next;
+	struct rib_route *routes;
+	struct rib_route *best;                 /* rank 1 (NULL: none usable); the others know their rank */
 	uint64_t adv_time;                      /* uv_now of the last advertisement, ms */
 	uint64_t adv_mask;                      /* peers told about it */
 	uint64_t adv_sig;                       /* what they were told (0: nothing) */
 	uint32_t adv_load;
+	uint32_t hash;                          /* of the name, computed once */
+	uint8_t nbest;
+	bool dirty;
+	bool resend;                            /* during a flush: peers told before hear again */
+	bool deferred;                          /* a load change waits for load-interval */
 	uint8_t len;
 	uint8_t wire[];
 };
+
+/* Entries are sized to their name: one slab per 8 bytes of size. */
+#define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
+#define ENTRY_CLASSES           (ENTRY_CLASS(NAME_MAX_WIRE) + 1)
 
 struct rib {
 	struct rib_entry **buckets;
@@ -77,6 +108,10 @@ struct rib {
 	struct rib_entry *deferred;             /* load changes held back by load-interval */
 	uv_timer_t deferred_timer;
 	bool timer_ready;
+	struct rib_attrs **attrs;               /* interned attributes */
+	size_t nattrs_buckets, nattrs;
+	struct slab routes;
+	struct slab entries[ENTRY_CLASSES];
 };
 
 /* ---- the table ---- */
@@ -88,48 +123,37 @@ struct rib *rib_create(void)
 		return NULL;
 	r->nbuckets = 1024;
 	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
-	if (!r->buckets) {
+	r->nattrs_buckets = 64;
+	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
+	if (!r->buckets || !r->attrs) {
+		free(r->buckets);
+		free(r->attrs);
 		free(r);
 		return NULL;
 	}
+	slab_init(&r->routes, sizeof(struct rib_route));
+	for (size_t c = 0; c < ENTRY_CLASSES; c++)
+		slab_init(&r->entries[c], c * 8);
 	return r;
-}
-
-static void route_free_list(struct rib_route *rt)
-{
-	while (rt) {
-		struct rib_route *n = rt->next;
-		free(rt);               /* at exit: the next-hop table goes as a whole */
-		rt = n;
-	}
-}
-
-static void route_free(struct nbrpd *d, struct rib_route *rt)
-{
-	if (!rt)
-		return;
-	nexthop_put(d, rt->nh);
-	free(rt);
-}
-
-static bool route_usable(const struct rib_route *rt)
-{
-	return !rt->nh || rt->nh->reachable;
 }
 
 void rib_free(struct rib *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nbuckets; i++) {
-		struct rib_entry *e = r->buckets[i];
-		while (e) {
-			struct rib_entry *n = e->hnext;
-			route_free_list(e->routes);
-			free(e);
-			e = n;
+	/* routes and entries go with their slabs; the next-hop table goes as a whole */
+	for (size_t i = 0; i < r->nattrs_buckets; i++) {
+		struct rib_attrs *a = r->attrs[i];
+		while (a) {
+			struct rib_attrs *n = a->hnext;
+			free(a);
+			a = n;
 		}
 	}
+	slab_destroy(&r->routes);
+	for (size_t c = 0; c < ENTRY_CLASSES; c++)
+		slab_destroy(&r->entries[c]);
+	free(r->attrs);
 	free(r->buckets);
 	free(r);
 }
@@ -139,22 +163,27 @@ uint64_t rib_count(const struct rib *r)
 	return r->count;
 }
 
-static size_t bucket_of(const struct rib *r, const uint8_t *wire, size_t len)
+static uint32_t name_hash(const uint8_t *wire, size_t len)
 {
-	return (size_t)XXH3_64bits(wire, len) & (r->nbuckets - 1);
+	return (uint32_t)XXH3_64bits(wire, len);
 }
 
-static struct rib_entry *lookup(const struct rib *r, const struct name *n)
+static struct rib_entry *lookup(const struct rib *r, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	for (struct rib_entry *e = r->buckets[bucket_of(r, n->wire, n->len)]; e; e = e->hnext)
-		if (e->len == n->len && memcmp(e->wire, n->wire, n->len) == 0)
+	for (struct rib_entry *e = r->buckets[hash & (r->nbuckets - 1)]; e; e = e->hnext)
+		if (e->hash == hash && e->len == len && memcmp(e->wire, wire, len) == 0)
 			return e;
 	return NULL;
 }
 
+static struct rib_entry *lookup_name(const struct rib *r, const struct name *n)
+{
+	return lookup(r, n->wire, n->len, name_hash(n->wire, n->len));
+}
+
 const struct rib_entry *rib_find(const struct rib *r, const struct name *n)
 {
-	const struct rib_entry *e = lookup(r, n);
+	const struct rib_entry *e = lookup_name(r, n);
 	return e && e->routes ? e : NULL;
 }
 
@@ -168,7 +197,7 @@ static void grow(struct rib *r)
 		struct rib_entry *e = r->buckets[i];
 		while (e) {
 			struct rib_entry *n = e->hnext;
-			size_t k = (size_t)XXH3_64bits(e->wire, e->len) & (nb - 1);
+			size_t k = e->hash & (nb - 1);
 			e->hnext = b[k];
 			b[k] = e;
 			e = n;
@@ -179,22 +208,29 @@ static void grow(struct rib *r)
 	r->nbuckets = nb;
 }
 
-static struct rib_entry *get_or_add(struct rib *r, const struct name *n)
+static struct rib_entry *get_or_add(struct rib *r, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	struct rib_entry *e = lookup(r, n);
+	struct rib_entry *e = lookup(r, wire, len, hash);
 	if (e)
 		return e;
-	e = calloc(1, sizeof(*e) + n->len);
+	e = slab_alloc(&r->entries[ENTRY_CLASS(len)]);
 	if (!e)
 		return NULL;
-	e->len = n->len;
-	memcpy(e->wire, n->wire, n->len);
-	size_t k = bucket_of(r, n->wire, n->len);
+	memset(e, 0, offsetof(struct rib_entry, wire));
+	e->hash = hash;
+	e->len = (uint8_t)len;
+	memcpy(e->wire, wire, len);
+	size_t k = hash & (r->nbuckets - 1);
 	e->hnext = r->buckets[k];
 	r->buckets[k] = e;
 	if (++r->count > r->nbuckets)
 		grow(r);
 	return e;
+}
+
+static void entry_free(struct rib *r, struct rib_entry *e)
+{
+	slab_free(&r->entries[ENTRY_CLASS(e->len)], e);
 }
 
 void rib_entry_name(const struct rib_entry *e, struct name *out)
@@ -211,19 +247,149 @@ void rib_walk(const struct rib *r, rib_walk_fn fn, void *arg)
 				fn(e, arg);
 }
 
+/* ---- shared attributes ---- */
+
+static bool path_has(const struct rib_attrs *a, const char *name)
+{
+	const char *s = a->path;
+	for (unsigned i = 0; i < a->k.npath; i++) {
+		if (strcmp(s, name) == 0)
+			return true;
+		s += strlen(s) + 1;
+	}
+	return false;
+}
+
+/* Whether p's name is in a's path, as bit p->idx of path_peers. */
+static void attrs_check_path(struct rib_attrs *a, const struct peer *p)
+{
+	uint64_t bit = 1ull << p->idx;
+	if (p->configured && path_has(a, p->cfg.name))
+		a->path_peers |= bit;
+	else
+		a->path_peers &= ~bit;
+}
+
+static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
+{
+	return (uint32_t)XXH3_64bits_withSeed(path, k->path_bytes, XXH3_64bits(k, sizeof(*k)));
+}
+
+static void attrs_grow(struct rib *r)
+{
+	size_t nb = r->nattrs_buckets * 2;
+	struct rib_attrs **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < r->nattrs_buckets; i++) {
+		struct rib_attrs *a = r->attrs[i];
+		while (a) {
+			struct rib_attrs *n = a->hnext;
+			a->hnext = b[a->hash & (nb - 1)];
+			b[a->hash & (nb - 1)] = a;
+			a = n;
+		}
+	}
+	free(r->attrs);
+	r->attrs = b;
+	r->nattrs_buckets = nb;
+}
+
+/* The interned attributes for k and path, with a reference taken; NULL when out of memory. */
+static struct rib_attrs *attrs_get(struct nbrpd *d, const struct rib_attrs_key *k, const char *path)
+{
+	struct rib *r = d->rib;
+	uint32_t hash = attrs_hash(k, path);
+	struct rib_attrs **head = &r->attrs[hash & (r->nattrs_buckets - 1)];
+	for (struct rib_attrs *a = *head; a; a = a->hnext)
+		if (a->hash == hash && memcmp(&a->k, k, sizeof(*k)) == 0 &&
+		    memcmp(a->path, path, k->path_bytes) == 0) {
+			a->refs++;
+			return a;
+		}
+	struct rib_attrs *a = malloc(sizeof(*a) + k->path_bytes);
+	if (!a)
+		return NULL;
+	a->refs = 1;
+	a->hash = hash;
+	memcpy(&a->k, k, sizeof(*k));  /* padding too: keys are compared as bytes */
+	memcpy(a->path, path, k->path_bytes);
+	a->sig = XXH3_64bits(path, k->path_bytes);
+	a->sig ^= (uint64_t)(k->peer ? k->peer->idx + 1 : 0) << 56;
+	a->sig |= 1;                    /* never 0: 0 is "nothing advertised" */
+	a->nh = k->peer ? nexthop_get(d, k->next_hop.family, k->next_hop.addr) : NULL;
+	a->path_peers = 0;
+	for (unsigned i = 0; i < d->npeers && k->npath; i++)
+		attrs_check_path(a, &d->peers[i]);
+	a->hnext = *head;
+	*head = a;
+	if (++r->nattrs > r->nattrs_buckets)
+		attrs_grow(r);
+	return a;
+}
+
+static void attrs_put(struct nbrpd *d, struct rib_attrs *a)
+{
+	if (!a || --a->refs > 0)
+		return;
+	struct rib *r = d->rib;
+	struct rib_attrs **pp = &r->attrs[a->hash & (r->nattrs_buckets - 1)];
+	while (*pp != a)
+		pp = &(*pp)->hnext;
+	*pp = a->hnext;
+	r->nattrs--;
+	nexthop_put(d, a->nh);
+	free(a);
+}
+
+/* The peer said the same again (whatever our local preference for it): the route keeps its age. */
+static bool same_advertisement(const struct rib_attrs *a, const struct rib_attrs *b)
+{
+	return a == b || (a->k.load_ms == b->k.load_ms && a->k.npath == b->k.npath &&
+			  a->k.path_bytes == b->k.path_bytes && memcmp(a->path, b->path, a->k.path_bytes) == 0 &&
+			  memcmp(&a->k.next_hop, &b->k.next_hop, sizeof(a->k.next_hop)) == 0);
+}
+
+static struct rib_route *route_new(struct rib *r, struct rib_attrs *a, uint64_t seq)
+{
+	struct rib_route *rt = slab_alloc(&r->routes);
+	if (!rt)
+		return NULL;
+	rt->next = NULL;
+	rt->a = a;
+	rt->seq = seq;
+	rt->rank = 0;
+	rt->stale = false;
+	return rt;
+}
+
+static void route_free(struct nbrpd *d, struct rib_route *rt)
+{
+	if (!rt)
+		return;
+	attrs_put(d, rt->a);
+	slab_free(&d->rib->routes, rt);
+}
+
+static bool route_usable(const struct rib_route *rt)
+{
+	return !rt->a->nh || rt->a->nh->reachable;
+}
+
 /* ---- the decision ---- */
 
 static const char *route_from(const struct rib_route *rt)
 {
-	return rt->peer ? rt->peer->cfg.name : "";
+	return rt->a->k.peer ? rt->a->k.peer->cfg.name : "";
 }
 
-static int route_cmp(const struct nbrpd *d, const struct rib_route *a, const struct rib_route *b)
+static int route_cmp(const struct nbrpd *d, const struct rib_route *ra, const struct rib_route *rb)
 {
-	if (a->local_pref != b->local_pref)
-		return a->local_pref > b->local_pref ? -1 : 1;
+	const struct rib_attrs *a = ra->a, *b = rb->a;
+	if (a->k.local_pref != b->k.local_pref)
+		return a->k.local_pref > b->k.local_pref ? -1 : 1;
 	uint64_t mph = d->cfg->load_ms_per_hop;
-	uint64_t da = a->npath * mph + a->load_ms, db = b->npath * mph + b->load_ms;
+	uint64_t da = a->k.npath * mph + a->k.load_ms, db = b->k.npath * mph + b->k.load_ms;
 	if (da != db)
 		return da < db ? -1 : 1;
 	/* IP routing decides between routes that are equal at the content level */
@@ -233,9 +399,9 @@ static int route_cmp(const struct nbrpd *d, const struct rib_route *a, const str
 	uint32_t pa = a->nh ? a->nh->as_path_len : 0, pb = b->nh ? b->nh->as_path_len : 0;
 	if (pa != pb)
 		return pa < pb ? -1 : 1;
-	if (a->seq != b->seq)
-		return a->seq < b->seq ? -1 : 1;
-	return strcmp(route_from(a), route_from(b));
+	if (ra->seq != rb->seq)
+		return ra->seq < rb->seq ? -1 : 1;
+	return strcmp(route_from(ra), route_from(rb));
 }
 
 static void mark_dirty(struct rib *r, struct rib_entry *e)
@@ -247,11 +413,31 @@ static void mark_dirty(struct rib *r, struct rib_entry *e)
 	r->dirty = e;
 }
 
+static void rank_routes(struct nbrpd *d, struct rib_entry *e);
+
+/* Ranks the usable routes, best first, and marks the entry for the next flush. */
 static void decide(struct nbrpd *d, struct rib_entry *e)
+{
+	struct rib_route *only = e->routes;
+	if (!only || !only->next) {
+		/* none or one, the usual cases: nothing to compare (max-routes is at least 1) */
+		bool usable = only && route_usable(only);
+		if (only)
+			only->rank = usable;
+		e->best = usable ? only : NULL;
+		e->nbest = usable;
+		mark_dirty(d->rib, e);
+		return;
+	}
+	rank_routes(d, e);
+}
+
+static __attribute__((noinline)) void rank_routes(struct nbrpd *d, struct rib_entry *e)
 {
 	struct rib_route *ranked[NBRPD_MAX_BEST + 1];
 	unsigned n = 0, keep = d->cfg->max_routes;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
+		rt->rank = 0;
 		if (!route_usable(rt))
 			continue;       /* IP routing cannot reach its next hop */
 		/* insertion into the top `keep`, best first */
@@ -264,15 +450,26 @@ static void decide(struct nbrpd *d, struct rib_entry *e)
 		if (i < keep)
 			ranked[i] = rt;
 	}
-	memcpy(e->best, ranked, n * sizeof(ranked[0]));
+	for (unsigned i = 0; i < n; i++)
+		ranked[i]->rank = (uint8_t)(i + 1);
+	e->best = n ? ranked[0] : NULL;
 	e->nbest = (uint8_t)n;
 	mark_dirty(d->rib, e);
+}
+
+/* The ranked routes, best first; returns how many (e->nbest). */
+static unsigned ranked_routes(const struct rib_entry *e, const struct rib_route **out)
+{
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
+		if (rt->rank)
+			out[rt->rank - 1] = rt;
+	return e->nbest;
 }
 
 static struct rib_route *take_route(struct rib_entry *e, const struct peer *p)
 {
 	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
-		if ((*pp)->peer == p) {
+		if ((*pp)->a->k.peer == p) {
 			struct rib_route *rt = *pp;
 			*pp = rt->next;
 			return rt;
@@ -306,7 +503,8 @@ void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c)
 	for (unsigned s = 0; s < c->nservers; s++)
 		if (!c->server_nh[s])
 			c->server_nh[s] = nexthop_get(d, c->servers[s].family, c->servers[s].addr);
-	struct rib_entry *e = get_or_add(d->rib, &c->name);
+	uint32_t hash = name_hash(c->name.wire, c->name.len);
+	struct rib_entry *e = get_or_add(d->rib, c->name.wire, c->name.len, hash);
 	if (!e) {
 		log_err("out of memory for content routes");
 		return;
@@ -315,20 +513,31 @@ void rib_content_changed(struct nbrpd *d, struct nbrpd_content *c)
 	const struct route *first = first_up_server(c);
 	if (!first) {
 		/* no server answers: the name is withdrawn here */
-		free(old);
+		route_free(d, old);
 		decide(d, e);
 		return;
 	}
-	struct rib_route *rt = old ? old : calloc(1, sizeof(*rt));
-	if (!rt) {
+	struct rib_attrs_key k;
+	memset(&k, 0, sizeof(k));
+	k.content = c;
+	k.local_pref = LOCAL_PREF_LOCAL;
+	k.load_ms = first->load_ms;
+	struct rib_attrs *a = attrs_get(d, &k, "");
+	struct rib_route *rt = old;
+	if (a && !rt)
+		rt = route_new(d->rib, a, d->rib->seq++);
+	else if (a)
+		attrs_put(d, rt->a);    /* a content's route keeps its age */
+	if (!a || !rt) {
+		attrs_put(d, a);
+		if (old) {
+			old->next = e->routes;
+			e->routes = old;
+		}
 		log_err("out of memory for content routes");
 		return;
 	}
-	rt->content = c;
-	rt->local_pref = LOCAL_PREF_LOCAL;
-	rt->load_ms = first->load_ms;
-	if (!old)
-		rt->seq = d->rib->seq++;
+	rt->a = a;
 	rt->next = e->routes;
 	e->routes = rt;
 	decide(d, e);
@@ -342,20 +551,9 @@ void rib_set_local(struct nbrpd *d, struct nbrpd_config *cfg)
 
 /* ---- from peers ---- */
 
-static bool path_has(const struct rib_route *rt, const char *name)
+static void withdraw_name(struct nbrpd *d, struct peer *p, const uint8_t *wire, size_t len)
 {
-	const char *s = rt->path;
-	for (unsigned i = 0; i < rt->npath; i++) {
-		if (strcmp(s, name) == 0)
-			return true;
-		s += strlen(s) + 1;
-	}
-	return false;
-}
-
-static void withdraw_name(struct nbrpd *d, struct peer *p, const struct name *n)
-{
-	struct rib_entry *e = lookup(d->rib, n);
+	struct rib_entry *e = lookup(d->rib, wire, len, name_hash(wire, len));
 	struct rib_route *old = e ? take_route(e, p) : NULL;
 	if (!old)
 		return;
@@ -364,50 +562,56 @@ static void withdraw_name(struct nbrpd *d, struct peer *p, const struct name *n)
 	decide(d, e);
 }
 
-static struct rib_route *route_from_update(struct nbrpd *d, struct peer *p, const Nbrp__Route *r)
+/* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
+static struct rib_attrs *attrs_from_update(struct nbrpd *d, struct peer *p, const Nbrp__Route *r)
 {
+	char path[NBRP_MAX_PATH * (NBRP_ROUTER_NAME_MAX + 1)];
 	size_t bytes = 0;
-	for (size_t i = 0; i < r->n_path; i++)
-		bytes += strlen(r->path[i]) + 1;
-	struct rib_route *rt = calloc(1, sizeof(*rt) + bytes);
-	if (!rt)
-		return NULL;
-	rt->peer = p;
-	rt->server = p->cfg.server_mode;
-	rt->local_pref = p->cfg.local_pref;
-	rt->load_ms = r->load_ms;
-	rt->seq = d->rib->seq++;
-	rt->next_hop.family = r->next_hop.len == 4 ? AF_INET : AF_INET6;
-	memcpy(rt->next_hop.addr, r->next_hop.data, r->next_hop.len);
-	rt->next_hop.port = (uint16_t)r->next_hop_port;
-	rt->nh = nexthop_get(d, rt->next_hop.family, rt->next_hop.addr);
-	rt->npath = (uint8_t)r->n_path;
-	rt->path_bytes = (uint16_t)bytes;
-	char *s = rt->path;
 	for (size_t i = 0; i < r->n_path; i++) {
 		size_t l = strlen(r->path[i]) + 1;
-		memcpy(s, r->path[i], l);
-		s += l;
+		memcpy(path + bytes, r->path[i], l);
+		bytes += l;
 	}
-	return rt;
+	struct rib_attrs_key k;
+	memset(&k, 0, sizeof(k));
+	k.peer = p;
+	k.server = p->cfg.server_mode;
+	k.local_pref = p->cfg.local_pref;
+	k.load_ms = r->load_ms;
+	k.next_hop.family = r->next_hop.len == 4 ? AF_INET : AF_INET6;
+	memcpy(k.next_hop.addr, r->next_hop.data, r->next_hop.len);
+	k.next_hop.port = (uint16_t)r->next_hop_port;
+	k.npath = (uint8_t)r->n_path;
+	k.path_bytes = (uint16_t)bytes;
+	return attrs_get(d, &k, path);
+}
+
+/* The import policy for a peer's name (one with rules: see import_all). */
+static bool import_allows(const struct peer *p, const ProtobufCBinaryData *b)
+{
+	const struct nbrpd_policy *pol = &p->cfg.import;
+	struct name n;
+	n.len = (uint8_t)b->len;
+	memcpy(n.wire, b->data, b->len);
+	return nbrpd_policy_allows(pol, &n);
 }
 
 static void notify_peer(struct nbrpd *d, struct peer *p, uint8_t code, uint8_t sub, const char *text);
 
 void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 {
-	struct name n;
 	/*
 	 * A name that does not parse cannot be withdrawn either, so what the
 	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
 	 */
 	for (size_t i = 0; i < u->n_withdrawn; i++) {
-		if (nbrp_name_of(&u->withdrawn[i], &n) < 0) {
+		const ProtobufCBinaryData *b = &u->withdrawn[i];
+		if (!nbrp_name_valid(b)) {
 			notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a withdrawn name is not a canonical wire name");
 			return;
 		}
 		p->withdrawn_in++;
-		withdraw_name(d, p, &n);
+		withdraw_name(d, p, b->data, b->len);
 	}
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *r = u->routes[i];
@@ -423,25 +627,31 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 				if (strcmp(r->path[k], d->cfg->router_name) == 0)
 					usable = false;
 		}
-		struct rib_route *tmpl = usable ? route_from_update(d, p, r) : NULL;
+		/* every name of the Route shares its attributes and its arrival */
+		struct rib_attrs *a = usable ? attrs_from_update(d, p, r) : NULL;
+		uint64_t seq = a ? d->rib->seq++ : 0;
+		/* no import rules: the default decides for every name, no name needs building */
+		bool import_all = p->cfg.import.nrules == 0 && !p->cfg.import.default_deny;
+		bool import_none = p->cfg.import.nrules == 0 && p->cfg.import.default_deny;
 		for (size_t k = 0; k < r->n_names; k++) {
-			if (nbrp_name_of(&r->names[k], &n) < 0) {
-				route_free(d, tmpl);
+			const ProtobufCBinaryData *b = &r->names[k];
+			if (!nbrp_name_valid(b)) {
+				attrs_put(d, a);
 				notify_peer(d, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
 				return;
 			}
-			if (!tmpl || !nbrpd_policy_allows(&p->cfg.import, &n)) {
-				withdraw_name(d, p, &n);
+			if (!a || import_none || (!import_all && !import_allows(p, b))) {
+				withdraw_name(d, p, b->data, b->len);
 				continue;
 			}
-			struct rib_entry *e = get_or_add(d->rib, &n);
+			struct rib_entry *e = get_or_add(d->rib, b->data, b->len, name_hash(b->data, b->len));
 			if (!e)
 				continue;
 			struct rib_route *old = take_route(e, p);
 			if (!old && p->cfg.max_names && p->names >= p->cfg.max_names) {
 				if (p->cfg.max_action == MAX_NAMES_SHUT) {
 					decide(d, e);
-					route_free(d, tmpl);
+					attrs_put(d, a);
 					notify_peer(d, p, NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES,
 						    "more names than max-names allows");
 					return;
@@ -456,7 +666,8 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 					continue;
 				}
 			}
-			struct rib_route *rt = malloc(sizeof(*rt) + tmpl->path_bytes);
+			/* an unchanged route keeps its age */
+			struct rib_route *rt = route_new(d->rib, a, old && same_advertisement(old->a, a) ? old->seq : seq);
 			if (!rt) {
 				route_free(d, old);
 				if (old)
@@ -464,25 +675,16 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 				decide(d, e);
 				continue;
 			}
-			memcpy(rt, tmpl, sizeof(*rt) + tmpl->path_bytes);
-			if (rt->nh)
-				rt->nh->refs++;
-			if (old) {
-				/* an unchanged route keeps its age */
-				if (old->load_ms == rt->load_ms && old->npath == rt->npath &&
-				    old->path_bytes == rt->path_bytes &&
-				    memcmp(old->path, rt->path, rt->path_bytes) == 0 &&
-				    memcmp(&old->next_hop, &rt->next_hop, sizeof(rt->next_hop)) == 0)
-					rt->seq = old->seq;
+			a->refs++;
+			if (old)
 				route_free(d, old);
-			} else {
+			else
 				p->names++;
-			}
 			rt->next = e->routes;
 			e->routes = rt;
 			decide(d, e);
 		}
-		route_free(d, tmpl);
+		attrs_put(d, a);
 	}
 }
 
@@ -510,7 +712,7 @@ void rib_peer_stale(struct nbrpd *d, struct peer *p)
 		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
 			e->adv_mask &= ~bit;    /* its Adj-RIB-Out went with the session */
 			for (struct rib_route *rt = e->routes; rt; rt = rt->next)
-				if (rt->peer == p)
+				if (rt->a->k.peer == p)
 					rt->stale = true;       /* the decision does not change */
 		}
 }
@@ -522,7 +724,7 @@ void rib_peer_sweep(struct nbrpd *d, struct peer *p)
 	for (size_t i = 0; i < r->nbuckets; i++)
 		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
 			for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
-				if ((*pp)->peer == p && (*pp)->stale) {
+				if ((*pp)->a->k.peer == p && (*pp)->stale) {
 					struct rib_route *old = *pp;
 					*pp = old->next;
 					route_free(d, old);
@@ -541,7 +743,7 @@ void rib_nexthop_changed(struct nbrpd *d, struct nexthop *nh)
 	for (size_t i = 0; i < r->nbuckets; i++)
 		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext)
 			for (struct rib_route *rt = e->routes; rt; rt = rt->next)
-				if (rt->nh == nh) {
+				if (rt->a->nh == nh) {
 					decide(d, e);
 					break;
 				}
@@ -554,6 +756,7 @@ void rib_nexthop_changed(struct nbrpd *d, struct nexthop *nh)
 			}
 	}
 }
+
 
 /* ---- to peers ---- */
 
@@ -609,19 +812,17 @@ static void batch_withdraw(struct nbrpd *d, struct peer *p, struct rib_entry *e)
 		batch_send(d, p);
 }
 
-static uint32_t advertised_load(const struct nbrpd *d, const struct rib_route *best)
+static uint32_t advertised_load(const struct nbrpd *d, const struct rib_attrs *best)
 {
-	return (uint32_t)best->npath + 1 <= d->cfg->load_radius ? best->load_ms : 0;
+	return (uint32_t)best->k.npath + 1 <= d->cfg->load_radius ? best->k.load_ms : 0;
 }
-
-static uint64_t route_sig(const struct rib_route *rt);
 
 static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e)
 {
-	const struct rib_route *best = e->best[0];
+	const struct rib_attrs *best = e->best->a;
 	Nbrp__Update *u = &batch.u;
 	uint32_t load = advertised_load(d, best);
-	uint64_t sig = route_sig(best) ^ ((uint64_t)load << 1);
+	uint64_t sig = best->sig ^ ((uint64_t)load << 1);
 	ProtobufCBinaryData *name = &batch.names[batch.nnames];
 	name->data = e->wire;
 	name->len = e->len;
@@ -646,11 +847,11 @@ static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e
 	char **path = batch.paths[k];
 	path[0] = d->cfg->router_name;
 	const char *s = best->path;
-	for (unsigned i = 0; i < best->npath; i++) {
+	for (unsigned i = 0; i < best->k.npath; i++) {
 		path[i + 1] = (char *)s;
 		s += strlen(s) + 1;
 	}
-	r->n_path = best->npath + 1u;
+	r->n_path = best->k.npath + 1u;
 	r->path = path;
 	u->routes[k] = r;
 	u->n_routes++;
@@ -658,36 +859,37 @@ static void batch_advertise(struct nbrpd *d, struct peer *p, struct rib_entry *e
 		batch_send(d, p);
 }
 
-static bool advertisable_to(const struct nbrpd *d, const struct rib_entry *e, const struct peer *p)
+static __attribute__((noinline)) bool export_allows(const struct peer *p, const struct rib_entry *e)
+{
+	struct name n;
+	rib_entry_name(e, &n);
+	return nbrpd_policy_allows(&p->cfg.export, &n);
+}
+
+/* Once per name and peer in a flush: small enough to inline, the policy out of line. */
+static inline bool advertisable_to(const struct nbrpd *d, const struct rib_entry *e, const struct peer *p)
 {
 	if (e->nbest == 0)
 		return false;
-	const struct rib_route *best = e->best[0];
+	const struct rib_attrs *best = e->best->a;
 	if (p->cfg.server_mode)
 		return false;           /* a content server is not told routes */
-	if (best->peer == p || path_has(best, p->cfg.name) || best->npath + 1u > NBRP_MAX_PATH)
+	if (best->k.peer == p || (best->path_peers & (1ull << p->idx)) || best->k.npath + 1u > NBRP_MAX_PATH)
 		return false;
-	if (p->cfg.export.nrules || p->cfg.export.default_deny) {
-		struct name n;
-		rib_entry_name(e, &n);
-		if (!nbrpd_policy_allows(&p->cfg.export, &n))
-			return false;
-	}
+	if ((p->cfg.export.nrules || p->cfg.export.default_deny) && !export_allows(p, e))
+		return false;
 	(void)d;
 	return true;
-}
-
-static uint64_t route_sig(const struct rib_route *rt)
-{
-	uint64_t h = XXH3_64bits(rt->path, rt->path_bytes);
-	h ^= (uint64_t)(rt->peer ? rt->peer->idx + 1 : 0) << 56;
-	return h | 1;                   /* never 0: 0 is "nothing advertised" */
 }
 
 void rib_peer_up(struct nbrpd *d, struct peer *p)
 {
 	uint64_t bit = 1ull << p->idx;
 	struct rib *r = d->rib;
+	/* the slot may have held another peer, by another name */
+	for (size_t i = 0; i < r->nattrs_buckets; i++)
+		for (struct rib_attrs *a = r->attrs[i]; a; a = a->hnext)
+			attrs_check_path(a, p);
 	batch_reset();
 	for (size_t i = 0; i < r->nbuckets; i++)
 		for (struct rib_entry *e = r->buckets[i]; e; e = e->hnext) {
@@ -742,10 +944,10 @@ void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nb
 		bool kept = false;
 		for (unsigned k = 0; k < new_cfg->ncontent && !kept; k++)
 			kept = name_equal(&new_cfg->content[k].name, &c->name);
-		struct rib_entry *e = kept ? NULL : lookup(d->rib, &c->name);
+		struct rib_entry *e = kept ? NULL : lookup_name(d->rib, &c->name);
 		struct rib_route *rt = e ? take_route(e, NULL) : NULL;
 		if (rt) {
-			free(rt);               /* local routes hold no next hop */
+			route_free(d, rt);
 			decide(d, e);
 		}
 		for (unsigned s = 0; s < c->nservers; s++)
@@ -759,23 +961,26 @@ void rib_reload_content(struct nbrpd *d, struct nbrpd_config *old_cfg, struct nb
 unsigned rib_fib_routes(const struct nbrpd *d, const struct rib_entry *e, struct route *out)
 {
 	unsigned n = 0;
+	const struct rib_route *best[NBRPD_MAX_BEST];
+	unsigned nbest = ranked_routes(e, best);
 	(void)d;
-	for (unsigned b = 0; b < e->nbest && n < ROUTESET_MAX_ROUTES; b++) {
-		const struct rib_route *rt = e->best[b];
-		if (!rt->peer) {
-			uint32_t usable = content_usable(rt->content);
-			for (unsigned s = 0; s < rt->content->nservers && n < ROUTESET_MAX_ROUTES; s++)
+	for (unsigned b = 0; b < nbest && n < ROUTESET_MAX_ROUTES; b++) {
+		const struct rib_attrs *a = best[b]->a;
+		if (!a->k.peer) {
+			const struct nbrpd_content *c = a->k.content;
+			uint32_t usable = content_usable(c);
+			for (unsigned s = 0; s < c->nservers && n < ROUTESET_MAX_ROUTES; s++)
 				if (usable & (1u << s))
-					out[n++] = rt->content->servers[s];
+					out[n++] = c->servers[s];
 			continue;
 		}
 		struct route *r = &out[n++];
 		memset(r, 0, sizeof(*r));
-		r->kind = rt->server ? ROUTE_SERVER : ROUTE_ROUTER;
-		r->family = (uint8_t)rt->next_hop.family;
-		r->port = rt->next_hop.port;
-		r->load_ms = rt->load_ms;
-		memcpy(r->addr, rt->next_hop.addr, 16);
+		r->kind = a->k.server ? ROUTE_SERVER : ROUTE_ROUTER;
+		r->family = (uint8_t)a->k.next_hop.family;
+		r->port = a->k.next_hop.port;
+		r->load_ms = a->k.load_ms;
+		memcpy(r->addr, a->k.next_hop.addr, 16);
 	}
 	return n;
 }
@@ -830,8 +1035,8 @@ void rib_flush(struct nbrpd *d)
 	/* what each changed entry now says to peers, and whether that changed enough to resend */
 	uint64_t now = uv_now(d->loop);
 	for (struct rib_entry *e = r->dirty; e; e = e->dirty_next) {
-		uint64_t sig = e->nbest ? route_sig(e->best[0]) : 0;
-		uint32_t load = e->nbest ? advertised_load(d, e->best[0]) : 0;
+		uint64_t sig = e->nbest ? e->best->a->sig : 0;
+		uint32_t load = e->nbest ? advertised_load(d, e->best->a) : 0;
 		uint32_t diff = load > e->adv_load ? load - e->adv_load : e->adv_load - load;
 		bool load_news = diff > 0 && diff >= d->cfg->load_threshold_ms;
 		if (sig == e->adv_sig && load_news && now - e->adv_time < d->cfg->load_interval_ms) {
@@ -877,12 +1082,12 @@ void rib_flush(struct nbrpd *d)
 		e->dirty_next = NULL;
 		if (!e->routes && !e->adv_mask && !e->deferred) {
 			/* known to no one any more: the entry can go */
-			struct rib_entry **pp = &r->buckets[bucket_of(r, e->wire, e->len)];
+			struct rib_entry **pp = &r->buckets[e->hash & (r->nbuckets - 1)];
 			while (*pp != e)
 				pp = &(*pp)->hnext;
 			*pp = e->hnext;
 			r->count--;
-			free(e);
+			entry_free(r, e);
 		}
 		e = next;
 	}
@@ -948,16 +1153,10 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, c
 	name_to_text(&n, name, sizeof(name));
 	/* all routes: the ranked ones in rank order, then the rest */
 	const struct rib_route *order[NBRPD_MAX_PEERS + 1];
-	unsigned cnt = 0;
-	for (unsigned i = 0; i < e->nbest; i++)
-		order[cnt++] = e->best[i];
-	for (const struct rib_route *rt = e->routes; rt && cnt < NBRPD_MAX_PEERS + 1; rt = rt->next) {
-		bool ranked = false;
-		for (unsigned i = 0; i < e->nbest; i++)
-			ranked |= e->best[i] == rt;
-		if (!ranked)
+	unsigned cnt = ranked_routes(e, order);
+	for (const struct rib_route *rt = e->routes; rt && cnt < NBRPD_MAX_PEERS + 1; rt = rt->next)
+		if (!rt->rank)
 			order[cnt++] = rt;
-	}
 	/* JSON: one line per route, so a line stays bounded whatever the paths */
 	if (json) {
 		sb_add(&b, "{\"name\": \"");
@@ -969,26 +1168,27 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, c
 	sb_line(&b, line, arg);
 	for (unsigned i = 0; i < cnt; i++) {
 		const struct rib_route *rt = order[i];
+		const struct rib_attrs *a = rt->a;
 		char hop[96] = "local";
-		if (rt->peer)
-			nbrpd_endpoint_format(&rt->next_hop, hop, sizeof(hop));
+		if (a->k.peer)
+			nbrpd_endpoint_format(&a->k.next_hop, hop, sizeof(hop));
 		if (json) {
 			sb_add(&b, "{\"rank\": %u, \"best\": %s, \"from\": \"", i < e->nbest ? i + 1 : 0,
 			       i == 0 ? "true" : "false");
-			sb_json(&b, rt->peer ? rt->peer->cfg.name : "");
+			sb_json(&b, route_from(rt));
 			sb_add(&b, "\", \"next_hop\": \"%s\", \"path\": [", hop);
-		} else if (rt->peer) {
+		} else if (a->k.peer) {
 			sb_add(&b, "  %s %s via %s from %s, path [", i == 0 ? "*" : " ",
-			       i < e->nbest ? "ranked" : "      ", hop, rt->peer->cfg.name);
+			       i < e->nbest ? "ranked" : "      ", hop, a->k.peer->cfg.name);
 		} else {
 			sb_add(&b, "  %s %s local content, %u of %u servers up, load %u ms", i == 0 ? "*" : " ",
-			       i < e->nbest ? "ranked" : "      ", (unsigned)__builtin_popcount(rt->content->up_mask),
-			       rt->content->nservers, rt->load_ms);
+			       i < e->nbest ? "ranked" : "      ", (unsigned)__builtin_popcount(a->k.content->up_mask),
+			       a->k.content->nservers, a->k.load_ms);
 			sb_line(&b, line, arg);
 			continue;
 		}
-		const char *p = rt->path;
-		for (unsigned k = 0; k < rt->npath; k++) {
+		const char *p = a->path;
+		for (unsigned k = 0; k < a->k.npath; k++) {
 			if (json) {
 				sb_add(&b, "%s\"", k ? ", " : "");
 				sb_json(&b, p);
@@ -999,19 +1199,20 @@ void rib_describe(const struct nbrpd *d, const struct rib_entry *e, bool json, c
 			p += strlen(p) + 1;
 		}
 		char ip[200] = "";
-		if (rt->nh && d->bird)
-			nexthop_format(rt->nh, ip, sizeof(ip));
+		const struct nexthop *nh = a->nh;
+		if (nh && d->bird)
+			nexthop_format(nh, ip, sizeof(ip));
 		if (json)
 			sb_add(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
 			       "\"ip_known\": %s, \"ip_reachable\": %s, \"igp_metric\": %u, \"as_path_len\": %u, "
 			       "\"ip_protocol\": \"%s\"}%s",
-			       rt->load_ms, rt->local_pref, rt->stale ? "true" : "false",
-			       route_usable(rt) ? "true" : "false", rt->nh && rt->nh->known ? "true" : "false",
-			       !rt->nh || rt->nh->reachable ? "true" : "false", rt->nh ? rt->nh->igp_metric : 0,
-			       rt->nh ? rt->nh->as_path_len : 0, rt->nh ? rt->nh->protocol : "",
+			       a->k.load_ms, a->k.local_pref, rt->stale ? "true" : "false",
+			       route_usable(rt) ? "true" : "false", nh && nh->known ? "true" : "false",
+			       !nh || nh->reachable ? "true" : "false", nh ? nh->igp_metric : 0,
+			       nh ? nh->as_path_len : 0, nh ? nh->protocol : "",
 			       i + 1 < cnt ? "," : "");
 		else
-			sb_add(&b, "], load %u ms, local-pref %u%s%s%s%s", rt->load_ms, rt->local_pref,
+			sb_add(&b, "], load %u ms, local-pref %u%s%s%s%s", a->k.load_ms, a->k.local_pref,
 			       rt->stale ? ", stale" : "", route_usable(rt) ? "" : ", UNUSABLE",
 			       ip[0] ? "; BIRD: " : "", ip);
 		sb_line(&b, line, arg);
