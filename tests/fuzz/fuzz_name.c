@@ -63,8 +63,19 @@ static void check_packet_against_ldns(const uint8_t *data, size_t size)
 		abort();
 }
 
+/* The in-place check says yes exactly when name_from_wire takes the bytes as they are. */
+static void check_wire_canonical(const uint8_t *data, size_t size)
+{
+	struct name n;
+	bool as_is = size > 0 && name_from_wire(&n, data, size) == NAME_OK && n.len == size &&
+		     memcmp(n.wire, data, size) == 0;
+	if (name_wire_canonical(data, size) != as_is)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	check_wire_canonical(data, size);
 	check_text_round_trip(data, size);
 	check_packet_against_ldns(data, size);
 	return 0;
