@@ -45,5 +45,7 @@ bool route_addr_parse(struct route *r, const char *text);
 /* Writes the address as text; buf needs INET6_ADDRSTRLEN bytes. */
 const char *route_addr_format(const struct route *r, char *buf, size_t len);
 bool route_equal(const struct route *a, const struct route *b);
+/* The route's address and port for connect()/sendto(); returns the length to pass. */
+socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss);
 
 #endif
