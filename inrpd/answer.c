@@ -42,6 +42,8 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(acl_refused);
 	ADD(pending_full);
 	ADD(bad_upstream);
+	ADD(upstream_tcp);
+	ADD(upstream_tcp_full);
 #undef ADD
 }
 

@@ -33,6 +33,17 @@
  * Answers are matched by id, source address and port, and question; the
  * source port of an engine's socket is fixed (chosen by the kernel), so
  * ids are random to make off-path spoofing cost 2^16 guesses per query.
+ *
+ * Truncated answers (TC: upstream's answer did not fit its UDP limit,
+ * which may be lower than the 4096 bytes we advertise): for a client that
+ * asked over TCP the engine asks the same hop again over TCP (RFC 7766),
+ * as Unbound and dnsdist do, with a fresh id and a fresh share of the
+ * budget, and relays that answer; the transport does the TCP I/O
+ * (struct fwd_tcp_ops, only the main thread's engine has it).  The TCP
+ * exchange is an attempt like any other: its deadline in the heap, a
+ * timeout or a failed connection moves on to the next alternate.  A UDP
+ * client gets the TC answer as before: it asks us again over TCP, and
+ * then this path applies, so the UDP workers need no TCP of their own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -89,6 +100,7 @@ struct fwd_pending {
 	uint64_t end_us;                /* of the whole query */
 	uint64_t sent_us;
 	struct fwd_hop *hop;            /* NULL: the table was full */
+	struct fwd_tcp_conn *tcp;       /* the attempt is a TCP exchange; NULL: UDP */
 	struct fwd_client client;
 	struct fwd_request req;
 };
@@ -96,6 +108,7 @@ struct fwd_pending {
 struct fwd_engine {
 	fwd_deliver_fn deliver;
 	void *ctx;
+	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
 	struct inrpd_counters *cnt;
 	int fd4, fd6;
 	uint64_t rng;
@@ -271,9 +284,20 @@ static void heap_remove(struct fwd_engine *e, uint32_t slot)
 
 /* ---- slots ---- */
 
+/* Abandons the slot's TCP exchange: the transport closes it and reports nothing. */
+static void tcp_drop(struct fwd_engine *e, struct fwd_pending *p)
+{
+	struct fwd_tcp_conn *c = p->tcp;
+	if (!c)
+		return;
+	p->tcp = NULL;
+	e->tcp.abort(e->ctx, c);
+}
+
 static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 {
 	uint32_t slot = (uint32_t)(p - e->slots);
+	tcp_drop(e, p);
 	if (e->idmap[p->id] == slot + 1)
 		e->idmap[p->id] = 0;
 	p->used = false;
@@ -342,9 +366,12 @@ static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, str
 	return best;
 }
 
-static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, uint32_t attempt_ms)
+/* Room for our outgoing queries: header, question, OPT RR with the INRP option. */
+#define FWD_QUERY_MAX (DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN + 4 + INRP_QUERY_OPT_MAX)
+
+/* The query for an attempt of attempt_ms; returns its length (0: does not fit). */
+static size_t build_query(const struct fwd_pending *p, uint32_t attempt_ms, uint8_t *msg, size_t cap)
 {
-	const struct route *r = &p->req.cand[i];
 	const struct fwd_request *req = &p->req;
 	uint8_t opt[INRP_QUERY_OPT_MAX];
 	struct dns_query_spec s = {
@@ -370,28 +397,18 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		s.opt_len = (uint16_t)inrp_query_opt_write(&o, opt);
 		s.opt_data = opt;
 	}
-	uint8_t msg[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN + 4 + INRP_QUERY_OPT_MAX];
-	size_t len = dns_query_write(&s, msg, sizeof(msg));
+	return dns_query_write(&s, msg, cap);
+}
+
+static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, uint32_t attempt_ms)
+{
+	const struct route *r = &p->req.cand[i];
+	uint8_t msg[FWD_QUERY_MAX];
+	size_t len = build_query(p, attempt_ms, msg, sizeof(msg));
 
 	struct sockaddr_storage ss;
-	socklen_t sl;
-	memset(&ss, 0, sizeof(ss));
-	int fd;
-	if (r->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(r->port);
-		memcpy(&sin->sin_addr, r->addr, 4);
-		sl = sizeof(*sin);
-		fd = e->fd4;
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(r->port);
-		memcpy(&sin6->sin6_addr, r->addr, 16);
-		sl = sizeof(*sin6);
-		fd = e->fd6;
-	}
+	socklen_t sl = route_sockaddr(r, &ss);
+	int fd = r->family == AF_INET ? e->fd4 : e->fd6;
 	if (fd < 0 || len == 0)
 		return -1;
 	ssize_t n;
@@ -403,6 +420,37 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * This attempt's share of the time left: the remaining budget divided
+ * over it and the attempts still possible (untried alternates, and every
+ * candidate again for each round left), at least FWD_MIN_ATTEMPT_MS.
+ */
+static uint32_t attempt_ms(const struct fwd_pending *p, uint64_t now)
+{
+	unsigned left = p->rounds_left * p->req.ncand;
+	for (unsigned k = 0; k < p->req.ncand; k++)
+		if (!(p->tried & (1u << k)))
+			left++;
+	uint64_t remaining_ms = (p->end_us - now) / 1000;
+	uint64_t ms = remaining_ms / (left + 1);
+	if (ms < FWD_MIN_ATTEMPT_MS)
+		ms = remaining_ms < FWD_MIN_ATTEMPT_MS ? remaining_ms : FWD_MIN_ATTEMPT_MS;
+	return ms == 0 ? 1 : (uint32_t)ms;
+}
+
+/* A fresh random id, none in flight; the old one no longer finds the slot. */
+static uint16_t new_id(struct fwd_engine *e, struct fwd_pending *p)
+{
+	uint32_t slot = (uint32_t)(p - e->slots);
+	if (e->idmap[p->id] == slot + 1)
+		e->idmap[p->id] = 0;
+	uint16_t id;
+	do
+		id = (uint16_t)rng_next(e);
+	while (e->idmap[id] != 0);
+	return id;
 }
 
 /* Sends the query to the best untried candidate; fails the query when none is left. */
@@ -424,35 +472,21 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 			return;
 		}
 		p->tried |= 1u << i;
-		unsigned left = p->rounds_left * p->req.ncand;
-		for (unsigned k = 0; k < p->req.ncand; k++)
-			if (!(p->tried & (1u << k)))
-				left++;
-		uint64_t remaining_ms = (p->end_us - now) / 1000;
-		uint64_t ms = remaining_ms / (left + 1);
-		if (ms < FWD_MIN_ATTEMPT_MS)
-			ms = remaining_ms < FWD_MIN_ATTEMPT_MS ? remaining_ms : FWD_MIN_ATTEMPT_MS;
-		if (ms == 0)
-			ms = 1;
+		uint32_t ms = attempt_ms(p, now);
 
 		/* a fresh random id per attempt: a late answer to the last one is not taken */
-		if (e->idmap[p->id] == slot + 1)
-			e->idmap[p->id] = 0;
-		uint16_t id;
-		do
-			id = (uint16_t)rng_next(e);
-		while (e->idmap[id] != 0);
+		uint16_t id = new_id(e, p);
 		p->id = id;
 
 		if (h)
 			RELAXED_ADD(&hop_counts(e, h)->queries, 1);
-		if (send_attempt(e, p, (unsigned)i, (uint32_t)ms) < 0)
+		if (send_attempt(e, p, (unsigned)i, ms) < 0)
 			continue;               /* unreachable at once: next alternate */
 		e->idmap[id] = (uint16_t)(slot + 1);
 		p->cur = (uint8_t)i;
 		p->hop = h;
 		p->sent_us = now;
-		p->deadline_us = now + ms * 1000;
+		p->deadline_us = now + (uint64_t)ms * 1000;
 		heap_push(e, slot);
 		return;
 	}
@@ -478,6 +512,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
 	p->hop = NULL;
+	p->tcp = NULL;
 	p->id = 0;
 	p->client = *client;
 	p->req = *req;
@@ -499,6 +534,81 @@ static bool source_matches(const struct route *r, const struct sockaddr_storage 
 	return false;
 }
 
+/*
+ * Asks p's hop again over TCP after a truncated answer; p is out of the
+ * heap.  Returns false when it does not (no TCP in this engine, a UDP
+ * client, no time left, no connection to be had): the caller then relays
+ * the truncated answer.
+ */
+static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
+{
+	uint32_t slot = (uint32_t)(p - e->slots);
+	/* a UDP client can use TC: it asks us again over TCP, and comes here then */
+	if (!e->tcp.open || p->req.limit_udp)
+		return false;
+	uint64_t now = now_us();
+	if (now >= p->end_us)
+		return false;
+	uint32_t ms = attempt_ms(p, now);
+	/* left out of the id map: only our connection can bring this answer */
+	p->id = new_id(e, p);
+	uint8_t msg[FWD_QUERY_MAX];
+	size_t len = build_query(p, ms, msg, sizeof(msg));
+	struct fwd_tcp_conn *c = len ? e->tcp.open(e->ctx, &p->req.cand[p->cur], msg, len, slot) : NULL;
+	if (!c) {
+		CNT_INC(e->cnt, upstream_tcp_full);
+		return false;
+	}
+	CNT_INC(e->cnt, upstream_tcp);
+	if (p->hop)
+		RELAXED_ADD(&hop_counts(e, p->hop)->queries, 1);
+	p->tcp = c;
+	p->sent_us = now;
+	p->deadline_us = now + (uint64_t)ms * 1000;
+	heap_push(e, slot);
+	return true;
+}
+
+/* A checked answer for p, which is out of the heap: relayed, or asked again over TCP. */
+static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
+			  const struct dns_upstream_answer *a, bool over_tcp)
+{
+	uint64_t now = now_us();
+	struct fwd_hop *h = p->hop;
+	struct inrp_response_opt hop_opt, *from_hop = NULL;
+	if (h) {
+		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
+		/* a TCP exchange's time includes the handshake: not the hop's RTT */
+		if (!over_tcp)
+			hop_sample(h, now - p->sent_us);
+	}
+	if (!p->req.fallback && a->has_opt) {
+		const uint8_t *d;
+		size_t dl;
+		const char *why;
+		if (inrp_find_option(pkt + a->opts_off, a->opts_len, INRP_OPTION_CODE, &d, &dl) &&
+		    inrp_response_opt_parse(d, dl, &hop_opt, &why) == 0) {
+			from_hop = &hop_opt;
+			if (h) {
+				__atomic_store_n(&h->load_ms, hop_opt.load_ms, __ATOMIC_RELAXED);
+				__atomic_store_n(&h->load_known, 1, __ATOMIC_RELAXED);
+			}
+		}
+	}
+	if (a->tc && !over_tcp && ask_over_tcp(e, p))
+		return;
+	uint64_t router_id = p->req.router_id;
+	size_t n = inrpd_answer_relay(&p->req, router_id, pkt, len, a, from_hop,
+				      e->obuf, sizeof(e->obuf));
+	if (n == 0) {
+		/* records we cannot decode: as good as no answer */
+		CNT_INC(e->cnt, bad_upstream);
+		attempt(e, p, router_id);
+		return;
+	}
+	finish_query(e, p, n);
+}
+
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 		      const struct sockaddr_storage *from)
 {
@@ -517,40 +627,37 @@ static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 	const char *why;
 	if (dns_upstream_answer_parse(pkt, len, id, &p->req.target, p->req.q.qtype, p->req.q.qclass,
 				      &a, &why) < 0) {
+		/* maybe a spoofer's: the real answer may still come */
 		CNT_INC(e->cnt, bad_upstream);
 		log_debug("forward: ignoring an answer: %s", why);
 		return;
 	}
-	uint64_t now = now_us();
-	struct fwd_hop *h = p->hop;
-	struct inrp_response_opt hop_opt, *from_hop = NULL;
-	if (h) {
-		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
-		hop_sample(h, now - p->sent_us);
-	}
-	if (!p->req.fallback && a.has_opt) {
-		const uint8_t *d;
-		size_t dl;
-		if (inrp_find_option(pkt + a.opts_off, a.opts_len, INRP_OPTION_CODE, &d, &dl) &&
-		    inrp_response_opt_parse(d, dl, &hop_opt, &why) == 0) {
-			from_hop = &hop_opt;
-			if (h) {
-				__atomic_store_n(&h->load_ms, hop_opt.load_ms, __ATOMIC_RELAXED);
-				__atomic_store_n(&h->load_known, 1, __ATOMIC_RELAXED);
-			}
-		}
-	}
-	uint64_t router_id = p->req.router_id;
-	heap_remove(e, (uint32_t)(p - e->slots));
-	size_t n = inrpd_answer_relay(&p->req, router_id, pkt, len, &a, from_hop,
-				      e->obuf, sizeof(e->obuf));
-	if (n == 0) {
-		/* records we cannot decode: as good as no answer */
+	heap_remove(e, s1 - 1u);
+	accept_answer(e, p, pkt, len, &a, false);
+}
+
+void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
+		       const uint8_t *pkt, size_t len)
+{
+	if (token >= e->max_pending)
+		return;
+	struct fwd_pending *p = &e->slots[token];
+	if (!p->used || p->tcp != c)
+		return;                         /* abandoned (abort() should have kept it quiet) */
+	p->tcp = NULL;                          /* the transport closes it */
+	heap_remove(e, token);
+	struct dns_upstream_answer a;
+	const char *why = "connection failed or closed before the answer";
+	if (!pkt || dns_upstream_answer_parse(pkt, len, p->id, &p->req.target, p->req.q.qtype,
+					      p->req.q.qclass, &a, &why) < 0) {
+		/* our own connection to the hop: a wrong answer means a broken hop,
+		 * not a spoofer to wait out, so on to the next alternate */
 		CNT_INC(e->cnt, bad_upstream);
-		attempt(e, p, router_id);
+		log_debug("forward: no answer over TCP: %s", why);
+		attempt(e, p, p->req.router_id);
 		return;
 	}
-	finish_query(e, p, n);
+	accept_answer(e, p, pkt, len, &a, true);
 }
 
 void fwd_on_readable(struct fwd_engine *e, int fd)
@@ -585,6 +692,7 @@ int fwd_expire(struct fwd_engine *e)
 		if (p->deadline_us > now)
 			return (int)((p->deadline_us - now + 999) / 1000);
 		heap_remove(e, slot);
+		tcp_drop(e, p);                 /* a TCP exchange that took too long */
 		if (p->hop) {
 			RELAXED_ADD(&hop_counts(e, p->hop)->timeouts, 1);
 			__atomic_store_n(&p->hop->last_timeout_us, now, __ATOMIC_RELAXED);
@@ -609,6 +717,11 @@ void fwd_cancel_conn(struct fwd_engine *e, const void *conn)
 unsigned fwd_pending_count(const struct fwd_engine *e)
 {
 	return e->npending;
+}
+
+void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops)
+{
+	e->tcp = *ops;
 }
 
 void fwd_engine_fds(const struct fwd_engine *e, int fds[2])

@@ -6,11 +6,13 @@
  *     recvmmsg/sendmmsg in batches, preallocated buffers, liburcu QSBR
  *     readers of the runtime state.
  *   - the main thread (main.c, tcp.c): libuv loop with the TCP listeners
- *     (RFC 7766), signals (SIGHUP reload, SIGINT/SIGTERM stop, SIGUSR1
- *     statistics).  It is a registered QSBR thread that stays offline except
- *     while it answers TCP queries and while it writes a new FIB (call_rcu
- *     wants an online caller), so it never holds up a grace period while
- *     it blocks, and can wait for one (synchronize_rcu, rcu_barrier).
+ *     (RFC 7766), the TCP connections to hops its forwarding engine asks
+ *     again after a truncated answer, and signals (SIGHUP reload,
+ *     SIGINT/SIGTERM stop, SIGUSR1 statistics).  It is a registered QSBR
+ *     thread that stays offline except while it answers TCP queries and
+ *     while it writes a new FIB (call_rcu wants an online caller), so it
+ *     never holds up a grace period while it blocks, and can wait for one
+ *     (synchronize_rcu, rcu_barrier).
  *
  * What a reload may change (routes, TTL, EDNS size) lives in one struct
  * inrpd_runtime published with rcu_assign_pointer; readers take it with
@@ -124,6 +126,8 @@ struct inrpd_counters {
 	uint64_t acl_refused;           /* fallback refused: client outside allow-recursion */
 	uint64_t pending_full;          /* no room for one more query in flight */
 	uint64_t bad_upstream;          /* responses that were not ours or did not decode */
+	uint64_t upstream_tcp;          /* truncated answers asked again over TCP (TCP clients) */
+	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -215,8 +219,31 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 void fwd_on_readable(struct fwd_engine *e, int fd);
 /* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */
 int fwd_expire(struct fwd_engine *e);
-/* Forgets the queries of a TCP connection that closed. */
+/* Forgets the queries of a TCP connection that closed (and closes their upstream TCP). */
 void fwd_cancel_conn(struct fwd_engine *e, const void *conn);
+
+/*
+ * Asking a hop again over TCP when its answer came truncated and the
+ * client asked over TCP (tcp.c gives its engine these; UDP workers' engines
+ * have none, and relay TC).  open() starts one exchange with `to`: connect,
+ * send the query with its 2-byte length, read one answer; it returns the
+ * exchange, or NULL when it cannot (connection limit, no memory), and
+ * never calls back from inside.  The outcome comes back exactly once
+ * through fwd_on_tcp_answer(), unless the engine abandons the exchange
+ * first with abort() (its deadline passed, the client went away): after
+ * abort() the transport closes it and reports nothing.
+ */
+struct fwd_tcp_conn;
+struct fwd_tcp_ops {
+	struct fwd_tcp_conn *(*open)(void *ctx, const struct route *to, const uint8_t *query,
+				     size_t len, uint32_t token);
+	void (*abort)(void *ctx, struct fwd_tcp_conn *c);
+};
+void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops);
+/* The answer of exchange c (open()'s token with it); pkt NULL: none came (the transport
+ * then closes c).  Call fwd_expire() afterwards: deadlines may have changed. */
+void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
+		       const uint8_t *pkt, size_t len);
 unsigned fwd_pending_count(const struct fwd_engine *e);
 
 /* Per next hop statistics, summed over engines by the control socket. */

@@ -85,7 +85,7 @@ static const struct {
 #define F(x) { #x, offsetof(struct inrpd_counters, x) }
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
-	F(pending_full), F(bad_upstream),
+	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))

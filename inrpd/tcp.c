@@ -18,6 +18,14 @@
  * half-closes still gets the answers in flight; a connection that closes
  * drops them.
  *
+ * When a hop's answer to a forwarded query comes back truncated over UDP,
+ * the engine asks that hop again over TCP (forward.c); the connections
+ * for that are here too (struct fwd_tcp_conn): one per exchange, one
+ * query and one answer, then closed.  Such exchanges are rare (a TCP
+ * client and an answer too large for the hop's UDP), so a kept-open
+ * connection is not worth the upstream's idle rules.  The engine's
+ * deadline bounds each exchange: no timer here.
+ *
  * RCU: the main thread is offline except while it answers the messages of
  * one read; the runtime is dereferenced once per read.
  */
@@ -35,6 +43,14 @@
 #define TCP_RBUF_INIT           4096
 #define TCP_WRITE_QUEUE_MAX     (256 * 1024)
 #define TCP_BACKLOG             256
+/*
+ * Upstream TCP connections open at once.  Each holds a socket and, while
+ * reading, up to 64 KiB of answer; they are only for truncated answers to
+ * TCP clients, far fewer than that at any time on a healthy router, so
+ * this caps what a flood of large-answer queries over TCP can take.  Over
+ * it, the client gets the truncated answer (counted upstream_tcp_full).
+ */
+#define TCP_UPSTREAM_MAX        64
 
 struct tcp_server;
 
@@ -60,6 +76,24 @@ struct tcp_write {
 	uint8_t data[];
 };
 
+/* One exchange with a hop over TCP for the forwarding engine. */
+struct fwd_tcp_conn {
+	uv_tcp_t handle;                /* handle.data: this */
+	uv_connect_t connect;
+	uv_write_t write;
+	struct tcp_server *srv;
+	struct fwd_tcp_conn *prev, *next;
+	uint32_t token;                 /* the engine's, for fwd_on_tcp_answer */
+	bool attached;                  /* the engine waits for the outcome */
+	bool closing;
+	uint8_t prefix[2];              /* the answer's length */
+	size_t prefix_got;
+	uint8_t *answer;                /* allocated once the length is read */
+	size_t answer_len, answer_got;
+	size_t query_len;               /* with its length prefix */
+	uint8_t query[];
+};
+
 struct tcp_server {
 	uv_loop_t *loop;
 	unsigned nlisten;
@@ -76,6 +110,8 @@ struct tcp_server {
 	uv_poll_t fwd_poll[2];
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
+	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
+	unsigned nupstreams;
 	struct fwd_request req;         /* scratch */
 };
 
@@ -428,6 +464,169 @@ static void aux_closed(uv_handle_t *h)
 	s->open_aux--;
 }
 
+/* ---- asking a hop over TCP for the forwarding engine ---- */
+
+static void upstream_closed(uv_handle_t *h)
+{
+	struct fwd_tcp_conn *u = h->data;
+	struct tcp_server *s = u->srv;
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		s->upstreams = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	s->nupstreams--;
+	free(u->answer);
+	free(u);
+}
+
+/* Closes it; the connect, write and read callbacks that come after do nothing. */
+static void upstream_close(struct fwd_tcp_conn *u)
+{
+	if (u->closing)
+		return;
+	u->closing = true;
+	u->attached = false;
+	uv_close((uv_handle_t *)&u->handle, upstream_closed);
+}
+
+/* Hands the outcome (pkt NULL: none) to the engine, once, and closes. */
+static void upstream_done(struct fwd_tcp_conn *u, const uint8_t *pkt, size_t len)
+{
+	struct tcp_server *s = u->srv;
+	bool attached = u->attached;
+	u->attached = false;
+	/* pkt lies in u->answer, freed only by the close callback, after this */
+	if (attached)
+		fwd_on_tcp_answer(s->fwd, u->token, u, pkt, len);
+	upstream_close(u);
+	fwd_rearm(s);
+}
+
+static void upstream_failed(struct fwd_tcp_conn *u, const char *what, int status)
+{
+	log_debug("tcp: upstream %s: %s", what, uv_strerror(status));
+	upstream_done(u, NULL, 0);
+}
+
+/* Reads exactly the length prefix, then exactly the answer: nothing past it. */
+static void upstream_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct fwd_tcp_conn *u = h->data;
+	(void)suggested;
+	if (u->prefix_got < sizeof(u->prefix))
+		*buf = uv_buf_init((char *)u->prefix + u->prefix_got,
+				   (unsigned)(sizeof(u->prefix) - u->prefix_got));
+	else
+		*buf = uv_buf_init((char *)u->answer + u->answer_got,
+				   (unsigned)(u->answer_len - u->answer_got));
+}
+
+static void upstream_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct fwd_tcp_conn *u = stream->data;
+	(void)buf;
+	if (u->closing || nread == 0)
+		return;
+	if (nread < 0) {
+		upstream_failed(u, "closed before its answer", (int)nread);
+		return;
+	}
+	if (u->prefix_got < sizeof(u->prefix)) {
+		u->prefix_got += (size_t)nread;
+		if (u->prefix_got < sizeof(u->prefix))
+			return;
+		u->answer_len = (size_t)u->prefix[0] << 8 | u->prefix[1];      /* at most 65535 */
+		if (u->answer_len < DNS_HEADER_LEN) {
+			log_debug("tcp: upstream sent a %zu-byte message", u->answer_len);
+			upstream_done(u, NULL, 0);
+			return;
+		}
+		u->answer = malloc(u->answer_len);
+		if (!u->answer) {
+			log_err("tcp: out of memory for an upstream answer");
+			upstream_done(u, NULL, 0);
+		}
+		return;
+	}
+	u->answer_got += (size_t)nread;
+	if (u->answer_got == u->answer_len) {
+		uv_read_stop(stream);
+		upstream_done(u, u->answer, u->answer_len);
+	}
+}
+
+static void upstream_written(uv_write_t *req, int status)
+{
+	struct fwd_tcp_conn *u = req->data;
+	if (!u->closing && status < 0)
+		upstream_failed(u, "write", status);
+}
+
+static void upstream_connected(uv_connect_t *req, int status)
+{
+	struct fwd_tcp_conn *u = req->data;
+	if (u->closing)
+		return;                         /* UV_ECANCELED from the close */
+	if (status < 0) {
+		upstream_failed(u, "connect", status);
+		return;
+	}
+	uv_buf_t b = uv_buf_init((char *)u->query, (unsigned)u->query_len);
+	u->write.data = u;
+	int rc = uv_write(&u->write, (uv_stream_t *)&u->handle, &b, 1, upstream_written);
+	if (rc == 0)
+		rc = uv_read_start((uv_stream_t *)&u->handle, upstream_alloc, upstream_read);
+	if (rc < 0)
+		upstream_failed(u, "write", rc);
+}
+
+static struct fwd_tcp_conn *upstream_open(void *ctx, const struct route *to, const uint8_t *query,
+					  size_t len, uint32_t token)
+{
+	struct tcp_server *s = ctx;
+	if (s->closing || s->nupstreams >= TCP_UPSTREAM_MAX || len > UINT16_MAX)
+		return NULL;
+	struct fwd_tcp_conn *u = calloc(1, sizeof(*u) + 2 + len);
+	if (!u)
+		return NULL;
+	u->srv = s;
+	u->token = token;
+	u->query[0] = (uint8_t)(len >> 8);
+	u->query[1] = (uint8_t)len;
+	memcpy(u->query + 2, query, len);
+	u->query_len = 2 + len;
+	int rc = uv_tcp_init(s->loop, &u->handle);
+	if (rc < 0) {
+		free(u);
+		return NULL;
+	}
+	u->handle.data = u;
+	u->next = s->upstreams;
+	if (s->upstreams)
+		s->upstreams->prev = u;
+	s->upstreams = u;
+	s->nupstreams++;
+	struct sockaddr_storage ss;
+	route_sockaddr(to, &ss);
+	u->connect.data = u;
+	rc = uv_tcp_connect(&u->connect, &u->handle, (struct sockaddr *)&ss, upstream_connected);
+	if (rc < 0) {
+		log_debug("tcp: upstream connect: %s", uv_strerror(rc));
+		upstream_close(u);
+		return NULL;
+	}
+	u->attached = true;
+	return u;
+}
+
+static void upstream_abort(void *ctx, struct fwd_tcp_conn *u)
+{
+	(void)ctx;
+	upstream_close(u);
+}
+
 struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *cfg,
 				   char *err, size_t err_len)
 {
@@ -444,6 +643,8 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		free(s);
 		return NULL;
 	}
+	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
+	fwd_engine_set_tcp(s->fwd, &tcp_ops);
 	fwd_engine_fds(s->fwd, s->fwd_fds);
 	uv_timer_init(loop, &s->fwd_timer);
 	s->fwd_timer.data = s;
@@ -500,6 +701,9 @@ void tcp_server_close(struct tcp_server *s)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
 	for (struct tcp_conn *c = s->conns; c; c = c->next)
 		conn_close(c);
+	/* closing the clients cancelled their queries' exchanges; this is for certainty */
+	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
+		upstream_close(u);
 	uv_close((uv_handle_t *)&s->fwd_timer, aux_closed);
 	for (unsigned i = 0; i < 2; i++)
 		if (s->fwd_fds[i] >= 0)
@@ -520,9 +724,9 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns || s->open_aux)
-		log_err("tcp: freeing the server with %u listeners and %u connections open",
-			s->open_listeners, s->nconns);
+	if (s->open_listeners || s->conns || s->open_aux || s->upstreams)
+		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
+			"connections open", s->open_listeners, s->nconns, s->nupstreams);
 	fwd_engine_free(s->fwd);
 	free(s);
 }

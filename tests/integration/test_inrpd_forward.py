@@ -1,9 +1,11 @@
 """inrpd as a content router: hop-by-hop forwarding along static FIBs,
-alternates on timeout, exclusions, loops, redirects, and the fallback to a
-real upstream resolver (Unbound) with its access control."""
+alternates on timeout, exclusions, loops, redirects, the fallback to a
+real upstream resolver (Unbound) with its access control, and truncated
+answers asked again over TCP for TCP clients."""
 
 import json
 import os
+import selectors
 import socket
 import struct
 import subprocess
@@ -13,6 +15,7 @@ import time
 import dns.edns
 import dns.flags
 import dns.message
+import dns.name
 import dns.query
 import dns.rcode
 import dns.rdatatype
@@ -261,7 +264,7 @@ def test_redirect_answers_with_the_cname_chain(inrpd_factory, tmp_path):
 # ---- fallback to a real upstream resolver ----
 
 class Unbound:
-    def __init__(self, tmp_path, local_data):
+    def __init__(self, tmp_path, local_data, extra=()):
         self.addr = loopback_addr()
         self.port = free_port(self.addr)
         self.dir = tmp_path / f"unbound-{self.port}"
@@ -282,7 +285,7 @@ class Unbound:
             "  num-threads: 1",
             "  local-zone: \"upstream.test.\" static",
             "  local-zone: \"invalid.\" static",      # inrpd's readiness probe
-        ] + [f"  local-data: '{rr}'" for rr in local_data]
+        ] + [f"  {line}" for line in extra] + [f"  local-data: '{rr}'" for rr in local_data]
         conf.write_text("\n".join(lines) + "\n")
         self.log = self.dir / "unbound.log"
         with open(self.log, "wb") as log:
@@ -314,8 +317,9 @@ class Unbound:
 def unbound(tmp_path):
     started = []
 
-    def start(local_data):
-        u = Unbound(tmp_path, local_data)
+    def start(local_data, extra=()):
+        """extra: more "server:" lines, e.g. "max-udp-size: 1232"."""
+        u = Unbound(tmp_path, local_data, extra)
         started.append(u)
         return u
     yield start
@@ -531,3 +535,347 @@ def test_a_lost_query_to_the_upstream_is_sent_again(inrpd_factory, tmp_path):
         assert h["queries"] == 2 and h["timeouts"] == 1 and h["answers"] == 1
     finally:
         sock.close()
+
+
+# ---- truncated answers asked again over TCP ----
+
+def big_txt(owner, count, length):
+    """count TXT records of about length bytes each, distinct."""
+    return [f'{owner} 300 IN TXT "{i:03d} {"x" * (length - 4)}"' for i in range(count)]
+
+
+def txt_count(resp):
+    return sum(len(x) for x in resp.answer if x.rdtype == dns.rdatatype.TXT)
+
+
+@pytest.mark.parametrize("count,length", [(20, 70), (40, 100)])
+def test_truncated_upstream_answers_are_asked_again_over_tcp_for_tcp_clients(
+        inrpd_factory, tmp_path, unbound, count, length):
+    # an Unbound that answers at most 1232 bytes over UDP (the DNS Flag Day
+    # 2020 size): 1.5 KB does not fit it though it fits the 4096 we
+    # advertise; 4.4 KB fits neither
+    u = unbound(LOCAL_DATA + big_txt("big.upstream.test.", count, length),
+                extra=["max-udp-size: 1232"])
+    d = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
+    before = hops(d)[(u.addr, u.port)]         # the readiness probe went there too
+    r = d.tcp("big.upstream.test", "TXT", timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR and not r.flags & dns.flags.TC
+    assert txt_count(r) == count
+    assert counters(d)["upstream_tcp"] == 1
+    # a UDP client gets TC, even with room for all of it: it asks again over TCP
+    r = d.udp("big.upstream.test", "TXT", use_edns=0, payload=4096, timeout=5)
+    assert r.flags & dns.flags.TC and r.answer == []
+    c = counters(d)
+    assert c["upstream_tcp"] == 1 and c["upstream_tcp_full"] == 0
+    # asked over UDP twice (both TC) and over TCP once, every one answered
+    h = hops(d)[(u.addr, u.port)]
+    assert h["queries"] - before["queries"] == 3 and h["answers"] - before["answers"] == 3
+    assert h["timeouts"] == 0
+
+
+def test_each_router_on_the_path_asks_over_tcp_for_its_tcp_client(inrpd_factory, tmp_path, unbound):
+    """client -TCP-> r0 -UDP-> r1 -UDP-> Unbound: r1 relays TC to r0 (a UDP
+    client), r0 asks r1 again over TCP, and r1, now with a TCP client, asks
+    Unbound over TCP: the whole answer comes back along the path."""
+    u = unbound(LOCAL_DATA + big_txt("big.upstream.test.", 40, 100))
+    r1 = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
+    r0 = router(inrpd_factory, tmp_path, route_via("big.upstream.test", r1))
+    r = r0.tcp("big.upstream.test", "TXT", timeout=5)
+    assert not r.flags & dns.flags.TC and txt_count(r) == 40
+    assert counters(r0)["upstream_tcp"] == 1 and counters(r1)["upstream_tcp"] == 1
+    assert counters(r1)["truncated"] == 0
+    assert r0.udp("big.upstream.test", "TXT", timeout=5).flags & dns.flags.TC
+
+
+class TruncatingUpstream:
+    """A fake resolver on one address and port.  Over UDP it answers every
+    query with TC and no records.  Over TCP, per query, tcp_mode says:
+    "answer" (RECORDS TXT records of about 100 bytes), "silent" (reads,
+    never answers), "close" (closes without answering), "wrong-id" (the
+    whole answer with another id).  It keeps the queries it got and counts
+    the TCP connections accepted and those the other side closed."""
+
+    RECORDS = 40
+
+    def __init__(self, tcp_mode):
+        self.tcp_mode = tcp_mode
+        self.addr = loopback_addr()
+        self.port = free_port(self.addr)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind((self.addr, self.port))
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((self.addr, self.port))
+        self.listener.listen(128)
+        self.udp_queries, self.tcp_queries = [], []
+        self.accepted = self.closed_by_peer = 0
+        self.error = None
+        self.open = {}                          # connection -> bytes read so far
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.udp, selectors.EVENT_READ, "udp")
+        self.sel.register(self.listener, selectors.EVENT_READ, "listen")
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "stop")
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def answer(self, q):
+        r = dns.message.make_response(q)
+        name = q.question[0].name
+        r.answer.append(dns.rrset.from_text_list(
+            name, 300, "IN", "TXT", [f'"{i:03d} {"y" * 96}"' for i in range(self.RECORDS)]))
+        return r
+
+    def _serve(self):
+        try:
+            self._loop()
+        except Exception as e:                 # reported by stop(), at teardown
+            self.error = e
+
+    def _loop(self):
+        while True:
+            for key, _ in self.sel.select():
+                if key.data == "stop":
+                    return
+                if key.data == "udp":
+                    wire, src = self.udp.recvfrom(65535)
+                    q = dns.message.from_wire(wire)
+                    self.udp_queries.append(q)
+                    r = dns.message.make_response(q)
+                    r.flags |= dns.flags.TC
+                    self.udp.sendto(r.to_wire(), src)
+                elif key.data == "listen":
+                    conn, _ = self.listener.accept()
+                    conn.settimeout(5)
+                    self.open[conn] = b""
+                    self.accepted += 1
+                    self.sel.register(conn, selectors.EVENT_READ, "conn")
+                else:
+                    self._on_conn(key.fileobj)
+
+    def _drop(self, conn):
+        self.sel.unregister(conn)
+        del self.open[conn]
+        conn.close()
+
+    def _on_conn(self, conn):
+        try:
+            data = conn.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            self.closed_by_peer += 1
+            self._drop(conn)
+            return
+        buf = self.open[conn] + data
+        while len(buf) >= 2 and len(buf) >= 2 + struct.unpack(">H", buf[:2])[0]:
+            n = struct.unpack(">H", buf[:2])[0]
+            q = dns.message.from_wire(buf[2:2 + n])
+            buf = buf[2 + n:]
+            self.tcp_queries.append(q)
+            if self.tcp_mode == "close":
+                self._drop(conn)
+                return
+            if self.tcp_mode in ("answer", "wrong-id"):
+                r = self.answer(q)
+                if self.tcp_mode == "wrong-id":
+                    r.id = (q.id + 1) % 65536
+                wire = r.to_wire(max_size=65535)
+                conn.sendall(struct.pack(">H", len(wire)) + wire)
+        self.open[conn] = buf
+
+    def queries(self, name):
+        """(UDP, TCP) queries for name."""
+        want = dns.name.from_text(name)
+        return ([q for q in self.udp_queries if q.question[0].name == want],
+                [q for q in self.tcp_queries if q.question[0].name == want])
+
+    def stop(self):
+        self.wake_w.send(b"x")
+        self.thread.join(10)
+        for conn in list(self.open):
+            conn.close()
+        for s in (self.udp, self.listener, self.wake_r, self.wake_w):
+            s.close()
+        self.sel.close()
+        assert self.error is None, f"fake upstream failed: {self.error!r}"
+
+
+@pytest.fixture
+def truncating_upstream():
+    started = []
+
+    def start(tcp_mode="answer"):
+        u = TruncatingUpstream(tcp_mode)
+        started.append(u)
+        return u
+    yield start
+    for u in started:
+        u.stop()
+
+
+def inrp_option_of(q):
+    """(hop_limit, path, budget_ms) of a query's INRP option, or None."""
+    for o in q.options:
+        if o.otype == INRP_OPTION:
+            data = bytes(o.to_wire() if hasattr(o, "to_wire") else o.data)
+            hop_limit, npath = data[2], data[3]
+            (budget,) = struct.unpack(">H", data[6:8])
+            path = [struct.unpack(">Q", data[8 + 8 * i:16 + 8 * i])[0] for i in range(npath)]
+            return hop_limit, path, budget
+    return None
+
+
+def test_tcp_retry_asks_the_same_question_with_a_fresh_id(inrpd_factory, tmp_path, truncating_upstream):
+    u = truncating_upstream("answer")
+    d = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\nquery-timeout 2s;\n")
+    r = d.tcp("big.fake.test", "TXT", timeout=5)
+    assert not r.flags & dns.flags.TC and txt_count(r) == TruncatingUpstream.RECORDS
+    (uq,), (tq,) = u.queries("big.fake.test")
+    assert tq.id != uq.id
+    assert tq.question == uq.question and tq.flags & dns.flags.RD and tq.edns == 0
+    assert inrp_option_of(tq) is None           # the fallback carries no INRP option
+    # one exchange per connection: inrpd closes it once it has the answer
+    wait_for(lambda: u.closed_by_peer == 1, 5, "inrpd to close its upstream connection")
+    # a UDP client gets the TC answer, and no TCP query is made for it
+    r = d.udp("udp.fake.test", "TXT", timeout=5)
+    assert r.flags & dns.flags.TC and r.answer == []
+    assert u.queries("udp.fake.test")[1] == []
+    c = counters(d)
+    assert c["upstream_tcp"] == 1 and c["bad_upstream"] == 0 and c["servfail"] == 0
+
+
+def test_tcp_retry_to_the_next_router_carries_the_inrp_option(inrpd_factory, tmp_path,
+                                                               truncating_upstream):
+    u = truncating_upstream("answer")
+    d = router(inrpd_factory, tmp_path, "query-timeout 2s;\nhop-limit 9;\n"
+               f'route "fake.content" {{ router {u.addr} port {u.port}; }}\n')
+    r = d.tcp("big.fake.content", "TXT", timeout=5)
+    assert txt_count(r) == TruncatingUpstream.RECORDS and not r.flags & dns.flags.TC
+    (uq,), (tq,) = u.queries("big.fake.content")
+    hop_limit, path, budget = inrp_option_of(tq)
+    assert (hop_limit, path) == (8, [fnv1a64("r0")]) == inrp_option_of(uq)[:2]
+    # the TCP attempt has its own share of what is left of the 2 s
+    assert 0 < budget < 2000
+
+
+def test_a_tcp_answer_that_never_comes_moves_on_to_the_next_upstream(inrpd_factory, tmp_path,
+                                                                     truncating_upstream):
+    silent, good = truncating_upstream("silent"), truncating_upstream("answer")
+    d = router(inrpd_factory, tmp_path, "query-timeout 2s;\n"
+               f"upstream {silent.addr} port {silent.port};\nupstream {good.addr} port {good.port};\n")
+    t0 = time.monotonic()
+    r = d.tcp("slow.fake.test", "TXT", timeout=5)
+    assert time.monotonic() - t0 < 2
+    assert txt_count(r) == TruncatingUpstream.RECORDS
+    assert len(silent.queries("slow.fake.test")[1]) == 1 and len(good.queries("slow.fake.test")[1]) == 1
+    assert hops(d)[(silent.addr, silent.port)]["timeouts"] == 1
+    # the connection that timed out is closed, not left behind
+    wait_for(lambda: silent.closed_by_peer == 1, 5, "the timed-out connection to be closed")
+    assert counters(d)["upstream_tcp"] == 2
+
+
+def test_a_tcp_answer_that_never_comes_is_servfail_within_the_budget(inrpd_factory, tmp_path,
+                                                                    truncating_upstream):
+    u = truncating_upstream("silent")
+    d = router(inrpd_factory, tmp_path, f"query-timeout 600ms;\nupstream {u.addr} port {u.port};\n")
+    t0 = time.monotonic()
+    r = d.tcp("never.fake.test", "TXT", timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL
+    assert time.monotonic() - t0 < 1.5
+    # asked twice, as any upstream: each round UDP then TCP, each connection closed
+    assert [len(x) for x in u.queries("never.fake.test")] == [2, 2]
+    wait_for(lambda: u.closed_by_peer == 2, 5, "both connections to be closed")
+    assert hops(d)[(u.addr, u.port)]["timeouts"] == 2
+
+
+@pytest.mark.parametrize("mode", ["close", "wrong-id"])
+def test_a_failed_tcp_exchange_is_not_taken_and_does_not_wait(inrpd_factory, tmp_path,
+                                                             truncating_upstream, mode):
+    u = truncating_upstream(mode)
+    d = router(inrpd_factory, tmp_path, f"query-timeout 3s;\nupstream {u.addr} port {u.port};\n")
+    before = counters(d)
+    t0 = time.monotonic()
+    r = d.tcp("bad.fake.test", "TXT", timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL and r.answer == []
+    assert time.monotonic() - t0 < 1            # no timeout was needed
+    assert [len(x) for x in u.queries("bad.fake.test")] == [2, 2]
+    c = counters(d)
+    assert c["bad_upstream"] - before["bad_upstream"] == 2
+    assert c["upstream_tcp"] - before["upstream_tcp"] == 2
+    assert hops(d)[(u.addr, u.port)]["timeouts"] == 0
+    if mode == "wrong-id":
+        wait_for(lambda: u.closed_by_peer == 2, 5, "inrpd to close both connections")
+
+
+def tcp_send(s, name, qid, rdtype="TXT"):
+    q = dns.message.make_query(name, rdtype)
+    q.id = qid
+    wire = q.to_wire()
+    s.sendall(struct.pack(">H", len(wire)) + wire)
+
+
+def tcp_recv(s):
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    (n,) = struct.unpack(">H", exactly(2))
+    return dns.message.from_wire(exactly(n))
+
+
+def reset(s):
+    """Closes with a reset: the client is gone.  (A plain close is only a
+    half-close to inrpd, which still sends the answers in flight.)"""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def test_a_client_going_away_closes_its_upstream_tcp(inrpd_factory, tmp_path, truncating_upstream):
+    u = truncating_upstream("silent")
+    d = router(inrpd_factory, tmp_path, f"query-timeout 10s;\nupstream {u.addr} port {u.port};\n")
+    with socket.create_connection((d.addr, d.port), timeout=10) as s:
+        tcp_send(s, "gone.fake.test", 1)
+        wait_for(lambda: len(u.queries("gone.fake.test")[1]) == 1, 5, "the upstream TCP query")
+        reset(s)
+    # long before the query's 10 s (5 s for this attempt)
+    wait_for(lambda: u.closed_by_peer == 1, 3, "inrpd to close the upstream connection")
+    assert d.udp("x.fake.test", timeout=5).flags & dns.flags.TC    # still serving
+
+
+def test_stopping_with_upstream_tcp_in_flight_is_clean(inrpd_factory, tmp_path, truncating_upstream):
+    u = truncating_upstream("silent")
+    d = router(inrpd_factory, tmp_path, f"query-timeout 10s;\nupstream {u.addr} port {u.port};\n")
+    with socket.create_connection((d.addr, d.port), timeout=10) as s:
+        tcp_send(s, "stop.fake.test", 1)
+        wait_for(lambda: len(u.queries("stop.fake.test")[1]) == 1, 5, "the upstream TCP query")
+        assert d.stop() == 0, d.log()           # sanitizer builds: no leak, no use after free
+    wait_for(lambda: u.closed_by_peer == 1, 5, "the upstream connection to be closed")
+
+
+def test_upstream_tcp_connections_are_bounded(inrpd_factory, tmp_path, truncating_upstream):
+    limit = 64                                  # TCP_UPSTREAM_MAX in inrpd/tcp.c
+    extra = 5
+    u = truncating_upstream("silent")
+    d = router(inrpd_factory, tmp_path, f"query-timeout 10s;\nupstream {u.addr} port {u.port};\n")
+    with socket.create_connection((d.addr, d.port), timeout=10) as s:
+        for i in range(limit + extra):
+            tcp_send(s, f"q{i}.many.fake.test", i + 1)
+        # over the limit, the truncated answer is relayed at once
+        got = [tcp_recv(s) for _ in range(extra)]
+        assert all(m.flags & dns.flags.TC and m.answer == [] for m in got)
+        wait_for(lambda: u.accepted == limit, 5, f"{limit} upstream connections")
+        c = counters(d)
+        assert c["upstream_tcp"] == limit and c["upstream_tcp_full"] == extra
+        reset(s)
+    wait_for(lambda: u.closed_by_peer == limit, 5, "every upstream connection to be closed")
+    # closed, they count no more against the limit
+    with socket.create_connection((d.addr, d.port), timeout=10) as s:
+        tcp_send(s, "again.many.fake.test", 1)
+        wait_for(lambda: u.accepted == limit + 1, 5, "one more upstream connection")
+        reset(s)
+    assert counters(d)["upstream_tcp_full"] == extra
