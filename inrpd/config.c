@@ -84,19 +84,7 @@ const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t 
 
 socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (l->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(l->port);
-		memcpy(&sin->sin_addr, l->addr, 4);
-		return sizeof(*sin);
-	}
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	sin6->sin6_family = AF_INET6;
-	sin6->sin6_port = htons(l->port);
-	memcpy(&sin6->sin6_addr, l->addr, 16);
-	return sizeof(*sin6);
+	return sockaddr_from_bytes(l->family, l->addr, l->port, ss);
 }
 
 static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

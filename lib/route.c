@@ -31,19 +31,24 @@ bool route_equal(const struct route *a, const struct route *b)
 	       a->load_ms == b->load_ms && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
 }
 
-socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss)
+socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
-	if (r->family == AF_INET) {
+	if (family == AF_INET) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 		sin->sin_family = AF_INET;
-		sin->sin_port = htons(r->port);
-		memcpy(&sin->sin_addr, r->addr, 4);
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr, 4);
 		return sizeof(*sin);
 	}
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 	sin6->sin6_family = AF_INET6;
-	sin6->sin6_port = htons(r->port);
-	memcpy(&sin6->sin6_addr, r->addr, 16);
+	sin6->sin6_port = htons(port);
+	memcpy(&sin6->sin6_addr, addr, 16);
 	return sizeof(*sin6);
+}
+
+socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss)
+{
+	return sockaddr_from_bytes(r->family, r->addr, r->port, ss);
 }

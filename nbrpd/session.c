@@ -480,19 +480,7 @@ static void on_connect(uv_connect_t *req, int status)
 
 static socklen_t endpoint_sockaddr(const struct nbrpd_endpoint *e, struct sockaddr_storage *ss)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (e->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(e->port);
-		memcpy(&sin->sin_addr, e->addr, 4);
-		return sizeof(*sin);
-	}
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	sin6->sin6_family = AF_INET6;
-	sin6->sin6_port = htons(e->port);
-	memcpy(&sin6->sin6_addr, e->addr, 16);
-	return sizeof(*sin6);
+	return sockaddr_from_bytes(e->family, e->addr, e->port, ss);
 }
 
 static bool transport_unreachable(const struct nbrpd *d, const struct peer *p)
