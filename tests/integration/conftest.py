@@ -83,18 +83,25 @@ def wait_for(cond, timeout, what, interval=0.01):
         time.sleep(interval)
 
 
+# Below the kernel's ephemeral range (ip_local_port_range, 32768-60999 by
+# default): a port picked for a daemon cannot be taken by another process's
+# outgoing socket (a forwarding engine, a client) before the daemon binds
+# it, and no stray datagram from such a socket comes from it.
+TEST_PORTS = (20000, 32767)
+
+
 def free_port(addr):
     """A port free for both UDP and TCP on addr right now."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-            t.bind((addr, 0))
-            port = t.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind((addr, port))
-                except OSError:
-                    continue
-            return port
+    for _ in range(200):
+        port = random.randint(*TEST_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            try:
+                t.bind((addr, port))
+                u.bind((addr, port))
+            except OSError:
+                continue
+        return port
     raise RuntimeError("no free port")
 
 
@@ -209,7 +216,8 @@ class Inrpd(Daemon):
                     f"inrpd exited with {self.proc.returncode} during startup:\n{self.log()}")
             try:
                 q = dns.message.make_query("ready.check.invalid", "A")
-                dns.query.udp(q, self.addr, port=self.port, timeout=0.1)
+                # a datagram from anywhere else is not our daemon's answer
+                dns.query.udp(q, self.addr, port=self.port, timeout=0.1, ignore_unexpected=True)
                 return True
             except (dns.exception.Timeout, OSError):
                 return False
