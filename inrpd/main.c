@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stddef.h>
 #include <sched.h>
@@ -47,18 +46,6 @@ static struct {
 	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
 } g;
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: inrpd -c FILE [-f] [-d] [-t]\n"
-		"  -c, --config FILE  configuration file\n"
-		"  -f, --foreground   stay in the foreground, log to stderr\n"
-		"  -d, --debug        log at debug level\n"
-		"  -t, --check        check the configuration and exit (0: valid, 1: errors)\n"
-		"  -h, --help         this text\n"
-		"  -V, --version      print the version\n");
-}
 
 static unsigned cpu_count(void)
 {
@@ -415,38 +402,14 @@ static void on_signal(uv_signal_t *h, int signum)
 int main(int argc, char **argv)
 {
 	daemon_init("inrpd");
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "debug", no_argument, NULL, 'd' },
-		{ "check", no_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *conf_arg = NULL;
-	bool check = false;
-	int opt;
-
-	while ((opt = getopt_long(argc, argv, "c:fdthV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c': conf_arg = optarg; break;
-		case 'f': g.foreground = true; break;
-		case 'd': g.debug = true; break;
-		case 't': check = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("inrpd %s\n", INRPD_VERSION); return 0;
-		default: usage(stderr); return 1;
-		}
-	}
-	if (optind != argc || !conf_arg) {
-		if (optind != argc)
-			fprintf(stderr, "inrpd: unexpected argument '%s'\n", argv[optind]);
-		else
-			fprintf(stderr, "inrpd: no configuration file (-c FILE)\n");
-		usage(stderr);
-		return 1;
-	}
+	struct daemon_options opts;
+	int status = daemon_parse_options(argc, argv, INRPD_VERSION, 1, &opts);
+	if (status >= 0)
+		return status;
+	const char *conf_arg = opts.config;
+	bool check = opts.check;
+	g.foreground = opts.foreground;
+	g.debug = opts.debug;
 
 	char err[CONF_ERR_LEN];
 	if (check) {

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,55 @@ static int ready_fd = -1;               /* daemon: pipe to the waiting parent, e
 void daemon_init(const char *prog)
 {
 	prog_name = prog;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s -c FILE [-f] [-d] [-t]\n"
+		"  -c, --config FILE  configuration file\n"
+		"  -f, --foreground   stay in the foreground, log to stderr\n"
+		"  -d, --debug        log at debug level\n"
+		"  -t, --check        check the configuration and exit (0: valid, 1: errors)\n"
+		"  -h, --help         this text\n"
+		"  -V, --version      print the version\n", prog_name);
+}
+
+int daemon_parse_options(int argc, char **argv, const char *version, int usage_status,
+			 struct daemon_options *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "check", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	*o = (struct daemon_options){ 0 };
+	while ((opt = getopt_long(argc, argv, "c:fdthV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': o->config = optarg; break;
+		case 'f': o->foreground = true; break;
+		case 'd': o->debug = true; break;
+		case 't': o->check = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("%s %s\n", prog_name, version); return 0;
+		default: usage(stderr); return usage_status;
+		}
+	}
+	if (optind != argc || !o->config) {
+		if (optind != argc)
+			fprintf(stderr, "%s: unexpected argument '%s'\n", prog_name, argv[optind]);
+		else
+			fprintf(stderr, "%s: no configuration file (-c FILE)\n", prog_name);
+		usage(stderr);
+		return usage_status;
+	}
+	return -1;
 }
 
 void daemon_fail(const char *msg)

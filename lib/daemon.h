@@ -7,10 +7,26 @@
 #ifndef CR_DAEMON_H
 #define CR_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* prog names messages ("inrpd: ..."). */
 void daemon_init(const char *prog);
+
+struct daemon_options {
+	const char *config;             /* -c FILE, required */
+	bool foreground;                /* -f: stay in the foreground, log to stderr */
+	bool debug;                     /* -d: log at debug level */
+	bool check;                     /* -t: check the configuration and exit */
+};
+
+/*
+ * The command line both daemons take (-c FILE, -f, -d, -t, -h, -V).
+ * Returns -1 with *o filled to go on, or the status to exit with: 0 after
+ * --help or --version, usage_status after a usage error (said on stderr).
+ */
+int daemon_parse_options(int argc, char **argv, const char *version, int usage_status,
+			 struct daemon_options *o);
 /* Forks; returns in the daemon (cwd "/"), the parent exits with its status. */
 void daemon_background(void);
 /* Startup failed: tells the waiting parent, or stderr, and exits 1. */

@@ -4,7 +4,6 @@
  * fibpush.c (nbrpd.h has the map).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +28,6 @@ static struct {
 	struct ctl_server *ctl;
 	bool foreground, debug;
 } g;
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nbrpd [-f] [-d] [-t] -c FILE\n"
-		   "  -c, --config FILE   configuration file\n"
-		   "  -f, --foreground    stay in the foreground, log to stderr\n"
-		   "  -d, --debug         log debug messages\n"
-		   "  -t, --check         check the configuration and exit\n"
-		   "  -V, --version\n");
-}
 
 struct peer *nbrpd_peer_by_name(struct nbrpd *d, const char *name)
 {
@@ -466,35 +455,15 @@ static void on_signal(uv_signal_t *h, int signum)
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "debug", no_argument, NULL, 'd' },
-		{ "check", no_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *conf_arg = NULL;
-	bool check = false;
-	int opt;
-
 	daemon_init("nbrpd");
-	while ((opt = getopt_long(argc, argv, "c:fdthV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c': conf_arg = optarg; break;
-		case 'f': g.foreground = true; break;
-		case 'd': g.debug = true; break;
-		case 't': check = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("nbrpd %s\n", NBRPD_VERSION); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (!conf_arg || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	struct daemon_options opts;
+	int status = daemon_parse_options(argc, argv, NBRPD_VERSION, 2, &opts);
+	if (status >= 0)
+		return status;
+	const char *conf_arg = opts.config;
+	bool check = opts.check;
+	g.foreground = opts.foreground;
+	g.debug = opts.debug;
 	char err[CONF_ERR_LEN];
 	struct nbrpd_config *cfg = nbrpd_config_load(conf_arg, err, sizeof(err));
 	if (check) {
