@@ -24,21 +24,11 @@ static void reply_add(struct ctl_reply *r, int code, char sep, const char *fmt, 
 	if (n < 0)
 		return;
 	size_t len = (size_t)n > CTL_MAX_REPLY_LINE - 7 ? CTL_MAX_REPLY_LINE - 7 : (size_t)n;
-	size_t need = len + 7;
-	if (r->len + need + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		while (cap < r->len + need + 1)
-			cap *= 2;
-		char *nb = realloc(r->buf, cap);
-		if (!nb) {
-			r->nomem = true;
-			return;
-		}
-		r->buf = nb;
-		r->cap = cap;
-	}
-	char *line = r->buf + r->len;
-	int h = snprintf(line, r->cap - r->len, "%04d%c", code % 10000, sep);
+	struct strbuf *b = &r->out;
+	if (!strbuf_reserve(b, len + 7))
+		return;
+	char *line = b->s + b->len;
+	int h = snprintf(line, b->cap - b->len, "%04d%c", code % 10000, sep);
 	char *text = line + h;
 	vsnprintf(text, len + 1, fmt, ap);
 	/* one reply line is one line: a newline in the text would forge another */
@@ -46,8 +36,8 @@ static void reply_add(struct ctl_reply *r, int code, char sep, const char *fmt, 
 		if (text[i] == '\n' || text[i] == '\r')
 			text[i] = ' ';
 	text[len] = '\n';
-	r->len += (size_t)h + len + 1;
-	r->buf[r->len] = 0;
+	b->len += (size_t)h + len + 1;
+	b->s[b->len] = 0;
 }
 
 void ctl_reply_line(struct ctl_reply *r, int code, const char *fmt, ...)
@@ -207,9 +197,9 @@ static void client_sendf(struct ctl_client *c, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	reply_add(&r, code, ' ', fmt, ap);
 	va_end(ap);
-	if (!r.nomem)
-		client_send(c, r.buf, r.len);
-	free(r.buf);
+	if (!r.out.nomem)
+		client_send(c, r.out.s, r.out.len);
+	strbuf_free(&r.out);
 }
 
 static void run_command(struct ctl_client *c, char *line)
@@ -234,13 +224,13 @@ static void run_command(struct ctl_client *c, char *line)
 	c->server->fn(c->server->ctx, argc, argv, &r);
 	if (!r.ended)
 		ctl_reply_end(&r, CTL_OK, "OK");
-	if (r.nomem) {
-		free(r.buf);
+	if (r.out.nomem) {
+		strbuf_free(&r.out);
 		client_sendf(c, CTL_ERR_FAILED, "out of memory");
 		return;
 	}
-	client_send(c, r.buf, r.len);
-	free(r.buf);
+	client_send(c, r.out.s, r.out.len);
+	strbuf_free(&r.out);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "strbuf.h"
+
 #define CTL_MAX_LINE     1024   /* a command */
 #define CTL_MAX_REPLY_LINE (64 * 1024)  /* one reply line (a route with a long path) */
 #define CTL_MAX_WORDS    16
@@ -33,10 +35,8 @@ enum {
 
 /* A reply under construction. */
 struct ctl_reply {
-	char *buf;
-	size_t len, cap;
+	struct strbuf out;
 	bool ended;
-	bool nomem;
 };
 
 /* Adds "CODE-text" (more follows). */

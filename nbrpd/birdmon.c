@@ -10,9 +10,9 @@
  * hung: the client reconnects with backoff and nothing changes meanwhile,
  * so routes do not flap while BIRD restarts.
  *
- * A peer whose own address IP routing cannot reach for unreachable-delay
- * is treated as a dropped session, and not reconnected until it is
- * reachable again.
+ * After each poll the `polled` callback runs: the session layer checks
+ * its peers' transport addresses there (a peer IP routing cannot reach
+ * for unreachable-delay is dropped).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +21,14 @@
 
 #include "bird.h"
 #include "log.h"
-#include "nbrpd.h"
+#include "birdmon.h"
+#include "config.h"
+#include "nexthop.h"
 
 struct birdmon {
-	struct nbrpd *d;
+	struct nexthop_table *nexthops;
+	void (*polled)(void *arg);
+	void *arg;
 	struct bird_client *client;
 	uv_timer_t poll;
 	bool up;
@@ -42,7 +46,7 @@ static void on_reply(void *arg, int status, const struct bird_reply *r)
 	struct query *q = arg;
 	struct birdmon *m = q->m;
 	/* by address: the entry may have gone (and come back) meanwhile */
-	struct nexthop *nh = nexthop_lookup(m->d, q->family, q->addr);
+	struct nexthop *nh = nexthop_lookup(m->nexthops, q->family, q->addr);
 	if (nh)
 		nh->query_pending = false;
 	if (status < 0 || !nh) {
@@ -59,7 +63,7 @@ static void on_reply(void *arg, int status, const struct bird_reply *r)
 		return;
 	}
 	m->answers++;
-	nexthop_update(m->d, nh, info.found && info.reachable, info.igp_metric, info.as_path_len,
+	nexthop_update(m->nexthops, nh, info.found && info.reachable, info.igp_metric, info.as_path_len,
 		       info.found ? info.protocol : "");
 	free(q);
 }
@@ -86,45 +90,17 @@ static void ask(struct birdmon *m, struct nexthop *nh)
 	m->queries++;
 }
 
-void nexthop_added(struct nbrpd *d, struct nexthop *nh)
+static void ask_one(void *arg, struct nexthop *nh)
 {
-	if (d->bird)
-		ask(d->bird, nh);
-}
-
-static void ask_one(struct nbrpd *d, struct nexthop *nh, void *arg)
-{
-	(void)d;
 	ask(arg, nh);
-}
-
-static void check_peers(struct birdmon *m)
-{
-	struct nbrpd *d = m->d;
-	uint64_t now = uv_now(d->loop);
-	for (unsigned i = 0; i < d->npeers; i++) {
-		struct peer *p = &d->peers[i];
-		const struct nexthop *t = p->transport;
-		if (!p->configured || !t || !t->known)
-			continue;
-		if (t->reachable) {
-			peer_kick(d, p);        /* reachable again: connect if we should */
-			continue;
-		}
-		if (p->established && now - t->unreachable_since >= d->cfg->bird_unreachable_delay_ms) {
-			char a[INET6_ADDRSTRLEN], why[128];
-			inet_ntop(t->family, t->addr, a, sizeof(a));
-			snprintf(why, sizeof(why), "IP routing cannot reach %s", a);
-			peer_reset(d, p, why);
-		}
-	}
 }
 
 static void on_poll(uv_timer_t *t)
 {
 	struct birdmon *m = t->data;
-	nexthop_walk(m->d, ask_one, m);
-	check_peers(m);
+	nexthop_walk(m->nexthops, ask_one, m);
+	if (m->polled)
+		m->polled(m->arg);
 }
 
 static void on_up(void *arg, const char *greeting)
@@ -132,7 +108,7 @@ static void on_up(void *arg, const char *greeting)
 	struct birdmon *m = arg;
 	m->up = true;
 	log_info("BIRD: connected (%s)", greeting);
-	nexthop_walk(m->d, ask_one, m);
+	nexthop_walk(m->nexthops, ask_one, m);
 }
 
 static void on_down(void *arg, const char *why)
@@ -147,9 +123,9 @@ static void poll_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-struct birdmon *birdmon_start(struct nbrpd *d)
+struct birdmon *birdmon_start(uv_loop_t *loop, const struct nbrpd_config *cfg, struct nexthop_table *t,
+			      void (*polled)(void *arg), void *arg)
 {
-	const struct nbrpd_config *cfg = d->cfg;
 	if (!cfg->bird_socket) {
 		log_info("BIRD is not configured: every next hop counts as reachable, IGP metrics as equal");
 		return NULL;
@@ -157,17 +133,20 @@ struct birdmon *birdmon_start(struct nbrpd *d)
 	struct birdmon *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->d = d;
+	m->nexthops = t;
+	m->polled = polled;
+	m->arg = arg;
 	static const struct bird_client_ops ops = { .up = on_up, .down = on_down };
-	m->client = bird_client_open(d->loop, cfg->bird_socket, &ops, m);
+	m->client = bird_client_open(loop, cfg->bird_socket, &ops, m);
 	if (!m->client) {
 		free(m);
 		return NULL;
 	}
 	bird_client_set_timeout(m->client, cfg->bird_timeout_ms);
-	uv_timer_init(d->loop, &m->poll);
+	uv_timer_init(loop, &m->poll);
 	m->poll.data = m;
 	uv_timer_start(&m->poll, on_poll, cfg->bird_poll_ms, cfg->bird_poll_ms);
+	nexthop_on_added(t, ask_one, m);
 	return m;
 }
 
@@ -175,6 +154,7 @@ void birdmon_stop(struct birdmon *m)
 {
 	if (!m)
 		return;
+	nexthop_on_added(m->nexthops, NULL, NULL);
 	bird_client_close(m->client);   /* their callbacks run now, while m is still there */
 	uv_close((uv_handle_t *)&m->poll, poll_closed);
 }

@@ -46,7 +46,7 @@
 #include <sys/socket.h>
 
 #include "conf.h"
-#include "nbrpd.h"
+#include "config.h"
 
 #define DEFAULT_HOLD_TIME_S     90
 #define DEFAULT_CONNECT_RETRY   1000
@@ -192,7 +192,7 @@ static int kw_max_routes(const struct conf_stmt *s, void *arg, char *err, size_t
 {
 	struct cfg_ctx *x = arg;
 	uint64_t v;
-	if (conf_once_uint(s, &x->seen_max_routes, 1, NBRPD_MAX_BEST, &v, err, err_len) < 0)
+	if (conf_once_uint(s, &x->seen_max_routes, 1, ROUTESET_MAX_ROUTES, &v, err, err_len) < 0)
 		return -1;
 	x->cfg->max_routes = (unsigned)v;
 	return 0;
@@ -284,6 +284,16 @@ bool nbrpd_policy_allows(const struct nbrpd_policy *pol, const struct name *n)
 	return best ? best->allow : !pol->default_deny;
 }
 
+bool nbrpd_policy_equal(const struct nbrpd_policy *a, const struct nbrpd_policy *b)
+{
+	if (a->nrules != b->nrules || a->default_deny != b->default_deny)
+		return false;
+	for (unsigned i = 0; i < a->nrules; i++)
+		if (a->rules[i].allow != b->rules[i].allow || !name_equal(&a->rules[i].suffix, &b->rules[i].suffix))
+			return false;
+	return true;
+}
+
 /* "import allow SUFFIX", "import deny SUFFIX", "import default allow|deny" */
 static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
@@ -339,14 +349,20 @@ static int kw_peer(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 {
 	struct cfg_ctx *x = arg;
 	struct nbrpd_config *cfg = x->cfg;
-	if (cfg->npeers == NBRPD_MAX_PEERS)
-		return conf_error(err, err_len, s, "too many peers (at most %d)", NBRPD_MAX_PEERS);
 	if (!nbrp_router_name_valid(s->argv[1]))
 		return conf_error(err, err_len, s, "bad peer name \"%s\"", s->argv[1]);
 	for (unsigned i = 0; i < cfg->npeers; i++)
 		if (strcmp(cfg->peers[i].name, s->argv[1]) == 0)
 			return conf_error(err, err_len, s, "peer \"%s\" already defined at line %u",
 					  s->argv[1], cfg->peers[i].line);
+	if (cfg->npeers == cfg->peers_cap) {
+		unsigned cap = cfg->peers_cap ? cfg->peers_cap * 2 : 8;
+		struct nbrpd_peer_config *np = realloc(cfg->peers, cap * sizeof(*np));
+		if (!np)
+			return conf_error(err, err_len, s, "out of memory");
+		cfg->peers = np;
+		cfg->peers_cap = cap;
+	}
 	struct nbrpd_peer_config *p = &cfg->peers[cfg->npeers];
 	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%s", s->argv[1]);
@@ -619,6 +635,7 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 		free(cfg->peers[i].import.rules);
 		free(cfg->peers[i].export.rules);
 	}
+	free(cfg->peers);
 	free(cfg->content);
 	free(cfg->fib_channel);
 	free(cfg->bird_socket);

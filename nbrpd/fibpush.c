@@ -16,7 +16,8 @@
 
 #include "fibchan.h"
 #include "log.h"
-#include "nbrpd.h"
+#include "fibpush.h"
+#include "wqueue.h"
 
 #define CHUNK_NAMES     1000
 #define RETRY_MS        1000
@@ -29,7 +30,10 @@ struct pending_name {
 };
 
 struct fibpush {
-	struct nbrpd *d;
+	uv_loop_t *loop;
+	fibpush_table_fn table;         /* the whole table, for a full sync */
+	void *table_arg;
+	struct wqueue wq;
 	char path[108];
 	uv_pipe_t *pipe;
 	uv_connect_t connect_req;
@@ -42,11 +46,6 @@ struct fibpush {
 	uint64_t syncs;
 	unsigned npending;
 	struct pending_name pending[CHUNK_NAMES];
-};
-
-struct write_req {
-	uv_write_t req;
-	uint8_t *data;
 };
 
 static void connect_now(struct fibpush *f);
@@ -71,13 +70,10 @@ static void disconnect(struct fibpush *f, const char *why)
 		uv_timer_start(&f->retry, (uv_timer_cb)connect_now, RETRY_MS, 0);
 }
 
-static void on_write(uv_write_t *req, int status)
+static void on_write_failed(struct wqueue *q, int status)
 {
-	struct write_req *w = req->data;
-	struct fibpush *f = req->handle->data;
-	free(w->data);
-	free(w);
-	if (status < 0 && f && f->pipe == (uv_pipe_t *)req->handle)
+	struct fibpush *f = q->data;
+	if (f->pipe && q == &f->wq)
 		disconnect(f, uv_strerror(status));
 }
 
@@ -87,20 +83,12 @@ static void send_message(struct fibpush *f, const Crfib__FibMessage *m)
 		return;
 	size_t len;
 	uint8_t *frame = fibchan_encode(m, &len);
-	struct write_req *w = frame ? malloc(sizeof(*w)) : NULL;
-	if (!w) {
-		free(frame);
+	if (!frame) {
 		disconnect(f, "out of memory encoding an update");
 		return;
 	}
-	w->data = frame;
-	w->req.data = w;
-	uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
-	if (uv_write(&w->req, (uv_stream_t *)f->pipe, &b, 1, on_write) < 0) {
-		free(frame);
-		free(w);
+	if (wqueue_send_frame(&f->wq, frame, len) < 0)
 		disconnect(f, "write failed");
-	}
 }
 
 void fibpush_flush(struct fibpush *f)
@@ -153,18 +141,6 @@ void fibpush_name(struct fibpush *f, const struct name *n, const struct route *r
 		fibpush_flush(f);
 }
 
-static void sync_entry(const struct rib_entry *e, void *arg)
-{
-	struct fibpush *f = arg;
-	struct name n;
-	struct route routes[ROUTESET_MAX_ROUTES];
-	unsigned count = rib_fib_routes(f->d, e, routes);
-	if (count == 0)
-		return;
-	rib_entry_name(e, &n);
-	fibpush_name(f, &n, routes, count);
-}
-
 static void full_sync(struct fibpush *f)
 {
 	f->synced = true;
@@ -176,14 +152,14 @@ static void full_sync(struct fibpush *f)
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_BEGIN;
 	m.sync_begin = &b;
 	send_message(f, &m);
-	rib_walk(f->d->rib, sync_entry, f);
+	uint64_t names = f->table(f->table_arg, f);
 	fibpush_flush(f);
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_END;
 	m.sync_end = &e;
 	send_message(f, &m);
 	f->syncs++;
 	log_info("fib-channel %s: epoch %llu sent, %llu names", f->path, (unsigned long long)f->epoch,
-		 (unsigned long long)rib_count(f->d->rib));
+		 (unsigned long long)names);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -216,6 +192,9 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	f->connected = true;
+	wqueue_init(&f->wq, (uv_stream_t *)f->pipe, SIZE_MAX, 0);
+	f->wq.data = f;
+	f->wq.failed = on_write_failed;
 	log_info("fib-channel %s: connected to inrpd", f->path);
 	uv_read_start((uv_stream_t *)f->pipe, on_alloc, on_read);
 	if (f->ready)
@@ -229,22 +208,24 @@ static void connect_now(struct fibpush *f)
 	f->pipe = malloc(sizeof(*f->pipe));
 	if (!f->pipe)
 		return;
-	uv_pipe_init(f->d->loop, f->pipe, 0);
+	uv_pipe_init(f->loop, f->pipe, 0);
 	f->pipe->data = f;
 	f->connect_req.data = f;
 	uv_pipe_connect(&f->connect_req, f->pipe, f->path, on_connect);
 }
 
-struct fibpush *fibpush_open(struct nbrpd *d, const char *path)
+struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, void *arg)
 {
 	struct fibpush *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	f->d = d;
+	f->loop = loop;
+	f->table = table;
+	f->table_arg = arg;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	/* epochs only need to differ across our restarts */
 	f->epoch = (uint64_t)time(NULL) << 16;
-	uv_timer_init(d->loop, &f->retry);
+	uv_timer_init(loop, &f->retry);
 	f->retry.data = f;
 	connect_now(f);
 	return f;

@@ -11,7 +11,9 @@
 #include <arpa/inet.h>
 
 #include "log.h"
-#include "nbrpd.h"
+#include "config.h"
+#include "health.h"
+#include "rde.h"
 
 struct probe {
 	struct health *h;
@@ -24,7 +26,7 @@ struct probe {
 };
 
 struct health {
-	struct nbrpd *d;
+	struct rde *rde;
 	unsigned nprobes;
 	unsigned open_handles;
 	struct probe probes[];
@@ -48,7 +50,7 @@ static void set_state(struct probe *pr, bool up)
 	log_warn("content %s: server %s %s its health check (port %u)", name, addr,
 		 up ? "passes" : "fails", (unsigned)c->hc_port);
 	c->up_mask = up ? c->up_mask | bit : c->up_mask & ~bit;
-	rib_content_changed(pr->h->d, c);
+	rde_content_changed(pr->h->rde, c);
 }
 
 static void attempt_done(struct probe *pr, bool ok)
@@ -107,18 +109,18 @@ static void on_interval(uv_timer_t *t)
 	uv_timer_start(&pr->timeout, on_timeout, pr->c->hc_timeout_ms, 0);
 }
 
-struct health *health_start(struct nbrpd *d)
+struct health *health_start(uv_loop_t *loop, struct nbrpd_config *cfg, struct rde *rde)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < d->cfg->ncontent; i++)
-		if (d->cfg->content[i].hc_port)
-			n += d->cfg->content[i].nservers;
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		if (cfg->content[i].hc_port)
+			n += cfg->content[i].nservers;
 	struct health *h = calloc(1, sizeof(*h) + n * sizeof(h->probes[0]));
 	if (!h)
 		return NULL;
-	h->d = d;
-	for (unsigned i = 0; i < d->cfg->ncontent; i++) {
-		struct nbrpd_content *c = &d->cfg->content[i];
+	h->rde = rde;
+	for (unsigned i = 0; i < cfg->ncontent; i++) {
+		struct nbrpd_content *c = &cfg->content[i];
 		if (!c->hc_port)
 			continue;
 		for (unsigned s = 0; s < c->nservers; s++) {
@@ -126,8 +128,8 @@ struct health *health_start(struct nbrpd *d)
 			pr->h = h;
 			pr->c = c;
 			pr->server = s;
-			uv_timer_init(d->loop, &pr->interval);
-			uv_timer_init(d->loop, &pr->timeout);
+			uv_timer_init(loop, &pr->interval);
+			uv_timer_init(loop, &pr->timeout);
 			pr->interval.data = pr->timeout.data = pr;
 			/* the first check at once, so a dead server is not advertised for long */
 			uv_timer_start(&pr->interval, on_interval, 0, c->hc_interval_ms);

@@ -1,7 +1,7 @@
 /*
- * nbrpd: command line, daemon, signals, and the control socket for nbrc.
- * The protocol is in session.c, the decision in rib.c, the FIB channel in
- * fibpush.c (nbrpd.h has the map).
+ * nbrpd: command line, daemon, signals, reload, and the wiring of the
+ * modules (nbrpd.h has the map): the RDE gets the session layer and the
+ * FIB channel as callbacks, the next-hop table its change callback.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,11 +11,17 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "birdmon.h"
 #include "conf.h"
 #include "ctl.h"
 #include "daemon.h"
+#include "fibpush.h"
+#include "health.h"
 #include "log.h"
 #include "nbrpd.h"
+#include "nexthop.h"
+#include "rde.h"
+#include "session.h"
 
 #ifndef NBRPD_VERSION
 #define NBRPD_VERSION "unknown"
@@ -28,32 +34,6 @@ static struct {
 	struct ctl_server *ctl;
 	bool foreground, debug;
 } g;
-
-struct peer *nbrpd_peer_by_name(struct nbrpd *d, const char *name)
-{
-	for (unsigned i = 0; i < d->npeers; i++)
-		if (d->peers[i].configured && strcmp(d->peers[i].cfg.name, name) == 0)
-			return &d->peers[i];
-	return NULL;
-}
-
-static unsigned peers_configured(const struct nbrpd *d)
-{
-	unsigned n = 0;
-	for (unsigned i = 0; i < d->npeers; i++)
-		n += d->peers[i].configured;
-	return n;
-}
-
-static bool policy_equal(const struct nbrpd_policy *a, const struct nbrpd_policy *b)
-{
-	if (a->nrules != b->nrules || a->default_deny != b->default_deny)
-		return false;
-	for (unsigned i = 0; i < a->nrules; i++)
-		if (a->rules[i].allow != b->rules[i].allow || !name_equal(&a->rules[i].suffix, &b->rules[i].suffix))
-			return false;
-	return true;
-}
 
 static bool same_string(const char *a, const char *b)
 {
@@ -71,12 +51,12 @@ static void swap_str(char **a, char **b)
  * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
  * up: content, decision knobs, timers and a peer's policies apply in place
  * (a changed import policy or local preference asks the peer for its table
- * again with ROUTE-REFRESH); a removed peer gets CEASE/deconfigured, a new
- * one is started, one whose address changed starts over.
+ * again with ROUTE-REFRESH; a changed export policy is applied to what the
+ * peer was told by a re-export job); a removed peer gets CEASE/deconfigured,
+ * a new one is started, one whose address changed starts over.
  */
-static int reload(char *msg, size_t msg_len)
+int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
 {
-	struct nbrpd *d = &g.d;
 	char err[CONF_ERR_LEN];
 	struct nbrpd_config *cfg = nbrpd_config_load(d->conf_path, err, sizeof(err));
 	if (!cfg) {
@@ -107,339 +87,169 @@ static int reload(char *msg, size_t msg_len)
 	health_stop(d->health);
 	d->health = NULL;
 	d->cfg = cfg;
-	for (unsigned i = 0; i < d->npeers; i++) {
-		struct peer *p = &d->peers[i];
-		if (!p->configured)
-			continue;
+	sessions_set_config(d->sessions, cfg);
+	rde_set_config(d->rde, cfg);
+	for (unsigned i = sessions_count(d->sessions); i-- > 0;) {
+		struct peer *p = sessions_peer(d->sessions, i);
 		bool kept = false;
 		for (unsigned k = 0; k < cfg->npeers && !kept; k++)
 			kept = strcmp(cfg->peers[k].name, p->cfg.name) == 0;
 		if (!kept) {
-			peer_remove(d, p);
+			peer_remove(p);
 			removed++;
 		}
 	}
 	for (unsigned k = 0; k < cfg->npeers; k++) {
 		const struct nbrpd_peer_config *pc = &cfg->peers[k];
-		struct peer *p = nbrpd_peer_by_name(d, pc->name);
+		struct peer *p = sessions_peer_by_name(d->sessions, pc->name);
 		if (!p) {
-			unsigned slot = 0;
-			/* a removed peer's slot is reused only once its connections are gone */
-			while (slot < NBRPD_MAX_PEERS && (d->peers[slot].configured || d->peers[slot].conn[0] ||
-							  d->peers[slot].conn[1] || d->peers[slot].established))
-				slot++;
-			if (slot == NBRPD_MAX_PEERS) {
-				log_err("reload: no free slot for peer %s (old sessions still closing); "
-					"reload again in a moment", pc->name);
-				continue;
-			}
-			p = &d->peers[slot];
-			bool timers = p->timers_ready;
-			uv_timer_t rt = p->retry_timer, st = p->restart_timer;
-			memset(p, 0, sizeof(*p));
-			if (timers) {
-				/* the handles stay registered with the loop: keep them */
-				p->retry_timer = rt;
-				p->restart_timer = st;
-				p->timers_ready = true;
-			}
-			p->cfg = *pc;
-			p->idx = slot;
-			if (slot >= d->npeers)
-				d->npeers = slot + 1;
-			peer_add(d, p);
-			added++;
+			if (!peer_add(d->sessions, pc))
+				log_err("reload: out of memory for peer %s", pc->name);
+			else
+				added++;
 			continue;
 		}
 		struct nbrpd_peer_config was = p->cfg;
 		p->cfg = *pc;
+		rde_peer_configure(p->rde, pc);
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0) {
-			nexthop_put(d, p->transport);
-			p->transport = nexthop_get(d, pc->remote.family, pc->remote.addr);
+			nexthop_put(d->nexthops, p->transport);
+			p->transport = nexthop_get(d->nexthops, pc->remote.family, pc->remote.addr);
 		}
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0 || was.passive != pc->passive) {
-			peer_reset(d, p, "peer address changed in the configuration");
+			peer_reset(p, "peer address changed in the configuration");
 			reset++;
 			continue;
 		}
-		if (!p->established)
-			continue;
-		if (was.local_pref != pc->local_pref || !policy_equal(&was.import, &pc->import)) {
-			peer_route_refresh(d, p);
+		if (p->established &&
+		    (was.local_pref != pc->local_pref || !nbrpd_policy_equal(&was.import, &pc->import))) {
+			peer_route_refresh(p);
 			refreshed++;
 		}
-		if (!policy_equal(&was.export, &pc->export))
-			rib_peer_reexport(d, p);
 	}
-	rib_reload_content(d, old, cfg);
+	rde_reload_content(d->rde, old, cfg);
 	if (redecide)
-		rib_redecide_all(d);
-	d->health = health_start(d);
+		rde_redecide_all(d->rde);
+	d->health = health_start(d->loop, cfg, d->rde);
 	nbrpd_config_free(old);
+	unsigned n = sessions_count(d->sessions);
 	log_info("reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), %u content names",
-		 d->conf_path, peers_configured(d), added, removed, reset, refreshed, cfg->ncontent);
+		 d->conf_path, n, added, removed, reset, refreshed, cfg->ncontent);
 	snprintf(msg, msg_len, "reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
-		 "%u content names", d->conf_path, peers_configured(d), added, removed, reset, refreshed,
-		 cfg->ncontent);
+		 "%u content names", d->conf_path, n, added, removed, reset, refreshed, cfg->ncontent);
 	return 0;
 }
 
-void nbrpd_check_ready(struct nbrpd *d)
+static void fib_ready(struct nbrpd *d, const char *why)
 {
-	if (d->rib_ready)
-		return;
-	for (unsigned i = 0; i < d->npeers; i++)
-		if (d->peers[i].configured && d->peers[i].enabled && !d->peers[i].eor_received)
-			return;
 	d->rib_ready = true;
 	uv_timer_stop(&d->sync_wait);
-	rib_flush(d);
 	if (d->fib)
 		fibpush_ready(d->fib);
-	log_info("every peer sent its table: the FIB is in sync");
+	log_info("%s", why);
+}
+
+/* Every peer sent its table: the FIB may replace what inrpd kept. */
+static void on_eor(void *arg)
+{
+	struct nbrpd *d = arg;
+	if (!d->rib_ready && sessions_all_eor(d->sessions))
+		fib_ready(d, "every peer sent its table: the FIB is in sync");
 }
 
 static void on_sync_wait(uv_timer_t *t)
 {
 	struct nbrpd *d = t->data;
-	if (d->rib_ready)
-		return;
-	d->rib_ready = true;
-	rib_flush(d);
+	if (!d->rib_ready)
+		fib_ready(d, "fib-sync-wait over: syncing the FIB without every peer's table");
+}
+
+/* ---- the RDE's ways out ---- */
+
+static void fib_name(void *arg, const struct name *n, const struct route *routes, unsigned count)
+{
+	struct nbrpd *d = arg;
 	if (d->fib)
-		fibpush_ready(d->fib);
-	log_info("fib-sync-wait over: syncing the FIB without every peer's table");
+		fibpush_name(d->fib, n, routes, count);
 }
 
-/* ---- control socket ---- */
-
-static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+static void fib_flush(void *arg)
 {
-	(void)ctx;
-	(void)args;
-	(void)nargs;
-	struct nbrpd *d = &g.d;
-	unsigned up = 0;
-	for (unsigned i = 0; i < d->npeers; i++)
-		up += d->peers[i].configured && d->peers[i].established != NULL;
-	unsigned long long uptime = (unsigned long long)((uv_now(d->loop) - d->started) / 1000);
-	bool fib = d->fib && fibpush_connected(d->fib);
-	if (json) {
-		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
-			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
-			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u}", NBRPD_VERSION, (int)getpid(), uptime,
-			       peers_configured(d), up,
-			       (unsigned long long)rib_count(d->rib), d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
-			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
-			       d->nnexthops);
-		return;
-	}
-	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
-		       d->cfg->router_name, (int)getpid(), uptime);
-	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", peers_configured(d), up,
-		       (unsigned long long)rib_count(d->rib));
+	struct nbrpd *d = arg;
 	if (d->fib)
-		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %llu syncs", d->cfg->fib_channel,
-			       fib ? "connected" : "down", (unsigned long long)fibpush_syncs(d->fib));
-	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
-		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
-		       d->nnexthops);
+		fibpush_flush(d->fib);
 }
 
-static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
-{
-	(void)ctx;
-	(void)args;
-	(void)nargs;
-	struct nbrpd *d = &g.d;
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "[");
-	unsigned shown = 0, total = peers_configured(d);
-	for (unsigned i = 0; i < d->npeers; i++) {
-		const struct peer *p = &d->peers[i];
-		if (!p->configured)
-			continue;
-		shown++;
-		char addr[80];
-		nbrpd_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
-		const char *state = p->enabled ? session_state_name(peer_state(p)) : "Disabled";
-		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
-		if (json) {
-			char err[2 * sizeof(p->last_error)];
-			size_t o = 0;
-			for (const char *s = p->last_error; *s && o + 3 < sizeof(err); s++) {
-				if (*s == '"' || *s == '\\')
-					err[o++] = '\\';
-				err[o++] = (char)(*s >= 0x20 ? *s : '?');
-			}
-			err[o] = 0;
-			ctl_reply_line(r, CTL_DATA, "{\"name\": \"%s\", \"address\": \"%s\", \"state\": \"%s\", "
-				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
-				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
-				       "\"notifications_out\": %llu, \"flaps\": %llu, \"last_error\": \"%s\"}%s",
-				       p->cfg.name, addr, state, since, (unsigned long long)p->names,
-				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
-				       (unsigned long long)p->updates_out, (unsigned long long)p->bad_routes,
-				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
-				       (unsigned long long)p->flaps, err, shown < total ? "," : "");
-		} else {
-			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s",
-				       p->cfg.name, addr, state, since, (unsigned long long)p->names,
-				       (unsigned long long)p->updates_in, (unsigned long long)p->updates_out,
-				       p->last_error[0] ? "; last error: " : "", p->last_error);
-		}
-	}
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "]");
-}
-
-static void reply_line(void *arg, const char *text)
-{
-	ctl_reply_line(arg, CTL_DATA, "%s", text);
-}
-
-struct route_walk {
-	struct ctl_reply *r;
-	bool json;
-	uint64_t total, done;
+struct sync_walk {
+	struct fibpush *f;
+	uint64_t names;
 };
 
-static void count_one(const struct rib_entry *e, void *arg)
+static void sync_one(const struct rib_entry *e, void *arg)
 {
-	(void)e;
-	((struct route_walk *)arg)->total++;
-}
-
-static void describe_one(const struct rib_entry *e, void *arg)
-{
-	struct route_walk *w = arg;
-	w->done++;
-	rib_describe(&g.d, e, w->json, w->done < w->total ? "," : "", reply_line, w->r);
-}
-
-static void show_route_count(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
-{
-	struct nbrpd *d = &g.d;
-	(void)ctx;
-	(void)args;
-	(void)nargs;
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "{\"names\": %llu}", (unsigned long long)rib_count(d->rib));
-	else
-		ctl_reply_line(r, CTL_DATA, "%llu names", (unsigned long long)rib_count(d->rib));
-}
-
-static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
-{
-	struct nbrpd *d = &g.d;
-	(void)ctx;
-	if (nargs == 1) {
-		struct name n;
-		if (name_from_text(&n, args[0], strlen(args[0])) != NAME_OK) {
-			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
-			return;
-		}
-		const struct rib_entry *e = rib_find(d->rib, &n);
-		if (!e) {
-			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
-			return;
-		}
-		rib_describe(d, e, json, "", reply_line, r);
+	struct sync_walk *w = arg;
+	struct name n;
+	struct route routes[ROUTESET_MAX_ROUTES];
+	unsigned count = rde_fib_routes(e, routes);
+	if (count == 0)
 		return;
-	}
-	/* JSON: one array of the objects a single name gets */
-	struct route_walk w = { .r = r, .json = json };
-	rib_walk(d->rib, count_one, &w);
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "[");
-	rib_walk(d->rib, describe_one, &w);
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "]");
+	rde_entry_name(e, &n);
+	fibpush_name(w->f, &n, routes, count);
+	w->names++;
 }
 
-static void set_peer(const char *name, bool enable, struct ctl_reply *r)
+static uint64_t fib_table(void *arg, struct fibpush *f)
 {
-	struct peer *p = nbrpd_peer_by_name(&g.d, name);
-	if (!p) {
-		ctl_reply_end(r, CTL_ERR_FAILED, "no peer '%s'", name);
-		return;
-	}
-	peer_enable(&g.d, p, enable);
-	ctl_reply_end(r, CTL_OK, "%s %s", enable ? "enabled" : "disabled", p->cfg.name);
+	struct nbrpd *d = arg;
+	struct sync_walk w = { .f = f };
+	rde_walk(d->rde, sync_one, &w);
+	return w.names;
 }
 
-static void cmd_reload(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+static void on_bird_polled(void *arg)
 {
-	char msg[CONF_ERR_LEN + 256];
-	(void)ctx;
-	(void)args;
-	(void)nargs;
-	(void)json;
-	int rc = reload(msg, sizeof(msg));
-	ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
-}
-
-static void cmd_enable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
-{
-	(void)ctx;
-	(void)nargs;
-	(void)json;
-	set_peer(args[0], true, r);
-}
-
-static void cmd_disable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
-{
-	(void)ctx;
-	(void)nargs;
-	(void)json;
-	set_peer(args[0], false, r);
-}
-
-static const struct ctl_command commands[] = {
-	{ "show status", 0, 0, true, show_status, "show status [json]", "version, uptime, peers, names, BIRD" },
-	{ "show peers", 0, 0, true, show_peers, "show peers [json]", "sessions, their state and counters" },
-	{ "show route count", 0, 0, true, show_route_count, "show route count [json]", "names in the RIB" },
-	{ "show route", 0, 1, true, show_route, "show route [NAME] [json]",
-	  "routes, the ranked ones marked, with path, load and BIRD's view" },
-	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
-	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
-	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },
-	{ NULL, 0, 0, false, NULL, NULL, NULL },
-};
-
-static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
-{
-	ctl_dispatch(commands, ctx, argc, argv, r);
+	struct nbrpd *d = arg;
+	sessions_check_transport(d->sessions);
 }
 
 /* ---- the loop ---- */
 
-static void on_check(uv_check_t *h)
+/* Right before each poll: the time since the last one, less the time blocked in it, was one turn. */
+static void on_turn(uv_prepare_t *h)
 {
 	struct nbrpd *d = h->data;
-	rib_flush(d);
+	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(d->loop);
+	if (d->turn_start_ns) {
+		double ms = (double)((now - d->turn_start_ns) - (idle - d->turn_idle_ns)) / 1e6;
+		if (ms > d->turn_max_ms)
+			d->turn_max_ms = ms;
+		d->turns++;
+	}
+	d->turn_start_ns = now;
+	d->turn_idle_ns = idle;
 }
 
 static void stop(void)
 {
-	if (g.d.stopping)
+	struct nbrpd *d = &g.d;
+	if (d->stopping)
 		return;
-	g.d.stopping = true;
+	d->stopping = true;
 	log_info("shutting down");
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
-	sessions_stop(&g.d);
-	rib_stop(&g.d);
-	health_stop(g.d.health);
-	g.d.health = NULL;
-	birdmon_stop(g.d.bird);
-	g.d.bird = NULL;
-	fibpush_close(g.d.fib);
-	uv_close((uv_handle_t *)&g.d.flush_check, NULL);
-	uv_close((uv_handle_t *)&g.d.sync_wait, NULL);
+	sessions_stop(d->sessions);
+	rde_stop(d->rde);
+	health_stop(d->health);
+	d->health = NULL;
+	birdmon_stop(d->bird);
+	d->bird = NULL;
+	fibpush_close(d->fib);
+	uv_close((uv_handle_t *)&d->sync_wait, NULL);
+	uv_close((uv_handle_t *)&d->turn_timer, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -447,7 +257,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	(void)h;
 	if (signum == SIGHUP) {
 		char msg[CONF_ERR_LEN + 256];
-		reload(msg, sizeof(msg));
+		nbrpd_reload(&g.d, msg, sizeof(msg));
 		return;
 	}
 	stop();
@@ -461,12 +271,11 @@ int main(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	const char *conf_arg = opts.config;
-	bool check = opts.check;
 	g.foreground = opts.foreground;
 	g.debug = opts.debug;
 	char err[CONF_ERR_LEN];
 	struct nbrpd_config *cfg = nbrpd_config_load(conf_arg, err, sizeof(err));
-	if (check) {
+	if (opts.check) {
 		if (cfg)
 			printf("nbrpd: %s: configuration valid (%u peers, %u content names)\n", conf_arg,
 			       cfg->npeers, cfg->ncontent);
@@ -497,45 +306,48 @@ int main(int argc, char **argv)
 	d->conf_path = abs_path;
 	if (uv_loop_init(&g.loop) < 0)
 		daemon_fail("uv_loop_init failed");
+	uv_loop_configure(&g.loop, UV_METRICS_IDLE_TIME);
 	d->loop = &g.loop;
 	d->started = uv_now(d->loop);
-	d->rib = rib_create();
-	d->npeers = cfg->npeers;
-	d->peers = calloc(NBRPD_MAX_PEERS, sizeof(*d->peers));
-	if (!d->rib || !d->peers)
+	const struct rde_ops ops = {
+		.send = session_send, .full = session_full, .notify = session_notify,
+		.fib_name = fib_name, .fib_flush = fib_flush, .arg = d,
+	};
+	d->nexthops = nexthop_table_new(d->loop);
+	d->rde = d->nexthops ? rde_new(d->loop, cfg, d->nexthops, &ops) : NULL;
+	d->sessions = d->rde ? sessions_new(d->loop, cfg, d->rde, d->nexthops, cfg->bird_socket != NULL, on_eor, d)
+			     : NULL;
+	if (!d->sessions)
 		daemon_fail("out of memory");
-	for (unsigned i = 0; i < cfg->npeers; i++) {
-		d->peers[i].cfg = cfg->peers[i];
-		d->peers[i].idx = i;
-		d->peers[i].configured = true;
-	}
-	rib_set_local(d, cfg);
-	uv_check_init(d->loop, &d->flush_check);
-	d->flush_check.data = d;
-	uv_check_start(&d->flush_check, on_check);
+	for (unsigned i = 0; i < cfg->npeers; i++)
+		if (!peer_add(d->sessions, &cfg->peers[i]))
+			daemon_fail("out of memory");
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		rde_content_changed(d->rde, &cfg->content[i]);
+	uv_prepare_init(d->loop, &d->turn_timer);
+	d->turn_timer.data = d;
+	uv_prepare_start(&d->turn_timer, on_turn);
 	uv_signal_init(d->loop, &g.sig_int);
 	uv_signal_init(d->loop, &g.sig_term);
 	uv_signal_start(&g.sig_int, on_signal, SIGINT);
 	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
 	uv_signal_init(d->loop, &g.sig_hup);
 	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
-	if (sessions_start(d, err, sizeof(err)) < 0)
-		daemon_fail(err);
-	if (cfg->control_path &&
-	    !(g.ctl = ctl_server_open(d->loop, cfg->control_path, "nbrpd " NBRPD_VERSION, on_control, NULL,
-				     err, sizeof(err))))
-		daemon_fail(err);
-	if (cfg->fib_channel && !(d->fib = fibpush_open(d, cfg->fib_channel)))
-		daemon_fail("out of memory");
-	if (!(d->health = health_start(d)))
-		daemon_fail("out of memory");
-	d->bird = birdmon_start(d);
+	d->bird = birdmon_start(d->loop, cfg, d->nexthops, on_bird_polled, d);
 	if (cfg->bird_socket && !d->bird)
 		daemon_fail("bird: cannot start the BIRD client (socket path too long?)");
+	if (sessions_start(d->sessions, err, sizeof(err)) < 0)
+		daemon_fail(err);
+	if (cfg->control_path && !(g.ctl = control_open(d, cfg->control_path, "nbrpd " NBRPD_VERSION, err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, d)))
+		daemon_fail("out of memory");
+	if (!(d->health = health_start(d->loop, cfg, d->rde)))
+		daemon_fail("out of memory");
 	uv_timer_init(d->loop, &d->sync_wait);
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
-	nbrpd_check_ready(d);           /* no peers: ready at once */
+	on_eor(d);                      /* no peers: ready at once */
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	log_info("nbrpd %s started: router %s, %u peers, %u content names", NBRPD_VERSION,
@@ -547,9 +359,9 @@ int main(int argc, char **argv)
 	if (uv_loop_close(d->loop) < 0)
 		log_err("uv_loop_close: handles still open");
 	fibpush_free(d->fib);
-	rib_free(d->rib);
-	nexthop_free_all(d);
-	free(d->peers);
+	sessions_free(d->sessions);
+	rde_free(d->rde);
+	nexthop_table_free(d->nexthops);
 	free(abs_path);
 	/* the configuration in force: reloads replace d->cfg */
 	if (d->cfg->pid_file)

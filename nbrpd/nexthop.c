@@ -8,8 +8,9 @@
  * (bird.c polls it) an entry holds the last answer: reachable or not, the
  * IGP metric and the BGP AS path length to it, and the protocol the route
  * came from.  When that changes, the routes through it are decided again
- * (rib.c): an unreachable next hop makes them unusable, and metrics break
- * ties after the content-level distance.
+ * (through the `changed` callback, which the RDE registers): an unreachable
+ * next hop makes them unusable, and metrics break ties after the
+ * content-level distance.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,42 @@
 #include <arpa/inet.h>
 
 #include "log.h"
-#include "nbrpd.h"
+#include "nexthop.h"
 
 #define NEXTHOP_BUCKETS 1024
+
+struct nexthop_table {
+	uv_loop_t *loop;
+	struct nexthop *buckets[NEXTHOP_BUCKETS];
+	unsigned count;
+	nexthop_fn added, changed;
+	void *added_arg, *changed_arg;
+};
+
+struct nexthop_table *nexthop_table_new(uv_loop_t *loop)
+{
+	struct nexthop_table *t = calloc(1, sizeof(*t));
+	if (t)
+		t->loop = loop;
+	return t;
+}
+
+void nexthop_on_added(struct nexthop_table *t, nexthop_fn added, void *arg)
+{
+	t->added = added;
+	t->added_arg = arg;
+}
+
+void nexthop_on_changed(struct nexthop_table *t, nexthop_fn changed, void *arg)
+{
+	t->changed = changed;
+	t->changed_arg = arg;
+}
+
+unsigned nexthop_count(const struct nexthop_table *t)
+{
+	return t->count;
+}
 
 static size_t nh_hash(int family, const uint8_t *addr)
 {
@@ -31,16 +65,11 @@ static size_t nh_hash(int family, const uint8_t *addr)
 	return (size_t)h % NEXTHOP_BUCKETS;
 }
 
-struct nexthop *nexthop_get(struct nbrpd *d, int family, const uint8_t *addr)
+struct nexthop *nexthop_get(struct nexthop_table *t, int family, const uint8_t *addr)
 {
-	if (!d->nexthops) {
-		d->nexthops = calloc(NEXTHOP_BUCKETS, sizeof(*d->nexthops));
-		if (!d->nexthops)
-			return NULL;
-	}
 	unsigned alen = family == AF_INET ? 4 : 16;
 	size_t k = nh_hash(family, addr);
-	for (struct nexthop *nh = d->nexthops[k]; nh; nh = nh->hnext)
+	for (struct nexthop *nh = t->buckets[k]; nh; nh = nh->hnext)
 		if (nh->family == family && memcmp(nh->addr, addr, alen) == 0) {
 			nh->refs++;
 			return nh;
@@ -52,45 +81,42 @@ struct nexthop *nexthop_get(struct nbrpd *d, int family, const uint8_t *addr)
 	memcpy(nh->addr, addr, alen);
 	nh->reachable = true;           /* until IP routing says otherwise */
 	nh->refs = 1;
-	nh->hnext = d->nexthops[k];
-	d->nexthops[k] = nh;
-	d->nnexthops++;
-	nexthop_added(d, nh);
+	nh->hnext = t->buckets[k];
+	t->buckets[k] = nh;
+	t->count++;
+	if (t->added)
+		t->added(t->added_arg, nh);
 	return nh;
 }
 
-struct nexthop *nexthop_lookup(struct nbrpd *d, int family, const uint8_t *addr)
+struct nexthop *nexthop_lookup(struct nexthop_table *t, int family, const uint8_t *addr)
 {
-	if (!d->nexthops)
-		return NULL;
 	unsigned alen = family == AF_INET ? 4 : 16;
-	for (struct nexthop *nh = d->nexthops[nh_hash(family, addr)]; nh; nh = nh->hnext)
+	for (struct nexthop *nh = t->buckets[nh_hash(family, addr)]; nh; nh = nh->hnext)
 		if (nh->family == family && memcmp(nh->addr, addr, alen) == 0)
 			return nh;
 	return NULL;
 }
 
-void nexthop_put(struct nbrpd *d, struct nexthop *nh)
+void nexthop_put(struct nexthop_table *t, struct nexthop *nh)
 {
 	if (!nh || --nh->refs > 0)
 		return;
-	struct nexthop **pp = &d->nexthops[nh_hash(nh->family, nh->addr)];
+	struct nexthop **pp = &t->buckets[nh_hash(nh->family, nh->addr)];
 	while (*pp != nh)
 		pp = &(*pp)->hnext;
 	*pp = nh->hnext;
-	d->nnexthops--;
+	t->count--;
 	free(nh);
 }
 
-void nexthop_walk(struct nbrpd *d, void (*fn)(struct nbrpd *d, struct nexthop *nh, void *arg), void *arg)
+void nexthop_walk(struct nexthop_table *t, nexthop_fn fn, void *arg)
 {
-	if (!d->nexthops)
-		return;
 	for (size_t i = 0; i < NEXTHOP_BUCKETS; i++) {
-		struct nexthop *nh = d->nexthops[i], *next;
+		struct nexthop *nh = t->buckets[i], *next;
 		for (; nh; nh = next) {
 			next = nh->hnext;
-			fn(d, nh, arg);
+			fn(arg, nh);
 		}
 	}
 }
@@ -110,7 +136,7 @@ const char *nexthop_format(const struct nexthop *nh, char *buf, size_t len)
 	return buf;
 }
 
-void nexthop_update(struct nbrpd *d, struct nexthop *nh, bool reachable, uint32_t igp_metric,
+void nexthop_update(struct nexthop_table *t, struct nexthop *nh, bool reachable, uint32_t igp_metric,
 		    uint32_t as_path_len, const char *protocol)
 {
 	bool flip = nh->known ? nh->reachable != reachable : !reachable;
@@ -124,24 +150,23 @@ void nexthop_update(struct nbrpd *d, struct nexthop *nh, bool reachable, uint32_
 	if (flip) {
 		char buf[200];
 		log_info("IP routing: %s", nexthop_format(nh, buf, sizeof(buf)));
-		nh->unreachable_since = reachable ? 0 : uv_now(d->loop);
+		nh->unreachable_since = reachable ? 0 : uv_now(t->loop);
 	}
-	if (changed)
-		rib_nexthop_changed(d, nh);
+	if (changed && t->changed)
+		t->changed(t->changed_arg, nh);
 }
 
-void nexthop_free_all(struct nbrpd *d)
+void nexthop_table_free(struct nexthop_table *t)
 {
-	if (!d->nexthops)
+	if (!t)
 		return;
 	for (size_t i = 0; i < NEXTHOP_BUCKETS; i++) {
-		struct nexthop *nh = d->nexthops[i];
+		struct nexthop *nh = t->buckets[i];
 		while (nh) {
 			struct nexthop *n = nh->hnext;
 			free(nh);
 			nh = n;
 		}
 	}
-	free(d->nexthops);
-	d->nexthops = NULL;
+	free(t);
 }

@@ -28,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ctl_reply r = { 0 };
 	ctl_reply_line(&r, CTL_DATA, "%s", line);
 	ctl_reply_end(&r, CTL_OK, "%s", line);
-	if (!r.nomem) {
+	if (!r.out.nomem) {
 		unsigned lines = 0;
-		for (char *p = r.buf, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+		for (char *p = r.out.s, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
 			*nl = 0;
 			if (ctl_parse_line(p, (size_t)(nl - p), &code, &more, &text) < 0)
 				abort();
@@ -41,6 +41,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (lines != 2)
 			abort();
 	}
-	free(r.buf);
+	strbuf_free(&r.out);
 	return 0;
 }

@@ -14,7 +14,7 @@ static void reply_lines_parse_back(void **state)
 	ctl_reply_line(&r, CTL_DATA, "udp queries %d", 3);
 	ctl_reply_end(&r, CTL_OK, "OK");
 	ctl_reply_line(&r, CTL_DATA, "ignored after the end");
-	assert_string_equal(r.buf, "1000-udp queries 3\n0000 OK\n");
+	assert_string_equal(strbuf_str(&r.out), "1000-udp queries 3\n0000 OK\n");
 	int code;
 	bool more;
 	const char *text;
@@ -25,15 +25,15 @@ static void reply_lines_parse_back(void **state)
 	assert_int_equal(ctl_parse_line("9001 reload failed", 18, &code, &more, &text), 0);
 	assert_int_equal(code, 9001);
 	assert_false(more);
-	free(r.buf);
+	strbuf_free(&r.out);
 }
 
 static void a_newline_in_data_cannot_forge_a_line(void **state)
 {
 	struct ctl_reply r = { 0 };
 	ctl_reply_line(&r, CTL_DATA, "name %s", "evil\n0000 done\rx");
-	assert_string_equal(r.buf, "1000-name evil 0000 done x\n");
-	free(r.buf);
+	assert_string_equal(strbuf_str(&r.out), "1000-name evil 0000 done x\n");
+	strbuf_free(&r.out);
 }
 
 static void malformed_reply_lines_are_rejected(void **state)

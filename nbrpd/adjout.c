@@ -1,0 +1,170 @@
+/*
+ * What peers are told (the Adj-RIB-Out, rib.h) and UPDATE packing.
+ *
+ * A peer is told a name's exported route unless the route came from that
+ * peer or has the peer's name in its path, or the peer is a content
+ * server, or its export policy denies the name; the path it gets starts
+ * with our name, and the next hop is our inrpd.  Load travels load-radius
+ * hops, then is sent as 0 (unknown).
+ *
+ * Names whose routes look the same to the receiver (same path, same load)
+ * share one Route in an UPDATE, as the protocol allows: consecutive names
+ * in a flush usually came in one UPDATE and go out in one.
+ */
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rib.h"
+#include "wqueue.h"
+
+#define BATCH_NAMES     1024    /* names per UPDATE */
+
+bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
+{
+	if (!a || p->server_mode || a->k.peer == p)
+		return false;           /* a content server is not told routes; nor a peer its own */
+	if (a->k.npath + 1u > NBRP_MAX_PATH)
+		return false;
+	struct rde_peer **in_path;
+	unsigned n = a->k.npath ? attrs_path_peers(r, a, &in_path) : 0;
+	for (unsigned i = 0; i < n; i++)
+		if (in_path[i] == p)
+			return false;
+	return true;
+}
+
+bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e, struct rde_peer *p,
+		   const struct nbrpd_policy *export)
+{
+	if (!adjout_to_peer(r, a, p))
+		return false;
+	if (nbrpd_policy_open(export))
+		return true;
+	struct name n;
+	rde_entry_name(e, &n);
+	return nbrpd_policy_allows(export, &n);
+}
+
+uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
+{
+	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
+}
+
+/* One UPDATE under construction; one packer for the whole daemon (one thread). */
+static struct {
+	struct rde *r;
+	packer_emit_fn emit;
+	void *arg;
+	unsigned sent;
+	Nbrp__Update u;
+	ProtobufCBinaryData withdrawn[BATCH_NAMES];
+	Nbrp__Route *route_ptrs[BATCH_NAMES];
+	Nbrp__Route routes[BATCH_NAMES];
+	ProtobufCBinaryData names[BATCH_NAMES];
+	size_t nnames;
+	uint64_t last_sig;              /* of the last Route: sig ^ load */
+	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+} pk;
+
+static void reset(void)
+{
+	nbrp__update__init(&pk.u);
+	pk.u.withdrawn = pk.withdrawn;
+	pk.u.routes = pk.route_ptrs;
+	pk.nnames = 0;
+	pk.last_sig = 0;
+}
+
+static void send_batch(void)
+{
+	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0)
+		return;
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m.update = &pk.u;
+	size_t len;
+	uint8_t *frame = nbrp_encode(&m, &len);
+	struct wq_buf *b = wq_buf_adopt(frame, len);
+	reset();
+	if (!b)
+		return;                 /* out of memory: the session layer notices on its next write */
+	pk.emit(pk.arg, b);
+	wq_buf_put(b);
+	pk.sent++;
+}
+
+void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
+{
+	pk.r = r;
+	pk.emit = emit;
+	pk.arg = arg;
+	pk.sent = 0;
+	reset();
+}
+
+void packer_withdraw(const struct rib_entry *e)
+{
+	Nbrp__Update *u = &pk.u;
+	u->withdrawn[u->n_withdrawn].data = (uint8_t *)e->wire;
+	u->withdrawn[u->n_withdrawn].len = e->len;
+	if (++u->n_withdrawn == BATCH_NAMES)
+		send_batch();
+}
+
+void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+{
+	Nbrp__Update *u = &pk.u;
+	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
+	ProtobufCBinaryData *name = &pk.names[pk.nnames];
+	name->data = (uint8_t *)e->wire;
+	name->len = e->len;
+	if (u->n_routes > 0 && sig == pk.last_sig) {
+		/* the same attributes as the Route before: one more name for it */
+		u->routes[u->n_routes - 1]->n_names++;
+		if (++pk.nnames == BATCH_NAMES)
+			send_batch();
+		return;
+	}
+	const struct nbrpd_config *cfg = pk.r->cfg;
+	size_t k = u->n_routes;
+	Nbrp__Route *rt = &pk.routes[k];
+	nbrp__route__init(rt);
+	rt->n_names = 1;
+	rt->names = name;
+	pk.last_sig = sig;
+	const struct nbrpd_endpoint *nh = &cfg->inrp;
+	rt->next_hop.data = (uint8_t *)nh->addr;
+	rt->next_hop.len = nh->family == AF_INET ? 4 : 16;
+	rt->next_hop_port = nh->port;
+	rt->load_ms = load;
+	char **path = pk.paths[k];
+	path[0] = (char *)cfg->router_name;
+	const char *s = a->path;
+	for (unsigned i = 0; i < a->k.npath; i++) {
+		path[i + 1] = (char *)s;
+		s += strlen(s) + 1;
+	}
+	rt->n_path = a->k.npath + 1u;
+	rt->path = path;
+	u->routes[k] = rt;
+	u->n_routes++;
+	if (++pk.nnames == BATCH_NAMES)
+		send_batch();
+}
+
+unsigned packer_end(void)
+{
+	send_batch();
+	return pk.sent;
+}
+
+struct wq_buf *adjout_end_of_rib(void)
+{
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	Nbrp__EndOfRib eor = NBRP__END_OF_RIB__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_END_OF_RIB;
+	m.end_of_rib = &eor;
+	size_t len;
+	uint8_t *frame = nbrp_encode(&m, &len);
+	return wq_buf_adopt(frame, len);
+}

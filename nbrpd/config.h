@@ -1,0 +1,106 @@
+/*
+ * nbrpd's configuration (config.c has the keywords).  Loaded whole,
+ * checked, then handed to the modules; a reload loads a new one and
+ * main.c moves the running state over.
+ */
+#ifndef NBRPD_CONFIG_H
+#define NBRPD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "name.h"
+#include "nbrp.h"
+#include "route.h"
+
+enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
+
+struct nbrpd_endpoint {
+	int family;
+	uint8_t addr[16];
+	uint16_t port;
+};
+
+const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len);
+
+/* allow/deny by name suffix: the longest matching rule decides */
+struct nbrpd_policy_rule {
+	struct name suffix;
+	bool allow;
+};
+
+struct nbrpd_policy {
+	unsigned nrules;
+	struct nbrpd_policy_rule *rules;
+	bool default_deny;
+};
+
+bool nbrpd_policy_allows(const struct nbrpd_policy *pol, const struct name *n);
+bool nbrpd_policy_equal(const struct nbrpd_policy *a, const struct nbrpd_policy *b);
+/* No rules and no default deny: every name passes without being looked at. */
+static inline bool nbrpd_policy_open(const struct nbrpd_policy *pol)
+{
+	return pol->nrules == 0 && !pol->default_deny;
+}
+
+struct nbrpd_peer_config {
+	char name[NBRP_ROUTER_NAME_MAX + 1];
+	struct nbrpd_endpoint remote;
+	uint32_t local_pref;
+	uint64_t max_names;             /* 0: no limit */
+	enum max_names_action max_action;
+	bool passive;                   /* wait for the peer to connect */
+	bool server_mode;               /* a content server announcing its own names */
+	struct nbrpd_policy import, export;
+	unsigned line;
+};
+
+struct nexthop;
+
+struct nbrpd_content {
+	struct name name;
+	unsigned nservers;
+	struct route servers[ROUTESET_MAX_ROUTES];
+	struct nexthop *server_nh[ROUTESET_MAX_ROUTES];  /* IP routing's view, once started */
+	uint32_t up_mask;               /* servers passing their health check (all without one) */
+	uint16_t hc_port;               /* 0: no health check */
+	uint64_t hc_interval_ms, hc_timeout_ms;
+	const char *file;               /* valid while loading: for error messages */
+	unsigned line;
+	unsigned order;                 /* position in the file, while loading */
+};
+
+struct nbrpd_config {
+	char router_name[NBRP_ROUTER_NAME_MAX + 1];
+	struct nbrpd_endpoint listen;
+	bool has_listen;
+	struct nbrpd_endpoint inrp;     /* our inrpd, the next hop we advertise */
+	uint32_t hold_time_s;
+	uint64_t connect_retry_ms;      /* first retry; doubles up to 32x */
+	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */
+	uint32_t restart_time_s;        /* peers keep our routes this long if we vanish (0: not) */
+	uint32_t load_ms_per_hop;
+	uint32_t load_radius;           /* hops a load figure travels */
+	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
+	uint64_t load_interval_ms;      /* a name's load is re-advertised at most this often */
+	unsigned max_routes;            /* ranked routes per name pushed to inrpd */
+	size_t max_message;
+	char *fib_channel;              /* inrpd's socket; NULL: none */
+	char *bird_socket;              /* BIRD's control socket; NULL: no BIRD */
+	uint64_t bird_poll_ms;          /* how often every address is asked about again */
+	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
+	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
+	char *control_path;
+	char *pid_file;
+	int log_level;
+	unsigned npeers, peers_cap;
+	struct nbrpd_peer_config *peers;
+	unsigned ncontent;
+	struct nbrpd_content *content;
+};
+
+struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len);
+void nbrpd_config_free(struct nbrpd_config *cfg);
+
+#endif

@@ -1,0 +1,290 @@
+/*
+ * nbrpd's control socket (lib/ctl.h): the commands nbrc sends, and the
+ * text and JSON they answer with.  Read-only views of the sessions and the
+ * RDE, and the few commands that act (enable, disable, reload).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "birdmon.h"
+#include "conf.h"
+#include "ctl.h"
+#include "fibpush.h"
+#include "nbrpd.h"
+#include "nexthop.h"
+#include "rde.h"
+#include "session.h"
+#include "strbuf.h"
+
+#ifndef NBRPD_VERSION
+#define NBRPD_VERSION "unknown"
+#endif
+
+static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	(void)args;
+	(void)nargs;
+	unsigned n = sessions_count(d->sessions), up = 0;
+	for (unsigned i = 0; i < n; i++)
+		up += sessions_peer(d->sessions, i)->established != NULL;
+	unsigned long long uptime = (unsigned long long)((uv_now(d->loop) - d->started) / 1000);
+	bool fib = d->fib && fibpush_connected(d->fib);
+	struct rde_stats st;
+	rde_stats(d->rde, &st);
+	if (json) {
+		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
+			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
+			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
+			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turns\": %llu}",
+			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
+			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
+			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
+			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
+			       st.jobs, d->turn_max_ms, (unsigned long long)d->turns);
+		return;
+	}
+	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
+		       d->cfg->router_name, (int)getpid(), uptime);
+	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", n, up, (unsigned long long)st.names);
+	if (d->fib)
+		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %llu syncs", d->cfg->fib_channel,
+			       fib ? "connected" : "down", (unsigned long long)fibpush_syncs(d->fib));
+	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
+		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
+		       nexthop_count(d->nexthops));
+	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms in %llu turns", st.jobs,
+		       d->turn_max_ms, (unsigned long long)d->turns);
+}
+
+static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	(void)args;
+	(void)nargs;
+	unsigned n = sessions_count(d->sessions);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "[");
+	struct strbuf err = { 0 };
+	for (unsigned i = 0; i < n; i++) {
+		const struct peer *p = sessions_peer(d->sessions, i);
+		struct rde_peer_stats rs = { 0 };
+		if (p->rde)
+			rde_peer_stats(p->rde, &rs);
+		char addr[80];
+		nbrpd_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
+		const char *state = p->enabled ? session_state_name(peer_state(p)) : "Disabled";
+		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
+		if (json) {
+			strbuf_reset(&err);
+			strbuf_add_json(&err, p->last_error);
+			ctl_reply_line(r, CTL_DATA, "{\"name\": \"%s\", \"address\": \"%s\", \"state\": \"%s\", "
+				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
+				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
+				       "\"notifications_out\": %llu, \"flaps\": %llu, \"dumping\": %s, \"queued\": %zu, "
+				       "\"last_error\": \"%s\"}%s",
+				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
+				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
+				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
+				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
+				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
+				       strbuf_str(&err), i + 1 < n ? "," : "");
+		} else {
+			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s",
+				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
+				       (unsigned long long)p->updates_in, (unsigned long long)rs.updates_out,
+				       p->last_error[0] ? "; last error: " : "", p->last_error);
+		}
+	}
+	strbuf_free(&err);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]");
+}
+
+/* One name's routes: a line for the name and one per route, or one JSON
+ * object over several lines (a route per line, so a line stays bounded
+ * whatever the paths), followed by `after` (e.g. ","). */
+static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json, const char *after,
+		     struct ctl_reply *r)
+{
+	char name[NAME_MAX_TEXT];
+	struct name n;
+	struct strbuf b = { 0 };
+	rde_entry_name(e, &n);
+	name_to_text(&n, name, sizeof(name));
+	static struct rde_route_view views[1024];
+	unsigned cnt = rde_entry_routes(e, views, 1024);
+	unsigned nbest = 0;
+	for (unsigned i = 0; i < cnt; i++)
+		nbest += views[i].rank != 0;
+	if (json) {
+		strbuf_addf(&b, "{\"name\": \"");
+		strbuf_add_json(&b, name);
+		strbuf_addf(&b, "\", \"routes\": [");
+	} else {
+		strbuf_addf(&b, "%s", name);
+	}
+	ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+	for (unsigned i = 0; i < cnt; i++) {
+		const struct rde_route_view *v = &views[i];
+		strbuf_reset(&b);
+		char hop[96] = "local";
+		if (v->next_hop)
+			nbrpd_endpoint_format(v->next_hop, hop, sizeof(hop));
+		if (json) {
+			strbuf_addf(&b, "{\"rank\": %u, \"best\": %s, \"from\": \"", i < nbest ? i + 1 : 0,
+				    i == 0 ? "true" : "false");
+			strbuf_add_json(&b, v->from);
+			strbuf_addf(&b, "\", \"next_hop\": \"%s\", \"path\": [", hop);
+		} else if (v->next_hop) {
+			strbuf_addf(&b, "  %s %s via %s from %s, path [", i == 0 ? "*" : " ",
+				    i < nbest ? "ranked" : "      ", hop, v->from);
+		} else {
+			strbuf_addf(&b, "  %s %s local content, %u of %u servers up, load %u ms", i == 0 ? "*" : " ",
+				    i < nbest ? "ranked" : "      ", (unsigned)__builtin_popcount(v->content->up_mask),
+				    v->content->nservers, v->load_ms);
+			ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+			continue;
+		}
+		const char *p = v->path;
+		for (unsigned k = 0; k < v->npath; k++) {
+			if (json) {
+				strbuf_addf(&b, "%s\"", k ? ", " : "");
+				strbuf_add_json(&b, p);
+				strbuf_addf(&b, "\"");
+			} else {
+				strbuf_addf(&b, "%s%s", k ? " " : "", p);
+			}
+			p += strlen(p) + 1;
+		}
+		char ip[200] = "";
+		const struct nexthop *nh = v->nh;
+		if (nh && d->bird)
+			nexthop_format(nh, ip, sizeof(ip));
+		if (json)
+			strbuf_addf(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
+				    "\"ip_known\": %s, \"ip_reachable\": %s, \"igp_metric\": %u, \"as_path_len\": %u, "
+				    "\"ip_protocol\": \"%s\"}%s",
+				    v->load_ms, v->local_pref, v->stale ? "true" : "false", v->usable ? "true" : "false",
+				    nh && nh->known ? "true" : "false", !nh || nh->reachable ? "true" : "false",
+				    nh ? nh->igp_metric : 0, nh ? nh->as_path_len : 0, nh ? nh->protocol : "",
+				    i + 1 < cnt ? "," : "");
+		else
+			strbuf_addf(&b, "], load %u ms, local-pref %u%s%s%s%s", v->load_ms, v->local_pref,
+				    v->stale ? ", stale" : "", v->usable ? "" : ", UNUSABLE", ip[0] ? "; BIRD: " : "", ip);
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+	}
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]}%s", after ? after : "");
+	strbuf_free(&b);
+}
+
+struct route_walk {
+	const struct nbrpd *d;
+	struct ctl_reply *r;
+	bool json;
+	uint64_t total, done;
+};
+
+static void describe_one(const struct rib_entry *e, void *arg)
+{
+	struct route_walk *w = arg;
+	w->done++;
+	describe(w->d, e, w->json, w->done < w->total ? "," : "", w->r);
+}
+
+static void show_route_count(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	(void)args;
+	(void)nargs;
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "{\"names\": %llu}", (unsigned long long)rde_names(d->rde));
+	else
+		ctl_reply_line(r, CTL_DATA, "%llu names", (unsigned long long)rde_names(d->rde));
+}
+
+static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	if (nargs == 1) {
+		struct name n;
+		if (name_from_text(&n, args[0], strlen(args[0])) != NAME_OK) {
+			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
+			return;
+		}
+		const struct rib_entry *e = rde_find(d->rde, &n);
+		if (!e) {
+			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
+			return;
+		}
+		describe(d, e, json, "", r);
+		return;
+	}
+	/* JSON: one array of the objects a single name gets */
+	struct route_walk w = { .d = d, .r = r, .json = json, .total = rde_names(d->rde) };
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "[");
+	rde_walk(d->rde, describe_one, &w);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]");
+}
+
+static void set_peer(struct nbrpd *d, const char *name, bool enable, struct ctl_reply *r)
+{
+	struct peer *p = sessions_peer_by_name(d->sessions, name);
+	if (!p) {
+		ctl_reply_end(r, CTL_ERR_FAILED, "no peer '%s'", name);
+		return;
+	}
+	peer_enable(p, enable);
+	ctl_reply_end(r, CTL_OK, "%s %s", enable ? "enabled" : "disabled", p->cfg.name);
+}
+
+static void cmd_reload(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	char msg[CONF_ERR_LEN + 256];
+	(void)args;
+	(void)nargs;
+	(void)json;
+	int rc = nbrpd_reload(ctx, msg, sizeof(msg));
+	ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
+}
+
+static void cmd_enable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)nargs;
+	(void)json;
+	set_peer(ctx, args[0], true, r);
+}
+
+static void cmd_disable_peer(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)nargs;
+	(void)json;
+	set_peer(ctx, args[0], false, r);
+}
+
+static const struct ctl_command commands[] = {
+	{ "show status", 0, 0, true, show_status, "show status [json]",
+	  "version, uptime, peers, names, BIRD, table jobs, the longest loop turn" },
+	{ "show peers", 0, 0, true, show_peers, "show peers [json]", "sessions, their state and counters" },
+	{ "show route count", 0, 0, true, show_route_count, "show route count [json]", "names in the RIB" },
+	{ "show route", 0, 1, true, show_route, "show route [NAME] [json]",
+	  "routes, the ranked ones marked, with path, load and BIRD's view" },
+	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
+	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
+	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },
+	{ NULL, 0, 0, false, NULL, NULL, NULL },
+};
+
+static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
+{
+	ctl_dispatch(commands, ctx, argc, argv, r);
+}
+
+struct ctl_server *control_open(struct nbrpd *d, const char *path, const char *greeting, char *err, size_t err_len)
+{
+	return ctl_server_open(d->loop, path, greeting, on_control, d, err, err_len);
+}

@@ -1,0 +1,1284 @@
+/*
+ * The RDE (rde.h): peers as the RDE sees them, UPDATEs in, the decision
+ * applied, whole-table jobs with a budget per loop turn, and the flush
+ * that tells peers and inrpd what changed.
+ *
+ * Once per loop turn (a libuv check handle): the jobs run until their
+ * budget is spent, then the flush.  An idle handle keeps the loop from
+ * blocking in poll while a job can run; a job for a peer whose session is
+ * full waits for rde_peer_drained.
+ *
+ * The flush sends each changed name once per update group: every
+ * established peer with no export policy, no dump or re-export under way,
+ * and not excluded from any of this flush's names (their source, or named
+ * in their path) gets the very same encoded UPDATEs, one buffer shared by
+ * all their write queues.  Other peers get UPDATEs of their own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "decide.h"
+#include "log.h"
+#include "nexthop.h"
+#include "rib.h"
+#include "wqueue.h"
+
+#define JOB_BUDGET_ENTRIES      4096    /* entries visited by jobs in one loop turn */
+#define JOB_BUDGET_NS           (4 * 1000 * 1000)
+
+enum job_kind { JOB_DUMP, JOB_REEXPORT, JOB_PURGE, JOB_REDECIDE, JOB_NEXTHOP };
+
+struct rde_job {
+	struct rde_job *next;
+	enum job_kind kind;
+	struct rde_peer *peer;          /* DUMP, REEXPORT; PURGE holds a reference */
+	uint32_t below;                 /* PURGE: routes of sessions before this one */
+	uint64_t done;
+	struct rib_cursor cur;          /* PURGE, REDECIDE (DUMP, REEXPORT: the peer's) */
+	struct nexthop *nh;             /* NEXTHOP: the attributes through it, each held */
+	struct rib_attrs **attrs;
+	uint32_t nattrs, ai, ei;
+};
+
+static void schedule(struct rde *r);
+
+bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return false;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = e;
+	return true;
+}
+
+void rde_mark_dirty(struct rde *r, struct rib_entry *e)
+{
+	if (e->flags & ENTRY_DIRTY)
+		return;
+	if (!entry_list_push(&r->dirty, e)) {
+		log_err("out of memory for the list of changed names");
+		return;
+	}
+	e->flags |= ENTRY_DIRTY;
+}
+
+void rde_maybe_release(struct rde *r, struct rib_entry *e)
+{
+	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
+		return;
+	if (entry_list_push(&r->release, e))
+		e->flags |= ENTRY_RELEASE;
+}
+
+static uint32_t now_ms(const struct rde *r)
+{
+	return (uint32_t)(uv_now(r->loop) - r->start_ms);
+}
+
+/* ---- peers by name ---- */
+
+static size_t name_slot(const char *name, size_t n)
+{
+	return (size_t)XXH3_64bits(name, strlen(name)) & (n - 1);
+}
+
+struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name)
+{
+	for (struct rde_peer *p = r->by_name[name_slot(name, r->nby_name)]; p; p = p->hnext)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
+}
+
+static void by_name_unlink(struct rde *r, struct rde_peer *p)
+{
+	for (struct rde_peer **pp = &r->by_name[name_slot(p->name, r->nby_name)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == p) {
+			*pp = p->hnext;
+			return;
+		}
+}
+
+/* ---- the decision applied to an entry ---- */
+
+static bool route_usable(const struct rib_route *rt)
+{
+	return !rt->a->nh || rt->a->nh->reachable;
+}
+
+static void cand_of(const struct rde *r, const struct rib_route *rt, struct decide_cand *c)
+{
+	const struct rib_attrs *a = rt->a;
+	c->local_pref = a->k.local_pref;
+	c->distance = (uint64_t)a->k.npath * r->cfg->load_ms_per_hop + a->k.load_ms;
+	c->igp_metric = a->nh ? a->nh->igp_metric : 0;
+	c->as_path_len = a->nh ? a->nh->as_path_len : 0;
+	c->seq = rt->seq;
+	c->from = a->k.peer ? a->k.peer->name : "";
+	c->usable = route_usable(rt);
+}
+
+/* Ranks the usable routes, best first, and marks the entry for the next flush. */
+static void decide(struct rde *r, struct rib_entry *e)
+{
+	struct rib_route *only = e->routes;
+	if (!only || !only->next) {
+		/* none or one, the usual cases: nothing to compare (max-routes is at least 1) */
+		bool usable = only && route_usable(only);
+		if (only)
+			only->rank = usable;
+		e->nbest = usable;
+		rde_mark_dirty(r, e);
+		return;
+	}
+	/* one thread: the candidates of one name at a time, in arrays that only grow */
+	static struct decide_cand *cands;
+	static struct rib_route **rts;
+	static unsigned cap;
+	unsigned order[ROUTESET_MAX_ROUTES], n = 0;
+	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
+		rt->rank = 0;
+		if (n == cap) {
+			unsigned ncap = cap ? cap * 2 : 64;
+			struct decide_cand *nc = realloc(cands, ncap * sizeof(*nc));
+			if (nc)
+				cands = nc;
+			struct rib_route **nr = nc ? realloc(rts, ncap * sizeof(*nr)) : NULL;
+			if (nr)
+				rts = nr;
+			if (!nc || !nr)
+				break;  /* out of memory: ranked among those seen */
+			cap = ncap;
+		}
+		rts[n] = rt;
+		cand_of(r, rt, &cands[n++]);
+	}
+	unsigned keep = r->cfg->max_routes < ROUTESET_MAX_ROUTES ? r->cfg->max_routes : ROUTESET_MAX_ROUTES;
+	unsigned ranked = decide_rank(cands, n, keep, order);
+	for (unsigned i = 0; i < ranked; i++)
+		rts[order[i]]->rank = i + 1;
+	e->nbest = (uint8_t)ranked;
+	rde_mark_dirty(r, e);
+}
+
+static const struct rib_route *best_route(const struct rib_entry *e)
+{
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
+		if (rt->rank == 1)
+			return rt;
+	return NULL;
+}
+
+static void route_free(struct rde *r, struct rib_route *rt)
+{
+	if (!rt)
+		return;
+	rt->a->nroutes--;
+	attrs_put(r, rt->a);
+	slab_free(&r->rib.routes, rt);
+}
+
+/* Installs rt (its attributes referenced for it) in e. */
+static void route_install(struct rde *r, struct rib_entry *e, struct rib_route *rt)
+{
+	if (!e->routes)
+		r->rib.names++;
+	rt->next = e->routes;
+	e->routes = rt;
+	rt->a->nroutes++;
+	attrs_index(r, rt->a, e);
+}
+
+static struct rib_route *route_remove(struct rde *r, struct rib_entry *e, const struct rde_peer *p)
+{
+	struct rib_route *rt = rib_take_route(e, p);
+	if (rt && !e->routes)
+		r->rib.names--;
+	return rt;
+}
+
+/* ---- jobs ---- */
+
+static struct rde_job *job_new(struct rde *r, enum job_kind kind, struct rde_peer *p)
+{
+	struct rde_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		log_err("out of memory for a table job");
+		return NULL;
+	}
+	j->kind = kind;
+	j->peer = p;
+	struct rde_job **pp = &r->jobs;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = j;
+	r->njobs++;
+	schedule(r);
+	return j;
+}
+
+static void job_free(struct rde *r, struct rde_job *j)
+{
+	for (struct rde_job **pp = &r->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	r->njobs--;
+	for (uint32_t i = 0; i < j->nattrs; i++) {
+		j->attrs[i]->walkers--;
+		attrs_put(r, j->attrs[i]);
+	}
+	free(j->attrs);
+	if (j->nh)
+		nexthop_put(r->nexthops, j->nh);
+	if (j->kind == JOB_PURGE && --j->peer->refs == 0)
+		free(j->peer);
+	free(j);
+}
+
+static void cancel_peer_jobs(struct rde *r, struct rde_peer *p)
+{
+	struct rde_job *j = r->jobs, *n;
+	for (; j; j = n) {
+		n = j->next;
+		if ((j->kind == JOB_DUMP || j->kind == JOB_REEXPORT) && j->peer == p)
+			job_free(r, j);
+	}
+	p->dumping = p->reexporting = false;
+	if (p->export_next_set) {
+		free(p->export.rules);
+		p->export = p->export_next;
+		p->export_next_set = false;
+	}
+	free(p->export_old.rules);
+	memset(&p->export_old, 0, sizeof(p->export_old));
+}
+
+/* ---- peers ---- */
+
+static int policy_copy(struct nbrpd_policy *dst, const struct nbrpd_policy *src)
+{
+	*dst = *src;
+	dst->rules = NULL;
+	if (src->nrules) {
+		dst->rules = malloc(src->nrules * sizeof(*src->rules));
+		if (!dst->rules) {
+			dst->nrules = 0;
+			return -1;
+		}
+		memcpy(dst->rules, src->rules, src->nrules * sizeof(*src->rules));
+	}
+	return 0;
+}
+
+static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *pc)
+{
+	p->local_pref = pc->local_pref;
+	p->max_names = pc->max_names;
+	p->max_action = pc->max_action;
+	p->server_mode = pc->server_mode;
+	free(p->import.rules);
+	if (policy_copy(&p->import, &pc->import) < 0)
+		log_err("peer %s: out of memory for its import policy", p->name);
+}
+
+struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner)
+{
+	struct rde_peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	if (r->npeers == r->peers_cap) {
+		unsigned cap = r->peers_cap ? r->peers_cap * 2 : 16;
+		struct rde_peer **v = realloc(r->peers, cap * sizeof(*v));
+		if (!v) {
+			free(p);
+			return NULL;
+		}
+		r->peers = v;
+		r->peers_cap = cap;
+	}
+	p->rde = r;
+	p->owner = owner;
+	snprintf(p->name, sizeof(p->name), "%s", pc->name);
+	p->refs = 1;
+	p->gen = 1;
+	p->configured = true;
+	peer_set_config(p, pc);
+	if (policy_copy(&p->export, &pc->export) < 0)
+		log_err("peer %s: out of memory for its export policy", p->name);
+	r->peers[r->npeers++] = p;
+	/* the name table grows with the peers, so lookups stay one probe */
+	if (r->npeers * 2 > r->nby_name) {
+		size_t nb = r->nby_name * 4;
+		struct rde_peer **b = calloc(nb, sizeof(*b));
+		if (b) {
+			for (size_t i = 0; i < r->nby_name; i++)
+				for (struct rde_peer *q = r->by_name[i], *n; q; q = n) {
+					n = q->hnext;
+					size_t k = name_slot(q->name, nb);
+					q->hnext = b[k];
+					b[k] = q;
+				}
+			free(r->by_name);
+			r->by_name = b;
+			r->nby_name = nb;
+		}
+	}
+	size_t k = name_slot(p->name, r->nby_name);
+	p->hnext = r->by_name[k];
+	r->by_name[k] = p;
+	r->peers_gen++;
+	return p;
+}
+
+void rde_peer_configure(struct rde_peer *p, const struct nbrpd_peer_config *pc)
+{
+	struct rde *r = p->rde;
+	bool server_changed = p->server_mode != pc->server_mode;
+	peer_set_config(p, pc);
+	const struct nbrpd_policy *current = p->export_next_set ? &p->export_next : &p->export;
+	if (nbrpd_policy_equal(current, &pc->export) && !server_changed)
+		return;
+	if (p->export_next_set)
+		free(p->export_next.rules);
+	policy_copy(&p->export_next, &pc->export);
+	p->export_next_set = true;
+	if (!p->up) {
+		cancel_peer_jobs(r, p);         /* takes the new policy now */
+		return;
+	}
+	for (struct rde_job *j = r->jobs; j; j = j->next)
+		if (j->kind == JOB_REEXPORT && j->peer == p)
+			return;                 /* the running job takes it up when it is done */
+	job_new(r, JOB_REEXPORT, p);
+}
+
+static void purge(struct rde *r, struct rde_peer *p, uint32_t below)
+{
+	struct rde_job *j = job_new(r, JOB_PURGE, p);
+	if (!j)
+		return;
+	j->below = below;
+	p->refs++;
+	rib_cursor_start(&r->rib, &j->cur);
+}
+
+void rde_peer_remove(struct rde_peer *p)
+{
+	struct rde *r = p->rde;
+	cancel_peer_jobs(r, p);
+	p->up = false;
+	p->configured = false;
+	p->owner = NULL;
+	by_name_unlink(r, p);
+	for (unsigned i = 0; i < r->npeers; i++)
+		if (r->peers[i] == p) {
+			r->peers[i] = r->peers[--r->npeers];
+			break;
+		}
+	r->peers_gen++;
+	p->gen++;
+	purge(r, p, p->gen + 1);
+	free(p->import.rules);
+	free(p->export.rules);
+	memset(&p->import, 0, sizeof(p->import));
+	memset(&p->export, 0, sizeof(p->export));
+	if (--p->refs == 0)
+		free(p);
+}
+
+void rde_peer_up(struct rde_peer *p)
+{
+	struct rde *r = p->rde;
+	cancel_peer_jobs(r, p);
+	p->up = true;
+	p->max_warned = false;
+	p->dumping = true;
+	rib_cursor_start(&r->rib, &p->dump);
+	job_new(r, JOB_DUMP, p);
+}
+
+void rde_peer_refresh(struct rde_peer *p)
+{
+	if (p->up)
+		rde_peer_up(p);
+}
+
+void rde_peer_down(struct rde_peer *p, bool keep_stale)
+{
+	struct rde *r = p->rde;
+	cancel_peer_jobs(r, p);
+	p->up = false;
+	p->gen++;                       /* what it said so far is stale */
+	if (!keep_stale)
+		purge(r, p, p->gen);
+}
+
+void rde_peer_sweep(struct rde_peer *p)
+{
+	purge(p->rde, p, p->gen);
+}
+
+void rde_peer_drained(struct rde_peer *p)
+{
+	if (p->dumping || p->reexporting)
+		schedule(p->rde);
+}
+
+void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
+{
+	out->names = p->names;
+	out->updates_out = p->updates_out;
+	out->withdrawn_in = p->withdrawn_in;
+	out->bad_routes = p->bad_routes;
+	out->dumping = p->dumping;
+}
+
+/* ---- UPDATEs in ---- */
+
+static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	struct rib_route *old = e ? route_remove(r, e, p) : NULL;
+	if (!old)
+		return;
+	route_free(r, old);
+	p->names--;
+	decide(r, e);
+}
+
+/* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
+static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
+{
+	char path[NBRP_MAX_PATH * (NBRP_ROUTER_NAME_MAX + 1)];
+	size_t bytes = 0;
+	for (size_t i = 0; i < rt->n_path; i++) {
+		size_t l = strlen(rt->path[i]) + 1;
+		memcpy(path + bytes, rt->path[i], l);
+		bytes += l;
+	}
+	struct rib_attrs_key k;
+	memset(&k, 0, sizeof(k));
+	k.peer = p;
+	k.gen = p->gen;
+	k.server = p->server_mode;
+	k.local_pref = p->local_pref;
+	k.load_ms = rt->load_ms;
+	k.next_hop.family = rt->next_hop.len == 4 ? AF_INET : AF_INET6;
+	memcpy(k.next_hop.addr, rt->next_hop.data, rt->next_hop.len);
+	k.next_hop.port = (uint16_t)rt->next_hop_port;
+	k.npath = (uint8_t)rt->n_path;
+	k.path_bytes = (uint16_t)bytes;
+	return attrs_get(r, &k, path);
+}
+
+static bool import_allows(const struct rde_peer *p, const ProtobufCBinaryData *b)
+{
+	struct name n;
+	n.len = (uint8_t)b->len;
+	memcpy(n.wire, b->data, b->len);
+	return nbrpd_policy_allows(&p->import, &n);
+}
+
+static void notify(struct rde *r, struct rde_peer *p, uint8_t code, uint8_t sub, const char *text)
+{
+	if (p->owner)
+		r->ops.notify(r->ops.arg, p->owner, code, sub, text);
+}
+
+void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
+{
+	struct rde *r = p->rde;
+	/*
+	 * A name that does not parse cannot be withdrawn either, so what the
+	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
+	 */
+	for (size_t i = 0; i < u->n_withdrawn; i++) {
+		const ProtobufCBinaryData *b = &u->withdrawn[i];
+		if (!nbrp_name_valid(b)) {
+			notify(r, p, NBRP_ERR_UPDATE, 1, "a withdrawn name is not a canonical wire name");
+			return;
+		}
+		p->withdrawn_in++;
+		withdraw_name(r, p, b->data, b->len);
+	}
+	bool import_all = nbrpd_policy_open(&p->import);
+	bool import_none = p->import.nrules == 0 && p->import.default_deny;
+	for (size_t i = 0; i < u->n_routes; i++) {
+		const Nbrp__Route *rt = u->routes[i];
+		const char *why = NULL;
+		enum decide_import verdict = decide_import(rt, p->server_mode, r->cfg->router_name, &why);
+		if (verdict == IMPORT_MALFORMED) {
+			p->bad_routes++;
+			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
+		}
+		/* every name of the Route shares its attributes and its arrival */
+		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt) : NULL;
+		uint64_t seq = a ? r->seq++ : 0;
+		for (size_t k = 0; k < rt->n_names; k++) {
+			const ProtobufCBinaryData *b = &rt->names[k];
+			if (!nbrp_name_valid(b)) {
+				attrs_put(r, a);
+				notify(r, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
+				return;
+			}
+			if (!a || import_none || (!import_all && !import_allows(p, b))) {
+				withdraw_name(r, p, b->data, b->len);
+				continue;
+			}
+			struct rib_entry *e = rib_get(&r->rib, b->data, b->len, rib_hash(b->data, b->len));
+			if (!e)
+				continue;
+			struct rib_route *old = route_remove(r, e, p);
+			if (!old && p->max_names && p->names >= p->max_names) {
+				if (p->max_action == MAX_NAMES_SHUT) {
+					decide(r, e);
+					attrs_put(r, a);
+					notify(r, p, NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES, "more names than max-names allows");
+					return;
+				}
+				if (!p->max_warned)
+					log_warn("peer %s: over max-names (%llu)%s", p->name,
+						 (unsigned long long)p->max_names,
+						 p->max_action == MAX_NAMES_REFUSE ? ": refusing new names" : "");
+				p->max_warned = true;
+				if (p->max_action == MAX_NAMES_REFUSE) {
+					decide(r, e);
+					continue;
+				}
+			}
+			/* an unchanged route keeps its age */
+			struct rib_route *nrt = rib_route_new(&r->rib, a, old && attrs_same_advertisement(old->a, a)
+							      ? old->seq : seq);
+			if (!nrt) {
+				if (old) {
+					route_free(r, old);
+					p->names--;
+				}
+				decide(r, e);
+				continue;
+			}
+			a->refs++;
+			if (old)
+				route_free(r, old);
+			else
+				p->names++;
+			route_install(r, e, nrt);
+			decide(r, e);
+		}
+		attrs_put(r, a);
+	}
+}
+
+/* ---- local content ---- */
+
+/* Servers that pass their health check and that IP routing reaches. */
+static uint32_t content_usable(const struct nbrpd_content *c)
+{
+	uint32_t m = c->up_mask;
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (c->server_nh[s] && !c->server_nh[s]->reachable)
+			m &= ~(1u << s);
+	return m;
+}
+
+static const struct route *first_up_server(const struct nbrpd_content *c)
+{
+	uint32_t m = content_usable(c);
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (m & (1u << s))
+			return &c->servers[s];
+	return NULL;
+}
+
+void rde_content_changed(struct rde *r, struct nbrpd_content *c)
+{
+	for (unsigned s = 0; s < c->nservers; s++)
+		if (!c->server_nh[s])
+			c->server_nh[s] = nexthop_get(r->nexthops, c->servers[s].family, c->servers[s].addr);
+	struct rib_entry *e = rib_get(&r->rib, c->name.wire, c->name.len, rib_hash(c->name.wire, c->name.len));
+	if (!e) {
+		log_err("out of memory for content routes");
+		return;
+	}
+	struct rib_route *old = route_remove(r, e, NULL);
+	const struct route *first = first_up_server(c);
+	if (!first) {
+		/* no server answers: the name is withdrawn here */
+		route_free(r, old);
+		decide(r, e);
+		return;
+	}
+	struct rib_attrs_key k;
+	memset(&k, 0, sizeof(k));
+	k.content = c;
+	k.local_pref = LOCAL_PREF_LOCAL;
+	k.load_ms = first->load_ms;
+	struct rib_attrs *a = attrs_get(r, &k, "");
+	/* a content's route keeps its age */
+	struct rib_route *rt = a ? rib_route_new(&r->rib, a, old ? old->seq : r->seq++) : NULL;
+	if (!rt) {
+		attrs_put(r, a);
+		if (old)
+			route_install(r, e, old);
+		else
+			decide(r, e);
+		log_err("out of memory for content routes");
+		return;
+	}
+	route_free(r, old);
+	route_install(r, e, rt);
+	decide(r, e);
+}
+
+void rde_reload_content(struct rde *r, struct nbrpd_config *old_cfg, struct nbrpd_config *new_cfg)
+{
+	for (unsigned i = 0; i < old_cfg->ncontent; i++) {
+		const struct nbrpd_content *c = &old_cfg->content[i];
+		bool kept = false;
+		for (unsigned k = 0; k < new_cfg->ncontent && !kept; k++)
+			kept = name_equal(&new_cfg->content[k].name, &c->name);
+		struct rib_entry *e = kept ? NULL : rib_lookup(&r->rib, c->name.wire, c->name.len,
+								rib_hash(c->name.wire, c->name.len));
+		struct rib_route *rt = e ? route_remove(r, e, NULL) : NULL;
+		if (rt) {
+			route_free(r, rt);
+			decide(r, e);
+		}
+	}
+	/* the new content's routes replace the old ones (whose attributes name the old content) */
+	for (unsigned i = 0; i < new_cfg->ncontent; i++)
+		rde_content_changed(r, &new_cfg->content[i]);
+	for (unsigned i = 0; i < old_cfg->ncontent; i++)
+		for (unsigned s = 0; s < old_cfg->content[i].nservers; s++)
+			nexthop_put(r->nexthops, old_cfg->content[i].server_nh[s]);
+}
+
+void rde_redecide_all(struct rde *r)
+{
+	struct rde_job *j = job_new(r, JOB_REDECIDE, NULL);
+	if (j)
+		rib_cursor_start(&r->rib, &j->cur);
+}
+
+/* IP routing changed its mind about an address: the names behind it are decided again. */
+static void on_nexthop_changed(void *arg, struct nexthop *nh)
+{
+	struct rde *r = arg;
+	for (unsigned i = 0; i < r->cfg->ncontent; i++) {
+		struct nbrpd_content *c = &r->cfg->content[i];
+		for (unsigned s = 0; s < c->nservers; s++)
+			if (c->server_nh[s] == nh) {
+				rde_content_changed(r, c);
+				break;
+			}
+	}
+	/* a job already walking this next hop starts over: it may have passed names */
+	for (struct rde_job *j = r->jobs, *n; j; j = n) {
+		n = j->next;
+		if (j->kind == JOB_NEXTHOP && j->nh == nh)
+			job_free(r, j);
+	}
+	unsigned count = 0;
+	for (struct rib_attrs *a = nh->users; a; a = a->nh_next)
+		count++;
+	if (!count)
+		return;
+	struct rde_job *j = job_new(r, JOB_NEXTHOP, NULL);
+	if (!j)
+		return;
+	j->attrs = malloc(count * sizeof(*j->attrs));
+	if (!j->attrs) {
+		job_free(r, j);
+		log_err("out of memory: names behind a changed next hop are not decided again");
+		return;
+	}
+	for (struct rib_attrs *a = nh->users; a; a = a->nh_next) {
+		a->refs++;
+		a->walkers++;           /* no compaction while the job walks it */
+		j->attrs[j->nattrs++] = a;
+	}
+	j->nh = nh;
+	nh->refs++;
+}
+
+/* ---- running the jobs ---- */
+
+struct job_ctx {
+	struct rde *r;
+	struct rde_job *j;
+};
+
+static void emit_to_peer(void *arg, struct wq_buf *frame)
+{
+	struct rde_peer *p = arg;
+	struct rde *r = p->rde;
+	p->updates_out++;
+	r->ops.send(r->ops.arg, p->owner, frame);
+}
+
+static void dump_one(struct rib_entry *e, void *arg)
+{
+	struct job_ctx *x = arg;
+	struct rde_peer *p = x->j->peer;
+	if (e->adv && adjout_allows(x->r, e->adv, e, p, &p->export))
+		packer_advertise(e, e->adv, e->adv_load);
+}
+
+static void reexport_one(struct rib_entry *e, void *arg)
+{
+	struct job_ctx *x = arg;
+	struct rde_peer *p = x->j->peer;
+	if (!e->adv)
+		return;
+	bool was = adjout_allows(x->r, e->adv, e, p, &p->export_old);
+	bool now = adjout_allows(x->r, e->adv, e, p, &p->export);
+	if (now && !was)
+		packer_advertise(e, e->adv, e->adv_load);
+	else if (was && !now)
+		packer_withdraw(e);
+}
+
+static void purge_one(struct rib_entry *e, void *arg)
+{
+	struct job_ctx *x = arg;
+	struct rde_peer *p = x->j->peer;
+	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next) {
+		struct rib_route *rt = *pp;
+		if (rt->a->k.peer == p && (int32_t)(rt->a->k.gen - x->j->below) < 0) {
+			*pp = rt->next;
+			if (!e->routes)
+				x->r->rib.names--;
+			route_free(x->r, rt);
+			p->names--;
+			x->j->done++;
+			decide(x->r, e);
+			return;
+		}
+	}
+}
+
+static void redecide_one(struct rib_entry *e, void *arg)
+{
+	struct job_ctx *x = arg;
+	if (e->routes)
+		decide(x->r, e);
+}
+
+/* One slice of a job, at most `budget` entries; returns entries visited, *finished when done. */
+static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool *finished)
+{
+	struct job_ctx x = { .r = r, .j = j };
+	unsigned seen = 0;
+	*finished = false;
+	switch (j->kind) {
+	case JOB_DUMP:
+	case JOB_REEXPORT: {
+		struct rde_peer *p = j->peer;
+		if (j->kind == JOB_REEXPORT && !p->reexporting) {
+			if (p->dumping)
+				return 0;       /* after the dump: it is sent under the policy it began with */
+			/* starts now: names ahead of the cursor keep the old policy */
+			p->reexporting = true;
+			p->export_old = p->export;
+			p->export = p->export_next;
+			p->export_next_set = false;
+			rib_cursor_start(&r->rib, &p->reexport);
+		}
+		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
+		packer_begin(r, emit_to_peer, p);
+		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
+			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
+		packer_end();
+		if (!rib_cursor_done(&r->rib, c))
+			return seen;
+		if (j->kind == JOB_DUMP) {
+			p->dumping = false;
+			struct wq_buf *eor = adjout_end_of_rib();
+			if (eor) {
+				r->ops.send(r->ops.arg, p->owner, eor);
+				wq_buf_put(eor);
+			}
+		} else {
+			p->reexporting = false;
+			free(p->export_old.rules);
+			memset(&p->export_old, 0, sizeof(p->export_old));
+			if (p->export_next_set)
+				return seen;    /* changed again meanwhile: once more, from the start */
+		}
+		*finished = true;
+		return seen;
+	}
+	case JOB_PURGE:
+	case JOB_REDECIDE:
+		while (seen < budget && !rib_cursor_done(&r->rib, &j->cur))
+			seen += rib_cursor_step(&r->rib, &j->cur, j->kind == JOB_PURGE ? purge_one : redecide_one, &x);
+		if (!rib_cursor_done(&r->rib, &j->cur))
+			return seen;
+		if (j->kind == JOB_PURGE && j->done)
+			log_info("peer %s: %llu routes %s", j->peer->name, (unsigned long long)j->done,
+				 j->peer->configured && j->peer->up ? "of its earlier session swept" : "withdrawn");
+		*finished = true;
+		return seen;
+	case JOB_NEXTHOP:
+		while (seen < budget && j->ai < j->nattrs) {
+			struct rib_attrs *a = j->attrs[j->ai];
+			if (j->ei >= a->nents) {
+				j->ai++;
+				j->ei = 0;
+				continue;
+			}
+			struct rib_entry *e = a->ents[j->ei++];
+			for (struct rib_route *rt = e->routes; rt; rt = rt->next)
+				if (rt->a == a) {
+					decide(r, e);
+					break;
+				}
+			seen++;
+		}
+		*finished = j->ai >= j->nattrs;
+		return seen;
+	}
+	*finished = true;
+	return seen;
+}
+
+static bool job_blocked(struct rde *r, const struct rde_job *j)
+{
+	if (j->kind == JOB_DUMP || j->kind == JOB_REEXPORT)
+		return r->ops.full(r->ops.arg, j->peer->owner) || (j->kind == JOB_REEXPORT && j->peer->dumping);
+	return false;
+}
+
+static void run_jobs(struct rde *r)
+{
+	uint64_t start = uv_hrtime();
+	unsigned budget = JOB_BUDGET_ENTRIES;
+	bool progress = true;
+	/* round robin, a slice each, until the budget is spent or nothing can move */
+	while (r->jobs && budget > 0 && progress && uv_hrtime() - start < JOB_BUDGET_NS) {
+		progress = false;
+		unsigned runnable = 0;
+		for (struct rde_job *j = r->jobs; j; j = j->next)
+			runnable += !job_blocked(r, j);
+		if (!runnable)
+			break;
+		unsigned slice = budget / runnable ? budget / runnable : 1;
+		for (struct rde_job *j = r->jobs, *n; j && budget > 0; j = n) {
+			n = j->next;
+			if (job_blocked(r, j))
+				continue;
+			bool finished;
+			unsigned seen = job_step(r, j, slice, &finished);
+			budget -= seen < budget ? seen : budget;
+			progress |= seen > 0 || finished;
+			if (finished)
+				job_free(r, j);
+		}
+	}
+}
+
+/* ---- the flush ---- */
+
+struct flush_item {
+	struct rib_entry *e;
+	struct rib_attrs *old;          /* what was exported before (a reference) */
+	bool changed;                   /* peers told before hear again */
+};
+
+static void on_deferred(uv_timer_t *t)
+{
+	struct rde *r = t->data;
+	struct entry_list l = r->deferred;
+	memset(&r->deferred, 0, sizeof(r->deferred));
+	for (size_t i = 0; i < l.n; i++) {
+		l.v[i]->flags &= (uint8_t)~ENTRY_DEFERRED;
+		rde_mark_dirty(r, l.v[i]);
+	}
+	free(l.v);
+	schedule(r);
+}
+
+/* Holds a load change back until the name's load-interval is over. */
+static void defer(struct rde *r, struct rib_entry *e)
+{
+	if (e->flags & ENTRY_DEFERRED)
+		return;
+	if (!entry_list_push(&r->deferred, e))
+		return;
+	e->flags |= ENTRY_DEFERRED;
+	if (!uv_is_active((uv_handle_t *)&r->deferred_timer)) {
+		uint64_t waited = now_ms(r) - e->adv_time;
+		uint64_t wait = r->cfg->load_interval_ms > waited ? r->cfg->load_interval_ms - waited : 1;
+		uv_timer_start(&r->deferred_timer, on_deferred, wait, 0);
+	}
+}
+
+/* What the entry now exports, and whether peers told before must hear again. */
+static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
+{
+	const struct rib_route *best = e->nbest ? best_route(e) : NULL;
+	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
+	uint32_t load = a ? adjout_load(r, a) : 0;
+	uint64_t sig = a ? a->sig : 0, old_sig = e->adv ? e->adv->sig : 0;
+	uint32_t diff = load > e->adv_load ? load - e->adv_load : e->adv_load - load;
+	bool load_news = diff > 0 && diff >= r->cfg->load_threshold_ms;
+	if (sig == old_sig && load_news && now - e->adv_time < r->cfg->load_interval_ms) {
+		defer(r, e);            /* only the load changed, and too soon */
+		load_news = false;
+	}
+	bool changed = sig != old_sig || load_news;
+	if (a != e->adv) {
+		/* the same route under other attributes (a new session, a preference) is not news */
+		if (a)
+			a->refs++;
+		attrs_put(r, e->adv);
+		e->adv = a;
+	}
+	if (changed) {
+		e->adv_load = load;
+		e->adv_time = now;
+	}
+	return changed;
+}
+
+static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
+{
+	packer_begin(r, emit_to_peer, p);
+	for (size_t i = 0; i < n; i++) {
+		const struct flush_item *it = &items[i];
+		struct rib_entry *e = it->e;
+		if (p->dumping && !rib_cursor_passed(&p->dump, e))
+			continue;       /* the dump sends it when it gets there */
+		const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
+						 ? &p->export_old : &p->export;
+		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
+		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
+		if (now && (it->changed || !was))
+			packer_advertise(e, e->adv, e->adv_load);
+		else if (!now && was)
+			packer_withdraw(e);
+	}
+	packer_end();
+}
+
+struct group {
+	struct rde *r;
+	struct rde_peer **members;
+	unsigned n;
+};
+
+static void emit_to_group(void *arg, struct wq_buf *frame)
+{
+	struct group *g = arg;
+	for (unsigned i = 0; i < g->n; i++) {
+		g->members[i]->updates_out++;
+		g->r->ops.send(g->r->ops.arg, g->members[i]->owner, frame);
+	}
+}
+
+static void mark_excluded(struct rde *r, struct rib_attrs *a)
+{
+	if (!a)
+		return;
+	if (a->k.peer)
+		a->k.peer->flush_mark = r->flush_no;
+	struct rde_peer **in_path;
+	unsigned n = a->k.npath ? attrs_path_peers(r, a, &in_path) : 0;
+	for (unsigned i = 0; i < n; i++)
+		in_path[i]->flush_mark = r->flush_no;
+}
+
+static void flush(struct rde *r)
+{
+	if (!r->dirty.n) {
+		for (size_t i = 0; i < r->release.n; i++) {
+			r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
+			rib_entry_release(&r->rib, r->release.v[i]);
+		}
+		r->release.n = 0;
+		return;
+	}
+	struct entry_list dirty = r->dirty;
+	memset(&r->dirty, 0, sizeof(r->dirty));
+	struct flush_item *items = malloc(dirty.n * sizeof(*items));
+	if (!items) {
+		log_err("out of memory flushing %zu changed names; trying again", dirty.n);
+		r->dirty = dirty;
+		return;
+	}
+	r->flush_no++;
+	uint32_t now = now_ms(r);
+	for (size_t i = 0; i < dirty.n; i++) {
+		struct rib_entry *e = dirty.v[i];
+		items[i].e = e;
+		items[i].old = e->adv;
+		if (e->adv)
+			e->adv->refs++;
+		items[i].changed = export_now(r, e, now);
+		if (items[i].changed || items[i].old != e->adv) {
+			mark_excluded(r, items[i].old);
+			mark_excluded(r, e->adv);
+		}
+	}
+	/* the update group: peers for which every name here is decided alike */
+	static struct rde_peer **members;
+	static unsigned members_cap;
+	struct group g = { .r = r, .members = members };
+	for (unsigned i = 0; i < r->npeers; i++) {
+		struct rde_peer *p = r->peers[i];
+		if (!p->up || p->server_mode)
+			continue;
+		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export)) {
+			flush_to_peer(r, p, items, dirty.n);
+			continue;
+		}
+		if (g.n == members_cap) {
+			unsigned cap = members_cap ? members_cap * 2 : 64;
+			struct rde_peer **v = realloc(members, cap * sizeof(*v));
+			if (!v) {
+				flush_to_peer(r, p, items, dirty.n);
+				continue;
+			}
+			members = g.members = v;
+			members_cap = cap;
+		}
+		g.members[g.n++] = p;
+	}
+	if (g.n) {
+		packer_begin(r, emit_to_group, &g);
+		for (size_t i = 0; i < dirty.n; i++) {
+			const struct flush_item *it = &items[i];
+			if (it->e->adv && (it->changed || !it->old))
+				packer_advertise(it->e, it->e->adv, it->e->adv_load);
+			else if (!it->e->adv && it->old)
+				packer_withdraw(it->e);
+		}
+		packer_end();
+	}
+	for (size_t i = 0; i < dirty.n; i++) {
+		struct rib_entry *e = items[i].e;
+		struct name n;
+		struct route routes[ROUTESET_MAX_ROUTES];
+		rde_entry_name(e, &n);
+		r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		attrs_put(r, items[i].old);
+		e->flags &= (uint8_t)~ENTRY_DIRTY;
+		rde_maybe_release(r, e);
+	}
+	r->ops.fib_flush(r->ops.arg);
+	free(items);
+	free(dirty.v);
+	for (size_t i = 0; i < r->release.n; i++) {
+		r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
+		rib_entry_release(&r->rib, r->release.v[i]);
+	}
+	r->release.n = 0;
+}
+
+static void on_check(uv_check_t *h)
+{
+	struct rde *r = h->data;
+	if (r->stopping)
+		return;
+	run_jobs(r);
+	flush(r);
+	bool runnable = false;
+	for (struct rde_job *j = r->jobs; j && !runnable; j = j->next)
+		runnable = !job_blocked(r, j);
+	if (!runnable)
+		uv_idle_stop(&r->idle);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+	(void)h;                        /* only here so that poll does not block */
+}
+
+static void schedule(struct rde *r)
+{
+	if (!r->stopping)
+		uv_idle_start(&r->idle, on_idle);
+}
+
+/* ---- reading it ---- */
+
+uint64_t rde_names(const struct rde *r)
+{
+	return r->rib.names;
+}
+
+const struct rib_entry *rde_find(const struct rde *r, const struct name *n)
+{
+	const struct rib_entry *e = rib_lookup(&r->rib, n->wire, n->len, rib_hash(n->wire, n->len));
+	return e && e->routes ? e : NULL;
+}
+
+void rde_walk(const struct rde *r, rde_walk_fn fn, void *arg)
+{
+	for (size_t i = 0; i < r->rib.nbuckets; i++)
+		for (const struct rib_entry *e = r->rib.buckets[i]; e; e = e->hnext)
+			if (e->routes)
+				fn(e, arg);
+}
+
+void rde_entry_name(const struct rib_entry *e, struct name *out)
+{
+	out->len = e->len;
+	memcpy(out->wire, e->wire, e->len);
+}
+
+unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
+{
+	const struct rib_route *ranked[ROUTESET_MAX_ROUTES] = { 0 };
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
+		if (rt->rank && rt->rank <= ROUTESET_MAX_ROUTES)
+			ranked[rt->rank - 1] = rt;
+	unsigned n = 0;
+	for (unsigned b = 0; b < e->nbest && n < ROUTESET_MAX_ROUTES; b++) {
+		const struct rib_attrs *a = ranked[b] ? ranked[b]->a : NULL;
+		if (!a)
+			continue;
+		if (!a->k.peer) {
+			const struct nbrpd_content *c = a->k.content;
+			uint32_t usable = content_usable(c);
+			for (unsigned s = 0; s < c->nservers && n < ROUTESET_MAX_ROUTES; s++)
+				if (usable & (1u << s))
+					out[n++] = c->servers[s];
+			continue;
+		}
+		struct route *r = &out[n++];
+		memset(r, 0, sizeof(*r));
+		r->kind = a->k.server ? ROUTE_SERVER : ROUTE_ROUTER;
+		r->family = (uint8_t)a->k.next_hop.family;
+		r->port = a->k.next_hop.port;
+		r->load_ms = a->k.load_ms;
+		memcpy(r->addr, a->k.next_hop.addr, 16);
+	}
+	return n;
+}
+
+static void view_of(const struct rib_route *rt, struct rde_route_view *v)
+{
+	const struct rib_attrs *a = rt->a;
+	v->rank = rt->rank;
+	v->from = a->k.peer ? a->k.peer->name : "";
+	v->next_hop = a->k.peer ? &a->k.next_hop : NULL;
+	v->content = a->k.peer ? NULL : a->k.content;
+	v->path = a->path;
+	v->npath = a->k.npath;
+	v->load_ms = a->k.load_ms;
+	v->local_pref = a->k.local_pref;
+	v->stale = route_stale(rt);
+	v->usable = route_usable(rt);
+	v->nh = a->nh;
+}
+
+unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max)
+{
+	unsigned n = 0;
+	for (unsigned rank = 1; rank <= e->nbest; rank++)
+		for (const struct rib_route *rt = e->routes; rt && n < max; rt = rt->next)
+			if (rt->rank == rank)
+				view_of(rt, &out[n++]);
+	for (const struct rib_route *rt = e->routes; rt && n < max; rt = rt->next)
+		if (!rt->rank)
+			view_of(rt, &out[n++]);
+	return n;
+}
+
+void rde_stats(const struct rde *r, struct rde_stats *out)
+{
+	out->names = r->rib.names;
+	out->entries = r->rib.entries;
+	out->routes = 0;
+	out->attrs = r->nattrs;
+	out->jobs = r->njobs;
+}
+
+/* ---- life ---- */
+
+struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct nexthop_table *nexthops,
+		    const struct rde_ops *ops)
+{
+	struct rde *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->loop = loop;
+	r->cfg = cfg;
+	r->nexthops = nexthops;
+	r->ops = *ops;
+	r->start_ms = uv_now(loop);
+	r->peers_gen = 1;
+	r->nattrs_buckets = 64;
+	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
+	r->nby_name = 16;
+	r->by_name = calloc(r->nby_name, sizeof(*r->by_name));
+	if (!r->attrs || !r->by_name || rib_init(&r->rib) < 0) {
+		free(r->attrs);
+		free(r->by_name);
+		free(r);
+		return NULL;
+	}
+	uv_check_init(loop, &r->check);
+	r->check.data = r;
+	uv_check_start(&r->check, on_check);
+	uv_idle_init(loop, &r->idle);
+	r->idle.data = r;
+	uv_timer_init(loop, &r->deferred_timer);
+	r->deferred_timer.data = r;
+	nexthop_on_changed(nexthops, on_nexthop_changed, r);
+	return r;
+}
+
+void rde_set_config(struct rde *r, const struct nbrpd_config *cfg)
+{
+	r->cfg = cfg;
+}
+
+void rde_stop(struct rde *r)
+{
+	r->stopping = true;
+	nexthop_on_changed(r->nexthops, NULL, NULL);
+	uv_close((uv_handle_t *)&r->check, NULL);
+	uv_close((uv_handle_t *)&r->idle, NULL);
+	uv_close((uv_handle_t *)&r->deferred_timer, NULL);
+}
+
+void rde_free(struct rde *r)
+{
+	if (!r)
+		return;
+	/* what is left goes whole: routes and entries with their slabs, attributes and peers here */
+	for (struct rde_job *j = r->jobs, *n; j; j = n) {
+		n = j->next;
+		free(j->attrs);         /* the attributes go below, whole */
+		if (j->kind == JOB_PURGE && --j->peer->refs == 0)
+			free(j->peer);  /* no attributes name it any more */
+		free(j);
+	}
+	attrs_free_all(r);
+	for (unsigned i = 0; i < r->npeers; i++) {
+		free(r->peers[i]->import.rules);
+		free(r->peers[i]->export.rules);
+		free(r->peers[i]->export_old.rules);
+		if (r->peers[i]->export_next_set)
+			free(r->peers[i]->export_next.rules);
+		free(r->peers[i]);
+	}
+	rib_destroy(&r->rib);
+	free(r->peers);
+	free(r->by_name);
+	free(r->dirty.v);
+	free(r->deferred.v);
+	free(r->release.v);
+	free(r);
+}

@@ -1,0 +1,131 @@
+/*
+ * The route decision engine (OpenBGPD's RDE, BIRD's rt-table): every route
+ * nbrpd knows, the decision, and what peers and inrpd are told.
+ *
+ * Calls go one way.  The session layer hands the RDE what its peers say
+ * (rde_peer_*); the RDE reaches the sessions and the FIB channel only
+ * through the callbacks given to rde_new, and hears of IP routing's
+ * changes through the next-hop table's change callback.  Whole-table work
+ * (a new peer's table, a peer going down, a sweep, a re-export, deciding
+ * everything again) is a job that resumes across loop turns with a budget,
+ * and a peer's table is produced only as fast as its session drains.
+ *
+ * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
+ * attr.c (interned attributes and the next-hop index), decide.c (the
+ * decision), adjout.c (what peers were told, UPDATE packing); show.c
+ * renders `show route` from the views below.
+ */
+#ifndef NBRPD_RDE_H
+#define NBRPD_RDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "name.h"
+#include "nbrp.h"
+#include "route.h"
+
+struct rde;
+struct rde_peer;
+struct rib_entry;
+struct nexthop;
+struct nexthop_table;
+struct wq_buf;
+
+/* How the RDE reaches the rest of nbrpd; `owner` is what rde_peer_add was given. */
+struct rde_ops {
+	/* Queue one encoded message on the peer's established session (a reference is taken). */
+	void (*send)(void *arg, void *owner, struct wq_buf *frame);
+	/* The peer's session is above its high-water mark: produce nothing more for it now. */
+	bool (*full)(void *arg, void *owner);
+	/* End the peer's session with a NOTIFICATION. */
+	void (*notify)(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text);
+	/* A name's ranked routes for inrpd (count 0: withdrawn), then a flush. */
+	void (*fib_name)(void *arg, const struct name *n, const struct route *routes, unsigned count);
+	void (*fib_flush)(void *arg);
+	void *arg;
+};
+
+struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct nexthop_table *nexthops,
+		    const struct rde_ops *ops);
+/* Stops its handles (the loop then closes them); rde_free after the loop ends. */
+void rde_stop(struct rde *r);
+void rde_free(struct rde *r);
+/* The configuration in force (reload): decision knobs, our name and inrpd. */
+void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
+
+/* ---- peers ---- */
+
+struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner);
+/* Reload: preference, limits and import apply to routes from now on (ask the
+ * peer for its table again to apply them to the rest); a new export policy
+ * is applied to the whole table by a re-export job. */
+void rde_peer_configure(struct rde_peer *p, const struct nbrpd_peer_config *pc);
+/* Gone from the configuration: its routes are purged, then it is freed. */
+void rde_peer_remove(struct rde_peer *p);
+/* Established: its table is dumped to it (then END-OF-RIB). */
+void rde_peer_up(struct rde_peer *p);
+/* The session ended: keep_stale keeps its routes, stale, until rde_peer_sweep
+ * (graceful restart); otherwise they are purged. */
+void rde_peer_down(struct rde_peer *p, bool keep_stale);
+/* Drops the routes of its earlier sessions (END-OF-RIB after a restart, or the restart time ran out). */
+void rde_peer_sweep(struct rde_peer *p);
+void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u);
+/* ROUTE-REFRESH: its table again, then END-OF-RIB. */
+void rde_peer_refresh(struct rde_peer *p);
+/* Its session went below its low-water mark. */
+void rde_peer_drained(struct rde_peer *p);
+
+struct rde_peer_stats {
+	uint64_t names;                 /* names with a route from it */
+	uint64_t updates_out;
+	uint64_t withdrawn_in;
+	uint64_t bad_routes;            /* treated as withdrawn */
+	bool dumping;                   /* its table is still being sent */
+};
+void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);
+
+/* ---- local content ---- */
+
+/* A content's servers or their health changed: re-originate it (withdrawn when none is up). */
+void rde_content_changed(struct rde *r, struct nbrpd_content *c);
+/* Reload: local routes move from the old configuration's content to the new one's. */
+void rde_reload_content(struct rde *r, struct nbrpd_config *old_cfg, struct nbrpd_config *new_cfg);
+/* Reload: the decision knobs changed, every name is decided again (a job). */
+void rde_redecide_all(struct rde *r);
+
+/* ---- reading it: `show`, the FIB channel's full sync ---- */
+
+uint64_t rde_names(const struct rde *r);        /* names with at least one route */
+const struct rib_entry *rde_find(const struct rde *r, const struct name *n);
+typedef void (*rde_walk_fn)(const struct rib_entry *e, void *arg);
+void rde_walk(const struct rde *r, rde_walk_fn fn, void *arg);
+void rde_entry_name(const struct rib_entry *e, struct name *out);
+/* The FIB routes of a name (ranked); returns how many. */
+unsigned rde_fib_routes(const struct rib_entry *e, struct route *out);
+
+/* One route of a name as `show route` prints it. */
+struct rde_route_view {
+	unsigned rank;                  /* 1..: among the ranked; 0: not ranked */
+	const char *from;               /* the peer's name, "" for local content */
+	const struct nbrpd_endpoint *next_hop;  /* NULL for local content */
+	const struct nbrpd_content *content;    /* local content, else NULL */
+	const char *path;               /* npath NUL-terminated router names */
+	unsigned npath;
+	uint32_t load_ms, local_pref;
+	bool stale, usable;
+	const struct nexthop *nh;       /* IP routing's view of the next hop; NULL for local */
+};
+/* The ranked routes in rank order, then the others; at most max; returns how many. */
+unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max);
+
+struct rde_stats {
+	uint64_t names, entries, routes, attrs;
+	unsigned jobs;                  /* whole-table jobs running */
+};
+void rde_stats(const struct rde *r, struct rde_stats *out);
+
+#endif

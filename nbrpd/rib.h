@@ -1,0 +1,246 @@
+/*
+ * Inside the RDE (rde.h): the table, routes, interned attributes and the
+ * RDE's view of a peer.  Only the rde files include this.
+ *
+ * A route is split the way OpenBGPD splits a prefix from its rde_aspath
+ * (and BIRD an rte from its rta): what a peer said for many names at once
+ * (peer, session, next hop, path, load, local preference) is interned in
+ * a shared, reference-counted struct rib_attrs; per name there is only a
+ * small struct rib_route.  Entries and routes come from slabs.
+ *
+ * What peers were told is not kept per peer (that was a bit per peer and
+ * name, and a limit of 64 peers): every peer is told the same thing about
+ * a name, the entry's exported attributes (adv), filtered per peer by
+ * rules that depend only on the attributes and the peer (adjout.c).  A
+ * peer whose table is still being dumped has a cursor: names behind it
+ * were sent and hear of changes, names ahead of it will be sent when the
+ * cursor gets there.
+ */
+#ifndef NBRPD_RIB_H
+#define NBRPD_RIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "rde.h"
+#include "slab.h"
+
+#define LOCAL_PREF_LOCAL        UINT32_MAX
+
+/* ---- the RDE's view of a peer ---- */
+
+/* How far a walk of the table got: buckets are visited by their index
+ * modulo the table size when the walk began (the table only doubles), so
+ * a name is behind the cursor when its hash modulo that size is below it. */
+struct rib_cursor {
+	size_t nb;                      /* table size when the walk began */
+	size_t next;                    /* the next bucket class to visit */
+};
+
+struct rde_peer {
+	struct rde *rde;
+	void *owner;                    /* the session layer's, for the callbacks */
+	char name[NBRP_ROUTER_NAME_MAX + 1];
+	uint32_t refs;                  /* attributes naming it, +1 while configured */
+	uint32_t gen;                   /* session generation: routes of older ones are stale */
+	uint32_t local_pref;
+	uint64_t max_names;
+	enum max_names_action max_action;
+	bool server_mode;
+	bool configured;
+	bool up;                        /* established: told routes */
+	bool max_warned;
+	bool dumping;                   /* its table is being sent (cursor `dump`) */
+	bool reexporting;               /* a new export policy is being applied (cursor `reexport`) */
+	struct rib_cursor dump, reexport;
+	struct nbrpd_policy import, export;
+	struct nbrpd_policy export_old;         /* while reexporting: what names ahead of the cursor were told under */
+	struct nbrpd_policy export_next;        /* waiting for the job to start */
+	bool export_next_set;
+	uint32_t flush_mark;            /* excluded from this flush's update group */
+	uint64_t names;
+	uint64_t updates_out, withdrawn_in, bad_routes;
+	struct rde_peer *hnext;         /* by name (rde.c) */
+};
+
+/* ---- attributes ---- */
+
+/* What a route says apart from its name; zeroed before filling (hashed and compared as bytes). */
+struct rib_attrs_key {
+	struct rde_peer *peer;                  /* NULL: local content */
+	const struct nbrpd_content *content;    /* local: its servers */
+	uint32_t gen;                           /* the peer's session it came in */
+	uint32_t local_pref;
+	uint32_t load_ms;
+	struct nbrpd_endpoint next_hop;
+	bool server;                            /* from a content server's own session */
+	uint8_t npath;
+	uint16_t path_bytes;
+};
+
+/* Interned attributes, shared by every route that says the same; immutable but for the indexes. */
+struct rib_attrs {
+	struct rib_attrs *hnext;
+	struct rib_attrs *nh_next, **nh_pprev;  /* the next hop's list of attributes through it */
+	uint32_t refs;                          /* routes, exports (adv), an UPDATE being applied */
+	uint32_t hash;
+	uint64_t sig;                           /* path and peer as one number: equal sig, equal UPDATE Route */
+	struct nexthop *nh;                     /* the next hop, as IP routing sees it; NULL: local */
+	/* The next-hop index: every name that had a route with these attributes.
+	 * Appended when a route is made, compacted when stale slots outnumber
+	 * live routes, so it stays within twice the live count. */
+	struct rib_entry **ents;
+	uint32_t nents, ents_cap, nroutes, walkers;
+	/* peers whose name is in the path (not told), as of rde->peers_gen */
+	struct rde_peer **path_peers;
+	uint32_t npath_peers, path_peers_gen;
+	struct rib_attrs_key k;
+	char path[];                            /* npath NUL-terminated router names */
+};
+
+struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
+void attrs_put(struct rde *r, struct rib_attrs *a);
+/* Records that e has a route with a (the next-hop index). */
+void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+/* The peers whose name is in a's path. */
+unsigned attrs_path_peers(struct rde *r, struct rib_attrs *a, struct rde_peer ***out);
+bool attrs_same_advertisement(const struct rib_attrs *a, const struct rib_attrs *b);
+void attrs_free_all(struct rde *r);
+
+/* ---- routes and entries ---- */
+
+struct rib_route {
+	struct rib_route *next;
+	struct rib_attrs *a;
+	uint64_t seq : 56;                      /* arrival order */
+	uint64_t rank : 8;                      /* 1..nbest among the best; 0: not ranked */
+};
+
+enum {
+	ENTRY_DIRTY = 1,                        /* in the flush list */
+	ENTRY_DEFERRED = 2,                     /* a load change waits for load-interval */
+	ENTRY_RELEASE = 4,                      /* in the list of entries to free at the flush */
+	ENTRY_MARK = 8,                         /* seen, during a compaction of the next-hop index */
+};
+
+struct rib_entry {
+	struct rib_entry *hnext;
+	struct rib_route *routes;
+	struct rib_attrs *adv;                  /* what peers are told (a reference); NULL: nothing */
+	uint32_t adv_load;
+	uint32_t adv_time;                      /* ms since the RDE started, of the last advertisement */
+	uint32_t hash;                          /* of the name, computed once */
+	uint32_t refs;                          /* next-hop index slots pointing here */
+	uint8_t nbest;
+	uint8_t flags;
+	uint8_t len;
+	uint8_t wire[];
+};
+
+static inline bool route_stale(const struct rib_route *rt)
+{
+	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
+}
+
+/* ---- the table (rib.c) ---- */
+
+#define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
+#define ENTRY_CLASSES           (ENTRY_CLASS(NAME_MAX_WIRE) + 1)
+
+struct rib {
+	struct rib_entry **buckets;
+	size_t nbuckets;
+	uint64_t entries;
+	uint64_t names;                         /* entries with a route */
+	struct slab routes;
+	struct slab entry_slabs[ENTRY_CLASSES];
+};
+
+int rib_init(struct rib *t);
+void rib_destroy(struct rib *t);
+uint32_t rib_hash(const uint8_t *wire, size_t len);
+struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
+struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
+/* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
+ * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
+void rib_entry_release(struct rib *t, struct rib_entry *e);
+struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq);
+/* Takes a route out of its entry's list, or NULL (peer NULL: the local one). */
+struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p);
+
+void rib_cursor_start(const struct rib *t, struct rib_cursor *c);
+bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
+/* Calls fn on every entry of the cursor's next bucket class, then advances; returns entries seen. */
+unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct rib_entry *e, void *arg), void *arg);
+static inline bool rib_cursor_passed(const struct rib_cursor *c, const struct rib_entry *e)
+{
+	return (e->hash & (c->nb - 1)) < c->next;
+}
+
+/* ---- the RDE ---- */
+
+/* A list of entries (dirty, deferred, to release); false when out of memory. */
+struct entry_list {
+	struct rib_entry **v;
+	size_t n, cap;
+};
+bool entry_list_push(struct entry_list *l, struct rib_entry *e);
+
+struct rde_job;
+
+struct rde {
+	uv_loop_t *loop;
+	const struct nbrpd_config *cfg;
+	struct nexthop_table *nexthops;
+	struct rde_ops ops;
+	struct rib rib;
+	uint64_t seq;                           /* arrival order of routes */
+	uint64_t start_ms;
+	struct rib_attrs **attrs;               /* interned attributes */
+	size_t nattrs_buckets, nattrs;
+	struct rde_peer **peers;                /* every peer, configured or going */
+	unsigned npeers, peers_cap;
+	struct rde_peer **by_name;              /* configured peers by name */
+	size_t nby_name;
+	uint32_t peers_gen;                     /* changes when a peer comes or goes */
+	struct entry_list dirty, deferred, release;
+	uv_timer_t deferred_timer;
+	uv_check_t check;                       /* jobs, then the flush, once per loop turn */
+	uv_idle_t idle;                         /* keeps the loop from blocking while jobs can run */
+	struct rde_job *jobs;
+	unsigned njobs;
+	uint32_t flush_no;
+	bool stopping;
+};
+
+/* Marks e for the next flush. */
+void rde_mark_dirty(struct rde *r, struct rib_entry *e);
+/* An entry nothing may hold any more: freed at the next flush if so. */
+void rde_maybe_release(struct rde *r, struct rib_entry *e);
+struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
+
+/* ---- what peers are told (adjout.c) ---- */
+
+/* Whether p is told about attributes a (the name's export policy aside). */
+bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p);
+/* ... and with the name under a policy. */
+bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e, struct rde_peer *p,
+		   const struct nbrpd_policy *export);
+/* The load a peer is told for a route with these attributes (load-radius). */
+uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a);
+
+/* UPDATE packing: names whose attributes look the same to the receiver share one Route.
+ * Frames go to emit as they fill, and at packer_end. */
+typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame);
+void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
+void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
+void packer_withdraw(const struct rib_entry *e);
+/* Sends what is packed; returns the UPDATEs sent since packer_begin. */
+unsigned packer_end(void);
+/* An END-OF-RIB frame. */
+struct wq_buf *adjout_end_of_rib(void);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * NBRP sessions with peers (session.c): connect and accept, OPEN,
+ * KEEPALIVE, hold timers, collisions, NOTIFICATION, graceful restart.
+ * What peers say goes to the RDE (rde.h); the RDE's messages come back
+ * through session_send and friends, which main.c registers as its ops.
+ */
+#ifndef NBRPD_SESSION_H
+#define NBRPD_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+
+enum session_state {
+	SESSION_IDLE,
+	SESSION_CONNECT,                /* TCP connect in progress */
+	SESSION_OPENSENT,               /* connected, our OPEN sent */
+	SESSION_OPENCONFIRM,            /* their OPEN received, KEEPALIVE awaited */
+	SESSION_ESTABLISHED,
+};
+const char *session_state_name(enum session_state s);
+
+struct conn;
+struct rde;
+struct rde_peer;
+struct nexthop;
+struct nexthop_table;
+struct sessions;
+struct wq_buf;
+
+struct peer {
+	struct sessions *s;
+	struct nbrpd_peer_config cfg;
+	struct rde_peer *rde;           /* NULL once removed */
+	bool configured;                /* false: removed, its connections closing */
+	bool enabled;
+	bool eor_received;
+	bool restarting;                /* its routes are stale until END-OF-RIB or restart_timer */
+	struct conn *conn[2];           /* [0] we connected, [1] they connected */
+	struct conn *established;       /* one of the two, once Established */
+	uv_timer_t retry_timer;
+	uv_timer_t restart_timer;
+	unsigned open_timers;
+	uint64_t retry_ms;
+	uint64_t established_at;        /* uv_now, ms */
+	uint32_t hold_time_s;           /* negotiated */
+	uint32_t restart_time_s;        /* the peer's, from its OPEN */
+	struct nexthop *transport;      /* its address, as IP routing sees it */
+	uint64_t updates_in, notifications_in, notifications_out, flaps;
+	char last_error[256];
+};
+
+/* on_eor: a peer sent END-OF-RIB, or one that had not was disabled (readiness, main.c). */
+struct sessions *sessions_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct rde *rde,
+			      struct nexthop_table *nexthops, bool follow_ip_routing,
+			      void (*on_eor)(void *arg), void *arg);
+/* Listens, and starts every peer. */
+int sessions_start(struct sessions *s, char *err, size_t err_len);
+void sessions_stop(struct sessions *s);
+void sessions_free(struct sessions *s);
+void sessions_set_config(struct sessions *s, const struct nbrpd_config *cfg);
+/* Every enabled peer sent its table. */
+bool sessions_all_eor(const struct sessions *s);
+/* After each poll of IP routing: connect to peers reachable again, drop those unreachable too long. */
+void sessions_check_transport(struct sessions *s);
+
+unsigned sessions_count(const struct sessions *s);      /* configured peers */
+struct peer *sessions_peer(const struct sessions *s, unsigned i);       /* i < sessions_count */
+struct peer *sessions_peer_by_name(const struct sessions *s, const char *name);
+
+/* Reload: a new peer starts, a removed one is told CEASE/deconfigured,
+ * one whose address changed starts over. */
+struct peer *peer_add(struct sessions *s, const struct nbrpd_peer_config *pc);
+void peer_remove(struct peer *p);
+void peer_reset(struct peer *p, const char *why);
+void peer_route_refresh(struct peer *p);
+void peer_enable(struct peer *p, bool enable);
+enum session_state peer_state(const struct peer *p);
+/* Bytes queued on its established session. */
+size_t peer_queued(const struct peer *p);
+
+/* The RDE's ops (rde.h): owner is the struct peer. */
+void session_send(void *arg, void *owner, struct wq_buf *frame);
+bool session_full(void *arg, void *owner);
+void session_notify(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text);
+
+#endif
