@@ -273,27 +273,6 @@ static int kw_passive(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return s->argc == 2 ? conf_arg_bool(s, 1, &pc->p->passive, err, err_len) : 0;
 }
 
-bool nbrpd_policy_allows(const struct nbrpd_policy *pol, const struct name *n)
-{
-	const struct nbrpd_policy_rule *best = NULL;
-	for (unsigned i = 0; i < pol->nrules; i++) {
-		const struct nbrpd_policy_rule *r = &pol->rules[i];
-		if (name_is_subdomain(n, &r->suffix) && (!best || r->suffix.len > best->suffix.len))
-			best = r;
-	}
-	return best ? best->allow : !pol->default_deny;
-}
-
-bool nbrpd_policy_equal(const struct nbrpd_policy *a, const struct nbrpd_policy *b)
-{
-	if (a->nrules != b->nrules || a->default_deny != b->default_deny)
-		return false;
-	for (unsigned i = 0; i < a->nrules; i++)
-		if (a->rules[i].allow != b->rules[i].allow || !name_equal(&a->rules[i].suffix, &b->rules[i].suffix))
-			return false;
-	return true;
-}
-
 /* "import allow SUFFIX", "import deny SUFFIX", "import default allow|deny" */
 static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {

@@ -1,0 +1,373 @@
+/*
+ * The RDE (nbrpd/rde.c and its modules) linked alone, with the session
+ * layer and the FIB channel replaced by recorders: UPDATE packing, the
+ * update group, split horizon, the next-hop index, jobs that span loop
+ * turns, flow control, purges, and more peers than a bit mask holds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <sys/socket.h>
+
+#include "nbrp.h"
+#include "nexthop.h"
+#include "rde.h"
+#include "wqueue.h"
+
+/* ---- a recorder for each peer ---- */
+
+struct fake {
+	char name[32];
+	bool full;
+	unsigned updates, eors, notifications;
+	uint64_t advertised, withdrawn;
+	const struct wq_buf *last;      /* the last frame, to see sharing */
+	char first_path[4][32];         /* of the last Route */
+	unsigned first_npath;
+	struct rde_peer *rp;
+};
+
+static uint64_t fib_calls;
+
+static void rec_send(void *arg, void *owner, struct wq_buf *frame)
+{
+	struct fake *f = owner;
+	(void)arg;
+	Nbrp__Message *m;
+	struct nbrp_error e;
+	assert_int_equal(nbrp_decode(frame->data + NBRP_HEADER_LEN, frame->len - NBRP_HEADER_LEN, false, &m, &e), 1);
+	f->last = frame;
+	if (m->body_case == NBRP__MESSAGE__BODY_END_OF_RIB) {
+		f->eors++;
+	} else {
+		assert_int_equal(m->body_case, NBRP__MESSAGE__BODY_UPDATE);
+		f->updates++;
+		f->withdrawn += m->update->n_withdrawn;
+		for (size_t i = 0; i < m->update->n_routes; i++) {
+			const Nbrp__Route *r = m->update->routes[i];
+			f->advertised += r->n_names;
+			f->first_npath = (unsigned)r->n_path;
+			for (size_t k = 0; k < r->n_path && k < 4; k++)
+				snprintf(f->first_path[k], sizeof(f->first_path[k]), "%s", r->path[k]);
+		}
+	}
+	nbrp_message_free(m);
+}
+
+static bool rec_full(void *arg, void *owner)
+{
+	(void)arg;
+	return ((struct fake *)owner)->full;
+}
+
+static void rec_notify(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text)
+{
+	(void)arg;
+	(void)code;
+	(void)subcode;
+	(void)text;
+	((struct fake *)owner)->notifications++;
+}
+
+static void rec_fib(void *arg, const struct name *n, const struct route *routes, unsigned count)
+{
+	(void)arg;
+	(void)n;
+	(void)routes;
+	(void)count;
+	fib_calls++;
+}
+
+static void rec_fib_flush(void *arg)
+{
+	(void)arg;
+}
+
+/* ---- the world ---- */
+
+struct world {
+	uv_loop_t loop;
+	struct nbrpd_config cfg;
+	struct nexthop_table *nh;
+	struct rde *rde;
+	struct fake *peers;
+	unsigned npeers;
+};
+
+static struct world *world_new(unsigned npeers)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	uv_loop_init(&w->loop);
+	snprintf(w->cfg.router_name, sizeof(w->cfg.router_name), "r1");
+	w->cfg.inrp.family = AF_INET;
+	memcpy(w->cfg.inrp.addr, (uint8_t[]){ 192, 0, 2, 1 }, 4);
+	w->cfg.inrp.port = 53;
+	w->cfg.load_ms_per_hop = 50;
+	w->cfg.load_radius = 3;
+	w->cfg.max_routes = 4;
+	w->nh = nexthop_table_new(&w->loop);
+	static const struct rde_ops ops = { .send = rec_send, .full = rec_full, .notify = rec_notify,
+					    .fib_name = rec_fib, .fib_flush = rec_fib_flush };
+	w->rde = rde_new(&w->loop, &w->cfg, w->nh, &ops);
+	w->peers = calloc(npeers, sizeof(*w->peers));
+	w->npeers = npeers;
+	for (unsigned i = 0; i < npeers; i++) {
+		struct nbrpd_peer_config pc = { .local_pref = 100 };
+		snprintf(pc.name, sizeof(pc.name), "p%u", i);
+		snprintf(w->peers[i].name, sizeof(w->peers[i].name), "p%u", i);
+		w->peers[i].rp = rde_peer_add(w->rde, &pc, &w->peers[i]);
+	}
+	fib_calls = 0;
+	return w;
+}
+
+/* Turns of the loop until no job is left (at most max); returns how many it took. */
+static unsigned run(struct world *w, unsigned max)
+{
+	struct rde_stats st;
+	unsigned turns = 0;
+	do {
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		turns++;
+		rde_stats(w->rde, &st);
+	} while (st.jobs && turns < max);
+	return turns;
+}
+
+static void world_free(struct world *w)
+{
+	rde_stop(w->rde);
+	uv_run(&w->loop, UV_RUN_DEFAULT);
+	rde_free(w->rde);
+	nexthop_table_free(w->nh);
+	uv_loop_close(&w->loop);
+	free(w->peers);
+	free(w);
+}
+
+/* count names "nI.example" from index first, from peer p with the given path and next hop */
+static void announce(struct world *w, unsigned p, unsigned first, unsigned count, const char *hop_path,
+		     uint8_t hop_last_octet, uint32_t load)
+{
+	uint8_t (*wire)[32] = calloc(count, 32);
+	ProtobufCBinaryData *names = calloc(count, sizeof(*names));
+	for (unsigned i = 0; i < count; i++) {
+		char label[16];
+		int l = snprintf(label, sizeof(label), "n%u", first + i);
+		wire[i][0] = (uint8_t)l;
+		memcpy(&wire[i][1], label, (size_t)l);
+		memcpy(&wire[i][1 + l], "\7example\0", 9);
+		names[i].data = wire[i];
+		names[i].len = (size_t)l + 10;
+	}
+	uint8_t hop[4] = { 198, 51, 100, hop_last_octet };
+	char *path[2] = { (char *)hop_path, NULL };
+	Nbrp__Route r = NBRP__ROUTE__INIT;
+	Nbrp__Route *rp = &r;
+	r.n_names = count;
+	r.names = names;
+	r.next_hop.data = hop;
+	r.next_hop.len = 4;
+	r.next_hop_port = 53;
+	r.load_ms = load;
+	r.n_path = 1;
+	r.path = path;
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_routes = 1;
+	u.routes = &rp;
+	rde_peer_update(w->peers[p].rp, &u);
+	free(names);
+	free(wire);
+}
+
+static void up_all(struct world *w)
+{
+	for (unsigned i = 0; i < w->npeers; i++)
+		rde_peer_up(w->peers[i].rp);
+	run(w, 1000);
+	for (unsigned i = 0; i < w->npeers; i++) {
+		assert_int_equal(w->peers[i].eors, 1);
+		w->peers[i].updates = 0;
+	}
+}
+
+static void names_share_routes_and_updates_are_full(void **state)
+{
+	struct world *w = world_new(2);
+	up_all(w);
+	announce(w, 0, 0, 3000, "p0", 9, 0);
+	run(w, 10);
+	struct fake *sink = &w->peers[1];
+	assert_int_equal(sink->advertised, 3000);
+	assert_int_equal(sink->updates, 3);             /* 1024 names an UPDATE */
+	assert_int_equal(sink->first_npath, 2);         /* our name, then the path it came with */
+	assert_string_equal(sink->first_path[0], "r1");
+	assert_string_equal(sink->first_path[1], "p0");
+	assert_int_equal(w->peers[0].advertised, 0);    /* not back to where it came from */
+	assert_int_equal(fib_calls, 3000);
+	world_free(w);
+}
+
+static void peers_alike_share_one_encoded_update_and_more_than_64_peers_work(void **state)
+{
+	struct world *w = world_new(200);
+	up_all(w);
+	announce(w, 0, 0, 10, "p0", 9, 0);
+	run(w, 10);
+	for (unsigned i = 1; i < 200; i++) {
+		assert_int_equal(w->peers[i].advertised, 10);
+		assert_ptr_equal(w->peers[i].last, w->peers[1].last);   /* the same buffer */
+	}
+	world_free(w);
+}
+
+static void a_peer_in_the_path_is_not_told_and_is_told_the_withdrawal_of_what_it_had(void **state)
+{
+	struct world *w = world_new(3);
+	up_all(w);
+	announce(w, 0, 0, 5, "p0", 9, 500);             /* far: 1 hop, load 500 */
+	run(w, 10);
+	assert_int_equal(w->peers[2].advertised, 5);
+	/* p1 offers a better route whose path names p2: p2 must forget the old one */
+	uint8_t wire[] = { 2, 'n', '0', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0 };
+	ProtobufCBinaryData names[] = { { .data = wire, .len = sizeof(wire) } };
+	uint8_t hop[4] = { 198, 51, 100, 10 };
+	char *path[] = { "p1", "p2" };
+	Nbrp__Route r = NBRP__ROUTE__INIT, *rp = &r;
+	r.n_names = 1;
+	r.names = names;
+	r.next_hop.data = hop;
+	r.next_hop.len = 4;
+	r.next_hop_port = 53;
+	r.n_path = 2;
+	r.path = path;
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_routes = 1;
+	u.routes = &rp;
+	rde_peer_update(w->peers[1].rp, &u);
+	run(w, 10);
+	assert_int_equal(w->peers[2].withdrawn, 1);
+	assert_int_equal(w->peers[0].advertised, 1);    /* p0 hears of the better one */
+	world_free(w);
+}
+
+static void a_next_hop_change_decides_only_the_names_behind_it(void **state)
+{
+	struct world *w = world_new(3);
+	up_all(w);
+	announce(w, 0, 0, 2000, "p0", 9, 0);            /* next hop .9 */
+	announce(w, 1, 0, 1000, "p1", 10, 100);         /* the same names, worse, next hop .10 */
+	announce(w, 1, 5000, 3000, "p1", 10, 0);        /* names only via .10 */
+	run(w, 10);
+	fib_calls = 0;
+	struct nexthop *x = nexthop_lookup(w->nh, AF_INET, (uint8_t[]){ 198, 51, 100, 9 });
+	assert_non_null(x);
+	nexthop_update(w->nh, x, false, 0, 0, "ospf1");
+	run(w, 100);
+	assert_int_equal(fib_calls, 2000);              /* only the names behind .9 */
+	/* those with an alternate moved to it; the others are withdrawn */
+	assert_int_equal(w->peers[2].withdrawn, 1000);
+	world_free(w);
+}
+
+static void a_table_dump_spans_many_turns_and_waits_while_the_session_is_full(void **state)
+{
+	struct world *w = world_new(2);
+	rde_peer_up(w->peers[0].rp);
+	run(w, 10);
+	announce(w, 0, 0, 100000, "p0", 9, 0);
+	run(w, 10);
+	struct fake *sink = &w->peers[1];
+	rde_peer_up(sink->rp);
+	uv_run(&w->loop, UV_RUN_NOWAIT);
+	assert_true(sink->advertised > 0 && sink->advertised < 100000);    /* bounded per turn */
+	sink->full = true;
+	uint64_t before = sink->advertised;
+	for (int i = 0; i < 20; i++)
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+	assert_int_equal(sink->advertised, before);     /* nothing while full */
+	sink->full = false;
+	rde_peer_drained(sink->rp);
+	unsigned turns = run(w, 10000);
+	assert_true(turns > 10);
+	assert_int_equal(sink->advertised, 100000);
+	assert_int_equal(sink->eors, 1);
+	world_free(w);
+}
+
+static void a_peer_going_down_is_withdrawn_over_many_turns(void **state)
+{
+	struct world *w = world_new(2);
+	up_all(w);
+	announce(w, 0, 0, 50000, "p0", 9, 0);
+	run(w, 10);
+	rde_peer_down(w->peers[0].rp, false);
+	unsigned turns = run(w, 10000);
+	assert_true(turns > 5);
+	assert_int_equal(w->peers[1].withdrawn, 50000);
+	assert_int_equal(rde_names(w->rde), 0);
+	world_free(w);
+}
+
+static void a_restarting_peer_keeps_its_routes_stale_until_swept(void **state)
+{
+	struct world *w = world_new(2);
+	up_all(w);
+	announce(w, 0, 0, 100, "p0", 9, 0);
+	run(w, 10);
+	rde_peer_down(w->peers[0].rp, true);
+	run(w, 100);
+	assert_int_equal(rde_names(w->rde), 100);
+	assert_int_equal(w->peers[1].withdrawn, 0);
+	rde_peer_up(w->peers[0].rp);
+	announce(w, 0, 0, 60, "p0", 9, 0);              /* it says 60 of them again */
+	rde_peer_sweep(w->peers[0].rp);
+	run(w, 100);
+	assert_int_equal(rde_names(w->rde), 60);
+	assert_int_equal(w->peers[1].withdrawn, 40);
+	assert_int_equal(w->peers[1].advertised, 100);  /* the 60 again were not news */
+	world_free(w);
+}
+
+static void a_new_export_policy_is_applied_to_what_the_peer_was_told(void **state)
+{
+	struct world *w = world_new(2);
+	up_all(w);
+	announce(w, 0, 0, 10, "p0", 9, 0);
+	run(w, 10);
+	assert_int_equal(w->peers[1].advertised, 10);
+	struct nbrpd_policy_rule deny = { .allow = false };
+	name_from_text(&deny.suffix, "n3.example", 10);
+	struct nbrpd_peer_config pc = { .local_pref = 100 };
+	snprintf(pc.name, sizeof(pc.name), "p1");
+	pc.export.nrules = 1;
+	pc.export.rules = &deny;
+	rde_peer_configure(w->peers[1].rp, &pc);
+	run(w, 100);
+	assert_int_equal(w->peers[1].withdrawn, 1);
+	pc.export.nrules = 0;
+	rde_peer_configure(w->peers[1].rp, &pc);
+	run(w, 100);
+	assert_int_equal(w->peers[1].advertised, 11);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(names_share_routes_and_updates_are_full),
+		cmocka_unit_test(peers_alike_share_one_encoded_update_and_more_than_64_peers_work),
+		cmocka_unit_test(a_peer_in_the_path_is_not_told_and_is_told_the_withdrawal_of_what_it_had),
+		cmocka_unit_test(a_next_hop_change_decides_only_the_names_behind_it),
+		cmocka_unit_test(a_table_dump_spans_many_turns_and_waits_while_the_session_is_full),
+		cmocka_unit_test(a_peer_going_down_is_withdrawn_over_many_turns),
+		cmocka_unit_test(a_restarting_peer_keeps_its_routes_stale_until_swept),
+		cmocka_unit_test(a_new_export_policy_is_applied_to_what_the_peer_was_told),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
