@@ -74,7 +74,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 			rde_peer_stats(p->rde, &rs);
 		char addr[80];
 		nbrpd_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
-		const char *state = p->enabled ? session_state_name(peer_state(p)) : "Disabled";
+		const char *state = p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
 		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
 		if (json) {
 			strbuf_reset(&err);

@@ -1,6 +1,7 @@
 /*
- * NBRP sessions with peers (session.c): connect and accept, OPEN,
- * KEEPALIVE, hold timers, collisions, NOTIFICATION, graceful restart.
+ * nbrpd's peers (session.c): connect and accept, collisions, graceful
+ * restart, over the NBRP connection of lib/nbrp_session.h (OPEN,
+ * KEEPALIVE, hold timers, NOTIFICATION).
  * What peers say goes to the RDE (rde.h); the RDE's messages come back
  * through session_send and friends, which main.c registers as its ops.
  */
@@ -12,17 +13,9 @@
 #include <uv.h>
 
 #include "config.h"
+#include "nbrp_session.h"
 
-enum session_state {
-	SESSION_IDLE,
-	SESSION_CONNECT,                /* TCP connect in progress */
-	SESSION_OPENSENT,               /* connected, our OPEN sent */
-	SESSION_OPENCONFIRM,            /* their OPEN received, KEEPALIVE awaited */
-	SESSION_ESTABLISHED,
-};
-const char *session_state_name(enum session_state s);
 
-struct conn;
 struct rde;
 struct rde_peer;
 struct nexthop;
@@ -38,8 +31,8 @@ struct peer {
 	bool enabled;
 	bool eor_received;
 	bool restarting;                /* its routes are stale until END-OF-RIB or restart_timer */
-	struct conn *conn[2];           /* [0] we connected, [1] they connected */
-	struct conn *established;       /* one of the two, once Established */
+	struct nbrp_session *conn[2];   /* [0] we connected, [1] they connected */
+	struct nbrp_session *established;       /* one of the two, once Established */
 	uv_timer_t retry_timer;
 	uv_timer_t restart_timer;
 	unsigned open_timers;
@@ -77,7 +70,8 @@ void peer_remove(struct peer *p);
 void peer_reset(struct peer *p, const char *why);
 void peer_route_refresh(struct peer *p);
 void peer_enable(struct peer *p, bool enable);
-enum session_state peer_state(const struct peer *p);
+/* The state of its most advanced connection. */
+enum nbrp_session_state peer_state(const struct peer *p);
 /* Bytes queued on its established session. */
 size_t peer_queued(const struct peer *p);
 
