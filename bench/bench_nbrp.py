@@ -252,7 +252,7 @@ def main():
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
     args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
-    args.updgen = os.path.join(args.build, "nbrpd", "nbrp-updgen")
+    args.updgen = os.path.join(args.build, "updgen", "nbrp-updgen")
     args.bird = shutil.which("bird") or "/usr/sbin/bird"
     if not os.path.exists(args.bird):
         sys.exit("bench nbrp: bird2 is missing (scripts/setup installs it)")

@@ -312,6 +312,8 @@ struct nbrp_session *nbrp_session_new(uv_loop_t *loop, const struct nbrp_session
 	if (!s)
 		return NULL;
 	s->cfg = *cfg;
+	snprintf(s->router_name, sizeof(s->router_name), "%s", cfg->router_name);
+	s->cfg.router_name = s->router_name;
 	if (!s->cfg.queue_high)
 		s->cfg.queue_high = QUEUE_HIGH;
 	if (!s->cfg.queue_low)

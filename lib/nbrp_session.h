@@ -58,7 +58,7 @@ struct nbrp_session_ops {
 };
 
 struct nbrp_session_config {
-	const char *router_name;        /* ours, in our OPEN */
+	const char *router_name;        /* ours, in our OPEN (copied) */
 	uint32_t hold_time_s;           /* 0: none */
 	uint32_t restart_time_s;
 	bool server_mode;
@@ -76,6 +76,7 @@ struct nbrp_session {
 	const struct nbrp_session_ops *ops;
 	struct nbrp_session_config cfg;
 	char label[64];                 /* for logs: "peer NAME" */
+	char router_name[NBRP_ROUTER_NAME_MAX + 1];
 	enum nbrp_session_state state;
 	uint32_t hold_s;                /* agreed, 0: none */
 	uint32_t peer_hold_s, peer_restart_s;   /* from their OPEN */

@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import ENV, NBRPD, wait_for
 
-UPDGEN = str(pathlib.Path(NBRPD).parent / "nbrp-updgen")
+UPDGEN = str(pathlib.Path(NBRPD).parent.parent / "updgen" / "nbrp-updgen")
 
 
 def run(*args, **kw):

@@ -14,7 +14,8 @@
  *
  * The router must know these peers: the source as `peer NAME { address
  * ADDR; passive; }`, sink i (1..K) as `peer SINK-NAMEi` at ADDR+i (see
- * --help).  Same NBRP code as nbrpd (lib/nbrp.c).  The JSON output has the
+ * --help).  The same NBRP code as nbrpd: the codec (lib/nbrp.c) and the
+ * connection, OPEN to NOTIFICATION (lib/nbrp_session.c).  The JSON output has the
  * CLOCK_MONOTONIC times (ns) of the source's session and of each sink's
  * first and last name, so a benchmark can time source to last sink.
  */
@@ -30,10 +31,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "log.h"
 #include "nbrp.h"
+#include "nbrp_session.h"
 
-#define WRITE_HIGH_WATER        (4u << 20)      /* bytes queued before we wait for the router */
-#define MAX_SINKS               64
+#define MAX_SINKS               10000
 
 /* The names already drawn, by 64-bit hash, so that every name is new. */
 struct seen {
@@ -62,20 +64,18 @@ struct opts {
 	uint64_t expect;
 	uint64_t timeout_ms;
 	uint64_t linger_ms;                     /* source: stay connected after sending */
+	uint32_t hold_time_s;                   /* 0: none (a load generator need not keep time) */
 	bool json;
 };
 
 struct session {
-	uv_tcp_t tcp;
-	uv_connect_t connect_req;
+	struct nbrp_session *ns;                /* NULL once closed */
 	struct app *app;
 	unsigned idx;
 	bool established;
 	bool done;
-	struct nbrp_reader reader;
 	uint64_t names, withdrawn, updates, bytes_in;
 	uint64_t first_ns, last_ns;
-	uint8_t rbuf[64 * 1024];
 };
 
 struct app {
@@ -83,7 +83,7 @@ struct app {
 	uv_loop_t *loop;
 	uv_timer_t timer;
 	uv_signal_t sigint;
-	struct session s[MAX_SINKS];
+	struct session *s;
 	unsigned nsessions;
 	/* source */
 	uint64_t sent, bytes_out, start_ns, end_ns;
@@ -201,58 +201,13 @@ static size_t make_name(struct app *a, uint8_t *out)
 
 static void finish(struct app *a, int rc);
 
-static void on_write(uv_write_t *req, int status)
-{
-	struct session *s = req->handle->data;
-	free(req->data);
-	free(req);
-	if (status < 0 && !s->app->finished) {
-		fprintf(stderr, "nbrp-updgen: write: %s\n", uv_strerror(status));
-		finish(s->app, 1);
-	}
-}
-
 static void send_msg(struct session *s, const Nbrp__Message *m)
 {
-	size_t len;
-	uint8_t *frame = nbrp_encode(m, &len);
-	uv_write_t *w = frame ? malloc(sizeof(*w)) : NULL;
-	if (!w) {
-		free(frame);
-		fprintf(stderr, "nbrp-updgen: out of memory\n");
-		finish(s->app, 1);
+	if (!s->ns)
 		return;
-	}
-	w->data = frame;
-	uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
-	if (uv_write(w, (uv_stream_t *)&s->tcp, &b, 1, on_write) < 0) {
-		free(frame);
-		free(w);
-		finish(s->app, 1);
-		return;
-	}
-	s->app->bytes_out += len;
-}
-
-static void send_open(struct session *s, const char *name)
-{
-	Nbrp__Message m = NBRP__MESSAGE__INIT;
-	Nbrp__Open o = NBRP__OPEN__INIT;
-	o.version = NBRP_VERSION;
-	o.router_name = (char *)name;
-	o.hold_time = 0;                /* a load generator does not keep time */
-	m.body_case = NBRP__MESSAGE__BODY_OPEN;
-	m.open = &o;
-	send_msg(s, &m);
-}
-
-static void send_keepalive(struct session *s)
-{
-	Nbrp__Message m = NBRP__MESSAGE__INIT;
-	Nbrp__Keepalive k = NBRP__KEEPALIVE__INIT;
-	m.body_case = NBRP__MESSAGE__BODY_KEEPALIVE;
-	m.keepalive = &k;
-	send_msg(s, &m);
+	nbrp_session_send(s->ns, m);
+	if (s->ns)
+		s->app->bytes_out = s->ns->wq.bytes_out;
 }
 
 /* Sends up to `budget` more names; returns how many went. */
@@ -340,8 +295,7 @@ static void pump(struct app *a)
 		uint64_t allowed = elapsed_ns / 1000 * a->o.rate / 1000000 + a->o.batch;
 		budget = allowed > a->sent ? allowed - a->sent : 0;
 	}
-	while (budget > 0 && !source_done(a) &&
-	       uv_stream_get_write_queue_size((uv_stream_t *)&s->tcp) < WRITE_HIGH_WATER) {
+	while (budget > 0 && !source_done(a) && s->ns && !s->ns->wq.full) {
 		uint64_t n = send_batch(a, s, budget);
 		if (n == 0)
 			break;
@@ -364,7 +318,7 @@ static void on_timer(uv_timer_t *t)
 		pump(a);
 		progress(a, false);
 		/* done once everything is written out (and lingered: closing withdraws it all) */
-		if (a->end_ns && uv_stream_get_write_queue_size((uv_stream_t *)&a->s[0].tcp) == 0 &&
+		if (a->end_ns && a->s[0].ns && a->s[0].ns->wq.queued == 0 &&
 		    (now_ns() - a->end_ns) / 1000000 >= a->o.linger_ms)
 			finish(a, 0);
 		return;
@@ -389,110 +343,75 @@ static void check_sinks_done(struct app *a)
 	finish(a, 0);
 }
 
-static void on_message(struct session *s, const Nbrp__Message *m)
+static int on_open(struct nbrp_session *ns, const Nbrp__Open *o, struct nbrp_error *e)
 {
+	(void)ns;
+	(void)o;
+	(void)e;
+	return 0;                       /* whoever the router says it is */
+}
+
+static void on_established(struct nbrp_session *ns)
+{
+	struct session *s = ns->data;
 	struct app *a = s->app;
-	switch (m->body_case) {
-	case NBRP__MESSAGE__BODY_OPEN:
-		send_keepalive(s);
-		break;
-	case NBRP__MESSAGE__BODY_KEEPALIVE:
-		if (!s->established) {
-			s->established = true;
-			if (a->o.source) {
-				a->start_ns = now_ns();
-				pump(a);
-			}
-		}
-		break;
-	case NBRP__MESSAGE__BODY_UPDATE: {
-		uint64_t n = 0;
-		for (size_t i = 0; i < m->update->n_routes; i++)
-			n += m->update->routes[i]->n_names;
-		if (n && !s->first_ns)
-			s->first_ns = now_ns();
-		if (n)
-			s->last_ns = now_ns();
-		s->names += n;
-		s->withdrawn += m->update->n_withdrawn;
-		s->updates++;
-		if (!a->o.source && a->o.expect && s->names >= a->o.expect && !s->done) {
-			s->done = true;
-			check_sinks_done(a);
-		}
-		break;
-	}
-	case NBRP__MESSAGE__BODY_NOTIFICATION:
-		fprintf(stderr, "nbrp-updgen: session %u: NOTIFICATION %u/%u from the router: %s\n", s->idx,
-			m->notification->code, m->notification->subcode,
-			m->notification->text ? m->notification->text : "");
-		finish(a, 1);
-		break;
-	default:
-		break;
+	s->established = true;
+	if (a->o.source) {
+		a->start_ns = now_ns();
+		pump(a);
 	}
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void on_message(struct nbrp_session *ns, const Nbrp__Message *m)
 {
-	struct session *s = h->data;
-	(void)suggested;
-	*buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
-}
-
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
-{
-	struct session *s = st->data;
-	(void)buf;
-	if (s->app->finished)
-		return;
-	if (n < 0) {
-		fprintf(stderr, "nbrp-updgen: session %u: %s\n", s->idx,
-			n == UV_EOF ? "the router closed the connection" : uv_strerror((int)n));
-		finish(s->app, 1);
-		return;
-	}
-	s->bytes_in += (uint64_t)n;
-	if (nbrp_reader_feed(&s->reader, s->rbuf, (size_t)n) < 0) {
-		finish(s->app, 1);
-		return;
-	}
-	for (;;) {
-		Nbrp__Message *m;
-		struct nbrp_error e;
-		int rc = nbrp_reader_next(&s->reader, &m, &e);
-		if (rc == 0)
-			return;
-		if (rc < 0) {
-			fprintf(stderr, "nbrp-updgen: session %u: bad message from the router: %s\n", s->idx, e.text);
-			finish(s->app, 1);
-			return;
-		}
-		on_message(s, m);
-		nbrp_message_free(m);
-		if (s->app->finished)
-			return;
-	}
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	struct session *s = req->data;
+	struct session *s = ns->data;
 	struct app *a = s->app;
-	if (status < 0) {
-		fprintf(stderr, "nbrp-updgen: session %u: connect: %s\n", s->idx, uv_strerror(status));
-		finish(a, 1);
+	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE)
 		return;
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->update->n_routes; i++)
+		n += m->update->routes[i]->n_names;
+	if (n && !s->first_ns)
+		s->first_ns = now_ns();
+	if (n)
+		s->last_ns = now_ns();
+	s->names += n;
+	s->withdrawn += m->update->n_withdrawn;
+	s->updates++;
+	if (!a->o.source && a->o.expect && s->names >= a->o.expect && !s->done) {
+		s->done = true;
+		check_sinks_done(a);
 	}
-	uv_tcp_nodelay(&s->tcp, 1);
-	uv_read_start((uv_stream_t *)&s->tcp, on_alloc, on_read);
-	char name[NBRP_ROUTER_NAME_MAX + 8];
-	if (a->o.source)
-		snprintf(name, sizeof(name), "%s", a->o.name);
-	else
-		snprintf(name, sizeof(name), "%s%u", a->o.name, s->idx + 1);
-	send_open(s, name);
 }
+
+static void on_drained(struct nbrp_session *ns)
+{
+	struct session *s = ns->data;
+	if (s->app->o.source)
+		pump(s->app);
+}
+
+static void on_event(struct nbrp_session *ns, enum nbrp_session_event ev, const char *text)
+{
+	struct session *s = ns->data;
+	if (!s->app->finished)
+		fprintf(stderr, "nbrp-updgen: session %u: %s%s\n", s->idx,
+			ev == NBRP_EVENT_NOTIFICATION_RECEIVED ? "the router " : "", text);
+}
+
+static void on_session_closed(struct nbrp_session *ns)
+{
+	struct session *s = ns->data;
+	s->bytes_in = ns->bytes_in;
+	s->ns = NULL;
+	if (!s->app->finished)
+		finish(s->app, 1);
+}
+
+static const struct nbrp_session_ops session_ops = {
+	.open = on_open, .established = on_established, .message = on_message,
+	.drained = on_drained, .event = on_event, .closed = on_session_closed,
+};
 
 static void on_closed(uv_handle_t *h)
 {
@@ -526,6 +445,8 @@ static void report(struct app *a)
 		struct session *s = &a->s[i];
 		uint64_t ns = s->last_ns > s->first_ns ? s->last_ns - s->first_ns : 0;
 		uint64_t since = s->last_ns ? s->last_ns - a->start_ns : 0;
+		if (s->ns)
+			s->bytes_in = s->ns->bytes_in;
 		double rate = ns ? (double)s->names / secs(ns) : 0;
 		if (a->o.json)
 			printf("%s{\"sink\": %u, \"names\": %llu, \"withdrawn\": %llu, \"updates\": %llu, "
@@ -557,8 +478,8 @@ static void finish(struct app *a, int rc)
 	uv_close((uv_handle_t *)&a->timer, on_closed);
 	uv_close((uv_handle_t *)&a->sigint, on_closed);
 	for (unsigned i = 0; i < a->nsessions; i++)
-		if (!uv_is_closing((uv_handle_t *)&a->s[i].tcp))
-			uv_close((uv_handle_t *)&a->s[i].tcp, on_closed);
+		if (a->s[i].ns)
+			nbrp_session_close(a->s[i].ns);
 }
 
 static void on_sigint(uv_signal_t *h, int sig)
@@ -575,9 +496,10 @@ static void usage(FILE *f)
 "usage: nbrp-updgen source --router ADDR[:PORT] --name NAME --local ADDR\n"
 "                          {--names N | --duration SECONDS | both}\n"
 "                          [--seed S] [--rate NAMES_PER_S] [--batch B]\n"
-"                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS] [--json]\n"
+"                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS]\n"
+"                          [--hold-time SECONDS] [--json]\n"
 "       nbrp-updgen sink   --router ADDR[:PORT] --name PREFIX --local ADDR --sinks K\n"
-"                          [--expect N] [--timeout SECONDS] [--json]\n"
+"                          [--expect N] [--timeout SECONDS] [--hold-time SECONDS] [--json]\n"
 "\n"
 "source: one NBRP session to the router as peer NAME, from ADDR; sends N names\n"
 "  (80%% .com, 10%% .org, 10%% .net, one label of 3..17 characters; --seed for\n"
@@ -587,11 +509,13 @@ static void usage(FILE *f)
 "  connected --linger seconds (closing the session withdraws the names).\n"
 "  The router needs\n"
 "      peer \"NAME\" { address ADDR; passive; }\n"
-"sink: K sessions as peers PREFIX1..PREFIXK, from ADDR+1..ADDR+K (the last\n"
-"  byte counting up); counts the names the router sends each one, until every\n"
+"sink: K sessions (at most 10000) as peers PREFIX1..PREFIXK, from ADDR+1..ADDR+K\n"
+"  (the address counting up); counts the names the router sends each one, until every\n"
 "  sink has N or --timeout (default 600 s; without --expect, the timeout or\n"
 "  Ctrl-C ends a normal run).  The router needs, for each i,\n"
 "      peer \"PREFIXi\" { address ADDR+i; passive; }\n"
+"--hold-time: offered in OPEN (default 0: no hold timer, no KEEPALIVEs); with\n"
+"  one, the sessions keep time as a router does.\n"
 "Output: one line per session, or one JSON object with --json.  A progress\n"
 "line goes to stderr on a terminal.  Exit status 0, or 1 on an error or timeout.\n");
 }
@@ -638,6 +562,7 @@ int main(int argc, char **argv)
 		{ "expect", required_argument, NULL, 'e' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "linger", required_argument, NULL, 'g' },
+		{ "hold-time", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
@@ -698,6 +623,7 @@ int main(int argc, char **argv)
 		case 'e': o->expect = strtoull(optarg, NULL, 10); break;
 		case 't': o->timeout_ms = strtoull(optarg, NULL, 10) * 1000; break;
 		case 'g': o->linger_ms = strtoull(optarg, NULL, 10) * 1000; break;
+		case 'T': o->hold_time_s = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'j': o->json = true; break;
 		case 'H': usage(stdout); return 0;
 		default: goto bad;
@@ -707,6 +633,10 @@ int main(int argc, char **argv)
 	    (o->source && o->names == 0 && o->duration_ms == 0) || (!o->source && (o->sinks == 0 || o->sinks > MAX_SINKS)))
 		goto bad;
 
+	if (o->hold_time_s && o->hold_time_s < NBRP_MIN_HOLD_TIME)
+		goto bad;
+	/* what goes wrong is said once, by on_event: the shared session code stays quiet */
+	log_init("nbrp-updgen", LOG_LVL_ERR, false);
 	a->tty = isatty(STDERR_FILENO);
 	a->rng = o->seed;
 	if (o->source) {
@@ -724,32 +654,42 @@ int main(int argc, char **argv)
 	uv_signal_init(a->loop, &a->sigint);
 	a->sigint.data = a;
 	uv_signal_start(&a->sigint, on_sigint, SIGINT);
+	a->s = calloc(a->nsessions, sizeof(*a->s));
+	if (!a->s) {
+		fprintf(stderr, "nbrp-updgen: out of memory\n");
+		return 1;
+	}
 	for (unsigned i = 0; i < a->nsessions; i++) {
 		struct session *s = &a->s[i];
 		s->app = a;
 		s->idx = i;
-		nbrp_reader_init(&s->reader, 0);
-		uv_tcp_init(a->loop, &s->tcp);
-		s->tcp.data = s;
+		char name[NBRP_ROUTER_NAME_MAX + 12], label[NBRP_ROUTER_NAME_MAX + 24];
+		if (o->source)
+			snprintf(name, sizeof(name), "%s", o->name);
+		else
+			snprintf(name, sizeof(name), "%s%u", o->name, i + 1);
+		snprintf(label, sizeof(label), "session %s", name);
+		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s };
+		s->ns = nbrp_session_new(a->loop, &sc, &session_ops, s, label);
+		if (!s->ns) {
+			fprintf(stderr, "nbrp-updgen: out of memory\n");
+			return 1;
+		}
 		struct sockaddr_storage local = o->local;
 		if (!o->source) {
 			struct sockaddr_in *sin = (struct sockaddr_in *)&local;
 			uint32_t addr = ntohl(sin->sin_addr.s_addr) + i + 1;
 			sin->sin_addr.s_addr = htonl(addr);
 		}
-		int rc = uv_tcp_bind(&s->tcp, (struct sockaddr *)&local, 0);
-		s->connect_req.data = s;
-		if (rc == 0)
-			rc = uv_tcp_connect(&s->connect_req, &s->tcp, (struct sockaddr *)&o->router, on_connect);
+		int rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
 		if (rc < 0) {
 			fprintf(stderr, "nbrp-updgen: session %u: %s\n", i, uv_strerror(rc));
 			return 1;
 		}
 	}
 	uv_run(a->loop, UV_RUN_DEFAULT);
-	for (unsigned i = 0; i < a->nsessions; i++)
-		nbrp_reader_free(&a->s[i].reader);
 	uv_loop_close(a->loop);
+	free(a->s);
 	free(a->seen.slot);
 	return a->rc;
 bad:
