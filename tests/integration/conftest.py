@@ -290,6 +290,27 @@ def run_inrpd(*args, timeout=30):
 
 NBRPD = os.environ.get("NBRPD", str(pathlib.Path(INRPD).parents[1] / "nbrpd" / "nbrpd"))
 NBRC = str(pathlib.Path(NBRPD).parent / "nbrc")
+UPDGEN = str(pathlib.Path(NBRPD).parents[1] / "updgen" / "nbrp-updgen")
+
+
+def _sanitized(path):
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+# ASan+UBSan builds run several times slower: tests that move big tables use smaller ones there
+SANITIZED = _sanitized(NBRPD)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 class Nbrpd(Daemon):

@@ -1,0 +1,144 @@
+"""nbrpd's route decision engine under load: hundreds of peers, big tables
+moving while hold timers run, and a peer that stops reading.  Real nbrpd,
+real nbrp-updgen sessions (the same session code), on 127.0.0.0/8."""
+
+import json
+import signal
+import socket
+import subprocess
+import time
+
+import nbrp_client as nc
+from conftest import ENV, SANITIZED, UPDGEN, rss_kib, wait_for
+
+
+def updgen(*args):
+    return subprocess.Popen([UPDGEN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def finish(proc, timeout):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def kill_all(procs):
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def addr_plus(base, i):
+    n = int.from_bytes(socket.inet_aton(base), "big") + i
+    return socket.inet_ntoa(n.to_bytes(4, "big"))
+
+
+def router(nbrpd_factory, name, addr, peers, extra=""):
+    body = (f'router-name "{name}";\nlisten {addr} port 1790;\ninrp-address {addr} port 53;\n{extra}'
+            + "".join(f'peer "{p}" {{ address {a}; passive; }}\n' for p, a in peers))
+    return nbrpd_factory(name, body)
+
+
+def test_five_hundred_passive_peers_each_get_the_whole_table(nbrpd_factory):
+    k, names = 500, (20000 if SANITIZED else 200000)
+    gen, first = "127.0.8.9", "127.0.9.0"           # sink i at first + i
+    peers = [("gen", gen)] + [(f"sink{i}", addr_plus(first, i)) for i in range(1, k + 1)]
+    n = router(nbrpd_factory, "dut", "127.0.8.1", peers, "hold-time 30s;\n")
+    sinks = updgen("sink", "--router", "127.0.8.1:1790", "--name", "sink", "--local", first, "--sinks", str(k),
+                   "--expect", str(names), "--timeout", "240", "--json")
+    src = None
+    try:
+        wait_for(lambda: n.json("show", "status")["established"] == k, 60, "500 sessions")
+        src = updgen("source", "--router", "127.0.8.1", "--name", "gen", "--local", gen, "--names", str(names),
+                     "--seed", "5", "--linger", "600", "--json")
+        rc, out, err = finish(sinks, 300)
+        assert rc == 0, err
+        report = json.loads(out)
+        assert len(report["sinks"]) == k
+        assert all(s["names"] == names and s["withdrawn"] == 0 for s in report["sinks"])
+        peers = n.peers()
+        assert peers["gen"]["names"] == names
+        assert peers["gen"]["flaps"] == 0
+    finally:
+        kill_all([sinks, src])
+
+
+def test_a_three_second_hold_time_holds_while_a_big_table_is_dumped_and_withdrawn(nbrpd_factory):
+    names = 100000 if SANITIZED else 1000000
+    base = "127.0.11"
+    n = router(nbrpd_factory, "dut", f"{base}.1",
+               [("gen", f"{base}.9"), ("watch1", f"{base}.21"), ("late1", f"{base}.31")], "hold-time 3s;\n")
+    # a peer that keeps time (3 s) from the start, and so sees every change
+    watch = updgen("sink", "--router", f"{base}.1:1790", "--name", "watch", "--local", f"{base}.20",
+                   "--sinks", "1", "--hold-time", "3", "--json")
+    src = late = None
+    try:
+        wait_for(lambda: n.peers()["watch1"]["state"] == "Established", 20, "the watching session")
+        src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9", "--names",
+                     str(names), "--seed", "9", "--hold-time", "3", "--linger", "600", "--json")
+        wait_for(lambda: n.peers()["gen"]["eor"] and n.peers()["gen"]["names"] == names, 120, "the whole table")
+        wait_for(lambda: not n.peers()["watch1"]["dumping"] and n.json("show", "status")["jobs"] == 0, 60,
+                 "the changes to reach the watcher")
+        # a new peer gets the whole table: a dump over many loop turns
+        late = updgen("sink", "--router", f"{base}.1:1790", "--name", "late", "--local", f"{base}.30",
+                      "--sinks", "1", "--hold-time", "3", "--expect", str(names), "--timeout", "120", "--json")
+        rc, out, err = finish(late, 150)
+        assert rc == 0, err
+        assert json.loads(out)["sinks"][0]["names"] == names
+        # the source goes: its whole table is withdrawn, over many loop turns
+        src.send_signal(signal.SIGINT)
+        assert finish(src, 30)[0] == 0
+        wait_for(lambda: n.json("show", "status")["names"] == 0 and n.json("show", "status")["jobs"] == 0, 120,
+                 "the table to be withdrawn")
+        peers = n.peers()
+        assert peers["watch1"]["state"] == "Established"
+        assert peers["watch1"]["flaps"] == 0 and peers["watch1"]["notifications_in"] == 0
+        assert peers["watch1"]["notifications_out"] == 0
+        watch.send_signal(signal.SIGINT)
+        rc, out, err = finish(watch, 30)
+        assert rc == 0, err
+        got = json.loads(out)["sinks"][0]
+        assert got["names"] == names and got["withdrawn"] == names
+    finally:
+        kill_all([watch, src, late])
+
+
+def test_a_peer_that_stops_reading_costs_bounded_memory_and_is_ended_by_its_hold_timer(nbrpd_factory):
+    names = 50000 if SANITIZED else 300000
+    base = "127.0.12"
+    n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9"), ("stuck", f"{base}.40")],
+               "hold-time 3s;\n")
+    src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9", "--names",
+                 str(names), "--seed", "3", "--linger", "600", "--json")
+    stuck = None
+    try:
+        wait_for(lambda: n.peers()["gen"]["eor"] and n.peers()["gen"]["names"] == names, 60, "the table")
+        before = rss_kib(n.proc.pid)
+        stuck = socket.socket()
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)     # fills at once
+        stuck.bind((f"{base}.40", 0))
+        stuck.connect((f"{base}.1", 1790))
+        stuck.sendall(nc.frame(nc.open_msg("stuck", hold_time=3)) + nc.frame(nc.keepalive()))
+        wait_for(lambda: n.peers()["stuck"]["state"] == "Established", 10, "the stuck session")
+        # it reads nothing more, but keeps saying it is alive: only the send hold timer can end it
+        queued = []
+        t0 = time.monotonic()
+        while n.peers()["stuck"]["state"] == "Established":
+            assert time.monotonic() - t0 < 20, "the send hold timer never ended the session"
+            stuck.sendall(nc.frame(nc.keepalive()))
+            queued.append(n.peers()["stuck"]["queued"])
+            time.sleep(0.5)
+        assert max(queued) <= (1 << 20) + (1 << 19), queued     # the high-water mark and one slice
+        assert "send hold timer" in n.peers()["stuck"]["last_error"]
+        if not SANITIZED:
+            assert rss_kib(n.proc.pid) - before < 16 * 1024     # 16 MiB: far below the table's size
+        assert n.peers()["gen"]["state"] == "Established"
+    finally:
+        if stuck is not None:
+            stuck.close()
+        kill_all([src])
