@@ -268,6 +268,25 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)room, room ? READ_BUF : 0);
 }
 
+/* Hands over the messages read, until the owner pauses. */
+static void process(struct nbrp_session *s)
+{
+	while (!s->paused && !s->closing && !s->close_after_write) {
+		Nbrp__Message *m;
+		struct nbrp_error e;
+		int rc = nbrp_reader_next(&s->reader, &m, &e);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			nbrp_session_notify(s, e.code, e.subcode, "%s", e.text);
+			return;
+		}
+		s->messages_in++;
+		on_message(s, m);
+		nbrp_message_free(m);
+	}
+}
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct nbrp_session *s = st->data;
@@ -287,22 +306,25 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	}
 	s->bytes_in += (uint64_t)n;
 	nbrp_reader_commit(&s->reader, (size_t)n);
-	for (;;) {
-		Nbrp__Message *m;
-		struct nbrp_error e;
-		int rc = nbrp_reader_next(&s->reader, &m, &e);
-		if (rc == 0)
-			return;
-		if (rc < 0) {
-			nbrp_session_notify(s, e.code, e.subcode, "%s", e.text);
-			return;
-		}
-		s->messages_in++;
-		on_message(s, m);
-		nbrp_message_free(m);
-		if (s->closing || s->close_after_write)
-			return;
-	}
+	process(s);
+}
+
+void nbrp_session_pause(struct nbrp_session *s)
+{
+	if (s->paused || s->closing)
+		return;
+	s->paused = true;
+	uv_read_stop((uv_stream_t *)&s->tcp);
+}
+
+void nbrp_session_resume(struct nbrp_session *s)
+{
+	if (!s->paused || s->closing)
+		return;
+	s->paused = false;
+	process(s);
+	if (!s->paused && !s->closing && !s->close_after_write)
+		uv_read_start((uv_stream_t *)&s->tcp, on_alloc, on_read);
 }
 
 struct nbrp_session *nbrp_session_new(uv_loop_t *loop, const struct nbrp_session_config *cfg,

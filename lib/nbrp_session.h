@@ -81,6 +81,7 @@ struct nbrp_session {
 	uint32_t hold_s;                /* agreed, 0: none */
 	uint32_t peer_hold_s, peer_restart_s;   /* from their OPEN */
 	bool notified;                  /* a NOTIFICATION went either way */
+	bool paused;                    /* the owner takes no more messages for now */
 	bool closing;
 	bool close_after_write;
 	unsigned open_handles;
@@ -100,6 +101,10 @@ void nbrp_session_send_buf(struct nbrp_session *s, struct wq_buf *b);
 /* Sends a NOTIFICATION, then closes once it is written. */
 void nbrp_session_notify(struct nbrp_session *s, uint8_t code, uint8_t subcode, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The owner has enough to do: no more messages until nbrp_session_resume (the ones
+ * already read wait in the reader; the kernel's buffer fills and TCP slows the peer). */
+void nbrp_session_pause(struct nbrp_session *s);
+void nbrp_session_resume(struct nbrp_session *s);
 /* Closes now (no NOTIFICATION). */
 void nbrp_session_close(struct nbrp_session *s);
 void nbrp_session_set_label(struct nbrp_session *s, const char *label);

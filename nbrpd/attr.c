@@ -79,14 +79,22 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 	return a;
 }
 
+void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (--ents[i]->refs == 0)
+			rde_maybe_release(r, ents[i]);
+}
+
 static void ents_release(struct rde *r, struct rib_attrs *a)
 {
-	for (uint32_t i = 0; i < a->nents; i++) {
-		struct rib_entry *e = a->ents[i];
-		if (--e->refs == 0)
-			rde_maybe_release(r, e);
+	if (a->nents > UNINDEX_AT_ONCE) {
+		/* a table's worth: a job lets go of it over several loop turns */
+		rde_unindex_later(r, a->ents, a->nents);
+	} else {
+		attrs_unindex(r, a->ents, a->nents);
+		free(a->ents);
 	}
-	free(a->ents);
 	a->ents = NULL;
 	a->nents = a->ents_cap = 0;
 }
@@ -144,6 +152,11 @@ void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
 {
 	if (!a->nh)
 		return;                 /* local content: its servers are followed by content */
+	if (e->refs == UINT16_MAX) {
+		/* in 65,535 sets of attributes at once: something is very wrong; keep memory safe */
+		log_err("a name is in too many next-hop index lists; a change of IP routing may miss it");
+		return;
+	}
 	if (a->nents == a->ents_cap) {
 		if (!a->walkers && a->nents >= 2 * a->nroutes + 16)
 			ents_compact(r, a);

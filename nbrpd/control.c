@@ -37,12 +37,13 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
-			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turns\": %llu}",
+			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
+			       "\"loop_turns\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
 			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
-			       st.jobs, d->turn_max_ms, (unsigned long long)d->turns);
+			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -54,8 +55,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
 		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
 		       nexthop_count(d->nexthops));
-	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms in %llu turns", st.jobs,
-		       d->turn_max_ms, (unsigned long long)d->turns);
+	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms (%.1f ms of CPU) in %llu turns",
+		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
 }
 
 static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)

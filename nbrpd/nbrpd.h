@@ -43,8 +43,8 @@ struct nbrpd {
 	struct birdmon *bird;           /* NULL: no BIRD configured */
 	uv_timer_t sync_wait;
 	uv_prepare_t turn_timer;        /* measures loop turns */
-	uint64_t turn_start_ns, turn_idle_ns;
-	double turn_max_ms;
+	uint64_t turn_start_ns, turn_idle_ns, turn_cpu_ns;
+	double turn_max_ms, turn_max_cpu_ms;
 	uint64_t turns;
 	bool rib_ready;
 	bool stopping;

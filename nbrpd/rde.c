@@ -25,10 +25,12 @@
 #include "rib.h"
 #include "wqueue.h"
 
-#define JOB_BUDGET_ENTRIES      4096    /* entries visited by jobs in one loop turn */
+#define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
 #define JOB_BUDGET_NS           (4 * 1000 * 1000)
+#define INPUT_BUDGET            2048    /* names changed by UPDATEs in one loop turn, about */
+#define GROW_BUDGET_BUCKETS     4096    /* buckets of a table doubling moved in one loop turn */
 
-enum job_kind { JOB_DUMP, JOB_REEXPORT, JOB_PURGE, JOB_REDECIDE, JOB_NEXTHOP };
+enum job_kind { JOB_DUMP, JOB_REEXPORT, JOB_PURGE, JOB_REDECIDE, JOB_NEXTHOP, JOB_UNINDEX };
 
 struct rde_job {
 	struct rde_job *next;
@@ -40,6 +42,8 @@ struct rde_job {
 	struct nexthop *nh;             /* NEXTHOP: the attributes through it, each held */
 	struct rib_attrs **attrs;
 	uint32_t nattrs, ai, ei;
+	struct rib_entry **ents;        /* UNINDEX: index slots to let go of */
+	uint32_t nents;
 };
 
 static void schedule(struct rde *r);
@@ -134,7 +138,6 @@ static void decide(struct rde *r, struct rib_entry *e)
 		bool usable = only && route_usable(only);
 		if (only)
 			only->rank = usable;
-		e->nbest = usable;
 		rde_mark_dirty(r, e);
 		return;
 	}
@@ -164,7 +167,6 @@ static void decide(struct rde *r, struct rib_entry *e)
 	unsigned ranked = decide_rank(cands, n, keep, order);
 	for (unsigned i = 0; i < ranked; i++)
 		rts[order[i]]->rank = i + 1;
-	e->nbest = (uint8_t)ranked;
 	rde_mark_dirty(r, e);
 }
 
@@ -237,11 +239,26 @@ static void job_free(struct rde *r, struct rde_job *j)
 		attrs_put(r, j->attrs[i]);
 	}
 	free(j->attrs);
+	if (j->ents)
+		attrs_unindex(r, j->ents + j->ei, j->nents - j->ei);   /* at shutdown: the rest at once */
+	free(j->ents);
 	if (j->nh)
 		nexthop_put(r->nexthops, j->nh);
 	if (j->kind == JOB_PURGE && --j->peer->refs == 0)
 		free(j->peer);
 	free(j);
+}
+
+void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n)
+{
+	struct rde_job *j = job_new(r, JOB_UNINDEX, NULL);
+	if (!j) {
+		attrs_unindex(r, ents, n);
+		free(ents);
+		return;
+	}
+	j->ents = ents;
+	j->nents = n;
 }
 
 static void cancel_peer_jobs(struct rde *r, struct rde_peer *p)
@@ -431,6 +448,15 @@ void rde_peer_drained(struct rde_peer *p)
 {
 	if (p->dumping || p->reexporting)
 		schedule(p->rde);
+}
+
+bool rde_busy(struct rde *r)
+{
+	if (r->dirty.n < INPUT_BUDGET)
+		return false;
+	r->input_paused = true;
+	schedule(r);
+	return true;
 }
 
 void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
@@ -846,6 +872,13 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 		}
 		*finished = j->ai >= j->nattrs;
 		return seen;
+	case JOB_UNINDEX: {
+		uint32_t n = j->nents - j->ei < budget ? j->nents - j->ei : budget;
+		attrs_unindex(r, j->ents + j->ei, n);
+		j->ei += n;
+		*finished = j->ei >= j->nents;
+		return n;
+	}
 	}
 	*finished = true;
 	return seen;
@@ -925,7 +958,7 @@ static void defer(struct rde *r, struct rib_entry *e)
 /* What the entry now exports, and whether peers told before must hear again. */
 static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 {
-	const struct rib_route *best = e->nbest ? best_route(e) : NULL;
+	const struct rib_route *best = best_route(e);
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
 	uint64_t sig = a ? a->sig : 0, old_sig = e->adv ? e->adv->sig : 0;
@@ -1066,15 +1099,18 @@ static void flush(struct rde *r)
 	}
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
-		struct name n;
-		struct route routes[ROUTESET_MAX_ROUTES];
-		rde_entry_name(e, &n);
-		r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		if (r->ops.fib_name) {
+			struct name n;
+			struct route routes[ROUTESET_MAX_ROUTES];
+			rde_entry_name(e, &n);
+			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		}
 		attrs_put(r, items[i].old);
 		e->flags &= (uint8_t)~ENTRY_DIRTY;
 		rde_maybe_release(r, e);
 	}
-	r->ops.fib_flush(r->ops.arg);
+	if (r->ops.fib_flush)
+		r->ops.fib_flush(r->ops.arg);
 	free(items);
 	free(dirty.v);
 	for (size_t i = 0; i < r->release.n; i++) {
@@ -1089,9 +1125,16 @@ static void on_check(uv_check_t *h)
 	struct rde *r = h->data;
 	if (r->stopping)
 		return;
+	bool growing = rib_grow_step(&r->rib, GROW_BUDGET_BUCKETS);
 	run_jobs(r);
 	flush(r);
-	bool runnable = false;
+	if (r->input_paused) {
+		/* the sessions read again: what they had read waits no longer, and may pause them again */
+		r->input_paused = false;
+		r->ops.input_ready(r->ops.arg);
+	}
+	/* names the resumed sessions changed are flushed next turn: do not block before it */
+	bool runnable = growing || r->input_paused || r->dirty.n;
 	for (struct rde_job *j = r->jobs; j && !runnable; j = j->next)
 		runnable = !job_blocked(r, j);
 	if (!runnable)
@@ -1143,8 +1186,8 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 		if (rt->rank && rt->rank <= ROUTESET_MAX_ROUTES)
 			ranked[rt->rank - 1] = rt;
 	unsigned n = 0;
-	for (unsigned b = 0; b < e->nbest && n < ROUTESET_MAX_ROUTES; b++) {
-		const struct rib_attrs *a = ranked[b] ? ranked[b]->a : NULL;
+	for (unsigned b = 0; b < ROUTESET_MAX_ROUTES && ranked[b] && n < ROUTESET_MAX_ROUTES; b++) {
+		const struct rib_attrs *a = ranked[b]->a;
 		if (!a)
 			continue;
 		if (!a->k.peer) {
@@ -1184,8 +1227,10 @@ static void view_of(const struct rib_route *rt, struct rde_route_view *v)
 
 unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max)
 {
-	unsigned n = 0;
-	for (unsigned rank = 1; rank <= e->nbest; rank++)
+	unsigned n = 0, nbest = 0;
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
+		nbest += rt->rank != 0;
+	for (unsigned rank = 1; rank <= nbest; rank++)
 		for (const struct rib_route *rt = e->routes; rt && n < max; rt = rt->next)
 			if (rt->rank == rank)
 				view_of(rt, &out[n++]);
@@ -1260,7 +1305,8 @@ void rde_free(struct rde *r)
 	/* what is left goes whole: routes and entries with their slabs, attributes and peers here */
 	for (struct rde_job *j = r->jobs, *n; j; j = n) {
 		n = j->next;
-		free(j->attrs);         /* the attributes go below, whole */
+		free(j->attrs);         /* the attributes go below, whole; entries with their slabs */
+		free(j->ents);
 		if (j->kind == JOB_PURGE && --j->peer->refs == 0)
 			free(j->peer);  /* no attributes name it any more */
 		free(j);

@@ -43,9 +43,11 @@ struct rde_ops {
 	bool (*full)(void *arg, void *owner);
 	/* End the peer's session with a NOTIFICATION. */
 	void (*notify)(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text);
-	/* A name's ranked routes for inrpd (count 0: withdrawn), then a flush. */
+	/* A name's ranked routes for inrpd (count 0: withdrawn), then a flush; NULL: no FIB channel. */
 	void (*fib_name)(void *arg, const struct name *n, const struct route *routes, unsigned count);
 	void (*fib_flush)(void *arg);
+	/* After a turn in which rde_busy said so: the sessions may read again. */
+	void (*input_ready)(void *arg);
 	void *arg;
 };
 
@@ -78,6 +80,9 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u);
 void rde_peer_refresh(struct rde_peer *p);
 /* Its session went below its low-water mark. */
 void rde_peer_drained(struct rde_peer *p);
+/* This turn has changed enough names: the sessions should stop reading until input_ready,
+ * so that no loop turn decides and sends more than a bounded batch. */
+bool rde_busy(struct rde *r);
 
 struct rde_peer_stats {
 	uint64_t names;                 /* names with a route from it */

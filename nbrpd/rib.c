@@ -1,13 +1,17 @@
 /*
- * The table: one entry per name, in a chained hash table that only grows
- * (so a walk's cursor survives growth, rib.h), entries sized to their name
- * from slabs.
+ * The table: one entry per name, entries sized to their name from slabs,
+ * in a chained hash table that only grows, a doubling spread over many
+ * loop turns (rib.h).  A walk's cursor visits names by their hash modulo
+ * the table size when it began: the same class whichever array a name is
+ * in, so growth under a walk neither skips nor repeats a name.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "rib.h"
+
+#define MOVE_PER_INSERT 4       /* buckets of a doubling moved with each new name */
 
 int rib_init(struct rib *t)
 {
@@ -29,7 +33,8 @@ void rib_destroy(struct rib *t)
 	for (size_t c = 0; c < ENTRY_CLASSES; c++)
 		slab_destroy(&t->entry_slabs[c]);
 	free(t->buckets);
-	t->buckets = NULL;
+	free(t->old);
+	t->buckets = t->old = NULL;
 }
 
 uint32_t rib_hash(const uint8_t *wire, size_t len)
@@ -37,33 +42,59 @@ uint32_t rib_hash(const uint8_t *wire, size_t len)
 	return (uint32_t)XXH3_64bits(wire, len);
 }
 
+/* The chain a name with this hash is in. */
+static struct rib_entry **chain(const struct rib *t, uint32_t hash)
+{
+	if (t->old) {
+		size_t ob = hash & (t->nold - 1);
+		if (ob >= t->moved)
+			return &t->old[ob];
+	}
+	return &t->buckets[hash & (t->nbuckets - 1)];
+}
+
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	for (struct rib_entry *e = t->buckets[hash & (t->nbuckets - 1)]; e; e = e->hnext)
-		if (e->hash == hash && e->len == len && memcmp(e->wire, wire, len) == 0)
+	for (struct rib_entry *e = *chain(t, hash); e; e = e->hnext)
+		if (e->len == len && memcmp(e->wire, wire, len) == 0)
 			return e;
 	return NULL;
 }
 
+bool rib_grow_step(struct rib *t, unsigned budget)
+{
+	if (!t->old)
+		return false;
+	for (; budget > 0 && t->moved < t->nold; budget--, t->moved++) {
+		struct rib_entry *e = t->old[t->moved], *n;
+		for (; e; e = n) {
+			n = e->hnext;
+			struct rib_entry **b = &t->buckets[rib_hash(e->wire, e->len) & (t->nbuckets - 1)];
+			e->hnext = *b;
+			*b = e;
+		}
+		t->old[t->moved] = NULL;
+	}
+	if (t->moved < t->nold)
+		return true;
+	free(t->old);
+	t->old = NULL;
+	t->nold = t->moved = 0;
+	return false;
+}
+
 static void grow(struct rib *t)
 {
-	size_t nb = t->nbuckets * 2;
-	struct rib_entry **b = calloc(nb, sizeof(*b));
+	if (t->old)
+		return;                 /* one doubling at a time */
+	struct rib_entry **b = calloc(t->nbuckets * 2, sizeof(*b));
 	if (!b)
 		return;                 /* longer chains, still correct */
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct rib_entry *e = t->buckets[i];
-		while (e) {
-			struct rib_entry *n = e->hnext;
-			size_t k = e->hash & (nb - 1);
-			e->hnext = b[k];
-			b[k] = e;
-			e = n;
-		}
-	}
-	free(t->buckets);
+	t->old = t->buckets;
+	t->nold = t->nbuckets;
+	t->moved = 0;
 	t->buckets = b;
-	t->nbuckets = nb;
+	t->nbuckets *= 2;
 }
 
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
@@ -75,14 +106,14 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 	if (!e)
 		return NULL;
 	memset(e, 0, offsetof(struct rib_entry, wire));
-	e->hash = hash;
 	e->len = (uint8_t)len;
 	memcpy(e->wire, wire, len);
-	size_t k = hash & (t->nbuckets - 1);
-	e->hnext = t->buckets[k];
-	t->buckets[k] = e;
-	if (++t->entries > t->nbuckets)
-		grow(t);
+	rib_grow_step(t, MOVE_PER_INSERT);
+	struct rib_entry **b = chain(t, hash);
+	e->hnext = *b;
+	*b = e;
+	if (++t->entries > 2 * t->nbuckets)
+		grow(t);                /* chains of two on average: 4 bytes of bucket per name */
 	return e;
 }
 
@@ -90,7 +121,7 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 {
 	if (e->routes || e->adv || e->flags || e->refs)
 		return;
-	struct rib_entry **pp = &t->buckets[e->hash & (t->nbuckets - 1)];
+	struct rib_entry **pp = chain(t, rib_hash(e->wire, e->len));
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
@@ -133,17 +164,35 @@ bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c)
 	return c->next >= c->nb;
 }
 
-unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct rib_entry *e, void *arg), void *arg)
+/* Calls fn on the entries of chain b whose class (hash modulo the cursor's size) is cls;
+ * all of them when every entry of the chain is of that class. */
+static unsigned visit(struct rib_entry *e, const struct rib_cursor *c, size_t cls, bool filter,
+		      void (*fn)(struct rib_entry *e, void *arg), void *arg)
 {
 	unsigned seen = 0;
-	/* the class's buckets in today's table: next, next + nb, next + 2 nb, ... */
-	for (size_t b = c->next; b < t->nbuckets; b += c->nb) {
-		struct rib_entry *e = t->buckets[b], *n;
-		for (; e; e = n) {
-			n = e->hnext;   /* entries are freed only by the flush, never during a walk */
-			fn(e, arg);
-			seen++;
-		}
+	for (struct rib_entry *n; e; e = n) {
+		n = e->hnext;   /* entries are freed only by the flush, never during a walk */
+		if (filter && (rib_hash(e->wire, e->len) & (c->nb - 1)) != cls)
+			continue;
+		fn(e, arg);
+		seen++;
+	}
+	return seen;
+}
+
+unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct rib_entry *e, void *arg), void *arg)
+{
+	size_t cls = c->next;
+	unsigned seen = 0;
+	/* the class in today's array: buckets cls, cls + nb, cls + 2 nb, ... (nb divides its size) */
+	for (size_t b = cls; b < t->nbuckets; b += c->nb)
+		seen += visit(t->buckets[b], c, cls, false, fn, arg);
+	/* and in the old one, in buckets not moved yet */
+	if (t->old) {
+		size_t step = c->nb < t->nold ? c->nb : t->nold;
+		for (size_t b = cls & (step - 1); b < t->nold; b += step)
+			if (b >= t->moved)
+				seen += visit(t->old[b], c, cls, c->nb > t->nold, fn, arg);
 	}
 	c->next++;
 	return seen;

@@ -105,6 +105,9 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 void attrs_put(struct rde *r, struct rib_attrs *a);
 /* Records that e has a route with a (the next-hop index). */
 void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+/* Lets go of index slots (their entries may then be freed). */
+void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n);
+#define UNINDEX_AT_ONCE         4096    /* more slots than this go through a job */
 /* The peers whose name is in a's path. */
 unsigned attrs_path_peers(struct rde *r, struct rib_attrs *a, struct rde_peer ***out);
 bool attrs_same_advertisement(const struct rib_attrs *a, const struct rib_attrs *b);
@@ -126,15 +129,15 @@ enum {
 	ENTRY_MARK = 8,                         /* seen, during a compaction of the next-hop index */
 };
 
+/* 36 bytes before the name: most names fit a 56-byte slab object (the hash is
+ * computed again where it is needed, rather than kept: 4 bytes of 30 million). */
 struct rib_entry {
 	struct rib_entry *hnext;
 	struct rib_route *routes;
 	struct rib_attrs *adv;                  /* what peers are told (a reference); NULL: nothing */
 	uint32_t adv_load;
 	uint32_t adv_time;                      /* ms since the RDE started, of the last advertisement */
-	uint32_t hash;                          /* of the name, computed once */
-	uint32_t refs;                          /* next-hop index slots pointing here */
-	uint8_t nbest;
+	uint16_t refs;                          /* next-hop index slots pointing here */
 	uint8_t flags;
 	uint8_t len;
 	uint8_t wire[];
@@ -150,9 +153,17 @@ static inline bool route_stale(const struct rib_route *rt)
 #define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
 #define ENTRY_CLASSES           (ENTRY_CLASS(NAME_MAX_WIRE) + 1)
 
+/*
+ * Chained, two entries a bucket on average, doubling when full.  A doubling
+ * is spread over many loop turns (Redis's incremental rehash): until every
+ * bucket of the old array is moved, a name is in the old array if its old
+ * bucket is not moved yet, else in the new one.
+ */
 struct rib {
 	struct rib_entry **buckets;
 	size_t nbuckets;
+	struct rib_entry **old;                 /* growing: the previous array, */
+	size_t nold, moved;                     /* its buckets [0, moved) already moved */
 	uint64_t entries;
 	uint64_t names;                         /* entries with a route */
 	struct slab routes;
@@ -164,6 +175,8 @@ void rib_destroy(struct rib *t);
 uint32_t rib_hash(const uint8_t *wire, size_t len);
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
+/* Moves up to `budget` buckets of a doubling; true while one is under way. */
+bool rib_grow_step(struct rib *t, unsigned budget);
 /* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
  * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
 void rib_entry_release(struct rib *t, struct rib_entry *e);
@@ -177,7 +190,7 @@ bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
 unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct rib_entry *e, void *arg), void *arg);
 static inline bool rib_cursor_passed(const struct rib_cursor *c, const struct rib_entry *e)
 {
-	return (e->hash & (c->nb - 1)) < c->next;
+	return (rib_hash(e->wire, e->len) & (c->nb - 1)) < c->next;
 }
 
 /* ---- the RDE ---- */
@@ -213,6 +226,7 @@ struct rde {
 	struct rde_job *jobs;
 	unsigned njobs;
 	uint32_t flush_no;
+	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };
 
@@ -221,6 +235,8 @@ void rde_mark_dirty(struct rde *r, struct rib_entry *e);
 /* An entry nothing may hold any more: freed at the next flush if so. */
 void rde_maybe_release(struct rde *r, struct rib_entry *e);
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
+/* Takes over a malloc'd array of index slots and lets go of them over several turns. */
+void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
 
 /* ---- what peers are told (adjout.c) ---- */
 

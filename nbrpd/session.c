@@ -177,8 +177,11 @@ static void on_message(struct nbrp_session *c, const Nbrp__Message *m)
 	switch (m->body_case) {
 	case NBRP__MESSAGE__BODY_UPDATE:
 		p->updates_in++;
-		if (p->rde)
+		if (p->rde) {
 			rde_peer_update(p->rde, m->update);
+			if (rde_busy(sess->rde))
+				nbrp_session_pause(c);  /* sessions_resume, after this turn's flush */
+		}
 		return;
 	case NBRP__MESSAGE__BODY_END_OF_RIB:
 		p->eor_received = true;
@@ -472,6 +475,16 @@ enum nbrp_session_state peer_state(const struct peer *p)
 		if (p->conn[i] && !p->conn[i]->closing && p->conn[i]->state > s)
 			s = p->conn[i]->state;
 	return s;
+}
+
+void sessions_resume(void *arg)
+{
+	struct sessions *sess = arg;
+	for (unsigned i = 0; i < sess->npeers; i++) {
+		struct peer *p = sess->peers[i];
+		if (p->established && p->established->paused)
+			nbrp_session_resume(p->established);
+	}
 }
 
 void sessions_check_transport(struct sessions *sess)

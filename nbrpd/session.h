@@ -75,7 +75,8 @@ enum nbrp_session_state peer_state(const struct peer *p);
 /* Bytes queued on its established session. */
 size_t peer_queued(const struct peer *p);
 
-/* The RDE's ops (rde.h): owner is the struct peer. */
+/* The RDE's ops (rde.h): owner is the struct peer; sessions_resume's arg is the sessions. */
+void sessions_resume(void *arg);
 void session_send(void *arg, void *owner, struct wq_buf *frame);
 bool session_full(void *arg, void *owner);
 void session_notify(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text);

@@ -88,6 +88,11 @@ static void rec_fib_flush(void *arg)
 	(void)arg;
 }
 
+static void rec_input_ready(void *arg)
+{
+	(void)arg;
+}
+
 /* ---- the world ---- */
 
 struct world {
@@ -112,7 +117,8 @@ static struct world *world_new(unsigned npeers)
 	w->cfg.max_routes = 4;
 	w->nh = nexthop_table_new(&w->loop);
 	static const struct rde_ops ops = { .send = rec_send, .full = rec_full, .notify = rec_notify,
-					    .fib_name = rec_fib, .fib_flush = rec_fib_flush };
+					    .fib_name = rec_fib, .fib_flush = rec_fib_flush,
+					    .input_ready = rec_input_ready };
 	w->rde = rde_new(&w->loop, &w->cfg, w->nh, &ops);
 	w->peers = calloc(npeers, sizeof(*w->peers));
 	w->npeers = npeers;
