@@ -19,7 +19,21 @@ beside it.  One source -> the router under test -> K sinks, K = 1..6:
 
 Each figure is the best of --repeat runs (default 3), for both: BIRD's
 stall above comes and goes, and a ratio of two best cases holds on a noisy
-machine.  Rows (b) and (c) of the issue (aggregate membership changes) need the
+machine.
+
+Then, once each (the RDE's targets):
+  dump_max_loop_turn_ms: nbrpd takes --rde-names names from a source, sends
+        them to a sink and then to a second, new sink (a table dump), and
+        withdraws them all when the source goes; the longest loop turn of
+        nbrpd over the whole run, wall clock (`nbrc show status`), with its
+        CPU time beside it (what was nbrpd's own on a shared machine).
+  nbrpd_bytes_per_name: nbrpd's RSS growth per name in that run, with the
+        table from one peer and sent to one sink.
+  peers_500_names_per_s: --peers500 sinks, --names500 names: names / (the
+        last name at the last sink - the source's session up), beside
+        bird_500_routes_per_s: as many BIRD sinks over BGP (import none, so
+        500 BIRDs fit in memory), done when the BIRD under test has
+        exported every route to every sink.  Rows (b) and (c) of the issue (aggregate membership changes) need the
 aggregates issue and are left out of the JSON.  Writes build/bench/nbrp.csv
 and build/bench/nbrp.png; the last line of output is one JSON object.
 """
@@ -54,6 +68,103 @@ def wait_until(cond, timeout, what, interval=0.01):
 def nbrc(nbrc_bin, sock, *words):
     r = subprocess.run([nbrc_bin, "-s", sock, "--json", *words], capture_output=True, text=True)
     return json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else None
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def addr_plus(base, i):
+    n = int.from_bytes(socket.inet_aton(base), "big") + i
+    return socket.inet_ntoa(n.to_bytes(4, "big"))
+
+
+def run_rde(args, work):
+    """The loop-turn and memory figures (see the top of the file)."""
+    b = "127.0.14"
+    conf, ctl = os.path.join(work, "rde.conf"), os.path.join(work, "rde.ctl")
+    with open(conf, "w") as f:
+        f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
+                f'control "{ctl}";\nlog-level warn;\npeer "gen" {{ address {b}.9; passive; }}\n'
+                f'peer "sink1" {{ address {b}.11; passive; }}\npeer "late1" {{ address {b}.21; passive; }}\n')
+    log = open(os.path.join(work, "rde.log"), "w")
+    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    procs = [dut]
+    try:
+        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
+        base = rss_kib(dut.pid)
+        src = subprocess.Popen([args.updgen, "source", "--router", f"{b}.1", "--name", "gen", "--local", f"{b}.9",
+                                "--names", str(args.rde_names), "--seed", str(args.seed), "--linger", "600"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(src)
+        for name, local in (("sink", f"{b}.10"), ("late", f"{b}.20")):
+            sink = subprocess.Popen([args.updgen, "sink", "--router", f"{b}.1", "--name", name, "--local", local,
+                                     "--sinks", "1", "--expect", str(args.rde_names), "--timeout", "600"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(sink)
+            if sink.wait(timeout=900) != 0:
+                raise RuntimeError(f"the {name} sink did not get every name")
+            if name == "sink":
+                rss = rss_kib(dut.pid)
+        src.send_signal(signal.SIGINT)
+        src.wait(timeout=60)
+        wait_until(lambda: (lambda st: st and st["names"] == 0 and st["jobs"] == 0)(
+            nbrc(args.nbrc, ctl, "show", "status")), 300, "the table to be withdrawn", interval=0.1)
+        st = nbrc(args.nbrc, ctl, "show", "status")
+        return {"dump_max_loop_turn_ms": round(st["loop_turn_max_ms"], 1),
+                "dump_max_loop_turn_cpu_ms": round(st["loop_turn_max_cpu_ms"], 1),
+                "nbrpd_bytes_per_name": round((rss - base) * 1024 / args.rde_names, 1)}
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        log.close()
+
+
+def run_nbrp_500(args, work):
+    b, first = "127.0.15", "127.0.16.0"
+    k = args.peers500
+    conf, ctl = os.path.join(work, "p500.conf"), os.path.join(work, "p500.ctl")
+    with open(conf, "w") as f:
+        f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
+                f'control "{ctl}";\nlog-level warn;\npeer "gen" {{ address {b}.9; passive; }}\n')
+        for i in range(1, k + 1):
+            f.write(f'peer "sink{i}" {{ address {addr_plus(first, i)}; passive; }}\n')
+    log = open(os.path.join(work, "p500.log"), "w")
+    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    procs = [dut]
+    try:
+        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
+        sinks = subprocess.Popen([args.updgen, "sink", "--router", f"{b}.1", "--name", "sink", "--local", first,
+                                  "--sinks", str(k), "--expect", str(args.names500), "--timeout", "600", "--json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(sinks)
+        wait_until(lambda: (nbrc(args.nbrc, ctl, "show", "status") or {}).get("established") == k, 120,
+                   "the sinks' sessions")
+        source = subprocess.Popen([args.updgen, "source", "--router", f"{b}.1", "--name", "gen", "--local", f"{b}.9",
+                                   "--names", str(args.names500), "--seed", str(args.seed), "--linger", "600",
+                                   "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(source)
+        out, _ = sinks.communicate(timeout=900)
+        source.send_signal(signal.SIGINT)
+        src_out, _ = source.communicate(timeout=60)
+        if sinks.returncode != 0:
+            raise RuntimeError("the 500 sinks did not get every name")
+        report = json.loads(out)
+        start = json.loads(src_out)["established_ns"]
+        last = max(s["last_ns"] for s in report["sinks"])
+        return args.names500 / ((last - start) / 1e9)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        log.close()
 
 
 def run_nbrp(args, work, k):
@@ -210,6 +321,70 @@ def run_bird(args, work, k):
                     p.wait()
 
 
+def run_bird_500(args, work):
+    """BIRD under test with --peers500 BIRD sinks (import none) over BGP."""
+    k = args.peers500
+    d = os.path.join(work, "bird500")
+    os.makedirs(d, exist_ok=True)
+    o, u, first = "127.0.17.1", "127.0.17.2", "127.0.18.0"
+    routes = "".join(f"  route {10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24 blackhole;\n"
+                     for i in range(args.names500))
+    confs = {"origin": "router id 10.255.0.1;\nprotocol device {}\nprotocol static origin { ipv4;\n" + routes + "}\n"
+             + bgp("dut", o, 65001, u, 65002, "none", "all")}
+    dut = "router id 10.255.0.2;\nprotocol device {}\n" + bgp("o", u, 65002, o, 65001, "all", "none")
+    for i in range(1, k + 1):
+        dut += bgp(f"s{i}", u, 65002, addr_plus(first, i), 65100 + i, "none", "all")
+        confs[f"sink{i}"] = (f"router id 10.255.{i // 256}.{i % 256};\nprotocol device {{}}\n" +
+                             bgp("d", addr_plus(first, i), 65100 + i, u, 65002, "none", "none"))
+    confs["dut"] = dut
+    procs = {}
+
+    def spawn(name):
+        path, sock = os.path.join(d, f"{name}.conf"), os.path.join(d, f"{name}.ctl")
+        with open(path, "w") as f:
+            f.write(confs[name])
+        procs[name] = subprocess.Popen([args.bird, "-f", "-c", path, "-s", sock, "-P", os.path.join(d, f"{name}.pid")],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return sock
+
+    try:
+        dut_path = spawn("dut")
+        for i in range(1, k + 1):
+            spawn(f"sink{i}")
+        dut_sock = BirdSocket(wait_until(lambda: dut_path if _connects(dut_path) else None, 60, "the BIRD under test"))
+
+        def up_count():
+            return sum(1 for l in dut_sock.ask("show protocols") if re.search(r"\bs\d+\s+BGP\s.*Established", l))
+        wait_until(lambda: up_count() == k, 300, "the BIRD sinks", interval=0.2)
+        origin_path = spawn("origin")
+        origin = BirdSocket(wait_until(lambda: origin_path if _connects(origin_path) else None, 60, "the origin"))
+        wait_until(lambda: dut_sock.established("o"), 60, "the origin's session", interval=0.002)
+        t0 = time.monotonic()
+        while True:
+            origin.exported("dut")      # keeps the sender from stalling at the end
+            done = 0
+            for l in dut_sock.ask("show protocols all"):
+                m = re.search(r"Routes:\s+\d+ imported, (\d+) exported", l)
+                if m and int(m.group(1)) >= args.names500:
+                    done += 1
+            if done >= k:
+                break
+            if time.monotonic() - t0 > 900:
+                raise RuntimeError("BIRD never exported every route to every sink")
+            time.sleep(0.05)
+        return args.names500 / (time.monotonic() - t0)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.terminate()
+        for p in procs.values():
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def _connects(path):
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -248,6 +423,10 @@ def main():
     ap.add_argument("--peers", type=int, default=6, help="K goes from 1 to this")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best counts")
+    ap.add_argument("--rde-names", type=int, default=1_000_000, help="names for the loop-turn and memory run")
+    ap.add_argument("--peers500", type=int, default=500, help="sinks for the many-peers run (0: skip it)")
+    ap.add_argument("--names500", type=int, default=200_000)
+    ap.add_argument("--skip-k", action="store_true", help="only the RDE and many-peers runs")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -260,8 +439,17 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="bench-nbrp-")
     peers, nbrp, bird = [], [], []
+    extra = {}
     try:
-        for k in range(1, args.peers + 1):
+        extra.update(run_rde(args, work))
+        print(f"RDE: {extra}", flush=True)
+        if args.peers500:
+            n500 = run_nbrp_500(args, work)
+            b500 = run_bird_500(args, work)
+            extra.update({"peers_500": args.peers500, "peers_500_names": args.names500,
+                          "peers_500_names_per_s": round(n500), "bird_500_routes_per_s": round(b500)})
+            print(f"{args.peers500} peers: nbrpd {n500:.0f} names/s   BIRD {b500:.0f} routes/s", flush=True)
+        for k in range(1, 0 if args.skip_k else args.peers + 1):
             n = max(run_nbrp(args, work, k) for _ in range(args.repeat))
             b = max(run_bird(args, work, k) for _ in range(args.repeat))
             peers.append(k)
@@ -277,7 +465,8 @@ def main():
             w.writerow(row)
     plot(peers, nbrp, bird, os.path.join(outdir, "nbrp.png"))
     print(f"wrote {outdir}/nbrp.csv and {outdir}/nbrp.png", flush=True)
-    print(json.dumps({"names": args.names, "peers": peers, "nbrp_names_per_s": nbrp, "bird_routes_per_s": bird}))
+    print(json.dumps({"names": args.names, "peers": peers, "nbrp_names_per_s": nbrp, "bird_routes_per_s": bird,
+                      **extra}))
 
 
 if __name__ == "__main__":
