@@ -2,6 +2,9 @@
  * The FIB channel's nbrpd end (lib/fibchannel.proto, inrpd/fibsync.c):
  * connects to inrpd's socket, sends the whole Loc-RIB as one epoch
  * (SyncBegin, Updates, SyncEnd), then each flush's changes as Updates.
+ * The epoch is sent a slice of names per loop turn; changes go out
+ * meanwhile too (inrpd applies them to the FIB it is building, and a
+ * name's slice sends what it is when the walk gets there).
  * After nbrpd starts, the first epoch waits until the RIB is ready (every
  * peer sent END-OF-RIB, or fib-sync-wait ran out): until then inrpd keeps
  * answering from the FIB the previous nbrpd left it (graceful restart).
@@ -20,6 +23,7 @@
 #include "wqueue.h"
 
 #define CHUNK_NAMES     1000
+#define SYNC_SLICE      2048    /* names of a full sync per loop turn */
 #define RETRY_MS        1000
 
 struct pending_name {
@@ -39,7 +43,10 @@ struct fibpush {
 	uv_connect_t connect_req;
 	uv_timer_t retry;
 	bool connected;
-	bool synced;                    /* this connection had its full sync */
+	bool synced;                    /* this connection's full sync began */
+	bool syncing;                   /* ... and is still being sent */
+	void *sync_state;               /* the table callback's */
+	uv_idle_t sync_idle;            /* a slice each loop turn while syncing */
 	bool ready;                     /* the RIB is worth sending */
 	bool closing;
 	uint64_t epoch;
@@ -49,6 +56,11 @@ struct fibpush {
 };
 
 static void connect_now(struct fibpush *f);
+
+static void on_retry(uv_timer_t *t)
+{
+	connect_now(t->data);
+}
 
 static void pipe_closed(uv_handle_t *h)
 {
@@ -65,9 +77,15 @@ static void disconnect(struct fibpush *f, const char *why)
 	f->pipe = NULL;
 	f->connected = false;
 	f->synced = false;
+	if (f->syncing) {
+		f->syncing = false;
+		uv_idle_stop(&f->sync_idle);
+		f->table(f->table_arg, f, &f->sync_state, 0);
+		f->sync_state = NULL;
+	}
 	f->npending = 0;
 	if (!f->closing)
-		uv_timer_start(&f->retry, (uv_timer_cb)connect_now, RETRY_MS, 0);
+		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
 }
 
 static void on_write_failed(struct wqueue *q, int status)
@@ -141,25 +159,41 @@ void fibpush_name(struct fibpush *f, const struct name *n, const struct route *r
 		fibpush_flush(f);
 }
 
-static void full_sync(struct fibpush *f)
+static void sync_slice(uv_idle_t *h)
 {
-	f->synced = true;
-	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
-	Crfib__SyncBegin b = CRFIB__SYNC_BEGIN__INIT;
-	Crfib__SyncEnd e = CRFIB__SYNC_END__INIT;
-	f->epoch++;
-	b.epoch = e.epoch = f->epoch;
-	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_BEGIN;
-	m.sync_begin = &b;
-	send_message(f, &m);
-	uint64_t names = f->table(f->table_arg, f);
+	struct fibpush *f = h->data;
+	if (!f->syncing)
+		return;
+	bool done = f->table(f->table_arg, f, &f->sync_state, SYNC_SLICE);
 	fibpush_flush(f);
+	if (!done || !f->syncing)
+		return;
+	f->syncing = false;
+	f->sync_state = NULL;
+	uv_idle_stop(&f->sync_idle);
+	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
+	Crfib__SyncEnd e = CRFIB__SYNC_END__INIT;
+	e.epoch = f->epoch;
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_END;
 	m.sync_end = &e;
 	send_message(f, &m);
 	f->syncs++;
-	log_info("fib-channel %s: epoch %llu sent, %llu names", f->path, (unsigned long long)f->epoch,
-		 (unsigned long long)names);
+	log_info("fib-channel %s: epoch %llu sent", f->path, (unsigned long long)f->epoch);
+}
+
+static void full_sync(struct fibpush *f)
+{
+	f->synced = true;               /* changes go out from now on, beside the slices */
+	f->syncing = true;
+	f->sync_state = NULL;
+	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
+	Crfib__SyncBegin b = CRFIB__SYNC_BEGIN__INIT;
+	f->epoch++;
+	b.epoch = f->epoch;
+	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_BEGIN;
+	m.sync_begin = &b;
+	send_message(f, &m);
+	uv_idle_start(&f->sync_idle, sync_slice);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -188,7 +222,7 @@ static void on_connect(uv_connect_t *req, int status)
 		log_debug("fib-channel %s: connect: %s", f->path, uv_strerror(status));
 		uv_close((uv_handle_t *)f->pipe, pipe_closed);
 		f->pipe = NULL;
-		uv_timer_start(&f->retry, (uv_timer_cb)connect_now, RETRY_MS, 0);
+		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
 		return;
 	}
 	f->connected = true;
@@ -227,6 +261,8 @@ struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn
 	f->epoch = (uint64_t)time(NULL) << 16;
 	uv_timer_init(loop, &f->retry);
 	f->retry.data = f;
+	uv_idle_init(loop, &f->sync_idle);
+	f->sync_idle.data = f;
 	connect_now(f);
 	return f;
 }
@@ -238,6 +274,11 @@ void fibpush_close(struct fibpush *f)
 	f->closing = true;
 	uv_timer_stop(&f->retry);
 	uv_close((uv_handle_t *)&f->retry, NULL);
+	if (f->syncing) {
+		f->syncing = false;
+		f->table(f->table_arg, f, &f->sync_state, 0);
+	}
+	uv_close((uv_handle_t *)&f->sync_idle, NULL);
 	if (f->pipe) {
 		uv_close((uv_handle_t *)f->pipe, pipe_closed);
 		f->pipe = NULL;

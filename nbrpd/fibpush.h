@@ -1,7 +1,8 @@
 /*
  * The FIB channel's nbrpd end (fibpush.c): the routes nbrpd chose, pushed
  * to inrpd.  It knows nothing of the RDE: a full sync asks the table
- * callback for every name (fibpush_name), changes come the same way.
+ * callback for the names a slice at a time, a loop turn each (calling
+ * fibpush_name), and changes come through fibpush_name meanwhile.
  */
 #ifndef NBRPD_FIBPUSH_H
 #define NBRPD_FIBPUSH_H
@@ -14,8 +15,10 @@
 #include "route.h"
 
 struct fibpush;
-/* Calls fibpush_name for every name with routes; returns how many. */
-typedef uint64_t (*fibpush_table_fn)(void *arg, struct fibpush *f);
+/* One slice of a full sync: calls fibpush_name for up to about `budget` more names (*state is
+ * NULL at the start, the callback's own after); returns true when every name was given, and
+ * is called with budget 0 to abandon a sync (the connection went). */
+typedef bool (*fibpush_table_fn)(void *arg, struct fibpush *f, void **state, unsigned budget);
 
 struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, void *arg);
 void fibpush_close(struct fibpush *f);

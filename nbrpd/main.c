@@ -181,30 +181,34 @@ static void fib_flush(void *arg)
 		fibpush_flush(d->fib);
 }
 
-struct sync_walk {
-	struct fibpush *f;
-	uint64_t names;
-};
-
 static void sync_one(const struct rib_entry *e, void *arg)
 {
-	struct sync_walk *w = arg;
+	struct fibpush *f = arg;
 	struct name n;
 	struct route routes[ROUTESET_MAX_ROUTES];
 	unsigned count = rde_fib_routes(e, routes);
 	if (count == 0)
 		return;
 	rde_entry_name(e, &n);
-	fibpush_name(w->f, &n, routes, count);
-	w->names++;
+	fibpush_name(f, &n, routes, count);
 }
 
-static uint64_t fib_table(void *arg, struct fibpush *f)
+/* The FIB channel's full sync, a slice at a time over the RDE's table. */
+static bool fib_table(void *arg, struct fibpush *f, void **state, unsigned budget)
 {
 	struct nbrpd *d = arg;
-	struct sync_walk w = { .f = f };
-	rde_walk(d->rde, sync_one, &w);
-	return w.names;
+	struct rde_walk *w = *state;
+	if (budget == 0) {
+		rde_walk_end(w);
+		return true;
+	}
+	if (!w && !(w = *state = rde_walk_begin(d->rde)))
+		return false;           /* out of memory: tried again next turn */
+	if (!rde_walk_step(d->rde, w, budget, sync_one, f))
+		return false;
+	rde_walk_end(w);
+	*state = NULL;
+	return true;
 }
 
 static void input_ready(void *arg)

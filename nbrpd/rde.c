@@ -1173,6 +1173,43 @@ void rde_walk(const struct rde *r, rde_walk_fn fn, void *arg)
 				fn(e, arg);
 }
 
+struct rde_walk {
+	struct rib_cursor cur;
+	rde_walk_fn fn;
+	void *arg;
+};
+
+struct rde_walk *rde_walk_begin(const struct rde *r)
+{
+	struct rde_walk *w = calloc(1, sizeof(*w));
+	if (w)
+		rib_cursor_start(&r->rib, &w->cur);
+	return w;
+}
+
+static void walk_one(struct rib_entry *e, void *arg)
+{
+	struct rde_walk *w = arg;
+	if (e->routes)
+		w->fn(e, w->arg);
+}
+
+bool rde_walk_step(const struct rde *r, struct rde_walk *w, unsigned budget, rde_walk_fn fn, void *arg)
+{
+	struct rib *t = (struct rib *)&r->rib;  /* the walk changes nothing */
+	w->fn = fn;
+	w->arg = arg;
+	unsigned seen = 0;
+	while (seen < budget && !rib_cursor_done(t, &w->cur))
+		seen += rib_cursor_step(t, &w->cur, walk_one, w);
+	return rib_cursor_done(t, &w->cur);
+}
+
+void rde_walk_end(struct rde_walk *w)
+{
+	free(w);
+}
+
 void rde_entry_name(const struct rib_entry *e, struct name *out)
 {
 	out->len = e->len;

@@ -109,6 +109,13 @@ const struct rib_entry *rde_find(const struct rde *r, const struct name *n);
 typedef void (*rde_walk_fn)(const struct rib_entry *e, void *arg);
 void rde_walk(const struct rde *r, rde_walk_fn fn, void *arg);
 void rde_entry_name(const struct rib_entry *e, struct name *out);
+/* A walk over loop turns: each step calls fn on at most about `budget` names with routes;
+ * rde_walk_step returns true when the walk is done.  The table may change between steps:
+ * every name present throughout is seen once. */
+struct rde_walk;
+struct rde_walk *rde_walk_begin(const struct rde *r);
+bool rde_walk_step(const struct rde *r, struct rde_walk *w, unsigned budget, rde_walk_fn fn, void *arg);
+void rde_walk_end(struct rde_walk *w);
 /* The FIB routes of a name (ranked); returns how many. */
 unsigned rde_fib_routes(const struct rib_entry *e, struct route *out);
 

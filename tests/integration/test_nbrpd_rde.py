@@ -9,7 +9,11 @@ import subprocess
 import time
 
 import nbrp_client as nc
-from conftest import ENV, SANITIZED, UPDGEN, rss_kib, wait_for
+import os
+
+from conftest import ENV, INRPD, SANITIZED, UPDGEN, rss_kib, wait_for
+
+INRPC = os.path.join(os.path.dirname(INRPD), "inrpc")
 
 
 def updgen(*args):
@@ -31,6 +35,13 @@ def kill_all(procs):
         if p is not None and p.poll() is None:
             p.kill()
             p.wait()
+
+
+def fib_status(ctl):
+    r = subprocess.run([INRPC, "-s", str(ctl), "--json", "show", "status"], capture_output=True, text=True,
+                       timeout=30, env=ENV)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["fib_channel"]
 
 
 def addr_plus(base, i):
@@ -142,3 +153,34 @@ def test_a_peer_that_stops_reading_costs_bounded_memory_and_is_ended_by_its_hold
         if stuck is not None:
             stuck.close()
         kill_all([src])
+
+
+def test_a_big_table_reaches_inrpd_in_slices_and_changes_during_the_sync_are_not_lost(nbrpd_factory,
+                                                                                      inrpd_factory, tmp_path):
+    names = 50000 if SANITIZED else 300000
+    base = "127.0.19"
+    chan = tmp_path / "fib.sock"
+    n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9"), ("gen2", f"{base}.10")],
+               f'hold-time 30s;\nfib-channel "{chan}";\nfib-sync-wait 1s;\n')
+    src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9", "--names", str(names),
+                 "--seed", "4", "--linger", "600", "--json")
+    src2 = None
+    try:
+        wait_for(lambda: n.peers()["gen"]["eor"] and n.peers()["gen"]["names"] == names, 60, "the table")
+        # inrpd comes now: the whole table goes over in one epoch, a slice a loop turn, while a
+        # second peer adds names (changes during the sync)
+        ctl = tmp_path / "inrpd.ctl"
+        inrpd_factory(f'fib-channel "{chan}";\ncontrol "{ctl}";\n')
+        src2 = updgen("source", "--router", f"{base}.1", "--name", "gen2", "--local", f"{base}.10", "--names",
+                      "20000", "--seed", "77", "--linger", "600", "--json")
+        fib = lambda: fib_status(ctl)   # noqa: E731
+        wait_for(lambda: n.peers()["gen2"]["eor"] and n.peers()["gen2"]["names"] == 20000, 60,
+                 "the second table in nbrpd")
+        total = n.json("show", "status")["names"]       # the two sets overlap a little (short names)
+        assert names < total <= names + 20000
+        wait_for(lambda: fib()["syncs"] >= 1 and fib()["names"] == total, 60, "every name in inrpd")
+        src.send_signal(signal.SIGINT)
+        assert finish(src, 30)[0] == 0
+        wait_for(lambda: fib()["names"] == 20000, 60, "the first table withdrawn in inrpd")
+    finally:
+        kill_all([src, src2])
