@@ -118,6 +118,12 @@ void nbrp_session_notify(struct nbrp_session *s, uint8_t code, uint8_t subcode, 
 {
 	if (s->closing || s->close_after_write)
 		return;
+	if (s->state <= NBRP_SESSION_CONNECT) {
+		/* no one to tell yet: a NOTIFICATION would wait for the connect, across a network
+		 * whose SYNs go unanswered up to the kernel's retries (minutes) */
+		nbrp_session_close(s);
+		return;
+	}
 	struct nbrp_error e = { .code = code, .subcode = subcode };
 	va_list ap;
 	va_start(ap, fmt);
