@@ -363,6 +363,50 @@ static void a_new_export_policy_is_applied_to_what_the_peer_was_told(void **stat
 	world_free(w);
 }
 
+struct seen_count {
+	uint8_t *times;                 /* per name index */
+	unsigned n;
+};
+
+static void count_seen(const struct rib_entry *e, void *arg)
+{
+	struct seen_count *c = arg;
+	struct name n;
+	rde_entry_name(e, &n);
+	unsigned i = (unsigned)strtoul((const char *)n.wire + 2, NULL, 10);     /* "nI.example" */
+	if (i < c->n)
+		c->times[i]++;
+}
+
+/* The table doubles (over many turns) while a walk is under way: every name there all along
+ * is seen exactly once. */
+static void a_walk_sees_every_name_once_while_the_table_grows_under_it(void **state)
+{
+	struct world *w = world_new(1);
+	rde_peer_up(w->peers[0].rp);
+	run(w, 10);
+	enum { FIRST = 3000, MORE = 60000 };
+	announce(w, 0, 0, FIRST, "p0", 9, 0);
+	run(w, 10);
+	struct seen_count c = { .times = calloc(FIRST, 1), .n = FIRST };
+	struct rde_walk *walk = rde_walk_begin(w->rde);
+	unsigned steps = 0, added = 0;
+	while (!rde_walk_step(w->rde, walk, 64, count_seen, &c)) {
+		steps++;
+		if (added < MORE) {     /* names past the first set: the table doubles several times */
+			announce(w, 0, 100000 + added, 1500, "p0", 9, 0);
+			added += 1500;
+			uv_run(&w->loop, UV_RUN_NOWAIT);
+		}
+	}
+	rde_walk_end(walk);
+	assert_true(steps > 10);
+	for (unsigned i = 0; i < FIRST; i++)
+		assert_int_equal(c.times[i], 1);
+	free(c.times);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +418,7 @@ int main(void)
 		cmocka_unit_test(a_peer_going_down_is_withdrawn_over_many_turns),
 		cmocka_unit_test(a_restarting_peer_keeps_its_routes_stale_until_swept),
 		cmocka_unit_test(a_new_export_policy_is_applied_to_what_the_peer_was_told),
+		cmocka_unit_test(a_walk_sees_every_name_once_while_the_table_grows_under_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
