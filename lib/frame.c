@@ -69,7 +69,7 @@ int frame_reader_next(struct frame_reader *r, const uint8_t **frame, size_t *len
 	if (avail < FRAME_HEADER_LEN)
 		return 0;
 	const uint8_t *h = r->buf + r->start;
-	uint32_t flen = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+	uint32_t flen = wire_load32(h);
 	if (flen == 0 || flen > r->max) {
 		*frame = NULL;
 		*len = flen;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "wire.h"
 
 #define FRAME_HEADER_LEN 4
 
@@ -45,10 +46,7 @@ int frame_reader_next(struct frame_reader *r, const uint8_t **frame, size_t *len
 /* Writes the 4-byte header for a frame of len bytes. */
 static inline void frame_put_header(uint8_t *out, uint32_t len)
 {
-	out[0] = (uint8_t)(len >> 24);
-	out[1] = (uint8_t)(len >> 16);
-	out[2] = (uint8_t)(len >> 8);
-	out[3] = (uint8_t)len;
+	wire_store32(out, len);
 }
 
 #endif

@@ -5,35 +5,7 @@
 #include <sys/socket.h>
 
 #include "inrp.h"
-
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, (uint32_t)(v >> 32));
-	wr32(p + 4, (uint32_t)v);
-}
+#include "wire.h"
 
 uint64_t inrp_router_id(const char *name)
 {
@@ -47,54 +19,52 @@ uint64_t inrp_router_id(const char *name)
 
 int inrp_query_opt_parse(const uint8_t *d, size_t len, struct inrp_query_opt *o, const char **err)
 {
-	if (len < 8) {
+	struct wire_reader r = wire_reader(d, len);
+	uint8_t version = wire_u8(&r), kind = wire_u8(&r);
+	o->hop_limit = wire_u8(&r);
+	o->npath = wire_u8(&r);
+	o->nexclude = wire_u8(&r);
+	wire_u8(&r);                    /* reserved */
+	o->budget_ms = wire_u16(&r);
+	if (r.bad) {
 		*err = "INRP option too short";
 		return -1;
 	}
-	if (d[0] != INRP_VERSION) {
+	if (version != INRP_VERSION) {
 		*err = "unknown INRP version";
 		return -1;
 	}
-	if (d[1] != INRP_KIND_QUERY) {
+	if (kind != INRP_KIND_QUERY) {
 		*err = "INRP option in a query is not of the query kind";
 		return -1;
 	}
-	o->hop_limit = d[2];
-	o->npath = d[3];
-	o->nexclude = d[4];
 	if (o->npath > INRP_MAX_PATH || o->nexclude > INRP_MAX_EXCLUDE) {
 		*err = "INRP path or exclusion list too long";
 		return -1;
 	}
-	o->budget_ms = rd16(d + 6);
-	size_t p = 8;
-	if (len - p < (size_t)o->npath * 8) {
+	for (unsigned i = 0; i < o->npath; i++)
+		o->path[i] = wire_u64(&r);
+	if (r.bad) {
 		*err = "INRP path runs past the option";
 		return -1;
 	}
-	for (unsigned i = 0; i < o->npath; i++, p += 8)
-		o->path[i] = rd64(d + p);
 	for (unsigned i = 0; i < o->nexclude; i++) {
-		if (p >= len) {
-			*err = "INRP exclusion list runs past the option";
-			return -1;
-		}
-		uint8_t fam = d[p++];
+		uint8_t fam = wire_u8(&r);
 		size_t alen = fam == 1 ? 4 : fam == 2 ? 16 : 0;
-		if (alen == 0) {
+		if (!r.bad && alen == 0) {
 			*err = "INRP exclusion with an unknown address family";
 			return -1;
 		}
-		if (len - p < alen) {
+		const uint8_t *a = wire_take(&r, alen);
+		if (!a) {
 			*err = "INRP exclusion list runs past the option";
 			return -1;
 		}
 		o->exclude[i].family = fam == 1 ? AF_INET : AF_INET6;
 		memset(o->exclude[i].addr, 0, sizeof(o->exclude[i].addr));
-		memcpy(o->exclude[i].addr, d + p, alen);
-		p += alen;
+		memcpy(o->exclude[i].addr, a, alen);
 	}
-	if (p != len) {
+	if (wire_left(&r)) {
 		*err = "trailing bytes in the INRP option";
 		return -1;
 	}
@@ -108,17 +78,20 @@ int inrp_response_opt_parse(const uint8_t *d, size_t len, struct inrp_response_o
 		*err = "INRP response option has the wrong length";
 		return -1;
 	}
-	if (d[0] != INRP_VERSION) {
+	struct wire_reader r = wire_reader(d, len);
+	uint8_t version = wire_u8(&r), kind = wire_u8(&r);
+	if (version != INRP_VERSION) {
 		*err = "unknown INRP version";
 		return -1;
 	}
-	if (d[1] != INRP_KIND_RESPONSE) {
+	if (kind != INRP_KIND_RESPONSE) {
 		*err = "INRP option in a response is not of the response kind";
 		return -1;
 	}
-	o->status = d[2];
-	o->load_ms = rd32(d + 4);
-	o->router_id = rd64(d + 8);
+	o->status = wire_u8(&r);
+	wire_u8(&r);                    /* reserved */
+	o->load_ms = wire_u32(&r);
+	o->router_id = wire_u64(&r);
 	return 0;
 }
 
@@ -126,35 +99,34 @@ size_t inrp_query_opt_write(const struct inrp_query_opt *o, uint8_t *out)
 {
 	unsigned npath = o->npath > INRP_MAX_PATH ? INRP_MAX_PATH : o->npath;
 	unsigned nexcl = o->nexclude > INRP_MAX_EXCLUDE ? INRP_MAX_EXCLUDE : o->nexclude;
-	size_t p = 0;
-	out[p++] = INRP_VERSION;
-	out[p++] = INRP_KIND_QUERY;
-	out[p++] = o->hop_limit;
-	out[p++] = (uint8_t)npath;
-	out[p++] = (uint8_t)nexcl;
-	out[p++] = 0;
-	out[p++] = (uint8_t)(o->budget_ms >> 8);
-	out[p++] = (uint8_t)o->budget_ms;
-	for (unsigned i = 0; i < npath; i++, p += 8)
-		wr64(out + p, o->path[i]);
+	struct wire_writer w = wire_writer(out, INRP_QUERY_OPT_MAX);
+	wire_put8(&w, INRP_VERSION);
+	wire_put8(&w, INRP_KIND_QUERY);
+	wire_put8(&w, o->hop_limit);
+	wire_put8(&w, (uint8_t)npath);
+	wire_put8(&w, (uint8_t)nexcl);
+	wire_put8(&w, 0);
+	wire_put16(&w, o->budget_ms);
+	for (unsigned i = 0; i < npath; i++)
+		wire_put64(&w, o->path[i]);
 	for (unsigned i = 0; i < nexcl; i++) {
 		bool v4 = o->exclude[i].family == AF_INET;
-		out[p++] = v4 ? 1 : 2;
-		memcpy(out + p, o->exclude[i].addr, v4 ? 4 : 16);
-		p += v4 ? 4 : 16;
+		wire_put8(&w, v4 ? 1 : 2);
+		wire_put(&w, o->exclude[i].addr, v4 ? 4 : 16);
 	}
-	return p;
+	return wire_written(&w);        /* INRP_QUERY_OPT_MAX holds the most there can be */
 }
 
 size_t inrp_response_opt_write(const struct inrp_response_opt *o, uint8_t *out)
 {
-	out[0] = INRP_VERSION;
-	out[1] = INRP_KIND_RESPONSE;
-	out[2] = o->status;
-	out[3] = 0;
-	wr32(out + 4, o->load_ms);
-	wr64(out + 8, o->router_id);
-	return INRP_RESPONSE_OPT_LEN;
+	struct wire_writer w = wire_writer(out, INRP_RESPONSE_OPT_LEN);
+	wire_put8(&w, INRP_VERSION);
+	wire_put8(&w, INRP_KIND_RESPONSE);
+	wire_put8(&w, o->status);
+	wire_put8(&w, 0);
+	wire_put32(&w, o->load_ms);
+	wire_put64(&w, o->router_id);
+	return wire_written(&w);
 }
 
 bool inrp_path_contains(const struct inrp_query_opt *o, uint64_t router_id)
@@ -177,18 +149,17 @@ bool inrp_is_excluded(const struct inrp_query_opt *o, int family, const uint8_t 
 bool inrp_find_option(const uint8_t *opts, size_t opts_len, uint16_t code,
 		      const uint8_t **data, size_t *len)
 {
-	size_t o = 0;
-	while (opts_len - o >= 4) {
-		uint16_t c = rd16(opts + o), l = rd16(opts + o + 2);
-		o += 4;
-		if (opts_len - o < l)
+	struct wire_reader r = wire_reader(opts, opts_len);
+	while (wire_left(&r) >= 4) {
+		uint16_t c = wire_u16(&r), l = wire_u16(&r);
+		const uint8_t *d = wire_take(&r, l);
+		if (!d)
 			return false;
 		if (c == code) {
-			*data = opts + o;
+			*data = d;
 			*len = l;
 			return true;
 		}
-		o += l;
 	}
 	return false;
 }
