@@ -28,7 +28,7 @@
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
 #define JOB_BUDGET_NS           (4 * 1000 * 1000)
 #define INPUT_BUDGET            2048    /* names changed by UPDATEs in one loop turn, about */
-#define GROW_BUDGET_BUCKETS     4096    /* buckets of a table doubling moved in one loop turn */
+#define GROW_BUDGET_BUCKETS     2048    /* buckets of a table doubling moved in one loop turn */
 
 enum job_kind { JOB_DUMP, JOB_REEXPORT, JOB_PURGE, JOB_REDECIDE, JOB_NEXTHOP, JOB_UNINDEX };
 

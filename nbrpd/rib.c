@@ -11,7 +11,7 @@
 
 #include "rib.h"
 
-#define MOVE_PER_INSERT 4       /* buckets of a doubling moved with each new name */
+#define MOVE_PER_INSERT 1       /* buckets of a doubling moved with each new name */
 
 int rib_init(struct rib *t)
 {
