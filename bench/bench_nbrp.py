@@ -85,7 +85,7 @@ def addr_plus(base, i):
 
 def run_rde(args, work):
     """The loop-turn and memory figures (see the top of the file)."""
-    b = "127.0.14"
+    b = "127.4.14"
     conf, ctl = os.path.join(work, "rde.conf"), os.path.join(work, "rde.ctl")
     with open(conf, "w") as f:
         f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
@@ -127,7 +127,7 @@ def run_rde(args, work):
 
 
 def run_nbrp_500(args, work):
-    b, first = "127.0.15", "127.0.16.0"
+    b, first = "127.4.15", "127.4.16.0"
     k = args.peers500
     conf, ctl = os.path.join(work, "p500.conf"), os.path.join(work, "p500.ctl")
     with open(conf, "w") as f:
@@ -326,7 +326,7 @@ def run_bird_500(args, work):
     k = args.peers500
     d = os.path.join(work, "bird500")
     os.makedirs(d, exist_ok=True)
-    o, u, first = "127.0.17.1", "127.0.17.2", "127.0.18.0"
+    o, u, first = "127.4.17.1", "127.4.17.2", "127.4.18.0"
     routes = "".join(f"  route {10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24 blackhole;\n"
                      for i in range(args.names500))
     confs = {"origin": "router id 10.255.0.1;\nprotocol device {}\nprotocol static origin { ipv4;\n" + routes + "}\n"
