@@ -30,6 +30,7 @@
 #include "dns.h"
 #include "fib.h"
 #include "inrp.h"
+#include "metrics.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -91,6 +92,7 @@ struct inrpd_config {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
 	struct inrpd_prefix acl[INRPD_MAX_ACL];
+	struct metrics_config metrics;  /* metrics, metrics-allow */
 };
 
 /*
@@ -311,5 +313,30 @@ const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t 
 /* Fills ss for bind(); returns its length. */
 struct sockaddr_storage;
 socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss);
+
+/* metrics.c: Prometheus metrics (lib/metrics.h serves them); next hops
+ * summed over every engine, also for `show hops`. */
+struct inrpd_hops {
+	unsigned n, cap;
+	struct fwd_hop_stats *h;
+	uint64_t *rtt_weight;
+};
+void inrpd_hops_collect(const struct udp_workers *udp, const struct tcp_server *tcp, struct inrpd_hops *l);
+void inrpd_hops_free(struct inrpd_hops *l);
+struct prom;
+struct inrpd_metrics_source {
+	const char *version;
+	uint64_t uptime_ms, now_ms;
+	const struct udp_workers *udp;
+	const struct tcp_server *tcp;
+	const struct fibsync *fibsync;
+	const struct metrics_server *metrics;
+};
+/* On the main thread. */
+void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src);
+/* main.c: the counters of `show counters`, by index. */
+unsigned inrpd_counter_count(void);
+const char *inrpd_counter_name(unsigned i);
+uint64_t inrpd_counter_value(const struct inrpd_counters *c, unsigned i);
 
 #endif

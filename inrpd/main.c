@@ -24,6 +24,8 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
+#include "prom.h"
 #include "inrpd.h"
 
 #ifndef INRPD_VERSION
@@ -43,6 +45,7 @@ static struct {
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
 	struct ctl_server *ctl;
 	struct fibsync *fibsync;
+	struct metrics_server *metrics;
 	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
 } g;
@@ -80,6 +83,21 @@ static const struct {
 static unsigned long long counter_get(const struct inrpd_counters *c, size_t i)
 {
 	return (unsigned long long)*(const uint64_t *)((const char *)c + counter_fields[i].off);
+}
+
+unsigned inrpd_counter_count(void)
+{
+	return NCOUNTERS;
+}
+
+const char *inrpd_counter_name(unsigned i)
+{
+	return counter_fields[i].name;
+}
+
+uint64_t inrpd_counter_value(const struct inrpd_counters *c, unsigned i)
+{
+	return counter_get(c, i);
 }
 
 /* "queries 5 answered 5 ..." or, json, "{"queries": 5, ...}" */
@@ -139,9 +157,10 @@ static int reload(char *msg, size_t msg_len)
 	}
 	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
 	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path) ||
-	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending)
-		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel' and "
-			 "'max-pending' take effect on restart");
+	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending ||
+	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics))
+		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
+			 "'max-pending' and 'metrics' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
@@ -190,60 +209,13 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	ctl_reply_line(r, CTL_DATA, "tcp  %s", tb);
 }
 
-/* Next hops summed over every engine (each thread keeps its own). */
-struct hop_list {
-	unsigned n, cap;
-	struct fwd_hop_stats *h;
-	uint64_t *rtt_weight;
-};
-
-static void hop_collect(const struct fwd_hop_stats *st, void *arg)
-{
-	struct hop_list *l = arg;
-	unsigned alen = st->family == AF_INET ? 4 : 16;
-	for (unsigned i = 0; i < l->n; i++) {
-		struct fwd_hop_stats *h = &l->h[i];
-		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
-			/* smoothed RTTs averaged, weighted by the answers behind them */
-			if (st->srtt_us && st->answers) {
-				uint64_t w = l->rtt_weight[i];
-				h->srtt_us = (uint32_t)(((uint64_t)h->srtt_us * w + (uint64_t)st->srtt_us * st->answers) /
-							(w + st->answers));
-				l->rtt_weight[i] = w + st->answers;
-			}
-			h->queries += st->queries;
-			h->answers += st->answers;
-			h->timeouts += st->timeouts;
-			if (st->load_ms > h->load_ms)
-				h->load_ms = st->load_ms;
-			return;
-		}
-	}
-	if (l->n == l->cap) {
-		unsigned cap = l->cap ? l->cap * 2 : 16;
-		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
-		if (!nh)
-			return;
-		l->h = nh;
-		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
-		if (!nw)
-			return;
-		l->rtt_weight = nw;
-		l->cap = cap;
-	}
-	l->h[l->n] = *st;
-	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
-	l->n++;
-}
-
 static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
 	(void)args;
 	(void)nargs;
-	struct hop_list l = { 0 };
-	udp_workers_hops(g.udp, hop_collect, &l);
-	tcp_server_hops(g.tcp, hop_collect, &l);
+	struct inrpd_hops l;
+	inrpd_hops_collect(g.udp, g.tcp, &l);
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
 	for (unsigned i = 0; i < l.n; i++) {
@@ -265,8 +237,7 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 	}
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "]");
-	free(l.h);
-	free(l.rtt_weight);
+	inrpd_hops_free(&l);
 }
 
 static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -361,6 +332,15 @@ static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 	ctl_dispatch(commands, ctx, argc, argv, r);
 }
 
+static void collect_metrics(void *ctx, struct prom *p)
+{
+	(void)ctx;
+	uint64_t now = uv_now(&g.loop);
+	inrpd_metrics_write(p, &(struct inrpd_metrics_source){
+		.version = INRPD_VERSION, .uptime_ms = now - g.started, .now_ms = now,
+		.udp = g.udp, .tcp = g.tcp, .fibsync = g.fibsync, .metrics = g.metrics });
+}
+
 static void stop(void)
 {
 	if (g.stopping)
@@ -373,6 +353,8 @@ static void stop(void)
 	uv_close((uv_handle_t *)&g.sig_usr1, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
+	metrics_server_close(g.metrics);
+	g.metrics = NULL;
 	fibsync_close(g.fibsync);
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
@@ -485,6 +467,9 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->fib_channel_path &&
 	    !(g.fibsync = fibsync_open(&g.loop, cfg->fib_channel_path, cfg->fib_grace_ms, err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->metrics.enabled &&
+	    !(g.metrics = metrics_server_open(&g.loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		daemon_fail(err);

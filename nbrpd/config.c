@@ -503,6 +503,16 @@ static int kw_bird(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return 0;
 }
 
+static int kw_metrics(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_listen(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
+static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "bird", 1, 1, CONF_BLOCK, kw_bird },
 	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
@@ -524,6 +534,8 @@ static const struct conf_keyword top_keywords[] = {
 	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log },
 	{ "peer", 2, 2, CONF_BLOCK, kw_peer },
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
+	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
+	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -595,6 +607,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 			 path);
 		rc = -1;
 	}
+	metrics_conf_finish(&cfg->metrics);
 	if (rc == 0)
 		rc = check_duplicate_content(cfg, err, err_len);
 	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)

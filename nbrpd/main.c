@@ -15,6 +15,8 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
+#include "prom.h"
 #include "nbrpd.h"
 
 #ifndef NBRPD_VERSION
@@ -26,6 +28,7 @@ static struct {
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup;
 	struct ctl_server *ctl;
+	struct metrics_server *metrics;
 	bool foreground, debug;
 } g;
 
@@ -89,9 +92,11 @@ static int reload(char *msg, size_t msg_len)
 	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
 	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
-	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket))
-		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file and "
-			 "the BIRD socket take effect on restart");
+	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket) ||
+	    !metrics_config_equal(&cfg->metrics, &old->metrics))
+		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
+			 "metrics and the BIRD socket take effect on restart");
+	cfg->metrics = old->metrics;
 	memcpy(cfg->router_name, old->router_name, sizeof(cfg->router_name));
 	cfg->has_listen = old->has_listen;
 	cfg->listen = old->listen;
@@ -420,6 +425,12 @@ static void on_check(uv_check_t *h)
 	rib_flush(d);
 }
 
+static void collect_metrics(void *ctx, struct prom *p)
+{
+	(void)ctx;
+	nbrpd_metrics_write(p, &g.d, NBRPD_VERSION, g.metrics);
+}
+
 static void stop(void)
 {
 	if (g.d.stopping)
@@ -431,6 +442,8 @@ static void stop(void)
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
+	metrics_server_close(g.metrics);
+	g.metrics = NULL;
 	sessions_stop(&g.d);
 	rib_stop(&g.d);
 	health_stop(g.d.health);
@@ -524,6 +537,9 @@ int main(int argc, char **argv)
 	if (cfg->control_path &&
 	    !(g.ctl = ctl_server_open(d->loop, cfg->control_path, "nbrpd " NBRPD_VERSION, on_control, NULL,
 				     err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->metrics.enabled &&
+	    !(g.metrics = metrics_server_open(d->loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);
 	if (cfg->fib_channel && !(d->fib = fibpush_open(d, cfg->fib_channel)))
 		daemon_fail("out of memory");

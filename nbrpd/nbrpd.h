@@ -21,6 +21,7 @@
 
 #include "name.h"
 #include "nbrp.h"
+#include "metrics.h"
 #include "route.h"
 
 #define NBRPD_MAX_PEERS         64      /* one bit each in a name's Adj-RIB-Out mask */
@@ -93,6 +94,7 @@ struct nbrpd_config {
 	uint64_t bird_poll_ms;          /* how often every address is asked about again */
 	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
 	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
+	struct metrics_config metrics;  /* metrics, metrics-allow */
 	char *control_path;
 	char *pid_file;
 	int log_level;
@@ -176,6 +178,8 @@ struct peer {
 	bool max_warned;
 	uint64_t updates_in, updates_out, withdrawn_in, bad_routes, notifications_in, notifications_out;
 	uint64_t flaps;
+	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs, for metrics */
+	uint64_t notif_in_code[8], notif_out_code[8];   /* NOTIFICATIONs by code (0: unknown) */
 	char last_error[256];
 	/* Adj-RIB-Out changes waiting to be sent */
 	struct nbrp_batch *out;
@@ -224,6 +228,7 @@ void rib_flush(struct nbrpd *d);
 /* Closes the RIB's timer (shutdown). */
 void rib_stop(struct nbrpd *d);
 uint64_t rib_count(const struct rib *r);
+uint64_t rib_route_count(const struct rib *r);         /* routes from peers and local content */
 
 /* Walks names with at least one route; fn gets the ranked best routes. */
 struct rib_view {
@@ -298,6 +303,12 @@ struct nbrpd {
 };
 
 struct peer *nbrpd_peer_by_name(struct nbrpd *d, const char *name);
+
+/* metrics.c: Prometheus metrics (lib/metrics.h serves them), on the loop. */
+struct prom;
+struct metrics_server;
+void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version,
+			 const struct metrics_server *ms);
 /* Checks whether every peer has sent its table; then the FIB may be synced. */
 void nbrpd_check_ready(struct nbrpd *d);
 

@@ -163,6 +163,11 @@ uint64_t rib_count(const struct rib *r)
 	return r->count;
 }
 
+uint64_t rib_route_count(const struct rib *r)
+{
+	return r->routes.live;
+}
+
 static uint32_t name_hash(const uint8_t *wire, size_t len)
 {
 	return (uint32_t)XXH3_64bits(wire, len);
@@ -616,6 +621,7 @@ void rib_peer_update(struct nbrpd *d, struct peer *p, const Nbrp__Update *u)
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *r = u->routes[i];
 		const char *why = NULL;
+		p->names_in += r->n_names;
 		bool usable = nbrp_check_route(r, p->cfg.server_mode, &why) == 0;
 		if (!usable) {
 			p->bad_routes++;
@@ -787,6 +793,8 @@ static void batch_send(struct nbrpd *d, struct peer *p)
 	m.update = u;
 	peer_send(d, p, &m);
 	p->updates_out++;
+	p->names_out += batch.nnames;
+	p->withdrawn_out += u->n_withdrawn;
 	nbrp__update__init(u);
 	u->withdrawn = batch.withdrawn;
 	u->routes = batch.route_ptrs;

@@ -182,6 +182,7 @@ static void conn_notify(struct conn *c, uint8_t code, uint8_t subcode, const cha
 		snprintf(p->last_error, sizeof(p->last_error), "sent %s: %s",
 			 nbrp_error_text(code, subcode), e.text);
 		p->notifications_out++;
+		p->notif_out_code[code < 8 ? code : 0]++;
 	}
 	log_warn("peer %s: sending NOTIFICATION %u/%u (%s): %s", p ? p->cfg.name : "?", code, subcode,
 		 nbrp_error_text(code, subcode), e.text);
@@ -348,6 +349,7 @@ static void on_message(struct conn *c, const Nbrp__Message *m)
 		const Nbrp__Notification *n = m->notification;
 		c->notified = true;
 		p->notifications_in++;
+		p->notif_in_code[n->code < 8 ? n->code : 0]++;
 		snprintf(p->last_error, sizeof(p->last_error), "received %s: %.200s",
 			 nbrp_error_text((uint8_t)n->code, (uint8_t)n->subcode), n->text ? n->text : "");
 		log_warn("peer %s: NOTIFICATION %u/%u received (%s): %.200s", p->cfg.name, n->code, n->subcode,
