@@ -324,6 +324,7 @@ static const struct ctl_command commands[] = {
 	{ "show hops", 0, 0, true, show_hops, "show hops [json]",
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
+	CTL_CMD_SET_LOG_LEVEL,
 	{ NULL, 0, 0, false, NULL, NULL, NULL },
 };
 

@@ -97,6 +97,8 @@ static int reload(char *msg, size_t msg_len)
 		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
 			 "metrics and the BIRD socket take effect on restart");
 	cfg->metrics = old->metrics;
+	if (!g.debug)
+		log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
 	memcpy(cfg->router_name, old->router_name, sizeof(cfg->router_name));
 	cfg->has_listen = old->has_listen;
 	cfg->listen = old->listen;
@@ -409,6 +411,7 @@ static const struct ctl_command commands[] = {
 	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
 	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },
+	CTL_CMD_SET_LOG_LEVEL,
 	{ NULL, 0, 0, false, NULL, NULL, NULL },
 };
 
