@@ -145,7 +145,17 @@ static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config
  * worker to leave the batch that may still use the old runtime, and the
  * old FIB is destroyed offline.
  */
+static int reload_config(char *msg, size_t msg_len);
+
 static int reload(char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(msg, msg_len);
+	daemon_reloaded();
+	return rc;
+}
+
+static int reload_config(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
 	log_info("reloading %s", g.conf_path);
@@ -348,6 +358,7 @@ static void stop(void)
 		return;
 	g.stopping = true;
 	log_info("shutting down");
+	daemon_stopping();
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);

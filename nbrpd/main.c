@@ -77,7 +77,17 @@ static void swap_str(char **a, char **b)
  * again with ROUTE-REFRESH); a removed peer gets CEASE/deconfigured, a new
  * one is started, one whose address changed starts over.
  */
+static int reload_config(char *msg, size_t msg_len);
+
 static int reload(char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(msg, msg_len);
+	daemon_reloaded();
+	return rc;
+}
+
+static int reload_config(char *msg, size_t msg_len)
 {
 	struct nbrpd *d = &g.d;
 	char err[CONF_ERR_LEN];
@@ -440,6 +450,7 @@ static void stop(void)
 		return;
 	g.d.stopping = true;
 	log_info("shutting down");
+	daemon_stopping();
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
