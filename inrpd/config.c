@@ -21,6 +21,7 @@
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
  *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/metrics.h)
  *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)
+ *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/privdrop.h)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -446,6 +447,16 @@ static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, siz
 	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
 }
 
+static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
+static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -467,6 +478,8 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
 	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
+	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
+	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -555,6 +568,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 		for (size_t i = 0; i < sizeof(default_acl) / sizeof(default_acl[0]); i++)
 			add_acl(cfg, NULL, default_acl[i], err, err_len);
 	metrics_conf_finish(&cfg->metrics);
+	if (rc == 0)
+		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0 && !x.seen_router_id) {
 		/* unique per listen address on one host, stable across restarts */
 		char where[80];
@@ -585,6 +600,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	free(cfg->pid_file);
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
+	privdrop_conf_free(&cfg->run_as);
 	free(cfg);
 }
 

@@ -31,6 +31,7 @@
 #include "fib.h"
 #include "inrp.h"
 #include "metrics.h"
+#include "privdrop.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -93,6 +94,7 @@ struct inrpd_config {
 	unsigned nacl;
 	struct inrpd_prefix acl[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
+	struct privdrop_config run_as;  /* user, group */
 };
 
 /*

@@ -25,6 +25,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "privdrop.h"
 #include "prom.h"
 #include "inrpd.h"
 
@@ -155,6 +156,26 @@ static int reload(char *msg, size_t msg_len)
 	return rc;
 }
 
+/* Once root is given up, a new listener on a privileged port could not be bound. */
+static bool needs_privileges(const struct inrpd_config *cfg, char *err, size_t err_len)
+{
+	for (unsigned i = 0; i < cfg->nlisten; i++) {
+		const struct inrpd_listen *l = &cfg->listen[i];
+		bool known = false;
+		for (unsigned k = 0; k < g.cfg->nlisten && !known; k++)
+			known = l->family == g.cfg->listen[k].family && l->port == g.cfg->listen[k].port &&
+				memcmp(l->addr, g.cfg->listen[k].addr, 16) == 0;
+		char what[96], buf[80];
+		snprintf(what, sizeof(what), "listen %s", inrpd_listen_format(l, buf, sizeof(buf)));
+		if (!known && !privdrop_can_bind(l->port, what, err, err_len))
+			return true;
+	}
+	char what[96], buf[80];
+	snprintf(what, sizeof(what), "metrics %s", metrics_config_format(&cfg->metrics, buf, sizeof(buf)));
+	return cfg->metrics.enabled && !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) &&
+	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
+}
+
 static int reload_config(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
@@ -165,12 +186,19 @@ static int reload_config(char *msg, size_t msg_len)
 		snprintf(msg, msg_len, "reload failed, keeping the running configuration: %s", err);
 		return -1;
 	}
+	if (needs_privileges(cfg, err, sizeof(err))) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload refused, keeping the running configuration: %s", err);
+		inrpd_config_free(cfg);
+		return -1;
+	}
 	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
 	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path) ||
 	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending ||
-	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics))
+	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) ||
+	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
 		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
-			 "'max-pending' and 'metrics' take effect on restart");
+			 "'max-pending', 'metrics', 'user' and 'group' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
@@ -484,6 +512,10 @@ int main(int argc, char **argv)
 	    !(g.metrics = metrics_server_open(&g.loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		daemon_fail(err);
+	const char *own[] = { cfg->control_path, cfg->fib_channel_path };
+	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
+	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
 		daemon_fail(err);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -100,6 +101,9 @@ struct metrics_server {
 	struct prom out;
 	uint64_t scrapes, denied, timeouts;
 	char start_error[256];          /* MHD's message while starting */
+	char where[80];                 /* "ADDR port N", for messages */
+	int family;
+	int fd;                         /* listening, MHD's once started */
 };
 
 static void on_async(uv_async_t *h)
@@ -230,52 +234,64 @@ struct metrics_server *metrics_server_open(struct uv_loop_s *loop, const struct 
 					   metrics_collect_fn fn, void *ctx, char *err, size_t err_len)
 {
 	struct metrics_server *s = calloc(1, sizeof(*s));
-	char where[80];
-	metrics_config_format(cfg, where, sizeof(where));
+	metrics_config_format(cfg, s ? s->where : err, s ? sizeof(s->where) : err_len);
 	if (!s) {
-		snprintf(err, err_len, "metrics %s: out of memory", where);
+		snprintf(err + strlen(err), err_len - strlen(err), ": out of memory");
 		return NULL;
 	}
 	s->fn = fn;
 	s->ctx = ctx;
+	s->family = cfg->family;
 	s->nallow = cfg->nallow;
 	memcpy(s->allow, cfg->allow, sizeof(s->allow));
 	prom_init(&s->out);
+
+	struct sockaddr_storage ss;
+	socklen_t sl = sockaddr_from_bytes(cfg->family, cfg->addr, cfg->port, &ss);
+	int one = 1;
+	s->fd = socket(cfg->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (cfg->family == AF_INET6 && setsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(s->fd, (struct sockaddr *)&ss, sl) < 0 || listen(s->fd, 16) < 0) {
+		snprintf(err, err_len, "metrics %s: %s", s->where, strerror(errno));
+		goto fail;
+	}
+	if (uv_async_init(loop, &s->async, on_async) < 0) {
+		snprintf(err, err_len, "metrics %s: uv_async_init failed", s->where);
+		goto fail;
+	}
+	s->async.data = s;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	return s;
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+	return NULL;
+}
 
-	struct sockaddr_storage ss;
-	sockaddr_from_bytes(cfg->family, cfg->addr, cfg->port, &ss);
+int metrics_server_start(struct metrics_server *s, char *err, size_t err_len)
+{
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-	if (cfg->family == AF_INET6)
+	if (s->family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	s->mhd = MHD_start_daemon(flags, cfg->port, on_accept, s, on_request, s,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	s->mhd = MHD_start_daemon(flags, 0, on_accept, s, on_request, s,
+				  MHD_OPTION_LISTEN_SOCKET, s->fd,
 				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)8,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 				  MHD_OPTION_END);
 	if (!s->mhd) {
-		snprintf(err, err_len, "metrics %s: %s", where,
+		snprintf(err, err_len, "metrics %s: %s", s->where,
 			 s->start_error[0] ? s->start_error : "cannot start the HTTP server");
-		goto fail;
+		return -1;
 	}
-	if (uv_async_init(loop, &s->async, on_async) < 0) {
-		snprintf(err, err_len, "metrics %s: uv_async_init failed", where);
-		MHD_stop_daemon(s->mhd);
-		goto fail;
-	}
-	s->async.data = s;
-	return s;
-fail:
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	free(s);
-	return NULL;
+	return 0;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -295,7 +311,10 @@ void metrics_server_close(struct metrics_server *s)
 	s->state = SCRAPE_CLOSED;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	MHD_stop_daemon(s->mhd);        /* joins the HTTP thread */
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);        /* joins the HTTP thread, closes the socket */
+	else
+		close(s->fd);
 	uv_close((uv_handle_t *)&s->async, on_closed);
 }
 

@@ -52,9 +52,12 @@ const char *metrics_config_format(const struct metrics_config *m, char *buf, siz
 typedef void (*metrics_collect_fn)(void *ctx, struct prom *out);
 
 struct metrics_server;
-/* Binds and starts the HTTP thread; NULL with err set. */
+/* Binds the listening socket; NULL with err set.  No thread yet, so that
+ * one started after privdrop_apply() never knew root's capabilities. */
 struct metrics_server *metrics_server_open(struct uv_loop_s *loop, const struct metrics_config *cfg,
 					   metrics_collect_fn fn, void *ctx, char *err, size_t err_len);
+/* Starts the HTTP thread; -1 with err set. */
+int metrics_server_start(struct metrics_server *s, char *err, size_t err_len);
 /* On the loop thread: stops the HTTP thread (a waiting scrape gets 503);
  * the memory goes once the loop has run the close callback. */
 void metrics_server_close(struct metrics_server *s);

@@ -513,6 +513,16 @@ static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, siz
 	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
 }
 
+static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
+static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "bird", 1, 1, CONF_BLOCK, kw_bird },
 	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
@@ -536,6 +546,8 @@ static const struct conf_keyword top_keywords[] = {
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
 	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
 	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
+	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
+	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -609,6 +621,8 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	}
 	metrics_conf_finish(&cfg->metrics);
 	if (rc == 0)
+		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
+	if (rc == 0)
 		rc = check_duplicate_content(cfg, err, err_len);
 	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)
 		if (strcmp(cfg->peers[i].name, cfg->router_name) == 0) {
@@ -637,5 +651,6 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 	free(cfg->bird_socket);
 	free(cfg->control_path);
 	free(cfg->pid_file);
+	privdrop_conf_free(&cfg->run_as);
 	free(cfg);
 }

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "privdrop.h"
 #include "prom.h"
 #include "nbrpd.h"
 
@@ -87,6 +88,20 @@ static int reload(char *msg, size_t msg_len)
 	return rc;
 }
 
+/* Once root is given up, a new listener on a privileged port could not be bound. */
+static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_config *old,
+			     char *err, size_t err_len)
+{
+	char what[96], buf[80];
+	snprintf(what, sizeof(what), "listen %s", nbrpd_endpoint_format(&cfg->listen, buf, sizeof(buf)));
+	if (cfg->has_listen && (!old->has_listen || memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0) &&
+	    !privdrop_can_bind(cfg->listen.port, what, err, err_len))
+		return true;
+	snprintf(what, sizeof(what), "metrics %s", metrics_config_format(&cfg->metrics, buf, sizeof(buf)));
+	return cfg->metrics.enabled && !metrics_config_equal(&cfg->metrics, &old->metrics) &&
+	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
+}
+
 static int reload_config(char *msg, size_t msg_len)
 {
 	struct nbrpd *d = &g.d;
@@ -98,14 +113,20 @@ static int reload_config(char *msg, size_t msg_len)
 		return -1;
 	}
 	struct nbrpd_config *old = d->cfg;
+	if (needs_privileges(cfg, old, err, sizeof(err))) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload refused, keeping the running configuration: %s", err);
+		nbrpd_config_free(cfg);
+		return -1;
+	}
 	if (strcmp(cfg->router_name, old->router_name) != 0 || cfg->has_listen != old->has_listen ||
 	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
 	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
 	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket) ||
-	    !metrics_config_equal(&cfg->metrics, &old->metrics))
+	    !metrics_config_equal(&cfg->metrics, &old->metrics) || !privdrop_config_equal(&cfg->run_as, &old->run_as))
 		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
-			 "metrics and the BIRD socket take effect on restart");
+			 "metrics, user, group and the BIRD socket take effect on restart");
 	cfg->metrics = old->metrics;
 	if (!g.debug)
 		log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
@@ -554,6 +575,10 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->metrics.enabled &&
 	    !(g.metrics = metrics_server_open(d->loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
+		daemon_fail(err);
+	const char *own[] = { cfg->control_path };
+	if (privdrop_apply(&cfg->run_as, own, 1, err, sizeof(err)) < 0 ||
+	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (cfg->fib_channel && !(d->fib = fibpush_open(d, cfg->fib_channel)))
 		daemon_fail("out of memory");

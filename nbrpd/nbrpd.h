@@ -22,6 +22,7 @@
 #include "name.h"
 #include "nbrp.h"
 #include "metrics.h"
+#include "privdrop.h"
 #include "route.h"
 
 #define NBRPD_MAX_PEERS         64      /* one bit each in a name's Adj-RIB-Out mask */
@@ -95,6 +96,7 @@ struct nbrpd_config {
 	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
 	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
 	struct metrics_config metrics;  /* metrics, metrics-allow */
+	struct privdrop_config run_as;  /* user, group */
 	char *control_path;
 	char *pid_file;
 	int log_level;
