@@ -9,7 +9,7 @@
  *     tcp-max-connections 128;
  *     log-level info;
  *     pid-file "/run/inrpd.pid";
- *     control "/run/inrpd.ctl";       (inrpc talks to it)
+ *     control "/run/inrpd/inrpd.ctl";      (inrpc talks to it)
  *     router-id "cr1.example.net";         names this router in INRP paths
  *     upstream 127.0.0.53 port 53;         fallback resolvers, ranked
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
@@ -17,7 +17,7 @@
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
  *     max-pending 4096;                    queries in flight per worker
- *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
+ *     fib-channel "/run/inrpd/fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
  *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/metrics.h)
  *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)

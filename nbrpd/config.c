@@ -12,8 +12,10 @@
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
- *     fib-channel "/run/inrpd.fib";        inrpd's FIB channel socket
- *     control "/run/nbrpd.ctl";            for nbrc
+ *     fib-channel "/run/inrpd/fib";        inrpd's FIB channel socket
+ *     control "/run/nbrpd/nbrpd.ctl";      for nbrc
+ *     metrics 127.0.0.1 port 9154;  metrics-allow 192.0.2.0/24;   Prometheus (lib/metrics.h)
+ *     user "nbrpd";  group "nbrpd";        given up root for, once bound (lib/privdrop.h)
  *     pid-file "/run/nbrpd.pid";  log-level info;
  *     peer "cr2" {
  *         address 127.0.0.2 port 1790;
