@@ -16,8 +16,15 @@ is bench/udp_echo under the same dnsperf load: a server that only turns
 each query around, with inrpd's recvmmsg/sendmmsg batching, i.e. what the
 kernel alone charges per query.
 
+inrpd_scraped_qps: inrpd's run again with a Prometheus-style scrape of its
+/metrics every 100 ms (an HTTP GET loop, as Prometheus would do at ten
+times its usual rate), between two runs without; scrape_qps_ratio is that
+qps over the mean of the runs without.
+
 The last line of output is one JSON object.
 """
+import http.client
+import threading
 import argparse
 import json
 import os
@@ -157,6 +164,32 @@ def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     return qps, us_per_q, rss
 
 
+class Scraper(threading.Thread):
+    """GET /metrics every interval until stopped; counts the 200s."""
+
+    def __init__(self, addr, port, interval):
+        super().__init__(daemon=True)
+        self.addr, self.port, self.interval = addr, port, interval
+        self.stopping = threading.Event()
+        self.ok = self.failed = 0
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            c = http.client.HTTPConnection(self.addr, self.port, timeout=5)
+            try:
+                c.request("GET", "/metrics")
+                r = c.getresponse()
+                r.read()
+                if r.status == 200:
+                    self.ok += 1
+                else:
+                    self.failed += 1
+            except OSError:
+                self.failed += 1
+            finally:
+                c.close()
+
+
 def udp_answers(addr, port, wire):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(0.2)
@@ -292,7 +325,9 @@ def main():
             includes.append(path)
         conf = os.path.join(work, "inrpd.conf")
         with open(conf, "w") as f:
-            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n")
+            mport = free_port()
+            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n"
+                    f"metrics 127.0.0.1 port {mport};\n")
             for path in includes:
                 f.write(f'include "{path}";\n')
         with open(os.path.join(work, "inrpd.log"), "w") as log:
@@ -301,6 +336,14 @@ def main():
             procs.append(p)
             print(f"inrpd loaded in {time.monotonic() - t:.1f} s", flush=True)
             results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
+            scraper = Scraper("127.0.0.1", mport, 0.1)
+            scraper.start()
+            results["inrpd_scraped"] = measure("inrpd+scrape", p, addr, port, qfile, args.seconds, client_cpus)
+            scraper.stopping.set()
+            scraper.join()
+            results["scrapes"] = (scraper.ok, scraper.failed)
+            print(f"scrapes: {scraper.ok} answered, {scraper.failed} failed", flush=True)
+            results["inrpd_again"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
             stop(p)
 
         # NSD: the names as A records in three zones
@@ -403,6 +446,11 @@ include: "{local}"
     out = {
         "names": len(names),
         "inrpd_qps": round(results["inrpd"][0]),
+        "inrpd_scraped_qps": round(results["inrpd_scraped"][0]),
+        "inrpd_again_qps": round(results["inrpd_again"][0]),
+        "scrape_qps_ratio": round(results["inrpd_scraped"][0] / ((results["inrpd"][0] + results["inrpd_again"][0]) / 2), 4),
+        "scrapes_answered": results["scrapes"][0],
+        "scrapes_failed": results["scrapes"][1],
         "nsd_qps": round(results["nsd"][0]),
         "unbound_qps": round(results["unbound"][0]),
         "inrpd_cpu_us_per_query": round(results["inrpd"][1], 3),

@@ -109,6 +109,27 @@ static void write_counters(struct prom *p, const struct inrpd_counters *udp, con
 	}
 }
 
+static void write_latency(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+{
+	static const uint32_t bounds_us[INRPD_LAT_BUCKETS] = INRPD_LAT_BOUNDS_US;
+	static const char *const paths[INRPD_PATHS] = { "local", "forwarded", "fallback" };
+	double bounds[INRPD_LAT_BUCKETS];
+	for (unsigned i = 0; i < INRPD_LAT_BUCKETS; i++)
+		bounds[i] = bounds_us[i] / 1e6;
+	const char *name = "inrpd_answer_duration_seconds";
+	prom_family(p, name, PROM_HISTOGRAM, "From a query's arrival to its answer sent: answered here, "
+		    "through the next content router, or through an upstream.");
+	for (unsigned t = 0; t < 2; t++) {
+		const struct inrpd_latency *l = t ? &tcp->lat : &udp->lat;
+		for (unsigned k = 0; k < INRPD_PATHS; k++) {
+			struct prom_histogram h = { .nbounds = INRPD_LAT_BUCKETS, .bounds = bounds,
+						    .counts = l->count[k], .sum = l->sum_us[k] / 1e6 };
+			struct prom_label lb[2] = { { "transport", t ? "tcp" : "udp" }, { "path", paths[k] } };
+			prom_histogram(p, name, lb, 2, &h);
+		}
+	}
+}
+
 static bool is_upstream(const struct inrpd_runtime *rt, const struct fwd_hop_stats *h)
 {
 	unsigned alen = h->family == AF_INET ? 4 : 16;
@@ -198,6 +219,7 @@ void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
 	udp_workers_counters(src->udp, &u);
 	tcp_server_counters(src->tcp, &t);
 	write_counters(p, &u, &t);
+	write_latency(p, &u, &t);
 
 	const struct inrpd_runtime *rt = inrpd_rt;      /* the main thread is the only writer */
 	struct inrpd_hops l;

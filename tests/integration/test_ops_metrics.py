@@ -40,6 +40,16 @@ def test_inrpd_metrics_move_with_queries(inrpd_factory, tmp_path):
     assert delta("inrpd_refused_total", transport="udp") == 1
     assert delta("inrpd_forwarded_total", transport="udp") == 1
     assert delta("inrpd_servfail_total", transport="udp") == 1
+    # the latency histogram: 3 local answers and a REFUSED over UDP, one over TCP,
+    # and the forwarded query answered (SERVFAIL) after its 200 ms budget
+    lat = "inrpd_answer_duration_seconds"
+    assert delta(f"{lat}_count", transport="udp", path="local") == 4
+    assert delta(f"{lat}_count", transport="tcp", path="local") == 1
+    assert delta(f"{lat}_count", transport="udp", path="forwarded") == 1
+    assert delta(f"{lat}_bucket", transport="udp", path="forwarded", le="0.1") == 0
+    assert delta(f"{lat}_bucket", transport="udp", path="forwarded", le="+Inf") == 1
+    assert 0.15 <= delta(f"{lat}_sum", transport="udp", path="forwarded") < 5
+    assert delta(f"{lat}_count", transport="udp", path="fallback") == 0
     hop = {"hop": f"{dead[0]}:{dead[1]}", "kind": "router"}
     assert value(after, "inrpd_hop_queries_total", **hop) >= 1
     assert value(after, "inrpd_hop_timeouts_total", **hop) >= 1
