@@ -16,10 +16,13 @@ is bench/udp_echo under the same dnsperf load: a server that only turns
 each query around, with inrpd's recvmmsg/sendmmsg batching, i.e. what the
 kernel alone charges per query.
 
-inrpd_scraped_qps: inrpd's run again with a Prometheus-style scrape of its
+inrpd_scraped_qps: inrpd's qps with a Prometheus-style scrape of its
 /metrics every 100 ms (an HTTP GET loop, as Prometheus would do at ten
-times its usual rate), between two runs without; scrape_qps_ratio is that
-qps over the mean of the runs without.
+times its usual rate), and inrpd_unscraped_qps without, each the median
+of --scrape-pairs runs alternating with and without (on a shared machine
+the load of others moves from run to run; alternating spreads it over
+both); scrape_qps_ratio is the first over the second, and the CPU per
+query is compared the same way.
 
 The last line of output is one JSON object.
 """
@@ -172,15 +175,19 @@ class Scraper(threading.Thread):
         self.addr, self.port, self.interval = addr, port, interval
         self.stopping = threading.Event()
         self.ok = self.failed = 0
+        self.times_us = []
+        self.size = 0
 
     def run(self):
         while not self.stopping.wait(self.interval):
             c = http.client.HTTPConnection(self.addr, self.port, timeout=5)
             try:
+                t = time.monotonic()
                 c.request("GET", "/metrics")
                 r = c.getresponse()
-                r.read()
+                self.size = len(r.read())
                 if r.status == 200:
+                    self.times_us.append((time.monotonic() - t) * 1e6)
                     self.ok += 1
                 else:
                     self.failed += 1
@@ -283,6 +290,8 @@ def main():
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scrape-pairs", type=int, default=4,
+                    help="runs with and without a 100 ms /metrics scrape, alternating")
     ap.add_argument("--echo", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_echo"))
     ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
     ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
@@ -336,14 +345,32 @@ def main():
             procs.append(p)
             print(f"inrpd loaded in {time.monotonic() - t:.1f} s", flush=True)
             results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
-            scraper = Scraper("127.0.0.1", mport, 0.1)
-            scraper.start()
-            results["inrpd_scraped"] = measure("inrpd+scrape", p, addr, port, qfile, args.seconds, client_cpus)
-            scraper.stopping.set()
-            scraper.join()
-            results["scrapes"] = (scraper.ok, scraper.failed)
-            print(f"scrapes: {scraper.ok} answered, {scraper.failed} failed", flush=True)
-            results["inrpd_again"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
+            runs = {False: [], True: []}
+            ok = failed = 0
+            scrape_us = []
+            seconds = max(3, args.seconds // 2)
+            for _ in range(args.scrape_pairs):
+                for scraped in (False, True):
+                    scraper = Scraper("127.0.0.1", mport, 0.1)
+                    if scraped:
+                        scraper.start()
+                    runs[scraped].append(measure("inrpd+scrape" if scraped else "inrpd", p, addr, port,
+                                                 qfile, seconds, client_cpus))
+                    if scraped:
+                        scraper.stopping.set()
+                        scraper.join()
+                        ok, failed = ok + scraper.ok, failed + scraper.failed
+                        scrape_us += scraper.times_us
+                        results["scrape_bytes"] = scraper.size
+            results["scrapes"] = (ok, failed)
+            scrape_us.sort()
+            results["scrape_p50_us"] = scrape_us[len(scrape_us) // 2] if scrape_us else float("nan")
+            print(f"scrapes: {ok} answered, {failed} failed, p50 {results['scrape_p50_us']:.0f} us, "
+                  f"{results.get('scrape_bytes', 0)} bytes", flush=True)
+            for scraped in (False, True):
+                qs = sorted(r[0] for r in runs[scraped])
+                cs = sorted(r[1] for r in runs[scraped])
+                results["scraped" if scraped else "unscraped"] = (qs[len(qs) // 2], cs[len(cs) // 2])
             stop(p)
 
         # NSD: the names as A records in three zones
@@ -446,9 +473,13 @@ include: "{local}"
     out = {
         "names": len(names),
         "inrpd_qps": round(results["inrpd"][0]),
-        "inrpd_scraped_qps": round(results["inrpd_scraped"][0]),
-        "inrpd_again_qps": round(results["inrpd_again"][0]),
-        "scrape_qps_ratio": round(results["inrpd_scraped"][0] / ((results["inrpd"][0] + results["inrpd_again"][0]) / 2), 4),
+        "inrpd_unscraped_qps": round(results["unscraped"][0]),
+        "inrpd_scraped_qps": round(results["scraped"][0]),
+        "scrape_qps_ratio": round(results["scraped"][0] / results["unscraped"][0], 4),
+        "inrpd_unscraped_cpu_us_per_query": round(results["unscraped"][1], 3),
+        "inrpd_scraped_cpu_us_per_query": round(results["scraped"][1], 3),
+        "scrape_p50_us": round(results["scrape_p50_us"]),
+        "scrape_bytes": results.get("scrape_bytes", 0),
         "scrapes_answered": results["scrapes"][0],
         "scrapes_failed": results["scrapes"][1],
         "nsd_qps": round(results["nsd"][0]),

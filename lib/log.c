@@ -31,8 +31,9 @@ void log_init(const char *ident, enum log_level level, bool use_syslog)
 {
 	log_ident = ident;
 	log_set_level(level);
-	log_journal = log_stderr_is_journal();
-	log_syslog = use_syslog && !log_journal;
+	/* a daemon in the background has no stderr once ready: syslog, even under systemd */
+	log_journal = !use_syslog && log_stderr_is_journal();
+	log_syslog = use_syslog;
 	if (log_syslog)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }

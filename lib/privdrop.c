@@ -11,6 +11,7 @@
 #include <cap-ng.h>
 
 #include "conf.h"
+#include "log.h"
 #include "privdrop.h"
 
 static int conf_name(const struct conf_stmt *s, char **out, char *err, size_t err_len)
@@ -109,6 +110,8 @@ int privdrop_apply(const struct privdrop_config *c, const char *const *paths, un
 		snprintf(err, err_len, "becoming user '%s': libcap-ng capng_change_id failed (%d)", c->user, rc);
 		return -1;
 	}
+	log_info("running as user %s (uid %u, gid %u) without capabilities", c->user, (unsigned)uid,
+		 (unsigned)gid);
 	return 0;
 }
 
