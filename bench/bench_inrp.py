@@ -349,8 +349,9 @@ def main():
             ok = failed = 0
             scrape_us = []
             seconds = max(3, args.seconds // 2)
-            for _ in range(args.scrape_pairs):
-                for scraped in (False, True):
+            for i in range(args.scrape_pairs):
+                # which goes first alternates too: the others' load drifts within a pair
+                for scraped in ((False, True) if i % 2 == 0 else (True, False)):
                     scraper = Scraper("127.0.0.1", mport, 0.1)
                     if scraped:
                         scraper.start()
