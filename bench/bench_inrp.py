@@ -22,7 +22,10 @@ times its usual rate), and inrpd_unscraped_qps without, each the median
 of --scrape-pairs runs alternating with and without (on a shared machine
 the load of others moves from run to run; alternating spreads it over
 both); scrape_qps_ratio is the first over the second, and the CPU per
-query is compared the same way.
+query is compared the same way.  Those are as noisy as the machine;
+scrape_cpu_us is not: the CPU time all of inrpd's threads spend on one
+scrape (the kernel's per-thread sum_exec_runtime, in ns, over 50 scrapes
+of an otherwise idle inrpd, less an idle window of the same length).
 
 The last line of output is one JSON object.
 """
@@ -197,6 +200,43 @@ class Scraper(threading.Thread):
                 c.close()
 
 
+def runtime_ms(pid):
+    """CPU time of every thread of pid so far, from the scheduler (ms, ns precision)."""
+    total = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/sched") as f:
+                for line in f:
+                    if line.startswith("se.sum_exec_runtime"):
+                        total += float(line.split(":")[1])
+                        break
+        except OSError:
+            pass
+    return total
+
+
+def scrape_cpu_us(pid, addr, port, count=50, interval=0.1):
+    """inrpd's CPU per scrape, idle otherwise: a window of count scrapes less an idle one."""
+    t = runtime_ms(pid)
+    time.sleep(count * interval)
+    idle = runtime_ms(pid) - t
+    scraper = Scraper(addr, port, interval)
+    t = runtime_ms(pid)
+    scraper.start()
+    while scraper.ok + scraper.failed < count:
+        time.sleep(interval)
+    scraper.stopping.set()
+    scraper.join()
+    busy = runtime_ms(pid) - t
+    return (busy - idle) * 1000 / (scraper.ok + scraper.failed)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def udp_answers(addr, port, wire):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(0.2)
@@ -290,7 +330,7 @@ def main():
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--scrape-pairs", type=int, default=4,
+    ap.add_argument("--scrape-pairs", type=int, default=6,
                     help="runs with and without a 100 ms /metrics scrape, alternating")
     ap.add_argument("--echo", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_echo"))
     ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
@@ -369,9 +409,10 @@ def main():
             print(f"scrapes: {ok} answered, {failed} failed, p50 {results['scrape_p50_us']:.0f} us, "
                   f"{results.get('scrape_bytes', 0)} bytes", flush=True)
             for scraped in (False, True):
-                qs = sorted(r[0] for r in runs[scraped])
-                cs = sorted(r[1] for r in runs[scraped])
-                results["scraped" if scraped else "unscraped"] = (qs[len(qs) // 2], cs[len(cs) // 2])
+                results["scraped" if scraped else "unscraped"] = (median(r[0] for r in runs[scraped]),
+                                                                  median(r[1] for r in runs[scraped]))
+            results["scrape_cpu_us"] = scrape_cpu_us(p.pid, "127.0.0.1", mport)
+            print(f"one scrape costs inrpd {results['scrape_cpu_us']:.0f} us of CPU", flush=True)
             stop(p)
 
         # NSD: the names as A records in three zones
@@ -479,6 +520,7 @@ include: "{local}"
         "scrape_qps_ratio": round(results["scraped"][0] / results["unscraped"][0], 4),
         "inrpd_unscraped_cpu_us_per_query": round(results["unscraped"][1], 3),
         "inrpd_scraped_cpu_us_per_query": round(results["scraped"][1], 3),
+        "scrape_cpu_us": round(results["scrape_cpu_us"], 1),
         "scrape_p50_us": round(results["scrape_p50_us"]),
         "scrape_bytes": results.get("scrape_bytes", 0),
         "scrapes_answered": results["scrapes"][0],
