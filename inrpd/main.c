@@ -140,22 +140,6 @@ static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config
 	return true;
 }
 
-/*
- * SIGHUP.  The main thread is an offline QSBR thread here (online only
- * while config.c writes the new FIB): synchronize_rcu() waits for every
- * worker to leave the batch that may still use the old runtime, and the
- * old FIB is destroyed offline.
- */
-static int reload_config(char *msg, size_t msg_len);
-
-static int reload(char *msg, size_t msg_len)
-{
-	daemon_reloading();
-	int rc = reload_config(msg, msg_len);
-	daemon_reloaded();
-	return rc;
-}
-
 /* Once root is given up, a new listener on a privileged port could not be bound. */
 static bool needs_privileges(const struct inrpd_config *cfg, char *err, size_t err_len)
 {
@@ -176,6 +160,12 @@ static bool needs_privileges(const struct inrpd_config *cfg, char *err, size_t e
 	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
 }
 
+/*
+ * SIGHUP.  The main thread is an offline QSBR thread here (online only
+ * while config.c writes the new FIB): synchronize_rcu() waits for every
+ * worker to leave the batch that may still use the old runtime, and the
+ * old FIB is destroyed offline.
+ */
 static int reload_config(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
@@ -217,6 +207,15 @@ static int reload_config(char *msg, size_t msg_len)
 	log_info("reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	snprintf(msg, msg_len, "reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	return 0;
+}
+
+/* systemd hears of every reload, whatever its outcome: the daemon runs on */
+static int reload(char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(msg, msg_len);
+	daemon_reloaded();
+	return rc;
 }
 
 /* ---- the control socket (inrpc) ----------------------------------------- */

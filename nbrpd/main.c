@@ -71,23 +71,6 @@ static void swap_str(char **a, char **b)
 	*b = t;
 }
 
-/*
- * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
- * up: content, decision knobs, timers and a peer's policies apply in place
- * (a changed import policy or local preference asks the peer for its table
- * again with ROUTE-REFRESH); a removed peer gets CEASE/deconfigured, a new
- * one is started, one whose address changed starts over.
- */
-static int reload_config(char *msg, size_t msg_len);
-
-static int reload(char *msg, size_t msg_len)
-{
-	daemon_reloading();
-	int rc = reload_config(msg, msg_len);
-	daemon_reloaded();
-	return rc;
-}
-
 /* Once root is given up, a new listener on a privileged port could not be bound. */
 static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_config *old,
 			     char *err, size_t err_len)
@@ -102,6 +85,13 @@ static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_
 	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
 }
 
+/*
+ * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
+ * up: content, decision knobs, timers and a peer's policies apply in place
+ * (a changed import policy or local preference asks the peer for its table
+ * again with ROUTE-REFRESH); a removed peer gets CEASE/deconfigured, a new
+ * one is started, one whose address changed starts over.
+ */
 static int reload_config(char *msg, size_t msg_len)
 {
 	struct nbrpd *d = &g.d;
@@ -220,6 +210,15 @@ static int reload_config(char *msg, size_t msg_len)
 		 "%u content names", d->conf_path, peers_configured(d), added, removed, reset, refreshed,
 		 cfg->ncontent);
 	return 0;
+}
+
+/* systemd hears of every reload, whatever its outcome: the daemon runs on */
+static int reload(char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(msg, msg_len);
+	daemon_reloaded();
+	return rc;
 }
 
 void nbrpd_check_ready(struct nbrpd *d)
