@@ -115,3 +115,21 @@ def test_nbrpd_metrics_follow_a_peer_going_down(net):
     assert value(s, "nbrpd_peer_flaps_total", peer="r2") == 1
     assert value(s, "nbrpd_peer_names", peer="r2") == 0
 
+
+
+def test_metrics_port_taken_fails_the_start(tmp_path):
+    """The error reaches the terminal and the exit status, as a listen error does."""
+    import socket
+    from conftest import run_inrpd
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        conf = tmp_path / "inrpd.conf"
+        conf.write_text(f"listen 127.0.0.1 port {free_port('127.0.0.1')};\nmetrics 127.0.0.1 port {taken};\n")
+        r = run_inrpd("-c", str(conf))
+    assert r.returncode == 1
+    assert f"metrics 127.0.0.1 port {taken}: Address already in use" in r.stderr
+    conf.write_text("listen 127.0.0.1 port 5353;\nmetrics 127.0.0.1;\n")
+    r = run_inrpd("-t", "-c", str(conf))
+    assert r.returncode == 1 and f"{conf}:2: expected 'metrics ADDRESS port NUMBER'" in r.stderr
