@@ -81,7 +81,8 @@ void daemon_fail(const char *msg)
 		if (write(ready_fd, msg, len) != (ssize_t)len)
 			_exit(1);
 	} else {
-		fprintf(stderr, "%s: %s\n", prog_name, msg);
+		/* under systemd, an error for the journal: "<3>" is LOG_ERR */
+		fprintf(stderr, "%s%s: %s\n", log_stderr_is_journal() ? "<3>" : "", prog_name, msg);
 	}
 	exit(1);
 }

@@ -84,3 +84,21 @@ def test_nbrc_set_log_level(nbrpd_factory):
     wait_for(lambda: "debug: peer r2: connect:" in n.log(), 10, "a debug line about the refused connect")
     assert n.nbrc("set", "log-level", "warn").returncode == 0
     assert "set log-level LEVEL" in n.nbrc("help").stdout
+
+
+def test_journal_gets_startup_errors_as_errors(tmp_path):
+    """A start that fails under systemd (-f, stderr the journal) says so at priority err."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = tmp_path / "inrpd.conf"
+        conf.write_text(f"listen 127.0.0.1 port {port};\n")
+        log = tmp_path / "inrpd.log"
+        with open(log, "wb") as f:
+            st = os.fstat(f.fileno())
+            env = dict(ENV, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+            r = subprocess.run([INRPD, "-f", "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=f, stderr=f,
+                               env=env, timeout=30)
+    assert r.returncode == 1
+    assert re.search(rf"^<3>inrpd: .*127\.0\.0\.1 port {port}.*in use", log.read_text(), re.M), log.read_text()
