@@ -16,8 +16,21 @@ is bench/udp_echo under the same dnsperf load: a server that only turns
 each query around, with inrpd's recvmmsg/sendmmsg batching, i.e. what the
 kernel alone charges per query.
 
+inrpd_scraped_qps: inrpd's qps with a Prometheus-style scrape of its
+/metrics every 100 ms (an HTTP GET loop, as Prometheus would do at ten
+times its usual rate), and inrpd_unscraped_qps without, each the median
+of --scrape-pairs runs alternating with and without (on a shared machine
+the load of others moves from run to run; alternating spreads it over
+both); scrape_qps_ratio is the first over the second, and the CPU per
+query is compared the same way.  Those are as noisy as the machine;
+scrape_cpu_us is not: the CPU time all of inrpd's threads spend on one
+scrape (the kernel's per-thread sum_exec_runtime, in ns, over 50 scrapes
+of an otherwise idle inrpd, less an idle window of the same length).
+
 The last line of output is one JSON object.
 """
+import http.client
+import threading
 import argparse
 import json
 import os
@@ -157,6 +170,73 @@ def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     return qps, us_per_q, rss
 
 
+class Scraper(threading.Thread):
+    """GET /metrics every interval until stopped; counts the 200s."""
+
+    def __init__(self, addr, port, interval):
+        super().__init__(daemon=True)
+        self.addr, self.port, self.interval = addr, port, interval
+        self.stopping = threading.Event()
+        self.ok = self.failed = 0
+        self.times_us = []
+        self.size = 0
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            c = http.client.HTTPConnection(self.addr, self.port, timeout=5)
+            try:
+                t = time.monotonic()
+                c.request("GET", "/metrics")
+                r = c.getresponse()
+                self.size = len(r.read())
+                if r.status == 200:
+                    self.times_us.append((time.monotonic() - t) * 1e6)
+                    self.ok += 1
+                else:
+                    self.failed += 1
+            except OSError:
+                self.failed += 1
+            finally:
+                c.close()
+
+
+def runtime_ms(pid):
+    """CPU time of every thread of pid so far, from the scheduler (ms, ns precision)."""
+    total = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/sched") as f:
+                for line in f:
+                    if line.startswith("se.sum_exec_runtime"):
+                        total += float(line.split(":")[1])
+                        break
+        except OSError:
+            pass
+    return total
+
+
+def scrape_cpu_us(pid, addr, port, count=50, interval=0.1):
+    """inrpd's CPU per scrape, idle otherwise: a window of count scrapes less an idle one."""
+    t = runtime_ms(pid)
+    time.sleep(count * interval)
+    idle = runtime_ms(pid) - t
+    scraper = Scraper(addr, port, interval)
+    t = runtime_ms(pid)
+    scraper.start()
+    while scraper.ok + scraper.failed < count:
+        time.sleep(interval)
+    scraper.stopping.set()
+    scraper.join()
+    busy = runtime_ms(pid) - t
+    return (busy - idle) * 1000 / (scraper.ok + scraper.failed)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def udp_answers(addr, port, wire):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(0.2)
@@ -250,6 +330,8 @@ def main():
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scrape-pairs", type=int, default=6,
+                    help="runs with and without a 100 ms /metrics scrape, alternating")
     ap.add_argument("--echo", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_echo"))
     ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
     ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
@@ -292,7 +374,9 @@ def main():
             includes.append(path)
         conf = os.path.join(work, "inrpd.conf")
         with open(conf, "w") as f:
-            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n")
+            mport = free_port()
+            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n"
+                    f"metrics 127.0.0.1 port {mport};\n")
             for path in includes:
                 f.write(f'include "{path}";\n')
         with open(os.path.join(work, "inrpd.log"), "w") as log:
@@ -301,6 +385,34 @@ def main():
             procs.append(p)
             print(f"inrpd loaded in {time.monotonic() - t:.1f} s", flush=True)
             results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
+            runs = {False: [], True: []}
+            ok = failed = 0
+            scrape_us = []
+            seconds = max(3, args.seconds // 2)
+            for i in range(args.scrape_pairs):
+                # which goes first alternates too: the others' load drifts within a pair
+                for scraped in ((False, True) if i % 2 == 0 else (True, False)):
+                    scraper = Scraper("127.0.0.1", mport, 0.1)
+                    if scraped:
+                        scraper.start()
+                    runs[scraped].append(measure("inrpd+scrape" if scraped else "inrpd", p, addr, port,
+                                                 qfile, seconds, client_cpus))
+                    if scraped:
+                        scraper.stopping.set()
+                        scraper.join()
+                        ok, failed = ok + scraper.ok, failed + scraper.failed
+                        scrape_us += scraper.times_us
+                        results["scrape_bytes"] = scraper.size
+            results["scrapes"] = (ok, failed)
+            scrape_us.sort()
+            results["scrape_p50_us"] = scrape_us[len(scrape_us) // 2] if scrape_us else float("nan")
+            print(f"scrapes: {ok} answered, {failed} failed, p50 {results['scrape_p50_us']:.0f} us, "
+                  f"{results.get('scrape_bytes', 0)} bytes", flush=True)
+            for scraped in (False, True):
+                results["scraped" if scraped else "unscraped"] = (median(r[0] for r in runs[scraped]),
+                                                                  median(r[1] for r in runs[scraped]))
+            results["scrape_cpu_us"] = scrape_cpu_us(p.pid, "127.0.0.1", mport)
+            print(f"one scrape costs inrpd {results['scrape_cpu_us']:.0f} us of CPU", flush=True)
             stop(p)
 
         # NSD: the names as A records in three zones
@@ -403,6 +515,16 @@ include: "{local}"
     out = {
         "names": len(names),
         "inrpd_qps": round(results["inrpd"][0]),
+        "inrpd_unscraped_qps": round(results["unscraped"][0]),
+        "inrpd_scraped_qps": round(results["scraped"][0]),
+        "scrape_qps_ratio": round(results["scraped"][0] / results["unscraped"][0], 4),
+        "inrpd_unscraped_cpu_us_per_query": round(results["unscraped"][1], 3),
+        "inrpd_scraped_cpu_us_per_query": round(results["scraped"][1], 3),
+        "scrape_cpu_us": round(results["scrape_cpu_us"], 1),
+        "scrape_p50_us": round(results["scrape_p50_us"]),
+        "scrape_bytes": results.get("scrape_bytes", 0),
+        "scrapes_answered": results["scrapes"][0],
+        "scrapes_failed": results["scrapes"][1],
         "nsd_qps": round(results["nsd"][0]),
         "unbound_qps": round(results["unbound"][0]),
         "inrpd_cpu_us_per_query": round(results["inrpd"][1], 3),

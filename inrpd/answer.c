@@ -28,6 +28,11 @@
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
 {
 #define ADD(f) sum->f += __atomic_load_n(&c->f, __ATOMIC_RELAXED)
+	for (unsigned p = 0; p < INRPD_PATHS; p++) {
+		for (unsigned b = 0; b <= INRPD_LAT_BUCKETS; b++)
+			ADD(lat.count[p][b]);
+		ADD(lat.sum_us[p]);
+	}
 	ADD(queries);
 	ADD(answered);
 	ADD(formerr);

@@ -9,7 +9,7 @@
  *     tcp-max-connections 128;
  *     log-level info;
  *     pid-file "/run/inrpd.pid";
- *     control "/run/inrpd.ctl";       (inrpc talks to it)
+ *     control "/run/inrpd/inrpd.ctl";      (inrpc talks to it)
  *     router-id "cr1.example.net";         names this router in INRP paths
  *     upstream 127.0.0.53 port 53;         fallback resolvers, ranked
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
@@ -17,8 +17,11 @@
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
  *     max-pending 4096;                    queries in flight per worker
- *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
+ *     fib-channel "/run/inrpd/fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
+ *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/metrics.h)
+ *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)
+ *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/privdrop.h)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -434,6 +437,26 @@ static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return conf_arg_duration_ms(s, 1, 0, 86400000, &x->cfg->fib_grace_ms, err, err_len);
 }
 
+static int kw_metrics(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_listen(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
+static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
+static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
+static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -453,6 +476,10 @@ static const struct conf_keyword top_keywords[] = {
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
+	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
+	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
+	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
+	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -540,6 +567,9 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	if (rc == 0 && !x.seen_acl)
 		for (size_t i = 0; i < sizeof(default_acl) / sizeof(default_acl[0]); i++)
 			add_acl(cfg, NULL, default_acl[i], err, err_len);
+	metrics_conf_finish(&cfg->metrics);
+	if (rc == 0)
+		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0 && !x.seen_router_id) {
 		/* unique per listen address on one host, stable across restarts */
 		char where[80];
@@ -570,6 +600,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	free(cfg->pid_file);
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
+	privdrop_conf_free(&cfg->run_as);
 	free(cfg);
 }
 

@@ -312,11 +312,14 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len)
 {
 	struct fwd_client c = p->client;
+	uint64_t started = p->end_us - (uint64_t)p->req.budget_ms * 1000;
+	enum inrpd_path path = p->req.fallback ? INRPD_PATH_FALLBACK : INRPD_PATH_FORWARDED;
 	slot_release(e, p);
 	if (len == 0) {
 		CNT_INC(e->cnt, dropped);
 		return;
 	}
+	inrpd_latency_observe(e->cnt, path, now_us() - started, 1);
 	e->deliver(e->ctx, &c, e->obuf, len);
 }
 

@@ -10,7 +10,7 @@ int main(int argc, char **argv)
 	static const struct ctl_cli cli = {
 		.prog = "inrpc",
 		.daemon = "inrpd",
-		.default_socket = "/run/inrpd.ctl",
+		.default_socket = "/run/inrpd/inrpd.ctl",
 		.commands = "show status, show counters, show hops, reload, help",
 	};
 	return ctl_cli_main(&cli, argc, argv);

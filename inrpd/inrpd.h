@@ -24,12 +24,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
 #include "dns.h"
 #include "fib.h"
 #include "inrp.h"
+#include "metrics.h"
+#include "privdrop.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -91,6 +94,8 @@ struct inrpd_config {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
 	struct inrpd_prefix acl[INRPD_MAX_ACL];
+	struct metrics_config metrics;  /* metrics, metrics-allow */
+	struct privdrop_config run_as;  /* user, group */
 };
 
 /*
@@ -105,6 +110,21 @@ void inrpd_config_free(struct inrpd_config *cfg);
 struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg);
 /* No reader may still use it (after synchronize_rcu); caller offline. */
 void inrpd_runtime_free(struct inrpd_runtime *rt);
+
+/*
+ * How long answers take, from the query's arrival to the answer handed to
+ * the kernel, by how they were made: here (local routes, and every error
+ * answered at once), through the next content router, through an
+ * upstream.  A histogram per thread, in the counters below.
+ */
+enum inrpd_path { INRPD_PATH_LOCAL, INRPD_PATH_FORWARDED, INRPD_PATH_FALLBACK, INRPD_PATHS };
+#define INRPD_LAT_BOUNDS_US { 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, \
+			      100000, 250000, 500000, 1000000, 2500000 }
+#define INRPD_LAT_BUCKETS 15
+struct inrpd_latency {
+	uint64_t count[INRPD_PATHS][INRPD_LAT_BUCKETS + 1];     /* the last: above every bound */
+	uint64_t sum_us[INRPD_PATHS];
+};
 
 /*
  * Counters, one block per thread.  Only the owning thread writes (plain
@@ -128,6 +148,7 @@ struct inrpd_counters {
 	uint64_t bad_upstream;          /* responses that were not ours or did not decode */
 	uint64_t upstream_tcp;          /* truncated answers asked again over TCP (TCP clients) */
 	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
+	struct inrpd_latency lat;       /* not in "show counters": metrics.c's histogram */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -136,6 +157,25 @@ struct inrpd_counters {
 	__atomic_store_n(&(c)->field, __atomic_load_n(&(c)->field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c);
+
+static inline uint64_t inrpd_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* n answers that took us microseconds each, into the owner thread's counters. */
+static inline void inrpd_latency_observe(struct inrpd_counters *c, enum inrpd_path path, uint64_t us,
+					 uint64_t n)
+{
+	static const uint32_t bounds[INRPD_LAT_BUCKETS] = INRPD_LAT_BOUNDS_US;
+	unsigned b = 0;
+	while (b < INRPD_LAT_BUCKETS && us > bounds[b])
+		b++;
+	CNT_ADD(c, lat.count[path][b], n);
+	CNT_ADD(c, lat.sum_us[path], us * n);
+}
 
 /*
  * What a query needs when it cannot be answered at once: the next content
@@ -311,5 +351,30 @@ const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t 
 /* Fills ss for bind(); returns its length. */
 struct sockaddr_storage;
 socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss);
+
+/* metrics.c: Prometheus metrics (lib/metrics.h serves them); next hops
+ * summed over every engine, also for `show hops`. */
+struct inrpd_hops {
+	unsigned n, cap;
+	struct fwd_hop_stats *h;
+	uint64_t *rtt_weight;
+};
+void inrpd_hops_collect(const struct udp_workers *udp, const struct tcp_server *tcp, struct inrpd_hops *l);
+void inrpd_hops_free(struct inrpd_hops *l);
+struct prom;
+struct inrpd_metrics_source {
+	const char *version;
+	uint64_t uptime_ms, now_ms;
+	const struct udp_workers *udp;
+	const struct tcp_server *tcp;
+	const struct fibsync *fibsync;
+	const struct metrics_server *metrics;
+};
+/* On the main thread. */
+void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src);
+/* main.c: the counters of `show counters`, by index. */
+unsigned inrpd_counter_count(void);
+const char *inrpd_counter_name(unsigned i);
+uint64_t inrpd_counter_value(const struct inrpd_counters *c, unsigned i);
 
 #endif

@@ -24,6 +24,9 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
+#include "privdrop.h"
+#include "prom.h"
 #include "inrpd.h"
 
 #ifndef INRPD_VERSION
@@ -43,6 +46,7 @@ static struct {
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
 	struct ctl_server *ctl;
 	struct fibsync *fibsync;
+	struct metrics_server *metrics;
 	uint64_t started;               /* uv_now at start, ms */
 	bool stopping;
 } g;
@@ -80,6 +84,21 @@ static const struct {
 static unsigned long long counter_get(const struct inrpd_counters *c, size_t i)
 {
 	return (unsigned long long)*(const uint64_t *)((const char *)c + counter_fields[i].off);
+}
+
+unsigned inrpd_counter_count(void)
+{
+	return NCOUNTERS;
+}
+
+const char *inrpd_counter_name(unsigned i)
+{
+	return counter_fields[i].name;
+}
+
+uint64_t inrpd_counter_value(const struct inrpd_counters *c, unsigned i)
+{
+	return counter_get(c, i);
 }
 
 /* "queries 5 answered 5 ..." or, json, "{"queries": 5, ...}" */
@@ -121,13 +140,33 @@ static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config
 	return true;
 }
 
+/* Once root is given up, a new listener on a privileged port could not be bound. */
+static bool needs_privileges(const struct inrpd_config *cfg, char *err, size_t err_len)
+{
+	for (unsigned i = 0; i < cfg->nlisten; i++) {
+		const struct inrpd_listen *l = &cfg->listen[i];
+		bool known = false;
+		for (unsigned k = 0; k < g.cfg->nlisten && !known; k++)
+			known = l->family == g.cfg->listen[k].family && l->port == g.cfg->listen[k].port &&
+				memcmp(l->addr, g.cfg->listen[k].addr, 16) == 0;
+		char what[96], buf[80];
+		snprintf(what, sizeof(what), "listen %s", inrpd_listen_format(l, buf, sizeof(buf)));
+		if (!known && !privdrop_can_bind(l->port, what, err, err_len))
+			return true;
+	}
+	char what[96], buf[80];
+	snprintf(what, sizeof(what), "metrics %s", metrics_config_format(&cfg->metrics, buf, sizeof(buf)));
+	return cfg->metrics.enabled && !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) &&
+	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
+}
+
 /*
  * SIGHUP.  The main thread is an offline QSBR thread here (online only
  * while config.c writes the new FIB): synchronize_rcu() waits for every
  * worker to leave the batch that may still use the old runtime, and the
  * old FIB is destroyed offline.
  */
-static int reload(char *msg, size_t msg_len)
+static int reload_config(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
 	log_info("reloading %s", g.conf_path);
@@ -137,11 +176,19 @@ static int reload(char *msg, size_t msg_len)
 		snprintf(msg, msg_len, "reload failed, keeping the running configuration: %s", err);
 		return -1;
 	}
+	if (needs_privileges(cfg, err, sizeof(err))) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload refused, keeping the running configuration: %s", err);
+		inrpd_config_free(cfg);
+		return -1;
+	}
 	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
 	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path) ||
-	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending)
-		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel' and "
-			 "'max-pending' take effect on restart");
+	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending ||
+	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) ||
+	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
+		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
+			 "'max-pending', 'metrics', 'user' and 'group' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
@@ -160,6 +207,15 @@ static int reload(char *msg, size_t msg_len)
 	log_info("reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	snprintf(msg, msg_len, "reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	return 0;
+}
+
+/* systemd hears of every reload, whatever its outcome: the daemon runs on */
+static int reload(char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(msg, msg_len);
+	daemon_reloaded();
+	return rc;
 }
 
 /* ---- the control socket (inrpc) ----------------------------------------- */
@@ -190,60 +246,13 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	ctl_reply_line(r, CTL_DATA, "tcp  %s", tb);
 }
 
-/* Next hops summed over every engine (each thread keeps its own). */
-struct hop_list {
-	unsigned n, cap;
-	struct fwd_hop_stats *h;
-	uint64_t *rtt_weight;
-};
-
-static void hop_collect(const struct fwd_hop_stats *st, void *arg)
-{
-	struct hop_list *l = arg;
-	unsigned alen = st->family == AF_INET ? 4 : 16;
-	for (unsigned i = 0; i < l->n; i++) {
-		struct fwd_hop_stats *h = &l->h[i];
-		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
-			/* smoothed RTTs averaged, weighted by the answers behind them */
-			if (st->srtt_us && st->answers) {
-				uint64_t w = l->rtt_weight[i];
-				h->srtt_us = (uint32_t)(((uint64_t)h->srtt_us * w + (uint64_t)st->srtt_us * st->answers) /
-							(w + st->answers));
-				l->rtt_weight[i] = w + st->answers;
-			}
-			h->queries += st->queries;
-			h->answers += st->answers;
-			h->timeouts += st->timeouts;
-			if (st->load_ms > h->load_ms)
-				h->load_ms = st->load_ms;
-			return;
-		}
-	}
-	if (l->n == l->cap) {
-		unsigned cap = l->cap ? l->cap * 2 : 16;
-		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
-		if (!nh)
-			return;
-		l->h = nh;
-		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
-		if (!nw)
-			return;
-		l->rtt_weight = nw;
-		l->cap = cap;
-	}
-	l->h[l->n] = *st;
-	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
-	l->n++;
-}
-
 static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
 	(void)args;
 	(void)nargs;
-	struct hop_list l = { 0 };
-	udp_workers_hops(g.udp, hop_collect, &l);
-	tcp_server_hops(g.tcp, hop_collect, &l);
+	struct inrpd_hops l;
+	inrpd_hops_collect(g.udp, g.tcp, &l);
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
 	for (unsigned i = 0; i < l.n; i++) {
@@ -265,8 +274,7 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 	}
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "]");
-	free(l.h);
-	free(l.rtt_weight);
+	inrpd_hops_free(&l);
 }
 
 static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -353,6 +361,7 @@ static const struct ctl_command commands[] = {
 	{ "show hops", 0, 0, true, show_hops, "show hops [json]",
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
+	CTL_CMD_SET_LOG_LEVEL,
 	{ NULL, 0, 0, false, NULL, NULL, NULL },
 };
 
@@ -361,18 +370,30 @@ static void on_control(void *ctx, int argc, char **argv, struct ctl_reply *r)
 	ctl_dispatch(commands, ctx, argc, argv, r);
 }
 
+static void collect_metrics(void *ctx, struct prom *p)
+{
+	(void)ctx;
+	uint64_t now = uv_now(&g.loop);
+	inrpd_metrics_write(p, &(struct inrpd_metrics_source){
+		.version = INRPD_VERSION, .uptime_ms = now - g.started, .now_ms = now,
+		.udp = g.udp, .tcp = g.tcp, .fibsync = g.fibsync, .metrics = g.metrics });
+}
+
 static void stop(void)
 {
 	if (g.stopping)
 		return;
 	g.stopping = true;
 	log_info("shutting down");
+	daemon_stopping();
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	uv_close((uv_handle_t *)&g.sig_usr1, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
+	metrics_server_close(g.metrics);
+	g.metrics = NULL;
 	fibsync_close(g.fibsync);
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
@@ -486,7 +507,14 @@ int main(int argc, char **argv)
 	if (cfg->fib_channel_path &&
 	    !(g.fibsync = fibsync_open(&g.loop, cfg->fib_channel_path, cfg->fib_grace_ms, err, sizeof(err))))
 		daemon_fail(err);
+	if (cfg->metrics.enabled &&
+	    !(g.metrics = metrics_server_open(&g.loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
+		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		daemon_fail(err);
+	const char *own[] = { cfg->control_path, cfg->fib_channel_path };
+	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
+	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
 		daemon_fail(err);

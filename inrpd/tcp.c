@@ -251,6 +251,7 @@ static void conn_process(struct tcp_conn *c)
 	uint8_t answer[INRPD_ANSWER_MAX];
 	size_t off = 0;
 	bool bad = false;
+	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
@@ -304,6 +305,7 @@ static void conn_process(struct tcp_conn *c)
 			bad = true;
 		} else {
 			CNT_ADD(&s->cnt, answered, o.count);
+			inrpd_latency_observe(&s->cnt, INRPD_PATH_LOCAL, inrpd_now_us() - arrived, o.count);
 		}
 	}
 	if (bad) {

@@ -178,6 +178,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		return 0;
 	}
 
+	uint64_t arrived = inrpd_now_us();     /* one clock read per batch, not per query */
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
 	unsigned k = 0;
 	for (int i = 0; i < n; i++) {
@@ -238,6 +239,8 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			sent++;
 		}
 	}
+	if (k)
+		inrpd_latency_observe(&w->cnt, INRPD_PATH_LOCAL, inrpd_now_us() - arrived, k);
 	return n;
 }
 

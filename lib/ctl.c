@@ -79,6 +79,22 @@ static int match_words(const char *words, int argc, char **argv)
 	return n;
 }
 
+void ctl_cmd_set_log_level(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx;
+	(void)nargs;
+	(void)json;
+	int level = log_level_parse(args[0]);
+	if (level < 0) {
+		ctl_reply_end(r, CTL_ERR_SYNTAX, "unknown log level '%s' (err, warn, info, debug)", args[0]);
+		return;
+	}
+	enum log_level was = log_level_now();
+	log_set_level((enum log_level)level);
+	log_info("log level %s (was %s), set on the control socket", args[0], log_level_name(was));
+	ctl_reply_end(r, CTL_OK, "log level %s", args[0]);
+}
+
 void ctl_dispatch(const struct ctl_command *table, void *ctx, int argc, char **argv, struct ctl_reply *r)
 {
 	if (argc == 1 && strcmp(argv[0], "help") == 0) {

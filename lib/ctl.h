@@ -76,6 +76,12 @@ struct ctl_command {
 	const char *help;               /* for help: what it does */
 };
 
+/* Every daemon's "set log-level LEVEL": the level from now until a reload
+ * applies the file's log-level again. */
+void ctl_cmd_set_log_level(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r);
+#define CTL_CMD_SET_LOG_LEVEL { "set log-level", 1, 1, false, ctl_cmd_set_log_level, \
+	"set log-level LEVEL", "log at err, warn, info or debug until the next reload" }
+
 /* Runs the matching entry (table ends with a NULL words), `help`, or
  * answers an unknown command with CTL_ERR_SYNTAX. */
 void ctl_dispatch(const struct ctl_command *table, void *ctx, int argc, char **argv, struct ctl_reply *r);

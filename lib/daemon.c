@@ -9,6 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <time.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "daemon.h"
 #include "log.h"
@@ -77,7 +81,8 @@ void daemon_fail(const char *msg)
 		if (write(ready_fd, msg, len) != (ssize_t)len)
 			_exit(1);
 	} else {
-		fprintf(stderr, "%s: %s\n", prog_name, msg);
+		/* under systemd, an error for the journal: "<3>" is LOG_ERR */
+		fprintf(stderr, "%s%s: %s\n", log_stderr_is_journal() ? "<3>" : "", prog_name, msg);
 	}
 	exit(1);
 }
@@ -130,8 +135,42 @@ void daemon_background(void)
 		daemon_fail("chdir /: failed");
 }
 
+/* Without libsystemd there is no service manager to tell. */
+static void notify(const char *state)
+{
+#ifdef HAVE_LIBSYSTEMD
+	int rc = sd_notify(0, state);
+	if (rc < 0)
+		log_warn("sd_notify: %s", strerror(-rc));
+#else
+	(void)state;
+#endif
+}
+
+void daemon_reloading(void)
+{
+	struct timespec ts;
+	char msg[64];
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* systemd 253's Type=notify-reload wants the time the reload began */
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+	notify(msg);
+}
+
+void daemon_reloaded(void)
+{
+	notify("READY=1");
+}
+
+void daemon_stopping(void)
+{
+	notify("STOPPING=1");
+}
+
 void daemon_ready(void)
 {
+	notify("READY=1");
 	if (ready_fd < 0)
 		return;
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -3,6 +3,8 @@
  * background with the parent waiting until the child reports that it is
  * ready (so a failure to bind still reaches the terminal and the exit
  * status), a pid file, and startup errors that go where they are seen.
+ * Under systemd (Type=notify, NOTIFY_SOCKET set) the same moments are told
+ * to systemd with sd_notify(3), when built with libsystemd.
  */
 #ifndef CR_DAEMON_H
 #define CR_DAEMON_H
@@ -31,8 +33,14 @@ int daemon_parse_options(int argc, char **argv, const char *version, int usage_s
 void daemon_background(void);
 /* Startup failed: tells the waiting parent, or stderr, and exits 1. */
 void __attribute__((noreturn)) daemon_fail(const char *msg);
-/* Startup is done: the parent exits 0; stdio goes to /dev/null. */
+/* Startup is done (listeners bound, config loaded): the parent exits 0,
+ * stdio goes to /dev/null; systemd is told READY=1. */
 void daemon_ready(void);
+/* Around a reload (RELOADING=1, then READY=1 whatever the outcome: the
+ * daemon runs on, with the old or the new config) and at shutdown (STOPPING=1). */
+void daemon_reloading(void);
+void daemon_reloaded(void);
+void daemon_stopping(void);
 int daemon_write_pid_file(const char *path, char *err, size_t err_len);
 
 #endif

@@ -19,9 +19,9 @@ const char *nbrp_session_state_name(enum nbrp_session_state s)
 	return s <= NBRP_SESSION_ESTABLISHED ? state_names[s] : "?";
 }
 
-static void event(struct nbrp_session *s, enum nbrp_session_event ev, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void event(struct nbrp_session *s, enum nbrp_session_event ev, const char *fmt, ...)
+static void event(struct nbrp_session *s, enum nbrp_session_event ev, uint8_t code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event(struct nbrp_session *s, enum nbrp_session_event ev, uint8_t code, const char *fmt, ...)
 {
 	char text[256];
 	va_list ap;
@@ -29,7 +29,7 @@ static void event(struct nbrp_session *s, enum nbrp_session_event ev, const char
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (s->ops->event)
-		s->ops->event(s, ev, text);
+		s->ops->event(s, ev, code, text);
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -58,7 +58,7 @@ static void on_write_failed(struct wqueue *q, int status)
 	struct nbrp_session *s = q->data;
 	if (s->closing)
 		return;
-	event(s, NBRP_EVENT_CLOSED, "write: %s", uv_strerror(status));
+	event(s, NBRP_EVENT_CLOSED, 0, "write: %s", uv_strerror(status));
 	log_debug("%s: write: %s", s->label, uv_strerror(status));
 	nbrp_session_close(s);
 }
@@ -83,7 +83,7 @@ void nbrp_session_send_buf(struct nbrp_session *s, struct wq_buf *b)
 		return;
 	int rc = wqueue_send(&s->wq, b);
 	if (rc < 0) {
-		event(s, NBRP_EVENT_CLOSED, "write: %s", uv_strerror(rc));
+		event(s, NBRP_EVENT_CLOSED, 0, "write: %s", uv_strerror(rc));
 		log_warn("%s: write: %s", s->label, uv_strerror(rc));
 		nbrp_session_close(s);
 		return;
@@ -91,7 +91,7 @@ void nbrp_session_send_buf(struct nbrp_session *s, struct wq_buf *b)
 	if (s->wq.queued > s->cfg.queue_max) {
 		/* only changes pass the high-water mark (tables wait for it): a peer this far behind
 		 * reads too slowly to follow them */
-		event(s, NBRP_EVENT_CLOSED, "%zu bytes unsent: the peer reads too slowly", s->wq.queued);
+		event(s, NBRP_EVENT_CLOSED, 0, "%zu bytes unsent: the peer reads too slowly", s->wq.queued);
 		log_warn("%s: %zu bytes unsent, closing", s->label, s->wq.queued);
 		nbrp_session_close(s);
 	}
@@ -106,7 +106,7 @@ void nbrp_session_send(struct nbrp_session *s, const Nbrp__Message *m)
 	struct wq_buf *b = wq_buf_adopt(frame, len);
 	if (!b) {
 		log_err("%s: out of memory for a message", s->label);
-		event(s, NBRP_EVENT_CLOSED, "out of memory for a message");
+		event(s, NBRP_EVENT_CLOSED, 0, "out of memory for a message");
 		nbrp_session_close(s);
 		return;
 	}
@@ -129,7 +129,7 @@ void nbrp_session_notify(struct nbrp_session *s, uint8_t code, uint8_t subcode, 
 	va_start(ap, fmt);
 	vsnprintf(e.text, sizeof(e.text), fmt, ap);
 	va_end(ap);
-	event(s, NBRP_EVENT_NOTIFICATION_SENT, "sent %s: %s", nbrp_error_text(code, subcode), e.text);
+	event(s, NBRP_EVENT_NOTIFICATION_SENT, code, "sent %s: %s", nbrp_error_text(code, subcode), e.text);
 	log_warn("%s: sending NOTIFICATION %u/%u (%s): %s", s->label, code, subcode,
 		 nbrp_error_text(code, subcode), e.text);
 	Nbrp__Message m;
@@ -166,7 +166,7 @@ static void on_keepalive_timer(uv_timer_t *t)
 	struct nbrp_session *s = t->data;
 	if (s->hold_s && wqueue_stalled(&s->wq, (uint64_t)s->hold_s * 1000)) {
 		/* nothing it was sent was read for a hold time: no NOTIFICATION would reach it either */
-		event(s, NBRP_EVENT_CLOSED, "send hold timer expired: the peer read nothing for %u s", s->hold_s);
+		event(s, NBRP_EVENT_CLOSED, 0, "send hold timer expired: the peer read nothing for %u s", s->hold_s);
 		log_warn("%s: nothing written for %u s (send hold timer), closing", s->label, s->hold_s);
 		nbrp_session_close(s);
 		return;
@@ -247,7 +247,7 @@ static void on_message(struct nbrp_session *s, const Nbrp__Message *m)
 	case NBRP__MESSAGE__BODY_NOTIFICATION: {
 		const Nbrp__Notification *n = m->notification;
 		s->notified = true;
-		event(s, NBRP_EVENT_NOTIFICATION_RECEIVED, "received %s: %.200s",
+		event(s, NBRP_EVENT_NOTIFICATION_RECEIVED, (uint8_t)n->code, "received %s: %.200s",
 		      nbrp_error_text((uint8_t)n->code, (uint8_t)n->subcode), n->text ? n->text : "");
 		log_warn("%s: NOTIFICATION %u/%u received (%s): %.200s", s->label, n->code, n->subcode,
 			 nbrp_error_text((uint8_t)n->code, (uint8_t)n->subcode), n->text ? n->text : "");
@@ -305,7 +305,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	}
 	if (n < 0) {
 		const char *why = n == UV_EOF ? "closed by the peer" : uv_strerror((int)n);
-		event(s, NBRP_EVENT_CLOSED, "connection %s", why);
+		event(s, NBRP_EVENT_CLOSED, 0, "connection %s", why);
 		log_info("%s: connection %s", s->label, why);
 		nbrp_session_close(s);
 		return;
@@ -375,7 +375,7 @@ void nbrp_session_start(struct nbrp_session *s)
 	uv_tcp_nodelay(&s->tcp, 1);
 	int rc = uv_read_start((uv_stream_t *)&s->tcp, on_alloc, on_read);
 	if (rc < 0) {
-		event(s, NBRP_EVENT_CLOSED, "read: %s", uv_strerror(rc));
+		event(s, NBRP_EVENT_CLOSED, 0, "read: %s", uv_strerror(rc));
 		nbrp_session_close(s);
 		return;
 	}
@@ -388,7 +388,7 @@ static void on_connect(uv_connect_t *req, int status)
 	if (s->closing)
 		return;
 	if (status < 0) {
-		event(s, NBRP_EVENT_CLOSED, "connect: %s", uv_strerror(status));
+		event(s, NBRP_EVENT_CLOSED, 0, "connect: %s", uv_strerror(status));
 		log_debug("%s: connect: %s", s->label, uv_strerror(status));
 		nbrp_session_close(s);
 		return;
@@ -404,7 +404,7 @@ int nbrp_session_connect(struct nbrp_session *s, const struct sockaddr *remote, 
 	s->connect_req.data = s;
 	int rc = uv_tcp_connect(&s->connect_req, &s->tcp, remote, on_connect);
 	if (rc < 0) {
-		event(s, NBRP_EVENT_CLOSED, "connect: %s", uv_strerror(rc));
+		event(s, NBRP_EVENT_CLOSED, 0, "connect: %s", uv_strerror(rc));
 		nbrp_session_close(s);
 	}
 	return rc;

@@ -51,8 +51,9 @@ struct nbrp_session_ops {
 	void (*message)(struct nbrp_session *s, const Nbrp__Message *m);
 	/* The write queue fell below its low-water mark. */
 	void (*drained)(struct nbrp_session *s);
-	/* Something worth an operator's attention: text says what (for last_error). */
-	void (*event)(struct nbrp_session *s, enum nbrp_session_event ev, const char *text);
+	/* Something worth an operator's attention: text says what (for last_error); code is a
+	 * NOTIFICATION's (0 for NBRP_EVENT_CLOSED). */
+	void (*event)(struct nbrp_session *s, enum nbrp_session_event ev, uint8_t code, const char *text);
 	/* Gone (once, from any state); the session frees itself once its handles are closed. */
 	void (*closed)(struct nbrp_session *s);
 };

@@ -85,10 +85,11 @@ static void send_batch(void)
 	size_t len;
 	uint8_t *frame = nbrp_encode(&m, &len);
 	struct wq_buf *b = wq_buf_adopt(frame, len);
+	unsigned names = (unsigned)pk.nnames, withdrawn = (unsigned)pk.u.n_withdrawn;
 	reset();
 	if (!b)
 		return;                 /* out of memory: the session layer notices on its next write */
-	pk.emit(pk.arg, b);
+	pk.emit(pk.arg, b, names, withdrawn);
 	wq_buf_put(b);
 	pk.sent++;
 }

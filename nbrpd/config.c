@@ -12,8 +12,10 @@
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
- *     fib-channel "/run/inrpd.fib";        inrpd's FIB channel socket
- *     control "/run/nbrpd.ctl";            for nbrc
+ *     fib-channel "/run/inrpd/fib";        inrpd's FIB channel socket
+ *     control "/run/nbrpd/nbrpd.ctl";      for nbrc
+ *     metrics 127.0.0.1 port 9154;  metrics-allow 192.0.2.0/24;   Prometheus (lib/metrics.h)
+ *     user "nbrpd";  group "nbrpd";        given up root for, once bound (lib/privdrop.h)
  *     pid-file "/run/nbrpd.pid";  log-level info;
  *     peer "cr2" {
  *         address 127.0.0.2 port 1790;
@@ -498,6 +500,26 @@ static int kw_bird(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return 0;
 }
 
+static int kw_metrics(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_listen(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
+static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
+}
+
+static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
+static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "bird", 1, 1, CONF_BLOCK, kw_bird },
 	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
@@ -519,6 +541,10 @@ static const struct conf_keyword top_keywords[] = {
 	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log },
 	{ "peer", 2, 2, CONF_BLOCK, kw_peer },
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
+	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
+	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
+	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
+	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -590,6 +616,9 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 			 path);
 		rc = -1;
 	}
+	metrics_conf_finish(&cfg->metrics);
+	if (rc == 0)
+		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0)
 		rc = check_duplicate_content(cfg, err, err_len);
 	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)
@@ -620,5 +649,6 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 	free(cfg->bird_socket);
 	free(cfg->control_path);
 	free(cfg->pid_file);
+	privdrop_conf_free(&cfg->run_as);
 	free(cfg);
 }

@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics.h"
 #include "name.h"
 #include "nbrp.h"
+#include "privdrop.h"
 #include "route.h"
 
 enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
@@ -91,6 +93,8 @@ struct nbrpd_config {
 	uint64_t bird_poll_ms;          /* how often every address is asked about again */
 	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
 	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
+	struct metrics_config metrics;  /* metrics, metrics-allow */
+	struct privdrop_config run_as;  /* user, group */
 	char *control_path;
 	char *pid_file;
 	int log_level;

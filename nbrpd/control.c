@@ -277,6 +277,7 @@ static const struct ctl_command commands[] = {
 	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
 	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },
+	CTL_CMD_SET_LOG_LEVEL,
 	{ NULL, 0, 0, false, NULL, NULL, NULL },
 };
 

@@ -19,8 +19,11 @@
 #include "fibpush.h"
 #include "health.h"
 #include "log.h"
+#include "metrics.h"
 #include "nbrpd.h"
 #include "nexthop.h"
+#include "privdrop.h"
+#include "prom.h"
 #include "rde.h"
 #include "session.h"
 
@@ -33,6 +36,7 @@ static struct {
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup;
 	struct ctl_server *ctl;
+	struct metrics_server *metrics;
 	bool foreground, debug;
 } g;
 
@@ -48,6 +52,20 @@ static void swap_str(char **a, char **b)
 	*b = t;
 }
 
+/* Once root is given up, a new listener on a privileged port could not be bound. */
+static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_config *old,
+			     char *err, size_t err_len)
+{
+	char what[96], buf[80];
+	snprintf(what, sizeof(what), "listen %s", nbrpd_endpoint_format(&cfg->listen, buf, sizeof(buf)));
+	if (cfg->has_listen && (!old->has_listen || memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0) &&
+	    !privdrop_can_bind(cfg->listen.port, what, err, err_len))
+		return true;
+	snprintf(what, sizeof(what), "metrics %s", metrics_config_format(&cfg->metrics, buf, sizeof(buf)));
+	return cfg->metrics.enabled && !metrics_config_equal(&cfg->metrics, &old->metrics) &&
+	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
+}
+
 /*
  * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
  * up: content, decision knobs, timers and a peer's policies apply in place
@@ -56,7 +74,7 @@ static void swap_str(char **a, char **b)
  * peer was told by a re-export job); a removed peer gets CEASE/deconfigured,
  * a new one is started, one whose address changed starts over.
  */
-int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
+static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
 	struct nbrpd_config *cfg = nbrpd_config_load(d->conf_path, err, sizeof(err));
@@ -66,13 +84,23 @@ int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
 		return -1;
 	}
 	struct nbrpd_config *old = d->cfg;
+	if (needs_privileges(cfg, old, err, sizeof(err))) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload refused, keeping the running configuration: %s", err);
+		nbrpd_config_free(cfg);
+		return -1;
+	}
 	if (strcmp(cfg->router_name, old->router_name) != 0 || cfg->has_listen != old->has_listen ||
 	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
 	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
-	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket))
-		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file and "
-			 "the BIRD socket take effect on restart");
+	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket) ||
+	    !metrics_config_equal(&cfg->metrics, &old->metrics) || !privdrop_config_equal(&cfg->run_as, &old->run_as))
+		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
+			 "metrics, user, group and the BIRD socket take effect on restart");
+	cfg->metrics = old->metrics;
+	if (!g.debug)
+		log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
 	memcpy(cfg->router_name, old->router_name, sizeof(cfg->router_name));
 	cfg->has_listen = old->has_listen;
 	cfg->listen = old->listen;
@@ -139,6 +167,15 @@ int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
 	snprintf(msg, msg_len, "reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
 		 "%u content names", d->conf_path, n, added, removed, reset, refreshed, cfg->ncontent);
 	return 0;
+}
+
+/* systemd hears of every reload, whatever its outcome: the daemon runs on */
+int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
+{
+	daemon_reloading();
+	int rc = reload_config(d, msg, msg_len);
+	daemon_reloaded();
+	return rc;
 }
 
 static void fib_ready(struct nbrpd *d, const char *why)
@@ -254,6 +291,12 @@ static void on_turn(uv_prepare_t *h)
 	d->turn_cpu_ns = cpu;
 }
 
+static void collect_metrics(void *ctx, struct prom *p)
+{
+	(void)ctx;
+	nbrpd_metrics_write(p, &g.d, NBRPD_VERSION, g.metrics);
+}
+
 static void stop(void)
 {
 	struct nbrpd *d = &g.d;
@@ -261,11 +304,14 @@ static void stop(void)
 		return;
 	d->stopping = true;
 	log_info("shutting down");
+	daemon_stopping();
 	uv_close((uv_handle_t *)&g.sig_int, NULL);
 	uv_close((uv_handle_t *)&g.sig_term, NULL);
 	uv_close((uv_handle_t *)&g.sig_hup, NULL);
 	ctl_server_close(g.ctl);
 	g.ctl = NULL;
+	metrics_server_close(g.metrics);
+	g.metrics = NULL;
 	sessions_stop(d->sessions);
 	rde_stop(d->rde);
 	health_stop(d->health);
@@ -365,6 +411,13 @@ int main(int argc, char **argv)
 	if (sessions_start(d->sessions, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	if (cfg->control_path && !(g.ctl = control_open(d, cfg->control_path, "nbrpd " NBRPD_VERSION, err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->metrics.enabled &&
+	    !(g.metrics = metrics_server_open(d->loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
+		daemon_fail(err);
+	const char *own[] = { cfg->control_path };
+	if (privdrop_apply(&cfg->run_as, own, 1, err, sizeof(err)) < 0 ||
+	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, d)))
 		daemon_fail("out of memory");

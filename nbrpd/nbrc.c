@@ -10,7 +10,7 @@ int main(int argc, char **argv)
 	static const struct ctl_cli cli = {
 		.prog = "nbrc",
 		.daemon = "nbrpd",
-		.default_socket = "/run/nbrpd.ctl",
+		.default_socket = "/run/nbrpd/nbrpd.ctl",
 		.commands = "show status, show peers, show route [NAME], show route count, "
 			    "enable PEER, disable PEER, help",
 	};

@@ -465,6 +465,9 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->updates_out = p->updates_out;
 	out->withdrawn_in = p->withdrawn_in;
 	out->bad_routes = p->bad_routes;
+	out->names_in = p->names_in;
+	out->names_out = p->names_out;
+	out->withdrawn_out = p->withdrawn_out;
 	out->dumping = p->dumping;
 }
 
@@ -541,6 +544,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *rt = u->routes[i];
 		const char *why = NULL;
+		p->names_in += rt->n_names;
 		enum decide_import verdict = decide_import(rt, p->server_mode, r->cfg->router_name, &why);
 		if (verdict == IMPORT_MALFORMED) {
 			p->bad_routes++;
@@ -743,11 +747,13 @@ struct job_ctx {
 	struct rde_job *j;
 };
 
-static void emit_to_peer(void *arg, struct wq_buf *frame)
+static void emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
 {
 	struct rde_peer *p = arg;
 	struct rde *r = p->rde;
 	p->updates_out++;
+	p->names_out += names;
+	p->withdrawn_out += withdrawn;
 	r->ops.send(r->ops.arg, p->owner, frame);
 }
 
@@ -1009,11 +1015,13 @@ struct group {
 	unsigned n;
 };
 
-static void emit_to_group(void *arg, struct wq_buf *frame)
+static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
 {
 	struct group *g = arg;
 	for (unsigned i = 0; i < g->n; i++) {
 		g->members[i]->updates_out++;
+		g->members[i]->names_out += names;
+		g->members[i]->withdrawn_out += withdrawn;
 		g->r->ops.send(g->r->ops.arg, g->members[i]->owner, frame);
 	}
 }
@@ -1281,7 +1289,7 @@ void rde_stats(const struct rde *r, struct rde_stats *out)
 {
 	out->names = r->rib.names;
 	out->entries = r->rib.entries;
-	out->routes = 0;
+	out->routes = r->rib.routes.live;
 	out->attrs = r->nattrs;
 	out->jobs = r->njobs;
 }

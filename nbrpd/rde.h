@@ -89,6 +89,7 @@ struct rde_peer_stats {
 	uint64_t updates_out;
 	uint64_t withdrawn_in;
 	uint64_t bad_routes;            /* treated as withdrawn */
+	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	bool dumping;                   /* its table is still being sent */
 };
 void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);

@@ -63,6 +63,7 @@ struct rde_peer {
 	uint32_t flush_mark;            /* excluded from this flush's update group */
 	uint64_t names;
 	uint64_t updates_out, withdrawn_in, bad_routes;
+	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	struct rde_peer *hnext;         /* by name (rde.c) */
 };
 
@@ -250,7 +251,7 @@ uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a);
 
 /* UPDATE packing: names whose attributes look the same to the receiver share one Route.
  * Frames go to emit as they fill, and at packer_end. */
-typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame);
+typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
 void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
 void packer_withdraw(const struct rib_entry *e);

@@ -95,16 +95,19 @@ static void on_closed(struct nbrp_session *c)
 		peer_release(p);
 }
 
-static void on_event(struct nbrp_session *c, enum nbrp_session_event ev, const char *text)
+static void on_event(struct nbrp_session *c, enum nbrp_session_event ev, uint8_t code, const char *text)
 {
 	struct peer *p = c->data;
 	if (!p)
 		return;
 	snprintf(p->last_error, sizeof(p->last_error), "%s", text);
-	if (ev == NBRP_EVENT_NOTIFICATION_SENT)
+	if (ev == NBRP_EVENT_NOTIFICATION_SENT) {
 		p->notifications_out++;
-	else if (ev == NBRP_EVENT_NOTIFICATION_RECEIVED)
+		p->notif_out_code[code < 8 ? code : 0]++;
+	} else if (ev == NBRP_EVENT_NOTIFICATION_RECEIVED) {
 		p->notifications_in++;
+		p->notif_in_code[code < 8 ? code : 0]++;
+	}
 }
 
 /* Both connections have an OPEN: keep the one the higher-named router opened. */

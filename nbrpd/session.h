@@ -42,6 +42,7 @@ struct peer {
 	uint32_t restart_time_s;        /* the peer's, from its OPEN */
 	struct nexthop *transport;      /* its address, as IP routing sees it */
 	uint64_t updates_in, notifications_in, notifications_out, flaps;
+	uint64_t notif_in_code[8], notif_out_code[8];   /* NOTIFICATIONs by code (0: unknown) */
 	char last_error[256];
 };
 

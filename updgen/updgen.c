@@ -391,8 +391,9 @@ static void on_drained(struct nbrp_session *ns)
 		pump(s->app);
 }
 
-static void on_event(struct nbrp_session *ns, enum nbrp_session_event ev, const char *text)
+static void on_event(struct nbrp_session *ns, enum nbrp_session_event ev, uint8_t code, const char *text)
 {
+	(void)code;
 	struct session *s = ns->data;
 	if (!s->app->finished)
 		fprintf(stderr, "nbrp-updgen: session %u: %s%s\n", s->idx,

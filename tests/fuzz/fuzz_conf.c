@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "conf.h"
+#include "metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,6 +60,16 @@ static void check_args(const struct conf_stmt *s)
 		else if (ch > 3)
 			abort();
 	}
+	/* the handlers of the keywords both daemons share (lib/metrics.h) */
+	struct metrics_config m = { 0 };
+	if (metrics_conf_listen(s, &m, err, sizeof(err)) < 0)
+		check_error(err);
+	else if (!m.enabled || m.port == 0 || (m.family != AF_INET && m.family != AF_INET6))
+		abort();
+	if (metrics_conf_allow(s, &m, err, sizeof(err)) < 0)
+		check_error(err);
+	else if (m.nallow != 1 || m.allow[0].len > (m.allow[0].family == AF_INET ? 32 : 128))
+		abort();
 }
 
 static void walk(const struct conf_stmt *s, unsigned depth)

@@ -1,0 +1,238 @@
+/*
+ * inrpd's Prometheus metrics (lib/metrics.h serves them): the counters of
+ * `inrpc show counters` by transport, next hops and upstreams, the FIBs,
+ * the FIB channel.  Runs on the main thread's loop, which owns everything
+ * read here; the UDP workers' counters are per thread and read with
+ * relaxed loads, as `show counters` does, so a scrape costs them nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "inrpd.h"
+#include "metrics.h"
+#include "prom.h"
+
+/* ---- next hops, summed over every engine (each thread keeps its own) ---- */
+
+void inrpd_hops_free(struct inrpd_hops *l)
+{
+	free(l->h);
+	free(l->rtt_weight);
+	memset(l, 0, sizeof(*l));
+}
+
+static void hop_collect(const struct fwd_hop_stats *st, void *arg)
+{
+	struct inrpd_hops *l = arg;
+	unsigned alen = st->family == AF_INET ? 4 : 16;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct fwd_hop_stats *h = &l->h[i];
+		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
+			/* smoothed RTTs averaged, weighted by the answers behind them */
+			if (st->srtt_us && st->answers) {
+				uint64_t w = l->rtt_weight[i];
+				h->srtt_us = (uint32_t)(((uint64_t)h->srtt_us * w + (uint64_t)st->srtt_us * st->answers) /
+							(w + st->answers));
+				l->rtt_weight[i] = w + st->answers;
+			}
+			h->queries += st->queries;
+			h->answers += st->answers;
+			h->timeouts += st->timeouts;
+			if (st->load_ms > h->load_ms)
+				h->load_ms = st->load_ms;
+			return;
+		}
+	}
+	if (l->n == l->cap) {
+		unsigned cap = l->cap ? l->cap * 2 : 16;
+		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
+		if (!nh)
+			return;
+		l->h = nh;
+		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
+		if (!nw)
+			return;
+		l->rtt_weight = nw;
+		l->cap = cap;
+	}
+	l->h[l->n] = *st;
+	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
+	l->n++;
+}
+
+void inrpd_hops_collect(const struct udp_workers *udp, const struct tcp_server *tcp, struct inrpd_hops *l)
+{
+	memset(l, 0, sizeof(*l));
+	udp_workers_hops(udp, hop_collect, l);
+	tcp_server_hops(tcp, hop_collect, l);
+}
+
+/* ---- the exposition ---- */
+
+/* Help for the counters main.c lists; one added there without help here still gets a family. */
+static const struct {
+	const char *counter, *help;
+} counter_help[] = {
+	{ "queries", "DNS messages received." },
+	{ "answered", "Responses sent, any rcode." },
+	{ "local", "Queries answered from this router's own servers." },
+	{ "forwarded", "Queries sent on to the next content router." },
+	{ "fallback", "Queries sent to the upstream resolvers." },
+	{ "servfail", "SERVFAIL answers: alternates exhausted, loops, hop limit." },
+	{ "formerr", "FORMERR answers to malformed queries." },
+	{ "refused", "REFUSED answers." },
+	{ "acl_refused", "Fallback refused: client outside allow-recursion." },
+	{ "truncated", "Answers truncated to the client's limit." },
+	{ "dropped", "Messages not answered: not a query, or could not send." },
+	{ "loops", "Queries that came back to this router." },
+	{ "pending_full", "Queries refused for lack of room in flight." },
+	{ "bad_upstream", "Responses from hops that were not ours or did not decode." },
+	{ "upstream_tcp", "Truncated answers asked again over TCP." },
+	{ "upstream_tcp_full", "Truncated answers relayed as they were: no TCP connection to be had." },
+};
+
+static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+{
+	for (unsigned i = 0; i < inrpd_counter_count(); i++) {
+		const char *c = inrpd_counter_name(i);
+		char name[96], help[128];
+		snprintf(name, sizeof(name), "inrpd_%s_total", c);
+		snprintf(help, sizeof(help), "The '%s' counter of inrpc show counters.", c);
+		for (size_t k = 0; k < sizeof(counter_help) / sizeof(counter_help[0]); k++)
+			if (strcmp(counter_help[k].counter, c) == 0)
+				snprintf(help, sizeof(help), "%s", counter_help[k].help);
+		prom_family(p, name, PROM_COUNTER, help);
+		prom_u64(p, name, &(struct prom_label){ "transport", "udp" }, 1, inrpd_counter_value(udp, i));
+		prom_u64(p, name, &(struct prom_label){ "transport", "tcp" }, 1, inrpd_counter_value(tcp, i));
+	}
+}
+
+static void write_latency(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+{
+	static const uint32_t bounds_us[INRPD_LAT_BUCKETS] = INRPD_LAT_BOUNDS_US;
+	static const char *const paths[INRPD_PATHS] = { "local", "forwarded", "fallback" };
+	double bounds[INRPD_LAT_BUCKETS];
+	for (unsigned i = 0; i < INRPD_LAT_BUCKETS; i++)
+		bounds[i] = bounds_us[i] / 1e6;
+	const char *name = "inrpd_answer_duration_seconds";
+	prom_family(p, name, PROM_HISTOGRAM, "From a query's arrival to its answer sent: answered here, "
+		    "through the next content router, or through an upstream.");
+	for (unsigned t = 0; t < 2; t++) {
+		const struct inrpd_latency *l = t ? &tcp->lat : &udp->lat;
+		for (unsigned k = 0; k < INRPD_PATHS; k++) {
+			struct prom_histogram h = { .nbounds = INRPD_LAT_BUCKETS, .bounds = bounds,
+						    .counts = l->count[k], .sum = l->sum_us[k] / 1e6 };
+			struct prom_label lb[2] = { { "transport", t ? "tcp" : "udp" }, { "path", paths[k] } };
+			prom_histogram(p, name, lb, 2, &h);
+		}
+	}
+}
+
+static bool is_upstream(const struct inrpd_runtime *rt, const struct fwd_hop_stats *h)
+{
+	unsigned alen = h->family == AF_INET ? 4 : 16;
+	for (unsigned i = 0; i < rt->nupstreams; i++)
+		if (rt->upstreams[i].family == h->family && rt->upstreams[i].port == h->port &&
+		    memcmp(rt->upstreams[i].addr, h->addr, alen) == 0)
+			return true;
+	return false;
+}
+
+static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const struct inrpd_hops *l)
+{
+	static const struct {
+		const char *name, *help;
+		enum prom_type type;
+	} fams[] = {
+		{ "inrpd_hop_queries_total", "Queries sent to the next hop.", PROM_COUNTER },
+		{ "inrpd_hop_answers_total", "Answers from the next hop.", PROM_COUNTER },
+		{ "inrpd_hop_timeouts_total", "Queries to the next hop that timed out.", PROM_COUNTER },
+		{ "inrpd_hop_srtt_seconds", "Smoothed round-trip time to the next hop (0: no sample).", PROM_GAUGE },
+		{ "inrpd_hop_load_seconds", "Load the next hop last reported.", PROM_GAUGE },
+	};
+	for (unsigned f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		prom_family(p, fams[f].name, fams[f].type, fams[f].help);
+		for (unsigned i = 0; i < l->n; i++) {
+			const struct fwd_hop_stats *h = &l->h[i];
+			char a[INET6_ADDRSTRLEN], hop[INET6_ADDRSTRLEN + 10];
+			if (!inet_ntop(h->family, h->addr, a, sizeof(a)))
+				strcpy(a, "?");
+			snprintf(hop, sizeof(hop), h->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, h->port);
+			struct prom_label lb[2] = { { "hop", hop }, { "kind", is_upstream(rt, h) ? "upstream" : "router" } };
+			switch (f) {
+			case 0: prom_u64(p, fams[f].name, lb, 2, h->queries); break;
+			case 1: prom_u64(p, fams[f].name, lb, 2, h->answers); break;
+			case 2: prom_u64(p, fams[f].name, lb, 2, h->timeouts); break;
+			case 3: prom_double(p, fams[f].name, lb, 2, h->srtt_us / 1e6); break;
+			default: prom_double(p, fams[f].name, lb, 2, h->load_ms / 1e3); break;
+			}
+		}
+	}
+}
+
+static void write_fibs(struct prom *p, const struct inrpd_runtime *rt, const struct fib *chan)
+{
+	struct fib_stats st, ct = { 0 };
+	fib_get_stats(rt->fib, &st);
+	if (chan)
+		fib_get_stats(chan, &ct);
+	struct prom_label stat = { "table", "static" }, ch = { "table", "channel" };
+	prom_family(p, "inrpd_fib_names", PROM_GAUGE, "Names with routes in the FIB.");
+	prom_u64(p, "inrpd_fib_names", &stat, 1, st.entries);
+	prom_u64(p, "inrpd_fib_names", &ch, 1, ct.entries);
+	prom_family(p, "inrpd_fib_route_sets", PROM_GAUGE, "Distinct route sets in the FIB.");
+	prom_u64(p, "inrpd_fib_route_sets", &stat, 1, st.routesets);
+	prom_u64(p, "inrpd_fib_route_sets", &ch, 1, ct.routesets);
+	prom_family(p, "inrpd_fib_aggregates", PROM_GAUGE, "Aggregates in the FIB.");
+	prom_u64(p, "inrpd_fib_aggregates", &stat, 1, st.aggregates);
+	prom_u64(p, "inrpd_fib_aggregates", &ch, 1, ct.aggregates);
+	prom_one(p, "inrpd_config_routes", PROM_GAUGE, "Routes in the configuration file.", rt->nroutes);
+}
+
+static void write_fibsync(struct prom *p, const struct fibsync *f, uint64_t now_ms)
+{
+	struct fibsync_status fs = { 0 };
+	if (f)
+		fibsync_status(f, &fs, now_ms);
+	prom_one(p, "inrpd_fib_channel_configured", PROM_GAUGE, "1 if a fib-channel socket is configured.", f != NULL);
+	prom_one(p, "inrpd_fib_channel_connected", PROM_GAUGE, "1 while nbrpd is connected.", fs.connected);
+	prom_one(p, "inrpd_fib_channel_syncing", PROM_GAUGE, "1 during a full sync from nbrpd.", fs.syncing);
+	prom_one(p, "inrpd_fib_channel_in_service", PROM_GAUGE, "1 while nbrpd's routes are used.", fs.in_service);
+	prom_one(p, "inrpd_fib_channel_stale", PROM_GAUGE, "1 while nbrpd's routes are kept after it left.", fs.stale);
+	prom_one(p, "inrpd_fib_channel_epoch", PROM_GAUGE, "Epoch of the last full sync.", (double)fs.epoch);
+	prom_one(p, "inrpd_fib_channel_connections_total", PROM_COUNTER, "Connections from nbrpd.", (double)fs.connections);
+	prom_one(p, "inrpd_fib_channel_messages_total", PROM_COUNTER, "FIB channel messages received.", (double)fs.messages);
+	prom_one(p, "inrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs completed.", (double)fs.syncs);
+	prom_one(p, "inrpd_fib_channel_updates_total", PROM_COUNTER, "Incremental updates applied.", (double)fs.updates);
+	prom_one(p, "inrpd_fib_channel_errors_total", PROM_COUNTER, "Protocol errors (connection closed).", (double)fs.errors);
+}
+
+void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
+{
+	prom_family(p, "inrpd_build_info", PROM_GAUGE, "The running inrpd's version.");
+	prom_u64(p, "inrpd_build_info", &(struct prom_label){ "version", src->version }, 1, 1);
+	prom_one(p, "inrpd_uptime_seconds", PROM_GAUGE, "Seconds since inrpd started.", src->uptime_ms / 1e3);
+
+	struct inrpd_counters u = { 0 }, t = { 0 };
+	udp_workers_counters(src->udp, &u);
+	tcp_server_counters(src->tcp, &t);
+	write_counters(p, &u, &t);
+	write_latency(p, &u, &t);
+
+	const struct inrpd_runtime *rt = inrpd_rt;      /* the main thread is the only writer */
+	struct inrpd_hops l;
+	inrpd_hops_collect(src->udp, src->tcp, &l);
+	write_hops(p, rt, &l);
+	inrpd_hops_free(&l);
+	write_fibs(p, rt, inrpd_chan_fib);
+	write_fibsync(p, src->fibsync, src->now_ms);
+
+	struct metrics_server_stats ms = { 0 };
+	if (src->metrics)
+		metrics_server_stats(src->metrics, &ms);
+	prom_one(p, "inrpd_metrics_scrapes_total", PROM_COUNTER, "Scrapes of this endpoint answered.", (double)ms.scrapes);
+	prom_one(p, "inrpd_metrics_denied_total", PROM_COUNTER, "Connections to this endpoint refused by metrics-allow.",
+		 (double)ms.denied);
+}

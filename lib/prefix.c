@@ -1,0 +1,72 @@
+/*
+ * Address prefixes for access lists (prefix.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "prefix.h"
+
+int prefix_parse(const char *text, struct prefix *out)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	if (strlen(text) >= sizeof(buf))
+		return -1;
+	strcpy(buf, text);
+	char *slash = strchr(buf, '/');
+	if (slash)
+		*slash = 0;
+	memset(out, 0, sizeof(*out));
+	int family = strchr(buf, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(family, buf, out->addr) != 1)
+		return -1;
+	unsigned max = family == AF_INET ? 32 : 128, len = max;
+	if (slash) {
+		char *end;
+		unsigned long v = strtoul(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || v > max)
+			return -1;
+		len = (unsigned)v;
+	}
+	out->family = (uint8_t)family;
+	out->len = (uint8_t)len;
+	return 0;
+}
+
+bool prefix_contains(const struct prefix *p, int family, const uint8_t *addr)
+{
+	if (p->family != family)
+		return false;
+	unsigned full = p->len / 8, rest = p->len % 8;
+	if (memcmp(p->addr, addr, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	uint8_t mask = (uint8_t)(0xff << (8 - rest));
+	return (p->addr[full] & mask) == (addr[full] & mask);
+}
+
+bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const uint8_t *addr;
+	int family = sa->sa_family;
+	if (family == AF_INET) {
+		addr = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+	} else if (family == AF_INET6) {
+		addr = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (memcmp(addr, mapped, 12) == 0) {
+			addr += 12;
+			family = AF_INET;
+		}
+	} else {
+		return false;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (prefix_contains(&list[i], family, addr))
+			return true;
+	return false;
+}

@@ -1,0 +1,153 @@
+/*
+ * nbrpd's Prometheus metrics (lib/metrics.h serves them): per peer
+ * (labelled by the peer's configured name, never by a content name, so the
+ * series stay few), the RIB, the FIB channel and BIRD.  Runs on the loop,
+ * between events: it reads the same state `nbrc show` does.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "birdmon.h"
+#include "fibpush.h"
+#include "metrics.h"
+#include "nbrpd.h"
+#include "nexthop.h"
+#include "prom.h"
+#include "rde.h"
+#include "session.h"
+
+static const char *const notif_codes[8] = {
+	"unknown", "message", "open", "update", "hold-timer", "fsm", "cease", "unknown",
+};
+
+static const char *const states[] = { "Disabled", "Idle", "Connect", "OpenSent", "OpenConfirm", "Established" };
+
+static const char *peer_state_text(const struct peer *p)
+{
+	return p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
+}
+
+/* What a family reads of a peer: the session layer's counters and the RDE's. */
+struct peer_view {
+	const struct peer *p;
+	struct rde_peer_stats rs;
+};
+
+typedef uint64_t (*peer_value_fn)(const struct peer_view *v);
+
+static uint64_t v_names(const struct peer_view *v) { return v->rs.names; }
+static uint64_t v_names_in(const struct peer_view *v) { return v->rs.names_in; }
+static uint64_t v_names_out(const struct peer_view *v) { return v->rs.names_out; }
+static uint64_t v_updates_in(const struct peer_view *v) { return v->p->updates_in; }
+static uint64_t v_updates_out(const struct peer_view *v) { return v->rs.updates_out; }
+static uint64_t v_withdrawn_in(const struct peer_view *v) { return v->rs.withdrawn_in; }
+static uint64_t v_withdrawn_out(const struct peer_view *v) { return v->rs.withdrawn_out; }
+static uint64_t v_bad_routes(const struct peer_view *v) { return v->rs.bad_routes; }
+static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
+static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
+static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
+
+static const struct {
+	const char *name, *help;
+	enum prom_type type;
+	peer_value_fn fn;
+} peer_families[] = {
+	{ "nbrpd_peer_up", "1 while the session is Established.", PROM_GAUGE, v_up },
+	{ "nbrpd_peer_end_of_rib", "1 once the peer sent its whole table.", PROM_GAUGE, v_eor },
+	{ "nbrpd_peer_names", "Names with a route accepted from the peer.", PROM_GAUGE, v_names },
+	{ "nbrpd_peer_names_received_total", "Names in routes the peer sent.", PROM_COUNTER, v_names_in },
+	{ "nbrpd_peer_names_advertised_total", "Names in routes sent to the peer.", PROM_COUNTER, v_names_out },
+	{ "nbrpd_peer_withdrawals_received_total", "Names the peer withdrew.", PROM_COUNTER, v_withdrawn_in },
+	{ "nbrpd_peer_withdrawals_sent_total", "Names withdrawn from the peer.", PROM_COUNTER, v_withdrawn_out },
+	{ "nbrpd_peer_updates_received_total", "UPDATE messages from the peer.", PROM_COUNTER, v_updates_in },
+	{ "nbrpd_peer_updates_sent_total", "UPDATE messages to the peer.", PROM_COUNTER, v_updates_out },
+	{ "nbrpd_peer_bad_routes_total", "Malformed routes from the peer (treated as withdrawn).", PROM_COUNTER,
+	  v_bad_routes },
+	{ "nbrpd_peer_flaps_total", "Times the session left Established.", PROM_COUNTER, v_flaps },
+};
+
+static void write_peers(struct prom *p, struct nbrpd *d)
+{
+	uint64_t now = uv_now(d->loop);
+	unsigned n = sessions_count(d->sessions);
+	for (unsigned f = 0; f < sizeof(peer_families) / sizeof(peer_families[0]); f++) {
+		prom_family(p, peer_families[f].name, peer_families[f].type, peer_families[f].help);
+		for (unsigned i = 0; i < n; i++) {
+			struct peer_view v = { .p = sessions_peer(d->sessions, i) };
+			if (v.p->rde)
+				rde_peer_stats(v.p->rde, &v.rs);
+			prom_u64(p, peer_families[f].name, &(struct prom_label){ "peer", v.p->cfg.name }, 1,
+				 peer_families[f].fn(&v));
+		}
+	}
+	prom_family(p, "nbrpd_peer_state", PROM_GAUGE, "1 for the session's state, 0 for the others.");
+	for (unsigned i = 0; i < n; i++) {
+		const struct peer *pr = sessions_peer(d->sessions, i);
+		const char *now_state = peer_state_text(pr);
+		for (unsigned k = 0; k < sizeof(states) / sizeof(states[0]); k++) {
+			struct prom_label lb[2] = { { "peer", pr->cfg.name }, { "state", states[k] } };
+			prom_u64(p, "nbrpd_peer_state", lb, 2, strcmp(states[k], now_state) == 0);
+		}
+	}
+	prom_family(p, "nbrpd_peer_established_seconds", PROM_GAUGE, "Seconds since the session came up (0: down).");
+	for (unsigned i = 0; i < n; i++) {
+		const struct peer *pr = sessions_peer(d->sessions, i);
+		prom_double(p, "nbrpd_peer_established_seconds", &(struct prom_label){ "peer", pr->cfg.name }, 1,
+				    pr->established ? (now - pr->established_at) / 1e3 : 0);
+	}
+	static const char *const fam[2] = { "nbrpd_peer_notifications_received_total",
+					    "nbrpd_peer_notifications_sent_total" };
+	static const char *const help[2] = { "NOTIFICATIONs from the peer, by code.",
+					     "NOTIFICATIONs to the peer, by code." };
+	for (unsigned dir = 0; dir < 2; dir++) {
+		prom_family(p, fam[dir], PROM_COUNTER, help[dir]);
+		for (unsigned i = 0; i < n; i++) {
+			const struct peer *pr = sessions_peer(d->sessions, i);
+			const uint64_t *by = dir ? pr->notif_out_code : pr->notif_in_code;
+			for (unsigned c = 0; c < 7; c++) {       /* 7 is folded into "unknown" with 0 */
+				uint64_t v = by[c] + (c == 0 ? by[7] : 0);
+				struct prom_label lb[2] = { { "peer", pr->cfg.name }, { "code", notif_codes[c] } };
+				prom_u64(p, fam[dir], lb, 2, v);
+			}
+		}
+	}
+}
+
+void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, const struct metrics_server *ms)
+{
+	prom_family(p, "nbrpd_build_info", PROM_GAUGE, "The running nbrpd's version.");
+	prom_u64(p, "nbrpd_build_info", &(struct prom_label){ "version", version }, 1, 1);
+	prom_one(p, "nbrpd_uptime_seconds", PROM_GAUGE, "Seconds since nbrpd started.",
+		 (uv_now(d->loop) - d->started) / 1e3);
+	write_peers(p, d);
+	struct rde_stats st;
+	rde_stats(d->rde, &st);
+	prom_one(p, "nbrpd_rib_names", PROM_GAUGE, "Names in the RIB.", (double)st.names);
+	prom_one(p, "nbrpd_rib_routes", PROM_GAUGE, "Routes in the RIB, from peers and local content.",
+		 (double)st.routes);
+	prom_one(p, "nbrpd_rib_jobs", PROM_GAUGE, "Whole-table jobs under way (dumps, purges, re-exports).",
+		 (double)st.jobs);
+	prom_one(p, "nbrpd_loop_turn_max_seconds", PROM_GAUGE, "The longest turn of the event loop since start.",
+		 d->turn_max_ms / 1e3);
+	prom_one(p, "nbrpd_rib_ready", PROM_GAUGE, "1 once every peer's table is in (or fib-sync-wait passed).",
+		 d->rib_ready);
+	prom_one(p, "nbrpd_fib_channel_configured", PROM_GAUGE, "1 if a fib-channel socket is configured.",
+		 d->fib != NULL);
+	prom_one(p, "nbrpd_fib_channel_connected", PROM_GAUGE, "1 while connected to inrpd.",
+		 d->fib && fibpush_connected(d->fib));
+	prom_one(p, "nbrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs sent to inrpd.",
+		 d->fib ? (double)fibpush_syncs(d->fib) : 0);
+	prom_one(p, "nbrpd_bird_configured", PROM_GAUGE, "1 if a BIRD socket is configured.", d->bird != NULL);
+	prom_one(p, "nbrpd_bird_up", PROM_GAUGE, "1 while BIRD's control socket answers.",
+		 strcmp(birdmon_state(d->bird), "up") == 0);
+	prom_one(p, "nbrpd_nexthops", PROM_GAUGE, "Addresses whose IP reachability is followed.",
+		 nexthop_count(d->nexthops));
+
+	struct metrics_server_stats ms_st = { 0 };
+	if (ms)
+		metrics_server_stats(ms, &ms_st);
+	prom_one(p, "nbrpd_metrics_scrapes_total", PROM_COUNTER, "Scrapes of this endpoint answered.",
+		 (double)ms_st.scrapes);
+	prom_one(p, "nbrpd_metrics_denied_total", PROM_COUNTER, "Connections to this endpoint refused by metrics-allow.",
+		 (double)ms_st.denied);
+}
