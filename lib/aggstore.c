@@ -274,7 +274,8 @@ static int fail(struct aggstore *s, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(s->err, sizeof(s->err), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(s->err) && err > 0)
+	/* a diff that does not apply or an out-of-order version is no system error */
+	if (n >= 0 && (size_t)n < sizeof(s->err) && err > 0 && err != ESTALE && err != EINVAL)
 		snprintf(s->err + n, sizeof(s->err) - (size_t)n, ": %s", strerror(err));
 	return -err;
 }

@@ -477,9 +477,11 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 				return in_fail(x, "the receiver refused the transfer's data");
 			return XFR_IN_MORE;
 		}
-		if (!x->have_serial || serial != x->held)
+		if (!x->have_serial || serial != x->held) {
+			x->gap = true;
 			return in_fail(x, "IXFR starts from version %u, we hold %s%u", serial,
 				       x->have_serial ? "" : "none, asked AXFR ", x->held);
+		}
 		x->form = XFR_IN_DIFFS;
 		x->from = serial;
 		x->state = I_DELS;
@@ -517,8 +519,10 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 			x->state = I_DONE;
 			return XFR_IN_MORE;
 		}
-		if (serial != x->to)
+		if (serial != x->to) {
+			x->gap = true;
 			return in_fail(x, "diff from version %u does not continue the one to %u", serial, x->to);
+		}
 		if (x->to == x->new_serial)
 			return in_fail(x, "diffs go past the final version %u", x->new_serial);
 		x->from = serial;

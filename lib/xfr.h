@@ -134,6 +134,7 @@ struct xfr_in {
 	int state;
 	uint32_t new_serial, from, to;
 	enum xfr_in_form form;
+	bool gap;                       /* the error: diffs that do not chain from what we hold */
 	uint64_t bytes, messages, records;
 	char err[256];
 };
