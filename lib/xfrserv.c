@@ -48,6 +48,7 @@ struct conn {
 	uint8_t *wbuf;                  /* 2 + MSG_MAX, while a reply is written */
 	bool writing;
 	bool transferring;
+	bool eof;                       /* the client has sent all it will */
 	bool closing;
 	int handles;
 	struct xfr_out out;
@@ -266,15 +267,21 @@ static void process(struct conn *c)
 {
 	if (c->closing || c->writing || c->transferring)
 		return;
-	if (c->rlen < 2)
+	if (c->rlen < 2) {
+		if (c->eof)
+			conn_close(c, NULL);
 		return;
+	}
 	size_t len = (size_t)c->rbuf[0] << 8 | c->rbuf[1];
 	if (len < DNS_HEADER_LEN || len > QUERY_MAX) {
 		conn_close(c, "bad query length");
 		return;
 	}
-	if (c->rlen < 2 + len)
+	if (c->rlen < 2 + len) {
+		if (c->eof)
+			conn_close(c, NULL);
 		return;
+	}
 	uint8_t pkt[QUERY_MAX];
 	memcpy(pkt, c->rbuf + 2, len);
 	memmove(c->rbuf, c->rbuf + 2 + len, c->rlen - 2 - len);
@@ -291,8 +298,15 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = stream->data;
-	if (nread == UV_EOF || nread == UV_ENOBUFS) {
-		conn_close(c, c->transferring ? "client closed the connection" : NULL);
+	if (nread == UV_EOF) {
+		/* a half-close: answer what was asked, then close */
+		c->eof = true;
+		uv_read_stop(stream);
+		process(c);
+		return;
+	}
+	if (nread == UV_ENOBUFS) {
+		conn_close(c, "too many queries queued");
 		return;
 	}
 	if (nread < 0) {

@@ -230,3 +230,30 @@ def test_fetch_times_out_without_progress(tmp_path):
         silent.addr, silent.port = addr, port
         res, _ = fetch(tmp_path / "c", silent, "--timeout-ms", "300")
     assert res["status"] != 0 and res["why"] == "no data for 300 ms"
+
+
+def test_half_closed_client_still_gets_the_transfer(served):
+    """A client that shuts down its sending side after the query (allowed by RFC 7766) gets the whole reply."""
+    import socket
+    import struct
+    start, _, _ = served
+    s = start()
+    q = dns.message.make_query(AGG, "AXFR").to_wire()
+    with socket.create_connection((s.addr, s.port), timeout=10) as sock:
+        sock.sendall(struct.pack("!H", len(q)) + q)
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    ptrs, soas, pos = 0, 0, 0
+    while pos < len(data):
+        (n,) = struct.unpack("!H", data[pos:pos + 2])
+        m = dns.message.from_wire(data[pos + 2:pos + 2 + n], one_rr_per_rrset=True)
+        for rrset in m.answer:
+            ptrs += rrset.rdtype == dns.rdatatype.PTR
+            soas += rrset.rdtype == dns.rdatatype.SOA
+        pos += 2 + n
+    assert (ptrs, soas) == (1000, 2)
