@@ -42,7 +42,7 @@ def aggtool(*args, check=True):
 class Server(Daemon):
     label = "aggtool serve"
 
-    def __init__(self, tmp_path, state, members_file, allow=()):
+    def __init__(self, tmp_path, state, members_file, allow=(), extra=()):
         self.addr = loopback_addr()
         self.port = free_port(self.addr)
         self.logfile = tmp_path / f"serve-{self.port}.log"
@@ -50,6 +50,7 @@ class Server(Daemon):
         args = [AGGTOOL, "serve", state, AGG, self.addr, str(self.port), "--file", str(members_file)]
         for p in allow:
             args += ["--allow", p]
+        args += list(extra)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._log, text=True, env=ENV)
         line = self.proc.stdout.readline()
         assert line.startswith("ready"), f"server did not start: {line!r}\n{self.log()}"
@@ -257,3 +258,34 @@ def test_half_closed_client_still_gets_the_transfer(served):
             soas += rrset.rdtype == dns.rdatatype.SOA
         pos += 2 + n
     assert (ptrs, soas) == (1000, 2)
+
+
+def test_transfers_at_once_are_bounded(tmp_path):
+    """With --max-transfers 1, a transfer stalled by a client that does not
+    read makes the next AXFR REFUSED; SOA queries are still answered; once
+    the stalled client goes, transfers work again."""
+    import socket
+    import struct
+    state, members = tmp_path / "big", tmp_path / "big.txt"
+    # far more than loopback's socket buffers hold: the first transfer stays open
+    write_members(members, [f"member-with-a-longish-label-{i}.example." for i in range(400000)])
+    aggtool("define", state, AGG, members, 1)
+    s = Server(tmp_path, state, members, extra=("--max-transfers", "1"))
+    try:
+        q = dns.message.make_query(AGG, "AXFR").to_wire()
+        stalled = socket.create_connection((s.addr, s.port), timeout=10)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.sendall(struct.pack("!H", len(q)) + q)
+        stalled.recv(2)         # the transfer has started
+        resp = dns.query.tcp(dns.message.make_query(AGG, "AXFR"), s.addr, port=s.port, timeout=10)
+        assert resp.rcode() == dns.rcode.REFUSED
+        assert s.soa_serial() == 1
+        assert "refused: 1 transfers running" in s.log()
+        stalled.close()
+        # the stalled transfer ends (logged once, with why) when the reset reaches it
+        wait_for(lambda: "transfer of agg.example. to" in s.log(), START_TIMEOUT, "the stalled transfer to end")
+        r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
+                           capture_output=True, text=True, timeout=60)
+        assert r.stdout.count("\tPTR\t") == 400000
+    finally:
+        stop_all([s])
