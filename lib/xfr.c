@@ -327,8 +327,25 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 	const uint8_t *w;
 	uint8_t l;
 	int rc;
+	/*
+	 * A member's last label (its TLD, most often one of a few) points at
+	 * where that label was first written in this message.
+	 */
+	uint16_t tld_off[8];
+	unsigned ntld = 0;
 	while (an < UINT16_MAX && (rc = peek(x, &soa, &serial, &w, &l)) == 1) {
-		size_t rr = soa ? SOA_RR_LEN : 2u + 10u + l;
+		size_t last = 0, tld = SIZE_MAX;
+		if (!soa) {
+			for (size_t p = 0; w[p] != 0; p += 1u + w[p])
+				last = p;
+			for (unsigned i = 0; i < ntld && last > 0; i++)
+				if (buf[tld_off[i]] == w[last] && memcmp(buf + tld_off[i], w + last, l - last) == 0) {
+					tld = tld_off[i];
+					break;
+				}
+		}
+		size_t rdlen = soa ? 0 : tld != SIZE_MAX ? last + 2 : l;
+		size_t rr = soa ? SOA_RR_LEN : 2u + 10u + rdlen;
 		if (rr > cap - reserve - o)
 			break;
 		uint8_t *p = buf + o;
@@ -345,9 +362,15 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 			wr32(p + 23, XFR_SOA_RETRY);
 			wr32(p + 27, XFR_SOA_EXPIRE);
 			wr32(p + 31, XFR_SOA_MINIMUM);
+		} else if (tld != SIZE_MAX) {
+			wr16(p + 10, (uint16_t)rdlen);
+			memcpy(p + 12, w, last);
+			wr16(p + 12 + last, (uint16_t)(0xC000 | tld));
 		} else {
 			wr16(p + 10, l);
 			memcpy(p + 12, w, l);
+			if (last > 0 && ntld < 8 && o + 12 + last < 0x4000)
+				tld_off[ntld++] = (uint16_t)(o + 12 + last);
 		}
 		o += rr;
 		an++;
