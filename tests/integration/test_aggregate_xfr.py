@@ -289,3 +289,21 @@ def test_transfers_at_once_are_bounded(tmp_path):
         assert r.stdout.count("\tPTR\t") == 400000
     finally:
         stop_all([s])
+
+
+def test_server_closes_a_connection_without_progress(served, tmp_path):
+    """A client that connects and sends nothing, or sends half a query, is closed after the idle timeout."""
+    import socket
+    start, state, members = served
+    s = Server(tmp_path, state, members, extra=("--idle-timeout-ms", "300"))
+    try:
+        for payload in (b"", b"\x00\x40\x12\x34"):
+            with socket.create_connection((s.addr, s.port), timeout=10) as sock:
+                sock.sendall(payload)
+                assert sock.recv(1) == b""      # closed by the server, not by our timeout
+        # a client that keeps asking is not cut off
+        r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
+                           capture_output=True, text=True, timeout=30)
+        assert r.stdout.count("\tPTR\t") == 1000
+    finally:
+        stop_all([s])

@@ -4,7 +4,8 @@
  *
  *   aggtool define DIR AGG FILE SERIAL      store FILE's members as version SERIAL
  *   aggtool serve DIR AGG ADDR PORT [--allow PREFIX]... [--file FILE]
- *                 [--max-transfers N]       serve AGG over TCP/UDP; SIGHUP
+ *                 [--max-transfers N] [--idle-timeout-ms N]
+ *                                           serve AGG over TCP/UDP; SIGHUP
  *                                           re-reads FILE as the next version
  *   aggtool fetch DIR AGG ADDR PORT [--timeout-ms N]
  *                                           fetch AGG into DIR; one JSON line
@@ -29,7 +30,7 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: aggtool define DIR AGG FILE SERIAL\n"
-			"       aggtool serve DIR AGG ADDR PORT [--allow PREFIX]... [--file FILE] [--max-transfers N]\n"
+			"       aggtool serve DIR AGG ADDR PORT [--allow PREFIX]... [--file FILE] [--max-transfers N] [--idle-timeout-ms N]\n"
 			"       aggtool fetch DIR AGG ADDR PORT [--timeout-ms N]\n"
 			"       aggtool show DIR AGG [--members]\n");
 	exit(2);
@@ -128,6 +129,8 @@ static int serve(int argc, char **argv)
 			serve_file = argv[++i];
 		} else if (!strcmp(argv[i], "--max-transfers") && i + 1 < argc) {
 			cfg.max_transfers = (unsigned)atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--idle-timeout-ms") && i + 1 < argc) {
+			cfg.idle_timeout_ms = (unsigned)atoi(argv[++i]);
 		} else {
 			usage();
 		}
