@@ -1,0 +1,679 @@
+/*
+ * Zone transfers of aggregates; see xfr.h.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dns.h"
+#include "xfr.h"
+
+#define F1_QR   0x80
+#define F1_AA   0x04
+#define F1_TC   0x02
+#define F1_RD   0x01
+#define OPCODE(b) (((b) >> 3) & 0x0f)
+#define SOA_FIXED 20            /* serial, refresh, retry, expire, minimum */
+#define TYPE_PTR 12
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Steps over one record at *pos: owner, fixed part, RDATA in bounds. */
+static bool skip_record(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *type, struct name *owner)
+{
+	if (name_from_packet(owner, pkt, len, pos) != NAME_OK || len - *pos < 10)
+		return false;
+	*type = rd16(pkt + *pos);
+	uint16_t rdlen = rd16(pkt + *pos + 8);
+	if (len - *pos - 10 < rdlen)
+		return false;
+	*pos += 10u + rdlen;
+	return true;
+}
+
+int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *has_question)
+{
+	memset(q, 0, sizeof(*q));
+	*has_question = false;
+	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX || (pkt[2] & F1_QR))
+		return -1;
+	q->id = rd16(pkt);
+	q->rd = (pkt[2] & F1_RD) != 0;
+	if (OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
+		return DNS_RCODE_NOTIMP;
+	uint16_t qd = rd16(pkt + 4), an = rd16(pkt + 6), ns = rd16(pkt + 8), ar = rd16(pkt + 10);
+	if (qd != 1 || an != 0)
+		return DNS_RCODE_FORMERR;
+	size_t pos = DNS_HEADER_LEN, start = pos;
+	if (name_from_packet(&q->qname, pkt, len, &pos) != NAME_OK || pos - start != q->qname.len ||
+	    len - pos < 4)
+		return DNS_RCODE_FORMERR;       /* a question name is never compressed */
+	memcpy(q->qname_orig, pkt + start, q->qname.len);
+	q->qtype = rd16(pkt + pos);
+	uint16_t qclass = rd16(pkt + pos + 2);
+	pos += 4;
+	*has_question = true;
+
+	/* IXFR: the client's SOA, owned by the zone (RFC 1995 3) */
+	if (q->qtype == DNS_TYPE_IXFR) {
+		if (ns != 1)
+			return DNS_RCODE_FORMERR;
+		struct name owner, n;
+		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10 ||
+		    !name_equal(&owner, &q->qname) || rd16(pkt + pos) != DNS_TYPE_SOA)
+			return DNS_RCODE_FORMERR;
+		size_t end = pos + 10u + rd16(pkt + pos + 8);
+		pos += 10;
+		if (end > len || name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
+		    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
+			return DNS_RCODE_FORMERR;
+		q->has_serial = true;
+		q->serial = rd32(pkt + pos);
+		pos = end;
+	} else if (ns != 0) {
+		return DNS_RCODE_FORMERR;
+	}
+	/* additional: one OPT at most; a TSIG we cannot verify is refused by the caller's ACL anyway */
+	for (unsigned i = 0; i < ar; i++) {
+		size_t rr = pos;
+		uint16_t type;
+		struct name owner;
+		if (!skip_record(pkt, len, &pos, &type, &owner) || type != DNS_TYPE_OPT ||
+		    q->has_edns || pkt[rr] != 0)
+			return DNS_RCODE_FORMERR;
+		q->has_edns = true;
+	}
+	if (pos != len)
+		return DNS_RCODE_FORMERR;
+	if (qclass != DNS_CLASS_IN)
+		return DNS_RCODE_REFUSED;
+	if (q->qtype != DNS_TYPE_AXFR && q->qtype != DNS_TYPE_IXFR && q->qtype != DNS_TYPE_SOA)
+		return DNS_RCODE_NOTIMP;
+	return 0;
+}
+
+/* Header and question; returns the offset after them. */
+static size_t put_head(uint8_t *buf, uint16_t id, bool rd, unsigned rcode, const uint8_t *qname,
+		       uint8_t qlen, uint16_t qtype, bool with_question)
+{
+	memset(buf, 0, DNS_HEADER_LEN);
+	wr16(buf, id);
+	buf[2] = (uint8_t)(F1_QR | F1_AA | (rd ? F1_RD : 0));
+	buf[3] = (uint8_t)(rcode & 0x0f);
+	if (!with_question)
+		return DNS_HEADER_LEN;
+	wr16(buf + 4, 1);
+	memcpy(buf + DNS_HEADER_LEN, qname, qlen);
+	wr16(buf + DNS_HEADER_LEN + qlen, qtype);
+	wr16(buf + DNS_HEADER_LEN + qlen + 2, DNS_CLASS_IN);
+	return DNS_HEADER_LEN + qlen + 4u;
+}
+
+static size_t put_opt(uint8_t *buf, size_t o)
+{
+	buf[o] = 0;
+	wr16(buf + o + 1, DNS_TYPE_OPT);
+	wr16(buf + o + 3, DNS_EDNS_MAX);
+	memset(buf + o + 5, 0, 6);
+	wr16(buf + 10, (uint16_t)(rd16(buf + 10) + 1));
+	return o + DNS_OPT_RR_LEN;
+}
+
+size_t xfr_error_reply(const struct xfr_query *q, bool with_question, unsigned rcode, uint8_t *buf, size_t cap)
+{
+	size_t need = DNS_HEADER_LEN + (with_question ? q->qname.len + 4u : 0) + (q->has_edns ? DNS_OPT_RR_LEN : 0);
+	if (cap < need)
+		return 0;
+	size_t o = put_head(buf, q->id, q->rd, rcode, q->qname_orig, q->qname.len, q->qtype, with_question);
+	buf[2] &= (uint8_t)~F1_AA;
+	if (q->has_edns)
+		o = put_opt(buf, o);
+	return o;
+}
+
+/*
+ * The reply as a sequence of items (an SOA or a member's PTR), walked by
+ * a small state machine: peek the next item, write it if it fits, advance.
+ */
+enum step { S_FIRST, S_LIST, S_DIFF_OLD, S_DIFF_DELS, S_DIFF_NEW, S_DIFF_ADDS, S_LAST, S_DONE };
+
+const char *xfr_out_kind_name(enum xfr_out_kind k)
+{
+	switch (k) {
+	case XFR_OUT_AXFR: return "AXFR";
+	case XFR_OUT_IXFR: return "IXFR";
+	case XFR_OUT_IXFR_FULL: return "IXFR as AXFR (journal does not reach back)";
+	case XFR_OUT_CURRENT: return "IXFR, client current";
+	case XFR_OUT_SOA: return "SOA";
+	}
+	return "?";
+}
+
+int xfr_out_start(struct xfr_out *x, struct aggstore *s, const struct xfr_query *q)
+{
+	memset(x, 0, sizeof(*x));
+	x->diffs.fd = -1;
+	namelist_init(&x->members);
+	if (!aggstore_version(s, &x->serial))
+		return -EAGAIN;
+	x->id = q->id;
+	x->qtype = q->qtype;
+	x->qname_len = q->qname.len;
+	memcpy(x->qname, q->qname_orig, q->qname.len);
+	x->rd = q->rd;
+	x->edns = q->has_edns;
+	x->step = S_FIRST;
+	if (q->qtype == DNS_TYPE_SOA) {
+		x->kind = XFR_OUT_SOA;
+		return 0;
+	}
+	x->kind = XFR_OUT_AXFR;
+	if (q->qtype == DNS_TYPE_IXFR) {
+		int rc = aggstore_diffs_open(s, q->serial, &x->diffs);
+		if (rc < 0)
+			return rc;
+		if (rc == AGGSTORE_DIFFS) {
+			x->kind = XFR_OUT_IXFR;
+			return 0;
+		}
+		if (rc == AGGSTORE_CURRENT) {
+			x->kind = XFR_OUT_CURRENT;
+			return 0;
+		}
+		x->kind = XFR_OUT_IXFR_FULL;
+	}
+	if (nameset_to_list(aggstore_members(s), &x->members) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void xfr_out_free(struct xfr_out *x)
+{
+	namelist_free(&x->members);
+	if (x->diffs.fd >= 0 || x->diffs.recs)
+		aggstore_diffs_close(&x->diffs);
+	x->step = S_DONE;
+}
+
+static void set_list(struct xfr_out *x, const uint8_t *list, size_t len)
+{
+	x->list = list;
+	x->list_len = len;
+	x->list_pos = 0;
+}
+
+/* The next item: 1 (an SOA with *serial, or a member *w), 0 when done, -1 on error. */
+static int peek(struct xfr_out *x, bool *soa, uint32_t *serial, const uint8_t **w, uint8_t *l)
+{
+	for (;;) {
+		switch (x->step) {
+		case S_FIRST:
+		case S_LAST:
+			*soa = true;
+			*serial = x->serial;
+			return 1;
+		case S_LIST:
+		case S_DIFF_DELS:
+		case S_DIFF_ADDS:
+			if (x->list_pos < x->list_len) {
+				*soa = false;
+				*l = x->list[x->list_pos];
+				*w = x->list + x->list_pos + 1;
+				return 1;
+			}
+			x->step = x->step == S_LIST ? S_LAST : x->step == S_DIFF_DELS ? S_DIFF_NEW : S_DIFF_OLD;
+			if (x->step == S_DIFF_OLD)
+				x->diff.from = x->diff.to = 0, x->list = NULL;
+			continue;
+		case S_DIFF_OLD:
+			if (!x->list) {
+				int rc = aggstore_diffs_next(&x->diffs, &x->diff);
+				if (rc < 0) {
+					x->error = rc;
+					return -1;
+				}
+				if (rc == 0) {
+					x->step = S_LAST;
+					continue;
+				}
+				set_list(x, x->diff.dels, x->diff.dels_len);
+			}
+			*soa = true;
+			*serial = x->diff.from;
+			return 1;
+		case S_DIFF_NEW:
+			*soa = true;
+			*serial = x->diff.to;
+			return 1;
+		default:
+			return 0;
+		}
+	}
+}
+
+static void advance(struct xfr_out *x)
+{
+	switch (x->step) {
+	case S_FIRST:
+		if (x->kind == XFR_OUT_AXFR || x->kind == XFR_OUT_IXFR_FULL) {
+			x->step = S_LIST;
+			set_list(x, x->members.buf, x->members.len);
+		} else if (x->kind == XFR_OUT_IXFR) {
+			x->step = S_DIFF_OLD;
+			x->list = NULL;
+		} else {
+			x->step = S_DONE;
+		}
+		break;
+	case S_LIST:
+	case S_DIFF_DELS:
+	case S_DIFF_ADDS:
+		x->list_pos += 1u + x->list[x->list_pos];
+		break;
+	case S_DIFF_OLD:
+		x->step = S_DIFF_DELS;          /* the list was set by peek */
+		break;
+	case S_DIFF_NEW:
+		x->step = S_DIFF_ADDS;
+		set_list(x, x->diff.adds, x->diff.adds_len);
+		break;
+	case S_LAST:
+		x->step = S_DONE;
+		break;
+	}
+}
+
+#define SOA_RR_LEN (2 + 10 + 2 + 1 + SOA_FIXED)        /* owner and MNAME point at the question */
+
+size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
+{
+	if (x->step == S_DONE || x->error)
+		return 0;
+	if (cap > DNS_TCP_MAX)
+		cap = DNS_TCP_MAX;
+	size_t reserve = x->edns ? DNS_OPT_RR_LEN : 0;
+	size_t o = put_head(buf, x->id, x->rd, 0, x->qname, x->qname_len, x->qtype, true);
+	if (o + reserve > cap) {
+		x->error = -EMSGSIZE;
+		return 0;
+	}
+	unsigned an = 0;
+	bool soa;
+	uint32_t serial;
+	const uint8_t *w;
+	uint8_t l;
+	int rc;
+	/*
+	 * A member's last label (its TLD, most often one of a few) points at
+	 * where that label was first written in this message.
+	 */
+	uint16_t tld_off[8];
+	unsigned ntld = 0;
+	while (an < UINT16_MAX && (rc = peek(x, &soa, &serial, &w, &l)) == 1) {
+		size_t last = 0, tld = SIZE_MAX;
+		if (!soa) {
+			for (size_t p = 0; w[p] != 0; p += 1u + w[p])
+				last = p;
+			for (unsigned i = 0; i < ntld && last > 0; i++)
+				if (buf[tld_off[i]] == w[last] && memcmp(buf + tld_off[i], w + last, l - last) == 0) {
+					tld = tld_off[i];
+					break;
+				}
+		}
+		size_t rdlen = soa ? 0 : tld != SIZE_MAX ? last + 2 : l;
+		size_t rr = soa ? SOA_RR_LEN : 2u + 10u + rdlen;
+		if (rr > cap - reserve - o)
+			break;
+		uint8_t *p = buf + o;
+		wr16(p, 0xC000 | DNS_HEADER_LEN);
+		wr16(p + 2, soa ? DNS_TYPE_SOA : TYPE_PTR);
+		wr16(p + 4, DNS_CLASS_IN);
+		wr32(p + 6, 0);
+		if (soa) {
+			wr16(p + 10, 2 + 1 + SOA_FIXED);
+			wr16(p + 12, 0xC000 | DNS_HEADER_LEN);  /* MNAME: the aggregate */
+			p[14] = 0;                              /* RNAME: the root */
+			wr32(p + 15, serial);
+			wr32(p + 19, XFR_SOA_REFRESH);
+			wr32(p + 23, XFR_SOA_RETRY);
+			wr32(p + 27, XFR_SOA_EXPIRE);
+			wr32(p + 31, XFR_SOA_MINIMUM);
+		} else if (tld != SIZE_MAX) {
+			wr16(p + 10, (uint16_t)rdlen);
+			memcpy(p + 12, w, last);
+			wr16(p + 12 + last, (uint16_t)(0xC000 | tld));
+		} else {
+			wr16(p + 10, l);
+			memcpy(p + 12, w, l);
+			if (last > 0 && ntld < 8 && o + 12 + last < 0x4000)
+				tld_off[ntld++] = (uint16_t)(o + 12 + last);
+		}
+		o += rr;
+		an++;
+		advance(x);
+	}
+	if (x->error)
+		return 0;
+	if (an == 0 && x->step != S_DONE) {
+		x->error = -EMSGSIZE;   /* not even one record fits */
+		return 0;
+	}
+	wr16(buf + 6, (uint16_t)an);
+	if (x->edns)
+		o = put_opt(buf, o);
+	x->bytes += o;
+	x->messages++;
+	x->records += an;
+	return o;
+}
+
+size_t xfr_query_write(uint16_t id, const struct name *agg, uint16_t qtype, uint32_t held,
+		       uint8_t *buf, size_t cap)
+{
+	size_t need = DNS_HEADER_LEN + agg->len + 4u + (qtype == DNS_TYPE_IXFR ? SOA_RR_LEN : 0);
+	if (cap < need)
+		return 0;
+	memset(buf, 0, DNS_HEADER_LEN);
+	wr16(buf, id);
+	wr16(buf + 4, 1);
+	size_t o = DNS_HEADER_LEN;
+	memcpy(buf + o, agg->wire, agg->len);
+	o += agg->len;
+	wr16(buf + o, qtype);
+	wr16(buf + o + 2, DNS_CLASS_IN);
+	o += 4;
+	if (qtype == DNS_TYPE_IXFR) {
+		wr16(buf + 8, 1);
+		uint8_t *p = buf + o;
+		wr16(p, 0xC000 | DNS_HEADER_LEN);
+		wr16(p + 2, DNS_TYPE_SOA);
+		wr16(p + 4, DNS_CLASS_IN);
+		wr32(p + 6, 0);
+		wr16(p + 10, 2 + 1 + SOA_FIXED);
+		wr16(p + 12, 0xC000 | DNS_HEADER_LEN);
+		p[14] = 0;
+		wr32(p + 15, held);
+		memset(p + 19, 0, 16);
+		o += SOA_RR_LEN;
+	}
+	return o;
+}
+
+
+/* The client's reader. */
+enum in_state { I_START, I_FIRST, I_AXFR, I_DELS, I_ADDS, I_DONE, I_FAILED };
+
+int xfr_in_init(struct xfr_in *x, uint16_t id, const struct name *agg, uint16_t qtype, uint32_t held,
+		const struct xfr_in_ops *ops, void *ctx)
+{
+	memset(x, 0, sizeof(*x));
+	x->id = id;
+	x->agg = *agg;
+	x->qtype = qtype;
+	x->have_serial = qtype == DNS_TYPE_IXFR;
+	x->held = held;
+	x->ops = ops;
+	x->ctx = ctx;
+	x->state = I_START;
+	x->msg = malloc(DNS_TCP_MAX);
+	return x->msg ? 0 : -1;
+}
+
+void xfr_in_free(struct xfr_in *x)
+{
+	free(x->msg);
+	x->msg = NULL;
+}
+
+static int in_fail(struct xfr_in *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int in_fail(struct xfr_in *x, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+	x->state = I_FAILED;
+	return XFR_IN_ERROR;
+}
+
+static const char *rcode_name(unsigned rcode)
+{
+	static const char *const names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",
+					     "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE" };
+	return rcode < sizeof(names) / sizeof(names[0]) ? names[rcode] : "an unknown rcode";
+}
+
+/* One answer record, already in bounds: the state machine of RFC 1995 and 5936. */
+static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct name *member,
+		     bool last_in_first_message)
+{
+	int cb = 0;
+	x->records++;
+	switch (x->state) {
+	case I_START:
+		if (!soa)
+			return in_fail(x, "the reply does not start with an SOA");
+		x->new_serial = serial;
+		x->state = I_FIRST;
+		/* RFC 1995 4: a lone SOA no newer than ours says we are current */
+		if (last_in_first_message && x->have_serial && !serial_gt(serial, x->held)) {
+			x->form = XFR_IN_CURRENT;
+			x->state = I_DONE;
+		}
+		return XFR_IN_MORE;
+	case I_FIRST:
+		if (!soa) {
+			x->form = XFR_IN_FULL;
+			x->state = I_AXFR;
+			if (x->ops->begin(x->ctx, true) < 0 || x->ops->name(x->ctx, true, member->wire, member->len) < 0)
+				return in_fail(x, "the receiver refused the transfer's data");
+			return XFR_IN_MORE;
+		}
+		if (serial == x->new_serial) {          /* an empty set */
+			x->form = XFR_IN_FULL;
+			x->state = I_DONE;
+			if (x->ops->begin(x->ctx, true) < 0 || x->ops->end(x->ctx, true, 0, serial) < 0)
+				return in_fail(x, "the receiver refused the transfer's data");
+			return XFR_IN_MORE;
+		}
+		if (!x->have_serial || serial != x->held) {
+			x->gap = true;
+			return in_fail(x, "IXFR starts from version %u, we hold %s%u", serial,
+				       x->have_serial ? "" : "none, asked AXFR ", x->held);
+		}
+		x->form = XFR_IN_DIFFS;
+		x->from = serial;
+		x->state = I_DELS;
+		if (x->ops->begin(x->ctx, false) < 0)
+			return in_fail(x, "the receiver refused the transfer's data");
+		return XFR_IN_MORE;
+	case I_AXFR:
+		if (soa) {
+			if (serial != x->new_serial)
+				return in_fail(x, "SOA with version %u inside the AXFR of version %u", serial, x->new_serial);
+			x->state = I_DONE;
+			cb = x->ops->end(x->ctx, true, 0, serial);
+		} else {
+			cb = x->ops->name(x->ctx, true, member->wire, member->len);
+		}
+		break;
+	case I_DELS:
+		if (soa) {
+			if (!serial_gt(serial, x->from))
+				return in_fail(x, "diff from version %u to %u, not newer", x->from, serial);
+			x->to = serial;
+			x->state = I_ADDS;
+		} else {
+			cb = x->ops->name(x->ctx, false, member->wire, member->len);
+		}
+		break;
+	case I_ADDS:
+		if (!soa) {
+			cb = x->ops->name(x->ctx, true, member->wire, member->len);
+			break;
+		}
+		if (x->ops->end(x->ctx, false, x->from, x->to) < 0)
+			return in_fail(x, "the receiver refused the diff from %u to %u", x->from, x->to);
+		if (serial == x->new_serial && x->to == x->new_serial) {
+			x->state = I_DONE;
+			return XFR_IN_MORE;
+		}
+		if (serial != x->to) {
+			x->gap = true;
+			return in_fail(x, "diff from version %u does not continue the one to %u", serial, x->to);
+		}
+		if (x->to == x->new_serial)
+			return in_fail(x, "diffs go past the final version %u", x->new_serial);
+		x->from = serial;
+		x->state = I_DELS;
+		cb = x->ops->begin(x->ctx, false);
+		break;
+	case I_DONE:
+		return in_fail(x, "a record after the transfer's final SOA");
+	default:
+		return XFR_IN_ERROR;
+	}
+	if (cb < 0)
+		return in_fail(x, "the receiver refused the transfer's data");
+	return XFR_IN_MORE;
+}
+
+int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
+{
+	if (x->state == I_FAILED)
+		return XFR_IN_ERROR;
+	if (x->state == I_DONE)
+		return in_fail(x, "a message after the end of the transfer");
+	x->messages++;
+	x->bytes += len;
+	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX)
+		return in_fail(x, "message of %zu bytes", len);
+	if (rd16(pkt) != x->id)
+		return in_fail(x, "message with id %u, expected %u", rd16(pkt), x->id);
+	if (!(pkt[2] & F1_QR) || OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
+		return in_fail(x, "not a response to a query");
+	if (pkt[3] & 0x0f)
+		return in_fail(x, "the server answered %s", rcode_name(pkt[3] & 0x0f));
+	if (pkt[2] & F1_TC)
+		return in_fail(x, "truncated message (TC) in a transfer");
+	uint16_t qd = rd16(pkt + 4), an = rd16(pkt + 6), ns = rd16(pkt + 8), ar = rd16(pkt + 10);
+	if (qd > 1 || (qd == 0 && x->messages == 1))
+		return in_fail(x, "%u questions", qd);
+	if (ns != 0)
+		return in_fail(x, "records in the authority section");
+	if (an == 0)
+		return in_fail(x, "a message without answers");
+	size_t pos = DNS_HEADER_LEN;
+	if (qd == 1) {
+		struct name q;
+		if (name_from_packet(&q, pkt, len, &pos) != NAME_OK || len - pos < 4)
+			return in_fail(x, "bad question");
+		if (!name_equal(&q, &x->agg) || rd16(pkt + pos) != x->qtype || rd16(pkt + pos + 2) != DNS_CLASS_IN)
+			return in_fail(x, "the answer is to another question");
+		pos += 4;
+	}
+	bool first = x->state == I_START;
+	for (unsigned i = 0; i < an; i++) {
+		struct name owner, member;
+		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10)
+			return in_fail(x, "record %u runs past the message", i);
+		uint16_t type = rd16(pkt + pos), cls = rd16(pkt + pos + 2), rdlen = rd16(pkt + pos + 8);
+		pos += 10;
+		if (len - pos < rdlen)
+			return in_fail(x, "record %u data runs past the message", i);
+		size_t end = pos + rdlen;
+		if (!name_equal(&owner, &x->agg))
+			return in_fail(x, "record %u is not owned by the aggregate", i);
+		if (cls != DNS_CLASS_IN)
+			return in_fail(x, "record %u of class %u", i, cls);
+		uint32_t serial = 0;
+		if (type == DNS_TYPE_SOA) {
+			struct name n;
+			if (name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
+			    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
+				return in_fail(x, "record %u: bad SOA data", i);
+			serial = rd32(pkt + pos);
+		} else if (type == TYPE_PTR) {
+			if (name_from_packet(&member, pkt, end, &pos) != NAME_OK || pos != end)
+				return in_fail(x, "record %u: bad PTR data", i);
+			if (member.len == 1)
+				return in_fail(x, "record %u: the root as a member", i);
+		} else {
+			return in_fail(x, "record %u of type %u in an aggregate", i, type);
+		}
+		pos = end;
+		int rc = in_record(x, type == DNS_TYPE_SOA, serial, &member, first && an == 1);
+		if (rc < 0)
+			return rc;
+	}
+	for (unsigned i = 0; i < ar; i++) {
+		size_t rr = pos;
+		uint16_t type;
+		struct name owner;
+		if (!skip_record(pkt, len, &pos, &type, &owner) || type != DNS_TYPE_OPT || pkt[rr] != 0)
+			return in_fail(x, "unexpected additional record");
+	}
+	if (pos != len)
+		return in_fail(x, "%zu bytes after the records", len - pos);
+	return x->state == I_DONE ? XFR_IN_DONE : XFR_IN_MORE;
+}
+
+int xfr_in_feed(struct xfr_in *x, const uint8_t *data, size_t len)
+{
+	int rc = x->state == I_DONE ? XFR_IN_DONE : XFR_IN_MORE;
+	while (len > 0) {
+		if (x->state == I_FAILED)
+			return XFR_IN_ERROR;
+		if (x->state == I_DONE)
+			return in_fail(x, "bytes after the end of the transfer");
+		if (x->need == 0) {
+			x->lenbuf[x->have++] = *data++;
+			len--;
+			if (x->have == 2) {
+				x->need = rd16(x->lenbuf);
+				x->have = 0;
+				if (x->need < DNS_HEADER_LEN)
+					return in_fail(x, "message of %zu bytes", x->need);
+			}
+			continue;
+		}
+		size_t n = x->need - x->have < len ? x->need - x->have : len;
+		memcpy(x->msg + x->have, data, n);
+		x->have += n;
+		data += n;
+		len -= n;
+		if (x->have == x->need) {
+			size_t mlen = x->need;
+			x->need = x->have = 0;
+			rc = xfr_in_message(x, x->msg, mlen);
+			x->bytes += 2;
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return x->state == I_FAILED ? XFR_IN_ERROR : rc;
+}

@@ -1,0 +1,319 @@
+/*
+ * The transfer client; see xfrcli.h.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "dns.h"
+#include "log.h"
+#include "xfr.h"
+#include "xfrcli.h"
+
+/* A connection with its requests, freed together once closed: a stale callback finds it. */
+struct attempt {
+	uv_tcp_t tcp;                   /* first: the handle's address is the attempt's */
+	uv_connect_t creq;
+	uv_write_t wreq;
+	struct xfrcli *c;
+};
+
+struct xfrcli {
+	uv_loop_t *loop;
+	struct aggstore *store;
+	struct sockaddr_storage server;
+	char server_text[INET6_ADDRSTRLEN + 8];
+	char agg[NAME_MAX_TEXT];
+	unsigned timeout_ms;
+	xfrcli_done_fn done;
+	void *ctx;
+
+	/* one attempt: a connection, a query, the reply read */
+	struct attempt *cur;
+	uv_timer_t timer;
+	uint8_t query[512];
+	uint8_t rbuf[65536];
+	uint16_t qtype;
+	struct xfr_in in;
+	bool in_ready;
+
+	/* what the reply builds: a full set, or the current diff */
+	struct nameset set;
+	struct namelist dels, adds;
+	bool not_applied;               /* a diff did not apply to the store */
+	bool store_failed;
+	char store_err[300];
+
+	char fallback[300];             /* why this attempt is an AXFR after an IXFR */
+	struct xfrcli_result res;
+	uint64_t t0;
+	bool finished;
+	bool cancelled;
+};
+
+static int cb_begin(void *ctx, bool full)
+{
+	struct xfrcli *c = ctx;
+	if (full)
+		nameset_clear(&c->set);
+	namelist_clear(&c->dels);
+	namelist_clear(&c->adds);
+	return 0;
+}
+
+static int cb_name(void *ctx, bool add, const uint8_t *w, uint8_t l)
+{
+	struct xfrcli *c = ctx;
+	if (c->in.form == XFR_IN_FULL)
+		return nameset_add(&c->set, w, l) < 0 ? -1 : 0;      /* a repeat is one member */
+	return namelist_add(add ? &c->adds : &c->dels, w, l);
+}
+
+static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
+{
+	struct xfrcli *c = ctx;
+	int rc = full ? aggstore_replace(c->store, to, &c->set)
+		      : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
+	if (rc == -ESTALE) {
+		c->not_applied = true;
+		snprintf(c->store_err, sizeof(c->store_err), "%s", aggstore_error(c->store));
+		return -1;
+	}
+	if (rc < 0) {
+		c->store_failed = true;
+		snprintf(c->store_err, sizeof(c->store_err), "%s", aggstore_error(c->store));
+		return -1;
+	}
+	c->res.versions++;
+	return 0;
+}
+
+static const struct xfr_in_ops in_ops = { cb_begin, cb_name, cb_end };
+
+static void free_client(uv_handle_t *h)
+{
+	struct xfrcli *c = h->data;
+	nameset_free(&c->set);
+	namelist_free(&c->dels);
+	namelist_free(&c->adds);
+	free(c);
+}
+
+static void tcp_closed(uv_handle_t *h)
+{
+	free(h);        /* the attempt */
+}
+
+static void close_attempt(struct xfrcli *c)
+{
+	uv_timer_stop(&c->timer);
+	if (c->cur) {
+		uv_close((uv_handle_t *)&c->cur->tcp, tcp_closed);
+		c->cur = NULL;
+	}
+	if (c->in_ready) {
+		c->res.bytes += c->in.bytes;
+		xfr_in_free(&c->in);
+		c->in_ready = false;
+	}
+}
+
+static void finish(struct xfrcli *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void finish(struct xfrcli *c, int status, const char *fmt, ...)
+{
+	if (c->finished)
+		return;
+	close_attempt(c);
+	c->finished = true;
+	c->res.status = status;
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->res.why, sizeof(c->res.why), fmt, ap);
+		va_end(ap);
+	}
+	uint32_t v = 0;
+	bool has = aggstore_version(c->store, &v);
+	c->res.to = v;
+	c->res.seconds = (double)(uv_hrtime() - c->t0) / 1e9;
+	char held[32] = "none";
+	if (c->res.had_version)
+		snprintf(held, sizeof(held), "%u", c->res.from);
+	if (status == 0)
+		log_info("aggregate %s from %s: %s, version %s -> %u (%u versions stored), %llu bytes in %.3f s",
+			 c->agg, c->server_text, c->res.kind, held, v, c->res.versions,
+			 (unsigned long long)c->res.bytes, c->res.seconds);
+	else
+		log_warn("aggregate %s from %s: %s failed after %llu bytes in %.3f s: %s; holding version %s%s",
+			 c->agg, c->server_text, c->res.kind, (unsigned long long)c->res.bytes, c->res.seconds,
+			 c->res.why, has ? "" : "none", has ? "" : "");
+	if (has && status != 0 && c->res.versions)
+		log_info("aggregate %s: now at version %u", c->agg, v);
+	if (!c->cancelled && c->done)
+		c->done(c->ctx, &c->res);
+	uv_close((uv_handle_t *)&c->timer, free_client);
+}
+
+static void start_attempt(struct xfrcli *c, uint16_t qtype);
+
+static void on_timeout(uv_timer_t *t)
+{
+	struct xfrcli *c = t->data;
+	finish(c, -1, "no data for %u ms", c->timeout_ms);
+}
+
+static void progress(struct xfrcli *c)
+{
+	uv_timer_start(&c->timer, on_timeout, c->timeout_ms, 0);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct xfrcli *c = ((struct attempt *)h)->c;
+	*buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct attempt *a = (struct attempt *)s;
+	struct xfrcli *c = a->c;
+	if (a != c->cur || nread == 0)
+		return;
+	if (nread < 0) {
+		finish(c, -1, "%s before the transfer ended",
+		       nread == UV_EOF ? "connection closed" : uv_strerror((int)nread));
+		return;
+	}
+	progress(c);
+	int rc = xfr_in_feed(&c->in, c->rbuf, (size_t)nread);
+	if (rc == XFR_IN_MORE)
+		return;
+	if (rc == XFR_IN_DONE) {
+		if (c->in.form == XFR_IN_CURRENT)
+			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR: current");
+		else if (c->qtype == DNS_TYPE_IXFR && c->in.form == XFR_IN_FULL)
+			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR answered as AXFR");
+		finish(c, 0, NULL);
+		return;
+	}
+	if (c->qtype == DNS_TYPE_IXFR && (c->not_applied || c->in.gap)) {
+		snprintf(c->fallback, sizeof(c->fallback), "%s", c->not_applied ? c->store_err : c->in.err);
+		close_attempt(c);
+		start_attempt(c, DNS_TYPE_AXFR);
+		return;
+	}
+	finish(c, -1, "%s", c->store_failed ? c->store_err : c->in.err);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct attempt *a = req->data;
+	struct xfrcli *c = a->c;
+	if (a != c->cur || status == UV_ECANCELED)
+		return;
+	if (status < 0)
+		finish(c, -1, "sending the query: %s", uv_strerror(status));
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct attempt *a = req->data;
+	struct xfrcli *c = a->c;
+	if (a != c->cur || status == UV_ECANCELED)
+		return;
+	if (status < 0) {
+		finish(c, -1, "connect: %s", uv_strerror(status));
+		return;
+	}
+	progress(c);
+	uint32_t held = 0;
+	aggstore_version(c->store, &held);
+	uint16_t id = (uint16_t)(uv_hrtime() ^ (uintptr_t)c);
+	size_t len = xfr_query_write(id, aggstore_name(c->store), c->qtype, held, c->query + 2, sizeof(c->query) - 2);
+	c->query[0] = (uint8_t)(len >> 8);
+	c->query[1] = (uint8_t)len;
+	if (xfr_in_init(&c->in, id, aggstore_name(c->store), c->qtype, held, &in_ops, c) < 0) {
+		finish(c, -1, "out of memory");
+		return;
+	}
+	c->in_ready = true;
+	uv_buf_t b = uv_buf_init((char *)c->query, (unsigned)(len + 2));
+	a->wreq.data = a;
+	int rc = uv_write(&a->wreq, (uv_stream_t *)&a->tcp, &b, 1, on_write);
+	if (rc == 0)
+		rc = uv_read_start((uv_stream_t *)&a->tcp, on_alloc, on_read);
+	if (rc < 0)
+		finish(c, -1, "%s", uv_strerror(rc));
+}
+
+static void start_attempt(struct xfrcli *c, uint16_t qtype)
+{
+	c->qtype = qtype;
+	c->not_applied = c->store_failed = false;
+	if (qtype == DNS_TYPE_IXFR)
+		snprintf(c->res.kind, sizeof(c->res.kind), "IXFR");
+	else if (c->fallback[0])
+		snprintf(c->res.kind, sizeof(c->res.kind), "AXFR (fallback: %s)", c->fallback);
+	else
+		snprintf(c->res.kind, sizeof(c->res.kind), "AXFR");
+	struct attempt *a = calloc(1, sizeof(*a));
+	if (!a) {
+		finish(c, -1, "out of memory");
+		return;
+	}
+	a->c = c;
+	uv_tcp_init(c->loop, &a->tcp);
+	c->cur = a;
+	a->creq.data = a;
+	progress(c);
+	int rc = uv_tcp_connect(&a->creq, &a->tcp, (struct sockaddr *)&c->server, on_connect);
+	if (rc < 0)
+		finish(c, -1, "connect: %s", uv_strerror(rc));
+}
+
+int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
+		 const struct sockaddr *server, unsigned timeout_ms, xfrcli_done_fn done, void *ctx)
+{
+	struct xfrcli *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -1;
+	c->loop = loop;
+	c->store = store;
+	c->timeout_ms = timeout_ms ? timeout_ms : 10000;
+	c->done = done;
+	c->ctx = ctx;
+	nameset_init(&c->set);
+	namelist_init(&c->dels);
+	namelist_init(&c->adds);
+	size_t slen = server->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	memcpy(&c->server, server, slen);
+	char a[INET6_ADDRSTRLEN] = "?";
+	uint16_t port;
+	if (server->sa_family == AF_INET6) {
+		uv_ip6_name((const struct sockaddr_in6 *)server, a, sizeof(a));
+		port = ntohs(((const struct sockaddr_in6 *)server)->sin6_port);
+	} else {
+		uv_ip4_name((const struct sockaddr_in *)server, a, sizeof(a));
+		port = ntohs(((const struct sockaddr_in *)server)->sin_port);
+	}
+	snprintf(c->server_text, sizeof(c->server_text), "%s#%u", a, port);
+	name_to_text(aggstore_name(store), c->agg, sizeof(c->agg));
+	uv_timer_init(loop, &c->timer);
+	c->timer.data = c;
+	c->t0 = uv_hrtime();
+	c->res.had_version = aggstore_version(store, &c->res.from);
+	*out = c;
+	start_attempt(c, c->res.had_version ? DNS_TYPE_IXFR : DNS_TYPE_AXFR);
+	return 0;
+}
+
+void xfrcli_cancel(struct xfrcli *c)
+{
+	if (c->finished)
+		return;
+	c->cancelled = true;
+	finish(c, -1, "cancelled");
+}
