@@ -74,7 +74,9 @@ static void check_response(const struct dns_query *q, int rc, const struct dns_b
 	unsigned rcode = rc == DNS_PARSE_OK ? DNS_RCODE_NOERROR : (unsigned)rc;
 	CHECK(ldns_pkt_id(lp) == q->id);
 	CHECK(ldns_pkt_qr(lp));
-	CHECK(ldns_pkt_ra(lp));
+	/* NOTIMP promises nothing: RA and CD clear */
+	CHECK(ldns_pkt_ra(lp) == (rcode != DNS_RCODE_NOTIMP));
+	CHECK(ldns_pkt_cd(lp) == (q->cd && rcode != DNS_RCODE_NOTIMP));
 	CHECK(!ldns_pkt_aa(lp));
 	CHECK(ldns_pkt_rd(lp) == q->rd);
 	CHECK(ldns_pkt_get_opcode(lp) == q->opcode);
