@@ -9,15 +9,22 @@
  *                                INRPD_MAX_REDIRECTS times; the answer
  *                                carries the CNAME chain
  *   servers attached here        A/AAAA: their addresses, ranked, minus the
- *                                ones the client excludes; other types go
- *                                to the fallback path
+ *                                ones the client excludes; other types: the
+ *                                route's configured records, or NODATA with
+ *                                an SOA (a routed name is ours: never sent
+ *                                to the upstream, whose NXDOMAIN would deny
+ *                                the whole name, RFC 8020)
  *   next content routers         forwarded (forward.c) with the INRP option:
- *                                our id added to the path, hop limit less one
+ *                                our id added to the path, hop limit less one;
+ *                                every type, so the router next to the
+ *                                servers answers it
  *   routes, all excluded         SERVFAIL
  *   no route                     upstream resolvers, for clients in
  *                                allow-recursion; REFUSED otherwise
  *
- * Nothing here logs per query: the counters say what happened.
+ * Errors carry an Extended DNS Error (RFC 8914) saying why, and any answer
+ * our NSID (RFC 5001) when the client asks and `nsid` is on.  Nothing here
+ * logs per query: the counters say what happened.
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -44,6 +51,9 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(bad_upstream);
 	ADD(upstream_tcp);
 	ADD(upstream_tcp_full);
+	ADD(nodata);
+	ADD(notimp);
+	ADD(hop_failed);
 #undef ADD
 }
 
@@ -84,13 +94,62 @@ bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *cli
 	return false;
 }
 
-static void add_inrp_option(struct dns_builder *b, const struct fwd_request *req, uint8_t *buf,
-			    const struct inrp_response_opt *o)
+/* Why an answer is an error, as an Extended DNS Error (RFC 8914). */
+enum why {
+	WHY_NONE,
+	WHY_LOOP,
+	WHY_HOP_LIMIT,
+	WHY_NO_ROUTE,
+	WHY_UPSTREAMS_FAILED,
+	WHY_PROHIBITED,
+	WHY_NO_UPSTREAM,
+	WHY_NOT_SUPPORTED,
+};
+
+static const struct {
+	uint16_t code;
+	const char *text;
+} why_ede[] = {
+	[WHY_LOOP] = { 0, "INRP loop" },                        /* Other */
+	[WHY_HOP_LIMIT] = { 0, "INRP hop limit" },
+	[WHY_NO_ROUTE] = { 22, "no reachable route" },          /* No Reachable Authority */
+	[WHY_UPSTREAMS_FAILED] = { 22, "every upstream failed" },
+	[WHY_PROHIBITED] = { 18, "recursion not allowed" },     /* Prohibited */
+	[WHY_NO_UPSTREAM] = { 20, "no upstream resolver" },     /* Not Authoritative */
+	[WHY_NOT_SUPPORTED] = { 21, "class not supported" },    /* Not Supported */
+};
+
+#define EDE_MAX 40                      /* 2-byte code and the longest text above */
+
+/* Our EDNS options' data, kept until the answer is finished. */
+struct opt_bufs {
+	uint8_t inrp[INRP_RESPONSE_OPT_LEN];
+	uint8_t ede[EDE_MAX];
+};
+
+/*
+ * Starts an answer: header, question, then our EDNS options (INRP for a
+ * router client when inrp is given, NSID when asked for, the error's
+ * reason).  Records come after.
+ */
+static void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
+		  uint8_t *out, size_t limit, struct opt_bufs *ob,
+		  const struct inrp_response_opt *inrp, enum why why)
 {
-	if (!req->client_inrp)
-		return;
-	size_t n = inrp_response_opt_write(o, buf);
-	dns_response_add_option(b, INRP_OPTION_CODE, buf, (uint16_t)n);
+	dns_response_init(b, &req->q, rcode, out, limit);
+	if (inrp && req->client_inrp) {
+		size_t n = inrp_response_opt_write(inrp, ob->inrp);
+		dns_response_add_option(b, INRP_OPTION_CODE, ob->inrp, (uint16_t)n);
+	}
+	if (req->nsid_len)
+		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
+	if (why != WHY_NONE) {
+		size_t n = strlen(why_ede[why].text);
+		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
+		ob->ede[1] = (uint8_t)why_ede[why].code;
+		memcpy(ob->ede + 2, why_ede[why].text, n);
+		dns_response_add_option(b, DNS_OPT_EDE, ob->ede, (uint16_t)(2 + n));
+	}
 }
 
 /* Length of the uncompressed wire name at p (the chain holds only names we built). */
@@ -126,11 +185,13 @@ size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, 
 			     uint8_t *out, size_t cap)
 {
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct opt_bufs ob;
 	struct inrp_response_opt o = { .status = status, .router_id = router_id };
+	enum why why = status == INRP_STATUS_LOOP ? WHY_LOOP
+		     : status == INRP_STATUS_HOP_LIMIT ? WHY_HOP_LIMIT
+		     : req->fallback ? WHY_UPSTREAMS_FAILED : WHY_NO_ROUTE;
 
-	dns_response_init(&b, &req->q, DNS_RCODE_SERVFAIL, out, response_limit(req, cap));
-	add_inrp_option(&b, req, opt, &o);
+	start(&b, req, DNS_RCODE_SERVFAIL, out, response_limit(req, cap), &ob, &o, why);
 	return dns_response_finish(&b, req->edns_udp_size);
 }
 
@@ -139,14 +200,13 @@ size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
 			  const struct inrp_response_opt *from_hop, uint8_t *out, size_t cap)
 {
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct opt_bufs ob;
 	/* a router passes on who answered; an upstream resolver's answer is ours */
 	struct inrp_response_opt o = { .status = INRP_STATUS_OK, .router_id = router_id };
 	if (from_hop)
 		o = *from_hop;
 
-	dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, response_limit(req, cap));
-	add_inrp_option(&b, req, opt, &o);
+	start(&b, req, DNS_RCODE_NOERROR, out, response_limit(req, cap), &ob, &o, WHY_NONE);
 	add_chain(&b, req);
 	if (!dns_response_relay(&b, pkt, len, a, &req->target))
 		return 0;
@@ -186,10 +246,11 @@ static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct 
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates).  Returns 0, or
  * -1 when the chain is too long or a rewritten name too long.  *found is
- * false when no suffix has routes.
+ * false when no suffix has routes; apex is the matched suffix (the route's
+ * name).
  */
 static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
-			bool *found, bool *all_excluded)
+			bool *found, bool *all_excluded, struct name *apex)
 {
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
@@ -219,6 +280,8 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 			*cur = next;
 			continue;
 		}
+		apex->len = (uint8_t)(cur->len - res.suffix_offset);
+		memcpy(apex->wire, cur->wire + res.suffix_offset, apex->len);
 		unsigned seen = 0;
 		for (unsigned s = 0; s < res.nsets; s++) {
 			const struct routeset *set = res.sets[s];
@@ -249,6 +312,94 @@ static size_t finish(struct dns_builder *b, const struct fwd_request *req,
 	return n;                               /* the transport counts it answered once sent */
 }
 
+/*
+ * The SOA of a routed name's negative answers (RFC 2308 3): owned by the
+ * route's name, its TTL and MINIMUM the answer TTL, so a negative answer
+ * is held no longer than an address would be.
+ */
+static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
+{
+	static const uint8_t hostmaster[] = { 10, 'h', 'o', 's', 't', 'm', 'a', 's', 't', 'e', 'r' };
+	const uint32_t fields[5] = { 1, 3600, 600, 86400, ttl };   /* serial refresh retry expire minimum */
+	size_t o = 0;
+	memcpy(out, apex->wire, apex->len);
+	o += apex->len;
+	if (apex->len + sizeof(hostmaster) <= NAME_MAX_WIRE) {
+		memcpy(out + o, hostmaster, sizeof(hostmaster));
+		o += sizeof(hostmaster);
+	}
+	memcpy(out + o, apex->wire, apex->len);
+	o += apex->len;
+	for (unsigned i = 0; i < 5; i++, o += 4) {
+		out[o] = (uint8_t)(fields[i] >> 24);
+		out[o + 1] = (uint8_t)(fields[i] >> 16);
+		out[o + 2] = (uint8_t)(fields[i] >> 8);
+		out[o + 3] = (uint8_t)fields[i];
+	}
+	return o;
+}
+
+#define SOA_RDATA_MAX (2 * NAME_MAX_WIRE + 20)
+
+/*
+ * The answer of the router next to the servers: their addresses for A and
+ * AAAA, the route's configured records for other types (its SOA for an SOA
+ * question at the route's name), NODATA with the SOA in authority when
+ * there is nothing of the type.  Never NXDOMAIN: the name is routed.
+ */
+static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_request *req,
+			  const struct name *apex, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
+{
+	const struct dns_query *q = &req->q;
+	struct dns_builder b;
+	struct opt_bufs ob;
+	struct inrp_response_opt resp = { .status = INRP_STATUS_OK, .router_id = rt->router_id };
+	uint8_t soa[SOA_RDATA_MAX];
+	uint32_t ttl = rt->answer_ttl;
+
+	for (unsigned i = 0; i < req->ncand; i++)
+		if (req->cand[i].kind == ROUTE_SERVER) {
+			resp.load_ms = req->cand[i].load_ms;
+			break;
+		}
+	CNT_INC(cnt, local);
+	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, &resp, WHY_NONE);
+	add_chain(&b, req);
+	uint16_t chain = b.ancount;
+	bool any = q->qtype == DNS_TYPE_ANY;
+	if (q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA || any) {
+		for (unsigned i = 0; i < req->ncand && !b.truncated; i++) {
+			const struct route *r = &req->cand[i];
+			if (r->kind != ROUTE_SERVER)
+				continue;
+			if (!any && r->family != (q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6))
+				continue;
+			dns_response_add_addr(&b, r->family, r->addr, ttl);
+		}
+	}
+	if (q->qtype == DNS_TYPE_SOA && name_equal(&req->target, apex))
+		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(apex, ttl, soa), ttl);
+	else if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA)
+		inrpd_records_answer(rt->records, apex, q->qtype, &b, ttl);
+	if (b.ancount == chain && !b.truncated && !b.failed) {
+		CNT_INC(cnt, nodata);
+		dns_response_add_authority(&b, apex, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(apex, ttl, soa), ttl);
+	}
+	return finish(&b, req, cnt);
+}
+
+/* A REFUSED answer, with its reason. */
+static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t limit,
+		     struct inrpd_counters *cnt)
+{
+	struct dns_builder b;
+	struct opt_bufs ob;
+	CNT_INC(cnt, refused);
+	start(&b, req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
+	return finish(&b, req, cnt);
+}
+
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
 		    struct fwd_request *req, struct inrpd_counters *cnt)
@@ -256,8 +407,6 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
-	struct inrp_response_opt resp = { .status = INRP_STATUS_OK, .router_id = rt->router_id };
 
 	CNT_INC(cnt, queries);
 	req->limit_udp = limit_udp;
@@ -268,6 +417,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->edns_udp_size = rt->edns_udp_size;
 	req->nchain = 0;
 	req->chain_len = 0;
+	req->nsid_len = 0;
 	in->npath = 0;
 	in->nexclude = 0;
 	in->hop_limit = rt->hop_limit;
@@ -290,18 +440,24 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			else
 				req->client_inrp = true;
 		}
+		/* RFC 5001 2.3: an empty NSID option asks for ours */
+		if (rt->nsid && inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, DNS_OPT_NSID,
+						 &data, &dlen)) {
+			size_t n = strlen(rt->router_name);
+			req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
+			memcpy(req->nsid, rt->router_name, req->nsid_len);
+		}
 	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
 			CNT_INC(cnt, formerr);
+		if (rc == DNS_RCODE_NOTIMP)
+			CNT_INC(cnt, notimp);
 		dns_response_init(&b, q, (unsigned)rc, out, limit);
 		return finish(&b, req, cnt);
 	}
-	if (q->qclass != DNS_CLASS_IN) {
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
-	}
+	if (q->qclass != DNS_CLASS_IN)
+		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
 	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {
 		CNT_INC(cnt, loops);
 		CNT_INC(cnt, servfail);
@@ -309,7 +465,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 
 	bool found, all_excluded;
-	if (resolve_name(rt, req, &found, &all_excluded) < 0 || all_excluded) {
+	struct name apex;
+	if (resolve_name(rt, req, &found, &all_excluded, &apex) < 0 || all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}
@@ -321,35 +478,15 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		else
 			nrouters++;
 	}
-	bool addr_query = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
-
-	if (nservers > 0 && addr_query) {
-		int family = q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
-		CNT_INC(cnt, local);
-		dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
-		for (unsigned i = 0; i < req->ncand; i++)
-			if (req->cand[i].kind == ROUTE_SERVER) {
-				resp.load_ms = req->cand[i].load_ms;
-				break;
-			}
-		add_inrp_option(&b, req, opt, &resp);
-		add_chain(&b, req);
-		for (unsigned i = 0; i < req->ncand; i++) {
-			const struct route *r = &req->cand[i];
-			if (r->kind != ROUTE_SERVER || r->family != family)
-				continue;
-			if (!dns_response_add_addr(&b, family, r->addr, rt->answer_ttl))
-				break;                  /* truncated */
-		}
-		return finish(&b, req, cnt);
-	}
+	if (nservers > 0)
+		return answer_here(rt, req, &apex, out, limit, cnt);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
 		budget = in->budget_ms;
 	req->budget_ms = budget;
 
-	if (nservers == 0 && nrouters > 0) {
+	if (nrouters > 0) {
 		uint8_t hop_limit = req->client_inrp ? in->hop_limit : rt->hop_limit;
 		if (hop_limit == 0 || in->npath == INRP_MAX_PATH) {
 			CNT_INC(cnt, servfail);
@@ -366,17 +503,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return INRPD_FORWARD;
 	}
 
-	/* no route, or not an address query: ordinary DNS */
-	if (rt->nupstreams == 0) {
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
-	}
+	/* no route: ordinary DNS */
+	if (rt->nupstreams == 0)
+		return refuse(req, WHY_NO_UPSTREAM, out, limit, cnt);
 	if (!inrpd_acl_allows(rt, client)) {
 		CNT_INC(cnt, acl_refused);
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
+		return refuse(req, WHY_PROHIBITED, out, limit, cnt);
 	}
 	req->fallback = true;
 	req->ncand = (uint8_t)rt->nupstreams;

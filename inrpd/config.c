@@ -16,6 +16,7 @@
  *                                          and private ranges; "none": nobody)
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
+ *     nsid yes;                            NSID (RFC 5001) answers the router-id
  *     max-pending 4096;                    queries in flight per worker
  *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
@@ -25,6 +26,10 @@
  *         router 127.0.0.2 port 5353;      the next content router's inrpd
  *     }
  *     route "alias.example" { redirect "www.example.content"; }
+ *     route "www.example.content" {
+ *         server 127.0.0.10;
+ *         record HTTPS "1 . alpn=h2";      answered for the route's names
+ *     }
  */
 #include <limits.h>
 #include <stdio.h>
@@ -57,6 +62,8 @@ static const char *const default_acl[] = {
 
 struct cfg_route {
 	struct name name;
+	struct inrpd_records *records;  /* the config's table: every route's records */
+	unsigned nrecords;
 	const struct conf_stmt *stmt;
 	unsigned nroutes;
 	struct route routes[ROUTESET_MAX_ROUTES];
@@ -69,7 +76,7 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
-	bool seen_fib_channel, seen_grace;
+	bool seen_fib_channel, seen_grace, seen_nsid;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
@@ -268,10 +275,21 @@ static int kw_redirect(const struct conf_stmt *s, void *arg, char *err, size_t e
 	return 0;
 }
 
+static int kw_record(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_route *r = arg;
+	char why[256];
+	if (inrpd_records_add(r->records, &r->name, s->argv[1], s->argv[2], why, sizeof(why)) < 0)
+		return conf_error(err, err_len, s, "%s", why);
+	r->nrecords++;
+	return 0;
+}
+
 static const struct conf_keyword route_keywords[] = {
 	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
 	{ "router", 2, 6, CONF_NO_BLOCK, kw_router },
 	{ "redirect", 2, 2, CONF_NO_BLOCK, kw_redirect },
+	{ "record", 3, 3, CONF_NO_BLOCK, kw_record },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -282,6 +300,7 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 
 	memset(&r, 0, sizeof(r));
 	r.stmt = s;
+	r.records = x->cfg->records;
 	int rc = name_from_text(&r.name, s->argv[1], strlen(s->argv[1]));
 	if (rc != NAME_OK)
 		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
@@ -292,6 +311,12 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 				  "it must have one or the other", s->argv[1]);
 	if (r.has_redirect && name_equal(&r.redirect, &r.name))
 		return conf_error(err, err_len, s, "route \"%s\" redirects to itself", s->argv[1]);
+	unsigned nservers = 0;
+	for (unsigned i = 0; i < r.nroutes; i++)
+		nservers += r.routes[i].kind == ROUTE_SERVER;
+	if (r.nrecords > 0 && nservers == 0)
+		return conf_error(err, err_len, s, "route \"%s\" has records but no server: "
+				  "only the router next to the servers answers them", s->argv[1]);
 	if (!r.has_redirect && r.nroutes == 0)
 		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
 				  s->argv[1]);
@@ -434,6 +459,14 @@ static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return conf_arg_duration_ms(s, 1, 0, 86400000, &x->cfg->fib_grace_ms, err, err_len);
 }
 
+static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_nsid, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -453,6 +486,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
+	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -525,6 +559,12 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
 	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
+	cfg->records = inrpd_records_new();
+	if (!cfg->records) {
+		snprintf(err, err_len, "out of memory");
+		free(cfg);
+		return NULL;
+	}
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -548,6 +588,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	}
 	if (rc == 0)
 		rc = build_fib(&x, err, err_len);
+	if (rc == 0)
+		inrpd_records_finish(cfg->records);
 	free(x.routes);
 	conf_free(c);
 #ifdef __GLIBC__
@@ -567,6 +609,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 		return;
 	if (cfg->fib)
 		fib_destroy(cfg->fib);
+	inrpd_records_free(cfg->records);
 	free(cfg->pid_file);
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
@@ -579,6 +622,8 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	if (!rt)
 		return NULL;
 	rt->fib = cfg->fib;
+	rt->records = cfg->records;
+	cfg->records = NULL;
 	rt->answer_ttl = cfg->answer_ttl;
 	rt->edns_udp_size = cfg->edns_udp_size;
 	rt->nroutes = cfg->nroutes;
@@ -586,6 +631,7 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->router_id = inrp_router_id(cfg->router_name);
 	rt->query_timeout_ms = cfg->query_timeout_ms;
 	rt->hop_limit = cfg->hop_limit;
+	rt->nsid = cfg->nsid;
 	rt->nupstreams = cfg->nupstreams;
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;
@@ -600,5 +646,6 @@ void inrpd_runtime_free(struct inrpd_runtime *rt)
 		return;
 	if (rt->fib)
 		fib_destroy(rt->fib);
+	inrpd_records_free(rt->records);
 	free(rt);
 }

@@ -14,6 +14,13 @@
  * stub resolver would retry; a next content router only once, since it
  * retries its own alternates within the budget we grant it.
  *
+ * An answer of SERVFAIL or REFUSED says the hop cannot deliver (its own
+ * alternates gone, a broken upstream, a policy): the next ranked
+ * alternate is asked within the budget, as Unbound and dnsdist do, and
+ * that hop is not asked again for this query (a loop through it stays a
+ * loop).  When none is left the client gets our SERVFAIL, with the INRP
+ * status the last hop gave.  NXDOMAIN and NODATA are answers.
+ *
  * Time budget: a query has query-timeout (or what the previous router
  * granted, budget-ms in the INRP option) for all its attempts.  Each
  * attempt gets the remaining time divided by the alternates left, so a
@@ -85,6 +92,7 @@ struct fwd_hop {
 /* One engine's counts for one next hop (same index as the shared table). */
 struct fwd_hop_counts {
 	uint64_t queries, answers, timeouts;
+	uint64_t failures;              /* answers of SERVFAIL or REFUSED */
 };
 
 static struct fwd_hop hop_table[FWD_HOPS_MAX];
@@ -95,7 +103,9 @@ struct fwd_pending {
 	uint16_t id;                    /* on the wire */
 	uint32_t heap_idx;
 	uint32_t tried;                 /* bit per candidate, this round */
+	uint32_t failed;                /* bit per candidate that answered SERVFAIL/REFUSED */
 	uint8_t rounds_left;            /* upstreams: each is asked twice */
+	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
 	uint64_t sent_us;
@@ -219,6 +229,7 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 			.queries = __atomic_load_n(&c->queries, __ATOMIC_RELAXED),
 			.answers = __atomic_load_n(&c->answers, __ATOMIC_RELAXED),
 			.timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED),
+			.failures = __atomic_load_n(&c->failures, __ATOMIC_RELAXED),
 			.srtt_us = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED),
 			.load_ms = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED),
 		};
@@ -323,7 +334,7 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id)
 {
 	CNT_INC(e->cnt, servfail);
-	finish_query(e, p, inrpd_answer_servfail(&p->req, router_id, INRP_STATUS_UNREACHABLE,
+	finish_query(e, p, inrpd_answer_servfail(&p->req, router_id, p->status,
 						 e->obuf, sizeof(e->obuf)));
 }
 
@@ -464,7 +475,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		int i = choose(e, p, now, &h);
 		if (i < 0 && p->rounds_left > 0) {
 			p->rounds_left--;
-			p->tried = 0;
+			p->tried = p->failed;   /* a hop that said it cannot is not asked again */
 			i = choose(e, p, now, &h);
 		}
 		if (i < 0 || now >= p->end_us) {
@@ -509,6 +520,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;
+	p->failed = 0;
+	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
 	p->hop = NULL;
@@ -595,9 +608,20 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 			}
 		}
 	}
+	uint64_t router_id = p->req.router_id;
+	if (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED) {
+		/* the hop cannot deliver: the next alternate, this one not again */
+		CNT_INC(e->cnt, hop_failed);
+		if (h)
+			RELAXED_ADD(&hop_counts(e, h)->failures, 1);
+		p->failed |= 1u << p->cur;
+		if (from_hop && from_hop->status != INRP_STATUS_OK)
+			p->status = from_hop->status;
+		attempt(e, p, router_id);
+		return;
+	}
 	if (a->tc && !over_tcp && ask_over_tcp(e, p))
 		return;
-	uint64_t router_id = p->req.router_id;
 	size_t n = inrpd_answer_relay(&p->req, router_id, pkt, len, a, from_hop,
 				      e->obuf, sizeof(e->obuf));
 	if (n == 0) {

@@ -52,9 +52,25 @@ struct inrpd_prefix {
 	uint8_t addr[16];
 };
 
+/* records.c: records configured for contents (`record` in a route block). */
+struct inrpd_records;
+struct dns_builder;
+struct inrpd_records *inrpd_records_new(void);
+/* Parses one record of a route (presentation format); errors go to err. */
+int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const char *type,
+		      const char *rdata, char *err, size_t err_len);
+/* Sorts the table; call once after the last add. */
+void inrpd_records_finish(struct inrpd_records *rs);
+unsigned inrpd_records_count(const struct inrpd_records *rs);
+void inrpd_records_free(struct inrpd_records *rs);
+/* Adds owner's records of qtype (ANY: all) to the answer; returns how many. */
+unsigned inrpd_records_answer(const struct inrpd_records *rs, const struct name *owner,
+			      uint16_t qtype, struct dns_builder *b, uint32_t ttl);
+
 /* What reload can change; readers see one consistent version. */
 struct inrpd_runtime {
 	struct fib *fib;
+	struct inrpd_records *records;  /* configured per route name; NULL: none */
 	uint32_t answer_ttl;
 	uint16_t edns_udp_size;         /* our UDP answer limit and advertised size */
 	unsigned nroutes;               /* names with static routes, for the log */
@@ -62,6 +78,7 @@ struct inrpd_runtime {
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;      /* a client's whole query, all attempts */
 	uint8_t hop_limit;
+	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
 	unsigned nupstreams;            /* fallback resolvers, ranked */
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
@@ -82,10 +99,12 @@ struct inrpd_config {
 	char *fib_channel_path;         /* unix socket nbrpd connects to; NULL: none */
 	uint64_t fib_grace_ms;
 	struct fib *fib;                /* owned until handed to a runtime */
+	struct inrpd_records *records;  /* likewise */
 	unsigned nroutes;
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;
 	uint8_t hop_limit;
+	bool nsid;
 	unsigned max_pending;           /* forwarded queries in flight per worker */
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
@@ -128,6 +147,9 @@ struct inrpd_counters {
 	uint64_t bad_upstream;          /* responses that were not ours or did not decode */
 	uint64_t upstream_tcp;          /* truncated answers asked again over TCP (TCP clients) */
 	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
+	uint64_t nodata;                /* routed names: NOERROR, no record of the type, SOA */
+	uint64_t notimp;                /* opcodes other than QUERY */
+	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -152,6 +174,8 @@ struct fwd_request {
 	uint16_t chain_len;
 	uint8_t chain[INRPD_MAX_REDIRECTS * NAME_MAX_WIRE];
 	uint32_t answer_ttl;            /* for the CNAMEs */
+	uint8_t nsid_len;               /* >0: the client asked for our NSID, and it is on */
+	char nsid[INRPD_ROUTER_NAME_MAX];
 	uint16_t edns_udp_size;
 	uint32_t budget_ms;             /* the whole query, all attempts */
 	uint64_t router_id;             /* ours, when the request was made */
@@ -167,12 +191,16 @@ struct fwd_request {
  * hold INRPD_ANSWER_MAX bytes.
  */
 #define INRPD_ANSWER_MAX (DNS_RESPONSE_MAX(ROUTESET_MAX_ROUTES) + \
-			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN)
+			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN + \
+			  INRPD_RECORDS_MAX + 4 + INRPD_ROUTER_NAME_MAX + 64)
 #define INRPD_FORWARD ((size_t)-1)
+/* Room for configured records, or the SOA of a negative answer, in a local answer. */
+#define INRPD_RECORDS_MAX 4096
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
 		    struct fwd_request *req, struct inrpd_counters *cnt);
-/* A SERVFAIL (with INRP status if the client is a router) for a request. */
+/* A SERVFAIL (with INRP status if the client is a router, and an extended
+ * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
 			     uint8_t *out, size_t cap);
 /* The client's answer built from a checked upstream answer; 0 if it does not decode. */
@@ -252,6 +280,7 @@ struct fwd_hop_stats {
 	uint8_t addr[16];
 	uint16_t port;
 	uint64_t queries, answers, timeouts;
+	uint64_t failures;              /* answered SERVFAIL or REFUSED */
 	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;               /* last reported by the hop */
 };

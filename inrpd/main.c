@@ -73,6 +73,7 @@ static const struct {
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
+	F(nodata), F(notimp), F(hop_failed),
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
@@ -214,6 +215,7 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			h->queries += st->queries;
 			h->answers += st->answers;
 			h->timeouts += st->timeouts;
+			h->failures += st->failures;
 			if (st->load_ms > h->load_ms)
 				h->load_ms = st->load_ms;
 			return;
@@ -253,14 +255,17 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 			strcpy(a, "?");
 		if (json)
 			ctl_reply_line(r, CTL_DATA, "{\"addr\": \"%s\", \"port\": %u, \"queries\": %llu, "
-				       "\"answers\": %llu, \"timeouts\": %llu, \"srtt_us\": %u, \"load_ms\": %u}%s",
+				       "\"answers\": %llu, \"timeouts\": %llu, \"failures\": %llu, \"srtt_us\": %u, "
+				       "\"load_ms\": %u}%s",
 				       a, h->port, (unsigned long long)h->queries, (unsigned long long)h->answers,
-				       (unsigned long long)h->timeouts, h->srtt_us, h->load_ms,
+				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
+				       h->srtt_us, h->load_ms,
 				       i + 1 < l.n ? "," : "");
 		else
 			ctl_reply_line(r, CTL_DATA, "%s port %u: queries %llu answers %llu timeouts %llu "
-				       "srtt %u.%03u ms load %u ms", a, h->port, (unsigned long long)h->queries,
-				       (unsigned long long)h->answers, (unsigned long long)h->timeouts,
+				       "failures %llu srtt %u.%03u ms load %u ms", a, h->port,
+				       (unsigned long long)h->queries, (unsigned long long)h->answers,
+				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
 				       h->srtt_us / 1000, h->srtt_us % 1000, h->load_ms);
 	}
 	if (json)

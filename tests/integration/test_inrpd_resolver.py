@@ -1,0 +1,293 @@
+"""inrpd as an ISP's resolver (issue 16): routed names are ours (NODATA
+with an SOA, configured records, never the upstream's NXDOMAIN), retries
+on SERVFAIL and REFUSED from a hop, NOTIMP, NSID and Extended DNS
+Errors.  Real inrpd processes, a real Unbound, dnspython, dig and kdig."""
+
+import subprocess
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.opcode
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import pytest
+
+from conftest import free_port, loopback_addr
+from test_inrpd_forward import (SERVER, Unbound, addrs, counters, hops, inrp_query_option,
+                                router, route_via)
+
+NSID = 3
+EDE = 15
+
+# Unbound says the content names do not exist: what a public resolver says
+# of names that live only in content routing.
+UPSTREAM_DATA = [
+    "upstream.test. 300 IN SOA ns.upstream.test. admin.upstream.test. 1 3600 600 86400 300",
+    "a.upstream.test. 300 IN A 192.0.2.1",
+]
+UPSTREAM_EXTRA = ['local-zone: "content." static']
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    u = Unbound(tmp_path, UPSTREAM_DATA, UPSTREAM_EXTRA)
+    yield u
+    u.stop()
+
+
+def ede_of(r):
+    """(info-code, extra-text) of the Extended DNS Error in r, or None."""
+    for o in r.options:
+        if o.otype == EDE:
+            return int(o.code), o.text
+    return None
+
+
+def option(r, code):
+    for o in r.options:
+        if o.otype == code:
+            return bytes(o.data)
+    return None
+
+
+def soa_only(r):
+    assert r.rcode() == dns.rcode.NOERROR and r.answer == [], r
+    assert [x.rdtype for x in r.authority] == [dns.rdatatype.SOA], r
+    return r.authority[0]
+
+
+RECORDS = f'''route "shop.content" {{ server {SERVER}; }}
+route "rec.shop.content" {{
+    server {SERVER};
+    record HTTPS "1 . alpn=h2,h3";
+    record TXT "\\"v=content one\\"";
+    record TXT second;
+}}
+'''
+
+
+@pytest.fixture
+def path(inrpd_factory, tmp_path, upstream):
+    """first -> mid -> last, the last next to the servers; every router has
+    the NXDOMAIN-saying Unbound as its upstream."""
+    up = f"upstream {upstream.addr} port {upstream.port};\n"
+    last = router(inrpd_factory, tmp_path, up + RECORDS)
+    mid = router(inrpd_factory, tmp_path, up + route_via("shop.content", last))
+    first = router(inrpd_factory, tmp_path, up + route_via("shop.content", mid))
+    return first, mid, last
+
+
+def test_the_upstream_really_says_nxdomain(upstream):
+    q = dns.message.make_query("www.shop.content", "A")
+    assert dns.query.udp(q, upstream.addr, port=upstream.port, timeout=5).rcode() == dns.rcode.NXDOMAIN
+
+
+@pytest.mark.parametrize("at", ["last", "first"])
+def test_routed_names_are_nodata_never_nxdomain(path, at):
+    first, mid, last = path
+    d = last if at == "last" else first
+    before = [counters(x) for x in path]
+    assert addrs(d.udp("www.shop.content")) == [SERVER]
+    for qtype in ("AAAA", "MX", "SOA", "HTTPS", "SVCB", "CAA"):
+        soa = soa_only(d.udp("www.shop.content", qtype))
+        assert str(soa.name) == "shop.content." and soa.ttl == soa[0].minimum == 5
+    # TCP and a redirect-free name at the route itself
+    soa_only(d.tcp("shop.content", "MX"))
+    # the SOA of the route's own name is an answer
+    r = d.udp("shop.content", "SOA")
+    assert r.rcode() == dns.rcode.NOERROR and r.answer[0].rdtype == dns.rdatatype.SOA
+    after = [counters(x) for x in path]
+    # no routed question reached the upstream; the last router answered them all
+    for b, a in zip(before, after):
+        assert a["fallback"] == b["fallback"]
+    assert after[2]["nodata"] - before[2]["nodata"] == 7
+    if d is first:
+        assert after[0]["forwarded"] - before[0]["forwarded"] == 9
+
+
+@pytest.mark.parametrize("at", ["last", "first"])
+def test_configured_records_are_answered(path, at):
+    first, mid, last = path
+    d = last if at == "last" else first
+    r = d.udp("www.rec.shop.content", "HTTPS")
+    assert r.rcode() == dns.rcode.NOERROR and not r.authority
+    (rrset,) = r.answer
+    assert rrset.rdtype == dns.rdatatype.HTTPS and str(rrset.name) == "www.rec.shop.content."
+    assert rrset[0].priority == 1 and "alpn=\"h2,h3\"" in rrset[0].to_text()
+    # types it has none of: NODATA as anywhere else
+    assert str(soa_only(d.udp("www.rec.shop.content", "MX")).name) == "rec.shop.content."
+    r = d.udp("rec.shop.content", "TXT")
+    assert sorted(b"".join(x.strings) for x in r.answer[0]) == [b"second", b"v=content one"]
+    # dig and kdig, as a user would
+    out = subprocess.run(["dig", "+short", "+tries=1", "+time=5", "-p", str(d.port), f"@{d.addr}",
+                          "a.rec.shop.content", "HTTPS"], capture_output=True, text=True, timeout=30)
+    assert out.stdout.split()[:2] == ["1", "."], out
+    out = subprocess.run(["kdig", "+short", "+retry=0", "+timeout=5", "-p", str(d.port), f"@{d.addr}",
+                          "b.rec.shop.content", "TXT"], capture_output=True, text=True, timeout=30)
+    assert '"second"' in out.stdout and '"v=content one"' in out.stdout, out
+
+
+def test_record_configuration_errors(inrpd_factory):
+    from conftest import run_inrpd
+    import pathlib
+    import tempfile
+    bad = {
+        'record A "192.0.2.1";': "addresses come from the servers",
+        'record HTTPS "not a record";': "record HTTPS",
+        'record BOGUS "x";': "record BOGUS",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = pathlib.Path(tmp) / "c.conf"
+        for line, why in bad.items():
+            conf.write_text(f'listen 127.0.0.1 port 5353;\nroute "x.content" {{\n'
+                            f'  server 192.0.2.9;\n  {line}\n}}\n')
+            r = run_inrpd("-t", "-c", str(conf))
+            assert r.returncode != 0 and why in r.stderr and "c.conf:4" in r.stderr, r.stderr
+        conf.write_text('listen 127.0.0.1 port 5353;\nroute "x.content" {\n'
+                        '  router 192.0.2.9;\n  record TXT "x";\n}\n')
+        r = run_inrpd("-t", "-c", str(conf))
+        assert r.returncode != 0 and "no server" in r.stderr, r.stderr
+
+
+# ---- retries ----
+
+def test_a_servfailing_middle_router_is_routed_around(inrpd_factory, tmp_path):
+    dest = router(inrpd_factory, tmp_path, f'route "svc.retry.content" {{ server {SERVER}; }}\n')
+    dead = loopback_addr()
+    # mid's only route is dead: it answers SERVFAIL once its short budget is spent
+    mid = router(inrpd_factory, tmp_path,
+                 f'query-timeout 200ms;\nroute "retry.content" {{ router {dead} port {free_port(dead)}; }}\n')
+    alt = router(inrpd_factory, tmp_path, route_via("retry.content", dest))
+    first = router(inrpd_factory, tmp_path, route_via("retry.content", mid, alt))
+    r = first.udp("a.svc.retry.content", timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [SERVER]
+    assert counters(mid)["servfail"] == 1
+    assert counters(first)["hop_failed"] == 1
+    h = hops(first)
+    assert h[(mid.addr, mid.port)]["failures"] == 1 and h[(alt.addr, alt.port)]["answers"] == 1
+
+
+def test_a_refusing_hop_is_routed_around(inrpd_factory, tmp_path):
+    # an Unbound that refuses everyone stands where a next router should be
+    refusing = Unbound(tmp_path, UPSTREAM_DATA, ["access-control: 127.0.0.0/8 refuse"])
+    try:
+        dest = router(inrpd_factory, tmp_path, f'route "svc.refuse.content" {{ server {SERVER}; }}\n')
+        first = router(inrpd_factory, tmp_path,
+                       f'route "refuse.content" {{\n    router {refusing.addr} port {refusing.port};\n'
+                       f'    router {dest.addr} port {dest.port};\n}}\n')
+        r = first.udp("svc.refuse.content", timeout=5)
+        assert addrs(r) == [SERVER]
+        assert hops(first)[(refusing.addr, refusing.port)]["failures"] == 1
+        # every alternate failing is our SERVFAIL, saying why
+        q = dns.message.make_query("svc.refuse.content", "A", use_edns=0, options=[
+            inrp_query_option(exclude=[SERVER])])
+        r = dns.query.udp(q, first.addr, port=first.port, timeout=5)
+        assert r.rcode() == dns.rcode.SERVFAIL
+        assert ede_of(r) == (22, "no reachable route")
+    finally:
+        refusing.stop()
+
+
+def test_a_servfailing_upstream_falls_to_the_next(inrpd_factory, tmp_path, upstream):
+    refusing = Unbound(tmp_path, UPSTREAM_DATA, ["access-control: 127.0.0.0/8 refuse"])
+    try:
+        d = router(inrpd_factory, tmp_path,
+                   f"upstream {refusing.addr} port {refusing.port};\n"
+                   f"upstream {upstream.addr} port {upstream.port};\n")
+        assert addrs(d.udp("a.upstream.test", use_edns=0)) == ["192.0.2.1"]
+        # the refusing one is asked once, not again in the second round
+        assert hops(d)[(refusing.addr, refusing.port)]["queries"] == \
+            hops(d)[(refusing.addr, refusing.port)]["failures"]
+        upstream.stop()
+        r = d.udp("a.upstream.test", use_edns=0, timeout=5)
+        assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (22, "every upstream failed")
+    finally:
+        refusing.stop()
+
+
+def test_a_loop_is_not_retried_along_the_same_hop(inrpd_factory, tmp_path):
+    from test_inrpd_forward import fixed_router
+    a, b = loopback_addr(), loopback_addr()
+    pa, pb = free_port(a), free_port(b)
+    dest = router(inrpd_factory, tmp_path, f'route "svc.lp.content" {{ server {SERVER}; }}\n')
+    # first's preferred route goes to b, whose route comes back to first: a loop
+    first = fixed_router(inrpd_factory, tmp_path,
+                         f'route "lp.content" {{\n    router {b} port {pb};\n'
+                         f'    router {dest.addr} port {dest.port};\n}}\n', a, pa)
+    loop = fixed_router(inrpd_factory, tmp_path, f'route "lp.content" {{ router {a} port {pa}; }}\n', b, pb)
+    r = first.udp("svc.lp.content", timeout=5)
+    assert addrs(r) == [SERVER]
+    c = counters(first)
+    assert c["loops"] == 1 and c["hop_failed"] == 1
+    assert hops(first)[(b, pb)]["queries"] == 1
+    assert counters(loop)["servfail"] == 1
+    # the loop itself, seen by a router client: SERVFAIL, status loop, and why
+    q = dns.message.make_query("svc.lp.content", "A", use_edns=0, options=[inrp_query_option()])
+    r = dns.query.udp(q, loop.addr, port=loop.port, timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR      # first routes around it again
+
+
+# ---- NOTIMP, NSID, extended errors ----
+
+@pytest.mark.parametrize("opcode", [dns.opcode.NOTIFY, dns.opcode.UPDATE, dns.opcode.STATUS, 3, 15])
+def test_unknown_opcodes_are_notimp_with_ra_and_cd_clear(inrpd_factory, opcode):
+    d = inrpd_factory(f'route "x.content" {{ server {SERVER}; }}\n')
+    q = dns.message.make_query("x.content", "SOA")
+    q.set_opcode(opcode)
+    q.flags |= dns.flags.CD
+    wire = d.udp_raw(q.to_wire())
+    assert wire is not None
+    assert wire[3] & 0x0f == dns.rcode.NOTIMP
+    assert wire[2] & 0x80 and (wire[2] >> 3) & 0x0f == opcode     # QR, opcode echoed
+    assert wire[3] & 0x80 == 0 and wire[3] & 0x10 == 0              # RA, CD clear
+
+
+def test_nsid_is_opt_in_and_names_the_router(inrpd_factory, tmp_path, upstream):
+    on = router(inrpd_factory, tmp_path, f'nsid yes;\nroute "x.content" {{ server {SERVER}; }}\n'
+                f"upstream {upstream.addr} port {upstream.port};\n")
+    off = router(inrpd_factory, tmp_path, f'route "x.content" {{ server {SERVER}; }}\n')
+    ask = [dns.edns.GenericOption(NSID, b"")]
+    rid = on.conf.read_text().split('router-id "')[1].split('"')[0].encode()
+    for name in ("x.content", "a.upstream.test", "nowhere.content"):
+        r = on.udp(name, use_edns=0, options=ask)
+        assert option(r, NSID) == rid, name
+    assert option(on.udp("x.content", use_edns=0), NSID) is None        # not asked
+    assert option(off.udp("x.content", use_edns=0, options=ask), NSID) is None
+    out = subprocess.run(["dig", "+nsid", "+tries=1", "+time=5", "-p", str(on.port), f"@{on.addr}",
+                          "x.content"], capture_output=True, text=True, timeout=30)
+    assert f'NSID: {" ".join(f"{b:02x}" for b in rid)}' in out.stdout, out.stdout
+
+
+def test_extended_errors_say_why(inrpd_factory, tmp_path, upstream):
+    other = loopback_addr()
+    d = router(inrpd_factory, tmp_path,
+               f"upstream {upstream.addr} port {upstream.port};\nallow-recursion {other}/32;\n"
+               'route "self.content" { redirect "self.content.x"; }\n'
+               'route "content.x" { redirect "self.content"; }\n')
+    # outside allow-recursion: Prohibited
+    r = d.udp("a.upstream.test", use_edns=0)
+    assert r.rcode() == dns.rcode.REFUSED and ede_of(r) == (18, "recursion not allowed")
+    # a class we do not serve: Not Supported
+    r = d.udp("a.upstream.test", use_edns=0, rdclass="CH")
+    assert r.rcode() == dns.rcode.REFUSED and ede_of(r) == (21, "class not supported")
+    # a redirect loop: no route reaches servers
+    r = d.udp("self.content", use_edns=0)
+    assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (22, "no reachable route")
+    # our own id in the path: the INRP loop
+    from test_inrpd_forward import fnv1a64
+    q = dns.message.make_query("self.content", "A", use_edns=0,
+                               options=[inrp_query_option(path=[fnv1a64("r0")])])
+    r = dns.query.udp(q, d.addr, port=d.port, timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (0, "INRP loop")
+    # hop limit spent
+    fwd = router(inrpd_factory, tmp_path, route_via("hl.content", d))
+    q = dns.message.make_query("hl.content", "A", use_edns=0, options=[inrp_query_option(hop_limit=0)])
+    r = dns.query.udp(q, fwd.addr, port=fwd.port, timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (0, "INRP hop limit")
+    # no upstream at all: Not Authoritative
+    r = fwd.udp("a.upstream.test", use_edns=0)
+    assert r.rcode() == dns.rcode.REFUSED and ede_of(r) == (20, "no upstream resolver")
+    # a client without EDNS gets the rcode alone
+    assert not fwd.udp("a.upstream.test").options
