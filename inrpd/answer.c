@@ -27,10 +27,23 @@
  * logs per query: the counters say what happened.
  */
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "inrpd.h"
+
+struct cache_flush *inrpd_cache_flush;
+
+uint64_t inrpd_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);     /* TTLs are seconds: a tick is plenty */
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
 {
@@ -54,6 +67,8 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(nodata);
 	ADD(notimp);
 	ADD(hop_failed);
+	ADD(cached);
+	ADD(stale);
 #undef ADD
 }
 
@@ -389,6 +404,98 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 	return finish(&b, req, cnt);
 }
 
+/* ---- the packet cache ---- */
+
+/*
+ * How the name was routed, for the cache: an answer kept under another
+ * route (a route change, a reload, nbrpd's updates) is not served.  Loads
+ * are left out: they change often and do not change where the query goes.
+ */
+static uint64_t route_fingerprint(const struct fwd_request *req)
+{
+	uint8_t buf[1 + NAME_MAX_WIRE + ROUTESET_MAX_ROUTES * 20];
+	size_t n = 0;
+	buf[n++] = req->fallback;
+	memcpy(buf + n, req->target.wire, req->target.len);
+	n += req->target.len;
+	for (unsigned i = 0; i < req->ncand; i++) {
+		const struct route *r = &req->cand[i];
+		buf[n++] = r->kind;
+		buf[n++] = r->family;
+		buf[n++] = (uint8_t)(r->port >> 8);
+		buf[n++] = (uint8_t)r->port;
+		memcpy(buf + n, r->addr, 16);
+		n += 16;
+	}
+	return XXH3_64bits(buf, n);
+}
+
+size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
+			   uint8_t *out, size_t cap)
+{
+	struct dns_builder b;
+	struct opt_bufs ob;
+	struct inrp_response_opt o = { .status = INRP_STATUS_OK, .router_id = req->router_id };
+	const char *why_not;
+	if (hit->meta_len)
+		(void)inrp_response_opt_parse(hit->meta, hit->meta_len, &o, &why_not);
+	enum why why = WHY_NONE;
+	if (hit->rcode == DNS_RCODE_SERVFAIL)
+		why = o.status == INRP_STATUS_LOOP ? WHY_LOOP
+		    : o.status == INRP_STATUS_HOP_LIMIT ? WHY_HOP_LIMIT
+		    : req->fallback ? WHY_UPSTREAMS_FAILED : WHY_NO_ROUTE;
+	start(&b, req, DNS_RCODE_NOERROR, out, response_limit(req, cap), &ob, &o, why);
+	size_t copied;
+	size_t at = dns_response_replay(&b, hit->body, hit->body_len, hit->an_ns_len, hit->ancount,
+					hit->nscount, hit->arcount, hit->rcode, hit->ad, &copied);
+	if (copied)
+		cache_hit_ttls(hit, out + at, copied, 30);     /* RFC 8767 4: 30 s for stale data */
+	return dns_response_finish(&b, req->edns_udp_size);
+}
+
+void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const uint8_t *msg,
+		       size_t len, const struct inrp_response_opt *from_hop)
+{
+	if (!cache || !req->cacheable)
+		return;
+	uint8_t meta[INRP_RESPONSE_OPT_LEN];
+	size_t mlen = 0;
+	if (from_hop)
+		mlen = inrp_response_opt_write(from_hop, meta);
+	cache_store(cache, &req->cache_key, req->cache_fp, msg, len, &req->cache_limits, meta,
+		    (uint8_t)mlen, inrpd_now_ms());
+}
+
+/*
+ * Looks the request up in the cache (after its route is known); returns
+ * the answer's length, 0 on a miss.  A query with INRP exclusions asks
+ * for answers without some servers: it bypasses the cache both ways.
+ */
+static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req,
+			 struct cache *cache, uint8_t *out, struct inrpd_counters *cnt)
+{
+	req->cacheable = false;
+	if (!cache || (req->client_inrp && req->inrp.nexclude > 0))
+		return 0;
+	const struct dns_query *q = &req->q;
+	uint8_t flags = (q->rd ? CACHE_F_RD : 0) | (q->cd ? CACHE_F_CD : 0) | (q->edns_do ? CACHE_F_DO : 0);
+	cache_key_make(&req->cache_key, &q->qname, q->qtype, q->qclass, flags);
+	req->cache_fp = route_fingerprint(req);
+	req->cache_limits = rt->cache;
+	req->cache_stale_s = rt->cache_stale_s;
+	req->cacheable = true;
+	struct cache_hit hit;
+	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
+		return 0;
+	/* too big for our answer buffer: a TCP client gets it through the engine */
+	if (!req->limit_udp && hit.body_len + 2048u > INRPD_ANSWER_MAX)
+		return 0;
+	size_t n = inrpd_answer_cached(req, &hit, out, INRPD_ANSWER_MAX);
+	if (n)
+		CNT_INC(cnt, cached);
+	return n;
+}
+
 /* A REFUSED answer, with its reason. */
 static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t limit,
 		     struct inrpd_counters *cnt)
@@ -402,7 +509,7 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
 
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct inrpd_counters *cnt)
+		    struct fwd_request *req, struct cache *cache, struct inrpd_counters *cnt)
 {
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
@@ -418,6 +525,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->nsid_len = 0;
+	req->cacheable = false;
 	in->npath = 0;
 	in->nexclude = 0;
 	in->hop_limit = rt->hop_limit;
@@ -499,6 +607,9 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			if (req->cand[i].kind == ROUTE_ROUTER)
 				req->cand[k++] = req->cand[i];
 		req->ncand = (uint8_t)k;
+		size_t n = from_cache(rt, req, cache, out, cnt);
+		if (n)
+			return n;
 		CNT_INC(cnt, forwarded);
 		return INRPD_FORWARD;
 	}
@@ -513,6 +624,9 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->fallback = true;
 	req->ncand = (uint8_t)rt->nupstreams;
 	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+	size_t n = from_cache(rt, req, cache, out, cnt);
+	if (n)
+		return n;
 	CNT_INC(cnt, fallback);
 	return INRPD_FORWARD;
 }

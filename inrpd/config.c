@@ -17,6 +17,11 @@
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
  *     nsid yes;                            NSID (RFC 5001) answers the router-id
+ *     cache-size 64M;                      packet cache, all threads (0: none)
+ *     cache-max-ttl 24h;
+ *     cache-max-negative-ttl 1h;
+ *     cache-servfail-ttl 5s;
+ *     cache-serve-stale 0;                 RFC 8767 window; 0: off
  *     max-pending 4096;                    queries in flight per worker
  *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
@@ -54,6 +59,10 @@
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
 #define DEFAULT_MAX_PENDING     4096
 #define DEFAULT_FIB_GRACE_MS    60000
+#define DEFAULT_CACHE_SIZE      (64u << 20)
+#define DEFAULT_CACHE_MAX_TTL   86400
+#define DEFAULT_CACHE_NEG_TTL   3600
+#define DEFAULT_CACHE_SERVFAIL  5
 
 /* Recursion for loopback and private networks only: never an open resolver. */
 static const char *const default_acl[] = {
@@ -77,6 +86,7 @@ struct cfg_ctx {
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
 	bool seen_fib_channel, seen_grace, seen_nsid;
+	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
@@ -467,6 +477,66 @@ static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
 }
 
+/* "64M", "512K", "1G" or plain bytes; 0 turns the cache off. */
+static int kw_cache_size(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_cache_size, s, err, err_len) < 0)
+		return -1;
+	const char *t = s->argv[1];
+	char *end;
+	unsigned long long v = strtoull(t, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (end == t || (shift && end[1]) || (!shift && *end) || v > (1ull << 40) >> shift)
+		return conf_error(err, err_len, s, "cache-size: expected bytes, e.g. 64M, not '%s'", t);
+	v <<= shift;
+	if (v != 0 && v < CACHE_MIN_BYTES)
+		return conf_error(err, err_len, s, "cache-size: at least %uK, or 0 for none",
+				  CACHE_MIN_BYTES >> 10);
+	x->cfg->cache_size = v;
+	return 0;
+}
+
+static int cache_seconds(const struct conf_stmt *s, bool *seen, uint64_t min_ms, uint32_t *out,
+			 char *err, size_t err_len)
+{
+	uint64_t ms;
+	if (conf_once_duration_ms(s, seen, min_ms, 7 * 86400000ull, &ms, err, err_len) < 0)
+		return -1;
+	*out = (uint32_t)(ms / 1000);
+	return 0;
+}
+
+static int kw_cache_max_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_ttl, 1000, &x->cfg->cache.max_ttl, err, err_len);
+}
+
+static int kw_cache_neg_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_neg, 0, &x->cfg->cache.max_negative_ttl, err, err_len);
+}
+
+static int kw_cache_servfail_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_servfail, 0, &x->cfg->cache.servfail_ttl, err, err_len);
+}
+
+static int kw_cache_stale(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_stale, 0, &x->cfg->cache_stale_s, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -487,6 +557,11 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
+	{ "cache-size", 2, 2, CONF_NO_BLOCK, kw_cache_size },
+	{ "cache-max-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_max_ttl },
+	{ "cache-max-negative-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_neg_ttl },
+	{ "cache-servfail-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_servfail_ttl },
+	{ "cache-serve-stale", 2, 2, CONF_NO_BLOCK, kw_cache_stale },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -559,6 +634,10 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
 	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
+	cfg->cache_size = DEFAULT_CACHE_SIZE;
+	cfg->cache.max_ttl = DEFAULT_CACHE_MAX_TTL;
+	cfg->cache.max_negative_ttl = DEFAULT_CACHE_NEG_TTL;
+	cfg->cache.servfail_ttl = DEFAULT_CACHE_SERVFAIL;
 	cfg->records = inrpd_records_new();
 	if (!cfg->records) {
 		snprintf(err, err_len, "out of memory");
@@ -632,6 +711,8 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->query_timeout_ms = cfg->query_timeout_ms;
 	rt->hop_limit = cfg->hop_limit;
 	rt->nsid = cfg->nsid;
+	rt->cache = cfg->cache;
+	rt->cache_stale_s = cfg->cache_stale_s;
 	rt->nupstreams = cfg->nupstreams;
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;

@@ -119,6 +119,7 @@ struct fwd_engine {
 	fwd_deliver_fn deliver;
 	void *ctx;
 	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
+	struct cache *cache;            /* the owner thread's; NULL: none */
 	struct inrpd_counters *cnt;
 	int fd4, fd6;
 	uint64_t rng;
@@ -333,9 +334,25 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 
 static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id)
 {
+	struct cache_hit hit;
+	/* RFC 8767: every hop failed; an expired answer beats none */
+	if (e->cache && p->req.cacheable && p->req.cache_stale_s &&
+	    cache_lookup(e->cache, &p->req.cache_key, p->req.cache_fp, inrpd_now_ms(),
+			 p->req.cache_stale_s, &hit)) {
+		size_t n = inrpd_answer_cached(&p->req, &hit, e->obuf, sizeof(e->obuf));
+		if (n) {
+			CNT_INC(e->cnt, stale);
+			finish_query(e, p, n);
+			return;
+		}
+	}
 	CNT_INC(e->cnt, servfail);
-	finish_query(e, p, inrpd_answer_servfail(&p->req, router_id, p->status,
-						 e->obuf, sizeof(e->obuf)));
+	size_t n = inrpd_answer_servfail(&p->req, router_id, p->status, e->obuf, sizeof(e->obuf));
+	/* held briefly, so a burst for a failing name does not go out again; a
+	 * router client's failure may be its short budget, not the name's */
+	if (!p->req.client_inrp)
+		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
+	finish_query(e, p, n);
 }
 
 static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
@@ -630,6 +647,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
+	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 	finish_query(e, p, n);
 }
 
@@ -746,6 +764,11 @@ unsigned fwd_pending_count(const struct fwd_engine *e)
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops)
 {
 	e->tcp = *ops;
+}
+
+void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache)
+{
+	e->cache = cache;
 }
 
 void fwd_engine_fds(const struct fwd_engine *e, int fds[2])

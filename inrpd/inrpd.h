@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "cache.h"
 #include "dns.h"
 #include "fib.h"
 #include "inrp.h"
@@ -79,6 +80,8 @@ struct inrpd_runtime {
 	uint32_t query_timeout_ms;      /* a client's whole query, all attempts */
 	uint8_t hop_limit;
 	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
+	struct cache_limits cache;      /* how long the packet cache holds answers */
+	uint32_t cache_stale_s;         /* serve-stale window (RFC 8767); 0: off */
 	unsigned nupstreams;            /* fallback resolvers, ranked */
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
@@ -105,6 +108,10 @@ struct inrpd_config {
 	uint32_t query_timeout_ms;
 	uint8_t hop_limit;
 	bool nsid;
+	uint64_t cache_size;            /* bytes over all threads; 0: no cache */
+	unsigned cache_shards;          /* set by main: the UDP workers and the TCP thread */
+	struct cache_limits cache;
+	uint32_t cache_stale_s;
 	unsigned max_pending;           /* forwarded queries in flight per worker */
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
@@ -150,6 +157,8 @@ struct inrpd_counters {
 	uint64_t nodata;                /* routed names: NOERROR, no record of the type, SOA */
 	uint64_t notimp;                /* opcodes other than QUERY */
 	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
+	uint64_t cached;                /* answered from the packet cache */
+	uint64_t stale;                 /* ... with an expired answer, every hop failing */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -181,6 +190,12 @@ struct fwd_request {
 	uint64_t router_id;             /* ours, when the request was made */
 	uint8_t ncand;
 	struct route cand[ROUTESET_MAX_ROUTES];
+	/* the packet cache: where the answer goes once it comes */
+	bool cacheable;
+	uint64_t cache_fp;              /* how the name was routed (cache.h) */
+	struct cache_limits cache_limits;
+	uint32_t cache_stale_s;
+	struct cache_key cache_key;
 };
 
 /*
@@ -198,7 +213,17 @@ struct fwd_request {
 #define INRPD_RECORDS_MAX 4096
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct inrpd_counters *cnt);
+		    struct fwd_request *req, struct cache *cache, struct inrpd_counters *cnt);
+/* The client's answer from a cache hit (TTLs counted down). */
+size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
+			   uint8_t *out, size_t cap);
+/* Keeps a client's answer in the cache if its request may be (the INRP option of
+ * the hop that answered, if any, kept with it). */
+void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const uint8_t *msg,
+		       size_t len, const struct inrp_response_opt *from_hop);
+/* Flushes, shared by every thread's cache; created by main before the workers. */
+extern struct cache_flush *inrpd_cache_flush;
+uint64_t inrpd_now_ms(void);
 /* A SERVFAIL (with INRP status if the client is a router, and an extended
  * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
@@ -268,6 +293,8 @@ struct fwd_tcp_ops {
 	void (*abort)(void *ctx, struct fwd_tcp_conn *c);
 };
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops);
+/* The owner thread's packet cache: answers are stored there (NULL: none). */
+void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache);
 /* The answer of exchange c (open()'s token with it); pkt NULL: none came (the transport
  * then closes c).  Call fwd_expire() afterwards: deadlines may have changed. */
 void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
@@ -301,6 +328,7 @@ int udp_workers_start(struct udp_workers *w, char *err, size_t err_len);
 void udp_workers_stop(struct udp_workers *w, struct inrpd_counters *final);
 void udp_workers_counters(const struct udp_workers *w, struct inrpd_counters *sum);
 void udp_workers_hops(const struct udp_workers *w, fwd_hop_fn fn, void *arg);
+void udp_workers_cache_stats(const struct udp_workers *w, struct cache_stats *st);
 
 /* tcp.c */
 struct uv_loop_s;
@@ -312,6 +340,7 @@ void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t id
 void tcp_server_close(struct tcp_server *s);
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum);
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg);
+void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st);
 void tcp_server_free(struct tcp_server *s);
 
 /* fibsync.c: the FIB channel from nbrpd, on the main thread's loop. */

@@ -305,6 +305,33 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 	return true;
 }
 
+size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t body_len,
+			   size_t an_ns_len, uint16_t an, uint16_t ns, uint16_t ar, uint16_t rcode,
+			   bool ad, size_t *copied)
+{
+	*copied = 0;
+	if (b->failed)
+		return 0;
+	b->rcode = rcode > F2_RCODE_MASK && !b->q->has_edns ? DNS_RCODE_SERVFAIL : rcode;
+	b->upstream_flags = ad && b->q->edns_do ? F2_AD : 0;
+	if (b->truncated || !b->with_question || b->ancount || b->nscount || b->arcount)
+		return 0;
+	size_t room = b->limit - b->reserve - b->len;
+	if (an_ns_len > room) {
+		truncate(b);
+		return 0;
+	}
+	size_t n = body_len <= room ? body_len : an_ns_len;
+	size_t at = b->len;
+	memcpy(b->buf + at, body, n);
+	b->len += n;
+	b->ancount = an;
+	b->nscount = ns;
+	b->arcount = n == body_len ? ar : 0;
+	*copied = n;
+	return at;
+}
+
 bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl)
 {
 	if (b->failed || b->truncated || !b->with_question)

@@ -255,6 +255,19 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 			      const char **err);
 
 /*
+ * Puts records kept from an earlier answer to the same question (the
+ * packet cache) after the question: body holds them as they followed a
+ * question of the same length, an_ns_len bytes of answer and authority
+ * then the additional ones.  Takes rcode and AD (for a client with DO).
+ * Answer and authority that do not fit truncate; additional records that
+ * do not fit are left out.  Returns the offset of the copy in the
+ * message and sets *copied to its length (0 when truncated).
+ */
+size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t body_len,
+			   size_t an_ns_len, uint16_t an, uint16_t ns, uint16_t ar, uint16_t rcode,
+			   bool ad, size_t *copied);
+
+/*
  * Copies the records of a checked upstream answer into a response being
  * built (after any CNAMEs), decompressing names, dropping upstream's OPT
  * RR, and takes its rcode and AD bit.  The answer is truncated (TC,

@@ -201,7 +201,7 @@ def test_a_servfailing_upstream_falls_to_the_next(inrpd_factory, tmp_path, upstr
         assert hops(d)[(refusing.addr, refusing.port)]["queries"] == \
             hops(d)[(refusing.addr, refusing.port)]["failures"]
         upstream.stop()
-        r = d.udp("a.upstream.test", use_edns=0, timeout=5)
+        r = d.udp("other.upstream.test", use_edns=0, timeout=5)     # not a cached question
         assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (22, "every upstream failed")
     finally:
         refusing.stop()
@@ -291,3 +291,166 @@ def test_extended_errors_say_why(inrpd_factory, tmp_path, upstream):
     assert r.rcode() == dns.rcode.REFUSED and ede_of(r) == (20, "no upstream resolver")
     # a client without EDNS gets the rcode alone
     assert not fwd.udp("a.upstream.test").options
+
+
+# ---- the packet cache ----
+
+CACHE_DATA = UPSTREAM_DATA + [
+    "ttl.upstream.test. 300 IN A 192.0.2.7",
+    "short.upstream.test. 1 IN A 192.0.2.8",
+]
+
+
+def inrpc(d, *words):
+    from test_inrpd_forward import INRPC
+    from conftest import ENV
+    r = subprocess.run([INRPC, "-s", str(d.ctl), *words], capture_output=True, text=True,
+                       timeout=30, env=ENV)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def cache_stats(d):
+    from test_inrpd_forward import inrpc_json
+    return inrpc_json(d, "show", "cache")
+
+
+def asked(d, u):
+    """Queries this inrpd sent to upstream u."""
+    return hops(d).get((u.addr, u.port), {"queries": 0})["queries"]
+
+
+@pytest.fixture
+def cached(inrpd_factory, tmp_path, unbound_for_cache):
+    """One worker, so every UDP query meets the same cache shard."""
+    u = unbound_for_cache
+    d = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n", workers=1)
+    return d, u
+
+
+@pytest.fixture
+def unbound_for_cache(tmp_path):
+    u = Unbound(tmp_path, CACHE_DATA, UPSTREAM_EXTRA)
+    yield u
+    u.stop()
+
+
+def ttl_of(r):
+    return r.answer[0].ttl
+
+
+def test_a_second_question_is_answered_from_the_cache(cached):
+    d, u = cached
+    r1 = d.udp("ttl.upstream.test")
+    n = asked(d, u)
+    r2 = d.udp("TTL.Upstream.Test")
+    assert addrs(r2) == ["192.0.2.7"] and str(r2.question[0].name) == "TTL.Upstream.Test."
+    assert asked(d, u) == n and counters(d)["cached"] == 1
+    # NXDOMAIN with its SOA too, and the upstream is not needed for either any more
+    assert d.udp("none.upstream.test").rcode() == dns.rcode.NXDOMAIN
+    u.stop()
+    assert addrs(d.udp("ttl.upstream.test")) == ["192.0.2.7"]
+    r = d.udp("none.upstream.test")
+    assert r.rcode() == dns.rcode.NXDOMAIN and r.authority[0].rdtype == dns.rdatatype.SOA
+    s = cache_stats(d)
+    assert s["hits"] == 3 and s["entries"] >= 2 and s["stores"] >= 2 and s["capacity"] > 0
+    assert ttl_of(r1) == 300
+
+
+def test_ttls_count_down(cached):
+    from conftest import wait_for
+    d, u = cached
+    assert ttl_of(d.udp("ttl.upstream.test")) == 300
+    n = asked(d, u)
+    wait_for(lambda: ttl_of(d.udp("ttl.upstream.test")) < 300, 5, "the TTL to count down")
+    assert asked(d, u) == n
+
+
+def test_cookies_padding_and_id_do_not_split_the_key(cached):
+    d, u = cached
+    d.udp("ttl.upstream.test", use_edns=0)
+    n = asked(d, u)
+    for opts in ([dns.edns.GenericOption(10, b"\x01\x02\x03\x04\x05\x06\x07\x08")],
+                 [dns.edns.GenericOption(12, b"\x00" * 40)],
+                 [dns.edns.GenericOption(10, b"12345678"), dns.edns.GenericOption(12, b"")]):
+        assert addrs(d.udp("ttl.upstream.test", use_edns=0, options=opts)) == ["192.0.2.7"]
+    # and dig, with its own cookie and id
+    out = subprocess.run(["dig", "+short", "+cookie", "+tries=1", "+time=5", "-p", str(d.port),
+                          f"@{d.addr}", "ttl.upstream.test"], capture_output=True, text=True, timeout=30)
+    assert out.stdout.split() == ["192.0.2.7"]
+    assert asked(d, u) == n
+    # the DO bit and CD do split it: their answers differ
+    d.udp("ttl.upstream.test", use_edns=0, want_dnssec=True)
+    assert asked(d, u) == n + 1
+
+
+def test_a_route_change_and_a_flush_drop_a_names_answers(cached, tmp_path):
+    d, u = cached
+    body = f"upstream {u.addr} port {u.port};\n"
+    assert addrs(d.udp("ttl.upstream.test")) == ["192.0.2.7"]
+    assert addrs(d.udp("ttl.upstream.test")) == ["192.0.2.7"]
+    # a route for the name now: the cached upstream answer is not served
+    mark = d.reload(f'control "{d.ctl}";\nrouter-id "r0";\n' + body +
+                    f'route "ttl.upstream.test" {{ server {SERVER}; }}\n', workers=1)
+    d.wait_log("reload", start=mark)
+    from conftest import wait_for
+    wait_for(lambda: addrs(d.udp("ttl.upstream.test")) == [SERVER], 5, "the route to be used")
+    # flush NAME drops that name and below, nothing else
+    d.udp("a.upstream.test")
+    d.udp("none.upstream.test")
+    n = asked(d, u)
+    assert "flushed" in inrpc(d, "flush", "cache", "a.upstream.test")
+    d.udp("a.upstream.test")
+    d.udp("none.upstream.test")
+    assert asked(d, u) == n + 1
+    inrpc(d, "flush", "cache")
+    d.udp("none.upstream.test")
+    assert asked(d, u) == n + 2
+
+
+def test_forwarded_answers_are_cached_and_exclusions_bypass(inrpd_factory, tmp_path):
+    last = router(inrpd_factory, tmp_path, f'route "svc.fc.content" {{ server {SERVER}; server 127.0.0.98; }}\n')
+    first = router(inrpd_factory, tmp_path, route_via("fc.content", last), workers=1)
+    for _ in range(3):
+        assert addrs(first.udp("svc.fc.content")) == [SERVER, "127.0.0.98"]
+    assert counters(last)["local"] == 1 and counters(first)["cached"] == 2
+    # a router client gets the answering router's INRP option from the cache too
+    from test_inrpd_forward import inrp_response, fnv1a64
+    q = dns.message.make_query("svc.fc.content", "A", options=[inrp_query_option()])
+    r = dns.query.udp(q, first.addr, port=first.port, timeout=5)
+    assert addrs(r) == [SERVER, "127.0.0.98"] and inrp_response(r)[2] == fnv1a64("r0")
+    assert counters(last)["local"] == 1
+    # exclusions ask for another answer: past the cache, both ways
+    q = dns.message.make_query("svc.fc.content", "A", options=[inrp_query_option(exclude=[SERVER])])
+    for _ in range(2):
+        assert addrs(dns.query.udp(q, first.addr, port=first.port, timeout=5)) == ["127.0.0.98"]
+    assert counters(last)["local"] == 3
+
+
+def test_servfail_is_held_briefly(inrpd_factory, tmp_path):
+    dead = loopback_addr()
+    d = router(inrpd_factory, tmp_path, f"query-timeout 300ms;\nupstream {dead} port {free_port(dead)};\n",
+               workers=1)
+    before = counters(d)
+    r = d.udp("x.upstream.test", timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL
+    r = d.udp("x.upstream.test", timeout=5, use_edns=0)
+    assert r.rcode() == dns.rcode.SERVFAIL and ede_of(r) == (22, "every upstream failed")
+    c = counters(d)
+    assert c["cached"] - before["cached"] == 1 and c["fallback"] - before["fallback"] == 1
+
+
+def test_serve_stale_when_every_upstream_is_down(inrpd_factory, tmp_path, unbound_for_cache):
+    from conftest import wait_for
+    u = unbound_for_cache
+    d = router(inrpd_factory, tmp_path, f"query-timeout 300ms;\ncache-serve-stale 1h;\n"
+               f"upstream {u.addr} port {u.port};\n", workers=1)
+    assert ttl_of(d.udp("short.upstream.test")) == 1
+    u.stop()
+    # once expired, and the upstream gone: the stale answer, with a TTL of 30 s (RFC 8767)
+    r = wait_for(lambda: (lambda r: r if r.answer and r.answer[0].ttl == 30 else None)(
+        d.udp("short.upstream.test", timeout=5)), 10, "a stale answer")
+    assert addrs(r) == ["192.0.2.8"]
+    assert counters(d)["stale"] >= 1 and cache_stats(d)["stale_hits"] >= 1
+    # without serve-stale: SERVFAIL
+    assert d.udp("none.upstream.test", timeout=5).rcode() == dns.rcode.SERVFAIL
