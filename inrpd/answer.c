@@ -67,6 +67,11 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(nodata);
 	ADD(notimp);
 	ADD(hop_failed);
+	ADD(rrl_dropped);
+	ADD(rrl_slipped);
+	ADD(amp_truncated);
+	ADD(cookies);
+	ADD(badcookie);
 	ADD(cached);
 	ADD(stale);
 #undef ADD
@@ -83,30 +88,38 @@ static bool prefix_match(const struct inrpd_prefix *p, const uint8_t *addr)
 	return (p->addr[bytes] & mask) == (addr[bytes] & mask);
 }
 
-bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
+/* The client's address (IPv4 from a dual-stack socket as IPv4); 0 if none. */
+static int client_addr(const struct sockaddr *client, uint8_t out[16])
 {
-	uint8_t a4[4];
-	const uint8_t *addr;
-	int family = client->sa_family;
-
-	if (family == AF_INET) {
-		addr = (const uint8_t *)&((const struct sockaddr_in *)client)->sin_addr;
-	} else if (family == AF_INET6) {
-		addr = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
-		/* an IPv4 client on a dual-stack socket */
-		static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-		if (memcmp(addr, mapped, 12) == 0) {
-			memcpy(a4, addr + 12, 4);
-			addr = a4;
-			family = AF_INET;
-		}
-	} else {
-		return false;
+	if (client->sa_family == AF_INET) {
+		memcpy(out, &((const struct sockaddr_in *)client)->sin_addr, 4);
+		return AF_INET;
 	}
-	for (unsigned i = 0; i < rt->nacl; i++)
-		if (rt->acl[i].family == family && prefix_match(&rt->acl[i], addr))
+	if (client->sa_family != AF_INET6)
+		return 0;
+	const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (memcmp(a, mapped, 12) == 0) {
+		memcpy(out, a + 12, 4);
+		return AF_INET;
+	}
+	memcpy(out, a, 16);
+	return AF_INET6;
+}
+
+static bool prefixes_match(const struct inrpd_prefix *p, unsigned n, int family, const uint8_t *addr)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (p[i].family == family && prefix_match(&p[i], addr))
 			return true;
 	return false;
+}
+
+bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
+{
+	uint8_t a[16];
+	int family = client_addr(client, a);
+	return family && prefixes_match(rt->acl, rt->nacl, family, a);
 }
 
 /* Why an answer is an error, as an Extended DNS Error (RFC 8914). */
@@ -138,6 +151,7 @@ static const struct {
 
 /* Our EDNS options' data, kept until the answer is finished. */
 struct opt_bufs {
+	uint8_t cookie[COOKIE_CLIENT_LEN + COOKIE_SERVER_LEN];
 	uint8_t inrp[INRP_RESPONSE_OPT_LEN];
 	uint8_t ede[EDE_MAX];
 };
@@ -158,6 +172,8 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 	}
 	if (req->nsid_len)
 		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
+	if (req->cookie)
+		dns_response_add_option(b, DNS_OPT_COOKIE, req->cookie_out, sizeof(req->cookie_out));
 	if (why != WHY_NONE) {
 		size_t n = strlen(why_ede[why].text);
 		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
@@ -193,6 +209,8 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 static size_t response_limit(const struct fwd_request *req, size_t cap)
 {
 	size_t limit = req->limit_udp ? dns_query_udp_limit(&req->q, req->edns_udp_size) : DNS_TCP_MAX;
+	if (req->udp_cap && req->udp_cap < limit)
+		limit = req->udp_cap;
 	return limit < cap ? limit : cap;
 }
 
@@ -322,8 +340,11 @@ static size_t finish(struct dns_builder *b, const struct fwd_request *req,
 		CNT_INC(cnt, dropped);
 		return 0;
 	}
-	if (b->truncated)
+	if (b->truncated) {
 		CNT_INC(cnt, truncated);
+		if (req->udp_cap)
+			CNT_INC(cnt, amp_truncated);
+	}
 	return n;                               /* the transport counts it answered once sent */
 }
 
@@ -509,7 +530,8 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
 
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct cache *cache, struct inrpd_counters *cnt)
+		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
+		    struct inrpd_counters *cnt)
 {
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
@@ -525,6 +547,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->nsid_len = 0;
+	req->cookie = false;
+	req->udp_cap = 0;
 	req->cacheable = false;
 	in->npath = 0;
 	in->nexclude = 0;
@@ -537,6 +561,9 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return 0;
 	}
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
+	uint8_t addr[16];
+	int family = client_addr(client, addr);
+	bool cookie_valid = false, cookie_bad = false;
 	if (rc == DNS_PARSE_OK && q->has_edns) {
 		const uint8_t *data;
 		size_t dlen;
@@ -555,6 +582,58 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
 			memcpy(req->nsid, rt->router_name, req->nsid_len);
 		}
+		/* RFC 7873: a client cookie gets ours back; a bad server cookie BADCOOKIE */
+		const uint8_t *cc, *sc;
+		size_t sc_len;
+		if (family && inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, DNS_OPT_COOKIE,
+					       &data, &dlen)) {
+			if (cookie_parse(data, dlen, &cc, &sc, &sc_len) < 0) {
+				rc = DNS_RCODE_FORMERR;
+			} else {
+				uint32_t now = (uint32_t)time(NULL);
+				size_t alen = family == AF_INET ? 4 : 16;
+				req->cookie = true;
+				memcpy(req->cookie_out, cc, COOKIE_CLIENT_LEN);
+				cookie_make(rt->cookie_secret, cc, now, addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
+				if (sc_len) {
+					cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, addr, alen);
+					cookie_bad = !cookie_valid;
+				}
+			}
+		}
+	}
+	if (rc == DNS_PARSE_OK && limit_udp && family && !cookie_valid) {
+		/* an unproven client outside allow-recursion that is not a router: limited */
+		bool outsider = !prefixes_match(rt->acl, rt->nacl, family, addr) &&
+				!prefixes_match(rt->rrl_exempt, rt->nrrl_exempt, family, addr) &&
+				!(rt->rrl_exempt_routers && inrpd_routers_has(family, addr));
+		if (outsider) {
+			enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
+			if (v == RRL_DROP) {
+				CNT_INC(cnt, rrl_dropped);
+				CNT_INC(cnt, dropped);
+				return 0;
+			}
+			if (v == RRL_SLIP) {
+				CNT_INC(cnt, rrl_slipped);
+				dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
+				dns_response_truncate(&b);
+				return finish(&b, req, cnt);
+			}
+			/* never much more than the query: a spoofed source gains little */
+			req->udp_cap = (uint16_t)(len * INRPD_AMPLIFICATION < DNS_UDP_MIN ?
+						  len * INRPD_AMPLIFICATION : DNS_UDP_MIN);
+			limit = response_limit(req, INRPD_ANSWER_MAX);
+		}
+	}
+	if (rc == DNS_PARSE_OK && cookie_valid)
+		CNT_INC(cnt, cookies);
+	if (rc == DNS_PARSE_OK && cookie_bad) {
+		/* RFC 7873 5.2.3: BADCOOKIE with a fresh cookie, so it asks again with it */
+		struct opt_bufs ob;
+		CNT_INC(cnt, badcookie);
+		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
+		return finish(&b, req, cnt);
 	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)

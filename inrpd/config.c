@@ -22,6 +22,12 @@
  *     cache-max-negative-ttl 1h;
  *     cache-servfail-ttl 5s;
  *     cache-serve-stale 0;                 RFC 8767 window; 0: off
+ *     rrl-rate 20;                         answers/s per /24 or /56 outside
+ *                                          allow-recursion, unproven; 0: off
+ *     rrl-slip 2;                          every 2nd limited query: TC
+ *     rrl-exempt 192.0.2.0/24;             repeatable
+ *     rrl-exempt-routers yes;              next-hop routers are not limited
+ *     cookie-secret "0123...ef";           16 bytes in hex; default: random
  *     max-pending 4096;                    queries in flight per worker
  *     fib-channel "/run/inrpd.fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
@@ -46,6 +52,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <sodium.h>
 #include <urcu-qsbr.h>
 
 #include "conf.h"
@@ -63,6 +71,8 @@
 #define DEFAULT_CACHE_MAX_TTL   86400
 #define DEFAULT_CACHE_NEG_TTL   3600
 #define DEFAULT_CACHE_SERVFAIL  5
+#define DEFAULT_RRL_RATE        20
+#define DEFAULT_RRL_SLIP        2
 
 /* Recursion for loopback and private networks only: never an open resolver. */
 static const char *const default_acl[] = {
@@ -87,6 +97,7 @@ struct cfg_ctx {
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
 	bool seen_fib_channel, seen_grace, seen_nsid;
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
+	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
@@ -537,6 +548,73 @@ static int kw_cache_stale(const struct conf_stmt *s, void *arg, char *err, size_
 	return cache_seconds(s, &x->seen_cache_stale, 0, &x->cfg->cache_stale_s, err, err_len);
 }
 
+static int kw_rrl_rate(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (conf_once_uint(s, &x->seen_rrl_rate, 0, 1000000, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->rrl_rate = (uint32_t)n;
+	return 0;
+}
+
+static int kw_rrl_slip(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (conf_once_uint(s, &x->seen_rrl_slip, 0, 100, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->rrl_slip = (uint32_t)n;
+	return 0;
+}
+
+static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct inrpd_config *cfg = x->cfg;
+	struct inrpd_prefix p = { 0 };
+	int family;
+	unsigned len;
+	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+		return -1;
+	if (cfg->nrrl_exempt == INRPD_MAX_ACL)
+		return conf_error(err, err_len, s, "too many rrl-exempt prefixes (at most %d)", INRPD_MAX_ACL);
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	cfg->rrl_exempt[cfg->nrrl_exempt++] = p;
+	return 0;
+}
+
+static int kw_rrl_routers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_rrl_routers, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->rrl_exempt_routers, err, err_len);
+}
+
+static int kw_cookie_secret(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_cookie_secret, s, err, err_len) < 0)
+		return -1;
+	const char *h = s->argv[1];
+	if (strlen(h) != 2 * COOKIE_SECRET_LEN)
+		return conf_error(err, err_len, s, "cookie-secret: expected %d hex digits", 2 * COOKIE_SECRET_LEN);
+	for (unsigned i = 0; i < COOKIE_SECRET_LEN; i++) {
+		unsigned v;
+		char pair[3] = { h[2 * i], h[2 * i + 1], 0 };
+		char *end;
+		v = (unsigned)strtoul(pair, &end, 16);
+		if (*end || !isxdigit((unsigned char)pair[0]))
+			return conf_error(err, err_len, s, "cookie-secret: expected %d hex digits",
+					  2 * COOKIE_SECRET_LEN);
+		x->cfg->cookie_secret[i] = (uint8_t)v;
+	}
+	x->cfg->has_cookie_secret = true;
+	return 0;
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -562,6 +640,11 @@ static const struct conf_keyword top_keywords[] = {
 	{ "cache-max-negative-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_neg_ttl },
 	{ "cache-servfail-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_servfail_ttl },
 	{ "cache-serve-stale", 2, 2, CONF_NO_BLOCK, kw_cache_stale },
+	{ "rrl-rate", 2, 2, CONF_NO_BLOCK, kw_rrl_rate },
+	{ "rrl-slip", 2, 2, CONF_NO_BLOCK, kw_rrl_slip },
+	{ "rrl-exempt", 2, 2, CONF_NO_BLOCK, kw_rrl_exempt },
+	{ "rrl-exempt-routers", 2, 2, CONF_NO_BLOCK, kw_rrl_routers },
+	{ "cookie-secret", 2, 2, CONF_NO_BLOCK, kw_cookie_secret },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -606,6 +689,7 @@ static int build_fib(struct cfg_ctx *x, char *err, size_t err_len)
 		const struct cfg_route *r = &x->routes[i];
 		rc = r->has_redirect ? fib_set_redirect(cfg->fib, &r->name, &r->redirect)
 				     : fib_set_routes(cfg->fib, &r->name, r->routes, r->nroutes);
+		inrpd_routers_add_set(r->routes, r->nroutes);
 	}
 	if (rc == FIB_OK)
 		fib_commit(cfg->fib);
@@ -638,6 +722,9 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->cache.max_ttl = DEFAULT_CACHE_MAX_TTL;
 	cfg->cache.max_negative_ttl = DEFAULT_CACHE_NEG_TTL;
 	cfg->cache.servfail_ttl = DEFAULT_CACHE_SERVFAIL;
+	cfg->rrl_rate = DEFAULT_RRL_RATE;
+	cfg->rrl_slip = DEFAULT_RRL_SLIP;
+	cfg->rrl_exempt_routers = true;
 	cfg->records = inrpd_records_new();
 	if (!cfg->records) {
 		snprintf(err, err_len, "out of memory");
@@ -695,6 +782,20 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	free(cfg);
 }
 
+/* One per process: a reload without cookie-secret keeps the cookies given out. */
+static const uint8_t *random_secret(void)
+{
+	static uint8_t secret[COOKIE_SECRET_LEN];
+	static bool made;
+	if (!made) {
+		if (sodium_init() < 0)
+			abort();                /* no random source: nothing safe to do */
+		randombytes_buf(secret, sizeof(secret));
+		made = true;
+	}
+	return secret;
+}
+
 struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 {
 	struct inrpd_runtime *rt = calloc(1, sizeof(*rt));
@@ -713,6 +814,13 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->nsid = cfg->nsid;
 	rt->cache = cfg->cache;
 	rt->cache_stale_s = cfg->cache_stale_s;
+	rt->rrl_rate = cfg->rrl_rate;
+	rt->rrl_slip = cfg->rrl_slip;
+	rt->rrl_exempt_routers = cfg->rrl_exempt_routers;
+	rt->nrrl_exempt = cfg->nrrl_exempt;
+	memcpy(rt->rrl_exempt, cfg->rrl_exempt, sizeof(rt->rrl_exempt));
+	memcpy(rt->cookie_secret, cfg->has_cookie_secret ? cfg->cookie_secret : random_secret(),
+	       COOKIE_SECRET_LEN);
 	rt->nupstreams = cfg->nupstreams;
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;

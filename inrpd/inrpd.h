@@ -28,6 +28,7 @@
 #include <netinet/in.h>
 
 #include "cache.h"
+#include "cookie.h"
 #include "dns.h"
 #include "fib.h"
 #include "inrp.h"
@@ -39,6 +40,7 @@
 #define INRPD_MAX_ACL           64
 #define INRPD_MAX_REDIRECTS     8       /* CNAMEs in one answer */
 #define INRPD_ROUTER_NAME_MAX   255
+#define INRPD_AMPLIFICATION     3       /* an unproven client's answer: at most 3x its query */
 
 struct inrpd_listen {
 	int family;                     /* AF_INET or AF_INET6 */
@@ -82,6 +84,12 @@ struct inrpd_runtime {
 	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
 	struct cache_limits cache;      /* how long the packet cache holds answers */
 	uint32_t cache_stale_s;         /* serve-stale window (RFC 8767); 0: off */
+	uint32_t rrl_rate;              /* answers a second per prefix (rrl.c); 0: off */
+	uint32_t rrl_slip;              /* every slip-th limited query gets TC; 0: none */
+	bool rrl_exempt_routers;        /* next-hop routers' addresses are not limited */
+	unsigned nrrl_exempt;
+	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	uint8_t cookie_secret[COOKIE_SECRET_LEN];
 	unsigned nupstreams;            /* fallback resolvers, ranked */
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
@@ -108,6 +116,12 @@ struct inrpd_config {
 	uint32_t query_timeout_ms;
 	uint8_t hop_limit;
 	bool nsid;
+	uint32_t rrl_rate, rrl_slip;
+	bool rrl_exempt_routers;
+	unsigned nrrl_exempt;
+	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	bool has_cookie_secret;
+	uint8_t cookie_secret[COOKIE_SECRET_LEN];
 	uint64_t cache_size;            /* bytes over all threads; 0: no cache */
 	unsigned cache_shards;          /* set by main: the UDP workers and the TCP thread */
 	struct cache_limits cache;
@@ -157,6 +171,11 @@ struct inrpd_counters {
 	uint64_t nodata;                /* routed names: NOERROR, no record of the type, SOA */
 	uint64_t notimp;                /* opcodes other than QUERY */
 	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
+	uint64_t rrl_dropped;           /* over the rate limit: no answer */
+	uint64_t rrl_slipped;           /* over the rate limit: a truncated answer */
+	uint64_t amp_truncated;         /* TC: too big for an unproven client's query */
+	uint64_t cookies;               /* queries with a valid server cookie */
+	uint64_t badcookie;             /* ... with a server cookie not ours or too old */
 	uint64_t cached;                /* answered from the packet cache */
 	uint64_t stale;                 /* ... with an expired answer, every hop failing */
 } __attribute__((aligned(64)));
@@ -184,6 +203,9 @@ struct fwd_request {
 	uint8_t chain[INRPD_MAX_REDIRECTS * NAME_MAX_WIRE];
 	uint32_t answer_ttl;            /* for the CNAMEs */
 	uint8_t nsid_len;               /* >0: the client asked for our NSID, and it is on */
+	bool cookie;                    /* the client sent a cookie: ours goes back */
+	uint16_t udp_cap;               /* an unproven client's answer limit; 0: none */
+	uint8_t cookie_out[COOKIE_CLIENT_LEN + COOKIE_SERVER_LEN];
 	char nsid[INRPD_ROUTER_NAME_MAX];
 	uint16_t edns_udp_size;
 	uint32_t budget_ms;             /* the whole query, all attempts */
@@ -211,9 +233,11 @@ struct fwd_request {
 #define INRPD_FORWARD ((size_t)-1)
 /* Room for configured records, or the SOA of a negative answer, in a local answer. */
 #define INRPD_RECORDS_MAX 4096
+struct rrl;
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct cache *cache, struct inrpd_counters *cnt);
+		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
+		    struct inrpd_counters *cnt);
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);
@@ -316,6 +340,17 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg);
 
 /* The runtime in force; readers use rcu_dereference(inrpd_rt). */
 extern struct inrpd_runtime *inrpd_rt;
+
+/* rrl.c: response rate limiting, a table per UDP worker (share: the workers). */
+enum rrl_verdict { RRL_PASS, RRL_DROP, RRL_SLIP };
+struct rrl *rrl_create(unsigned share);
+void rrl_free(struct rrl *r);
+enum rrl_verdict rrl_check(struct rrl *r, const struct inrpd_runtime *rt, int family,
+			   const uint8_t *addr, uint64_t now_ms);
+/* Next-hop routers' addresses, exempt from the limit (main thread writes). */
+void inrpd_routers_add(int family, const uint8_t *addr);
+void inrpd_routers_add_set(const struct route *routes, unsigned n);
+bool inrpd_routers_has(int family, const uint8_t *addr);
 
 /* udp.c */
 struct udp_workers;

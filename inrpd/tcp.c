@@ -268,7 +268,7 @@ static void conn_process(struct tcp_conn *c)
 		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
 			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
 		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
-					   answer, false, &s->req, s->cache, &s->cnt);
+					   answer, false, &s->req, s->cache, NULL, &s->cnt);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
 			struct fwd_client fc = { .conn = c };

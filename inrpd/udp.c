@@ -48,6 +48,7 @@ struct udp_worker {
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
 	struct fwd_engine *fwd;
 	struct cache *cache;            /* this worker's shard of the packet cache */
+	struct rrl *rrl;                /* its rate limits */
 	struct fwd_request req;         /* scratch for the query being answered */
 
 	struct mmsghdr in[UDP_BATCH];
@@ -190,7 +191,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		}
 		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
 					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
-					  &w->req, w->cache, &w->cnt);
+					  &w->req, w->cache, w->rrl, &w->cnt);
 		if (len == INRPD_FORWARD) {
 			struct fwd_client c;
 			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
@@ -341,6 +342,8 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
+		if (!(w->rrl = rrl_create(nworkers)))
+			goto nomem;
 		if (cfg->cache_size && cfg->cache_shards) {
 			/* a shard each, the TCP thread's included: no lock on any hit */
 			w->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
@@ -409,6 +412,7 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 			close(w->fds[l]);
 		fwd_engine_free(w->fwd);
 		cache_destroy(w->cache);
+		rrl_free(w->rrl);
 		free(w);
 	}
 	if (ws->stop_fd >= 0)

@@ -235,6 +235,12 @@ static void truncate(struct dns_builder *b)
 	b->owner_off = DNS_HEADER_LEN;
 }
 
+void dns_response_truncate(struct dns_builder *b)
+{
+	if (!b->failed && b->with_question)
+		truncate(b);
+}
+
 bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len)
 {
 	if (b->failed || !b->q->has_edns || b->len != b->question_end || b->nopts == DNS_MAX_OPTIONS)

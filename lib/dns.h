@@ -46,6 +46,7 @@ enum dns_rcode {
 	DNS_RCODE_NOTIMP = 4,
 	DNS_RCODE_REFUSED = 5,
 	DNS_RCODE_BADVERS = 16,         /* extended: needs an OPT RR */
+	DNS_RCODE_BADCOOKIE = 23,       /* RFC 7873 */
 };
 
 enum dns_opcode { DNS_OPCODE_QUERY = 0 };
@@ -185,6 +186,9 @@ bool dns_response_add_cname(struct dns_builder *b, const struct name *target, ui
  * is then left out).
  */
 bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len);
+
+/* Makes the answer a truncated one (TC, the question only). */
+void dns_response_truncate(struct dns_builder *b);
 
 /*
  * Adds a record of any type for the current owner (the question name, or

@@ -359,7 +359,9 @@ def test_edns_unknown_option_ignored(d):
     assert addrs(r, "A") == ["127.0.0.10", "127.0.0.11"]
     assert r.edns == 0
     assert r.payload == 1232                            # ours: edns-udp-size default
-    assert len(r.options) == 0                          # none echoed
+    # the unknown option is not echoed; the cookie gets ours (RFC 7873)
+    assert [o.otype for o in r.options] == [10]
+    assert bytes(r.options[0].data)[:8] == bytes(range(8)) and len(r.options[0].data) == 24
 
 
 def test_edns_do_bit_copied(d):

@@ -454,3 +454,146 @@ def test_serve_stale_when_every_upstream_is_down(inrpd_factory, tmp_path, unboun
     assert counters(d)["stale"] >= 1 and cache_stats(d)["stale_hits"] >= 1
     # without serve-stale: SERVFAIL
     assert d.udp("none.upstream.test", timeout=5).rcode() == dns.rcode.SERVFAIL
+
+
+# ---- DNS cookies and rate limiting ----
+
+COOKIE = 10
+
+
+def cookie_opt(client, server=b""):
+    return dns.edns.GenericOption(COOKIE, client + server)
+
+
+def server_cookie(r):
+    data = option(r, COOKIE)
+    assert data is not None and len(data) == 24, r
+    return data[8:]
+
+
+def test_cookies_are_made_checked_and_badcookie(inrpd_factory):
+    d = inrpd_factory(f'route "x.content" {{ server {SERVER}; }}\n')
+    cc = b"\x11\x22\x33\x44\x55\x66\x77\x88"
+    r = d.udp("x.content", use_edns=0, options=[cookie_opt(cc)])
+    assert option(r, COOKIE)[:8] == cc
+    sc = server_cookie(r)
+    assert sc[0] == 1 and sc[1:4] == b"\0\0\0"            # RFC 9018: version 1
+    # our own cookie back: accepted, and a fresh one given
+    r = d.udp("x.content", use_edns=0, options=[cookie_opt(cc, sc)])
+    assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [SERVER]
+    # someone else's, or ours for another client cookie: BADCOOKIE with a good one
+    bad = bytearray(sc)
+    bad[-1] ^= 1
+    for c, s in ((cc, bytes(bad)), (b"\x99" * 8, sc)):
+        r = d.udp("x.content", use_edns=0, options=[cookie_opt(c, s)])
+        assert r.rcode() == 23 and option(r, COOKIE)[:8] == c                 # BADCOOKIE
+        r2 = d.udp("x.content", use_edns=0, options=[cookie_opt(c, server_cookie(r))])
+        assert r2.rcode() == dns.rcode.NOERROR
+    # a malformed cookie option is FORMERR (RFC 7873 5.2.2)
+    for data in (b"short", b"\x01" * 12, b"\x01" * 41):
+        r = d.udp("x.content", use_edns=0, options=[dns.edns.GenericOption(COOKIE, data)])
+        assert r.rcode() == dns.rcode.FORMERR, data
+    # dig's cookie handling agrees: no "bad cookie" complaint, a server cookie seen
+    out = subprocess.run(["dig", "+cookie", "+tries=1", "+time=5", "-p", str(d.port), f"@{d.addr}",
+                          "x.content"], capture_output=True, text=True, timeout=30)
+    assert "COOKIE:" in out.stdout and "(good)" in out.stdout, out.stdout
+
+
+def test_a_shared_secret_makes_routers_agree(inrpd_factory):
+    secret = 'cookie-secret "000102030405060708090a0b0c0d0e0f";\n'
+    a = inrpd_factory(secret + f'route "x.content" {{ server {SERVER}; }}\n')
+    b = inrpd_factory(secret + f'route "x.content" {{ server {SERVER}; }}\n')
+    cc = b"anycast!"
+    sc = server_cookie(a.udp("x.content", use_edns=0, options=[cookie_opt(cc)]))
+    # the same client address asks b: the cookie is good there too
+    assert b.udp("x.content", use_edns=0, options=[cookie_opt(cc, sc)]).rcode() == dns.rcode.NOERROR
+
+
+def flood(d, source, n, cookie=None, name="x.content"):
+    """n queries from source; returns (answers, truncated)."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((source, 0))
+        s.settimeout(0.3)
+        answers = truncated = 0
+        for i in range(n):
+            opts = [cookie_opt(*cookie)] if cookie else []
+            q = dns.message.make_query(name, "A", use_edns=0 if cookie else None, options=opts)
+            s.sendto(q.to_wire(), (d.addr, d.port))
+        while True:
+            try:
+                wire = s.recv(4096)
+            except socket.timeout:
+                break
+            answers += 1
+            truncated += bool(wire[2] & 0x02)
+        return answers, truncated
+
+
+def test_rrl_limits_a_flood_and_spares_others(inrpd_factory, tmp_path):
+    # the test's clients are loopback addresses: outside allow-recursion here
+    d = router(inrpd_factory, tmp_path, "allow-recursion 10.0.0.0/8;\nrrl-rate 10;\nrrl-slip 2;\n"
+               f'route "x.content" {{ server {SERVER}; }}\n', workers=1)
+    before = counters(d)
+    # ten times the rate from one /24 at once
+    answers, truncated = flood(d, "127.0.50.1", 100)
+    c = counters(d)
+    dropped = c["rrl_dropped"] - before["rrl_dropped"]
+    slipped = c["rrl_slipped"] - before["rrl_slipped"]
+    assert answers - truncated <= 12                    # the burst, and what refilled meanwhile
+    assert dropped + slipped >= 85 and abs(dropped - slipped) <= 2 and truncated == slipped
+    # another /24 is answered meanwhile
+    assert flood(d, "127.0.51.1", 5) == (5, 0)
+    # a client with our cookie is not limited, from the flooded /24 too
+    cc = b"cookie!!"
+    r = dns.query.udp(dns.message.make_query("x.content", "A", use_edns=0, options=[cookie_opt(cc)]),
+                      d.addr, port=d.port, timeout=2, source="127.0.60.1")
+    sc = server_cookie(r)
+    import socket as _s
+    got, tc = flood(d, "127.0.60.1", 40, cookie=(cc, sc))
+    assert (got, tc) == (40, 0)
+    assert counters(d)["cookies"] - c["cookies"] == 40
+
+
+def test_routers_and_exempt_prefixes_are_not_limited(inrpd_factory, tmp_path):
+    nxt = loopback_addr()
+    d = router(inrpd_factory, tmp_path, "allow-recursion 10.0.0.0/8;\nrrl-rate 5;\nrrl-exempt 127.0.70.0/24;\n"
+               f'route "x.content" {{ server {SERVER}; }}\n'
+               f'route "y.content" {{ router {nxt} port 53; }}\n', workers=1)
+    assert flood(d, nxt, 40)[0] == 40                   # a next-hop router of ours
+    assert flood(d, "127.0.70.9", 40)[0] == 40          # an exempt prefix
+    # an INRP option alone proves nothing
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.71.1", 0))
+        s.settimeout(0.3)
+        q = dns.message.make_query("x.content", "A", use_edns=0, options=[inrp_query_option()])
+        for _ in range(40):
+            s.sendto(q.to_wire(), (d.addr, d.port))
+        got = 0
+        try:
+            while True:
+                s.recv(4096)
+                got += 1
+        except socket.timeout:
+            pass
+    assert got < 40
+
+
+def test_answers_to_unproven_clients_stay_small(inrpd_factory, tmp_path):
+    big = "".join(f'    record TXT "\\"{i}{"x" * 200}\\"";\n' for i in range(3))
+    d = router(inrpd_factory, tmp_path, "allow-recursion 10.0.0.0/8;\n"
+               f'route "x.content" {{\n    server {SERVER};\n{big}}}\n', workers=1)
+    q = dns.message.make_query("x.content", "TXT", use_edns=0, payload=4096)
+    wire = q.to_wire()
+    r = dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1")
+    assert r.flags & dns.flags.TC and len(r.to_wire()) <= 3 * len(wire)
+    assert counters(d)["amp_truncated"] == 1
+    # over TCP, or with a valid cookie, the whole answer
+    assert len(dns.query.tcp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1").answer[0]) == 3
+    cc = b"12345678"
+    q = dns.message.make_query("x.content", "TXT", use_edns=0, payload=4096, options=[cookie_opt(cc)])
+    sc = server_cookie(dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1"))
+    q = dns.message.make_query("x.content", "TXT", use_edns=0, payload=4096, options=[cookie_opt(cc, sc)])
+    r = dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1")
+    assert not r.flags & dns.flags.TC and len(r.answer[0]) == 3
