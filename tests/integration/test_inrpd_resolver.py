@@ -3,6 +3,7 @@ with an SOA, configured records, never the upstream's NXDOMAIN), retries
 on SERVFAIL and REFUSED from a hop, NOTIMP, NSID and Extended DNS
 Errors.  Real inrpd processes, a real Unbound, dnspython, dig and kdig."""
 
+import os
 import subprocess
 
 import dns.edns
@@ -597,3 +598,35 @@ def test_answers_to_unproven_clients_stay_small(inrpd_factory, tmp_path):
     q = dns.message.make_query("x.content", "TXT", use_edns=0, payload=4096, options=[cookie_opt(cc, sc)])
     r = dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1")
     assert not r.flags & dns.flags.TC and len(r.answer[0]) == 3
+
+
+# ---- glibc's stub resolver as a client ----
+
+def getent_in_namespace(tmp_path, server, name, edns):
+    """getent ahosts NAME in a mount namespace whose resolv.conf names server
+    (port 53: glibc knows no other) and whose nsswitch.conf asks DNS only."""
+    resolv = tmp_path / f"resolv-{edns}.conf"
+    resolv.write_text(f"nameserver {server}\noptions attempts:1 timeout:3{' edns0' if edns else ''}\n")
+    nss = tmp_path / "nsswitch.conf"
+    nss.write_text("hosts: dns\n")
+    script = (f"mount --bind {resolv} /etc/resolv.conf && mount --bind {nss} /etc/nsswitch.conf && "
+              f"exec getent ahosts {name}")
+    return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace and port 53 need root")
+@pytest.mark.parametrize("edns", [False, True])
+def test_glibc_resolves_a_routed_and_a_fallback_name(inrpd_factory, tmp_path, upstream, edns):
+    addr = loopback_addr()
+    d = inrpd_factory(f"upstream {upstream.addr} port {upstream.port};\n"
+                      f'route "www.glibc.content" {{ server {SERVER}; }}\n', port=53, addr=addr)
+    out = getent_in_namespace(tmp_path, d.addr, "www.glibc.content", edns)
+    assert out.returncode == 0, out
+    assert {line.split()[0] for line in out.stdout.splitlines()} == {SERVER}, out.stdout
+    out = getent_in_namespace(tmp_path, d.addr, "a.upstream.test", edns)
+    assert out.returncode == 0, out
+    assert {line.split()[0] for line in out.stdout.splitlines()} == {"192.0.2.1"}, out.stdout
+    # a content name that does not exist in ordinary DNS is not "no such name" for glibc either
+    out = getent_in_namespace(tmp_path, d.addr, "other.www.glibc.content", edns)
+    assert out.returncode == 0 and SERVER in out.stdout, out
