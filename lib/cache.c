@@ -11,11 +11,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "arena.h"
 #include "cache.h"
 
 #define ALIGN8(n)               (((n) + 7u) & ~(size_t)7u)
@@ -515,9 +515,10 @@ struct cache *cache_create(size_t bytes, struct cache_flush *flush)
 	if (!c)
 		return NULL;
 	c->map_len = cap + idx_bytes;
-	/* untouched pages cost nothing until entries reach them */
-	void *m = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED) {
+	/* untouched pages cost nothing until entries reach them; huge pages
+	 * spare every lookup a TLB miss on its random index slot */
+	void *m = bigtable_alloc(c->map_len);
+	if (!m) {
 		free(c);
 		return NULL;
 	}
@@ -533,7 +534,7 @@ void cache_destroy(struct cache *c)
 {
 	if (!c)
 		return;
-	munmap(c->idx, c->map_len);
+	bigtable_free(c->idx, c->map_len);
 	free(c);
 }
 
