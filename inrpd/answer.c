@@ -528,6 +528,73 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
 	return finish(&b, req, cnt);
 }
 
+/*
+ * The EDNS options a query may carry for us: INRP (a router client), NSID,
+ * COOKIE (RFC 7873: a client cookie gets ours back, a server cookie is
+ * checked).  Returns DNS_PARSE_OK or FORMERR for a malformed INRP or
+ * COOKIE option.
+ */
+static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, struct fwd_request *req,
+			int family, const uint8_t *addr, bool *cookie_valid, bool *cookie_bad)
+{
+	const struct dns_query *q = &req->q;
+	const uint8_t *opts = pkt + q->edns_opts_off, *data, *cc, *sc;
+	size_t dlen, sc_len;
+	const char *why;
+	if (inrp_find_option(opts, q->edns_opts_len, INRP_OPTION_CODE, &data, &dlen)) {
+		if (inrp_query_opt_parse(data, dlen, &req->inrp, &why) < 0)
+			return DNS_RCODE_FORMERR;
+		req->client_inrp = true;
+	}
+	/* RFC 5001 2.3: an empty NSID option asks for ours */
+	if (rt->nsid && inrp_find_option(opts, q->edns_opts_len, DNS_OPT_NSID, &data, &dlen)) {
+		size_t n = strlen(rt->router_name);
+		req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
+		memcpy(req->nsid, rt->router_name, req->nsid_len);
+	}
+	if (!family || !inrp_find_option(opts, q->edns_opts_len, DNS_OPT_COOKIE, &data, &dlen))
+		return DNS_PARSE_OK;
+	if (cookie_parse(data, dlen, &cc, &sc, &sc_len) < 0)
+		return DNS_RCODE_FORMERR;
+	uint32_t now = (uint32_t)time(NULL);
+	size_t alen = family == AF_INET ? 4 : 16;
+	req->cookie = true;
+	memcpy(req->cookie_out, cc, COOKIE_CLIENT_LEN);
+	cookie_make(rt->cookie_secret, cc, now, addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
+	if (sc_len) {
+		*cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, addr, alen);
+		*cookie_bad = !*cookie_valid;
+	}
+	return DNS_PARSE_OK;
+}
+
+/*
+ * A UDP client that has not proven its address: outside allow-recursion,
+ * not exempt, not a router of ours, is rate-limited (rrl.c), and what
+ * passes gets answers of at most INRPD_AMPLIFICATION times its query.
+ */
+static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
+				   struct rrl *rrl, size_t len, int family, const uint8_t *addr,
+				   struct inrpd_counters *cnt)
+{
+	if (prefixes_match(rt->acl, rt->nacl, family, addr) ||
+	    prefixes_match(rt->rrl_exempt, rt->nrrl_exempt, family, addr) ||
+	    (rt->rrl_exempt_routers && inrpd_routers_has(family, addr)))
+		return RRL_PASS;
+	enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
+	if (v == RRL_DROP) {
+		CNT_INC(cnt, rrl_dropped);
+		CNT_INC(cnt, dropped);
+	} else if (v == RRL_SLIP) {
+		CNT_INC(cnt, rrl_slipped);
+	} else {
+		/* never much more than the query: a spoofed source gains little */
+		size_t cap = len * INRPD_AMPLIFICATION;
+		req->udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+	}
+	return v;
+}
+
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
 		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
@@ -564,67 +631,18 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	uint8_t addr[16];
 	int family = client_addr(client, addr);
 	bool cookie_valid = false, cookie_bad = false;
-	if (rc == DNS_PARSE_OK && q->has_edns) {
-		const uint8_t *data;
-		size_t dlen;
-		const char *why;
-		if (inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, INRP_OPTION_CODE,
-				     &data, &dlen)) {
-			if (inrp_query_opt_parse(data, dlen, in, &why) < 0)
-				rc = DNS_RCODE_FORMERR;
-			else
-				req->client_inrp = true;
-		}
-		/* RFC 5001 2.3: an empty NSID option asks for ours */
-		if (rt->nsid && inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, DNS_OPT_NSID,
-						 &data, &dlen)) {
-			size_t n = strlen(rt->router_name);
-			req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
-			memcpy(req->nsid, rt->router_name, req->nsid_len);
-		}
-		/* RFC 7873: a client cookie gets ours back; a bad server cookie BADCOOKIE */
-		const uint8_t *cc, *sc;
-		size_t sc_len;
-		if (family && inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, DNS_OPT_COOKIE,
-					       &data, &dlen)) {
-			if (cookie_parse(data, dlen, &cc, &sc, &sc_len) < 0) {
-				rc = DNS_RCODE_FORMERR;
-			} else {
-				uint32_t now = (uint32_t)time(NULL);
-				size_t alen = family == AF_INET ? 4 : 16;
-				req->cookie = true;
-				memcpy(req->cookie_out, cc, COOKIE_CLIENT_LEN);
-				cookie_make(rt->cookie_secret, cc, now, addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
-				if (sc_len) {
-					cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, addr, alen);
-					cookie_bad = !cookie_valid;
-				}
-			}
-		}
-	}
+	if (rc == DNS_PARSE_OK && q->has_edns)
+		rc = read_options(rt, pkt, req, family, addr, &cookie_valid, &cookie_bad);
 	if (rc == DNS_PARSE_OK && limit_udp && family && !cookie_valid) {
-		/* an unproven client outside allow-recursion that is not a router: limited */
-		bool outsider = !prefixes_match(rt->acl, rt->nacl, family, addr) &&
-				!prefixes_match(rt->rrl_exempt, rt->nrrl_exempt, family, addr) &&
-				!(rt->rrl_exempt_routers && inrpd_routers_has(family, addr));
-		if (outsider) {
-			enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
-			if (v == RRL_DROP) {
-				CNT_INC(cnt, rrl_dropped);
-				CNT_INC(cnt, dropped);
-				return 0;
-			}
-			if (v == RRL_SLIP) {
-				CNT_INC(cnt, rrl_slipped);
-				dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
-				dns_response_truncate(&b);
-				return finish(&b, req, cnt);
-			}
-			/* never much more than the query: a spoofed source gains little */
-			req->udp_cap = (uint16_t)(len * INRPD_AMPLIFICATION < DNS_UDP_MIN ?
-						  len * INRPD_AMPLIFICATION : DNS_UDP_MIN);
-			limit = response_limit(req, INRPD_ANSWER_MAX);
+		int v = rate_limit(rt, req, rrl, len, family, addr, cnt);
+		if (v == RRL_DROP)
+			return 0;
+		if (v == RRL_SLIP) {
+			dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
+			dns_response_truncate(&b);
+			return finish(&b, req, cnt);
 		}
+		limit = response_limit(req, INRPD_ANSWER_MAX);
 	}
 	if (rc == DNS_PARSE_OK && cookie_valid)
 		CNT_INC(cnt, cookies);

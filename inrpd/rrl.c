@@ -24,6 +24,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "arena.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -44,9 +46,10 @@ struct rrl {
 	struct bucket b[RRL_BUCKETS];
 };
 
+/* Fresh pages: a router no outsider asks keeps none of the table resident. */
 struct rrl *rrl_create(unsigned share)
 {
-	struct rrl *r = calloc(1, sizeof(*r));
+	struct rrl *r = bigtable_alloc(sizeof(*r));
 	if (r)
 		r->share = share ? share : 1;
 	return r;
@@ -54,7 +57,7 @@ struct rrl *rrl_create(unsigned share)
 
 void rrl_free(struct rrl *r)
 {
-	free(r);
+	bigtable_free(r, sizeof(*r));
 }
 
 enum rrl_verdict rrl_check(struct rrl *r, const struct inrpd_runtime *rt, int family,

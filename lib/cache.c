@@ -511,7 +511,8 @@ struct cache *cache_create(size_t bytes, struct cache_flush *flush)
 		slots *= 2;
 	size_t idx_bytes = slots * sizeof(uint64_t);
 	size_t cap = (bytes - idx_bytes) & ~(size_t)7;
-	struct cache *c = calloc(1, sizeof(*c));
+	/* fresh pages: the scratch area counts only once something is stored */
+	struct cache *c = bigtable_alloc(sizeof(*c));
 	if (!c)
 		return NULL;
 	c->map_len = cap + idx_bytes;
@@ -519,7 +520,7 @@ struct cache *cache_create(size_t bytes, struct cache_flush *flush)
 	 * spare every lookup a TLB miss on its random index slot */
 	void *m = bigtable_alloc(c->map_len);
 	if (!m) {
-		free(c);
+		bigtable_free(c, sizeof(*c));
 		return NULL;
 	}
 	c->idx = m;
@@ -535,7 +536,7 @@ void cache_destroy(struct cache *c)
 	if (!c)
 		return;
 	bigtable_free(c->idx, c->map_len);
-	free(c);
+	bigtable_free(c, sizeof(*c));
 }
 
 void cache_stats_add(const struct cache *c, struct cache_stats *st)
