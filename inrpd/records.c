@@ -7,7 +7,10 @@
  *
  * The presentation format is read by ldns once, at config load; the table
  * keeps wire RDATA sorted by route name, and a lookup is a binary search.
+ * ldns (and the OpenSSL it brings, 2 MiB resident) is loaded with dlopen
+ * by the first `record`: a router without records never maps it.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,41 @@ static bool type_allowed(uint16_t t)
 	}
 }
 
+#define LDNS_SONAME "libldns.so.3"     /* Debian 12's libldns3 */
+
+static struct {
+	void *handle;
+	ldns_status (*rr_new_frm_str)(ldns_rr **, const char *, uint32_t, const ldns_rdf *, ldns_rdf **);
+	const char *(*errorstr)(ldns_status);
+	ldns_rr_type (*rr_get_type)(const ldns_rr *);
+	ldns_status (*rr2wire)(uint8_t **, const ldns_rr *, int, size_t *);
+	void (*rr_free)(ldns_rr *);
+} ld;
+
+/* Loads ldns once, for the life of the process (reloads use it again). */
+static int ldns_load(char *err, size_t err_len)
+{
+	if (ld.handle)
+		return 0;
+	void *h = dlopen(LDNS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, err_len, "record needs %s: %s", LDNS_SONAME, dlerror());
+		return -1;
+	}
+	*(void **)&ld.rr_new_frm_str = dlsym(h, "ldns_rr_new_frm_str");
+	*(void **)&ld.errorstr = dlsym(h, "ldns_get_errorstr_by_id");
+	*(void **)&ld.rr_get_type = dlsym(h, "ldns_rr_get_type");
+	*(void **)&ld.rr2wire = dlsym(h, "ldns_rr2wire");
+	*(void **)&ld.rr_free = dlsym(h, "ldns_rr_free");
+	if (!ld.rr_new_frm_str || !ld.errorstr || !ld.rr_get_type || !ld.rr2wire || !ld.rr_free) {
+		snprintf(err, err_len, "record: %s lacks a function inrpd uses", LDNS_SONAME);
+		dlclose(h);
+		return -1;
+	}
+	ld.handle = h;
+	return 0;
+}
+
 struct inrpd_records *inrpd_records_new(void)
 {
 	return calloc(1, sizeof(struct inrpd_records));
@@ -55,6 +93,8 @@ int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const 
 		snprintf(err, err_len, "route name too long");
 		return -1;
 	}
+	if (ldns_load(err, err_len) < 0)
+		return -1;
 	size_t tlen = strlen(owner_text) + strlen(type) + strlen(rdata) + 16;
 	char *text = malloc(tlen);
 	if (!text) {
@@ -65,33 +105,32 @@ int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const 
 	snprintf(text, tlen, "%s%s 0 IN %s %s", owner_text,
 		 owner_text[strlen(owner_text) - 1] == '.' ? "" : ".", type, rdata);
 	ldns_rr *rr = NULL;
-	ldns_status st = ldns_rr_new_frm_str(&rr, text, 0, NULL, NULL);
+	ldns_status st = ld.rr_new_frm_str(&rr, text, 0, NULL, NULL);
 	free(text);
 	if (st != LDNS_STATUS_OK) {
-		snprintf(err, err_len, "record %s \"%s\": %s", type, rdata, ldns_get_errorstr_by_id(st));
+		snprintf(err, err_len, "record %s \"%s\": %s", type, rdata, ld.errorstr(st));
 		return -1;
 	}
-	uint16_t t = (uint16_t)ldns_rr_get_type(rr);
+	uint16_t t = (uint16_t)ld.rr_get_type(rr);
 	if (!type_allowed(t)) {
-		ldns_rr_free(rr);
+		ld.rr_free(rr);
 		snprintf(err, err_len, "record type %s cannot be configured: %s", type,
 			 t == DNS_TYPE_A || t == DNS_TYPE_AAAA ? "addresses come from the servers"
 							       : "the route makes it, or it is not data");
 		return -1;
 	}
-	ldns_buffer *buf = ldns_buffer_new(512);
-	int rc = -1;
-	if (!buf)
-		goto out;
-	/* every RDATA field in wire form, names uncompressed */
-	for (size_t i = 0; i < ldns_rr_rd_count(rr); i++)
-		if (ldns_rdf2buffer_wire(buf, ldns_rr_rdf(rr, i)) != LDNS_STATUS_OK)
-			goto out;
-	size_t len = ldns_buffer_position(buf);
-	if (len > UINT16_MAX) {
-		snprintf(err, err_len, "record %s: RDATA longer than 65535 bytes", type);
-		goto out;
+	/* the whole record in wire form: owner (uncompressed), type, class, TTL, RDLENGTH, RDATA */
+	uint8_t *wire = NULL;
+	size_t wlen = 0;
+	st = ld.rr2wire(&wire, rr, LDNS_SECTION_ANSWER, &wlen);
+	ld.rr_free(rr);
+	if (st != LDNS_STATUS_OK || wlen < owner->len + 10u) {
+		free(wire);
+		snprintf(err, err_len, "record %s \"%s\": cannot encode", type, rdata);
+		return -1;
 	}
+	const uint8_t *rd = wire + owner->len + 10;
+	size_t len = wlen - owner->len - 10;
 	if (rs->n == rs->cap) {
 		unsigned cap = rs->cap ? rs->cap * 2 : 8;
 		struct inrpd_record *nr = realloc(rs->r, cap * sizeof(*nr));
@@ -104,21 +143,17 @@ int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const 
 	r->rdata = malloc(len ? len : 1);
 	if (!r->rdata)
 		goto nomem;
-	memcpy(r->rdata, ldns_buffer_begin(buf), len);
+	memcpy(r->rdata, rd, len);
+	free(wire);
 	r->owner = *owner;
 	r->type = t;
 	r->rdlen = (uint16_t)len;
 	r->seq = rs->n++;
-	rc = 0;
-	goto out;
+	return 0;
 nomem:
+	free(wire);
 	snprintf(err, err_len, "out of memory");
-out:
-	if (rc < 0 && err[0] == 0)
-		snprintf(err, err_len, "record %s \"%s\": cannot encode", type, rdata);
-	ldns_buffer_free(buf);
-	ldns_rr_free(rr);
-	return rc;
+	return -1;
 }
 
 static int record_cmp(const void *a, const void *b)
