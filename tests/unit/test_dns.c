@@ -812,6 +812,54 @@ static void test_build_options_records_authority(void **state)
 	assert_memory_equal(ldns_rdf_data(ed), want, sizeof(want));
 	ldns_pkt_free(lp);
 
+	/* replayed after another question of the same length: records, counts, rcode, AD */
+	size_t q_end = DNS_HEADER_LEN + q.qname.len + 4;
+	size_t body_len = len - q_end - (11 + 4 + 2 + 4 + 3 + 4 + 4 + 8);     /* less our OPT RR */
+	uint8_t body[512];
+	memcpy(body, buf + q_end, body_len);
+	size_t an_len = 2 + 10 + sizeof(https);
+	uint8_t out[4096];
+	struct dns_query q2;
+	header(&p, 78, 0x01, 0, 1, 0, 0, 1);
+	question(&p, "WWW.EXAMPLE.CONTENT", 65, DNS_CLASS_IN);
+	opt(&p, 1232, 0, true, NULL, 0);
+	assert_int_equal(parse(&p, &q2), DNS_PARSE_OK);
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, 1232);
+	size_t copied;
+	size_t at = dns_response_replay(&b, body, body_len, body_len, 1, 1, 0, DNS_RCODE_NXDOMAIN, true, &copied);
+	assert_int_equal(at, q_end);
+	assert_int_equal(copied, body_len);
+	len = dns_response_finish(&b, 1232);
+	lp = ldns_parse_ok(out, len);
+	assert_int_equal(ldns_pkt_get_rcode(lp), LDNS_RCODE_NXDOMAIN);
+	assert_true(ldns_pkt_ad(lp));                           /* the client set DO */
+	assert_int_equal(ldns_pkt_ancount(lp), 1);
+	assert_int_equal(ldns_pkt_nscount(lp), 1);
+	owner = ldns_rdf2str(ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_answer(lp), 0)));
+	assert_string_equal(owner, "WWW.EXAMPLE.CONTENT.");   /* the pointer finds this question */
+	free(owner);
+	ldns_pkt_free(lp);
+	/* answer and authority that do not fit: TC, the question only */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + an_len);
+	dns_response_replay(&b, body, body_len, body_len, 1, 1, 0, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, 0);
+	assert_true(b.truncated);
+	/* additional records that do not fit are left out, without TC */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + body_len);
+	dns_response_replay(&b, body, body_len + 0, an_len, 1, 0, 1, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, body_len);
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + body_len - 1);
+	dns_response_replay(&b, body, body_len, an_len, 1, 0, 1, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, an_len);
+	assert_false(b.truncated);
+	assert_int_equal(b.arcount, 0);
+	/* dns_response_truncate: TC and the question only */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, 1232);
+	dns_response_truncate(&b);
+	len = dns_response_finish(&b, 1232);
+	assert_true(out[2] & 0x02);
+	assert_int_equal(len, q_end + 11);
+
 	/* an SOA that does not fit truncates: a negative answer needs it */
 	dns_response_init(&b, &q, DNS_RCODE_NOERROR, buf, DNS_HEADER_LEN + q.qname.len + 4 + 11 + 20);
 	assert_false(dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa, (uint16_t)soa_len, 5));
