@@ -630,3 +630,30 @@ def test_glibc_resolves_a_routed_and_a_fallback_name(inrpd_factory, tmp_path, up
     # a content name that does not exist in ordinary DNS is not "no such name" for glibc either
     out = getent_in_namespace(tmp_path, d.addr, "other.www.glibc.content", edns)
     assert out.returncode == 0 and SERVER in out.stdout, out
+
+
+# ---- routes from nbrpd (the FIB channel) ----
+
+def test_fib_channel_route_changes_reach_the_cache_and_the_rate_limiter(inrpd_factory, tmp_path):
+    """A cached forwarded answer is not served once nbrpd moves the name to
+    another router; the routers nbrpd names are exempt from rate limiting."""
+    import fibchan_client as fc
+    from conftest import wait_for
+    one = router(inrpd_factory, tmp_path, f'route "svc.fib.content" {{ server {SERVER}; }}\n')
+    two = router(inrpd_factory, tmp_path, 'route "svc.fib.content" { server 127.0.0.98; }\n')
+    sock = tmp_path / "fib.sock"
+    d = router(inrpd_factory, tmp_path, f'fib-channel "{sock}";\nallow-recursion 10.0.0.0/8;\n'
+               "rrl-rate 5;\n", workers=1)
+    ch = fc.FibChannel(sock)
+    ch.full_sync(1, fc.update(names=[fc.name_routes("fib.content", [
+        fc.route(one.addr, kind=fc.ROUTER, port=one.port)])]))
+    wait_for(lambda: addrs(d.udp("svc.fib.content")) == [SERVER], 10, "the route from the channel")
+    assert addrs(d.udp("svc.fib.content")) == [SERVER]
+    assert counters(d)["cached"] >= 1
+    # nbrpd moves the name: the answer kept for the old route is not served
+    ch.send(fc.update(names=[fc.name_routes("fib.content", [fc.route(two.addr, kind=fc.ROUTER, port=two.port)])]))
+    wait_for(lambda: addrs(d.udp("svc.fib.content")) == ["127.0.0.98"], 10, "the new route")
+    # a router nbrpd told us about is not limited; another address outside the ACL is
+    assert flood(d, two.addr, 30)[0] == 30
+    assert flood(d, "127.0.90.1", 30)[0] < 30
+    ch.close()
