@@ -319,7 +319,9 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 /*
  * Frees the slot, then hands the answer in obuf over.  The slot goes
  * first: deliver() may close a TCP connection, which cancels its other
- * queries and re-enters the engine.
+ * queries and re-enters the engine.  The slot's request and obuf stay as
+ * they are until the next fwd_start(), so the caller may still keep the
+ * answer in the cache.
  */
 static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len)
 {
@@ -350,9 +352,9 @@ static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id
 	size_t n = inrpd_answer_servfail(&p->req, router_id, p->status, e->obuf, sizeof(e->obuf));
 	/* held briefly, so a burst for a failing name does not go out again; a
 	 * router client's failure may be its short budget, not the name's */
+	finish_query(e, p, n);
 	if (!p->req.client_inrp)
 		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
-	finish_query(e, p, n);
 }
 
 static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
@@ -647,8 +649,9 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
-	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
+	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
+	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 }
 
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
