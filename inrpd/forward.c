@@ -30,7 +30,8 @@
  *
  * Choosing among alternates: FIB rank first; a later alternate wins only
  * when its expected latency (smoothed RTT plus the load the hop last
- * reported) is clearly lower (by 1 ms and 10%), and a hop that timed out
+ * reported) is clearly lower (by 1 ms and 10%; by 20 ms for a hop never
+ * asked, whose RTT is unknown), and a hop that timed out
  * in the last FWD_HOLDDOWN_MS counts as very slow.  What is known about a
  * next hop (RTT, load, last timeout) is shared by every engine of the
  * process in one table (relaxed atomics; a lost update costs nothing but
@@ -71,6 +72,7 @@
 #define FWD_UPSTREAM_UDP_SIZE   4096            /* advertised to next hops */
 #define FWD_MIN_ATTEMPT_MS      20
 #define FWD_HOLDDOWN_MS         5000
+#define FWD_UNKNOWN_MARGIN_US   20000   /* an untried hop's lead over a tried one */
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
 #define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
@@ -386,7 +388,11 @@ static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, str
 			continue;
 		struct fwd_hop *h = hop_get(&p->req.cand[i]);
 		uint64_t c = expected_cost_us(p, i, h, now);
-		if (best < 0 || (c + 1000 < best_cost && c * 10 < best_cost * 9)) {
+		/* a hop never asked has no RTT to go by: it passes a ranked one only
+		 * when that one is clearly slow, not by a sample's noise */
+		bool known = h && __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED) != 0;
+		uint64_t margin = known ? 1000 : FWD_UNKNOWN_MARGIN_US;
+		if (best < 0 || (c + margin < best_cost && c * 10 < best_cost * 9)) {
 			best = (int)i;
 			best_cost = c;
 			best_hop = h;
