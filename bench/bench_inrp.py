@@ -310,7 +310,9 @@ def inrpd_node(inrpd, work):
     def cmd(i, addr, port, nxt):
         conf = os.path.join(work, f"chain{i}.conf")
         with open(conf, "w") as f:
-            f.write(f'listen {addr} port {port};\nworkers 1;\nlog-level warn;\nrouter-id "bench{i}";\n')
+            # no packet cache: every query walks the chain, which is what is measured
+            f.write(f'listen {addr} port {port};\nworkers 1;\nlog-level warn;\nrouter-id "bench{i}";\n'
+                    'cache-size 0;\n')
             if nxt is None:
                 f.write('route "hop.bench" { server 127.0.0.1; }\n')
             else:

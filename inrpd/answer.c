@@ -9,21 +9,41 @@
  *                                INRPD_MAX_REDIRECTS times; the answer
  *                                carries the CNAME chain
  *   servers attached here        A/AAAA: their addresses, ranked, minus the
- *                                ones the client excludes; other types go
- *                                to the fallback path
+ *                                ones the client excludes; other types: the
+ *                                route's configured records, or NODATA with
+ *                                an SOA (a routed name is ours: never sent
+ *                                to the upstream, whose NXDOMAIN would deny
+ *                                the whole name, RFC 8020)
  *   next content routers         forwarded (forward.c) with the INRP option:
- *                                our id added to the path, hop limit less one
+ *                                our id added to the path, hop limit less one;
+ *                                every type, so the router next to the
+ *                                servers answers it
  *   routes, all excluded         SERVFAIL
  *   no route                     upstream resolvers, for clients in
  *                                allow-recursion; REFUSED otherwise
  *
- * Nothing here logs per query: the counters say what happened.
+ * Errors carry an Extended DNS Error (RFC 8914) saying why, and any answer
+ * our NSID (RFC 5001) when the client asks and `nsid` is on.  Nothing here
+ * logs per query: the counters say what happened.
  */
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "inrpd.h"
+
+struct cache_flush *inrpd_cache_flush;
+
+uint64_t inrpd_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);     /* TTLs are seconds: a tick is plenty */
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
 {
@@ -49,6 +69,16 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(bad_upstream);
 	ADD(upstream_tcp);
 	ADD(upstream_tcp_full);
+	ADD(nodata);
+	ADD(notimp);
+	ADD(hop_failed);
+	ADD(rrl_dropped);
+	ADD(rrl_slipped);
+	ADD(amp_truncated);
+	ADD(cookies);
+	ADD(badcookie);
+	ADD(cached);
+	ADD(stale);
 #undef ADD
 }
 
@@ -63,39 +93,99 @@ static bool prefix_match(const struct inrpd_prefix *p, const uint8_t *addr)
 	return (p->addr[bytes] & mask) == (addr[bytes] & mask);
 }
 
-bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
+/* The client's address (IPv4 from a dual-stack socket as IPv4); 0 if none. */
+static int client_addr(const struct sockaddr *client, uint8_t out[16])
 {
-	uint8_t a4[4];
-	const uint8_t *addr;
-	int family = client->sa_family;
-
-	if (family == AF_INET) {
-		addr = (const uint8_t *)&((const struct sockaddr_in *)client)->sin_addr;
-	} else if (family == AF_INET6) {
-		addr = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
-		/* an IPv4 client on a dual-stack socket */
-		static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-		if (memcmp(addr, mapped, 12) == 0) {
-			memcpy(a4, addr + 12, 4);
-			addr = a4;
-			family = AF_INET;
-		}
-	} else {
-		return false;
+	if (client->sa_family == AF_INET) {
+		memcpy(out, &((const struct sockaddr_in *)client)->sin_addr, 4);
+		return AF_INET;
 	}
-	for (unsigned i = 0; i < rt->nacl; i++)
-		if (rt->acl[i].family == family && prefix_match(&rt->acl[i], addr))
+	if (client->sa_family != AF_INET6)
+		return 0;
+	const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (memcmp(a, mapped, 12) == 0) {
+		memcpy(out, a + 12, 4);
+		return AF_INET;
+	}
+	memcpy(out, a, 16);
+	return AF_INET6;
+}
+
+static bool prefixes_match(const struct inrpd_prefix *p, unsigned n, int family, const uint8_t *addr)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (p[i].family == family && prefix_match(&p[i], addr))
 			return true;
 	return false;
 }
 
-static void add_inrp_option(struct dns_builder *b, const struct fwd_request *req, uint8_t *buf,
-			    const struct inrp_response_opt *o)
+bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
 {
-	if (!req->client_inrp)
-		return;
-	size_t n = inrp_response_opt_write(o, buf);
-	dns_response_add_option(b, INRP_OPTION_CODE, buf, (uint16_t)n);
+	uint8_t a[16];
+	int family = client_addr(client, a);
+	return family && prefixes_match(rt->acl, rt->nacl, family, a);
+}
+
+/* Why an answer is an error, as an Extended DNS Error (RFC 8914). */
+enum why {
+	WHY_NONE,
+	WHY_LOOP,
+	WHY_HOP_LIMIT,
+	WHY_NO_ROUTE,
+	WHY_UPSTREAMS_FAILED,
+	WHY_PROHIBITED,
+	WHY_NO_UPSTREAM,
+	WHY_NOT_SUPPORTED,
+};
+
+static const struct {
+	uint16_t code;
+	const char *text;
+} why_ede[] = {
+	[WHY_LOOP] = { 0, "INRP loop" },                        /* Other */
+	[WHY_HOP_LIMIT] = { 0, "INRP hop limit" },
+	[WHY_NO_ROUTE] = { 22, "no reachable route" },          /* No Reachable Authority */
+	[WHY_UPSTREAMS_FAILED] = { 22, "every upstream failed" },
+	[WHY_PROHIBITED] = { 18, "recursion not allowed" },     /* Prohibited */
+	[WHY_NO_UPSTREAM] = { 20, "no upstream resolver" },     /* Not Authoritative */
+	[WHY_NOT_SUPPORTED] = { 21, "class not supported" },    /* Not Supported */
+};
+
+#define EDE_MAX 40                      /* 2-byte code and the longest text above */
+
+/* Our EDNS options' data, kept until the answer is finished. */
+struct opt_bufs {
+	uint8_t cookie[COOKIE_CLIENT_LEN + COOKIE_SERVER_LEN];
+	uint8_t inrp[INRP_RESPONSE_OPT_LEN];
+	uint8_t ede[EDE_MAX];
+};
+
+/*
+ * Starts an answer: header, question, then our EDNS options (INRP for a
+ * router client when inrp is given, NSID when asked for, the error's
+ * reason).  Records come after.
+ */
+static void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
+		  uint8_t *out, size_t limit, struct opt_bufs *ob,
+		  const struct inrp_response_opt *inrp, enum why why)
+{
+	dns_response_init(b, &req->q, rcode, out, limit);
+	if (inrp && req->client_inrp) {
+		size_t n = inrp_response_opt_write(inrp, ob->inrp);
+		dns_response_add_option(b, INRP_OPTION_CODE, ob->inrp, (uint16_t)n);
+	}
+	if (req->nsid_len)
+		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
+	if (req->cookie)
+		dns_response_add_option(b, DNS_OPT_COOKIE, req->cookie_out, sizeof(req->cookie_out));
+	if (why != WHY_NONE) {
+		size_t n = strlen(why_ede[why].text);
+		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
+		ob->ede[1] = (uint8_t)why_ede[why].code;
+		memcpy(ob->ede + 2, why_ede[why].text, n);
+		dns_response_add_option(b, DNS_OPT_EDE, ob->ede, (uint16_t)(2 + n));
+	}
 }
 
 /* Length of the uncompressed wire name at p (the chain holds only names we built). */
@@ -124,6 +214,8 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 static size_t response_limit(const struct fwd_request *req, size_t cap)
 {
 	size_t limit = req->limit_udp ? dns_query_udp_limit(&req->q, req->edns_udp_size) : DNS_TCP_MAX;
+	if (req->udp_cap && req->udp_cap < limit)
+		limit = req->udp_cap;
 	return limit < cap ? limit : cap;
 }
 
@@ -131,11 +223,13 @@ size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, 
 			     uint8_t *out, size_t cap)
 {
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct opt_bufs ob;
 	struct inrp_response_opt o = { .status = status, .router_id = router_id };
+	enum why why = status == INRP_STATUS_LOOP ? WHY_LOOP
+		     : status == INRP_STATUS_HOP_LIMIT ? WHY_HOP_LIMIT
+		     : req->fallback ? WHY_UPSTREAMS_FAILED : WHY_NO_ROUTE;
 
-	dns_response_init(&b, &req->q, DNS_RCODE_SERVFAIL, out, response_limit(req, cap));
-	add_inrp_option(&b, req, opt, &o);
+	start(&b, req, DNS_RCODE_SERVFAIL, out, response_limit(req, cap), &ob, &o, why);
 	return dns_response_finish(&b, req->edns_udp_size);
 }
 
@@ -144,14 +238,13 @@ size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
 			  const struct inrp_response_opt *from_hop, uint8_t *out, size_t cap)
 {
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
+	struct opt_bufs ob;
 	/* a router passes on who answered; an upstream resolver's answer is ours */
 	struct inrp_response_opt o = { .status = INRP_STATUS_OK, .router_id = router_id };
 	if (from_hop)
 		o = *from_hop;
 
-	dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, response_limit(req, cap));
-	add_inrp_option(&b, req, opt, &o);
+	start(&b, req, DNS_RCODE_NOERROR, out, response_limit(req, cap), &ob, &o, WHY_NONE);
 	add_chain(&b, req);
 	if (!dns_response_relay(&b, pkt, len, a, &req->target))
 		return 0;
@@ -191,10 +284,11 @@ static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct 
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates).  Returns 0, or
  * -1 when the chain is too long or a rewritten name too long.  *found is
- * false when no suffix has routes.
+ * false when no suffix has routes; apex is the matched suffix (the route's
+ * name).
  */
 static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
-			bool *found, bool *all_excluded)
+			bool *found, bool *all_excluded, struct name *apex)
 {
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
@@ -224,6 +318,8 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 			*cur = next;
 			continue;
 		}
+		apex->len = (uint8_t)(cur->len - res.suffix_offset);
+		memcpy(apex->wire, cur->wire + res.suffix_offset, apex->len);
 		unsigned seen = 0;
 		for (unsigned s = 0; s < res.nsets; s++) {
 			const struct routeset *set = res.sets[s];
@@ -249,20 +345,269 @@ static size_t finish(struct dns_builder *b, const struct fwd_request *req,
 		CNT_INC(cnt, dropped);
 		return 0;
 	}
-	if (b->truncated)
+	if (b->truncated) {
 		CNT_INC(cnt, truncated);
+		if (req->udp_cap)
+			CNT_INC(cnt, amp_truncated);
+	}
 	return n;                               /* the transport counts it answered once sent */
+}
+
+/*
+ * The SOA of a routed name's negative answers (RFC 2308 3): owned by the
+ * route's name, its TTL and MINIMUM the answer TTL, so a negative answer
+ * is held no longer than an address would be.
+ */
+static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
+{
+	static const uint8_t hostmaster[] = { 10, 'h', 'o', 's', 't', 'm', 'a', 's', 't', 'e', 'r' };
+	const uint32_t fields[5] = { 1, 3600, 600, 86400, ttl };   /* serial refresh retry expire minimum */
+	size_t o = 0;
+	memcpy(out, apex->wire, apex->len);
+	o += apex->len;
+	if (apex->len + sizeof(hostmaster) <= NAME_MAX_WIRE) {
+		memcpy(out + o, hostmaster, sizeof(hostmaster));
+		o += sizeof(hostmaster);
+	}
+	memcpy(out + o, apex->wire, apex->len);
+	o += apex->len;
+	for (unsigned i = 0; i < 5; i++, o += 4) {
+		out[o] = (uint8_t)(fields[i] >> 24);
+		out[o + 1] = (uint8_t)(fields[i] >> 16);
+		out[o + 2] = (uint8_t)(fields[i] >> 8);
+		out[o + 3] = (uint8_t)fields[i];
+	}
+	return o;
+}
+
+#define SOA_RDATA_MAX (2 * NAME_MAX_WIRE + 20)
+
+/*
+ * The answer of the router next to the servers: their addresses for A and
+ * AAAA, the route's configured records for other types (its SOA for an SOA
+ * question at the route's name), NODATA with the SOA in authority when
+ * there is nothing of the type.  Never NXDOMAIN: the name is routed.
+ */
+static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_request *req,
+			  const struct name *apex, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
+{
+	const struct dns_query *q = &req->q;
+	struct dns_builder b;
+	struct opt_bufs ob;
+	struct inrp_response_opt resp = { .status = INRP_STATUS_OK, .router_id = rt->router_id };
+	uint8_t soa[SOA_RDATA_MAX];
+	uint32_t ttl = rt->answer_ttl;
+
+	for (unsigned i = 0; i < req->ncand; i++)
+		if (req->cand[i].kind == ROUTE_SERVER) {
+			resp.load_ms = req->cand[i].load_ms;
+			break;
+		}
+	CNT_INC(cnt, local);
+	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, &resp, WHY_NONE);
+	add_chain(&b, req);
+	uint16_t chain = b.ancount;
+	bool any = q->qtype == DNS_TYPE_ANY;
+	if (q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA || any) {
+		for (unsigned i = 0; i < req->ncand && !b.truncated; i++) {
+			const struct route *r = &req->cand[i];
+			if (r->kind != ROUTE_SERVER)
+				continue;
+			if (!any && r->family != (q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6))
+				continue;
+			dns_response_add_addr(&b, r->family, r->addr, ttl);
+		}
+	}
+	if (q->qtype == DNS_TYPE_SOA && name_equal(&req->target, apex))
+		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(apex, ttl, soa), ttl);
+	else if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA)
+		inrpd_records_answer(rt->records, apex, q->qtype, &b, ttl);
+	if (b.ancount == chain && !b.truncated && !b.failed) {
+		CNT_INC(cnt, nodata);
+		dns_response_add_authority(&b, apex, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(apex, ttl, soa), ttl);
+	}
+	return finish(&b, req, cnt);
+}
+
+/* ---- the packet cache ---- */
+
+/*
+ * How the name was routed, for the cache: an answer kept under another
+ * route (a route change, a reload, nbrpd's updates) is not served.  Loads
+ * are left out: they change often and do not change where the query goes.
+ */
+static uint64_t route_fingerprint(const struct fwd_request *req)
+{
+	uint8_t buf[1 + NAME_MAX_WIRE + ROUTESET_MAX_ROUTES * 20];
+	size_t n = 0;
+	buf[n++] = req->fallback;
+	memcpy(buf + n, req->target.wire, req->target.len);
+	n += req->target.len;
+	for (unsigned i = 0; i < req->ncand; i++) {
+		const struct route *r = &req->cand[i];
+		buf[n++] = r->kind;
+		buf[n++] = r->family;
+		buf[n++] = (uint8_t)(r->port >> 8);
+		buf[n++] = (uint8_t)r->port;
+		memcpy(buf + n, r->addr, 16);
+		n += 16;
+	}
+	return XXH3_64bits(buf, n);
+}
+
+size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
+			   uint8_t *out, size_t cap)
+{
+	struct dns_builder b;
+	struct opt_bufs ob;
+	struct inrp_response_opt o = { .status = INRP_STATUS_OK, .router_id = req->router_id };
+	const char *why_not;
+	if (hit->meta_len)
+		(void)inrp_response_opt_parse(hit->meta, hit->meta_len, &o, &why_not);
+	enum why why = WHY_NONE;
+	if (hit->rcode == DNS_RCODE_SERVFAIL)
+		why = o.status == INRP_STATUS_LOOP ? WHY_LOOP
+		    : o.status == INRP_STATUS_HOP_LIMIT ? WHY_HOP_LIMIT
+		    : req->fallback ? WHY_UPSTREAMS_FAILED : WHY_NO_ROUTE;
+	start(&b, req, DNS_RCODE_NOERROR, out, response_limit(req, cap), &ob, &o, why);
+	size_t copied;
+	size_t at = dns_response_replay(&b, hit->body, hit->body_len, hit->an_ns_len, hit->ancount,
+					hit->nscount, hit->arcount, hit->rcode, hit->ad, &copied);
+	if (copied)
+		cache_hit_ttls(hit, out + at, copied, 30);     /* RFC 8767 4: 30 s for stale data */
+	return dns_response_finish(&b, req->edns_udp_size);
+}
+
+void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const uint8_t *msg,
+		       size_t len, const struct inrp_response_opt *from_hop)
+{
+	if (!cache || !req->cacheable)
+		return;
+	uint8_t meta[INRP_RESPONSE_OPT_LEN];
+	size_t mlen = 0;
+	if (from_hop)
+		mlen = inrp_response_opt_write(from_hop, meta);
+	cache_store(cache, &req->cache_key, req->cache_fp, msg, len, &req->cache_limits, meta,
+		    (uint8_t)mlen, inrpd_now_ms());
+}
+
+/*
+ * Looks the request up in the cache (after its route is known); returns
+ * the answer's length, 0 on a miss.  A query with INRP exclusions asks
+ * for answers without some servers: it bypasses the cache both ways.
+ */
+static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req,
+			 struct cache *cache, uint8_t *out, struct inrpd_counters *cnt)
+{
+	req->cacheable = false;
+	if (!cache || (req->client_inrp && req->inrp.nexclude > 0))
+		return 0;
+	const struct dns_query *q = &req->q;
+	uint8_t flags = (q->rd ? CACHE_F_RD : 0) | (q->cd ? CACHE_F_CD : 0) | (q->edns_do ? CACHE_F_DO : 0);
+	cache_key_make(&req->cache_key, &q->qname, q->qtype, q->qclass, flags);
+	req->cache_fp = route_fingerprint(req);
+	req->cache_limits = rt->cache;
+	req->cache_stale_s = rt->cache_stale_s;
+	req->cacheable = true;
+	struct cache_hit hit;
+	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
+		return 0;
+	/* too big for our answer buffer: a TCP client gets it through the engine */
+	if (!req->limit_udp && hit.body_len + 2048u > INRPD_ANSWER_MAX)
+		return 0;
+	size_t n = inrpd_answer_cached(req, &hit, out, INRPD_ANSWER_MAX);
+	if (n)
+		CNT_INC(cnt, cached);
+	return n;
+}
+
+/* A REFUSED answer, with its reason. */
+static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t limit,
+		     struct inrpd_counters *cnt)
+{
+	struct dns_builder b;
+	struct opt_bufs ob;
+	CNT_INC(cnt, refused);
+	start(&b, req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
+	return finish(&b, req, cnt);
+}
+
+/*
+ * The EDNS options a query may carry for us: INRP (a router client), NSID,
+ * COOKIE (RFC 7873: a client cookie gets ours back, a server cookie is
+ * checked).  Returns DNS_PARSE_OK or FORMERR for a malformed INRP or
+ * COOKIE option.
+ */
+static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, struct fwd_request *req,
+			int family, const uint8_t *addr, bool *cookie_valid, bool *cookie_bad)
+{
+	const struct dns_query *q = &req->q;
+	const uint8_t *opts = pkt + q->edns_opts_off, *data, *cc, *sc;
+	size_t dlen, sc_len;
+	const char *why;
+	if (inrp_find_option(opts, q->edns_opts_len, INRP_OPTION_CODE, &data, &dlen)) {
+		if (inrp_query_opt_parse(data, dlen, &req->inrp, &why) < 0)
+			return DNS_RCODE_FORMERR;
+		req->client_inrp = true;
+	}
+	/* RFC 5001 2.3: an empty NSID option asks for ours */
+	if (rt->nsid && inrp_find_option(opts, q->edns_opts_len, DNS_OPT_NSID, &data, &dlen)) {
+		size_t n = strlen(rt->router_name);
+		req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
+		memcpy(req->nsid, rt->router_name, req->nsid_len);
+	}
+	if (!family || !inrp_find_option(opts, q->edns_opts_len, DNS_OPT_COOKIE, &data, &dlen))
+		return DNS_PARSE_OK;
+	if (cookie_parse(data, dlen, &cc, &sc, &sc_len) < 0)
+		return DNS_RCODE_FORMERR;
+	uint32_t now = (uint32_t)time(NULL);
+	size_t alen = family == AF_INET ? 4 : 16;
+	req->cookie = true;
+	memcpy(req->cookie_out, cc, COOKIE_CLIENT_LEN);
+	cookie_make(rt->cookie_secret, cc, now, addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
+	if (sc_len) {
+		*cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, addr, alen);
+		*cookie_bad = !*cookie_valid;
+	}
+	return DNS_PARSE_OK;
+}
+
+/*
+ * A UDP client that has not proven its address: outside allow-recursion,
+ * not exempt, not a router of ours, is rate-limited (rrl.c), and what
+ * passes gets answers of at most INRPD_AMPLIFICATION times its query.
+ */
+static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
+				   struct rrl *rrl, size_t len, int family, const uint8_t *addr,
+				   struct inrpd_counters *cnt)
+{
+	if (prefixes_match(rt->acl, rt->nacl, family, addr) ||
+	    prefixes_match(rt->rrl_exempt, rt->nrrl_exempt, family, addr) ||
+	    (rt->rrl_exempt_routers && inrpd_routers_has(family, addr)))
+		return RRL_PASS;
+	enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
+	if (v == RRL_DROP) {
+		CNT_INC(cnt, rrl_dropped);
+		CNT_INC(cnt, dropped);
+	} else if (v == RRL_SLIP) {
+		CNT_INC(cnt, rrl_slipped);
+	} else {
+		/* never much more than the query: a spoofed source gains little */
+		size_t cap = len * INRPD_AMPLIFICATION;
+		req->udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+	}
+	return v;
 }
 
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct inrpd_counters *cnt)
+		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
+		    struct inrpd_counters *cnt)
 {
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
 	struct dns_builder b;
-	uint8_t opt[INRP_RESPONSE_OPT_LEN];
-	struct inrp_response_opt resp = { .status = INRP_STATUS_OK, .router_id = rt->router_id };
 
 	CNT_INC(cnt, queries);
 	req->limit_udp = limit_udp;
@@ -273,6 +618,10 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->edns_udp_size = rt->edns_udp_size;
 	req->nchain = 0;
 	req->chain_len = 0;
+	req->nsid_len = 0;
+	req->cookie = false;
+	req->udp_cap = 0;
+	req->cacheable = false;
 	in->npath = 0;
 	in->nexclude = 0;
 	in->hop_limit = rt->hop_limit;
@@ -284,29 +633,41 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return 0;
 	}
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
-	if (rc == DNS_PARSE_OK && q->has_edns) {
-		const uint8_t *data;
-		size_t dlen;
-		const char *why;
-		if (inrp_find_option(pkt + q->edns_opts_off, q->edns_opts_len, INRP_OPTION_CODE,
-				     &data, &dlen)) {
-			if (inrp_query_opt_parse(data, dlen, in, &why) < 0)
-				rc = DNS_RCODE_FORMERR;
-			else
-				req->client_inrp = true;
+	uint8_t addr[16];
+	int family = client_addr(client, addr);
+	bool cookie_valid = false, cookie_bad = false;
+	if (rc == DNS_PARSE_OK && q->has_edns)
+		rc = read_options(rt, pkt, req, family, addr, &cookie_valid, &cookie_bad);
+	if (rc == DNS_PARSE_OK && limit_udp && family && !cookie_valid) {
+		int v = rate_limit(rt, req, rrl, len, family, addr, cnt);
+		if (v == RRL_DROP)
+			return 0;
+		if (v == RRL_SLIP) {
+			dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
+			dns_response_truncate(&b);
+			return finish(&b, req, cnt);
 		}
+		limit = response_limit(req, INRPD_ANSWER_MAX);
+	}
+	if (rc == DNS_PARSE_OK && cookie_valid)
+		CNT_INC(cnt, cookies);
+	if (rc == DNS_PARSE_OK && cookie_bad) {
+		/* RFC 7873 5.2.3: BADCOOKIE with a fresh cookie, so it asks again with it */
+		struct opt_bufs ob;
+		CNT_INC(cnt, badcookie);
+		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
+		return finish(&b, req, cnt);
 	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
 			CNT_INC(cnt, formerr);
+		if (rc == DNS_RCODE_NOTIMP)
+			CNT_INC(cnt, notimp);
 		dns_response_init(&b, q, (unsigned)rc, out, limit);
 		return finish(&b, req, cnt);
 	}
-	if (q->qclass != DNS_CLASS_IN) {
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
-	}
+	if (q->qclass != DNS_CLASS_IN)
+		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
 	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {
 		CNT_INC(cnt, loops);
 		CNT_INC(cnt, servfail);
@@ -314,7 +675,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 
 	bool found, all_excluded;
-	if (resolve_name(rt, req, &found, &all_excluded) < 0 || all_excluded) {
+	struct name apex;
+	if (resolve_name(rt, req, &found, &all_excluded, &apex) < 0 || all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}
@@ -326,35 +688,15 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		else
 			nrouters++;
 	}
-	bool addr_query = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
-
-	if (nservers > 0 && addr_query) {
-		int family = q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
-		CNT_INC(cnt, local);
-		dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
-		for (unsigned i = 0; i < req->ncand; i++)
-			if (req->cand[i].kind == ROUTE_SERVER) {
-				resp.load_ms = req->cand[i].load_ms;
-				break;
-			}
-		add_inrp_option(&b, req, opt, &resp);
-		add_chain(&b, req);
-		for (unsigned i = 0; i < req->ncand; i++) {
-			const struct route *r = &req->cand[i];
-			if (r->kind != ROUTE_SERVER || r->family != family)
-				continue;
-			if (!dns_response_add_addr(&b, family, r->addr, rt->answer_ttl))
-				break;                  /* truncated */
-		}
-		return finish(&b, req, cnt);
-	}
+	if (nservers > 0)
+		return answer_here(rt, req, &apex, out, limit, cnt);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
 		budget = in->budget_ms;
 	req->budget_ms = budget;
 
-	if (nservers == 0 && nrouters > 0) {
+	if (nrouters > 0) {
 		uint8_t hop_limit = req->client_inrp ? in->hop_limit : rt->hop_limit;
 		if (hop_limit == 0 || in->npath == INRP_MAX_PATH) {
 			CNT_INC(cnt, servfail);
@@ -367,25 +709,26 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			if (req->cand[i].kind == ROUTE_ROUTER)
 				req->cand[k++] = req->cand[i];
 		req->ncand = (uint8_t)k;
+		size_t n = from_cache(rt, req, cache, out, cnt);
+		if (n)
+			return n;
 		CNT_INC(cnt, forwarded);
 		return INRPD_FORWARD;
 	}
 
-	/* no route, or not an address query: ordinary DNS */
-	if (rt->nupstreams == 0) {
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
-	}
+	/* no route: ordinary DNS */
+	if (rt->nupstreams == 0)
+		return refuse(req, WHY_NO_UPSTREAM, out, limit, cnt);
 	if (!inrpd_acl_allows(rt, client)) {
 		CNT_INC(cnt, acl_refused);
-		CNT_INC(cnt, refused);
-		dns_response_init(&b, q, DNS_RCODE_REFUSED, out, limit);
-		return finish(&b, req, cnt);
+		return refuse(req, WHY_PROHIBITED, out, limit, cnt);
 	}
 	req->fallback = true;
 	req->ncand = (uint8_t)rt->nupstreams;
 	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+	size_t n = from_cache(rt, req, cache, out, cnt);
+	if (n)
+		return n;
 	CNT_INC(cnt, fallback);
 	return INRPD_FORWARD;
 }

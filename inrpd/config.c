@@ -16,6 +16,18 @@
  *                                          and private ranges; "none": nobody)
  *     query-timeout 2s;                    all attempts of one query
  *     hop-limit 16;
+ *     nsid yes;                            NSID (RFC 5001) answers the router-id
+ *     cache-size 64M;                      packet cache, all threads (0: none)
+ *     cache-max-ttl 24h;
+ *     cache-max-negative-ttl 1h;
+ *     cache-servfail-ttl 5s;
+ *     cache-serve-stale 0;                 RFC 8767 window; 0: off
+ *     rrl-rate 20;                         answers/s per /24 or /56 outside
+ *                                          allow-recursion, unproven; 0: off
+ *     rrl-slip 2;                          every 2nd limited query: TC
+ *     rrl-exempt 192.0.2.0/24;             repeatable
+ *     rrl-exempt-routers yes;              next-hop routers are not limited
+ *     cookie-secret "0123...ef";           16 bytes in hex; default: random
  *     max-pending 4096;                    queries in flight per worker
  *     fib-channel "/run/inrpd/fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
@@ -28,6 +40,10 @@
  *         router 127.0.0.2 port 5353;      the next content router's inrpd
  *     }
  *     route "alias.example" { redirect "www.example.content"; }
+ *     route "www.example.content" {
+ *         server 127.0.0.10;
+ *         record HTTPS "1 . alpn=h2";      answered for the route's names
+ *     }
  */
 #include <limits.h>
 #include <stdio.h>
@@ -39,6 +55,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <sodium.h>
 #include <urcu-qsbr.h>
 
 #include "conf.h"
@@ -52,6 +70,12 @@
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
 #define DEFAULT_MAX_PENDING     4096
 #define DEFAULT_FIB_GRACE_MS    60000
+#define DEFAULT_CACHE_SIZE      (64u << 20)
+#define DEFAULT_CACHE_MAX_TTL   86400
+#define DEFAULT_CACHE_NEG_TTL   3600
+#define DEFAULT_CACHE_SERVFAIL  5
+#define DEFAULT_RRL_RATE        20
+#define DEFAULT_RRL_SLIP        2
 
 /* Recursion for loopback and private networks only: never an open resolver. */
 static const char *const default_acl[] = {
@@ -60,6 +84,8 @@ static const char *const default_acl[] = {
 
 struct cfg_route {
 	struct name name;
+	struct inrpd_records *records;  /* the config's table: every route's records */
+	unsigned nrecords;
 	const struct conf_stmt *stmt;
 	unsigned nroutes;
 	struct route routes[ROUTESET_MAX_ROUTES];
@@ -72,7 +98,9 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
-	bool seen_fib_channel, seen_grace;
+	bool seen_fib_channel, seen_grace, seen_nsid;
+	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
+	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
@@ -271,10 +299,21 @@ static int kw_redirect(const struct conf_stmt *s, void *arg, char *err, size_t e
 	return 0;
 }
 
+static int kw_record(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_route *r = arg;
+	char why[256];
+	if (inrpd_records_add(r->records, &r->name, s->argv[1], s->argv[2], why, sizeof(why)) < 0)
+		return conf_error(err, err_len, s, "%s", why);
+	r->nrecords++;
+	return 0;
+}
+
 static const struct conf_keyword route_keywords[] = {
 	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
 	{ "router", 2, 6, CONF_NO_BLOCK, kw_router },
 	{ "redirect", 2, 2, CONF_NO_BLOCK, kw_redirect },
+	{ "record", 3, 3, CONF_NO_BLOCK, kw_record },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -285,6 +324,7 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 
 	memset(&r, 0, sizeof(r));
 	r.stmt = s;
+	r.records = x->cfg->records;
 	int rc = name_from_text(&r.name, s->argv[1], strlen(s->argv[1]));
 	if (rc != NAME_OK)
 		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
@@ -295,6 +335,12 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 				  "it must have one or the other", s->argv[1]);
 	if (r.has_redirect && name_equal(&r.redirect, &r.name))
 		return conf_error(err, err_len, s, "route \"%s\" redirects to itself", s->argv[1]);
+	unsigned nservers = 0;
+	for (unsigned i = 0; i < r.nroutes; i++)
+		nservers += r.routes[i].kind == ROUTE_SERVER;
+	if (r.nrecords > 0 && nservers == 0)
+		return conf_error(err, err_len, s, "route \"%s\" has records but no server: "
+				  "only the router next to the servers answers them", s->argv[1]);
 	if (!r.has_redirect && r.nroutes == 0)
 		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
 				  s->argv[1]);
@@ -457,6 +503,141 @@ static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_
 	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
 }
 
+static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_nsid, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
+}
+
+/* "64M", "512K", "1G" or plain bytes; 0 turns the cache off. */
+static int kw_cache_size(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_cache_size, s, err, err_len) < 0)
+		return -1;
+	const char *t = s->argv[1];
+	char *end;
+	unsigned long long v = strtoull(t, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (end == t || (shift && end[1]) || (!shift && *end) || v > (1ull << 40) >> shift)
+		return conf_error(err, err_len, s, "cache-size: expected bytes, e.g. 64M, not '%s'", t);
+	v <<= shift;
+	if (v != 0 && v < CACHE_MIN_BYTES)
+		return conf_error(err, err_len, s, "cache-size: at least %uK, or 0 for none",
+				  CACHE_MIN_BYTES >> 10);
+	x->cfg->cache_size = v;
+	return 0;
+}
+
+static int cache_seconds(const struct conf_stmt *s, bool *seen, uint64_t min_ms, uint32_t *out,
+			 char *err, size_t err_len)
+{
+	uint64_t ms;
+	if (conf_once_duration_ms(s, seen, min_ms, 7 * 86400000ull, &ms, err, err_len) < 0)
+		return -1;
+	*out = (uint32_t)(ms / 1000);
+	return 0;
+}
+
+static int kw_cache_max_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_ttl, 1000, &x->cfg->cache.max_ttl, err, err_len);
+}
+
+static int kw_cache_neg_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_neg, 0, &x->cfg->cache.max_negative_ttl, err, err_len);
+}
+
+static int kw_cache_servfail_ttl(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_servfail, 0, &x->cfg->cache.servfail_ttl, err, err_len);
+}
+
+static int kw_cache_stale(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return cache_seconds(s, &x->seen_cache_stale, 0, &x->cfg->cache_stale_s, err, err_len);
+}
+
+static int kw_rrl_rate(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (conf_once_uint(s, &x->seen_rrl_rate, 0, 1000000, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->rrl_rate = (uint32_t)n;
+	return 0;
+}
+
+static int kw_rrl_slip(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (conf_once_uint(s, &x->seen_rrl_slip, 0, 100, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->rrl_slip = (uint32_t)n;
+	return 0;
+}
+
+static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	struct inrpd_config *cfg = x->cfg;
+	struct inrpd_prefix p = { 0 };
+	int family;
+	unsigned len;
+	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+		return -1;
+	if (cfg->nrrl_exempt == INRPD_MAX_ACL)
+		return conf_error(err, err_len, s, "too many rrl-exempt prefixes (at most %d)", INRPD_MAX_ACL);
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	cfg->rrl_exempt[cfg->nrrl_exempt++] = p;
+	return 0;
+}
+
+static int kw_rrl_routers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_rrl_routers, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->rrl_exempt_routers, err, err_len);
+}
+
+static int kw_cookie_secret(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_cookie_secret, s, err, err_len) < 0)
+		return -1;
+	const char *h = s->argv[1];
+	if (strlen(h) != 2 * COOKIE_SECRET_LEN)
+		return conf_error(err, err_len, s, "cookie-secret: expected %d hex digits", 2 * COOKIE_SECRET_LEN);
+	for (unsigned i = 0; i < COOKIE_SECRET_LEN; i++) {
+		unsigned v;
+		char pair[3] = { h[2 * i], h[2 * i + 1], 0 };
+		char *end;
+		v = (unsigned)strtoul(pair, &end, 16);
+		if (*end || !isxdigit((unsigned char)pair[0]))
+			return conf_error(err, err_len, s, "cookie-secret: expected %d hex digits",
+					  2 * COOKIE_SECRET_LEN);
+		x->cfg->cookie_secret[i] = (uint8_t)v;
+	}
+	x->cfg->has_cookie_secret = true;
+	return 0;
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -480,6 +661,17 @@ static const struct conf_keyword top_keywords[] = {
 	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
 	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
 	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
+	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
+	{ "cache-size", 2, 2, CONF_NO_BLOCK, kw_cache_size },
+	{ "cache-max-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_max_ttl },
+	{ "cache-max-negative-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_neg_ttl },
+	{ "cache-servfail-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_servfail_ttl },
+	{ "cache-serve-stale", 2, 2, CONF_NO_BLOCK, kw_cache_stale },
+	{ "rrl-rate", 2, 2, CONF_NO_BLOCK, kw_rrl_rate },
+	{ "rrl-slip", 2, 2, CONF_NO_BLOCK, kw_rrl_slip },
+	{ "rrl-exempt", 2, 2, CONF_NO_BLOCK, kw_rrl_exempt },
+	{ "rrl-exempt-routers", 2, 2, CONF_NO_BLOCK, kw_rrl_routers },
+	{ "cookie-secret", 2, 2, CONF_NO_BLOCK, kw_cookie_secret },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -524,6 +716,7 @@ static int build_fib(struct cfg_ctx *x, char *err, size_t err_len)
 		const struct cfg_route *r = &x->routes[i];
 		rc = r->has_redirect ? fib_set_redirect(cfg->fib, &r->name, &r->redirect)
 				     : fib_set_routes(cfg->fib, &r->name, r->routes, r->nroutes);
+		inrpd_routers_add_set(r->routes, r->nroutes);
 	}
 	if (rc == FIB_OK)
 		fib_commit(cfg->fib);
@@ -552,6 +745,19 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
 	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
+	cfg->cache_size = DEFAULT_CACHE_SIZE;
+	cfg->cache.max_ttl = DEFAULT_CACHE_MAX_TTL;
+	cfg->cache.max_negative_ttl = DEFAULT_CACHE_NEG_TTL;
+	cfg->cache.servfail_ttl = DEFAULT_CACHE_SERVFAIL;
+	cfg->rrl_rate = DEFAULT_RRL_RATE;
+	cfg->rrl_slip = DEFAULT_RRL_SLIP;
+	cfg->rrl_exempt_routers = true;
+	cfg->records = inrpd_records_new();
+	if (!cfg->records) {
+		snprintf(err, err_len, "out of memory");
+		free(cfg);
+		return NULL;
+	}
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -578,6 +784,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	}
 	if (rc == 0)
 		rc = build_fib(&x, err, err_len);
+	if (rc == 0)
+		inrpd_records_finish(cfg->records);
 	free(x.routes);
 	conf_free(c);
 #ifdef __GLIBC__
@@ -597,11 +805,26 @@ void inrpd_config_free(struct inrpd_config *cfg)
 		return;
 	if (cfg->fib)
 		fib_destroy(cfg->fib);
+	inrpd_records_free(cfg->records);
 	free(cfg->pid_file);
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
 	privdrop_conf_free(&cfg->run_as);
 	free(cfg);
+}
+
+/* One per process: a reload without cookie-secret keeps the cookies given out. */
+static const uint8_t *random_secret(void)
+{
+	static uint8_t secret[COOKIE_SECRET_LEN];
+	static bool made;
+	if (!made) {
+		if (sodium_init() < 0)
+			abort();                /* no random source: nothing safe to do */
+		randombytes_buf(secret, sizeof(secret));
+		made = true;
+	}
+	return secret;
 }
 
 struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
@@ -610,6 +833,8 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	if (!rt)
 		return NULL;
 	rt->fib = cfg->fib;
+	rt->records = cfg->records;
+	cfg->records = NULL;
 	rt->answer_ttl = cfg->answer_ttl;
 	rt->edns_udp_size = cfg->edns_udp_size;
 	rt->nroutes = cfg->nroutes;
@@ -617,6 +842,16 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->router_id = inrp_router_id(cfg->router_name);
 	rt->query_timeout_ms = cfg->query_timeout_ms;
 	rt->hop_limit = cfg->hop_limit;
+	rt->nsid = cfg->nsid;
+	rt->cache = cfg->cache;
+	rt->cache_stale_s = cfg->cache_stale_s;
+	rt->rrl_rate = cfg->rrl_rate;
+	rt->rrl_slip = cfg->rrl_slip;
+	rt->rrl_exempt_routers = cfg->rrl_exempt_routers;
+	rt->nrrl_exempt = cfg->nrrl_exempt;
+	memcpy(rt->rrl_exempt, cfg->rrl_exempt, sizeof(rt->rrl_exempt));
+	memcpy(rt->cookie_secret, cfg->has_cookie_secret ? cfg->cookie_secret : random_secret(),
+	       COOKIE_SECRET_LEN);
 	rt->nupstreams = cfg->nupstreams;
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;
@@ -631,5 +866,6 @@ void inrpd_runtime_free(struct inrpd_runtime *rt)
 		return;
 	if (rt->fib)
 		fib_destroy(rt->fib);
+	inrpd_records_free(rt->records);
 	free(rt);
 }

@@ -125,6 +125,20 @@ static int protocol_error(struct fibsync *f, const char *fmt, const char *detail
 	return -1;
 }
 
+/* nbrpd's next routers are exempt from rate limiting (rrl.c). */
+static void note_routers(const Crfib__Route *const *routes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const Crfib__Route *r = routes[i];
+		if (r->kind != CRFIB__ROUTE__KIND__ROUTER)
+			continue;
+		if (r->addr.len == 4)
+			inrpd_routers_add(AF_INET, r->addr.data);
+		else if (r->addr.len == 16)
+			inrpd_routers_add(AF_INET6, r->addr.data);
+	}
+}
+
 static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 {
 	char err[256];
@@ -152,6 +166,12 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 		rcu_thread_offline();
 		if (rc < 0)
 			return protocol_error(f, "bad Update: %s", err);
+		for (size_t i = 0; i < m->update->n_names; i++)
+			note_routers((const Crfib__Route *const *)m->update->names[i]->routes,
+				     m->update->names[i]->n_routes);
+		for (size_t i = 0; i < m->update->n_aggregates; i++)
+			note_routers((const Crfib__Route *const *)m->update->aggregates[i]->routes,
+				     m->update->aggregates[i]->n_routes);
 		f->updates++;
 		return 0;
 	}

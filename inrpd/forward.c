@@ -14,6 +14,13 @@
  * stub resolver would retry; a next content router only once, since it
  * retries its own alternates within the budget we grant it.
  *
+ * An answer of SERVFAIL or REFUSED says the hop cannot deliver (its own
+ * alternates gone, a broken upstream, a policy): the next ranked
+ * alternate is asked within the budget, as Unbound and dnsdist do, and
+ * that hop is not asked again for this query (a loop through it stays a
+ * loop).  When none is left the client gets our SERVFAIL, with the INRP
+ * status the last hop gave.  NXDOMAIN and NODATA are answers.
+ *
  * Time budget: a query has query-timeout (or what the previous router
  * granted, budget-ms in the INRP option) for all its attempts.  Each
  * attempt gets the remaining time divided by the alternates left, so a
@@ -23,7 +30,8 @@
  *
  * Choosing among alternates: FIB rank first; a later alternate wins only
  * when its expected latency (smoothed RTT plus the load the hop last
- * reported) is clearly lower (by 1 ms and 10%), and a hop that timed out
+ * reported) is clearly lower (by 1 ms and 10%; by 20 ms for a hop never
+ * asked, whose RTT is unknown), and a hop that timed out
  * in the last FWD_HOLDDOWN_MS counts as very slow.  What is known about a
  * next hop (RTT, load, last timeout) is shared by every engine of the
  * process in one table (relaxed atomics; a lost update costs nothing but
@@ -64,6 +72,7 @@
 #define FWD_UPSTREAM_UDP_SIZE   4096            /* advertised to next hops */
 #define FWD_MIN_ATTEMPT_MS      20
 #define FWD_HOLDDOWN_MS         5000
+#define FWD_UNKNOWN_MARGIN_US   20000   /* an untried hop's lead over a tried one */
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
 #define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
@@ -85,6 +94,7 @@ struct fwd_hop {
 /* One engine's counts for one next hop (same index as the shared table). */
 struct fwd_hop_counts {
 	uint64_t queries, answers, timeouts;
+	uint64_t failures;              /* answers of SERVFAIL or REFUSED */
 };
 
 static struct fwd_hop hop_table[FWD_HOPS_MAX];
@@ -95,7 +105,9 @@ struct fwd_pending {
 	uint16_t id;                    /* on the wire */
 	uint32_t heap_idx;
 	uint32_t tried;                 /* bit per candidate, this round */
+	uint32_t failed;                /* bit per candidate that answered SERVFAIL/REFUSED */
 	uint8_t rounds_left;            /* upstreams: each is asked twice */
+	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
 	uint64_t sent_us;
@@ -109,6 +121,7 @@ struct fwd_engine {
 	fwd_deliver_fn deliver;
 	void *ctx;
 	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
+	struct cache *cache;            /* the owner thread's; NULL: none */
 	struct inrpd_counters *cnt;
 	int fd4, fd6;
 	uint64_t rng;
@@ -219,6 +232,7 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 			.queries = __atomic_load_n(&c->queries, __ATOMIC_RELAXED),
 			.answers = __atomic_load_n(&c->answers, __ATOMIC_RELAXED),
 			.timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED),
+			.failures = __atomic_load_n(&c->failures, __ATOMIC_RELAXED),
 			.srtt_us = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED),
 			.load_ms = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED),
 		};
@@ -307,7 +321,9 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 /*
  * Frees the slot, then hands the answer in obuf over.  The slot goes
  * first: deliver() may close a TCP connection, which cancels its other
- * queries and re-enters the engine.
+ * queries and re-enters the engine.  The slot's request and obuf stay as
+ * they are until the next fwd_start(), so the caller may still keep the
+ * answer in the cache.
  */
 static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len)
 {
@@ -325,9 +341,25 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 
 static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id)
 {
+	struct cache_hit hit;
+	/* RFC 8767: every hop failed; an expired answer beats none */
+	if (e->cache && p->req.cacheable && p->req.cache_stale_s &&
+	    cache_lookup(e->cache, &p->req.cache_key, p->req.cache_fp, inrpd_now_ms(),
+			 p->req.cache_stale_s, &hit)) {
+		size_t n = inrpd_answer_cached(&p->req, &hit, e->obuf, sizeof(e->obuf));
+		if (n) {
+			CNT_INC(e->cnt, stale);
+			finish_query(e, p, n);
+			return;
+		}
+	}
 	CNT_INC(e->cnt, servfail);
-	finish_query(e, p, inrpd_answer_servfail(&p->req, router_id, INRP_STATUS_UNREACHABLE,
-						 e->obuf, sizeof(e->obuf)));
+	size_t n = inrpd_answer_servfail(&p->req, router_id, p->status, e->obuf, sizeof(e->obuf));
+	/* held briefly, so a burst for a failing name does not go out again; a
+	 * router client's failure may be its short budget, not the name's */
+	finish_query(e, p, n);
+	if (!p->req.client_inrp)
+		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
 }
 
 static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
@@ -359,7 +391,11 @@ static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, str
 			continue;
 		struct fwd_hop *h = hop_get(&p->req.cand[i]);
 		uint64_t c = expected_cost_us(p, i, h, now);
-		if (best < 0 || (c + 1000 < best_cost && c * 10 < best_cost * 9)) {
+		/* a hop never asked has no RTT to go by: it passes a ranked one only
+		 * when that one is clearly slow, not by a sample's noise */
+		bool known = h && __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED) != 0;
+		uint64_t margin = known ? 1000 : FWD_UNKNOWN_MARGIN_US;
+		if (best < 0 || (c + margin < best_cost && c * 10 < best_cost * 9)) {
 			best = (int)i;
 			best_cost = c;
 			best_hop = h;
@@ -467,7 +503,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		int i = choose(e, p, now, &h);
 		if (i < 0 && p->rounds_left > 0) {
 			p->rounds_left--;
-			p->tried = 0;
+			p->tried = p->failed;   /* a hop that said it cannot is not asked again */
 			i = choose(e, p, now, &h);
 		}
 		if (i < 0 || now >= p->end_us) {
@@ -512,6 +548,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;
+	p->failed = 0;
+	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
 	p->hop = NULL;
@@ -598,9 +636,20 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 			}
 		}
 	}
+	uint64_t router_id = p->req.router_id;
+	if (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED) {
+		/* the hop cannot deliver: the next alternate, this one not again */
+		CNT_INC(e->cnt, hop_failed);
+		if (h)
+			RELAXED_ADD(&hop_counts(e, h)->failures, 1);
+		p->failed |= 1u << p->cur;
+		if (from_hop && from_hop->status != INRP_STATUS_OK)
+			p->status = from_hop->status;
+		attempt(e, p, router_id);
+		return;
+	}
 	if (a->tc && !over_tcp && ask_over_tcp(e, p))
 		return;
-	uint64_t router_id = p->req.router_id;
 	size_t n = inrpd_answer_relay(&p->req, router_id, pkt, len, a, from_hop,
 				      e->obuf, sizeof(e->obuf));
 	if (n == 0) {
@@ -609,7 +658,9 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
+	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
+	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 }
 
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
@@ -725,6 +776,11 @@ unsigned fwd_pending_count(const struct fwd_engine *e)
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops)
 {
 	e->tcp = *ops;
+}
+
+void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache)
+{
+	e->cache = cache;
 }
 
 void fwd_engine_fds(const struct fwd_engine *e, int fds[2])

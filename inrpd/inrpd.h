@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "cache.h"
+#include "cookie.h"
 #include "dns.h"
 #include "fib.h"
 #include "inrp.h"
@@ -41,6 +43,7 @@
 #define INRPD_MAX_ACL           64
 #define INRPD_MAX_REDIRECTS     8       /* CNAMEs in one answer */
 #define INRPD_ROUTER_NAME_MAX   255
+#define INRPD_AMPLIFICATION     3       /* an unproven client's answer: at most 3x its query */
 
 struct inrpd_listen {
 	int family;                     /* AF_INET or AF_INET6 */
@@ -55,9 +58,25 @@ struct inrpd_prefix {
 	uint8_t addr[16];
 };
 
+/* records.c: records configured for contents (`record` in a route block). */
+struct inrpd_records;
+struct dns_builder;
+struct inrpd_records *inrpd_records_new(void);
+/* Parses one record of a route (presentation format); errors go to err. */
+int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const char *type,
+		      const char *rdata, char *err, size_t err_len);
+/* Sorts the table; call once after the last add. */
+void inrpd_records_finish(struct inrpd_records *rs);
+unsigned inrpd_records_count(const struct inrpd_records *rs);
+void inrpd_records_free(struct inrpd_records *rs);
+/* Adds owner's records of qtype (ANY: all) to the answer; returns how many. */
+unsigned inrpd_records_answer(const struct inrpd_records *rs, const struct name *owner,
+			      uint16_t qtype, struct dns_builder *b, uint32_t ttl);
+
 /* What reload can change; readers see one consistent version. */
 struct inrpd_runtime {
 	struct fib *fib;
+	struct inrpd_records *records;  /* configured per route name; NULL: none */
 	uint32_t answer_ttl;
 	uint16_t edns_udp_size;         /* our UDP answer limit and advertised size */
 	unsigned nroutes;               /* names with static routes, for the log */
@@ -65,6 +84,15 @@ struct inrpd_runtime {
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;      /* a client's whole query, all attempts */
 	uint8_t hop_limit;
+	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
+	struct cache_limits cache;      /* how long the packet cache holds answers */
+	uint32_t cache_stale_s;         /* serve-stale window (RFC 8767); 0: off */
+	uint32_t rrl_rate;              /* answers a second per prefix (rrl.c); 0: off */
+	uint32_t rrl_slip;              /* every slip-th limited query gets TC; 0: none */
+	bool rrl_exempt_routers;        /* next-hop routers' addresses are not limited */
+	unsigned nrrl_exempt;
+	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	uint8_t cookie_secret[COOKIE_SECRET_LEN];
 	unsigned nupstreams;            /* fallback resolvers, ranked */
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
@@ -85,10 +113,22 @@ struct inrpd_config {
 	char *fib_channel_path;         /* unix socket nbrpd connects to; NULL: none */
 	uint64_t fib_grace_ms;
 	struct fib *fib;                /* owned until handed to a runtime */
+	struct inrpd_records *records;  /* likewise */
 	unsigned nroutes;
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;
 	uint8_t hop_limit;
+	bool nsid;
+	uint32_t rrl_rate, rrl_slip;
+	bool rrl_exempt_routers;
+	unsigned nrrl_exempt;
+	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	bool has_cookie_secret;
+	uint8_t cookie_secret[COOKIE_SECRET_LEN];
+	uint64_t cache_size;            /* bytes over all threads; 0: no cache */
+	unsigned cache_shards;          /* set by main: the UDP workers and the TCP thread */
+	struct cache_limits cache;
+	uint32_t cache_stale_s;
 	unsigned max_pending;           /* forwarded queries in flight per worker */
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
@@ -149,6 +189,16 @@ struct inrpd_counters {
 	uint64_t upstream_tcp;          /* truncated answers asked again over TCP (TCP clients) */
 	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
 	struct inrpd_latency lat;       /* not in "show counters": metrics.c's histogram */
+	uint64_t nodata;                /* routed names: NOERROR, no record of the type, SOA */
+	uint64_t notimp;                /* opcodes other than QUERY */
+	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
+	uint64_t rrl_dropped;           /* over the rate limit: no answer */
+	uint64_t rrl_slipped;           /* over the rate limit: a truncated answer */
+	uint64_t amp_truncated;         /* TC: too big for an unproven client's query */
+	uint64_t cookies;               /* queries with a valid server cookie */
+	uint64_t badcookie;             /* ... with a server cookie not ours or too old */
+	uint64_t cached;                /* answered from the packet cache */
+	uint64_t stale;                 /* ... with an expired answer, every hop failing */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -192,11 +242,22 @@ struct fwd_request {
 	uint16_t chain_len;
 	uint8_t chain[INRPD_MAX_REDIRECTS * NAME_MAX_WIRE];
 	uint32_t answer_ttl;            /* for the CNAMEs */
+	uint8_t nsid_len;               /* >0: the client asked for our NSID, and it is on */
+	bool cookie;                    /* the client sent a cookie: ours goes back */
+	uint16_t udp_cap;               /* an unproven client's answer limit; 0: none */
+	uint8_t cookie_out[COOKIE_CLIENT_LEN + COOKIE_SERVER_LEN];
+	char nsid[INRPD_ROUTER_NAME_MAX];
 	uint16_t edns_udp_size;
 	uint32_t budget_ms;             /* the whole query, all attempts */
 	uint64_t router_id;             /* ours, when the request was made */
 	uint8_t ncand;
 	struct route cand[ROUTESET_MAX_ROUTES];
+	/* the packet cache: where the answer goes once it comes */
+	bool cacheable;
+	uint64_t cache_fp;              /* how the name was routed (cache.h) */
+	struct cache_limits cache_limits;
+	uint32_t cache_stale_s;
+	struct cache_key cache_key;
 };
 
 /*
@@ -207,12 +268,28 @@ struct fwd_request {
  * hold INRPD_ANSWER_MAX bytes.
  */
 #define INRPD_ANSWER_MAX (DNS_RESPONSE_MAX(ROUTESET_MAX_ROUTES) + \
-			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN)
+			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN + \
+			  INRPD_RECORDS_MAX + 4 + INRPD_ROUTER_NAME_MAX + 64)
 #define INRPD_FORWARD ((size_t)-1)
+/* Room for configured records, or the SOA of a negative answer, in a local answer. */
+#define INRPD_RECORDS_MAX 4096
+struct rrl;
 size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct inrpd_counters *cnt);
-/* A SERVFAIL (with INRP status if the client is a router) for a request. */
+		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
+		    struct inrpd_counters *cnt);
+/* The client's answer from a cache hit (TTLs counted down). */
+size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
+			   uint8_t *out, size_t cap);
+/* Keeps a client's answer in the cache if its request may be (the INRP option of
+ * the hop that answered, if any, kept with it). */
+void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const uint8_t *msg,
+		       size_t len, const struct inrp_response_opt *from_hop);
+/* Flushes, shared by every thread's cache; created by main before the workers. */
+extern struct cache_flush *inrpd_cache_flush;
+uint64_t inrpd_now_ms(void);
+/* A SERVFAIL (with INRP status if the client is a router, and an extended
+ * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
 			     uint8_t *out, size_t cap);
 /* The client's answer built from a checked upstream answer; 0 if it does not decode. */
@@ -280,6 +357,8 @@ struct fwd_tcp_ops {
 	void (*abort)(void *ctx, struct fwd_tcp_conn *c);
 };
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops);
+/* The owner thread's packet cache: answers are stored there (NULL: none). */
+void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache);
 /* The answer of exchange c (open()'s token with it); pkt NULL: none came (the transport
  * then closes c).  Call fwd_expire() afterwards: deadlines may have changed. */
 void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
@@ -292,6 +371,7 @@ struct fwd_hop_stats {
 	uint8_t addr[16];
 	uint16_t port;
 	uint64_t queries, answers, timeouts;
+	uint64_t failures;              /* answered SERVFAIL or REFUSED */
 	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;               /* last reported by the hop */
 };
@@ -300,6 +380,17 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg);
 
 /* The runtime in force; readers use rcu_dereference(inrpd_rt). */
 extern struct inrpd_runtime *inrpd_rt;
+
+/* rrl.c: response rate limiting, a table per UDP worker (share: the workers). */
+enum rrl_verdict { RRL_PASS, RRL_DROP, RRL_SLIP };
+struct rrl *rrl_create(unsigned share);
+void rrl_free(struct rrl *r);
+enum rrl_verdict rrl_check(struct rrl *r, const struct inrpd_runtime *rt, int family,
+			   const uint8_t *addr, uint64_t now_ms);
+/* Next-hop routers' addresses, exempt from the limit (main thread writes). */
+void inrpd_routers_add(int family, const uint8_t *addr);
+void inrpd_routers_add_set(const struct route *routes, unsigned n);
+bool inrpd_routers_has(int family, const uint8_t *addr);
 
 /* udp.c */
 struct udp_workers;
@@ -312,6 +403,7 @@ int udp_workers_start(struct udp_workers *w, char *err, size_t err_len);
 void udp_workers_stop(struct udp_workers *w, struct inrpd_counters *final);
 void udp_workers_counters(const struct udp_workers *w, struct inrpd_counters *sum);
 void udp_workers_hops(const struct udp_workers *w, fwd_hop_fn fn, void *arg);
+void udp_workers_cache_stats(const struct udp_workers *w, struct cache_stats *st);
 
 /* tcp.c */
 struct uv_loop_s;
@@ -323,6 +415,7 @@ void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t id
 void tcp_server_close(struct tcp_server *s);
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum);
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg);
+void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st);
 void tcp_server_free(struct tcp_server *s);
 
 /* fibsync.c: the FIB channel from nbrpd, on the main thread's loop. */

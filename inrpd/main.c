@@ -77,6 +77,8 @@ static const struct {
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
+	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale),
+	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
@@ -262,14 +264,17 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 			strcpy(a, "?");
 		if (json)
 			ctl_reply_line(r, CTL_DATA, "{\"addr\": \"%s\", \"port\": %u, \"queries\": %llu, "
-				       "\"answers\": %llu, \"timeouts\": %llu, \"srtt_us\": %u, \"load_ms\": %u}%s",
+				       "\"answers\": %llu, \"timeouts\": %llu, \"failures\": %llu, \"srtt_us\": %u, "
+				       "\"load_ms\": %u}%s",
 				       a, h->port, (unsigned long long)h->queries, (unsigned long long)h->answers,
-				       (unsigned long long)h->timeouts, h->srtt_us, h->load_ms,
+				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
+				       h->srtt_us, h->load_ms,
 				       i + 1 < l.n ? "," : "");
 		else
 			ctl_reply_line(r, CTL_DATA, "%s port %u: queries %llu answers %llu timeouts %llu "
-				       "srtt %u.%03u ms load %u ms", a, h->port, (unsigned long long)h->queries,
-				       (unsigned long long)h->answers, (unsigned long long)h->timeouts,
+				       "failures %llu srtt %u.%03u ms load %u ms", a, h->port,
+				       (unsigned long long)h->queries, (unsigned long long)h->answers,
+				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
 				       h->srtt_us / 1000, h->srtt_us % 1000, h->load_ms);
 	}
 	if (json)
@@ -353,6 +358,44 @@ static void cmd_reload(void *ctx, char **args, unsigned nargs, bool json, struct
 	ctl_reply_end(r, rc == 0 ? CTL_OK : CTL_ERR_FAILED, "%s", msg);
 }
 
+static void show_cache(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx;
+	(void)args;
+	(void)nargs;
+	struct cache_stats st = { 0 };
+	udp_workers_cache_stats(g.udp, &st);
+	tcp_server_cache_stats(g.tcp, &st);
+	ctl_reply_line(r, CTL_DATA, json ? "{\"capacity\": %llu, \"used\": %llu, \"entries\": %llu, "
+		       "\"hits\": %llu, \"misses\": %llu, \"stores\": %llu, \"evictions\": %llu, "
+		       "\"stale_hits\": %llu}"
+		       : "capacity %llu bytes, used %llu, entries %llu, hits %llu, misses %llu, stores %llu, "
+		       "evictions %llu, stale hits %llu",
+		       (unsigned long long)st.capacity, (unsigned long long)st.used,
+		       (unsigned long long)st.entries, (unsigned long long)st.hits,
+		       (unsigned long long)st.misses, (unsigned long long)st.stores,
+		       (unsigned long long)st.evictions, (unsigned long long)st.stale_hits);
+}
+
+static void flush_cache(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx;
+	(void)json;
+	if (nargs == 0) {
+		cache_flush_all(inrpd_cache_flush);
+		ctl_reply_end(r, CTL_OK, "cache flushed");
+		return;
+	}
+	struct name n;
+	int rc = name_from_text(&n, args[0], strlen(args[0]));
+	if (rc != NAME_OK) {
+		ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name \"%s\": %s", args[0], name_strerror(rc));
+		return;
+	}
+	cache_flush_name(inrpd_cache_flush, &n);
+	ctl_reply_end(r, CTL_OK, "%s and below flushed", args[0]);
+}
+
 static const struct ctl_command commands[] = {
 	{ "show status", 0, 0, true, show_status, "show status [json]",
 	  "version, uptime, listen addresses, table size" },
@@ -360,6 +403,10 @@ static const struct ctl_command commands[] = {
 	  "queries and what became of them, UDP and TCP" },
 	{ "show hops", 0, 0, true, show_hops, "show hops [json]",
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
+	{ "show cache", 0, 0, true, show_cache, "show cache [json]",
+	  "the packet cache: size, entries, hits, misses, evictions" },
+	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",
+	  "drop every cached answer, or those of NAME and below" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
 	CTL_CMD_SET_LOG_LEVEL,
 	{ NULL, 0, 0, false, NULL, NULL, NULL },
@@ -477,6 +524,9 @@ int main(int argc, char **argv)
 	unsigned nworkers = cfg->workers ? cfg->workers : cpu_count();
 	if (nworkers > INRPD_MAX_WORKERS)
 		nworkers = INRPD_MAX_WORKERS;
+	cfg->cache_shards = nworkers + 1;
+	if (!(inrpd_cache_flush = cache_flush_new()))
+		daemon_fail("out of memory");
 
 	if (uv_loop_init(&g.loop) < 0)
 		daemon_fail("uv_loop_init failed");
@@ -533,6 +583,8 @@ int main(int argc, char **argv)
 	log_counters("stopped", &u, &t);
 	tcp_server_free(g.tcp);
 	g.tcp = NULL;
+	cache_flush_free(inrpd_cache_flush);
+	inrpd_cache_flush = NULL;
 	int rc = uv_loop_close(&g.loop);
 	if (rc < 0)
 		log_err("uv_loop_close: %s", uv_strerror(rc));

@@ -40,6 +40,7 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			h->queries += st->queries;
 			h->answers += st->answers;
 			h->timeouts += st->timeouts;
+			h->failures += st->failures;
 			if (st->load_ms > h->load_ms)
 				h->load_ms = st->load_ms;
 			return;

@@ -106,6 +106,7 @@ struct tcp_server {
 	bool closing;
 	struct inrpd_counters cnt;
 	struct fwd_engine *fwd;
+	struct cache *cache;            /* the main thread's shard */
 	int fwd_fds[2];
 	uv_poll_t fwd_poll[2];
 	uv_timer_t fwd_timer;
@@ -268,7 +269,7 @@ static void conn_process(struct tcp_conn *c)
 		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
 			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
 		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
-					   answer, false, &s->req, &s->cnt);
+					   answer, false, &s->req, s->cache, NULL, &s->cnt);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
 			struct fwd_client fc = { .conn = c };
@@ -645,6 +646,16 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		free(s);
 		return NULL;
 	}
+	if (cfg->cache_size && cfg->cache_shards) {
+		s->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
+		if (!s->cache) {
+			snprintf(err, err_len, "out of memory for the packet cache");
+			fwd_engine_free(s->fwd);
+			free(s);
+			return NULL;
+		}
+		fwd_engine_set_cache(s->fwd, s->cache);
+	}
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
 	fwd_engine_set_tcp(s->fwd, &tcp_ops);
 	fwd_engine_fds(s->fwd, s->fwd_fds);
@@ -717,6 +728,12 @@ void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg)
 	fwd_engine_hops(s->fwd, fn, arg);
 }
 
+void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st)
+{
+	if (s->cache)
+		cache_stats_add(s->cache, st);
+}
+
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
 {
 	inrpd_counters_add(sum, &s->cnt);
@@ -730,5 +747,6 @@ void tcp_server_free(struct tcp_server *s)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
 			"connections open", s->open_listeners, s->nconns, s->nupstreams);
 	fwd_engine_free(s->fwd);
+	cache_destroy(s->cache);
 	free(s);
 }

@@ -47,6 +47,8 @@ struct udp_worker {
 	int fds[INRPD_MAX_LISTEN];
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
 	struct fwd_engine *fwd;
+	struct cache *cache;            /* this worker's shard of the packet cache */
+	struct rrl *rrl;                /* its rate limits */
 	struct fwd_request req;         /* scratch for the query being answered */
 
 	struct mmsghdr in[UDP_BATCH];
@@ -190,7 +192,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		}
 		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
 					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
-					  &w->req, &w->cnt);
+					  &w->req, w->cache, w->rrl, &w->cnt);
 		if (len == INRPD_FORWARD) {
 			struct fwd_client c;
 			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
@@ -343,6 +345,15 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
+		if (!(w->rrl = rrl_create(nworkers)))
+			goto nomem;
+		if (cfg->cache_size && cfg->cache_shards) {
+			/* a shard each, the TCP thread's included: no lock on any hit */
+			w->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
+			if (!w->cache)
+				goto nomem;
+			fwd_engine_set_cache(w->fwd, w->cache);
+		}
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
 			w->iov_in[j].iov_base = w->inbuf[j];
 			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
@@ -403,6 +414,8 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 		for (unsigned l = 0; l < w->nfds; l++)
 			close(w->fds[l]);
 		fwd_engine_free(w->fwd);
+		cache_destroy(w->cache);
+		rrl_free(w->rrl);
 		free(w);
 	}
 	if (ws->stop_fd >= 0)
@@ -415,6 +428,13 @@ void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *s
 {
 	for (unsigned i = 0; i < ws->n; i++)
 		inrpd_counters_add(sum, &ws->w[i]->cnt);
+}
+
+void udp_workers_cache_stats(const struct udp_workers *ws, struct cache_stats *st)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		if (ws->w[i]->cache)
+			cache_stats_add(ws->w[i]->cache, st);
 }
 
 void udp_workers_hops(const struct udp_workers *ws, fwd_hop_fn fn, void *arg)

@@ -199,8 +199,7 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	b->ancount = b->nscount = b->arcount = 0;
 	b->owner_off = DNS_HEADER_LEN;
 	b->upstream_flags = 0;
-	b->opt_code = b->opt_len = 0;
-	b->opt_data = NULL;
+	b->nopts = 0;
 	b->truncated = false;
 	b->failed = false;
 	b->with_question = q->has_question &&
@@ -236,15 +235,22 @@ static void truncate(struct dns_builder *b)
 	b->owner_off = DNS_HEADER_LEN;
 }
 
+void dns_response_truncate(struct dns_builder *b)
+{
+	if (!b->failed && b->with_question)
+		truncate(b);
+}
+
 bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len)
 {
-	if (b->failed || !b->q->has_edns || b->len != b->question_end)
+	if (b->failed || !b->q->has_edns || b->len != b->question_end || b->nopts == DNS_MAX_OPTIONS)
 		return false;
 	if (4u + len > b->limit - b->reserve - b->len)
 		return false;
-	b->opt_code = code;
-	b->opt_len = len;
-	b->opt_data = data;
+	b->opts[b->nopts].code = code;
+	b->opts[b->nopts].len = len;
+	b->opts[b->nopts].data = data;
+	b->nopts++;
 	b->reserve += 4u + len;
 	return true;
 }
@@ -272,6 +278,64 @@ static size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rd
 	b->len += rr_len;
 	b->ancount++;
 	return b->len - rdlen;
+}
+
+bool dns_response_add_rr(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
+			 uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question || b->nscount || b->arcount)
+		return false;
+	return add_answer(b, type, rdata, rdlen, ttl) != 0;
+}
+
+bool dns_response_add_authority(struct dns_builder *b, const struct name *owner, uint16_t type,
+				const uint8_t *rdata, uint16_t rdlen, uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question || b->arcount)
+		return false;
+	size_t rr_len = owner->len + 10u + rdlen;
+	if (rr_len > b->limit - b->reserve - b->len || b->nscount == UINT16_MAX) {
+		truncate(b);
+		return false;
+	}
+	uint8_t *p = b->buf + b->len;
+	memcpy(p, owner->wire, owner->len);
+	p += owner->len;
+	wr16(p, type);
+	wr16(p + 2, DNS_CLASS_IN);
+	wr32(p + 4, ttl);
+	wr16(p + 8, rdlen);
+	memcpy(p + 10, rdata, rdlen);
+	b->len += rr_len;
+	b->nscount++;
+	return true;
+}
+
+size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t body_len,
+			   size_t an_ns_len, uint16_t an, uint16_t ns, uint16_t ar, uint16_t rcode,
+			   bool ad, size_t *copied)
+{
+	*copied = 0;
+	if (b->failed)
+		return 0;
+	b->rcode = rcode > F2_RCODE_MASK && !b->q->has_edns ? DNS_RCODE_SERVFAIL : rcode;
+	b->upstream_flags = ad && b->q->edns_do ? F2_AD : 0;
+	if (b->truncated || !b->with_question || b->ancount || b->nscount || b->arcount)
+		return 0;
+	size_t room = b->limit - b->reserve - b->len;
+	if (an_ns_len > room) {
+		truncate(b);
+		return 0;
+	}
+	size_t n = body_len <= room ? body_len : an_ns_len;
+	size_t at = b->len;
+	memcpy(b->buf + at, body, n);
+	b->len += n;
+	b->ancount = an;
+	b->nscount = ns;
+	b->arcount = n == body_len ? ar : 0;
+	*copied = n;
+	return at;
 }
 
 bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl)
@@ -309,8 +373,10 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 
 	h[2] = (uint8_t)(F1_QR | ((q->opcode << F1_OPCODE_SHIFT) & F1_OPCODE_MASK) |
 			 (b->truncated ? F1_TC : 0) | (q->rd ? F1_RD : 0));
-	h[3] = (uint8_t)(F2_RA | (q->cd ? F2_CD : 0) | (b->upstream_flags & F2_AD) |
-			 (b->rcode & F2_RCODE_MASK));
+	/* NOTIMP (an opcode we do not know) promises nothing: no RA, no CD */
+	bool notimp = b->rcode == DNS_RCODE_NOTIMP;
+	h[3] = (uint8_t)((notimp ? 0 : F2_RA) | (q->cd && !notimp ? F2_CD : 0) |
+			 (b->upstream_flags & F2_AD) | (b->rcode & F2_RCODE_MASK));
 	wr16(h + 4, b->with_question ? 1 : 0);
 	wr16(h + 6, b->ancount);
 	wr16(h + 8, b->nscount);
@@ -324,13 +390,15 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 		p[5] = (uint8_t)(b->rcode >> 4);        /* extended rcode: BADVERS */
 		p[6] = 0;                               /* the version we speak */
 		wr16(p + 7, q->edns_do ? EDNS_DO : 0);  /* RFC 3225 3: DO is copied */
-		wr16(p + 9, b->opt_len ? 4u + b->opt_len : 0);
+		size_t rdlen = b->reserve - DNS_OPT_RR_LEN;
+		wr16(p + 9, (uint16_t)rdlen);
 		b->len += DNS_OPT_RR_LEN;
-		if (b->opt_len) {
-			wr16(b->buf + b->len, b->opt_code);
-			wr16(b->buf + b->len + 2, b->opt_len);
-			memcpy(b->buf + b->len + 4, b->opt_data, b->opt_len);
-			b->len += 4u + b->opt_len;
+		for (unsigned i = 0; i < b->nopts; i++) {
+			wr16(b->buf + b->len, b->opts[i].code);
+			wr16(b->buf + b->len + 2, b->opts[i].len);
+			if (b->opts[i].len)
+				memcpy(b->buf + b->len + 4, b->opts[i].data, b->opts[i].len);
+			b->len += 4u + b->opts[i].len;
 		}
 	}
 	return b->len;
@@ -415,10 +483,7 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 		*err = "not a response to a query";
 		return -1;
 	}
-	if (rd16(pkt + 4) != 1) {
-		*err = "not exactly one question";
-		return -1;
-	}
+	uint16_t qdcount = rd16(pkt + 4);
 	a->tc = (pkt[2] & F1_TC) != 0;
 	a->ad = (pkt[3] & F2_AD) != 0;
 	a->rcode = pkt[3] & F2_RCODE_MASK;
@@ -426,19 +491,30 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 	a->nscount = rd16(pkt + 8);
 	a->arcount = rd16(pkt + 10);
 	a->has_opt = false;
+	a->has_question = qdcount == 1;
 	a->opts_off = a->opts_len = 0;
 
-	struct name n;
+	/* a refusal or failure may leave the question out (Unbound's REFUSED
+	 * does): the id and source say it is ours, and it is never relayed */
+	bool bare = qdcount == 0 && a->ancount == 0 && a->nscount == 0 &&
+		    (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED);
+	if (qdcount != 1 && !bare) {
+		*err = "not exactly one question";
+		return -1;
+	}
 	size_t pos = DNS_HEADER_LEN;
-	if (name_from_packet(&n, pkt, len, &pos) != NAME_OK || len - pos < 4) {
-		*err = "bad question";
-		return -1;
+	if (qdcount == 1) {
+		struct name n;
+		if (name_from_packet(&n, pkt, len, &pos) != NAME_OK || len - pos < 4) {
+			*err = "bad question";
+			return -1;
+		}
+		if (!name_equal(&n, qname) || rd16(pkt + pos) != qtype || rd16(pkt + pos + 2) != qclass) {
+			*err = "answers another question";
+			return -1;
+		}
+		pos += 4;
 	}
-	if (!name_equal(&n, qname) || rd16(pkt + pos) != qtype || rd16(pkt + pos + 2) != qclass) {
-		*err = "answers another question";
-		return -1;
-	}
-	pos += 4;
 	a->records_off = (uint16_t)pos;
 
 	unsigned total = (unsigned)a->ancount + a->nscount + a->arcount;
@@ -649,7 +725,7 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 	b->upstream_flags = a->ad && b->q->edns_do ? F2_AD : 0;
 	if (b->truncated || !b->with_question)
 		return true;
-	if (a->tc) {
+	if (a->tc || !a->has_question) {
 		truncate(b);
 		return true;
 	}

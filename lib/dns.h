@@ -46,6 +46,7 @@ enum dns_rcode {
 	DNS_RCODE_NOTIMP = 4,
 	DNS_RCODE_REFUSED = 5,
 	DNS_RCODE_BADVERS = 16,         /* extended: needs an OPT RR */
+	DNS_RCODE_BADCOOKIE = 23,       /* RFC 7873 */
 };
 
 enum dns_opcode { DNS_OPCODE_QUERY = 0 };
@@ -119,6 +120,16 @@ static inline size_t dns_query_udp_limit(const struct dns_query *q, uint16_t our
 	return lim;
 }
 
+#define DNS_MAX_OPTIONS 4       /* in one answer: INRP, NSID, cookie, extended error */
+
+/* EDNS option codes (IANA "DNS EDNS0 Option Codes") */
+enum dns_option {
+	DNS_OPT_NSID = 3,               /* RFC 5001 */
+	DNS_OPT_COOKIE = 10,            /* RFC 7873 */
+	DNS_OPT_PADDING = 12,           /* RFC 7830 */
+	DNS_OPT_EDE = 15,               /* RFC 8914 */
+};
+
 struct dns_builder {
 	uint8_t *buf;
 	size_t limit;           /* bytes the message may use */
@@ -135,10 +146,12 @@ struct dns_builder {
 	bool truncated;
 	bool failed;            /* limit too small even for header and question */
 	const struct dns_query *q;
-	/* one EDNS option for our OPT RR (dns_response_add_option) */
-	uint16_t opt_code;
-	uint16_t opt_len;
-	const uint8_t *opt_data;
+	/* EDNS options for our OPT RR (dns_response_add_option) */
+	uint8_t nopts;
+	struct {
+		uint16_t code, len;
+		const uint8_t *data;
+	} opts[DNS_MAX_OPTIONS];
 };
 
 /*
@@ -167,11 +180,32 @@ bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *add
 bool dns_response_add_cname(struct dns_builder *b, const struct name *target, uint32_t ttl);
 
 /*
- * Puts one EDNS option (data kept by the caller until finish) in the OPT
- * RR, if the query had one.  Call it right after init.  Returns false if
- * it does not fit (the option is then left out).
+ * Puts an EDNS option (data kept by the caller until finish) in the OPT
+ * RR, if the query had one; up to DNS_MAX_OPTIONS.  Call it right after
+ * init, before any record.  Returns false if it does not fit (the option
+ * is then left out).
  */
 bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len);
+
+/* Makes the answer a truncated one (TC, the question only). */
+void dns_response_truncate(struct dns_builder *b);
+
+/*
+ * Adds a record of any type for the current owner (the question name, or
+ * the last CNAME's target) to the answer section; rdata is in wire form,
+ * its names uncompressed.  Returns false once truncated.
+ */
+bool dns_response_add_rr(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
+			 uint32_t ttl);
+
+/*
+ * Adds a record owned by `owner` to the authority section, after every
+ * answer (a negative answer's SOA, RFC 2308).  Returns false once
+ * truncated: without its SOA a negative answer is not cacheable, so one
+ * that does not fit truncates the message.
+ */
+bool dns_response_add_authority(struct dns_builder *b, const struct name *owner, uint16_t type,
+				const uint8_t *rdata, uint16_t rdlen, uint32_t ttl);
 
 /*
  * Completes the header and appends the OPT RR (advertising our_udp_size)
@@ -204,9 +238,13 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
  * A response from upstream, checked against what we asked: same id, QR
  * set, opcode QUERY, exactly our question (names compared without case),
  * every record inside the message, at most one OPT RR, a TSIG only last.
+ * A SERVFAIL or REFUSED with no question and no answer or authority
+ * records is taken too (has_question false): servers leave it out of
+ * refusals.
  */
 struct dns_upstream_answer {
 	uint16_t rcode;                 /* extended rcode included */
+	bool has_question;              /* false only for a bare SERVFAIL or REFUSED */
 	bool tc;
 	bool ad;
 	uint16_t ancount, nscount, arcount;
@@ -219,6 +257,19 @@ struct dns_upstream_answer {
 int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
 			      uint16_t qtype, uint16_t qclass, struct dns_upstream_answer *a,
 			      const char **err);
+
+/*
+ * Puts records kept from an earlier answer to the same question (the
+ * packet cache) after the question: body holds them as they followed a
+ * question of the same length, an_ns_len bytes of answer and authority
+ * then the additional ones.  Takes rcode and AD (for a client with DO).
+ * Answer and authority that do not fit truncate; additional records that
+ * do not fit are left out.  Returns the offset of the copy in the
+ * message and sets *copied to its length (0 when truncated).
+ */
+size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t body_len,
+			   size_t an_ns_len, uint16_t an, uint16_t ns, uint16_t ar, uint16_t rcode,
+			   bool ad, size_t *copied);
 
 /*
  * Copies the records of a checked upstream answer into a response being

@@ -6,6 +6,10 @@
  *     agree on id, flags, qname, qtype, qclass and EDNS;
  *   - every response we build parses with ldns and says what we built;
  *   - a response is never taken for a query.
+ *   - the EDNS options inrpd reads (COOKIE, NSID) split as RFC 7873 says,
+ *     and a server cookie checks only if we made it;
+ *   - the packet cache walks any message given to it without reading past
+ *     its end, and serves back what it kept.
  * Any disagreement abort()s.
  */
 #include <stdint.h>
@@ -15,7 +19,10 @@
 #include <sys/socket.h>
 #include <ldns/ldns.h>
 
+#include "cache.h"
+#include "cookie.h"
 #include "dns.h"
+#include "inrp.h"
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \
@@ -74,7 +81,9 @@ static void check_response(const struct dns_query *q, int rc, const struct dns_b
 	unsigned rcode = rc == DNS_PARSE_OK ? DNS_RCODE_NOERROR : (unsigned)rc;
 	CHECK(ldns_pkt_id(lp) == q->id);
 	CHECK(ldns_pkt_qr(lp));
-	CHECK(ldns_pkt_ra(lp));
+	/* NOTIMP promises nothing: RA and CD clear */
+	CHECK(ldns_pkt_ra(lp) == (rcode != DNS_RCODE_NOTIMP));
+	CHECK(ldns_pkt_cd(lp) == (q->cd && rcode != DNS_RCODE_NOTIMP));
 	CHECK(!ldns_pkt_aa(lp));
 	CHECK(ldns_pkt_rd(lp) == q->rd);
 	CHECK(ldns_pkt_get_opcode(lp) == q->opcode);
@@ -99,6 +108,55 @@ static void check_response(const struct dns_query *q, int rc, const struct dns_b
 	CHECK(dns_query_parse(buf, len, &back) == DNS_PARSE_DROP);
 }
 
+static void check_options(const uint8_t *data, const struct dns_query *q)
+{
+	static const uint8_t secret[COOKIE_SECRET_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	static const uint8_t addr[4] = { 192, 0, 2, 1 };
+	const uint8_t *opt, *cc, *sc;
+	size_t olen, sl;
+	if (!inrp_find_option(data + q->edns_opts_off, q->edns_opts_len, DNS_OPT_COOKIE, &opt, &olen))
+		return;
+	int rc = cookie_parse(opt, olen, &cc, &sc, &sl);
+	CHECK((rc == 0) == (olen == 8 || (olen >= 16 && olen <= 40)));
+	if (rc < 0)
+		return;
+	CHECK(cc == opt && sl == olen - 8);
+	uint8_t mine[COOKIE_SERVER_LEN];
+	cookie_make(secret, cc, 1000, addr, 4, mine);
+	CHECK(cookie_check(secret, cc, mine, sizeof(mine), 1000, addr, 4));
+	/* what the client sent checks only if it is exactly what we would make */
+	if (sl && cookie_check(secret, cc, sc, sl, 1000, addr, 4))
+		CHECK(sl == COOKIE_SERVER_LEN && memcmp(sc, mine, sl) == 0);
+}
+
+static void check_cache(const uint8_t *data, size_t size, const struct dns_query *q)
+{
+	static struct cache *c;
+	static const struct cache_limits lim = { 86400, 3600, 5 };
+	if (!c)
+		c = cache_create(1 << 20, NULL);
+	CHECK(c != NULL);
+	struct cache_key k;
+	cache_key_make(&k, &q->qname, q->qtype, q->qclass, 0);
+	/* an exact-size copy, so a sanitizer sees any read past the end */
+	uint8_t *copy = malloc(size ? size : 1);
+	CHECK(copy != NULL);
+	memcpy(copy, data, size);
+	if (size > 2)
+		copy[2] |= 0x80;                /* as a response */
+	bool stored = cache_store(c, &k, 1, copy, size, &lim, data, size < 16 ? (uint8_t)size : 16, 0);
+	free(copy);
+	struct cache_hit h;
+	bool found = cache_lookup(c, &k, 1, 0, 0, &h);
+	if (stored) {
+		CHECK(found);
+		CHECK(h.body_len <= size && h.an_ns_len <= h.body_len);
+		uint8_t out[65536];
+		memcpy(out, h.body, h.body_len);
+		cache_hit_ttls(&h, out, h.body_len, 30);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -113,6 +171,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(q.has_question);
 		CHECK(q.udp_size >= DNS_UDP_MIN && q.udp_size <= DNS_EDNS_MAX);
 		check_against_ldns(data, size, &q);
+		if (q.has_edns)
+			check_options(data, &q);
+		check_cache(data, size, &q);
 	}
 
 	/*

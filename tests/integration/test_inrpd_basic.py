@@ -146,16 +146,24 @@ def test_refused_for_unrouted_names(d):
         assert r.question[0].name == dns.name.from_text(name)
 
 
+def soa_of(r):
+    assert [x.rdtype for x in r.authority] == [dns.rdatatype.SOA], r
+    return r.authority[0]
+
+
 def test_nodata(d):
-    # other types of a routed name take the fallback path; there is no upstream here
+    # other types of a routed name: NODATA with the route's SOA (RFC 2308), never REFUSED
     r = d.udp("www.example.content", "MX")
-    assert r.rcode() == dns.rcode.REFUSED
-    assert r.answer == [] and r.authority == []
+    assert r.rcode() == dns.rcode.NOERROR and r.answer == []
+    soa = soa_of(r)
+    assert str(soa.name) == "www.example.content." and soa[0].minimum == soa.ttl
     # routed, but no server of that family
     r = d.udp("shop.example.content", "AAAA")
     assert r.rcode() == dns.rcode.NOERROR and r.answer == []
+    soa_of(r)
     r = d.udp("v6only.example.content", "A")
     assert r.rcode() == dns.rcode.NOERROR and r.answer == []
+    soa_of(r)
     assert addrs(d.udp("v6only.example.content", "AAAA"), "AAAA") == ["2001:db8::60"]
 
 
@@ -351,7 +359,9 @@ def test_edns_unknown_option_ignored(d):
     assert addrs(r, "A") == ["127.0.0.10", "127.0.0.11"]
     assert r.edns == 0
     assert r.payload == 1232                            # ours: edns-udp-size default
-    assert len(r.options) == 0                          # none echoed
+    # the unknown option is not echoed; the cookie gets ours (RFC 7873)
+    assert [o.otype for o in r.options] == [10]
+    assert bytes(r.options[0].data)[:8] == bytes(range(8)) and len(r.options[0].data) == 24
 
 
 def test_edns_do_bit_copied(d):

@@ -92,11 +92,12 @@ def fnv1a64(s):
 
 @pytest.fixture
 def chain(inrpd_factory, tmp_path):
-    """r0 -> r1 -> r2 -> r3 -> r4, the last with the server for svc.chain.content."""
+    """r0 -> r1 -> r2 -> r3 -> r4, the last with the server for svc.chain.content;
+    no packet cache, so every query walks the whole chain."""
     last = router(inrpd_factory, tmp_path, f'route "svc.chain.content" {{ server {SERVER} load 9; }}\n')
     rs = [last]
     for _ in range(4):
-        rs.insert(0, router(inrpd_factory, tmp_path, route_via("chain.content", rs[0])))
+        rs.insert(0, router(inrpd_factory, tmp_path, "cache-size 0;\n" + route_via("chain.content", rs[0])))
     return rs
 
 
@@ -140,7 +141,10 @@ def test_a_dead_middle_hop_is_routed_around_within_one_timeout(inrpd_factory, tm
     dest = router(inrpd_factory, tmp_path, common + f'route "svc.alt.content" {{ server {SERVER}; }}\n')
     mid = router(inrpd_factory, tmp_path, common + route_via("alt.content", dest))
     alt = router(inrpd_factory, tmp_path, common + route_via("alt.content", dest))
-    second = router(inrpd_factory, tmp_path, common + route_via("alt.content", mid, alt))
+    # alt's configured load keeps it second until mid fails, whatever the RTTs
+    second = router(inrpd_factory, tmp_path, common +
+                    f'route "alt.content" {{\n    router {mid.addr} port {mid.port};\n'
+                    f'    router {alt.addr} port {alt.port} load 1000;\n}}\n')
     first = router(inrpd_factory, tmp_path, common + route_via("alt.content", second))
     assert addrs(first.udp("a.svc.alt.content")) == [SERVER]
     assert counters(alt)["forwarded"] == 0      # the preferred route is taken while it works
@@ -208,7 +212,10 @@ def test_a_loop_in_the_fibs_is_servfail_without_a_storm(inrpd_factory, tmp_path,
     asked = [x["queries"] - b for x, b in zip(c, before)]
     # once round the ring: the first router sees it twice and stops it
     assert asked == [2] + [1] * (size - 1)
-    assert c[0]["loops"] == 1 and sum(x["servfail"] for x in c) == 1
+    # the loop's SERVFAIL is not retried (no alternate): each router on the way back
+    # fails once, after the first one's answer to itself
+    assert c[0]["loops"] == 1 and sum(x["hop_failed"] for x in c) == size
+    assert sum(x["servfail"] for x in c) == size + 1
 
 
 def fixed_router(factory, tmp_path, body, addr, port):
@@ -352,14 +359,15 @@ def test_names_without_a_route_are_answered_by_the_upstream(inrpd_factory, tmp_p
         assert r.rcode() == dns.rcode.NXDOMAIN
         assert r.authority and r.authority[0].rdtype == dns.rdatatype.SOA
     before = counters(d)
-    # a content name: A from the FIB, other types from the upstream
+    # a content name is ours: A from the FIB, other types never from the upstream
     assert addrs(d.udp("www.example.content")) == [SERVER]
     r = d.udp("www.example.content", "TXT")
-    assert r.answer and b"from upstream" in r.answer[0][0].strings[0]
+    assert r.rcode() == dns.rcode.NOERROR and r.answer == []
+    assert [x.rdtype for x in r.authority] == [dns.rdatatype.SOA]
     c = counters(d)
-    assert c["fallback"] - before["fallback"] == 1 and c["local"] - before["local"] == 1
+    assert c["fallback"] == before["fallback"] and c["local"] - before["local"] == 2
     assert hops(d)[(u.addr, u.port)]["answers"] == c["fallback"]
-    assert c["fallback"] >= 7
+    assert c["fallback"] >= 6
 
 
 def test_recursion_is_refused_outside_allow_recursion(inrpd_factory, tmp_path, unbound):
@@ -399,7 +407,8 @@ def test_dead_upstream_falls_to_the_next_then_servfail(inrpd_factory, tmp_path, 
     assert addrs(d.udp("a.upstream.test", timeout=5)) == ["192.0.2.1"]
     u.stop()
     t0 = time.monotonic()
-    assert d.udp("a.upstream.test", timeout=5).rcode() == dns.rcode.SERVFAIL
+    # another question: the first one's answer is in the cache
+    assert d.udp("mx.upstream.test", "MX", timeout=5).rcode() == dns.rcode.SERVFAIL
     assert time.monotonic() - t0 < 3
 
 

@@ -748,7 +748,122 @@ static void test_build_errors_header_only(void **state)
 	assert_int_equal(ldns_pkt_get_opcode(lp), LDNS_PACKET_NOTIFY);
 	assert_int_equal(ldns_pkt_get_rcode(lp), LDNS_RCODE_NOTIMPL);
 	assert_true(ldns_pkt_qr(lp));
+	/* an opcode we do not know: no promise of recursion, CD not echoed */
+	assert_false(ldns_pkt_ra(lp));
+	assert_false(ldns_pkt_cd(lp));
 	ldns_pkt_free(lp);
+	p.b[3] |= 0x10;                                         /* CD */
+	rc = parse(&p, &q);
+	assert_int_equal(rc, DNS_RCODE_NOTIMP);
+	len = build(&q, (unsigned)rc, buf, 512, 0, 0, 1232);
+	assert_int_equal(buf[3] & 0x90, 0);                     /* RA and CD clear */
+}
+
+/* Several EDNS options, a generic record and a negative answer's SOA, checked by ldns. */
+static void test_build_options_records_authority(void **state)
+{
+	(void)state;
+	struct pkt p;
+	struct dns_query q;
+	uint8_t buf[4096];
+	header(&p, 77, 0x01, 0, 1, 0, 0, 1);
+	question(&p, "Www.Example.Content", 65, DNS_CLASS_IN);
+	opt(&p, 1232, 0, false, NULL, 0);
+	assert_int_equal(parse(&p, &q), DNS_PARSE_OK);
+
+	struct dns_builder b;
+	dns_response_init(&b, &q, DNS_RCODE_NOERROR, buf, 1232);
+	assert_true(dns_response_add_option(&b, DNS_OPT_NSID, (const uint8_t *)"r1", 2));
+	assert_true(dns_response_add_option(&b, DNS_OPT_EDE, (const uint8_t *)"\x00\x16x", 3));
+	assert_true(dns_response_add_option(&b, 65100, (const uint8_t *)"", 0));
+	assert_true(dns_response_add_option(&b, DNS_OPT_COOKIE, (const uint8_t *)"12345678", 8));
+	assert_false(dns_response_add_option(&b, DNS_OPT_PADDING, (const uint8_t *)"", 0));
+	static const uint8_t https[] = { 0, 1, 0 };             /* 1 . */
+	assert_true(dns_response_add_rr(&b, 65, https, sizeof(https), 7));
+	struct name apex;
+	assert_int_equal(name_from_text(&apex, "example.content", 15), NAME_OK);
+	uint8_t soa[2 * 255 + 20] = { 0 };
+	memcpy(soa, apex.wire, apex.len);
+	memcpy(soa + apex.len, apex.wire, apex.len);
+	size_t soa_len = 2u * apex.len + 20;
+	assert_true(dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa, (uint16_t)soa_len, 5));
+	/* answers after authority would be out of order */
+	assert_false(dns_response_add_rr(&b, 65, https, sizeof(https), 7));
+	size_t len = dns_response_finish(&b, 1232);
+	ldns_pkt *lp = ldns_parse_ok(buf, len);
+	assert_int_equal(ldns_pkt_ancount(lp), 1);
+	assert_int_equal(ldns_pkt_nscount(lp), 1);
+	ldns_rr *rr = ldns_rr_list_rr(ldns_pkt_answer(lp), 0);
+	assert_int_equal(ldns_rr_get_type(rr), 65);
+	assert_int_equal(ldns_rr_ttl(rr), 7);
+	rr = ldns_rr_list_rr(ldns_pkt_authority(lp), 0);
+	assert_int_equal(ldns_rr_get_type(rr), LDNS_RR_TYPE_SOA);
+	char *owner = ldns_rdf2str(ldns_rr_owner(rr));
+	assert_string_equal(owner, "example.content.");
+	free(owner);
+	/* the options, in order, in the OPT RR's data */
+	ldns_rdf *ed = ldns_pkt_edns_data(lp);
+	assert_non_null(ed);
+	static const uint8_t want[] = {
+		0, 3, 0, 2, 'r', '1', 0, 15, 0, 3, 0, 0x16, 'x', 0xfe, 0x4c, 0, 0,
+		0, 10, 0, 8, '1', '2', '3', '4', '5', '6', '7', '8',
+	};
+	assert_int_equal(ldns_rdf_size(ed), sizeof(want));
+	assert_memory_equal(ldns_rdf_data(ed), want, sizeof(want));
+	ldns_pkt_free(lp);
+
+	/* replayed after another question of the same length: records, counts, rcode, AD */
+	size_t q_end = DNS_HEADER_LEN + q.qname.len + 4;
+	size_t body_len = len - q_end - (11 + 4 + 2 + 4 + 3 + 4 + 4 + 8);     /* less our OPT RR */
+	uint8_t body[512];
+	memcpy(body, buf + q_end, body_len);
+	size_t an_len = 2 + 10 + sizeof(https);
+	uint8_t out[4096];
+	struct dns_query q2;
+	header(&p, 78, 0x01, 0, 1, 0, 0, 1);
+	question(&p, "WWW.EXAMPLE.CONTENT", 65, DNS_CLASS_IN);
+	opt(&p, 1232, 0, true, NULL, 0);
+	assert_int_equal(parse(&p, &q2), DNS_PARSE_OK);
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, 1232);
+	size_t copied;
+	size_t at = dns_response_replay(&b, body, body_len, body_len, 1, 1, 0, DNS_RCODE_NXDOMAIN, true, &copied);
+	assert_int_equal(at, q_end);
+	assert_int_equal(copied, body_len);
+	len = dns_response_finish(&b, 1232);
+	lp = ldns_parse_ok(out, len);
+	assert_int_equal(ldns_pkt_get_rcode(lp), LDNS_RCODE_NXDOMAIN);
+	assert_true(ldns_pkt_ad(lp));                           /* the client set DO */
+	assert_int_equal(ldns_pkt_ancount(lp), 1);
+	assert_int_equal(ldns_pkt_nscount(lp), 1);
+	owner = ldns_rdf2str(ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_answer(lp), 0)));
+	assert_string_equal(owner, "WWW.EXAMPLE.CONTENT.");   /* the pointer finds this question */
+	free(owner);
+	ldns_pkt_free(lp);
+	/* answer and authority that do not fit: TC, the question only */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + an_len);
+	dns_response_replay(&b, body, body_len, body_len, 1, 1, 0, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, 0);
+	assert_true(b.truncated);
+	/* additional records that do not fit are left out, without TC */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + body_len);
+	dns_response_replay(&b, body, body_len + 0, an_len, 1, 0, 1, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, body_len);
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, q_end + 11 + body_len - 1);
+	dns_response_replay(&b, body, body_len, an_len, 1, 0, 1, DNS_RCODE_NOERROR, false, &copied);
+	assert_int_equal(copied, an_len);
+	assert_false(b.truncated);
+	assert_int_equal(b.arcount, 0);
+	/* dns_response_truncate: TC and the question only */
+	dns_response_init(&b, &q2, DNS_RCODE_NOERROR, out, 1232);
+	dns_response_truncate(&b);
+	len = dns_response_finish(&b, 1232);
+	assert_true(out[2] & 0x02);
+	assert_int_equal(len, q_end + 11);
+
+	/* an SOA that does not fit truncates: a negative answer needs it */
+	dns_response_init(&b, &q, DNS_RCODE_NOERROR, buf, DNS_HEADER_LEN + q.qname.len + 4 + 11 + 20);
+	assert_false(dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa, (uint16_t)soa_len, 5));
+	assert_true(b.truncated);
 }
 
 static void test_build_refused_with_edns(void **state)
@@ -821,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_build_badvers),
 		cmocka_unit_test(test_build_errors_header_only),
 		cmocka_unit_test(test_build_refused_with_edns),
+		cmocka_unit_test(test_build_options_records_authority),
 		cmocka_unit_test(test_build_family_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

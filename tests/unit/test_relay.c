@@ -518,6 +518,23 @@ static void test_upstream_rejects_header(void **state)
 	assert_int_equal(up_parse(m, len, 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
 	free(m);
 
+	/* a bare refusal or failure (header only, as Unbound's REFUSED): taken, never relayed */
+	static const uint8_t bare[] = { 0x11, 0x11, 0x80, 0x05, 0, 0, 0, 0, 0, 0, 0, 0 };
+	uint8_t b2[sizeof(bare)];
+	memcpy(b2, bare, sizeof(b2));
+	assert_int_equal(up_parse(b2, sizeof(b2), 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), 0);
+	assert_false(a.has_question);
+	assert_int_equal(a.rcode, DNS_RCODE_REFUSED);
+	b2[3] = 0x82;                                   /* SERVFAIL */
+	assert_int_equal(up_parse(b2, sizeof(b2), 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), 0);
+	b2[3] = 0x83;                                   /* NXDOMAIN needs its question */
+	assert_int_equal(up_parse(b2, sizeof(b2), 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
+	b2[3] = 0x80;
+	assert_int_equal(up_parse(b2, sizeof(b2), 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
+	b2[3] = 0x85;
+	b2[7] = 1;                                      /* a refusal with an answer is not bare */
+	assert_int_equal(up_parse(b2, sizeof(b2), 0x1111, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
+
 	/* another question: name, type, class */
 	assert_int_equal(up_parse(w, len, 0x1111, "www.example.org", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
 	assert_int_equal(up_parse(w, len, 0x1111, "example.com", DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
