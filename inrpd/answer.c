@@ -35,6 +35,7 @@
 #include <xxhash.h>
 
 #include "inrpd.h"
+#include "wire.h"
 
 struct cache_flush *inrpd_cache_flush;
 
@@ -371,12 +372,8 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
 	}
 	memcpy(out + o, apex->wire, apex->len);
 	o += apex->len;
-	for (unsigned i = 0; i < 5; i++, o += 4) {
-		out[o] = (uint8_t)(fields[i] >> 24);
-		out[o + 1] = (uint8_t)(fields[i] >> 16);
-		out[o + 2] = (uint8_t)(fields[i] >> 8);
-		out[o + 3] = (uint8_t)fields[i];
-	}
+	for (unsigned i = 0; i < 5; i++, o += 4)
+		wire_store32(out + o, fields[i]);
 	return o;
 }
 

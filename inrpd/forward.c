@@ -66,6 +66,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "wire.h"
 
 #define FWD_HOPS_MAX            4096            /* next hops tracked per process */
 #define FWD_MSG_MAX             65535
@@ -666,7 +667,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 		      const struct sockaddr_storage *from)
 {
-	uint16_t id = (uint16_t)(pkt[0] << 8 | pkt[1]);
+	uint16_t id = wire_load16(pkt);
 	uint16_t s1 = e->idmap[id];
 	if (s1 == 0) {
 		CNT_INC(e->cnt, bad_upstream);  /* late (after a timeout) or not ours */

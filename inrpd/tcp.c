@@ -38,6 +38,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "wire.h"
 
 #define TCP_MSG_MAX             (2 + DNS_TCP_MAX)       /* prefix + largest message */
 #define TCP_RBUF_INIT           4096
@@ -229,8 +230,7 @@ static bool out_append(struct outbuf *o, const uint8_t *msg, size_t len)
 		o->cap = cap;
 	}
 	uint8_t *p = o->w->data + o->w->len;
-	p[0] = (uint8_t)(len >> 8);
-	p[1] = (uint8_t)len;
+	wire_store16(p, (uint16_t)len);
 	memcpy(p + 2, msg, len);
 	o->w->len += len + 2;
 	o->count++;
@@ -257,7 +257,7 @@ static void conn_process(struct tcp_conn *c)
 	rcu_thread_online();
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
 	while (c->rlen - off >= 2) {
-		size_t mlen = ((size_t)c->rbuf[off] << 8) | c->rbuf[off + 1];
+		size_t mlen = wire_load16(c->rbuf + off);
 		if (mlen == 0) {                /* no DNS message is empty */
 			bad = true;
 			break;
@@ -540,7 +540,7 @@ static void upstream_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *bu
 		u->prefix_got += (size_t)nread;
 		if (u->prefix_got < sizeof(u->prefix))
 			return;
-		u->answer_len = (size_t)u->prefix[0] << 8 | u->prefix[1];      /* at most 65535 */
+		u->answer_len = wire_load16(u->prefix);       /* at most 65535 */
 		if (u->answer_len < DNS_HEADER_LEN) {
 			log_debug("tcp: upstream sent a %zu-byte message", u->answer_len);
 			upstream_done(u, NULL, 0);
@@ -596,8 +596,7 @@ static struct fwd_tcp_conn *upstream_open(void *ctx, const struct route *to, con
 		return NULL;
 	u->srv = s;
 	u->token = token;
-	u->query[0] = (uint8_t)(len >> 8);
-	u->query[1] = (uint8_t)len;
+	wire_store16(u->query, (uint16_t)len);
 	memcpy(u->query + 2, query, len);
 	u->query_len = 2 + len;
 	int rc = uv_tcp_init(s->loop, &u->handle);

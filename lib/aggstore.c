@@ -23,6 +23,7 @@
 
 #include "aggstore.h"
 #include "log.h"
+#include "wire.h"
 
 #define REC_HDR         16
 #define REC_MAX         (1u << 30)      /* a payload larger than this is damage */
@@ -50,30 +51,6 @@ struct aggstore {
 	char err[512];
 };
 
-static inline uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, (uint32_t)(v >> 32));
-	wr32(p + 4, (uint32_t)v);
-}
-
 static inline uint64_t seed(uint8_t type, uint32_t len)
 {
 	return (uint64_t)type << 32 | len;
@@ -84,8 +61,8 @@ static void rec_header(uint8_t *h, uint8_t type, uint32_t len, uint64_t sum)
 {
 	h[0] = type;
 	h[1] = h[2] = h[3] = 0;
-	wr32(h + 4, len);
-	wr64(h + 8, sum);
+	wire_store32(h + 4, len);
+	wire_store64(h + 8, sum);
 }
 
 /*
@@ -101,12 +78,12 @@ static int rec_read(const uint8_t *buf, size_t len, size_t off, uint8_t *type,
 	const uint8_t *h = buf + off;
 	if (h[1] | h[2] | h[3] || h[0] < SNAP_HEAD || h[0] > DIFF)
 		return -1;
-	uint32_t l = rd32(h + 4);
+	uint32_t l = wire_load32(h + 4);
 	if (l > REC_MAX)
 		return -1;
 	if (len - off - REC_HDR < l)
 		return 0;
-	if (XXH3_64bits_withSeed(h + REC_HDR, l, seed(h[0], l)) != rd64(h + 8))
+	if (XXH3_64bits_withSeed(h + REC_HDR, l, seed(h[0], l)) != wire_load64(h + 8))
 		return -1;
 	*type = h[0];
 	*payload = h + REC_HDR;
@@ -136,7 +113,7 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 		}
 		off += REC_HDR + plen;
 		if (!head) {
-			if (type != SNAP_HEAD || plen < 13 || rd32(p) != FORMAT_VERSION ||
+			if (type != SNAP_HEAD || plen < 13 || wire_load32(p) != FORMAT_VERSION ||
 			    p[12] == 0 || plen != 13u + p[12] ||
 			    !name_wire_canonical(p + 13, p[12])) {
 				*why = "bad snapshot header";
@@ -146,13 +123,13 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 				*why = "snapshot of another aggregate";
 				return -1;
 			}
-			serial_head = rd32(p + 4);
-			expect = rd32(p + 8);
+			serial_head = wire_load32(p + 4);
+			expect = wire_load32(p + 8);
 			head = true;
 			continue;
 		}
 		if (type == SNAP_NAMES) {
-			if (plen < 4 || !namelist_check(p + 4, plen - 4, rd32(p))) {
+			if (plen < 4 || !namelist_check(p + 4, plen - 4, wire_load32(p))) {
 				*why = "bad names record";
 				return -1;
 			}
@@ -172,8 +149,8 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 			}
 			continue;
 		}
-		if (type != SNAP_END || plen != 8 || rd32(p) != members->count ||
-		    members->count != expect || rd32(p + 4) != serial_head) {
+		if (type != SNAP_END || plen != 8 || wire_load32(p) != members->count ||
+		    members->count != expect || wire_load32(p + 4) != serial_head) {
 			*why = "bad end record or member count";
 			return -1;
 		}
@@ -191,8 +168,8 @@ static bool diff_check(const uint8_t *p, uint32_t plen)
 {
 	if (plen < DIFF_FIXED)
 		return false;
-	uint32_t from = rd32(p), to = rd32(p + 4), nd = rd32(p + 8), na = rd32(p + 12);
-	uint32_t dl = rd32(p + 16);
+	uint32_t from = wire_load32(p), to = wire_load32(p + 4), nd = wire_load32(p + 8), na = wire_load32(p + 12);
+	uint32_t dl = wire_load32(p + 16);
 	if (!serial_gt(to, from) || dl > plen - DIFF_FIXED)
 		return false;
 	return namelist_check(p + DIFF_FIXED, dl, nd) &&
@@ -202,12 +179,12 @@ static bool diff_check(const uint8_t *p, uint32_t plen)
 void aggstore_diff_from_record(const uint8_t *rec, struct aggstore_diff *d)
 {
 	const uint8_t *p = rec + REC_HDR;
-	uint32_t plen = rd32(rec + 4);
-	d->from = rd32(p);
-	d->to = rd32(p + 4);
-	d->ndels = rd32(p + 8);
-	d->nadds = rd32(p + 12);
-	d->dels_len = rd32(p + 16);
+	uint32_t plen = wire_load32(rec + 4);
+	d->from = wire_load32(p);
+	d->to = wire_load32(p + 4);
+	d->ndels = wire_load32(p + 8);
+	d->nadds = wire_load32(p + 12);
+	d->dels_len = wire_load32(p + 16);
 	d->dels = p + DIFF_FIXED;
 	d->adds = d->dels + d->dels_len;
 	d->adds_len = plen - DIFF_FIXED - d->dels_len;
@@ -251,7 +228,7 @@ size_t aggstore_journal_scan(const uint8_t *buf, size_t len, struct aggstore_jre
 			*why = "malformed diff";
 			break;
 		}
-		struct aggstore_jrec rec = { rd32(p), rd32(p + 4), off, REC_HDR + plen };
+		struct aggstore_jrec rec = { wire_load32(p), wire_load32(p + 4), off, REC_HDR + plen };
 		if (*n > 0 && (*recs)[*n - 1].to != rec.from) {
 			*why = "diff does not continue the previous one";
 			break;
@@ -380,9 +357,9 @@ static int snapshot_write(struct aggstore *s)
 
 	/* head */
 	uint8_t *p = buf + REC_HDR;
-	wr32(p, FORMAT_VERSION);
-	wr32(p + 4, s->serial);
-	wr32(p + 8, s->members.count);
+	wire_store32(p, FORMAT_VERSION);
+	wire_store32(p + 4, s->serial);
+	wire_store32(p + 8, s->members.count);
 	p[12] = s->name.len;
 	memcpy(p + 13, s->name.wire, s->name.len);
 	uint32_t plen = 13u + s->name.len;
@@ -401,7 +378,7 @@ static int snapshot_write(struct aggstore *s)
 		if (!more || chunk_len + 1u + l > CHUNK_PAYLOAD) {
 			if (chunk_count) {
 				uint8_t *cp = buf + chunk_start + REC_HDR;
-				wr32(cp, chunk_count);
+				wire_store32(cp, chunk_count);
 				rec_header(buf + chunk_start, SNAP_NAMES, (uint32_t)chunk_len,
 					   XXH3_64bits_withSeed(cp, chunk_len, seed(SNAP_NAMES, (uint32_t)chunk_len)));
 			} else {
@@ -411,8 +388,8 @@ static int snapshot_write(struct aggstore *s)
 			if (BUF - used < REC_HDR + CHUNK_PAYLOAD + REC_HDR + 8 || !more) {
 				if (!more) {
 					uint8_t *e = buf + used + REC_HDR;
-					wr32(e, s->members.count);
-					wr32(e + 4, s->serial);
+					wire_store32(e, s->members.count);
+					wire_store32(e + 4, s->serial);
 					rec_header(buf + used, SNAP_END, 8, XXH3_64bits_withSeed(e, 8, seed(SNAP_END, 8)));
 					used += REC_HDR + 8;
 				}
@@ -593,11 +570,11 @@ int aggstore_apply(struct aggstore *s, uint32_t from, uint32_t to,
 
 	uint8_t hdr[REC_HDR + DIFF_FIXED];
 	uint8_t *p = hdr + REC_HDR;
-	wr32(p, from);
-	wr32(p + 4, to);
-	wr32(p + 8, dels->count);
-	wr32(p + 12, adds->count);
-	wr32(p + 16, (uint32_t)dels->len);
+	wire_store32(p, from);
+	wire_store32(p + 4, to);
+	wire_store32(p + 8, dels->count);
+	wire_store32(p + 12, adds->count);
+	wire_store32(p + 16, (uint32_t)dels->len);
 	XXH3_state_t st;
 	XXH3_INITSTATE(&st);    /* else a stale seed on the stack skips the secret's setup */
 	XXH3_64bits_reset_withSeed(&st, seed(DIFF, (uint32_t)plen));

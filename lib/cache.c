@@ -17,6 +17,7 @@
 
 #include "arena.h"
 #include "cache.h"
+#include "wire.h"
 
 #define ALIGN8(n)               (((n) + 7u) & ~(size_t)7u)
 #define ENTRY_MAX               (sizeof(struct entry) + CACHE_KEY_MAX + CACHE_META_MAX + \
@@ -335,23 +336,13 @@ bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint6
 	return true;
 }
 
-static inline uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 void cache_hit_ttls(const struct cache_hit *h, uint8_t *out, size_t copied_len, uint32_t stale_ttl)
 {
 	for (unsigned i = 0; i < h->nttl; i++) {
-		size_t off = rd16(h->ttl_off + 2 * i);
+		size_t off = wire_load16(h->ttl_off + 2 * i);
 		if (off + 4 > copied_len)
 			break;                  /* left out (additional that did not fit) */
-		uint32_t ttl = rd32(h->body + off);
+		uint32_t ttl = wire_load32(h->body + off);
 		if (h->stale) {
 			ttl = stale_ttl;
 		} else {
@@ -359,10 +350,7 @@ void cache_hit_ttls(const struct cache_hit *h, uint8_t *out, size_t copied_len, 
 				ttl = h->lifetime_s;
 			ttl = ttl > h->age_s ? ttl - h->age_s : 0;
 		}
-		out[off] = (uint8_t)(ttl >> 24);
-		out[off + 1] = (uint8_t)(ttl >> 16);
-		out[off + 2] = (uint8_t)(ttl >> 8);
-		out[off + 3] = (uint8_t)ttl;
+		wire_store32(out + off, ttl);
 	}
 }
 
@@ -397,10 +385,10 @@ bool cache_store(struct cache *c, const struct cache_key *k, uint64_t fp, const 
 		 size_t len, const struct cache_limits *lim, const uint8_t *meta, uint8_t meta_len,
 		 uint64_t now_ms)
 {
-	if (len < 12 || (msg[2] & 0x02) || rd16(msg + 4) != 1 || meta_len > CACHE_META_MAX)
+	if (len < 12 || (msg[2] & 0x02) || wire_load16(msg + 4) != 1 || meta_len > CACHE_META_MAX)
 		return false;                   /* TC, or not one question */
 	uint16_t rcode = msg[3] & 0x0f;
-	uint16_t an = rd16(msg + 6), ns = rd16(msg + 8), ar = rd16(msg + 10);
+	uint16_t an = wire_load16(msg + 6), ns = wire_load16(msg + 8), ar = wire_load16(msg + 10);
 	if ((unsigned)an + ns + ar > CACHE_MAX_RECORDS)
 		return false;
 	size_t pos = 12;
@@ -417,8 +405,8 @@ bool cache_store(struct cache *c, const struct cache_key *k, uint64_t fp, const 
 	for (unsigned i = 0; i < (unsigned)an + ns + ar; i++) {
 		if (!skip_name(msg, len, &pos) || len - pos < 10)
 			return false;
-		uint16_t type = rd16(msg + pos), rdlen = rd16(msg + pos + 8);
-		uint32_t ttl = rd32(msg + pos + 4);
+		uint16_t type = wire_load16(msg + pos), rdlen = wire_load16(msg + pos + 8);
+		uint32_t ttl = wire_load32(msg + pos + 4);
 		if (len - pos - 10 < rdlen)
 			return false;
 		if (type == 41) {               /* our OPT RR: the client's, made again per answer */
@@ -435,7 +423,7 @@ bool cache_store(struct cache *c, const struct cache_key *k, uint64_t fp, const 
 				min_ttl = ttl;
 			if (type == 6 && i >= an && !soa && rdlen >= 22) {
 				/* RFC 2308 5: the lesser of the SOA's TTL and its MINIMUM */
-				uint32_t minimum = rd32(msg + pos + 10 + rdlen - 4);
+				uint32_t minimum = wire_load32(msg + pos + 10 + rdlen - 4);
 				soa_ttl = ttl < minimum ? ttl : minimum;
 				soa = true;
 			}

@@ -5,6 +5,7 @@
 #include <sodium.h>
 
 #include "cookie.h"
+#include "wire.h"
 
 #define COOKIE_VERSION  1
 #define COOKIE_LIFE     3600    /* RFC 9018 4.3: an hour */
@@ -36,10 +37,7 @@ void cookie_make(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t client[C
 {
 	out[0] = COOKIE_VERSION;
 	out[1] = out[2] = out[3] = 0;
-	out[4] = (uint8_t)(now >> 24);
-	out[5] = (uint8_t)(now >> 16);
-	out[6] = (uint8_t)(now >> 8);
-	out[7] = (uint8_t)now;
+	wire_store32(out + 4, now);
 	hash(secret, client, out, addr, addr_len, out + 8);
 }
 
@@ -49,8 +47,7 @@ bool cookie_check(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t client[
 {
 	if (server_len != COOKIE_SERVER_LEN || server[0] != COOKIE_VERSION)
 		return false;
-	uint32_t ts = (uint32_t)server[4] << 24 | (uint32_t)server[5] << 16 |
-		      (uint32_t)server[6] << 8 | server[7];
+	uint32_t ts = wire_load32(server + 4);
 	/* serial number arithmetic (RFC 1982): the clock wraps in 2106 */
 	int32_t age = (int32_t)(now - ts);
 	if (age > COOKIE_LIFE || age < -COOKIE_AHEAD)

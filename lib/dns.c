@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "dns.h"
+#include "wire.h"
 
 /* Header flag bits (RFC 1035 4.1.1, RFC 4035 for AD/CD). */
 #define F1_QR           0x80
@@ -19,25 +20,6 @@
 #define F2_RCODE_MASK   0x0f
 
 #define EDNS_DO         0x8000  /* in the OPT RR's flags (low 16 bits of TTL) */
-
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline void wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 /*
  * Walks the question name at *pos, copying its bytes as received.  The
@@ -83,16 +65,16 @@ static int parse_opt(const uint8_t *pkt, size_t len, size_t *pos, struct dns_que
 	/* owner: the root, written as a single zero byte (RFC 6891 6.1.2) */
 	if (len - p < DNS_OPT_RR_LEN || pkt[p] != 0)
 		return DNS_RCODE_FORMERR;
-	if (rd16(pkt + p + 1) != DNS_TYPE_OPT)
+	if (wire_load16(pkt + p + 1) != DNS_TYPE_OPT)
 		return DNS_RCODE_FORMERR;
 	if (q->has_edns)                        /* a second OPT (RFC 6891 6.1.1) */
 		return DNS_RCODE_FORMERR;
 
-	uint16_t udp = rd16(pkt + p + 3);
+	uint16_t udp = wire_load16(pkt + p + 3);
 	/* TTL: extended rcode (ignored in queries), version, flags */
 	uint8_t version = pkt[p + 6];
-	uint16_t flags = rd16(pkt + p + 7);
-	uint16_t rdlen = rd16(pkt + p + 9);
+	uint16_t flags = wire_load16(pkt + p + 7);
+	uint16_t rdlen = wire_load16(pkt + p + 9);
 	p += DNS_OPT_RR_LEN;
 	if (len - p < rdlen)
 		return DNS_RCODE_FORMERR;
@@ -102,7 +84,7 @@ static int parse_opt(const uint8_t *pkt, size_t len, size_t *pos, struct dns_que
 	while (o < end) {
 		if (end - o < 4)
 			return DNS_RCODE_FORMERR;
-		uint16_t olen = rd16(pkt + o + 2);
+		uint16_t olen = wire_load16(pkt + o + 2);
 		o += 4;
 		if (end - o < olen)
 			return DNS_RCODE_FORMERR;
@@ -143,7 +125,7 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	if (len > DNS_TCP_MAX)                  /* offsets below fit in 16 bits */
 		return DNS_PARSE_DROP;
 
-	q->id = rd16(pkt);
+	q->id = wire_load16(pkt);
 	q->opcode = (pkt[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT;
 	q->rd = (pkt[2] & F1_RD) != 0;
 	q->cd = (pkt[3] & F2_CD) != 0;
@@ -152,8 +134,8 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	if (q->opcode != DNS_OPCODE_QUERY)
 		return DNS_RCODE_NOTIMP;
 
-	uint16_t qdcount = rd16(pkt + 4), ancount = rd16(pkt + 6);
-	uint16_t nscount = rd16(pkt + 8), arcount = rd16(pkt + 10);
+	uint16_t qdcount = wire_load16(pkt + 4), ancount = wire_load16(pkt + 6);
+	uint16_t nscount = wire_load16(pkt + 8), arcount = wire_load16(pkt + 10);
 	if (qdcount != 1 || ancount != 0 || nscount != 0)
 		return DNS_RCODE_FORMERR;
 
@@ -166,8 +148,8 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 		return DNS_RCODE_FORMERR;
 	if (len - pos < 4)
 		return DNS_RCODE_FORMERR;
-	q->qtype = rd16(pkt + pos);
-	q->qclass = rd16(pkt + pos + 2);
+	q->qtype = wire_load16(pkt + pos);
+	q->qclass = wire_load16(pkt + pos + 2);
 	pos += 4;
 	if (q->qtype == DNS_TYPE_OPT)           /* a pseudo-type, never asked for */
 		return DNS_RCODE_FORMERR;
@@ -214,13 +196,13 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 		return;
 	}
 	memset(buf, 0, DNS_HEADER_LEN);
-	wr16(buf, q->id);
+	wire_store16(buf, q->id);
 	size_t p = DNS_HEADER_LEN;
 	if (b->with_question) {
 		memcpy(buf + p, q->qname_orig, q->qname.len);
 		p += q->qname.len;
-		wr16(buf + p, q->qtype);
-		wr16(buf + p + 2, q->qclass);
+		wire_store16(buf + p, q->qtype);
+		wire_store16(buf + p + 2, q->qclass);
 		p += 4;
 	}
 	b->len = b->question_end = p;
@@ -269,11 +251,11 @@ static size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rd
 		return 0;
 	}
 	uint8_t *p = b->buf + b->len;
-	wr16(p, 0xC000 | b->owner_off);
-	wr16(p + 2, type);
-	wr16(p + 4, DNS_CLASS_IN);
-	wr32(p + 6, ttl);
-	wr16(p + 10, rdlen);
+	wire_store16(p, 0xC000 | b->owner_off);
+	wire_store16(p + 2, type);
+	wire_store16(p + 4, DNS_CLASS_IN);
+	wire_store32(p + 6, ttl);
+	wire_store16(p + 10, rdlen);
 	memcpy(p + 12, rdata, rdlen);
 	b->len += rr_len;
 	b->ancount++;
@@ -301,10 +283,10 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 	uint8_t *p = b->buf + b->len;
 	memcpy(p, owner->wire, owner->len);
 	p += owner->len;
-	wr16(p, type);
-	wr16(p + 2, DNS_CLASS_IN);
-	wr32(p + 4, ttl);
-	wr16(p + 8, rdlen);
+	wire_store16(p, type);
+	wire_store16(p + 2, DNS_CLASS_IN);
+	wire_store32(p + 4, ttl);
+	wire_store16(p + 8, rdlen);
 	memcpy(p + 10, rdata, rdlen);
 	b->len += rr_len;
 	b->nscount++;
@@ -377,25 +359,25 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 	bool notimp = b->rcode == DNS_RCODE_NOTIMP;
 	h[3] = (uint8_t)((notimp ? 0 : F2_RA) | (q->cd && !notimp ? F2_CD : 0) |
 			 (b->upstream_flags & F2_AD) | (b->rcode & F2_RCODE_MASK));
-	wr16(h + 4, b->with_question ? 1 : 0);
-	wr16(h + 6, b->ancount);
-	wr16(h + 8, b->nscount);
-	wr16(h + 10, (uint16_t)(b->arcount + (b->reserve ? 1 : 0)));
+	wire_store16(h + 4, b->with_question ? 1 : 0);
+	wire_store16(h + 6, b->ancount);
+	wire_store16(h + 8, b->nscount);
+	wire_store16(h + 10, (uint16_t)(b->arcount + (b->reserve ? 1 : 0)));
 
 	if (b->reserve) {
 		uint8_t *p = b->buf + b->len;
 		p[0] = 0;                               /* root owner */
-		wr16(p + 1, DNS_TYPE_OPT);
-		wr16(p + 3, our_udp_size < DNS_UDP_MIN ? DNS_UDP_MIN : our_udp_size);
+		wire_store16(p + 1, DNS_TYPE_OPT);
+		wire_store16(p + 3, our_udp_size < DNS_UDP_MIN ? DNS_UDP_MIN : our_udp_size);
 		p[5] = (uint8_t)(b->rcode >> 4);        /* extended rcode: BADVERS */
 		p[6] = 0;                               /* the version we speak */
-		wr16(p + 7, q->edns_do ? EDNS_DO : 0);  /* RFC 3225 3: DO is copied */
+		wire_store16(p + 7, q->edns_do ? EDNS_DO : 0);  /* RFC 3225 3: DO is copied */
 		size_t rdlen = b->reserve - DNS_OPT_RR_LEN;
-		wr16(p + 9, (uint16_t)rdlen);
+		wire_store16(p + 9, (uint16_t)rdlen);
 		b->len += DNS_OPT_RR_LEN;
 		for (unsigned i = 0; i < b->nopts; i++) {
-			wr16(b->buf + b->len, b->opts[i].code);
-			wr16(b->buf + b->len + 2, b->opts[i].len);
+			wire_store16(b->buf + b->len, b->opts[i].code);
+			wire_store16(b->buf + b->len + 2, b->opts[i].len);
 			if (b->opts[i].len)
 				memcpy(b->buf + b->len + 4, b->opts[i].data, b->opts[i].len);
 			b->len += 4u + b->opts[i].len;
@@ -411,29 +393,29 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 	if (need > cap)
 		return 0;
 	memset(buf, 0, DNS_HEADER_LEN);
-	wr16(buf, s->id);
+	wire_store16(buf, s->id);
 	buf[2] = s->rd ? F1_RD : 0;
 	buf[3] = s->cd ? F2_CD : 0;
-	wr16(buf + 4, 1);
-	wr16(buf + 10, s->edns ? 1 : 0);
+	wire_store16(buf + 4, 1);
+	wire_store16(buf + 10, s->edns ? 1 : 0);
 	size_t p = DNS_HEADER_LEN;
 	memcpy(buf + p, s->qname, s->qname_len);
 	p += s->qname_len;
-	wr16(buf + p, s->qtype);
-	wr16(buf + p + 2, s->qclass);
+	wire_store16(buf + p, s->qtype);
+	wire_store16(buf + p + 2, s->qclass);
 	p += 4;
 	if (s->edns) {
 		buf[p] = 0;
-		wr16(buf + p + 1, DNS_TYPE_OPT);
-		wr16(buf + p + 3, s->udp_size);
+		wire_store16(buf + p + 1, DNS_TYPE_OPT);
+		wire_store16(buf + p + 3, s->udp_size);
 		buf[p + 5] = 0;
 		buf[p + 6] = 0;
-		wr16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
-		wr16(buf + p + 9, s->opt_code ? 4u + s->opt_len : 0);
+		wire_store16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
+		wire_store16(buf + p + 9, s->opt_code ? 4u + s->opt_len : 0);
 		p += DNS_OPT_RR_LEN;
 		if (s->opt_code) {
-			wr16(buf + p, s->opt_code);
-			wr16(buf + p + 2, s->opt_len);
+			wire_store16(buf + p, s->opt_code);
+			wire_store16(buf + p + 2, s->opt_len);
 			if (s->opt_len)
 				memcpy(buf + p + 4, s->opt_data, s->opt_len);
 			p += 4u + s->opt_len;
@@ -475,7 +457,7 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 		*err = "message length out of range";
 		return -1;
 	}
-	if (rd16(pkt) != id) {
+	if (wire_load16(pkt) != id) {
 		*err = "unexpected id";
 		return -1;
 	}
@@ -483,13 +465,13 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 		*err = "not a response to a query";
 		return -1;
 	}
-	uint16_t qdcount = rd16(pkt + 4);
+	uint16_t qdcount = wire_load16(pkt + 4);
 	a->tc = (pkt[2] & F1_TC) != 0;
 	a->ad = (pkt[3] & F2_AD) != 0;
 	a->rcode = pkt[3] & F2_RCODE_MASK;
-	a->ancount = rd16(pkt + 6);
-	a->nscount = rd16(pkt + 8);
-	a->arcount = rd16(pkt + 10);
+	a->ancount = wire_load16(pkt + 6);
+	a->nscount = wire_load16(pkt + 8);
+	a->arcount = wire_load16(pkt + 10);
 	a->has_opt = false;
 	a->has_question = qdcount == 1;
 	a->opts_off = a->opts_len = 0;
@@ -509,7 +491,7 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 			*err = "bad question";
 			return -1;
 		}
-		if (!name_equal(&n, qname) || rd16(pkt + pos) != qtype || rd16(pkt + pos + 2) != qclass) {
+		if (!name_equal(&n, qname) || wire_load16(pkt + pos) != qtype || wire_load16(pkt + pos + 2) != qclass) {
 			*err = "answers another question";
 			return -1;
 		}
@@ -524,7 +506,7 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 			*err = "record runs past the message";
 			return -1;
 		}
-		uint16_t type = rd16(pkt + pos), rdlen = rd16(pkt + pos + 8);
+		uint16_t type = wire_load16(pkt + pos), rdlen = wire_load16(pkt + pos + 8);
 		if (len - pos - 10 < rdlen) {
 			*err = "record data runs past the message";
 			return -1;
@@ -643,7 +625,7 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, s
 	if (name_equal(&owner, qname)) {
 		if (room - o < 2)
 			return 0;
-		wr16(b->buf + o, 0xC000 | b->owner_off);
+		wire_store16(b->buf + o, 0xC000 | b->owner_off);
 		o += 2;
 	} else {
 		if (room - o < raw_len)
@@ -652,7 +634,7 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, s
 		o += raw_len;
 	}
 	const uint8_t *fixed = pkt + *pos;
-	uint16_t type = rd16(fixed), rdlen = rd16(fixed + 8);
+	uint16_t type = wire_load16(fixed), rdlen = wire_load16(fixed + 8);
 	*pos += 10;
 	size_t end = *pos + rdlen;
 	if (room - o < 10)
@@ -707,7 +689,7 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, s
 		return ok;
 	if (p != end || o - rd_start > UINT16_MAX)
 		return -1;
-	wr16(b->buf + rdlen_at, (uint16_t)(o - rd_start));
+	wire_store16(b->buf + rdlen_at, (uint16_t)(o - rd_start));
 	*pos = end;
 	b->len = o;
 	return 1;
@@ -742,9 +724,9 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 			size_t q = pos;
 			if (!skip_name(pkt, len, &q))
 				return false;
-			uint16_t type = rd16(pkt + q);          /* in bounds: checked by the parse */
+			uint16_t type = wire_load16(pkt + q);          /* in bounds: checked by the parse */
 			if (type == DNS_TYPE_TSIG || type == DNS_TYPE_SIG) {
-				pos = q + 10u + rd16(pkt + q + 8);
+				pos = q + 10u + wire_load16(pkt + q + 8);
 				continue;
 			}
 		}

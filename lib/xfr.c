@@ -9,6 +9,7 @@
 
 #include "dns.h"
 #include "xfr.h"
+#include "wire.h"
 
 #define F1_QR   0x80
 #define F1_AA   0x04
@@ -18,37 +19,13 @@
 #define SOA_FIXED 20            /* serial, refresh, retry, expire, minimum */
 #define TYPE_PTR 12
 
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline void wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* Steps over one record at *pos: owner, fixed part, RDATA in bounds. */
 static bool skip_record(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *type, struct name *owner)
 {
 	if (name_from_packet(owner, pkt, len, pos) != NAME_OK || len - *pos < 10)
 		return false;
-	*type = rd16(pkt + *pos);
-	uint16_t rdlen = rd16(pkt + *pos + 8);
+	*type = wire_load16(pkt + *pos);
+	uint16_t rdlen = wire_load16(pkt + *pos + 8);
 	if (len - *pos - 10 < rdlen)
 		return false;
 	*pos += 10u + rdlen;
@@ -61,11 +38,11 @@ int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *h
 	*has_question = false;
 	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX || (pkt[2] & F1_QR))
 		return -1;
-	q->id = rd16(pkt);
+	q->id = wire_load16(pkt);
 	q->rd = (pkt[2] & F1_RD) != 0;
 	if (OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
 		return DNS_RCODE_NOTIMP;
-	uint16_t qd = rd16(pkt + 4), an = rd16(pkt + 6), ns = rd16(pkt + 8), ar = rd16(pkt + 10);
+	uint16_t qd = wire_load16(pkt + 4), an = wire_load16(pkt + 6), ns = wire_load16(pkt + 8), ar = wire_load16(pkt + 10);
 	if (qd != 1 || an != 0)
 		return DNS_RCODE_FORMERR;
 	size_t pos = DNS_HEADER_LEN, start = pos;
@@ -73,8 +50,8 @@ int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *h
 	    len - pos < 4)
 		return DNS_RCODE_FORMERR;       /* a question name is never compressed */
 	memcpy(q->qname_orig, pkt + start, q->qname.len);
-	q->qtype = rd16(pkt + pos);
-	uint16_t qclass = rd16(pkt + pos + 2);
+	q->qtype = wire_load16(pkt + pos);
+	uint16_t qclass = wire_load16(pkt + pos + 2);
 	pos += 4;
 	*has_question = true;
 
@@ -84,15 +61,15 @@ int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *h
 			return DNS_RCODE_FORMERR;
 		struct name owner, n;
 		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10 ||
-		    !name_equal(&owner, &q->qname) || rd16(pkt + pos) != DNS_TYPE_SOA)
+		    !name_equal(&owner, &q->qname) || wire_load16(pkt + pos) != DNS_TYPE_SOA)
 			return DNS_RCODE_FORMERR;
-		size_t end = pos + 10u + rd16(pkt + pos + 8);
+		size_t end = pos + 10u + wire_load16(pkt + pos + 8);
 		pos += 10;
 		if (end > len || name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
 		    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
 			return DNS_RCODE_FORMERR;
 		q->has_serial = true;
-		q->serial = rd32(pkt + pos);
+		q->serial = wire_load32(pkt + pos);
 		pos = end;
 	} else if (ns != 0) {
 		return DNS_RCODE_FORMERR;
@@ -121,25 +98,25 @@ static size_t put_head(uint8_t *buf, uint16_t id, bool rd, unsigned rcode, const
 		       uint8_t qlen, uint16_t qtype, bool with_question)
 {
 	memset(buf, 0, DNS_HEADER_LEN);
-	wr16(buf, id);
+	wire_store16(buf, id);
 	buf[2] = (uint8_t)(F1_QR | F1_AA | (rd ? F1_RD : 0));
 	buf[3] = (uint8_t)(rcode & 0x0f);
 	if (!with_question)
 		return DNS_HEADER_LEN;
-	wr16(buf + 4, 1);
+	wire_store16(buf + 4, 1);
 	memcpy(buf + DNS_HEADER_LEN, qname, qlen);
-	wr16(buf + DNS_HEADER_LEN + qlen, qtype);
-	wr16(buf + DNS_HEADER_LEN + qlen + 2, DNS_CLASS_IN);
+	wire_store16(buf + DNS_HEADER_LEN + qlen, qtype);
+	wire_store16(buf + DNS_HEADER_LEN + qlen + 2, DNS_CLASS_IN);
 	return DNS_HEADER_LEN + qlen + 4u;
 }
 
 static size_t put_opt(uint8_t *buf, size_t o)
 {
 	buf[o] = 0;
-	wr16(buf + o + 1, DNS_TYPE_OPT);
-	wr16(buf + o + 3, DNS_EDNS_MAX);
+	wire_store16(buf + o + 1, DNS_TYPE_OPT);
+	wire_store16(buf + o + 3, DNS_EDNS_MAX);
 	memset(buf + o + 5, 0, 6);
-	wr16(buf + 10, (uint16_t)(rd16(buf + 10) + 1));
+	wire_store16(buf + 10, (uint16_t)(wire_load16(buf + 10) + 1));
 	return o + DNS_OPT_RR_LEN;
 }
 
@@ -349,25 +326,25 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 		if (rr > cap - reserve - o)
 			break;
 		uint8_t *p = buf + o;
-		wr16(p, 0xC000 | DNS_HEADER_LEN);
-		wr16(p + 2, soa ? DNS_TYPE_SOA : TYPE_PTR);
-		wr16(p + 4, DNS_CLASS_IN);
-		wr32(p + 6, 0);
+		wire_store16(p, 0xC000 | DNS_HEADER_LEN);
+		wire_store16(p + 2, soa ? DNS_TYPE_SOA : TYPE_PTR);
+		wire_store16(p + 4, DNS_CLASS_IN);
+		wire_store32(p + 6, 0);
 		if (soa) {
-			wr16(p + 10, 2 + 1 + SOA_FIXED);
-			wr16(p + 12, 0xC000 | DNS_HEADER_LEN);  /* MNAME: the aggregate */
+			wire_store16(p + 10, 2 + 1 + SOA_FIXED);
+			wire_store16(p + 12, 0xC000 | DNS_HEADER_LEN);  /* MNAME: the aggregate */
 			p[14] = 0;                              /* RNAME: the root */
-			wr32(p + 15, serial);
-			wr32(p + 19, XFR_SOA_REFRESH);
-			wr32(p + 23, XFR_SOA_RETRY);
-			wr32(p + 27, XFR_SOA_EXPIRE);
-			wr32(p + 31, XFR_SOA_MINIMUM);
+			wire_store32(p + 15, serial);
+			wire_store32(p + 19, XFR_SOA_REFRESH);
+			wire_store32(p + 23, XFR_SOA_RETRY);
+			wire_store32(p + 27, XFR_SOA_EXPIRE);
+			wire_store32(p + 31, XFR_SOA_MINIMUM);
 		} else if (tld != SIZE_MAX) {
-			wr16(p + 10, (uint16_t)rdlen);
+			wire_store16(p + 10, (uint16_t)rdlen);
 			memcpy(p + 12, w, last);
-			wr16(p + 12 + last, (uint16_t)(0xC000 | tld));
+			wire_store16(p + 12 + last, (uint16_t)(0xC000 | tld));
 		} else {
-			wr16(p + 10, l);
+			wire_store16(p + 10, l);
 			memcpy(p + 12, w, l);
 			if (last > 0 && ntld < 8 && o + 12 + last < 0x4000)
 				tld_off[ntld++] = (uint16_t)(o + 12 + last);
@@ -382,7 +359,7 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 		x->error = -EMSGSIZE;   /* not even one record fits */
 		return 0;
 	}
-	wr16(buf + 6, (uint16_t)an);
+	wire_store16(buf + 6, (uint16_t)an);
 	if (x->edns)
 		o = put_opt(buf, o);
 	x->bytes += o;
@@ -398,25 +375,25 @@ size_t xfr_query_write(uint16_t id, const struct name *agg, uint16_t qtype, uint
 	if (cap < need)
 		return 0;
 	memset(buf, 0, DNS_HEADER_LEN);
-	wr16(buf, id);
-	wr16(buf + 4, 1);
+	wire_store16(buf, id);
+	wire_store16(buf + 4, 1);
 	size_t o = DNS_HEADER_LEN;
 	memcpy(buf + o, agg->wire, agg->len);
 	o += agg->len;
-	wr16(buf + o, qtype);
-	wr16(buf + o + 2, DNS_CLASS_IN);
+	wire_store16(buf + o, qtype);
+	wire_store16(buf + o + 2, DNS_CLASS_IN);
 	o += 4;
 	if (qtype == DNS_TYPE_IXFR) {
-		wr16(buf + 8, 1);
+		wire_store16(buf + 8, 1);
 		uint8_t *p = buf + o;
-		wr16(p, 0xC000 | DNS_HEADER_LEN);
-		wr16(p + 2, DNS_TYPE_SOA);
-		wr16(p + 4, DNS_CLASS_IN);
-		wr32(p + 6, 0);
-		wr16(p + 10, 2 + 1 + SOA_FIXED);
-		wr16(p + 12, 0xC000 | DNS_HEADER_LEN);
+		wire_store16(p, 0xC000 | DNS_HEADER_LEN);
+		wire_store16(p + 2, DNS_TYPE_SOA);
+		wire_store16(p + 4, DNS_CLASS_IN);
+		wire_store32(p + 6, 0);
+		wire_store16(p + 10, 2 + 1 + SOA_FIXED);
+		wire_store16(p + 12, 0xC000 | DNS_HEADER_LEN);
 		p[14] = 0;
-		wr32(p + 15, held);
+		wire_store32(p + 15, held);
 		memset(p + 19, 0, 16);
 		o += SOA_RR_LEN;
 	}
@@ -572,15 +549,15 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 	x->bytes += len;
 	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX)
 		return in_fail(x, "message of %zu bytes", len);
-	if (rd16(pkt) != x->id)
-		return in_fail(x, "message with id %u, expected %u", rd16(pkt), x->id);
+	if (wire_load16(pkt) != x->id)
+		return in_fail(x, "message with id %u, expected %u", wire_load16(pkt), x->id);
 	if (!(pkt[2] & F1_QR) || OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
 		return in_fail(x, "not a response to a query");
 	if (pkt[3] & 0x0f)
 		return in_fail(x, "the server answered %s", rcode_name(pkt[3] & 0x0f));
 	if (pkt[2] & F1_TC)
 		return in_fail(x, "truncated message (TC) in a transfer");
-	uint16_t qd = rd16(pkt + 4), an = rd16(pkt + 6), ns = rd16(pkt + 8), ar = rd16(pkt + 10);
+	uint16_t qd = wire_load16(pkt + 4), an = wire_load16(pkt + 6), ns = wire_load16(pkt + 8), ar = wire_load16(pkt + 10);
 	if (qd > 1 || (qd == 0 && x->messages == 1))
 		return in_fail(x, "%u questions", qd);
 	if (ns != 0)
@@ -592,7 +569,7 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		struct name q;
 		if (name_from_packet(&q, pkt, len, &pos) != NAME_OK || len - pos < 4)
 			return in_fail(x, "bad question");
-		if (!name_equal(&q, &x->agg) || rd16(pkt + pos) != x->qtype || rd16(pkt + pos + 2) != DNS_CLASS_IN)
+		if (!name_equal(&q, &x->agg) || wire_load16(pkt + pos) != x->qtype || wire_load16(pkt + pos + 2) != DNS_CLASS_IN)
 			return in_fail(x, "the answer is to another question");
 		pos += 4;
 	}
@@ -601,7 +578,7 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		struct name owner, member;
 		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10)
 			return in_fail(x, "record %u runs past the message", i);
-		uint16_t type = rd16(pkt + pos), cls = rd16(pkt + pos + 2), rdlen = rd16(pkt + pos + 8);
+		uint16_t type = wire_load16(pkt + pos), cls = wire_load16(pkt + pos + 2), rdlen = wire_load16(pkt + pos + 8);
 		pos += 10;
 		if (len - pos < rdlen)
 			return in_fail(x, "record %u data runs past the message", i);
@@ -616,7 +593,7 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 			if (name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
 			    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
 				return in_fail(x, "record %u: bad SOA data", i);
-			serial = rd32(pkt + pos);
+			serial = wire_load32(pkt + pos);
 		} else if (type == TYPE_PTR) {
 			if (name_from_packet(&member, pkt, end, &pos) != NAME_OK || pos != end)
 				return in_fail(x, "record %u: bad PTR data", i);
@@ -654,7 +631,7 @@ int xfr_in_feed(struct xfr_in *x, const uint8_t *data, size_t len)
 			x->lenbuf[x->have++] = *data++;
 			len--;
 			if (x->have == 2) {
-				x->need = rd16(x->lenbuf);
+				x->need = wire_load16(x->lenbuf);
 				x->have = 0;
 				if (x->need < DNS_HEADER_LEN)
 					return in_fail(x, "message of %zu bytes", x->need);
