@@ -83,49 +83,9 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 #undef ADD
 }
 
-static bool prefix_match(const struct inrpd_prefix *p, const uint8_t *addr)
-{
-	unsigned bytes = p->len / 8, bits = p->len % 8;
-	if (memcmp(p->addr, addr, bytes) != 0)
-		return false;
-	if (bits == 0)
-		return true;
-	uint8_t mask = (uint8_t)(0xff << (8 - bits));
-	return (p->addr[bytes] & mask) == (addr[bytes] & mask);
-}
-
-/* The client's address (IPv4 from a dual-stack socket as IPv4); 0 if none. */
-static int client_addr(const struct sockaddr *client, uint8_t out[16])
-{
-	if (client->sa_family == AF_INET) {
-		memcpy(out, &((const struct sockaddr_in *)client)->sin_addr, 4);
-		return AF_INET;
-	}
-	if (client->sa_family != AF_INET6)
-		return 0;
-	const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)client)->sin6_addr;
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (memcmp(a, mapped, 12) == 0) {
-		memcpy(out, a + 12, 4);
-		return AF_INET;
-	}
-	memcpy(out, a, 16);
-	return AF_INET6;
-}
-
-static bool prefixes_match(const struct inrpd_prefix *p, unsigned n, int family, const uint8_t *addr)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (p[i].family == family && prefix_match(&p[i], addr))
-			return true;
-	return false;
-}
-
 bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
 {
-	uint8_t a[16];
-	int family = client_addr(client, a);
-	return family && prefixes_match(rt->acl, rt->nacl, family, a);
+	return prefix_list_contains(rt->acl, rt->nacl, client);
 }
 
 /* Why an answer is an error, as an Extended DNS Error (RFC 8914). */
@@ -579,8 +539,8 @@ static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_re
 				   struct rrl *rrl, size_t len, int family, const uint8_t *addr,
 				   struct inrpd_counters *cnt)
 {
-	if (prefixes_match(rt->acl, rt->nacl, family, addr) ||
-	    prefixes_match(rt->rrl_exempt, rt->nrrl_exempt, family, addr) ||
+	if (prefix_list_has(rt->acl, rt->nacl, family, addr) ||
+	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, family, addr) ||
 	    (rt->rrl_exempt_routers && inrpd_routers_has(family, addr)))
 		return RRL_PASS;
 	enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
@@ -631,7 +591,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
 	uint8_t addr[16];
-	int family = client_addr(client, addr);
+	int family = prefix_sockaddr_addr(client, addr);
 	bool cookie_valid = false, cookie_bad = false;
 	if (rc == DNS_PARSE_OK && q->has_edns)
 		rc = read_options(rt, pkt, req, family, addr, &cookie_valid, &cookie_bad);

@@ -395,7 +395,7 @@ static int kw_upstream(const struct conf_stmt *s, void *arg, char *err, size_t e
 static int add_acl(struct inrpd_config *cfg, const struct conf_stmt *s, const char *text,
 		   char *err, size_t err_len)
 {
-	struct inrpd_prefix p = { 0 };
+	struct prefix p = { 0 };
 	int family;
 	unsigned len;
 	if (s) {
@@ -595,7 +595,7 @@ static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t
 {
 	struct cfg_ctx *x = arg;
 	struct inrpd_config *cfg = x->cfg;
-	struct inrpd_prefix p = { 0 };
+	struct prefix p = { 0 };
 	int family;
 	unsigned len;
 	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)

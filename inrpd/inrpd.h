@@ -34,6 +34,7 @@
 #include "fib.h"
 #include "inrp.h"
 #include "metrics.h"
+#include "prefix.h"
 #include "privdrop.h"
 
 #define INRPD_MAX_LISTEN        64
@@ -50,12 +51,6 @@ struct inrpd_listen {
 	uint8_t addr[16];
 	uint16_t port;
 	unsigned line;                  /* where it was configured, for messages */
-};
-
-struct inrpd_prefix {
-	uint8_t family;
-	uint8_t len;                    /* prefix length in bits */
-	uint8_t addr[16];
 };
 
 /* records.c: records configured for contents (`record` in a route block). */
@@ -91,12 +86,12 @@ struct inrpd_runtime {
 	uint32_t rrl_slip;              /* every slip-th limited query gets TC; 0: none */
 	bool rrl_exempt_routers;        /* next-hop routers' addresses are not limited */
 	unsigned nrrl_exempt;
-	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	struct prefix rrl_exempt[INRPD_MAX_ACL];
 	uint8_t cookie_secret[COOKIE_SECRET_LEN];
 	unsigned nupstreams;            /* fallback resolvers, ranked */
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
-	struct inrpd_prefix acl[INRPD_MAX_ACL];
+	struct prefix acl[INRPD_MAX_ACL];
 };
 
 struct inrpd_config {
@@ -122,7 +117,7 @@ struct inrpd_config {
 	uint32_t rrl_rate, rrl_slip;
 	bool rrl_exempt_routers;
 	unsigned nrrl_exempt;
-	struct inrpd_prefix rrl_exempt[INRPD_MAX_ACL];
+	struct prefix rrl_exempt[INRPD_MAX_ACL];
 	bool has_cookie_secret;
 	uint8_t cookie_secret[COOKIE_SECRET_LEN];
 	uint64_t cache_size;            /* bytes over all threads; 0: no cache */
@@ -133,7 +128,7 @@ struct inrpd_config {
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
-	struct inrpd_prefix acl[INRPD_MAX_ACL];
+	struct prefix acl[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
 };

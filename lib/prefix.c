@@ -49,24 +49,35 @@ bool prefix_contains(const struct prefix *p, int family, const uint8_t *addr)
 	return (p->addr[full] & mask) == (addr[full] & mask);
 }
 
-bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa)
+bool prefix_list_has(const struct prefix *list, unsigned n, int family, const uint8_t *addr)
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	const uint8_t *addr;
-	int family = sa->sa_family;
-	if (family == AF_INET) {
-		addr = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-	} else if (family == AF_INET6) {
-		addr = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-		if (memcmp(addr, mapped, 12) == 0) {
-			addr += 12;
-			family = AF_INET;
-		}
-	} else {
-		return false;
-	}
 	for (unsigned i = 0; i < n; i++)
 		if (prefix_contains(&list[i], family, addr))
 			return true;
 	return false;
+}
+
+int prefix_sockaddr_addr(const struct sockaddr *sa, uint8_t out[16])
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (sa->sa_family == AF_INET) {
+		memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return AF_INET;
+	}
+	if (sa->sa_family != AF_INET6)
+		return 0;
+	const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (memcmp(a, mapped, 12) == 0) {
+		memcpy(out, a + 12, 4);
+		return AF_INET;
+	}
+	memcpy(out, a, 16);
+	return AF_INET6;
+}
+
+bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa)
+{
+	uint8_t addr[16];
+	int family = prefix_sockaddr_addr(sa, addr);
+	return family && prefix_list_has(list, n, family, addr);
 }

@@ -20,6 +20,10 @@ struct prefix {
 /* "ADDR/LEN" or a bare address; returns 0, -1 if it is not one. */
 int prefix_parse(const char *text, struct prefix *out);
 bool prefix_contains(const struct prefix *p, int family, const uint8_t *addr);
+/* Whether an address lies in one of the n prefixes. */
+bool prefix_list_has(const struct prefix *list, unsigned n, int family, const uint8_t *addr);
+/* A socket address's family and bytes, an IPv4-mapped IPv6 one as IPv4; 0 if neither. */
+int prefix_sockaddr_addr(const struct sockaddr *sa, uint8_t out[16]);
 /* Whether a socket address lies in one of the n prefixes. */
 bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa);
 
