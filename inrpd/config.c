@@ -104,27 +104,13 @@ struct cfg_ctx {
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
 };
 
-const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-	if (!inet_ntop(l->family, l->addr, a, sizeof(a)))
-		strcpy(a, "?");
-	snprintf(buf, len, "%s port %u", a, (unsigned)l->port);
-	return buf;
-}
-
-socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss)
-{
-	return sockaddr_from_bytes(l->family, l->addr, l->port, ss);
-}
-
 static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
 	struct inrpd_config *cfg = x->cfg;
-	struct inrpd_listen l = { .port = INRPD_DEFAULT_PORT, .line = s->line };
+	struct inrpd_listen l = { .ep.port = INRPD_DEFAULT_PORT, .line = s->line };
 
-	if (conf_arg_addr(s, 1, &l.family, l.addr, err, err_len) < 0)
+	if (conf_arg_addr(s, 1, &l.ep.family, l.ep.addr, err, err_len) < 0)
 		return -1;
 	if (s->argc == 3)
 		return conf_error(err, err_len, s, "expected 'listen ADDRESS [port NUMBER]'");
@@ -134,15 +120,15 @@ static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err
 			return conf_error(err, err_len, s, "expected 'port', not '%s'", s->argv[2]);
 		if (conf_arg_uint(s, 3, 1, 65535, &port, err, err_len) < 0)
 			return -1;
-		l.port = (uint16_t)port;
+		l.ep.port = (uint16_t)port;
 	}
 	for (unsigned i = 0; i < cfg->nlisten; i++) {
 		const struct inrpd_listen *o = &cfg->listen[i];
-		if (o->family == l.family && o->port == l.port &&
-		    memcmp(o->addr, l.addr, l.family == AF_INET ? 4 : 16) == 0) {
+		if (o->ep.family == l.ep.family && o->ep.port == l.ep.port &&
+		    memcmp(o->ep.addr, l.ep.addr, l.ep.family == AF_INET ? 4 : 16) == 0) {
 			char buf[80];
 			return conf_error(err, err_len, s, "duplicate listen %s (first at line %u)",
-					  inrpd_listen_format(&l, buf, sizeof(buf)), o->line);
+					  ip_endpoint_format(&l.ep, buf, sizeof(buf)), o->line);
 		}
 	}
 	if (cfg->nlisten == INRPD_MAX_LISTEN)
@@ -360,7 +346,7 @@ static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t er
 {
 	struct cfg_ctx *x = arg;
 	/* a unix socket path must fit sun_path */
-	return conf_arg_path(s, 1, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_control, UNIX_PATH_MAX, &x->cfg->control_path, err, err_len);
 }
 
 static int kw_router_id(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -472,7 +458,7 @@ static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_
 static int kw_fib_channel(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return conf_arg_path(s, 1, &x->seen_fib_channel, 107, &x->cfg->fib_channel_path, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_fib_channel, UNIX_PATH_MAX, &x->cfg->fib_channel_path, err, err_len);
 }
 
 static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -780,7 +766,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 		/* unique per listen address on one host, stable across restarts */
 		char where[80];
 		snprintf(cfg->router_name, sizeof(cfg->router_name), "inrpd %s",
-			 inrpd_listen_format(&cfg->listen[0], where, sizeof(where)));
+			 ip_endpoint_format(&cfg->listen[0].ep, where, sizeof(where)));
 	}
 	if (rc == 0)
 		rc = build_fib(&x, err, err_len);

@@ -27,6 +27,7 @@
 #include <uv.h>
 #include <urcu-qsbr.h>
 
+#include "addr.h"
 #include "fibchan.h"
 #include "log.h"
 #include "inrpd.h"
@@ -40,7 +41,7 @@ struct fibsync {
 	uv_pipe_t listener;
 	uv_pipe_t *client;              /* NULL: nbrpd not connected */
 	uv_timer_t grace_timer;
-	char path[108];
+	char path[UNIX_PATH_MAX + 1];
 	uint64_t grace_ms;
 	unsigned open_handles;
 	bool closing;

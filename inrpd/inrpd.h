@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "addr.h"
 #include "cache.h"
 #include "cookie.h"
 #include "dns.h"
@@ -47,9 +48,7 @@
 #define INRPD_AMPLIFICATION     3       /* an unproven client's answer: at most 3x its query */
 
 struct inrpd_listen {
-	int family;                     /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-	uint16_t port;
+	struct ip_endpoint ep;
 	unsigned line;                  /* where it was configured, for messages */
 };
 
@@ -434,11 +433,6 @@ void fibsync_close(struct fibsync *f);
 void fibsync_free(struct fibsync *f);
 void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t now_ms);
 
-/* Formats "127.0.0.1 port 53" / "::1 port 53". */
-const char *inrpd_listen_format(const struct inrpd_listen *l, char *buf, size_t len);
-/* Fills ss for bind(); returns its length. */
-struct sockaddr_storage;
-socklen_t inrpd_listen_sockaddr(const struct inrpd_listen *l, struct sockaddr_storage *ss);
 
 /* metrics.c: Prometheus metrics (lib/metrics.h serves them); next hops
  * summed over every engine, also for `show hops`. */

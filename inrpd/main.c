@@ -20,6 +20,7 @@
 #include <uv.h>
 #include <urcu-qsbr.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -136,7 +137,7 @@ static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config
 		return false;
 	for (unsigned i = 0; i < a->nlisten; i++) {
 		const struct inrpd_listen *x = &a->listen[i], *y = &b->listen[i];
-		if (x->family != y->family || x->port != y->port || memcmp(x->addr, y->addr, 16) != 0)
+		if (x->ep.family != y->ep.family || x->ep.port != y->ep.port || memcmp(x->ep.addr, y->ep.addr, 16) != 0)
 			return false;
 	}
 	return true;
@@ -149,11 +150,11 @@ static bool needs_privileges(const struct inrpd_config *cfg, char *err, size_t e
 		const struct inrpd_listen *l = &cfg->listen[i];
 		bool known = false;
 		for (unsigned k = 0; k < g.cfg->nlisten && !known; k++)
-			known = l->family == g.cfg->listen[k].family && l->port == g.cfg->listen[k].port &&
-				memcmp(l->addr, g.cfg->listen[k].addr, 16) == 0;
+			known = l->ep.family == g.cfg->listen[k].ep.family && l->ep.port == g.cfg->listen[k].ep.port &&
+				memcmp(l->ep.addr, g.cfg->listen[k].ep.addr, 16) == 0;
 		char what[96], buf[80];
-		snprintf(what, sizeof(what), "listen %s", inrpd_listen_format(l, buf, sizeof(buf)));
-		if (!known && !privdrop_can_bind(l->port, what, err, err_len))
+		snprintf(what, sizeof(what), "listen %s", ip_endpoint_format(&l->ep, buf, sizeof(buf)));
+		if (!known && !privdrop_can_bind(l->ep.port, what, err, err_len))
 			return true;
 	}
 	char what[96], buf[80];
@@ -259,9 +260,8 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 		ctl_reply_line(r, CTL_DATA, "[");
 	for (unsigned i = 0; i < l.n; i++) {
 		const struct fwd_hop_stats *h = &l.h[i];
-		char a[INET6_ADDRSTRLEN];
-		if (!inet_ntop(h->family, h->addr, a, sizeof(a)))
-			strcpy(a, "?");
+		char a[IP_TEXT_MAX];
+		ip_format(h->family, h->addr, a, sizeof(a));
 		if (json)
 			ctl_reply_line(r, CTL_DATA, "{\"addr\": \"%s\", \"port\": %u, \"queries\": %llu, "
 				       "\"answers\": %llu, \"timeouts\": %llu, \"failures\": %llu, \"srtt_us\": %u, "
@@ -320,7 +320,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_line(r, CTL_DATA, "config %s", g.conf_path);
 	for (unsigned i = 0; i < g.cfg->nlisten; i++) {
 		char buf[80];
-		ctl_reply_line(r, CTL_DATA, "listen %s", inrpd_listen_format(&g.cfg->listen[i], buf, sizeof(buf)));
+		ctl_reply_line(r, CTL_DATA, "listen %s", ip_endpoint_format(&g.cfg->listen[i].ep, buf, sizeof(buf)));
 	}
 	ctl_reply_line(r, CTL_DATA, "router-id \"%s\" (%016llx)", rt->router_name,
 		       (unsigned long long)rt->router_id);

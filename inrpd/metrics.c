@@ -10,6 +10,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "addr.h"
 #include "inrpd.h"
 #include "metrics.h"
 #include "prom.h"
@@ -157,10 +158,9 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 		prom_family(p, fams[f].name, fams[f].type, fams[f].help);
 		for (unsigned i = 0; i < l->n; i++) {
 			const struct fwd_hop_stats *h = &l->h[i];
-			char a[INET6_ADDRSTRLEN], hop[INET6_ADDRSTRLEN + 10];
-			if (!inet_ntop(h->family, h->addr, a, sizeof(a)))
-				strcpy(a, "?");
-			snprintf(hop, sizeof(hop), h->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, h->port);
+			char a[IP_TEXT_MAX], hop[IP_TEXT_MAX + 10];
+			snprintf(hop, sizeof(hop), h->family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+				 ip_format(h->family, h->addr, a, sizeof(a)), h->port);
 			struct prom_label lb[2] = { { "hop", hop }, { "kind", is_upstream(rt, h) ? "upstream" : "router" } };
 			switch (f) {
 			case 0: prom_u64(p, fams[f].name, lb, 2, h->queries); break;

@@ -673,9 +673,9 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		const struct inrpd_listen *l = &cfg->listen[i];
 		struct sockaddr_storage ss;
 		char what[80];
-		unsigned flags = l->family == AF_INET6 ? UV_TCP_IPV6ONLY : 0;
-		inrpd_listen_sockaddr(l, &ss);
-		inrpd_listen_format(l, what, sizeof(what));
+		unsigned flags = l->ep.family == AF_INET6 ? UV_TCP_IPV6ONLY : 0;
+		ip_endpoint_sockaddr(&(l)->ep, &ss);
+		ip_endpoint_format(&(l)->ep, what, sizeof(what));
 		uv_tcp_t *t = &s->listeners[i];
 		uv_tcp_init(loop, t);
 		t->data = s;

@@ -74,7 +74,7 @@ struct udp_workers {
 static bool addr_is_wildcard(const struct inrpd_listen *l)
 {
 	static const uint8_t zero[16];
-	return memcmp(l->addr, zero, l->family == AF_INET ? 4 : 16) == 0;
+	return memcmp(l->ep.addr, zero, l->ep.family == AF_INET ? 4 : 16) == 0;
 }
 
 static int open_socket(const struct inrpd_listen *l, bool *pktinfo, char *err, size_t err_len)
@@ -82,11 +82,11 @@ static int open_socket(const struct inrpd_listen *l, bool *pktinfo, char *err, s
 	char what[80];
 	const int on = 1;
 	struct sockaddr_storage ss;
-	socklen_t sslen = inrpd_listen_sockaddr(l, &ss);
+	socklen_t sslen = ip_endpoint_sockaddr(&(l)->ep, &ss);
 
-	inrpd_listen_format(l, what, sizeof(what));
+	ip_endpoint_format(&(l)->ep, what, sizeof(what));
 
-	int fd = socket(l->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = socket(l->ep.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(err, err_len, "listen %s: udp socket: %s", what, strerror(errno));
 		return -1;
@@ -95,14 +95,14 @@ static int open_socket(const struct inrpd_listen *l, bool *pktinfo, char *err, s
 		snprintf(err, err_len, "listen %s: SO_REUSEPORT: %s", what, strerror(errno));
 		goto fail;
 	}
-	if (l->family == AF_INET6 &&
+	if (l->ep.family == AF_INET6 &&
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) < 0) {
 		snprintf(err, err_len, "listen %s: IPV6_V6ONLY: %s", what, strerror(errno));
 		goto fail;
 	}
 	*pktinfo = addr_is_wildcard(l);
 	if (*pktinfo) {
-		int rc = l->family == AF_INET
+		int rc = l->ep.family == AF_INET
 			? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on))
 			: setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 		if (rc < 0) {

@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "log.h"
 #include "metrics.h"
@@ -71,11 +72,9 @@ bool metrics_config_equal(const struct metrics_config *a, const struct metrics_c
 
 const char *metrics_config_format(const struct metrics_config *m, char *buf, size_t len)
 {
-	char a[INET6_ADDRSTRLEN];
-	if (!inet_ntop(m->family, m->addr, a, sizeof(a)))
-		strcpy(a, "?");
-	snprintf(buf, len, "%s port %u", a, (unsigned)m->port);
-	return buf;
+	struct ip_endpoint e = { .family = m->family, .port = m->port };
+	memcpy(e.addr, m->addr, sizeof(e.addr));
+	return ip_endpoint_format(&e, buf, len);
 }
 
 /* ---- the server ---- */

@@ -20,32 +20,13 @@ bool route_addr_parse(struct route *r, const char *text)
 
 const char *route_addr_format(const struct route *r, char *buf, size_t len)
 {
-	if (!inet_ntop(r->family == AF_INET6 ? AF_INET6 : AF_INET, r->addr, buf, (socklen_t)len))
-		return "?";
-	return buf;
+	return ip_format(r->family == AF_INET6 ? AF_INET6 : AF_INET, r->addr, buf, len);
 }
 
 bool route_equal(const struct route *a, const struct route *b)
 {
 	return a->kind == b->kind && a->family == b->family && a->port == b->port &&
 	       a->load_ms == b->load_ms && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
-}
-
-socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, addr, 4);
-		return sizeof(*sin);
-	}
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	sin6->sin6_family = AF_INET6;
-	sin6->sin6_port = htons(port);
-	memcpy(&sin6->sin6_addr, addr, 16);
-	return sizeof(*sin6);
 }
 
 socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss)

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <urcu-qsbr.h>
 
+#include "addr.h"
 #include "name.h"
 
 #define ROUTESET_MAX_ROUTES 16
@@ -45,12 +46,6 @@ bool route_addr_parse(struct route *r, const char *text);
 /* Writes the address as text; buf needs INET6_ADDRSTRLEN bytes. */
 const char *route_addr_format(const struct route *r, char *buf, size_t len);
 bool route_equal(const struct route *a, const struct route *b);
-/*
- * An address kept as family and bytes (4 or 16), with a port, for
- * connect()/sendto()/bind(); returns the length to pass.  Routes, inrpd's
- * listeners and nbrpd's endpoints all keep addresses this way.
- */
-socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss);
 socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "addr.h"
 #include "dns.h"
 #include "log.h"
 #include "route.h"
@@ -460,9 +461,9 @@ int xfrserv_start(struct xfrserv **out, uv_loop_t *loop, const struct xfrserv_co
 	if (rc == 0)
 		rc = uv_udp_recv_start(&s->udp, udp_alloc, udp_recv);
 	if (rc < 0) {
-		char a[INET6_ADDRSTRLEN];
-		inet_ntop(cfg->family, cfg->addr, a, sizeof(a));
-		snprintf(err, err_len, "transfer server on %s port %u: %s", a, cfg->port, uv_strerror(rc));
+		char a[IP_TEXT_MAX];
+		snprintf(err, err_len, "transfer server on %s port %u: %s", ip_format(cfg->family, cfg->addr, a, sizeof(a)),
+			 cfg->port, uv_strerror(rc));
 		s->stopping = true;
 		uv_close((uv_handle_t *)&s->tcp, server_handle_closed);
 		uv_close((uv_handle_t *)&s->udp, server_handle_closed);

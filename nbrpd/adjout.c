@@ -133,7 +133,7 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
-	const struct nbrpd_endpoint *nh = &cfg->inrp;
+	const struct ip_endpoint *nh = &cfg->inrp;
 	rt->next_hop.data = (uint8_t *)nh->addr;
 	rt->next_hop.len = nh->family == AF_INET ? 4 : 16;
 	rt->next_hop_port = nh->port;

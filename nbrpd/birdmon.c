@@ -19,6 +19,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "addr.h"
 #include "bird.h"
 #include "log.h"
 #include "birdmon.h"
@@ -79,9 +80,8 @@ static void ask(struct birdmon *m, struct nexthop *nh)
 	q->m = m;
 	q->family = nh->family;
 	memcpy(q->addr, nh->addr, 16);
-	char a[INET6_ADDRSTRLEN];
-	inet_ntop(nh->family, nh->addr, a, sizeof(a));
-	snprintf(cmd, sizeof(cmd), "show route for %s all", a);
+	char a[IP_TEXT_MAX];
+	snprintf(cmd, sizeof(cmd), "show route for %s all", ip_format(nh->family, nh->addr, a, sizeof(a)));
 	if (bird_client_query(m->client, cmd, on_reply, q) < 0) {
 		free(q);
 		return;

@@ -74,16 +74,7 @@ struct peer_ctx {
 	bool seen_address, seen_pref, seen_max, seen_passive, seen_server;
 };
 
-const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-	if (!inet_ntop(e->family, e->addr, a, sizeof(a)))
-		strcpy(a, "?");
-	snprintf(buf, len, "%s port %u", a, (unsigned)e->port);
-	return buf;
-}
-
-static int endpoint(const struct conf_stmt *s, bool *seen, struct nbrpd_endpoint *e, uint16_t default_port,
+static int endpoint(const struct conf_stmt *s, bool *seen, struct ip_endpoint *e, uint16_t default_port,
 		    char *err, size_t err_len)
 {
 	if (seen && conf_once(seen, s, err, err_len) < 0)
@@ -213,13 +204,13 @@ static int kw_max_msg(const struct conf_stmt *s, void *arg, char *err, size_t er
 static int kw_fib(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return conf_arg_path(s, 1, &x->seen_fib, 107, &x->cfg->fib_channel, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_fib, UNIX_PATH_MAX, &x->cfg->fib_channel, err, err_len);
 }
 
 static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return conf_arg_path(s, 1, &x->seen_control, 107, &x->cfg->control_path, err, err_len);
+	return conf_arg_path(s, 1, &x->seen_control, UNIX_PATH_MAX, &x->cfg->control_path, err, err_len);
 }
 
 static int kw_pid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -457,7 +448,7 @@ struct bird_ctx {
 static int kw_bird_socket(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct bird_ctx *b = arg;
-	return conf_arg_path(s, 1, &b->seen_socket, 107, &b->cfg->bird_socket, err, err_len);
+	return conf_arg_path(s, 1, &b->seen_socket, UNIX_PATH_MAX, &b->cfg->bird_socket, err, err_len);
 }
 
 static int kw_bird_poll(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

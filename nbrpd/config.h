@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "metrics.h"
 #include "name.h"
 #include "nbrp.h"
@@ -17,14 +18,6 @@
 #include "route.h"
 
 enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
-
-struct nbrpd_endpoint {
-	int family;
-	uint8_t addr[16];
-	uint16_t port;
-};
-
-const char *nbrpd_endpoint_format(const struct nbrpd_endpoint *e, char *buf, size_t len);
 
 /* allow/deny by name suffix: the longest matching rule decides */
 struct nbrpd_policy_rule {
@@ -48,7 +41,7 @@ static inline bool nbrpd_policy_open(const struct nbrpd_policy *pol)
 
 struct nbrpd_peer_config {
 	char name[NBRP_ROUTER_NAME_MAX + 1];
-	struct nbrpd_endpoint remote;
+	struct ip_endpoint remote;
 	uint32_t local_pref;
 	uint64_t max_names;             /* 0: no limit */
 	enum max_names_action max_action;
@@ -75,9 +68,9 @@ struct nbrpd_content {
 
 struct nbrpd_config {
 	char router_name[NBRP_ROUTER_NAME_MAX + 1];
-	struct nbrpd_endpoint listen;
+	struct ip_endpoint listen;
 	bool has_listen;
-	struct nbrpd_endpoint inrp;     /* our inrpd, the next hop we advertise */
+	struct ip_endpoint inrp;     /* our inrpd, the next hop we advertise */
 	uint32_t hold_time_s;
 	uint64_t connect_retry_ms;      /* first retry; doubles up to 32x */
 	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */

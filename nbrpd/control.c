@@ -74,7 +74,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 		if (p->rde)
 			rde_peer_stats(p->rde, &rs);
 		char addr[80];
-		nbrpd_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
+		ip_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
 		const char *state = p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
 		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
 		if (json) {
@@ -132,7 +132,7 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 		strbuf_reset(&b);
 		char hop[96] = "local";
 		if (v->next_hop)
-			nbrpd_endpoint_format(v->next_hop, hop, sizeof(hop));
+			ip_endpoint_format(v->next_hop, hop, sizeof(hop));
 		if (json) {
 			strbuf_addf(&b, "{\"rank\": %u, \"best\": %s, \"from\": \"", i < nbest ? i + 1 : 0,
 				    i == 0 ? "true" : "false");

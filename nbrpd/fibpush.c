@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addr.h"
 #include "fibchan.h"
 #include "log.h"
 #include "fibpush.h"
@@ -38,7 +39,7 @@ struct fibpush {
 	fibpush_table_fn table;         /* the whole table, for a full sync */
 	void *table_arg;
 	struct wqueue wq;
-	char path[108];
+	char path[UNIX_PATH_MAX + 1];
 	uv_pipe_t *pipe;
 	uv_connect_t connect_req;
 	uv_timer_t retry;

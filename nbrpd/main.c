@@ -57,7 +57,7 @@ static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_
 			     char *err, size_t err_len)
 {
 	char what[96], buf[80];
-	snprintf(what, sizeof(what), "listen %s", nbrpd_endpoint_format(&cfg->listen, buf, sizeof(buf)));
+	snprintf(what, sizeof(what), "listen %s", ip_endpoint_format(&cfg->listen, buf, sizeof(buf)));
 	if (cfg->has_listen && (!old->has_listen || memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0) &&
 	    !privdrop_can_bind(cfg->listen.port, what, err, err_len))
 		return true;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "addr.h"
 #include "log.h"
 #include "nexthop.h"
 
@@ -123,9 +124,8 @@ void nexthop_walk(struct nexthop_table *t, nexthop_fn fn, void *arg)
 
 const char *nexthop_format(const struct nexthop *nh, char *buf, size_t len)
 {
-	char a[INET6_ADDRSTRLEN];
-	if (!inet_ntop(nh->family, nh->addr, a, sizeof(a)))
-		strcpy(a, "?");
+	char a[IP_TEXT_MAX];
+	ip_format(nh->family, nh->addr, a, sizeof(a));
 	if (!nh->known)
 		snprintf(buf, len, "%s: %s", a, "no word from IP routing");
 	else if (!nh->reachable)

@@ -124,7 +124,7 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out);
 struct rde_route_view {
 	unsigned rank;                  /* 1..: among the ranked; 0: not ranked */
 	const char *from;               /* the peer's name, "" for local content */
-	const struct nbrpd_endpoint *next_hop;  /* NULL for local content */
+	const struct ip_endpoint *next_hop;  /* NULL for local content */
 	const struct nbrpd_content *content;    /* local content, else NULL */
 	const char *path;               /* npath NUL-terminated router names */
 	unsigned npath;

@@ -76,7 +76,7 @@ struct rib_attrs_key {
 	uint32_t gen;                           /* the peer's session it came in */
 	uint32_t local_pref;
 	uint32_t load_ms;
-	struct nbrpd_endpoint next_hop;
+	struct ip_endpoint next_hop;
 	bool server;                            /* from a content server's own session */
 	uint8_t npath;
 	uint16_t path_bytes;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "addr.h"
 #include "log.h"
 #include "nbrp_session.h"
 #include "nexthop.h"
@@ -302,7 +303,7 @@ static void schedule_retry(struct sessions *sess, struct peer *p)
 		p->retry_ms *= 2;
 }
 
-static bool same_addr(const struct nbrpd_endpoint *e, const struct sockaddr_storage *ss)
+static bool same_addr(const struct ip_endpoint *e, const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET && e->family == AF_INET)
 		return memcmp(&((const struct sockaddr_in *)ss)->sin_addr, e->addr, 4) == 0;
@@ -332,9 +333,8 @@ static void on_accept(uv_stream_t *server, int status)
 	for (unsigned i = 0; i < sess->npeers && !p; i++)
 		if (same_addr(&sess->peers[i]->cfg.remote, &ss))
 			p = sess->peers[i];
-	char a[INET6_ADDRSTRLEN] = "?";
-	inet_ntop(ss.ss_family, ss.ss_family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
-						       : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
+	char a[IP_TEXT_MAX];
+	sockaddr_format((struct sockaddr *)&ss, a, sizeof(a));
 	if (!p || !p->enabled || sess->stopping || transport_unreachable(sess, p)) {
 		log_info("nbrp: connection from %s, %s: closing", a, p ? "a disabled peer" : "not a configured peer");
 		nbrp_session_close(c);
@@ -505,9 +505,8 @@ void sessions_check_transport(struct sessions *sess)
 			continue;
 		}
 		if (p->established && now - t->unreachable_since >= sess->cfg->bird_unreachable_delay_ms) {
-			char a[INET6_ADDRSTRLEN], why[128];
-			inet_ntop(t->family, t->addr, a, sizeof(a));
-			snprintf(why, sizeof(why), "IP routing cannot reach %s", a);
+			char a[IP_TEXT_MAX], why[128];
+			snprintf(why, sizeof(why), "IP routing cannot reach %s", ip_format(t->family, t->addr, a, sizeof(a)));
 			peer_reset(p, why);
 		}
 	}
@@ -567,7 +566,7 @@ int sessions_start(struct sessions *sess, char *err, size_t err_len)
 {
 	if (sess->cfg->has_listen) {
 		struct sockaddr_storage ss;
-		const struct nbrpd_endpoint *l = &sess->cfg->listen;
+		const struct ip_endpoint *l = &sess->cfg->listen;
 		sockaddr_from_bytes(l->family, l->addr, l->port, &ss);
 		uv_tcp_init(sess->loop, &sess->listener);
 		sess->listener.data = sess;
@@ -576,7 +575,7 @@ int sessions_start(struct sessions *sess, char *err, size_t err_len)
 			rc = uv_listen((uv_stream_t *)&sess->listener, 511, on_accept);
 		if (rc < 0) {
 			char buf[80];
-			snprintf(err, err_len, "listen %s: %s", nbrpd_endpoint_format(l, buf, sizeof(buf)), uv_strerror(rc));
+			snprintf(err, err_len, "listen %s: %s", ip_endpoint_format(l, buf, sizeof(buf)), uv_strerror(rc));
 			return -1;
 		}
 	}

@@ -1,0 +1,51 @@
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "addr.h"
+
+const char *ip_format(int family, const uint8_t *addr, char *buf, size_t len)
+{
+	if ((family != AF_INET && family != AF_INET6) || !inet_ntop(family, addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+const char *ip_endpoint_format(const struct ip_endpoint *e, char *buf, size_t len)
+{
+	char a[IP_TEXT_MAX];
+	snprintf(buf, len, "%s port %u", ip_format(e->family, e->addr, a, sizeof(a)), (unsigned)e->port);
+	return buf;
+}
+
+bool ip_equal(int family_a, const uint8_t *a, int family_b, const uint8_t *b)
+{
+	return family_a == family_b && memcmp(a, b, family_a == AF_INET ? 4 : 16) == 0;
+}
+
+socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr, 4);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	memcpy(&sin6->sin6_addr, addr, 16);
+	return sizeof(*sin6);
+}
+
+const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+	if (sa->sa_family == AF_INET)
+		return ip_format(AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, buf, len);
+	if (sa->sa_family == AF_INET6)
+		return ip_format(AF_INET6, (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr, buf, len);
+	snprintf(buf, len, "?");
+	return buf;
+}
