@@ -60,6 +60,7 @@
 #include <urcu-qsbr.h>
 
 #include "conf.h"
+#include "service_conf.h"
 #include "log.h"
 #include "inrpd.h"
 
@@ -469,26 +470,6 @@ static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return conf_arg_duration_ms(s, 1, 0, 86400000, &x->cfg->fib_grace_ms, err, err_len);
 }
 
-static int kw_metrics(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return metrics_conf_listen(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
-}
-
-static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
-}
-
-static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
-}
-
-static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
-}
-
 static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
@@ -643,10 +624,6 @@ static const struct conf_keyword top_keywords[] = {
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
-	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
-	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
-	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
-	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
 	{ "cache-size", 2, 2, CONF_NO_BLOCK, kw_cache_size },
 	{ "cache-max-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_max_ttl },
@@ -751,7 +728,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 		return NULL;
 	}
 	struct cfg_ctx x = { .cfg = cfg };
-	int rc = conf_dispatch(c->first, top_keywords, &x, err, err_len);
+	struct service_conf svc = { .metrics = &cfg->metrics, .run_as = &cfg->run_as };
+	int rc = conf_dispatch_also(c->first, top_keywords, &x, service_keywords, &svc, err, err_len);
 	if (rc == 0 && cfg->nlisten == 0) {
 		snprintf(err, err_len, "%s: no 'listen' statement", path);
 		rc = -1;

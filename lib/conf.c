@@ -694,16 +694,26 @@ static int count_error(const struct conf_stmt *s, const struct conf_keyword *k,
 			  k->min_args, k->max_args, s->argc);
 }
 
-int conf_dispatch(const struct conf_stmt *first, const struct conf_keyword *table,
-		  void *ctx, char *err, size_t err_len)
+static const struct conf_keyword *find(const struct conf_keyword *table, const char *kw)
+{
+	const struct conf_keyword *k = table;
+	while (k && k->keyword && strcmp(k->keyword, kw) != 0)
+		k++;
+	return k && k->keyword ? k : NULL;
+}
+
+int conf_dispatch_also(const struct conf_stmt *first, const struct conf_keyword *table, void *ctx,
+		       const struct conf_keyword *also, void *also_ctx, char *err, size_t err_len)
 {
 	for (const struct conf_stmt *s = first; s; s = s->next) {
-		const struct conf_keyword *k = table;
 		const char *kw = s->argv[0];
-
-		while (k && k->keyword && strcmp(k->keyword, kw) != 0)
-			k++;
-		if (!k || !k->keyword)
+		const struct conf_keyword *k = find(table, kw);
+		void *c = ctx;
+		if (!k && also) {
+			k = find(also, kw);
+			c = also_ctx;
+		}
+		if (!k)
 			return unknown(s, table, err, err_len);
 		if (s->argc < k->min_args || s->argc > k->max_args)
 			return count_error(s, k, err, err_len);
@@ -716,7 +726,7 @@ int conf_dispatch(const struct conf_stmt *first, const struct conf_keyword *tabl
 			continue;
 		if (err && err_len)
 			err[0] = '\0';
-		if (k->handler(s, ctx, err, err_len) != 0) {
+		if (k->handler(s, c, err, err_len) != 0) {
 			/* a handler that failed quietly still gets a file:line */
 			if (err && err_len && !err[0])
 				conf_error(err, err_len, s, "invalid '%s' statement", kw);
@@ -724,6 +734,12 @@ int conf_dispatch(const struct conf_stmt *first, const struct conf_keyword *tabl
 		}
 	}
 	return 0;
+}
+
+int conf_dispatch(const struct conf_stmt *first, const struct conf_keyword *table,
+		  void *ctx, char *err, size_t err_len)
+{
+	return conf_dispatch_also(first, table, ctx, NULL, NULL, err, err_len);
 }
 
 /* Argument helpers */

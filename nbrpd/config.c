@@ -48,6 +48,7 @@
 #include <sys/socket.h>
 
 #include "conf.h"
+#include "service_conf.h"
 #include "config.h"
 
 #define DEFAULT_HOLD_TIME_S     90
@@ -491,26 +492,6 @@ static int kw_bird(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return 0;
 }
 
-static int kw_metrics(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return metrics_conf_listen(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
-}
-
-static int kw_metrics_allow(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return metrics_conf_allow(s, &((struct cfg_ctx *)arg)->cfg->metrics, err, err_len);
-}
-
-static int kw_user(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return privdrop_conf_user(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
-}
-
-static int kw_group(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
-{
-	return privdrop_conf_group(s, &((struct cfg_ctx *)arg)->cfg->run_as, err, err_len);
-}
-
 static const struct conf_keyword top_keywords[] = {
 	{ "bird", 1, 1, CONF_BLOCK, kw_bird },
 	{ "router-name", 2, 2, CONF_NO_BLOCK, kw_router_name },
@@ -532,10 +513,6 @@ static const struct conf_keyword top_keywords[] = {
 	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log },
 	{ "peer", 2, 2, CONF_BLOCK, kw_peer },
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
-	{ "metrics", 2, 4, CONF_NO_BLOCK, kw_metrics },
-	{ "metrics-allow", 2, 2, CONF_NO_BLOCK, kw_metrics_allow },
-	{ "user", 2, 2, CONF_NO_BLOCK, kw_user },
-	{ "group", 2, 2, CONF_NO_BLOCK, kw_group },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -597,7 +574,8 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 		return NULL;
 	}
 	struct cfg_ctx x = { .cfg = cfg };
-	int rc = conf_dispatch(c->first, top_keywords, &x, err, err_len);
+	struct service_conf svc = { .metrics = &cfg->metrics, .run_as = &cfg->run_as };
+	int rc = conf_dispatch_also(c->first, top_keywords, &x, service_keywords, &svc, err, err_len);
 	if (rc == 0 && !x.seen_name) {
 		snprintf(err, err_len, "%s: no 'router-name' statement", path);
 		rc = -1;
