@@ -3,6 +3,7 @@ moving while hold timers run, and a peer that stops reading.  Real nbrpd,
 real nbrp-updgen sessions (the same session code), on 127.0.0.0/8."""
 
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -57,15 +58,16 @@ def router(nbrpd_factory, name, addr, peers, extra=""):
 
 def test_five_hundred_passive_peers_each_get_the_whole_table(nbrpd_factory):
     k, names = 500, (20000 if SANITIZED else 200000)
-    gen, first = "127.3.8.9", "127.3.9.0"           # sink i at first + i
+    net = random.randint(1, 120) * 2                  # random: runs elsewhere on the machine do not clash
+    gen, first = f"127.3.{net}.9", f"127.3.{net + 1}.0"     # sink i at first + i
     peers = [("gen", gen)] + [(f"sink{i}", addr_plus(first, i)) for i in range(1, k + 1)]
-    n = router(nbrpd_factory, "dut", "127.3.8.1", peers, "hold-time 30s;\n")
-    sinks = updgen("sink", "--router", "127.3.8.1:1790", "--name", "sink", "--local", first, "--sinks", str(k),
+    n = router(nbrpd_factory, "dut", f"127.3.{net}.1", peers, "hold-time 30s;\n")
+    sinks = updgen("sink", "--router", f"127.3.{net}.1:1790", "--name", "sink", "--local", first, "--sinks", str(k),
                    "--expect", str(names), "--timeout", "240", "--json")
     src = None
     try:
         wait_for(lambda: n.json("show", "status")["established"] == k, 60, "500 sessions")
-        src = updgen("source", "--router", "127.3.8.1", "--name", "gen", "--local", gen, "--names", str(names),
+        src = updgen("source", "--router", f"127.3.{net}.1", "--name", "gen", "--local", gen, "--names", str(names),
                      "--seed", "5", "--linger", "600", "--json")
         rc, out, err = finish(sinks, 300)
         assert rc == 0, err
@@ -81,7 +83,7 @@ def test_five_hundred_passive_peers_each_get_the_whole_table(nbrpd_factory):
 
 def test_a_three_second_hold_time_holds_while_a_big_table_is_dumped_and_withdrawn(nbrpd_factory):
     names = 100000 if SANITIZED else 1000000
-    base = "127.3.11"
+    base = f"127.6.{random.randint(1, 250)}"
     n = router(nbrpd_factory, "dut", f"{base}.1",
                [("gen", f"{base}.9"), ("watch1", f"{base}.21"), ("late1", f"{base}.31")], "hold-time 3s;\n")
     # a peer that keeps time (3 s) from the start, and so sees every change
@@ -121,7 +123,7 @@ def test_a_three_second_hold_time_holds_while_a_big_table_is_dumped_and_withdraw
 
 def test_a_peer_that_stops_reading_costs_bounded_memory_and_is_ended_by_its_hold_timer(nbrpd_factory):
     names = 300000             # several MB of UPDATEs: more than the kernel's socket buffers hold
-    base = "127.3.12"
+    base = f"127.7.{random.randint(1, 250)}"
     n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9"), ("stuck", f"{base}.40")],
                "hold-time 3s;\n")
     src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9", "--names",
@@ -158,7 +160,7 @@ def test_a_peer_that_stops_reading_costs_bounded_memory_and_is_ended_by_its_hold
 def test_a_big_table_reaches_inrpd_in_slices_and_changes_during_the_sync_are_not_lost(nbrpd_factory,
                                                                                       inrpd_factory, tmp_path):
     names = 50000 if SANITIZED else 300000
-    base = "127.3.19"
+    base = f"127.8.{random.randint(1, 250)}"
     chan = tmp_path / "fib.sock"
     n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9"), ("gen2", f"{base}.10")],
                f'hold-time 30s;\nfib-channel "{chan}";\nfib-sync-wait 1s;\n')

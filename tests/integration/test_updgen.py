@@ -2,6 +2,7 @@
 sinks counting what it propagates."""
 
 import json
+import random
 import pathlib
 import subprocess
 
@@ -24,7 +25,7 @@ def test_help_and_bad_arguments():
 
 
 def test_source_to_router_to_sinks(nbrpd_factory):
-    base = "127.0.3"
+    base = f"127.5.{random.randint(1, 250)}"      # random: runs elsewhere on the machine do not clash
     n = nbrpd_factory("dut", f'router-name "dut";\nlisten {base}.1 port 1790;\n'
                       f"inrp-address {base}.1 port 53;\nhold-time 30s;\n"
                       f'peer "gen" {{ address {base}.9; passive; }}\n'
@@ -58,7 +59,7 @@ def test_source_to_router_to_sinks(nbrpd_factory):
 
 def test_duration_and_rate_bound_the_source_and_sinks_count_without_expect(nbrpd_factory):
     import signal
-    base = "127.0.3"
+    base = f"127.5.{random.randint(1, 250)}"      # random: runs elsewhere on the machine do not clash
     n = nbrpd_factory("dut2", f'router-name "dut2";\nlisten {base}.21 port 1790;\n'
                       f"inrp-address {base}.21 port 53;\nhold-time 30s;\n"
                       f'peer "gen" {{ address {base}.29; passive; }}\n'
