@@ -695,9 +695,16 @@ void sessions_stop(struct nbrpd *d)
 			uv_close((uv_handle_t *)&p->retry_timer, NULL);
 			uv_close((uv_handle_t *)&p->restart_timer, NULL);
 		}
-		for (int k = 0; k < 2; k++)
-			if (p->conn[k])
+		for (int k = 0; k < 2; k++) {
+			if (!p->conn[k])
+				continue;
+			/* a connect in flight has no one to tell; a NOTIFICATION would
+			 * wait for it, up to the kernel's SYN retries (minutes) */
+			if (p->conn[k]->state == SESSION_CONNECT)
+				conn_close(p->conn[k]);
+			else
 				conn_notify(p->conn[k], NBRP_ERR_CEASE, NBRP_CEASE_SHUTDOWN, "shutting down");
+		}
 	}
 }
 
