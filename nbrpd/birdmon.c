@@ -10,6 +10,11 @@
  * hung: the client reconnects with backoff and nothing changes meanwhile,
  * so routes do not flap while BIRD restarts.
  *
+ * A BIRD that started less than settle-time ago (`show status`, asked
+ * first on every connection) is still bringing its protocols up: until
+ * then its "cannot reach" is not believed, so a restarted BIRD does not
+ * take routes and sessions down before OSPF and BGP have their routes.
+ *
  * A peer whose own address IP routing cannot reach for unreachable-delay
  * is treated as a dropped session, and not reconnected until it is
  * reachable again.
@@ -28,6 +33,7 @@ struct birdmon {
 	struct bird_client *client;
 	uv_timer_t poll;
 	bool up;
+	uint64_t settled_at;            /* loop time from which "cannot reach" is believed */
 	uint64_t queries, answers, failures;
 };
 
@@ -59,6 +65,10 @@ static void on_reply(void *arg, int status, const struct bird_reply *r)
 		return;
 	}
 	m->answers++;
+	if (!(info.found && info.reachable) && uv_now(m->d->loop) < m->settled_at) {
+		free(q);
+		return;                 /* a young BIRD: its protocols may not have it yet */
+	}
 	nexthop_update(m->d, nh, info.found && info.reachable, info.igp_metric, info.as_path_len,
 		       info.found ? info.protocol : "");
 	free(q);
@@ -127,11 +137,32 @@ static void on_poll(uv_timer_t *t)
 	check_peers(m);
 }
 
+static void on_status(void *arg, int status, const struct bird_reply *r)
+{
+	struct birdmon *m = arg;
+	uint64_t uptime, settle = m->d->cfg->bird_settle_ms;
+	if (status < 0 || bird_parse_uptime(r, &uptime) < 0) {
+		m->settled_at = 0;      /* not known: believe it */
+		return;
+	}
+	if (uptime >= settle) {
+		m->settled_at = 0;
+		return;
+	}
+	m->settled_at = uv_now(m->d->loop) + (settle - uptime);
+	log_info("BIRD started %llu ms ago: what it cannot reach is believed in %llu ms (settle-time)",
+		 (unsigned long long)uptime, (unsigned long long)(settle - uptime));
+}
+
 static void on_up(void *arg, const char *greeting)
 {
 	struct birdmon *m = arg;
 	m->up = true;
 	log_info("BIRD: connected (%s)", greeting);
+	/* before any address: the replies come in order */
+	m->settled_at = UINT64_MAX;
+	if (bird_client_query(m->client, "show status", on_status, m) < 0)
+		m->settled_at = 0;
 	nexthop_walk(m->d, ask_one, m);
 }
 
