@@ -208,7 +208,8 @@ class Inrpd(Daemon):
         self._log = open(self.logfile, "ab")
         self.proc = subprocess.Popen(
             [*self.wrap, INRPD, "-f", "-c", str(self.conf), *args],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=ENV)
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=ENV,
+            start_new_session=True)
         self.wait_ready()
 
     def wait_ready(self):
@@ -319,7 +320,8 @@ class Nbrpd(Daemon):
         self.conf.write_text(f'control "{self.ctl}";\n' + body)
         self._log = open(self.logfile, "ab")
         self.proc = subprocess.Popen([*self.wrap, NBRPD, "-f", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=self._log, env=ENV)
+                                     stdout=self._log, stderr=self._log, env=ENV,
+            start_new_session=True)
 
         def ready():
             if self.proc.poll() is not None:

@@ -16,9 +16,11 @@ A topology is one structure (a dict, or the same as a TOML file):
 
 A router's ISP is its AS number (default 65000).  Inside an ISP the BIRDs
 run OSPF over the links; a link between two ISPs is an eBGP session, and
-its border routers pass what they learn over eBGP into OSPF.  Every BIRD
-programs its namespace's kernel table, so NBRP sessions and INRP queries
-run between the routers' addresses.
+its border routers pass what they learn over eBGP into OSPF (as external
+routes; there is no iBGP, so an ISP is transit only where one router
+borders both neighbours).  Every BIRD programs its namespace's kernel
+table, so NBRP sessions and INRP queries run between the routers'
+addresses.
 
 Addresses, only inside the namespaces: router i is 192.0.2.(i+1)/32 on
 its lo (BIRD's router id, nbrpd's and inrpd's address); link k, servers'
@@ -48,6 +50,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import tomllib
@@ -370,8 +373,10 @@ class Lab:
                 'timeformat protocol iso long ms;\n'
                 "protocol device { scan time 10; }\n"
                 'protocol direct { ipv4; interface "lo"; }\n'
-                # the namespace's own table: NBRP and INRP need the routes
-                "protocol kernel { ipv4 { export where source != RTS_DEVICE; }; scan time 10; }\n"
+                # the namespace's own table, for NBRP and INRP; packets leave
+                # from the router's address, which every router can reach
+                "protocol kernel { ipv4 { export filter { if source = RTS_DEVICE then reject; "
+                f"krt_prefsrc = {r.addr}; accept; }}; }}; scan time 10; }}\n"
                 + ospf + "".join(bgp) + t.get("bird_extra", {}).get(r.name, ""))
 
     def nbrpd_config(self, r):
@@ -442,7 +447,8 @@ class Lab:
         b._log = open(r.dir / "bird.out", "ab")
         b.proc = subprocess.Popen(["ip", "netns", "exec", r.ns, "bird", "-f", "-c", str(r.bird_conf),
                                    "-s", str(r.bird_ctl)],
-                                  stdin=subprocess.DEVNULL, stdout=b._log, stderr=b._log)
+                                  stdin=subprocess.DEVNULL, stdout=b._log, stderr=b._log,
+                                  start_new_session=True)     # Ctrl-C is for us, not for them
 
         def answers():
             if b.proc.poll() is not None:
@@ -569,3 +575,64 @@ class Lab:
 
 def _sigterm(signum, frame):
     raise SystemExit(128 + signum)
+
+
+# ---- by hand: scripts/netlab ----
+
+def describe(lab):
+    """What runs where, and how to ask it."""
+    nbrc = pathlib.Path(NBRPD).parent / "nbrc"
+    out = [f"{'node':<10} {'namespace':<24} {'address':<16} what"]
+    for r in lab.routers.values():
+        out.append(f"{r.name:<10} {r.ns:<24} {r.addr:<16} router, ISP (AS) {r.isp}; "
+                   f"peers {', '.join(p.name for p in r.peers) or '-'}")
+    for h in lab.hosts.values():
+        what = f"server of {h.spec['content']}" if h.kind == "server" else "client"
+        out.append(f"{h.name:<10} {h.ns:<24} {h.addr:<16} {what} at {h.router.name}")
+    r = next(iter(lab.routers.values()))
+    client = next((h for h in lab.hosts.values() if h.kind == "client"), None)
+    name = next((h.spec["content"] for h in lab.hosts.values() if h.kind == "server"), "NAME")
+    out += ["", "try:",
+            f"  birdc -s {r.bird_ctl} show route",
+            f"  {nbrc} -s {r.nbrpd.ctl} show route",
+            f"  ip netns exec {(client or r).ns} dig +tries=1 @{(client.router if client else r).addr} -p {DNS_PORT} {name}",
+            f"  ip -n {r.ns} link set {next(iter(r.ifaces.values()), ('IFACE',))[0]} down",
+            f"logs and configs: {lab.dir}"]
+    return "\n".join(out)
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="scripts/netlab", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="bring TOPOLOGY (a TOML file) up; Ctrl-C takes it down")
+    up.add_argument("topology")
+    sub.add_parser("down", help="remove what runs whose owner is gone left behind")
+    args = ap.parse_args(argv)
+    reason = can_run()
+    if reason:
+        print(f"netlab: {reason}", file=sys.stderr)
+        return 1
+    if args.cmd == "down":
+        for ns in clean_leftovers():
+            print(f"removed {ns}")
+        return 0
+    signal.signal(signal.SIGINT, signal.default_int_handler)     # also when started in the background
+    lab = Lab(args.topology)
+    try:
+        t = time.monotonic()
+        lab.up()
+        print(f"up in {time.monotonic() - t:.1f} s\n")
+        print(describe(lab))
+        print("\nCtrl-C takes it down.")
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for e in lab.close():
+            print(e, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
