@@ -110,8 +110,9 @@ class Poller:
         for s in self.dns.values():
             s.close()
 
-    def inrpd_answers(self, timeout=0.2):
-        """{router: [addresses] or None}"""
+    def inrpd_answers(self, timeout=0.1):
+        """{router: ([addresses], when received)}; a router that did not
+        answer within the timeout is left out (asked again next round)"""
         ids, out = {}, {}
         for r, s in self.dns.items():
             q = dns.message.make_query(NAME, "A")
@@ -131,7 +132,8 @@ class Poller:
                     continue
                 r = ids.get(m.id)
                 if r:
-                    out[r] = sorted(rd.address for rr in m.answer if rr.rdtype == dns.rdatatype.A for rd in rr)
+                    out[r] = (sorted(rd.address for rr in m.answer if rr.rdtype == dns.rdatatype.A for rd in rr),
+                              time.monotonic())
         return out
 
     def bird_best_as(self, r):
@@ -181,15 +183,16 @@ def settle(fn, quiet=1.0, timeout=60):
 
 
 def converge(routers, done, timeout=60, t0=None):
-    """Polls until done(router) for all; returns ms from t0 (default now)
-    to the first poll that found the last of them done."""
+    """Polls done() -> {router: (ok, when its answer came)} until every
+    router is ok; returns ms from t0 (default now) to the answer that
+    showed the last of them ok (and stayed ok)."""
     t0 = t0 or time.monotonic()
     first, last = {}, {}
     while len(first) < len(routers) and time.monotonic() - t0 < timeout:
         last = done()
-        for r, ok in last.items():
+        for r, (ok, when) in last.items():
             if ok and r not in first:
-                first[r] = time.monotonic()
+                first[r] = when
             elif not ok:
                 first.pop(r, None)          # it moved away again: not converged
         time.sleep(0.02)
@@ -242,8 +245,10 @@ def main():
         poller = Poller(lab)
         names = list(lab.routers)
         # the start: everyone answers with X's server, every BIRD has X's prefix
-        converge(names, lambda: {r: a == [sx] for r, a in poller.inrpd_answers().items()}, 120)
-        wait_bgp = lambda asn: {r: poller.bird_best_as(r) in (asn, "self") for r in names}  # noqa: E731
+        new_answer = lambda addr: {r: (a == [addr], t) for r, (a, t) in poller.inrpd_answers().items()}  # noqa: E731
+        converge(names, lambda: new_answer(sx), 120)
+        wait_bgp = lambda asn: {r: (poller.bird_best_as(r) in (asn, "self"), time.monotonic())  # noqa: E731
+                                for r in names}
         converge(names, lambda: wait_bgp(ASN0 + names.index(x)), 120)
         nbrp0, bird0 = settle(lambda: nbrp_updates(lab)), settle(lambda: bird_updates(lab))
 
@@ -256,7 +261,7 @@ def main():
         for r in (rx, ry):
             out = r.nbrpd.nbrc("reload")
             assert out.returncode == 0, out.stderr
-        nbrp_ms = converge(names, lambda: {r: a == [sy] for r, a in poller.inrpd_answers().items()}, t0=t0)
+        nbrp_ms = converge(names, lambda: new_answer(sy), t0=t0)
         nbrp_upd = settle(lambda: nbrp_updates(lab)) - nbrp0
 
         # BGP: the prefix moves from X to Y
