@@ -22,9 +22,13 @@ sessions run along every link.
         bird_updates_total is the export updates and withdraws accepted by
         all those sessions.
 
-Both are polled the same way: every router asked in turn over sockets
-kept open (DNS over a UDP socket made in each namespace; BIRD's control
-socket), about every 20 ms.  rss_mb_per_router is BIRD + nbrpd + inrpd.
+Both are polled in rounds, every 20 ms: inrpd by one DNS query to every
+router at once (a UDP socket made in each namespace, kept open), BIRD by
+one `show route for` after the other over its control socket; a router
+counts as converged at the moment its own answer showed the new origin
+(and stayed so).  The mean round time of each (nbrp_poll_round_ms,
+bird_poll_round_ms) bounds how late that can be seen.  rss_mb_per_router
+is BIRD + nbrpd + inrpd.
 The last line of output is one JSON object.
 """
 import argparse
@@ -188,8 +192,11 @@ def converge(routers, done, timeout=60, t0=None):
     showed the last of them ok (and stayed ok)."""
     t0 = t0 or time.monotonic()
     first, last = {}, {}
+    rounds = []
     while len(first) < len(routers) and time.monotonic() - t0 < timeout:
+        t = time.monotonic()
         last = done()
+        rounds.append(time.monotonic() - t)
         for r, (ok, when) in last.items():
             if ok and r not in first:
                 first[r] = when
@@ -199,6 +206,7 @@ def converge(routers, done, timeout=60, t0=None):
     if len(first) < len(routers):
         raise RuntimeError(f"not converged in {timeout}s: {sorted(set(routers) - set(first))[:10]}; "
                            f"last poll: {last}")
+    converge.round_ms = sum(rounds) / len(rounds) * 1000     # the resolution
     return (max(first.values()) - t0) * 1000
 
 
@@ -262,6 +270,7 @@ def main():
             out = r.nbrpd.nbrc("reload")
             assert out.returncode == 0, out.stderr
         nbrp_ms = converge(names, lambda: new_answer(sy), t0=t0)
+        nbrp_round = converge.round_ms
         nbrp_upd = settle(lambda: nbrp_updates(lab)) - nbrp0
 
         # BGP: the prefix moves from X to Y
@@ -269,12 +278,14 @@ def main():
         rx.birdc("disable borigin")
         ry.birdc("enable borigin")
         bird_ms = converge(names, lambda: wait_bgp(ASN0 + names.index(y)), t0=t0)
+        bird_round = converge.round_ms
         bird_upd = settle(lambda: bird_updates(lab)) - bird0
 
         pids = [d.proc.pid for r in lab.routers.values() for d in (r.bird, r.nbrpd, r.inrpd)]
         result = {"routers": args.routers, "links": len(links), "seed": args.seed,
                   "nbrp_converge_ms": round(nbrp_ms), "nbrp_updates_total": nbrp_upd,
                   "bird_converge_ms": round(bird_ms), "bird_updates_total": bird_upd,
+                  "nbrp_poll_round_ms": round(nbrp_round), "bird_poll_round_ms": round(bird_round),
                   "rss_mb_per_router": round(rss_mb(pids) / args.routers, 1),
                   "up_s": round(up_s, 1)}
     finally:
