@@ -601,6 +601,30 @@ def describe(lab):
     return "\n".join(out)
 
 
+def failover(lab, client, router, peer, name):
+    """For scripts/demo: the answer at client, then the link router-peer
+    down and the answer again, with what BIRD and nbrpd say."""
+    r = lab.routers[router]
+    nbrc = pathlib.Path(NBRPD).parent / "nbrc"
+
+    def show():
+        print(f"$ ip netns exec {lab.hosts[client].ns} dig @{r.addr} {name}   # from client {client}")
+        print(f"  -> {', '.join(lab.dig(client, name) or ['no answer'])}")
+        print(f"$ nbrc show route {name}   # at {router}")
+        out = subprocess.run([str(nbrc), "-s", str(r.nbrpd.ctl), "show", "route", name],
+                             capture_output=True, text=True).stdout
+        print("".join("  " + line + "\n" for line in out.splitlines()[1:]))
+    wait_for(lambda: lab.path(router, name) == [peer], 30, f"{router} to route {name} via {peer}")
+    want = [h.addr for h in lab.hosts.values() if h.kind == "server" and h.router.name == peer]
+    wait_for(lambda: lab.dig(client, name) == want, 30, f"{client} to get {peer}'s server")
+    show()
+    print(f"$ ip -n {r.ns} link set {r.ifaces[peer][0]} down   # the link {router}-{peer} fails")
+    lab.link_down(router, peer)
+    wait_for(lambda: lab.path(router, name) not in (None, [peer]), 30, "the route to move")
+    wait_for(lambda: lab.dig(client, name) not in (None, want), 30, "the answer to move")
+    show()
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="scripts/netlab", description=__doc__.split("\n\n")[0])
@@ -608,6 +632,10 @@ def main(argv):
     up = sub.add_parser("up", help="bring TOPOLOGY (a TOML file) up; Ctrl-C takes it down")
     up.add_argument("topology")
     sub.add_parser("down", help="remove what runs whose owner is gone left behind")
+    fo = sub.add_parser("failover", help="bring TOPOLOGY up, show CLIENT's answer for NAME, "
+                        "take the link ROUTER-PEER down, show it again, take it all down")
+    for a in ("topology", "client", "router", "peer", "name"):
+        fo.add_argument(a)
     args = ap.parse_args(argv)
     reason = can_run()
     if reason:
@@ -619,6 +647,15 @@ def main(argv):
         return 0
     signal.signal(signal.SIGINT, signal.default_int_handler)     # also when started in the background
     lab = Lab(args.topology)
+    if args.cmd == "failover":
+        try:
+            lab.up()
+            failover(lab, args.client, args.router, args.peer, args.name)
+        finally:
+            errors = lab.close()
+        for e in errors:
+            print(e, file=sys.stderr)
+        return 1 if errors else 0
     try:
         t = time.monotonic()
         lab.up()
