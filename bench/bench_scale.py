@@ -20,7 +20,6 @@ The last line of output is one JSON object.
 """
 import argparse
 import json
-import os
 import pathlib
 import re
 import socket

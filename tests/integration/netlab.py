@@ -61,7 +61,7 @@ import dns.query
 import dns.rcode
 import dns.rdatatype
 
-from conftest import ENV, INRPD, NBRPD, START_TIMEOUT, STOP_TIMEOUT, Daemon, Inrpd, Nbrpd, wait_for
+from conftest import NBRPD, START_TIMEOUT, STOP_TIMEOUT, Daemon, Inrpd, Nbrpd, wait_for
 
 PREFIX = "nl"
 NS_RX = re.compile(rf"^{PREFIX}(\d+)x([0-9a-f]+)-")
@@ -81,7 +81,7 @@ CLONE_NEWNET = 0x40000000
 def netns(name):
     """Runs the block with this thread in namespace `name`: sockets
     created there stay in it."""
-    with open(f"/proc/thread-self/ns/net") as home, open(f"/run/netns/{name}") as there:
+    with open("/proc/thread-self/ns/net") as home, open(f"/run/netns/{name}") as there:
         if _libc.setns(there.fileno(), CLONE_NEWNET) != 0:
             raise OSError(ctypes.get_errno(), f"setns {name}")
         try:
