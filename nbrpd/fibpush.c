@@ -74,10 +74,11 @@ static void disconnect(struct fibpush *f, const char *why)
 static void on_write(uv_write_t *req, int status)
 {
 	struct write_req *w = req->data;
-	struct fibpush *f = req->handle->data;
+	uv_stream_t *handle = req->handle;     /* req lives in w */
+	struct fibpush *f = handle->data;
 	free(w->data);
 	free(w);
-	if (status < 0 && f && f->pipe == (uv_pipe_t *)req->handle)
+	if (status < 0 && f && f->pipe == (uv_pipe_t *)handle)
 		disconnect(f, uv_strerror(status));
 }
 
