@@ -978,3 +978,65 @@ void bird_client_close(struct bird_client *c)
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
 	uv_close((uv_handle_t *)&c->retry, handle_closed);
 }
+
+/* ---- show status ---------------------------------------------------------- */
+
+static bool two_digits(const char *p, unsigned lo, unsigned hi, unsigned *v)
+{
+	if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9')
+		return false;
+	*v = (unsigned)(p[0] - '0') * 10 + (unsigned)(p[1] - '0');
+	return *v >= lo && *v <= hi;
+}
+
+/* "YYYY-MM-DD HH:MM:SS[.f...]" to milliseconds since 1970 (days by the
+ * civil-from-days inverse, no time zone: only differences are used). */
+static bool parse_time_ms(const char *t, int64_t *ms)
+{
+	unsigned y1, y2, mo, d, h, mi, s;
+	if (!two_digits(t, 0, 99, &y1) || !two_digits(t + 2, 0, 99, &y2) || t[4] != '-' ||
+	    !two_digits(t + 5, 1, 12, &mo) || t[7] != '-' || !two_digits(t + 8, 1, 31, &d) ||
+	    t[10] != ' ' || !two_digits(t + 11, 0, 23, &h) || t[13] != ':' ||
+	    !two_digits(t + 14, 0, 59, &mi) || t[16] != ':' || !two_digits(t + 17, 0, 60, &s))
+		return false;
+	const char *p = t + 19;
+	unsigned frac = 0, digits = 0;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+			if (digits < 3)
+				frac = frac * 10 + (unsigned)(*p - '0');
+		if (digits == 0)
+			return false;
+		for (unsigned i = digits; i < 3; i++)
+			frac *= 10;
+	}
+	if (*p)
+		return false;
+	int64_t yy = (int64_t)(y1 * 100 + y2) - (mo <= 2);
+	int64_t era = yy / 400;
+	int64_t yoe = yy - era * 400;
+	int64_t doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1;
+	int64_t days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+	*ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)s * 1000 + frac;
+	return true;
+}
+
+int bird_parse_uptime(const struct bird_reply *r, uint64_t *ms)
+{
+	static const char now_p[] = "Current server time is ", boot_p[] = "Last reboot on ";
+	int64_t now = 0, boot = 0;
+	bool have_now = false, have_boot = false;
+	if (!r || bird_reply_is_error(r))
+		return -1;
+	for (size_t i = 0; i < r->nlines; i++) {
+		const char *t = r->lines[i].text;
+		if (strncmp(t, now_p, sizeof(now_p) - 1) == 0)
+			have_now = parse_time_ms(t + sizeof(now_p) - 1, &now);
+		else if (strncmp(t, boot_p, sizeof(boot_p) - 1) == 0)
+			have_boot = parse_time_ms(t + sizeof(boot_p) - 1, &boot);
+	}
+	if (!have_now || !have_boot || now < boot)
+		return -1;
+	*ms = (uint64_t)(now - boot);
+	return 0;
+}

@@ -162,6 +162,15 @@ struct bird_route_info {
  */
 int bird_parse_route(const struct bird_reply *r, struct bird_route_info *out);
 
+/*
+ * The reply to "show status": how long BIRD has been running, its
+ * "Current server time is T" minus its "Last reboot on T", both in BIRD's
+ * default format YYYY-MM-DD HH:MM:SS[.fraction].  Returns 0 with *ms, or
+ * -1 if either line is missing, in another format (timeformat base), or
+ * the reboot is later than the time.
+ */
+int bird_parse_uptime(const struct bird_reply *r, uint64_t *ms);
+
 /* ---- the client ----------------------------------------------------------- */
 
 #define BIRD_DEFAULT_TIMEOUT_MS   5000

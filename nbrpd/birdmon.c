@@ -10,6 +10,11 @@
  * hung: the client reconnects with backoff and nothing changes meanwhile,
  * so routes do not flap while BIRD restarts.
  *
+ * A BIRD that started less than settle-time ago (`show status`, asked
+ * first on every connection) is still bringing its protocols up: until
+ * then its "cannot reach" is not believed, so a restarted BIRD does not
+ * take routes and sessions down before OSPF and BGP have their routes.
+ *
  * After each poll the `polled` callback runs: the session layer checks
  * its peers' transport addresses there (a peer IP routing cannot reach
  * for unreachable-delay is dropped).
@@ -27,6 +32,9 @@
 #include "nexthop.h"
 
 struct birdmon {
+	uv_loop_t *loop;
+	uint64_t settle_ms;
+	uint64_t settled_at;            /* loop time from which "cannot reach" is believed */
 	struct nexthop_table *nexthops;
 	void (*polled)(void *arg);
 	void *arg;
@@ -64,6 +72,10 @@ static void on_reply(void *arg, int status, const struct bird_reply *r)
 		return;
 	}
 	m->answers++;
+	if (!(info.found && info.reachable) && uv_now(m->loop) < m->settled_at) {
+		free(q);
+		return;                 /* a young BIRD: its protocols may not have it yet */
+	}
 	nexthop_update(m->nexthops, nh, info.found && info.reachable, info.igp_metric, info.as_path_len,
 		       info.found ? info.protocol : "");
 	free(q);
@@ -103,11 +115,28 @@ static void on_poll(uv_timer_t *t)
 		m->polled(m->arg);
 }
 
+static void on_status(void *arg, int status, const struct bird_reply *r)
+{
+	struct birdmon *m = arg;
+	uint64_t uptime;
+	if (status < 0 || bird_parse_uptime(r, &uptime) < 0 || uptime >= m->settle_ms) {
+		m->settled_at = 0;      /* settled, or not known: believe it */
+		return;
+	}
+	m->settled_at = uv_now(m->loop) + (m->settle_ms - uptime);
+	log_info("BIRD started %llu ms ago: what it cannot reach is believed in %llu ms (settle-time)",
+		 (unsigned long long)uptime, (unsigned long long)(m->settle_ms - uptime));
+}
+
 static void on_up(void *arg, const char *greeting)
 {
 	struct birdmon *m = arg;
 	m->up = true;
 	log_info("BIRD: connected (%s)", greeting);
+	/* before any address: the replies come in order */
+	m->settled_at = UINT64_MAX;
+	if (bird_client_query(m->client, "show status", on_status, m) < 0)
+		m->settled_at = 0;
 	nexthop_walk(m->nexthops, ask_one, m);
 }
 
@@ -134,6 +163,8 @@ struct birdmon *birdmon_start(uv_loop_t *loop, const struct nbrpd_config *cfg, s
 	if (!m)
 		return NULL;
 	m->nexthops = t;
+	m->loop = loop;
+	m->settle_ms = cfg->bird_settle_ms;
 	m->polled = polled;
 	m->arg = arg;
 	static const struct bird_client_ops ops = { .up = on_up, .down = on_down };

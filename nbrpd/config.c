@@ -34,6 +34,8 @@
  *         poll-interval 1s;
  *         timeout 5s;                      a BIRD silent this long is reconnected
  *         unreachable-delay 5s;            a peer unreachable this long is dropped
+ *         settle-time 30s;                 a BIRD started less long ago is not yet
+ *                                          believed when it cannot reach an address
  *     }
  *     content "shop.example" {             names this router originates
  *         server 192.0.2.10 load 20;
@@ -443,7 +445,7 @@ static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t er
 
 struct bird_ctx {
 	struct nbrpd_config *cfg;
-	bool seen_socket, seen_poll, seen_timeout, seen_delay;
+	bool seen_socket, seen_poll, seen_timeout, seen_delay, seen_settle;
 };
 
 static int kw_bird_socket(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -471,11 +473,18 @@ static int kw_bird_delay(const struct conf_stmt *s, void *arg, char *err, size_t
 				     err, err_len);
 }
 
+static int kw_bird_settle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct bird_ctx *b = arg;
+	return conf_once_duration_ms(s, &b->seen_settle, 0, 3600000, &b->cfg->bird_settle_ms, err, err_len);
+}
+
 static const struct conf_keyword bird_keywords[] = {
 	{ "socket", 2, 2, CONF_NO_BLOCK, kw_bird_socket },
 	{ "poll-interval", 2, 2, CONF_NO_BLOCK, kw_bird_poll },
 	{ "timeout", 2, 2, CONF_NO_BLOCK, kw_bird_timeout },
 	{ "unreachable-delay", 2, 2, CONF_NO_BLOCK, kw_bird_delay },
+	{ "settle-time", 2, 2, CONF_NO_BLOCK, kw_bird_settle },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -564,6 +573,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->bird_poll_ms = 1000;
 	cfg->bird_timeout_ms = 5000;
 	cfg->bird_unreachable_delay_ms = 5000;
+	cfg->bird_settle_ms = 30000;
 	cfg->max_routes = DEFAULT_MAX_ROUTES;
 	cfg->max_message = NBRP_MAX_MESSAGE;
 	cfg->log_level = -1;

@@ -86,6 +86,7 @@ struct nbrpd_config {
 	uint64_t bird_poll_ms;          /* how often every address is asked about again */
 	uint64_t bird_timeout_ms;       /* a BIRD that does not answer this long is hung */
 	uint64_t bird_unreachable_delay_ms;     /* a peer BIRD cannot reach this long is dropped */
+	uint64_t bird_settle_ms;        /* a BIRD younger than this is not believed "cannot reach" */
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
 	char *control_path;

@@ -2,7 +2,8 @@
  * The BIRD reply reader fed arbitrary bytes, whole and in two pieces (the
  * first byte places the cut), with the default bounds and with low ones:
  * both feedings give the same replies, async lines and errors; every reply
- * keeps the bounds and goes through bird_parse_route.
+ * keeps the bounds and goes through bird_parse_route and
+ * bird_parse_uptime.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,6 +42,10 @@ static void check_reply(const struct bird_reader *rd, const struct bird_reply *r
 	if (bytes > rd->max_bytes)
 		abort();
 	if (r->code != r->lines[r->nlines - 1].code || r->text != r->lines[r->nlines - 1].text)
+		abort();
+
+	uint64_t up;
+	if (bird_parse_uptime(r, &up) == 0 && up > 10000ull * 366 * 86400 * 1000)
 		abort();
 
 	struct bird_route_info ri;

@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import nullcontext
 
 import dns.exception
 import dns.message
@@ -114,6 +115,7 @@ class Daemon:
     """What inrpd and nbrpd handles share: the process, its log, stopping."""
 
     label = "daemon"
+    wrap = ()                   # a command to run it under (ip netns exec NS)
     proc = None
     killed = False              # by the test, on purpose
     _log = None
@@ -205,8 +207,9 @@ class Inrpd(Daemon):
         self.write_config(body, listen, workers)
         self._log = open(self.logfile, "ab")
         self.proc = subprocess.Popen(
-            [INRPD, "-f", "-c", str(self.conf), *args],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=ENV)
+            [*self.wrap, INRPD, "-f", "-c", str(self.conf), *args],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=ENV,
+            start_new_session=True)
         self.wait_ready()
 
     def wait_ready(self):
@@ -217,7 +220,9 @@ class Inrpd(Daemon):
             try:
                 q = dns.message.make_query("ready.check.invalid", "A")
                 # a datagram from anywhere else is not our daemon's answer
-                dns.query.udp(q, self.addr, port=self.port, timeout=0.1, ignore_unexpected=True)
+                with self.socket() as s:
+                    dns.query.udp(q, self.addr, port=self.port, timeout=0.1, ignore_unexpected=True,
+                                  sock=s)
                 return True
             except (dns.exception.Timeout, OSError):
                 return False
@@ -237,9 +242,14 @@ class Inrpd(Daemon):
 
     # ---- queries ----
 
+    def socket(self):
+        """The UDP socket to ask from (a context); None: dnspython makes one."""
+        return nullcontext(None)
+
     def udp(self, name, rdtype="A", timeout=2.0, **kw):
         q = dns.message.make_query(name, rdtype, **kw)
-        return dns.query.udp(q, self.addr, port=self.port, timeout=timeout)
+        with self.socket() as s:
+            return dns.query.udp(q, self.addr, port=self.port, timeout=timeout, sock=s)
 
     def tcp(self, name, rdtype="A", timeout=2.0, **kw):
         q = dns.message.make_query(name, rdtype, **kw)
@@ -330,8 +340,9 @@ class Nbrpd(Daemon):
     def start(self, body):
         self.conf.write_text(f'control "{self.ctl}";\n' + body)
         self._log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen([NBRPD, "-f", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=self._log, env=ENV)
+        self.proc = subprocess.Popen([*self.wrap, NBRPD, "-f", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=self._log, env=ENV,
+            start_new_session=True)
 
         def ready():
             if self.proc.poll() is not None:
@@ -377,3 +388,24 @@ def nbrpd_factory(tmp_path):
         return n
     yield start
     stop_all(started)
+
+
+@pytest.fixture
+def netlab():
+    """factory(topology) -> a netlab.Lab that is up (tests/integration/netlab.py):
+    routers in network namespaces with real BIRD, nbrpd and inrpd.  Every
+    lab is removed at teardown; a daemon that did not exit 0 fails the test."""
+    import netlab as nl
+    reason = nl.can_run()
+    if reason:
+        pytest.skip(reason)
+    labs = []
+
+    def start(topology):
+        lab = nl.Lab(topology)
+        labs.append(lab)
+        return lab.up()
+    yield start
+    errors = [e for lab in labs for e in lab.close()]
+    if errors:
+        pytest.fail("\n".join(errors))

@@ -1,9 +1,15 @@
-"""A stand-in for BIRD's control socket, speaking what bird2 2.0.12 prints
-(recorded from a real one): a greeting, then for `show route for ADDR all`
-either the covering route with its attributes or `8001 Network not found`.
-The test sets what each address looks like; real bird2 refuses routes for
-127.0.0.0/8 ("Ignoring bogus route"), so per-next-hop behaviour on
-loopback can only be driven this way."""
+"""A stand-in for BIRD's control socket, for what a real BIRD cannot be
+made to do on demand: answer with malformed bytes, or go silent while
+its socket stays open (hung).  Everything a real BIRD can show (next
+hops lost and found, IGP metrics, AS paths, a BIRD killed and restarted)
+is tested with real bird2 routers in network namespaces
+(test_netlab_*.py, netlab.py).
+
+It speaks what bird2 2.0.12 prints (recorded from a real one): a
+greeting, then for `show route for ADDR all` either the covering route
+with its attributes or `8001 Network not found`.  `hang` (no greeting,
+no replies) and `garbage` (a reply that is not BIRD's protocol) are
+switched by the test."""
 
 import os
 import socket
@@ -22,6 +28,8 @@ class FakeBird:
         self.sock.bind(self.path)
         self.sock.listen(4)
         self.stopping = False
+        self.hang = False           # accept, then say nothing
+        self.garbage = False        # answer every command with bytes BIRD never sends
         self.conns = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
@@ -35,6 +43,8 @@ class FakeBird:
             self.routes.pop(addr, None)
 
     def _reply(self, line):
+        if self.garbage:
+            return "1007-Table master4:\n\0garbage\n"
         parts = line.split()
         if parts[:3] != ["show", "route", "for"] or len(parts) < 4:
             return "9001 syntax error, unexpected CF_SYM_UNDEFINED\n"
@@ -59,14 +69,15 @@ class FakeBird:
 
     def _serve(self, conn):
         try:
-            conn.sendall(b"0001 BIRD 2.0.12 ready.\n")
+            if not self.hang:
+                conn.sendall(b"0001 BIRD 2.0.12 ready.\n")
             buf = b""
             while not self.stopping:
                 chunk = conn.recv(4096)
                 if not chunk:
                     return
                 buf += chunk
-                while b"\n" in buf:
+                while b"\n" in buf and not self.hang:
                     line, buf = buf.split(b"\n", 1)
                     conn.sendall(self._reply(line.decode(errors="replace")).encode())
         except OSError:

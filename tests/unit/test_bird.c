@@ -522,6 +522,48 @@ static struct bird_reply *reply_of(const char *data, size_t len)
 	return r;
 }
 
+/* show status: BIRD's uptime, from the recording and from edited copies */
+static void parse_uptime(void **state)
+{
+	(void)state;
+	const struct bird_recording *rc = rec("status");
+	struct bird_reply *r = reply_of(rc->data, rc->len);
+	uint64_t ms = 0;
+	assert_int_equal(bird_parse_uptime(r, &ms), 0);
+	assert_int_equal(ms, 20486);            /* 03:26:00.979 - 03:25:40.493 */
+	bird_reply_free(r);
+
+	static const struct { const char *text; int rv; uint64_t ms; } cases[] = {
+		{ "1011-Current server time is 2026-03-01 00:00:01\n Last reboot on 2026-02-28 23:59:59.5\n"
+		  "0013 Daemon is up and running\n", 0, 1500 },
+		{ "1011-Current server time is 2024-03-01 00:00:00.000\n Last reboot on 2024-02-29 00:00:00.000\n"
+		  "0013 Daemon is up and running\n", 0, 86400000 },          /* a leap day */
+		{ "1011-Current server time is 2026-01-01 00:00:00.123456\n Last reboot on 2025-12-31 23:00:00\n"
+		  "0025 Graceful restart recovery in progress\n", 0, 3600123 },
+		{ "1011-Current server time is 2026-01-01 00:00:00\n"
+		  "0013 Daemon is up and running\n", -1, 0 },                 /* no reboot line */
+		{ "1011-Current server time is 01.01.2026 00:00:00\n Last reboot on 2025-12-31 23:00:00\n"
+		  "0013 Daemon is up and running\n", -1, 0 },                 /* another timeformat */
+		{ "1011-Current server time is 2026-01-01 00:00:00\n Last reboot on 2026-01-01 00:00:01\n"
+		  "0013 Daemon is up and running\n", -1, 0 },                 /* rebooted later */
+		{ "1011-Current server time is 2026-13-01 00:00:00\n Last reboot on 2026-01-01 00:00:00\n"
+		  "0013 Daemon is up and running\n", -1, 0 },
+		{ "1011-Current server time is 2026-01-01 00:00:00.\n Last reboot on 2026-01-01 00:00:00\n"
+		  "0013 Daemon is up and running\n", -1, 0 },
+		{ "1011-Current server time is 2026-01-01 00:00:00 \n Last reboot on 2026-01-01 00:00:00\n"
+		  "0013 Daemon is up and running\n", -1, 0 },
+		{ "9001 syntax error, unexpected CF_SYM_UNDEFINED\n", -1, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = reply_of(cases[i].text, strlen(cases[i].text));
+		ms = 0;
+		assert_int_equal(bird_parse_uptime(r, &ms), cases[i].rv);
+		if (cases[i].rv == 0)
+			assert_int_equal(ms, cases[i].ms);
+		bird_reply_free(r);
+	}
+}
+
 static int parse_rec(const char *name, struct bird_route_info *ri)
 {
 	const struct bird_recording *rc = rec(name);
@@ -1434,6 +1476,7 @@ int main(void)
 		cmocka_unit_test(close_fails_every_query),
 		cmocka_unit_test(close_from_a_callback),
 		cmocka_unit_test(open_refuses_bad_paths),
+		cmocka_unit_test(parse_uptime),
 	};
 	return cmocka_run_group_tests_name("bird", tests, NULL, NULL);
 }
