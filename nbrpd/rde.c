@@ -995,6 +995,8 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
+		if ((!it->old || it->old->k.peer == p) && (!e->adv || e->adv->k.peer == p))
+			continue;       /* its own routes, before and after: it hears nothing of them */
 		if (p->dumping && !rib_cursor_passed(&p->dump, e))
 			continue;       /* the dump sends it when it gets there */
 		const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
@@ -1028,8 +1030,10 @@ static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsig
 
 static void mark_excluded(struct rde *r, struct rib_attrs *a)
 {
-	if (!a)
+	/* names of one UPDATE share their attributes: mark each set once a flush */
+	if (!a || a->excluded_mark == r->flush_no)
 		return;
+	a->excluded_mark = r->flush_no;
 	if (a->k.peer)
 		a->k.peer->flush_mark = r->flush_no;
 	struct rde_peer **in_path;

@@ -98,6 +98,7 @@ struct rib_attrs {
 	/* peers whose name is in the path (not told), as of rde->peers_gen */
 	struct rde_peer **path_peers;
 	uint32_t npath_peers, path_peers_gen;
+	uint32_t excluded_mark;                 /* the flush its peers were last marked excluded in */
 	struct rib_attrs_key k;
 	char path[];                            /* npath NUL-terminated router names */
 };
