@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_inrp import (descendants, free_port, gen_names, measure, rss_bytes,  # noqa: E402
+from bench_inrp import (descendants, unbound_conf, free_port, gen_names, measure, rss_bytes,  # noqa: E402
                         start, stop, udp_answers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,31 +80,7 @@ def main():
     try:
         # the upstream: every name as local-data, TTL a day so nothing expires
         ub_addr, ub_port = "127.0.0.51", free_port()
-        local = os.path.join(work, "local.conf")
-        with open(local, "w") as f:
-            f.write("server:\n")
-            for tld in ("com", "org", "net"):
-                f.write(f'  local-zone: "{tld}." static\n')
-            for n in names:
-                f.write(f'  local-data: "{n}. 86400 IN A 127.0.0.1"\n')
-        ub_conf = os.path.join(work, "unbound.conf")
-        with open(ub_conf, "w") as f:
-            f.write(f"""server:
-  interface: {ub_addr}
-  port: {ub_port}
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "{work}"
-  pidfile: ""
-  use-syslog: no
-  logfile: "{work}/unbound.log"
-  num-threads: 1
-  do-ip6: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-include: "{local}"
-""")
+        ub_conf = unbound_conf(work, ub_addr, ub_port, ("com", "org", "net"), names, 86400)
         with open(os.path.join(work, "unbound.out"), "w") as log:
             ub = start(pin_client([unbound_bin, "-d", "-p", "-c", ub_conf]), ub_addr, ub_port, names[0], 600, log)
             procs.append(ub)

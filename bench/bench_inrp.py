@@ -327,6 +327,36 @@ def relay_node(relay):
     return cmd
 
 
+def unbound_conf(work, addr, port, tlds, names, ttl):
+    """An Unbound answering the names (A 127.0.0.1, ttl) as local-data in static zones; its config path."""
+    local = os.path.join(work, "local.conf")
+    with open(local, "w") as f:
+        f.write("server:\n")
+        for tld in tlds:
+            f.write(f'  local-zone: "{tld}." static\n')
+        for n in names:
+            f.write(f'  local-data: "{n}. {ttl} IN A 127.0.0.1"\n')
+    ub_conf = os.path.join(work, "unbound.conf")
+    with open(ub_conf, "w") as f:
+        f.write(f"""server:
+  interface: {addr}
+  port: {port}
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{work}"
+  pidfile: ""
+  use-syslog: no
+  logfile: "{work}/unbound.log"
+  num-threads: 1
+  do-ip6: no
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+include: "{local}"
+""")
+    return ub_conf
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench inrp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
@@ -458,31 +488,7 @@ remote-control:
 
         # Unbound: the names as local-data in static zones
         addr, port = "127.0.0.43", free_port()
-        local = os.path.join(work, "local.conf")
-        with open(local, "w") as f:
-            f.write("server:\n")
-            for tld, _ in TLDS:
-                f.write(f'  local-zone: "{tld}." static\n')
-            for n in names:
-                f.write(f'  local-data: "{n}. 300 IN A 127.0.0.1"\n')
-        ub_conf = os.path.join(work, "unbound.conf")
-        with open(ub_conf, "w") as f:
-            f.write(f"""server:
-  interface: {addr}
-  port: {port}
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "{work}"
-  pidfile: ""
-  use-syslog: no
-  logfile: "{work}/unbound.log"
-  num-threads: 1
-  do-ip6: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-include: "{local}"
-""")
+        ub_conf = unbound_conf(work, addr, port, [tld for tld, _ in TLDS], names, 300)
         with open(os.path.join(work, "unbound.out"), "w") as log:
             t = time.monotonic()
             p = start(pin([unbound_bin, "-d", "-p", "-c", ub_conf]), addr, port, names[0], 900, log)

@@ -83,19 +83,38 @@ def addr_plus(base, i):
     return socket.inet_ntoa(n.to_bytes(4, "big"))
 
 
+def start_dut(args, work, tag, b, peers):
+    """nbrpd at b.1 with passive peers [(name, address)], answering its control socket: (process, ctl, log)."""
+    conf, ctl = os.path.join(work, f"{tag}.conf"), os.path.join(work, f"{tag}.ctl")
+    with open(conf, "w") as f:
+        f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
+                f'control "{ctl}";\nlog-level warn;\n')
+        for name, addr in peers:
+            f.write(f'peer "{name}" {{ address {addr}; passive; }}\n')
+    log = open(os.path.join(work, f"{tag}.log"), "w")
+    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
+    except Exception:
+        reap([dut], log)
+        raise
+    return dut, ctl, log
+
+
+def reap(procs, log):
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    log.close()
+
+
 def run_rde(args, work):
     """The loop-turn and memory figures (see the top of the file)."""
     b = "127.4.14"
-    conf, ctl = os.path.join(work, "rde.conf"), os.path.join(work, "rde.ctl")
-    with open(conf, "w") as f:
-        f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
-                f'control "{ctl}";\nlog-level warn;\npeer "gen" {{ address {b}.9; passive; }}\n'
-                f'peer "sink1" {{ address {b}.11; passive; }}\npeer "late1" {{ address {b}.21; passive; }}\n')
-    log = open(os.path.join(work, "rde.log"), "w")
-    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    dut, ctl, log = start_dut(args, work, "rde", b, [("gen", f"{b}.9"), ("sink1", f"{b}.11"), ("late1", f"{b}.21")])
     procs = [dut]
     try:
-        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
         base = rss_kib(dut.pid)
         src = subprocess.Popen([args.updgen, "source", "--router", f"{b}.1", "--name", "gen", "--local", f"{b}.9",
                                 "--names", str(args.rde_names), "--seed", str(args.seed), "--linger", "600"],
@@ -119,27 +138,16 @@ def run_rde(args, work):
                 "dump_max_loop_turn_cpu_ms": round(st["loop_turn_max_cpu_ms"], 1),
                 "nbrpd_bytes_per_name": round((rss - base) * 1024 / args.rde_names, 1)}
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        log.close()
+        reap(procs, log)
 
 
 def run_nbrp_500(args, work):
     b, first = "127.4.15", "127.4.16.0"
     k = args.peers500
-    conf, ctl = os.path.join(work, "p500.conf"), os.path.join(work, "p500.ctl")
-    with open(conf, "w") as f:
-        f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
-                f'control "{ctl}";\nlog-level warn;\npeer "gen" {{ address {b}.9; passive; }}\n')
-        for i in range(1, k + 1):
-            f.write(f'peer "sink{i}" {{ address {addr_plus(first, i)}; passive; }}\n')
-    log = open(os.path.join(work, "p500.log"), "w")
-    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    dut, ctl, log = start_dut(args, work, "p500", b,
+                              [("gen", f"{b}.9")] + [(f"sink{i}", addr_plus(first, i)) for i in range(1, k + 1)])
     procs = [dut]
     try:
-        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
         sinks = subprocess.Popen([args.updgen, "sink", "--router", f"{b}.1", "--name", "sink", "--local", first,
                                   "--sinks", str(k), "--expect", str(args.names500), "--timeout", "600", "--json"],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -160,27 +168,14 @@ def run_nbrp_500(args, work):
         last = max(s["last_ns"] for s in report["sinks"])
         return args.names500 / ((last - start) / 1e9)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        log.close()
+        reap(procs, log)
 
 
 def run_nbrp(args, work, k):
-    conf = os.path.join(work, f"dut{k}.conf")
-    ctl = os.path.join(work, f"dut{k}.ctl")
-    with open(conf, "w") as f:
-        f.write(f'router-name "dut";\nlisten {BASE}.1 port 1790;\ninrp-address {BASE}.1 port 53;\n'
-                f'hold-time 60s;\ncontrol "{ctl}";\nlog-level warn;\n'
-                f'peer "gen" {{ address {BASE}.9; passive; }}\n')
-        for i in range(1, k + 1):
-            f.write(f'peer "sink{i}" {{ address {BASE}.{10 + i}; passive; }}\n')
-    log = open(os.path.join(work, f"dut{k}.log"), "w")
-    dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    dut, ctl, log = start_dut(args, work, f"dut{k}", BASE,
+                              [("gen", f"{BASE}.9")] + [(f"sink{i}", f"{BASE}.{10 + i}") for i in range(1, k + 1)])
     procs = [dut]
     try:
-        wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
         sinks = subprocess.Popen([args.updgen, "sink", "--router", f"{BASE}.1", "--name", "sink",
                                   "--local", f"{BASE}.10", "--sinks", str(k), "--expect", str(args.names),
                                   "--timeout", "600", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -203,11 +198,7 @@ def run_nbrp(args, work, k):
         last = max(s["last_ns"] for s in report["sinks"])
         return args.names / ((last - start) / 1e9)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        log.close()
+        reap(procs, log)
 
 
 class BirdSocket:
