@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "nbrp.h"
 
@@ -459,7 +460,7 @@ static uint8_t *put_len_field(uint8_t *p, uint8_t tag, const void *data, size_t 
 static bool plain_update(const Nbrp__Message *m)
 {
 	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE || !m->update || m->base.n_unknown_fields ||
-	    m->update->base.n_unknown_fields)
+	    m->update->base.n_unknown_fields || m->update->n_withdrawn_aggregates)
 		return false;
 	for (size_t i = 0; i < m->update->n_routes; i++) {
 		const Nbrp__Route *r = m->update->routes[i];
@@ -593,6 +594,7 @@ int nbrp_check_open(const Nbrp__Open *o, struct nbrp_error *e)
 int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why)
 {
 	struct name agg;
+	struct ip_endpoint src;
 
 	if (r->n_names == 0)
 		*why = "no names";
@@ -608,6 +610,15 @@ int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why)
 		*why = "empty path";
 	else if (r->aggregate.len > 0 && nbrp_name_of(&r->aggregate, &agg) < 0)
 		*why = "aggregate not a canonical wire name";
+	else if (r->aggregate.len > NBRP_AGGREGATE_NAME_MAX || r->aggregate.len == 1)
+		*why = "aggregate name the root or over 254 bytes";
+	else if (r->aggregate.len > 0 && (r->n_names != 1 || r->names[0].len != r->aggregate.len ||
+					  memcmp(r->names[0].data, r->aggregate.data, r->aggregate.len) != 0))
+		*why = "an aggregate's route names other than the aggregate";
+	else if (r->aggregate.len > 0 && r->aggregate_version > UINT32_MAX)
+		*why = "aggregate version over 2^32-1";
+	else if (r->aggregate.len > 0 && nbrp_aggregate_source_parse(r->aggregate_source, &src) < 0)
+		*why = "aggregate source not \"ADDRESS PORT\"";
 	else {
 		for (size_t i = 0; i < r->n_path; i++)
 			if (!nbrp_router_name_valid(r->path[i])) {
@@ -617,6 +628,43 @@ int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why)
 		return 0;
 	}
 	return -1;
+}
+
+int nbrp_aggregate_source_parse(const char *text, struct ip_endpoint *out)
+{
+	if (!text)
+		return -1;
+	const char *sp = strchr(text, ' ');
+	char addr[INET6_ADDRSTRLEN];
+	if (!sp || (size_t)(sp - text) >= sizeof(addr))
+		return -1;
+	memcpy(addr, text, (size_t)(sp - text));
+	addr[sp - text] = 0;
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, addr, out->addr) == 1)
+		out->family = AF_INET;
+	else if (inet_pton(AF_INET6, addr, out->addr) == 1)
+		out->family = AF_INET6;
+	else
+		return -1;
+	/* digits only, no sign, no leading zero, 1..65535 */
+	const char *p = sp + 1;
+	unsigned long port = 0;
+	if (*p < '1' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+		port = port * 10 + (unsigned long)(*p - '0');
+	if (*p || port > 65535)
+		return -1;
+	out->port = (uint16_t)port;
+	return 0;
+}
+
+const char *nbrp_aggregate_source_format(const struct ip_endpoint *e, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	snprintf(buf, len, "%s %u", ip_format(e->family, e->addr, a, sizeof(a)), e->port);
+	return buf;
 }
 
 int nbrp_name_of(const ProtobufCBinaryData *b, struct name *out)

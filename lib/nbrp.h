@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "addr.h"
 #include "frame.h"
 #include "name.h"
 #include "nbrp.pb-c.h"
@@ -26,6 +27,7 @@
 #define NBRP_MAX_MESSAGE        (1u << 20)      /* default bound on one message */
 #define NBRP_ROUTER_NAME_MAX    255
 #define NBRP_MAX_PATH           64              /* router names in one path */
+#define NBRP_AGGREGATE_NAME_MAX 254             /* an aggregate's wire name, bytes */
 #define NBRP_MIN_HOLD_TIME      3
 
 /* NOTIFICATION codes and subcodes, BGP's where they mean the same. */
@@ -114,6 +116,15 @@ bool nbrp_router_name_valid(const char *name);
  * or -1 with *why set: the caller withdraws the route's names instead.
  */
 int nbrp_check_route(const Nbrp__Route *r, bool server_mode, const char **why);
+
+/*
+ * An aggregate route's aggregate_source, "ADDRESS PORT" (one space, port
+ * 1..65535): 0 with *out set, or -1.  The format writes it into buf (at
+ * least NBRP_SOURCE_TEXT_MAX bytes).
+ */
+#define NBRP_SOURCE_TEXT_MAX    (INET6_ADDRSTRLEN + 7)
+int nbrp_aggregate_source_parse(const char *text, struct ip_endpoint *out);
+const char *nbrp_aggregate_source_format(const struct ip_endpoint *e, char *buf, size_t len);
 
 /* A name field: 0 with out set, or -1 (not a canonical wire name). */
 int nbrp_name_of(const ProtobufCBinaryData *b, struct name *out);

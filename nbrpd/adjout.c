@@ -9,8 +9,11 @@
  *
  * Names whose routes look the same to the receiver (same path, same load)
  * share one Route in an UPDATE, as the protocol allows: consecutive names
- * in a flush usually came in one UPDATE and go out in one.
+ * in a flush usually came in one UPDATE and go out in one.  An aggregate
+ * has a Route of its own, offering the version stored here, to be fetched
+ * from our transfer server.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -58,11 +61,14 @@ static struct {
 	unsigned sent;
 	Nbrp__Update u;
 	ProtobufCBinaryData withdrawn[BATCH_NAMES];
+	ProtobufCBinaryData withdrawn_aggs[BATCH_NAMES];
 	Nbrp__Route *route_ptrs[BATCH_NAMES];
 	Nbrp__Route routes[BATCH_NAMES];
 	ProtobufCBinaryData names[BATCH_NAMES];
 	size_t nnames;
 	uint64_t last_sig;              /* of the last Route: sig ^ load */
+	bool last_shared;               /* the last Route may take more names */
+	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
 } pk;
 
@@ -70,14 +76,16 @@ static void reset(void)
 {
 	nbrp__update__init(&pk.u);
 	pk.u.withdrawn = pk.withdrawn;
+	pk.u.withdrawn_aggregates = pk.withdrawn_aggs;
 	pk.u.routes = pk.route_ptrs;
 	pk.nnames = 0;
 	pk.last_sig = 0;
+	pk.last_shared = false;
 }
 
 static void send_batch(void)
 {
-	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0)
+	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0 && pk.u.n_withdrawn_aggregates == 0)
 		return;
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
 	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
@@ -85,7 +93,8 @@ static void send_batch(void)
 	size_t len;
 	uint8_t *frame = nbrp_encode(&m, &len);
 	struct wq_buf *b = wq_buf_adopt(frame, len);
-	unsigned names = (unsigned)pk.nnames, withdrawn = (unsigned)pk.u.n_withdrawn;
+	unsigned names = (unsigned)pk.nnames;
+	unsigned withdrawn = (unsigned)(pk.u.n_withdrawn + pk.u.n_withdrawn_aggregates);
 	reset();
 	if (!b)
 		return;                 /* out of memory: the session layer notices on its next write */
@@ -100,12 +109,21 @@ void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
 	pk.emit = emit;
 	pk.arg = arg;
 	pk.sent = 0;
+	if (r->cfg->has_transfer)
+		nbrp_aggregate_source_format(&r->cfg->transfer, pk.source, sizeof(pk.source));
 	reset();
 }
 
 void packer_withdraw(const struct rib_entry *e)
 {
 	Nbrp__Update *u = &pk.u;
+	if (entry_is_aggregate(e)) {
+		u->withdrawn_aggregates[u->n_withdrawn_aggregates].data = (uint8_t *)e->wire + 1;
+		u->withdrawn_aggregates[u->n_withdrawn_aggregates].len = e->len - 1u;
+		if (++u->n_withdrawn_aggregates == BATCH_NAMES)
+			send_batch();
+		return;
+	}
 	u->withdrawn[u->n_withdrawn].data = (uint8_t *)e->wire;
 	u->withdrawn[u->n_withdrawn].len = e->len;
 	if (++u->n_withdrawn == BATCH_NAMES)
@@ -116,10 +134,13 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 {
 	Nbrp__Update *u = &pk.u;
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
+	const struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(pk.r, e) : NULL;
+	if (entry_is_aggregate(e) && !g)
+		return;                 /* not exported without a stored version (export_now) */
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
-	name->data = (uint8_t *)e->wire;
-	name->len = e->len;
-	if (u->n_routes > 0 && sig == pk.last_sig) {
+	name->data = (uint8_t *)e->wire + (g != NULL);
+	name->len = e->len - (g != NULL);
+	if (!g && pk.last_shared && sig == pk.last_sig) {
 		/* the same attributes as the Route before: one more name for it */
 		u->routes[u->n_routes - 1]->n_names++;
 		if (++pk.nnames == BATCH_NAMES)
@@ -133,6 +154,12 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
+	pk.last_shared = !g;
+	if (g) {
+		rt->aggregate = *name;
+		rt->aggregate_version = g->version;
+		rt->aggregate_source = pk.source;
+	}
 	const struct ip_endpoint *nh = &cfg->inrp;
 	rt->next_hop.data = (uint8_t *)nh->addr;
 	rt->next_hop.len = nh->family == AF_INET ? 4 : 16;

@@ -41,7 +41,17 @@
  *         server 192.0.2.10 load 20;
  *         health-check port 80 interval 5s timeout 1s;   TCP connect to each server;
  *     }                                                  the failing ones are withdrawn
+ *     state-dir "/var/lib/nbrpd";          aggregates' snapshots and journals
+ *     transfer-listen 192.0.2.1 port 5300; aggregates served as AXFR/IXFR, over TCP and UDP
+ *     allow-transfer 198.51.100.0/24;      who may transfer (repeatable; default: the
+ *                                          configured peers' addresses and loopback)
+ *     aggregate "hosted.example" {         one route for many names (an aggregate
+ *         server 192.0.2.10 load 20;       this router originates), as content { }
+ *         member "shop.example.com" "blog.example.org";
+ *         file "hosted.names";             one name per line; relative to this file
+ *     }
  */
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +78,7 @@ struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
 	bool seen_sync_wait, seen_restart, seen_load_interval, seen_bird;
+	bool seen_state_dir, seen_transfer;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -409,37 +420,143 @@ static int kw_health(const struct conf_stmt *s, void *arg, char *err, size_t err
 	return 0;
 }
 
+/* "member NAME..." (repeatable) */
+static int kw_member(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct nbrpd_content *c = arg;
+	for (unsigned i = 1; i < s->argc; i++) {
+		struct name n;
+		int rc = name_from_text(&n, s->argv[i], strlen(s->argv[i]));
+		if (rc == NAME_OK && n.len == 1)
+			return conf_error(err, err_len, s, "the root cannot be a member");
+		if (rc != NAME_OK)
+			return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[i], name_strerror(rc));
+		if (namelist_add(&c->members, n.wire, n.len) < 0)
+			return conf_error(err, err_len, s, "out of memory");
+	}
+	return 0;
+}
+
+/* "file PATH": relative to the directory of the file that names it */
+static int kw_members_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct nbrpd_content *c = arg;
+	bool seen = c->members_file != NULL;
+	char *path;
+	if (conf_arg_path(s, 1, &seen, PATH_MAX - 1, &path, err, err_len) < 0)
+		return -1;
+	if (path[0] != '/') {
+		char dir[PATH_MAX], full[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", s->file);
+		int n = snprintf(full, sizeof(full), "%s/%s", dirname(dir), path);
+		free(path);
+		if (n < 0 || (size_t)n >= sizeof(full) || !(path = strdup(full)))
+			return conf_error(err, err_len, s, "file path too long");
+	}
+	c->members_file = path;
+	return 0;
+}
+
 static const struct conf_keyword content_keywords[] = {
 	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
 	{ "health-check", 3, 7, CONF_NO_BLOCK, kw_health },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
-static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+static const struct conf_keyword aggregate_keywords[] = {
+	{ "server", 2, 4, CONF_NO_BLOCK, kw_server },
+	{ "health-check", 3, 7, CONF_NO_BLOCK, kw_health },
+	{ "member", 2, 1024, CONF_NO_BLOCK, kw_member },
+	{ "file", 2, 2, CONF_NO_BLOCK, kw_members_file },
+	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
+};
+
+static void content_free(struct nbrpd_content *c)
 {
-	struct cfg_ctx *x = arg;
+	free(c->members_file);
+	namelist_free(&c->members);
+}
+
+static int content_block(const struct conf_stmt *s, struct cfg_ctx *x, bool aggregate, char *err, size_t err_len)
+{
 	struct nbrpd_config *cfg = x->cfg;
+	const char *what = aggregate ? "aggregate" : "content";
 	struct nbrpd_content c;
 	memset(&c, 0, sizeof(c));
+	namelist_init(&c.members);
 	c.line = s->line;
+	c.aggregate = aggregate;
 	int rc = name_from_text(&c.name, s->argv[1], strlen(s->argv[1]));
 	if (rc != NAME_OK)
 		return conf_error(err, err_len, s, "bad name \"%s\": %s", s->argv[1], name_strerror(rc));
-	if (conf_dispatch(s->block, content_keywords, &c, err, err_len) < 0)
+	if (aggregate && c.name.len == 1)
+		return conf_error(err, err_len, s, "an aggregate cannot be named the root");
+	if (conf_dispatch(s->block, aggregate ? aggregate_keywords : content_keywords, &c, err, err_len) < 0) {
+		content_free(&c);
 		return -1;
-	if (c.nservers == 0)
-		return conf_error(err, err_len, s, "content \"%s\" has no server", s->argv[1]);
+	}
+	if (c.nservers == 0) {
+		content_free(&c);
+		return conf_error(err, err_len, s, "%s \"%s\" has no server", what, s->argv[1]);
+	}
 	c.up_mask = (uint32_t)((1ull << c.nservers) - 1);
 	c.file = s->file;
 	if (cfg->ncontent == x->content_cap) {
 		size_t cap = x->content_cap ? x->content_cap * 2 : 8;
 		struct nbrpd_content *n = realloc(cfg->content, cap * sizeof(*n));
-		if (!n)
+		if (!n) {
+			content_free(&c);
 			return conf_error(err, err_len, s, "out of memory");
+		}
 		cfg->content = n;
 		x->content_cap = cap;
 	}
 	cfg->content[cfg->ncontent++] = c;
+	return 0;
+}
+
+static int kw_content(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return content_block(s, arg, false, err, err_len);
+}
+
+static int kw_aggregate(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return content_block(s, arg, true, err, err_len);
+}
+
+static int kw_state_dir(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_arg_path(s, 1, &x->seen_state_dir, PATH_MAX - 64, &x->cfg->state_dir, err, err_len) < 0)
+		return -1;
+	if (x->cfg->state_dir[0] != '/')
+		return conf_error(err, err_len, s, "state-dir must be an absolute path");
+	return 0;
+}
+
+static int kw_transfer(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	x->cfg->has_transfer = true;
+	return endpoint(s, &x->seen_transfer, &x->cfg->transfer, 53, err, err_len);
+}
+
+static int kw_allow_transfer(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct nbrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	int family;
+	unsigned len;
+	struct prefix p = { 0 };
+	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+		return -1;
+	struct prefix *v = realloc(cfg->allow_transfer, (cfg->nallow_transfer + 1) * sizeof(*v));
+	if (!v)
+		return conf_error(err, err_len, s, "out of memory");
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	v[cfg->nallow_transfer++] = p;
+	cfg->allow_transfer = v;
 	return 0;
 }
 
@@ -522,12 +639,18 @@ static const struct conf_keyword top_keywords[] = {
 	{ "log-level", 2, 2, CONF_NO_BLOCK, kw_log },
 	{ "peer", 2, 2, CONF_BLOCK, kw_peer },
 	{ "content", 2, 2, CONF_BLOCK, kw_content },
+	{ "aggregate", 2, 2, CONF_BLOCK, kw_aggregate },
+	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
+	{ "transfer-listen", 2, 4, CONF_NO_BLOCK, kw_transfer },
+	{ "allow-transfer", 2, 2, CONF_NO_BLOCK, kw_allow_transfer },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
 static int content_cmp(const void *a, const void *b)
 {
 	const struct nbrpd_content *x = a, *y = b;
+	if (x->aggregate != y->aggregate)
+		return x->aggregate ? 1 : -1;
 	int c = name_compare(&x->name, &y->name);
 	if (c)
 		return c;
@@ -544,11 +667,11 @@ static int check_duplicate_content(struct nbrpd_config *cfg, char *err, size_t e
 	qsort(cfg->content, cfg->ncontent, sizeof(cfg->content[0]), content_cmp);
 	for (unsigned i = 1; i < cfg->ncontent; i++) {
 		const struct nbrpd_content *a = &cfg->content[i - 1], *b = &cfg->content[i];
-		if (name_equal(&a->name, &b->name)) {
+		if (a->aggregate == b->aggregate && name_equal(&a->name, &b->name)) {
 			char name[NAME_MAX_TEXT];
 			name_to_text(&b->name, name, sizeof(name));
-			snprintf(err, err_len, "%s:%u: content \"%s\" already defined at %s:%u", b->file, b->line,
-				 name, a->file, a->line);
+			snprintf(err, err_len, "%s:%u: %s \"%s\" already defined at %s:%u", b->file, b->line,
+				 b->aggregate ? "aggregate" : "content", name, a->file, a->line);
 			return -1;
 		}
 	}
@@ -600,6 +723,12 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0)
 		rc = check_duplicate_content(cfg, err, err_len);
+	for (unsigned i = 0; rc == 0 && !cfg->state_dir && i < cfg->ncontent; i++)
+		if (cfg->content[i].aggregate) {
+			snprintf(err, err_len, "%s:%u: an aggregate needs 'state-dir' (where its versions are kept)",
+				 cfg->content[i].file, cfg->content[i].line);
+			rc = -1;
+		}
 	for (unsigned i = 0; rc == 0 && i < cfg->npeers; i++)
 		if (strcmp(cfg->peers[i].name, cfg->router_name) == 0) {
 			snprintf(err, err_len, "%s:%u: peer \"%s\" has this router's own name", path,
@@ -623,7 +752,11 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 		free(cfg->peers[i].export.rules);
 	}
 	free(cfg->peers);
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		content_free(&cfg->content[i]);
 	free(cfg->content);
+	free(cfg->state_dir);
+	free(cfg->allow_transfer);
 	free(cfg->fib_channel);
 	free(cfg->bird_socket);
 	free(cfg->control_path);

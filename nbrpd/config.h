@@ -13,7 +13,9 @@
 #include "addr.h"
 #include "metrics.h"
 #include "name.h"
+#include "nameset.h"
 #include "nbrp.h"
+#include "prefix.h"
 #include "privdrop.h"
 #include "route.h"
 
@@ -61,6 +63,10 @@ struct nbrpd_content {
 	uint32_t up_mask;               /* servers passing their health check (all without one) */
 	uint16_t hc_port;               /* 0: no health check */
 	uint64_t hc_interval_ms, hc_timeout_ms;
+	/* an aggregate (docs/AGGREGATES.md): name is the aggregate's, the members share its routes */
+	bool aggregate;
+	char *members_file;             /* absolute, or NULL */
+	struct namelist members;        /* given inline */
 	const char *file;               /* valid while loading: for error messages */
 	unsigned line;
 	unsigned order;                 /* position in the file, while loading */
@@ -95,7 +101,12 @@ struct nbrpd_config {
 	unsigned npeers, peers_cap;
 	struct nbrpd_peer_config *peers;
 	unsigned ncontent;
-	struct nbrpd_content *content;
+	struct nbrpd_content *content;  /* content names and aggregates defined here */
+	char *state_dir;                /* aggregates' stores; NULL: aggregates neither kept nor passed on */
+	struct ip_endpoint transfer;    /* where aggregates are served (AXFR, IXFR) */
+	bool has_transfer;
+	struct prefix *allow_transfer;  /* who may transfer; NULL: the peers and loopback */
+	unsigned nallow_transfer;
 };
 
 struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len);

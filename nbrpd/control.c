@@ -5,8 +5,10 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "aggregates.h"
 #include "birdmon.h"
 #include "conf.h"
 #include "ctl.h"
@@ -119,12 +121,13 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 	unsigned nbest = 0;
 	for (unsigned i = 0; i < cnt; i++)
 		nbest += views[i].rank != 0;
+	bool agg = rde_entry_is_aggregate(e);
 	if (json) {
 		strbuf_addf(&b, "{\"name\": \"");
 		strbuf_add_json(&b, name);
-		strbuf_addf(&b, "\", \"routes\": [");
+		strbuf_addf(&b, "\", \"aggregate\": %s, \"routes\": [", agg ? "true" : "false");
 	} else {
-		strbuf_addf(&b, "%s", name);
+		strbuf_addf(&b, "%s%s", name, agg ? " (aggregate)" : "");
 	}
 	ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 	for (unsigned i = 0; i < cnt; i++) {
@@ -159,20 +162,26 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 			}
 			p += strlen(p) + 1;
 		}
-		char ip[200] = "";
+		char ip[200] = "", src[NBRP_SOURCE_TEXT_MAX] = "";
 		const struct nexthop *nh = v->nh;
 		if (nh && d->bird)
 			nexthop_format(nh, ip, sizeof(ip));
+		if (v->agg_source)
+			nbrp_aggregate_source_format(v->agg_source, src, sizeof(src));
+		if (json && v->agg_source)
+			strbuf_addf(&b, "], \"aggregate_version\": %u, \"aggregate_source\": \"%s\"", v->agg_version, src);
+		else if (v->agg_source)
+			strbuf_addf(&b, "], version %u from %s", v->agg_version, src);
 		if (json)
-			strbuf_addf(&b, "], \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
+			strbuf_addf(&b, "%s, \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
 				    "\"ip_known\": %s, \"ip_reachable\": %s, \"igp_metric\": %u, \"as_path_len\": %u, "
 				    "\"ip_protocol\": \"%s\"}%s",
-				    v->load_ms, v->local_pref, v->stale ? "true" : "false", v->usable ? "true" : "false",
+				    v->agg_source ? "" : "]", v->load_ms, v->local_pref, v->stale ? "true" : "false", v->usable ? "true" : "false",
 				    nh && nh->known ? "true" : "false", !nh || nh->reachable ? "true" : "false",
 				    nh ? nh->igp_metric : 0, nh ? nh->as_path_len : 0, nh ? nh->protocol : "",
 				    i + 1 < cnt ? "," : "");
 		else
-			strbuf_addf(&b, "], load %u ms, local-pref %u%s%s%s%s", v->load_ms, v->local_pref,
+			strbuf_addf(&b, "%s load %u ms, local-pref %u%s%s%s%s", v->agg_source ? "," : "],", v->load_ms, v->local_pref,
 				    v->stale ? ", stale" : "", v->usable ? "" : ", UNUSABLE", ip[0] ? "; BIRD: " : "", ip);
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 	}
@@ -232,6 +241,127 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 		ctl_reply_line(r, CTL_DATA, "]");
 }
 
+/* ---- aggregates ---- */
+
+struct agg_walk {
+	struct ctl_reply *r;
+	bool json, detail;
+	unsigned n;
+};
+
+static void describe_aggregate(const struct aggregate_view *v, void *arg)
+{
+	struct agg_walk *w = arg;
+	struct ctl_reply *r = w->r;
+	char name[NAME_MAX_TEXT], src[NBRP_SOURCE_TEXT_MAX] = "", version[16] = "none";
+	name_to_text(&v->name, name, sizeof(name));
+	if (v->offered)
+		nbrp_aggregate_source_format(&v->offered_source, src, sizeof(src));
+	if (v->has_version)
+		snprintf(version, sizeof(version), "%u", v->version);
+	const char *learned = v->local ? "defined here" : v->offered ? "learned" : "not offered";
+	struct strbuf b = { 0 };
+	if (w->json) {
+		strbuf_addf(&b, "%s{\"name\": \"", w->n++ ? "," : "");
+		strbuf_add_json(&b, name);
+		strbuf_addf(&b, "\", \"origin\": \"%s\", \"version\": %s, \"members\": %u, "
+			    "\"snapshot_bytes\": %llu, \"journal_bytes\": %llu, \"journal_versions\": %u, "
+			    "\"offered_version\": ", v->local ? "local" : v->offered ? "learned" : "none",
+			    v->has_version ? version : "null", v->members, (unsigned long long)v->snapshot_bytes,
+			    (unsigned long long)v->journal_bytes, v->journal_versions);
+		if (v->offered)
+			strbuf_addf(&b, "%u, \"offered_by\": \"%s\"", v->offered_version, src);
+		else
+			strbuf_addf(&b, "null, \"offered_by\": null");
+		strbuf_addf(&b, ", \"fetching\": %s, \"fetches\": %llu, \"fetch_failures\": %llu, \"last_transfer\": ",
+			    v->fetching ? "true" : "false", (unsigned long long)v->fetches,
+			    (unsigned long long)v->failures);
+		if (v->has_last) {
+			strbuf_addf(&b, "{\"kind\": \"");
+			strbuf_add_json(&b, v->last.kind);
+			strbuf_addf(&b, "\", \"ok\": %s, \"from_version\": ", v->last.status == 0 ? "true" : "false");
+			if (v->last.had_version)
+				strbuf_addf(&b, "%u", v->last.from);
+			else
+				strbuf_addf(&b, "null");
+			strbuf_addf(&b, ", \"to_version\": %u, \"versions\": %u, \"bytes\": %llu, \"seconds\": %.3f, "
+				    "\"unix_time\": %llu, \"error\": \"", v->last.to, v->last.versions,
+				    (unsigned long long)v->last.bytes, v->last.seconds, (unsigned long long)v->last_unix);
+			strbuf_add_json(&b, v->last.status == 0 ? "" : v->last.why);
+			strbuf_addf(&b, "\"}");
+		} else {
+			strbuf_addf(&b, "null");
+		}
+		strbuf_addf(&b, ", \"error\": \"");
+		strbuf_add_json(&b, v->error);
+		strbuf_addf(&b, "\"}");
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		strbuf_free(&b);
+		return;
+	}
+	ctl_reply_line(r, CTL_DATA, "%-32s version %-10s %9u members, %s", name, version, v->members, learned);
+	if (v->offered)
+		ctl_reply_line(r, CTL_DATA, "  offered: version %u by %s%s", v->offered_version, src,
+			       v->fetching ? ", fetching" : "");
+	if (w->detail) {
+		ctl_reply_line(r, CTL_DATA, "  stored: snapshot %llu bytes, journal %llu bytes (%u versions for IXFR)",
+			       (unsigned long long)v->snapshot_bytes, (unsigned long long)v->journal_bytes,
+			       v->journal_versions);
+		ctl_reply_line(r, CTL_DATA, "  fetches %llu, failed %llu", (unsigned long long)v->fetches,
+			       (unsigned long long)v->failures);
+	}
+	if (v->has_last) {
+		char when[32] = "";
+		time_t t = (time_t)v->last_unix;
+		struct tm tm;
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s, %u versions, %llu bytes in %.3f s%s%s", when,
+			       v->last.kind, v->last.versions, (unsigned long long)v->last.bytes, v->last.seconds,
+			       v->last.status == 0 ? "" : "; failed: ", v->last.status == 0 ? "" : v->last.why);
+	}
+	if (v->error[0])
+		ctl_reply_line(r, CTL_DATA, "  error: %s", v->error);
+}
+
+static void show_aggregates(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	(void)args;
+	(void)nargs;
+	struct agg_walk w = { .r = r, .json = json };
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "[");
+	aggregates_walk(d->aggs, describe_aggregate, &w);
+	if (json)
+		ctl_reply_line(r, CTL_DATA, "]");
+}
+
+static void show_aggregate(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	struct nbrpd *d = ctx;
+	(void)nargs;
+	struct name n;
+	struct aggregate_view v;
+	if (name_from_text(&n, args[0], strlen(args[0])) != NAME_OK) {
+		ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
+		return;
+	}
+	if (!aggregates_view(d->aggs, &n, &v)) {
+		ctl_reply_end(r, CTL_ERR_FAILED, "no aggregate %s", args[0]);
+		return;
+	}
+	struct agg_walk w = { .r = r, .json = json, .detail = true };
+	describe_aggregate(&v, &w);
+	const struct rib_entry *e = rde_find_aggregate(d->rde, &n);
+	if (json)
+		return;
+	if (e)
+		describe(d, e, false, "", r);
+	else
+		ctl_reply_line(r, CTL_DATA, "  no route");
+}
+
 static void set_peer(struct nbrpd *d, const char *name, bool enable, struct ctl_reply *r)
 {
 	struct peer *p = sessions_peer_by_name(d->sessions, name);
@@ -274,6 +404,10 @@ static const struct ctl_command commands[] = {
 	{ "show route count", 0, 0, true, show_route_count, "show route count [json]", "names in the RIB" },
 	{ "show route", 0, 1, true, show_route, "show route [NAME] [json]",
 	  "routes, the ranked ones marked, with path, load and BIRD's view" },
+	{ "show aggregates", 0, 0, true, show_aggregates, "show aggregates [json]",
+	  "aggregates: version, members, where learned, last transfer" },
+	{ "show aggregate", 1, 1, true, show_aggregate, "show aggregate NAME [json]",
+	  "one aggregate: also its stored size and its routes" },
 	{ "enable", 1, 1, false, cmd_enable_peer, "enable PEER", "start the peer's session" },
 	{ "disable", 1, 1, false, cmd_disable_peer, "disable PEER", "end the peer's session (CEASE)" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration, keeping unaffected sessions" },

@@ -24,6 +24,8 @@
 #include "wqueue.h"
 
 #define CHUNK_NAMES     1000
+#define CHUNK_AGGS      64      /* aggregates' routes per Update */
+#define CHUNK_MEMBERS   32768   /* members per Update: a frame of about 1 MB */
 #define SYNC_SLICE      2048    /* names of a full sync per loop turn */
 #define RETRY_MS        1000
 
@@ -52,8 +54,14 @@ struct fibpush {
 	bool closing;
 	uint64_t epoch;
 	uint64_t syncs;
-	unsigned npending;
+	unsigned npending, npending_aggs;
 	struct pending_name pending[CHUNK_NAMES];
+	struct pending_name pending_aggs[CHUNK_AGGS];
+	/* members being sent (fibpush_members_begin .. end) */
+	struct pending_name mem_agg;
+	bool mem_replace, mem_add;
+	unsigned nmembers;
+	ProtobufCBinaryData members[CHUNK_MEMBERS];
 };
 
 static void connect_now(struct fibpush *f);
@@ -84,7 +92,8 @@ static void disconnect(struct fibpush *f, const char *why)
 		f->table(f->table_arg, f, &f->sync_state, 0);
 		f->sync_state = NULL;
 	}
-	f->npending = 0;
+	f->npending = f->npending_aggs = 0;
+	f->nmembers = 0;
 	if (!f->closing)
 		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
 }
@@ -110,54 +119,156 @@ static void send_message(struct fibpush *f, const Crfib__FibMessage *m)
 		disconnect(f, "write failed");
 }
 
+/* A name's (or an aggregate's) routes as the channel has them; rts and rtp have room for them. */
+static void routes_of(const struct pending_name *pn, Crfib__Route *rts, Crfib__Route **rtp)
+{
+	for (unsigned k = 0; k < pn->count; k++) {
+		const struct route *r = &pn->routes[k];
+		crfib__route__init(&rts[k]);
+		rts[k].kind = r->kind == ROUTE_SERVER ? CRFIB__ROUTE__KIND__SERVER : CRFIB__ROUTE__KIND__ROUTER;
+		rts[k].addr.data = (uint8_t *)r->addr;
+		rts[k].addr.len = r->family == AF_INET ? 4 : 16;
+		rts[k].port = r->port;
+		rts[k].load_ms = r->load_ms;
+		rtp[k] = &rts[k];
+	}
+}
+
 void fibpush_flush(struct fibpush *f)
 {
-	if (f->npending == 0)
+	if (f->npending == 0 && f->npending_aggs == 0)
 		return;
 	/* one thread, one flush at a time: the message is built in static storage */
 	static Crfib__NameRoutes nr[CHUNK_NAMES], *nrp[CHUNK_NAMES];
-	static Crfib__Route rts[CHUNK_NAMES][ROUTESET_MAX_ROUTES];
-	static Crfib__Route *rtp[CHUNK_NAMES][ROUTESET_MAX_ROUTES];
+	static Crfib__AggregateRoutes ar[CHUNK_AGGS], *arp[CHUNK_AGGS];
+	static Crfib__Route rts[CHUNK_NAMES + CHUNK_AGGS][ROUTESET_MAX_ROUTES];
+	static Crfib__Route *rtp[CHUNK_NAMES + CHUNK_AGGS][ROUTESET_MAX_ROUTES];
 	for (unsigned i = 0; i < f->npending; i++) {
 		struct pending_name *pn = &f->pending[i];
 		crfib__name_routes__init(&nr[i]);
 		nr[i].name.data = pn->name;
 		nr[i].name.len = pn->name_len;
-		for (unsigned k = 0; k < pn->count; k++) {
-			const struct route *r = &pn->routes[k];
-			crfib__route__init(&rts[i][k]);
-			rts[i][k].kind = r->kind == ROUTE_SERVER ? CRFIB__ROUTE__KIND__SERVER : CRFIB__ROUTE__KIND__ROUTER;
-			rts[i][k].addr.data = (uint8_t *)r->addr;
-			rts[i][k].addr.len = r->family == AF_INET ? 4 : 16;
-			rts[i][k].port = r->port;
-			rts[i][k].load_ms = r->load_ms;
-			rtp[i][k] = &rts[i][k];
-		}
+		routes_of(pn, rts[i], rtp[i]);
 		nr[i].n_routes = pn->count;
 		nr[i].routes = rtp[i];
 		nrp[i] = &nr[i];
 	}
+	for (unsigned i = 0; i < f->npending_aggs; i++) {
+		struct pending_name *pn = &f->pending_aggs[i];
+		crfib__aggregate_routes__init(&ar[i]);
+		ar[i].name.data = pn->name;
+		ar[i].name.len = pn->name_len;
+		routes_of(pn, rts[CHUNK_NAMES + i], rtp[CHUNK_NAMES + i]);
+		ar[i].n_routes = pn->count;
+		ar[i].routes = rtp[CHUNK_NAMES + i];
+		arp[i] = &ar[i];
+	}
 	Crfib__Update u = CRFIB__UPDATE__INIT;
 	u.n_names = f->npending;
 	u.names = nrp;
+	u.n_aggregates = f->npending_aggs;
+	u.aggregates = arp;
 	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_UPDATE;
 	m.update = &u;
-	f->npending = 0;
+	f->npending = f->npending_aggs = 0;
 	send_message(f, &m);
+}
+
+static void pending_set(struct pending_name *pn, const struct name *n, const struct route *routes, unsigned count)
+{
+	pn->name_len = n->len;
+	memcpy(pn->name, n->wire, n->len);
+	pn->count = count;
+	memcpy(pn->routes, routes, count * sizeof(routes[0]));
 }
 
 void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count)
 {
 	if (!f->synced)
 		return;
-	struct pending_name *pn = &f->pending[f->npending++];
-	pn->name_len = n->len;
-	memcpy(pn->name, n->wire, n->len);
-	pn->count = count;
-	memcpy(pn->routes, routes, count * sizeof(routes[0]));
+	pending_set(&f->pending[f->npending++], n, routes, count);
 	if (f->npending == CHUNK_NAMES)
 		fibpush_flush(f);
+}
+
+void fibpush_aggregate(struct fibpush *f, const struct name *agg, const struct route *routes, unsigned count)
+{
+	if (!f->synced)
+		return;
+	pending_set(&f->pending_aggs[f->npending_aggs++], agg, routes, count);
+	if (f->npending_aggs == CHUNK_AGGS)
+		fibpush_flush(f);
+}
+
+/* ---- members ---- */
+
+/* One Update: the aggregate's routes, and the members gathered (all joining, or all leaving). */
+static void members_send(struct fibpush *f)
+{
+	static Crfib__Route rts[ROUTESET_MAX_ROUTES], *rtp[ROUTESET_MAX_ROUTES];
+	Crfib__AggregateRoutes ar = CRFIB__AGGREGATE_ROUTES__INIT, *arp = &ar;
+	ar.name.data = f->mem_agg.name;
+	ar.name.len = f->mem_agg.name_len;
+	routes_of(&f->mem_agg, rts, rtp);
+	ar.n_routes = f->mem_agg.count;
+	ar.routes = rtp;
+	Crfib__Membership ms = CRFIB__MEMBERSHIP__INIT, *msp = &ms;
+	ms.aggregate = ar.name;
+	if (f->mem_add) {
+		ms.n_add = f->nmembers;
+		ms.add = f->members;
+	} else {
+		ms.n_remove = f->nmembers;
+		ms.remove = f->members;
+	}
+	ProtobufCBinaryData deleted = ar.name;
+	Crfib__Update u = CRFIB__UPDATE__INIT;
+	u.n_aggregates = 1;
+	u.aggregates = &arp;
+	u.n_memberships = f->nmembers ? 1 : 0;
+	u.memberships = &msp;
+	if (f->mem_replace) {
+		/* applied first: the aggregate is made again, empty */
+		u.n_aggregates_deleted = 1;
+		u.aggregates_deleted = &deleted;
+		f->mem_replace = false;
+	}
+	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
+	m.body_case = CRFIB__FIB_MESSAGE__BODY_UPDATE;
+	m.update = &u;
+	f->nmembers = 0;
+	send_message(f, &m);
+}
+
+void fibpush_members_begin(struct fibpush *f, const struct name *agg, const struct route *routes,
+			   unsigned count, bool replace)
+{
+	fibpush_flush(f);
+	pending_set(&f->mem_agg, agg, routes, count);
+	f->mem_replace = replace;
+	f->nmembers = 0;
+}
+
+void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t len)
+{
+	if (!f->synced)
+		return;
+	/* inrpd adds a Membership's members before it removes any: one kind per Update */
+	if (f->nmembers && (add != f->mem_add || f->nmembers == CHUNK_MEMBERS))
+		members_send(f);
+	f->mem_add = add;
+	f->members[f->nmembers].data = (uint8_t *)wire;
+	f->members[f->nmembers].len = len;
+	f->nmembers++;
+}
+
+void fibpush_members_end(struct fibpush *f)
+{
+	if (f->synced && (f->nmembers || f->mem_replace))
+		members_send(f);
+	f->nmembers = 0;
+	f->mem_replace = false;
 }
 
 static void sync_slice(uv_idle_t *h)

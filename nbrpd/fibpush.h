@@ -25,7 +25,21 @@ void fibpush_close(struct fibpush *f);
 void fibpush_free(struct fibpush *f);
 /* Queues a name's routes (count 0: withdrawn); sent at the next flush. */
 void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count);
+/* The same for an aggregate: the routes every member follows (created in inrpd if new). */
+void fibpush_aggregate(struct fibpush *f, const struct name *agg, const struct route *routes, unsigned count);
 void fibpush_flush(struct fibpush *f);
+
+/*
+ * Members joining or leaving an aggregate, sent at once after what is
+ * pending, in Updates that also carry the aggregate's routes (so that it
+ * exists in inrpd's FIB, whatever was sent before).  Members are taken in
+ * the order given; the wire names must stay valid until members_end.
+ * replace: the aggregate's old members are dropped first (a whole new set).
+ */
+void fibpush_members_begin(struct fibpush *f, const struct name *agg, const struct route *routes,
+			   unsigned count, bool replace);
+void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t len);
+void fibpush_members_end(struct fibpush *f);
 /* The RIB is complete enough to replace what inrpd has (sent once). */
 void fibpush_ready(struct fibpush *f);
 bool fibpush_connected(const struct fibpush *f);

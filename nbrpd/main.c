@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "aggregates.h"
 #include "birdmon.h"
 #include "conf.h"
 #include "ctl.h"
@@ -157,15 +158,21 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		}
 	}
 	rde_reload_content(d->rde, old, cfg);
+	unsigned bad_defs = aggregates_configure(d->aggs, cfg);
 	if (redecide)
 		rde_redecide_all(d->rde);
 	d->health = health_start(d->loop, cfg, d->rde);
 	nbrpd_config_free(old);
 	unsigned n = sessions_count(d->sessions);
-	log_info("reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), %u content names",
-		 d->conf_path, n, added, removed, reset, refreshed, cfg->ncontent);
+	char defs[96] = "";
+	if (bad_defs)
+		snprintf(defs, sizeof(defs), "; %u aggregate definitions not read (see the log)", bad_defs);
+	log_info("reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
+		 "%u content names and aggregates%s", d->conf_path, n, added, removed, reset, refreshed,
+		 cfg->ncontent, defs);
 	snprintf(msg, msg_len, "reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
-		 "%u content names", d->conf_path, n, added, removed, reset, refreshed, cfg->ncontent);
+		 "%u content names and aggregates%s", d->conf_path, n, added, removed, reset, refreshed,
+		 cfg->ncontent, defs);
 	return 0;
 }
 
@@ -211,6 +218,32 @@ static void fib_name(void *arg, const struct name *n, const struct route *routes
 		fibpush_name(d->fib, n, routes, count);
 }
 
+static void fib_aggregate(void *arg, const struct name *agg, const struct route *routes, unsigned count)
+{
+	struct nbrpd *d = arg;
+	if (d->fib)
+		fibpush_aggregate(d->fib, agg, routes, count);
+}
+
+static void aggregate_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source)
+{
+	struct nbrpd *d = arg;
+	if (d->aggs)
+		aggregates_offered(d->aggs, agg, version, source);
+}
+
+static void aggregate_stored(void *arg, const struct name *agg, uint32_t version, uint32_t members)
+{
+	struct nbrpd *d = arg;
+	rde_aggregate_stored(d->rde, agg, version, members);
+}
+
+static unsigned aggregate_routes(void *arg, const struct name *agg, struct route *out)
+{
+	struct nbrpd *d = arg;
+	return rde_aggregate_fib_routes(d->rde, agg, out);
+}
+
 static void fib_flush(void *arg)
 {
 	struct nbrpd *d = arg;
@@ -224,26 +257,47 @@ static void sync_one(const struct rib_entry *e, void *arg)
 	struct name n;
 	struct route routes[ROUTESET_MAX_ROUTES];
 	unsigned count = rde_fib_routes(e, routes);
-	if (count == 0)
-		return;
 	rde_entry_name(e, &n);
-	fibpush_name(f, &n, routes, count);
+	if (rde_entry_is_aggregate(e))
+		fibpush_aggregate(f, &n, routes, count);        /* with no routes too: members follow */
+	else if (count)
+		fibpush_name(f, &n, routes, count);
 }
 
-/* The FIB channel's full sync, a slice at a time over the RDE's table. */
+struct fib_sync {
+	struct aggregates_sync *aggs;   /* first the aggregates' members, */
+	struct rde_walk *walk;          /* then the RDE's table */
+	bool aggs_done;
+};
+
+/* The FIB channel's full sync, a slice at a time. */
 static bool fib_table(void *arg, struct fibpush *f, void **state, unsigned budget)
 {
 	struct nbrpd *d = arg;
-	struct rde_walk *w = *state;
-	if (budget == 0) {
-		rde_walk_end(w);
-		return true;
+	struct fib_sync *s = *state;
+	if (budget == 0 || (!s && !(s = *state = calloc(1, sizeof(*s))))) {
+		if (s) {
+			aggregates_sync_end(s->aggs);
+			rde_walk_end(s->walk);
+			free(s);
+		}
+		*state = NULL;
+		return budget == 0;     /* out of memory: tried again next turn */
 	}
-	if (!w && !(w = *state = rde_walk_begin(d->rde)))
-		return false;           /* out of memory: tried again next turn */
-	if (!rde_walk_step(d->rde, w, budget, sync_one, f))
+	if (!s->aggs_done) {
+		if (!s->aggs && !(s->aggs = aggregates_sync_begin(d->aggs)))
+			return false;
+		/* members are cheaper than names: many more a turn */
+		s->aggs_done = aggregates_sync_step(d->aggs, s->aggs, f, budget * 64);
 		return false;
-	rde_walk_end(w);
+	}
+	if (!s->walk && !(s->walk = rde_walk_begin(d->rde)))
+		return false;
+	if (!rde_walk_step(d->rde, s->walk, budget, sync_one, f))
+		return false;
+	aggregates_sync_end(s->aggs);
+	rde_walk_end(s->walk);
+	free(s);
 	*state = NULL;
 	return true;
 }
@@ -313,6 +367,7 @@ static void stop(void)
 	metrics_server_close(g.metrics);
 	g.metrics = NULL;
 	sessions_stop(d->sessions);
+	aggregates_stop(d->aggs);
 	rde_stop(d->rde);
 	health_stop(d->health);
 	d->health = NULL;
@@ -345,7 +400,9 @@ int main(int argc, char **argv)
 	g.foreground = opts.foreground;
 	g.debug = opts.debug;
 	char err[CONF_ERR_LEN];
-	struct nbrpd_config *cfg = nbrpd_config_load(conf_arg, err, sizeof(err));
+	/* absolute: the daemon runs from "/", reloads read it again, member files are relative to it */
+	char *abs_path = realpath(conf_arg, NULL);
+	struct nbrpd_config *cfg = nbrpd_config_load(abs_path ? abs_path : conf_arg, err, sizeof(err));
 	if (opts.check) {
 		if (cfg)
 			printf("nbrpd: %s: configuration valid (%u peers, %u content names)\n", conf_arg,
@@ -353,14 +410,14 @@ int main(int argc, char **argv)
 		else
 			fprintf(stderr, "nbrpd: %s\n", err);
 		nbrpd_config_free(cfg);
+		free(abs_path);
 		return cfg ? 0 : 1;
 	}
 	if (!cfg) {
 		fprintf(stderr, "nbrpd: %s\n", err);
+		free(abs_path);
 		return 1;
 	}
-	/* absolute: the daemon runs from "/" and reloads read it again */
-	char *abs_path = realpath(conf_arg, NULL);
 	if (!abs_path) {
 		fprintf(stderr, "nbrpd: %s: %s\n", conf_arg, strerror(errno));
 		nbrpd_config_free(cfg);
@@ -383,8 +440,10 @@ int main(int argc, char **argv)
 	const struct rde_ops ops = {
 		.send = session_send, .full = session_full, .notify = session_notify,
 		.fib_name = cfg->fib_channel ? fib_name : NULL, .fib_flush = cfg->fib_channel ? fib_flush : NULL,
+		.fib_aggregate = cfg->fib_channel ? fib_aggregate : NULL, .aggregate_offered = aggregate_offered,
 		.input_ready = input_ready, .arg = d,
 	};
+	const struct aggregates_ops agg_ops = { .stored = aggregate_stored, .routes = aggregate_routes, .arg = d };
 	d->nexthops = nexthop_table_new(d->loop);
 	d->rde = d->nexthops ? rde_new(d->loop, cfg, d->nexthops, &ops) : NULL;
 	d->sessions = d->rde ? sessions_new(d->loop, cfg, d->rde, d->nexthops, cfg->bird_socket != NULL, on_eor, d)
@@ -396,6 +455,9 @@ int main(int argc, char **argv)
 			daemon_fail("out of memory");
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		rde_content_changed(d->rde, &cfg->content[i]);
+	if (!(d->aggs = aggregates_new(d->loop, cfg, &agg_ops, err, sizeof(err))))
+		daemon_fail(err);
+	aggregates_configure(d->aggs, cfg);
 	uv_prepare_init(d->loop, &d->turn_timer);
 	d->turn_timer.data = d;
 	uv_prepare_start(&d->turn_timer, on_turn);
@@ -421,6 +483,7 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, d)))
 		daemon_fail("out of memory");
+	aggregates_set_fib(d->aggs, d->fib);
 	if (!(d->health = health_start(d->loop, cfg, d->rde)))
 		daemon_fail("out of memory");
 	uv_timer_init(d->loop, &d->sync_wait);
@@ -438,6 +501,7 @@ int main(int argc, char **argv)
 	if (uv_loop_close(d->loop) < 0)
 		log_err("uv_loop_close: handles still open");
 	fibpush_free(d->fib);
+	aggregates_free(d->aggs);
 	sessions_free(d->sessions);
 	rde_free(d->rde);
 	nexthop_table_free(d->nexthops);

@@ -10,6 +10,8 @@
  *      |                 reaches sessions and the FIB channel only through
  *      |                 the callbacks main.c gives it
  *      +--> fibpush.c    the FIB channel to inrpd
+ *      +--> aggregates.c stores, fetches and serving of aggregates ---> fibpush.c;
+ *      |                 hears from the RDE and tells it through callbacks
  *      +--> health.c     health checks of attached servers ---> rde.h
  *      +--> birdmon.c    BIRD ---> nexthop.c, whose change callback reaches the RDE
  *
@@ -24,6 +26,7 @@
 
 #include "config.h"
 
+struct aggregates;
 struct birdmon;
 struct fibpush;
 struct health;
@@ -39,6 +42,7 @@ struct nbrpd {
 	struct rde *rde;
 	struct sessions *sessions;
 	struct fibpush *fib;
+	struct aggregates *aggs;
 	struct health *health;          /* frees itself once stopped */
 	struct birdmon *bird;           /* NULL: no BIRD configured */
 	uv_timer_t sync_wait;

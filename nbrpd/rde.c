@@ -19,6 +19,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "aggstore.h"
 #include "decide.h"
 #include "log.h"
 #include "nexthop.h"
@@ -108,6 +109,66 @@ static void by_name_unlink(struct rde *r, struct rde_peer *p)
 			*pp = p->hnext;
 			return;
 		}
+}
+
+/* ---- aggregates: their entries' keys, their stored versions ---- */
+
+/* The table key of an aggregate's entry (rib.h); len at most NBRP_AGGREGATE_NAME_MAX. */
+static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t len)
+{
+	key[0] = AGG_KEY_MARK;
+	memcpy(key + 1, wire, len);
+	return len + 1;
+}
+
+static size_t agg_slot(const uint8_t *wire, size_t len, size_t n)
+{
+	return (size_t)XXH3_64bits(wire, len) & (n - 1);
+}
+
+static struct rde_agg *agg_find(const struct rde *r, const uint8_t *wire, size_t len)
+{
+	for (struct rde_agg *g = r->aggs[agg_slot(wire, len, r->naggs_buckets)]; g; g = g->hnext)
+		if (g->len == len && memcmp(g->wire, wire, len) == 0)
+			return g;
+	return NULL;
+}
+
+static struct rde_agg *agg_get(struct rde *r, const uint8_t *wire, size_t len)
+{
+	struct rde_agg *g = agg_find(r, wire, len);
+	if (g)
+		return g;
+	if (r->naggs >= r->naggs_buckets) {
+		size_t nb = r->naggs_buckets * 2;
+		struct rde_agg **b = calloc(nb, sizeof(*b));
+		if (!b)
+			return NULL;
+		for (size_t i = 0; i < r->naggs_buckets; i++)
+			for (struct rde_agg *q = r->aggs[i], *n; q; q = n) {
+				n = q->hnext;
+				size_t k = agg_slot(q->wire, q->len, nb);
+				q->hnext = b[k];
+				b[k] = q;
+			}
+		free(r->aggs);
+		r->aggs = b;
+		r->naggs_buckets = nb;
+	}
+	if (!(g = calloc(1, sizeof(*g))))
+		return NULL;
+	g->len = (uint8_t)len;
+	memcpy(g->wire, wire, len);
+	size_t k = agg_slot(wire, len, r->naggs_buckets);
+	g->hnext = r->aggs[k];
+	r->aggs[k] = g;
+	r->naggs++;
+	return g;
+}
+
+struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e)
+{
+	return entry_is_aggregate(e) ? agg_find(r, e->wire + 1, e->len - 1u) : NULL;
 }
 
 /* ---- the decision applied to an entry ---- */
@@ -506,7 +567,27 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 	k.next_hop.port = (uint16_t)rt->next_hop_port;
 	k.npath = (uint8_t)rt->n_path;
 	k.path_bytes = (uint16_t)bytes;
+	if (rt->aggregate.len) {
+		k.agg_version = (uint32_t)rt->aggregate_version;
+		nbrp_aggregate_source_parse(rt->aggregate_source, &k.agg_source);   /* checked */
+	}
 	return attrs_get(r, &k, path);
+}
+
+/* Names an aggregate's members count for max-names: the members of the aggregates it offers. */
+static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_peer *p)
+{
+	uint64_t n = 0;
+	uint8_t key[NAME_MAX_WIRE];
+	for (size_t i = 0; i < r->naggs_buckets; i++)
+		for (const struct rde_agg *g = r->aggs[i]; g; g = g->hnext) {
+			size_t len = agg_key(key, g->wire, g->len);
+			const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
+			for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
+				if (rt->a->k.peer == p)
+					n += g->members;
+		}
+	return n;
 }
 
 static bool import_allows(const struct rde_peer *p, const ProtobufCBinaryData *b)
@@ -539,6 +620,16 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		p->withdrawn_in++;
 		withdraw_name(r, p, b->data, b->len);
 	}
+	uint8_t key[NAME_MAX_WIRE];
+	for (size_t i = 0; i < u->n_withdrawn_aggregates; i++) {
+		const ProtobufCBinaryData *b = &u->withdrawn_aggregates[i];
+		if (!nbrp_name_valid(b) || b->len > NBRP_AGGREGATE_NAME_MAX) {
+			notify(r, p, NBRP_ERR_UPDATE, 1, "a withdrawn aggregate is not a canonical wire name");
+			return;
+		}
+		p->withdrawn_in++;
+		withdraw_name(r, p, key, agg_key(key, b->data, b->len));
+	}
 	bool import_all = nbrpd_policy_open(&p->import);
 	bool import_none = p->import.nrules == 0 && p->import.default_deny;
 	for (size_t i = 0; i < u->n_routes; i++) {
@@ -553,6 +644,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt) : NULL;
 		uint64_t seq = a ? r->seq++ : 0;
+		bool over = false;
 		for (size_t k = 0; k < rt->n_names; k++) {
 			const ProtobufCBinaryData *b = &rt->names[k];
 			if (!nbrp_name_valid(b)) {
@@ -560,15 +652,26 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				notify(r, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
 				return;
 			}
+			/* an aggregate's route names the aggregate alone (nbrp_check_route) */
+			bool agg = rt->aggregate.len > 0;
+			const uint8_t *wire = agg ? key : b->data;
+			size_t len = agg ? agg_key(key, b->data, b->len) : b->len;
 			if (!a || import_none || (!import_all && !import_allows(p, b))) {
-				withdraw_name(r, p, b->data, b->len);
+				withdraw_name(r, p, wire, len);
 				continue;
 			}
-			struct rib_entry *e = rib_get(&r->rib, b->data, b->len, rib_hash(b->data, b->len));
+			struct rib_entry *e = rib_get(&r->rib, wire, len, rib_hash(wire, len));
 			if (!e)
 				continue;
 			struct rib_route *old = route_remove(r, e, p);
-			if (!old && p->max_names && p->names >= p->max_names) {
+			if (!old && p->max_names && agg) {
+				/* an aggregate counts its members, as stored here */
+				const struct rde_agg *g = agg_find(r, b->data, b->len);
+				if (p->names + peer_aggregate_members(r, p) + (g ? g->members : 0) >= p->max_names)
+					over = true;
+			}
+			if (!old && p->max_names && (over || p->names >= p->max_names)) {
+				over = false;
 				if (p->max_action == MAX_NAMES_SHUT) {
 					decide(r, e);
 					attrs_put(r, a);
@@ -634,7 +737,10 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	for (unsigned s = 0; s < c->nservers; s++)
 		if (!c->server_nh[s])
 			c->server_nh[s] = nexthop_get(r->nexthops, c->servers[s].family, c->servers[s].addr);
-	struct rib_entry *e = rib_get(&r->rib, c->name.wire, c->name.len, rib_hash(c->name.wire, c->name.len));
+	uint8_t key[NAME_MAX_WIRE];
+	const uint8_t *wire = c->aggregate ? key : c->name.wire;
+	size_t len = c->aggregate ? agg_key(key, c->name.wire, c->name.len) : c->name.len;
+	struct rib_entry *e = rib_get(&r->rib, wire, len, rib_hash(wire, len));
 	if (!e) {
 		log_err("out of memory for content routes");
 		return;
@@ -675,9 +781,11 @@ void rde_reload_content(struct rde *r, struct nbrpd_config *old_cfg, struct nbrp
 		const struct nbrpd_content *c = &old_cfg->content[i];
 		bool kept = false;
 		for (unsigned k = 0; k < new_cfg->ncontent && !kept; k++)
-			kept = name_equal(&new_cfg->content[k].name, &c->name);
-		struct rib_entry *e = kept ? NULL : rib_lookup(&r->rib, c->name.wire, c->name.len,
-								rib_hash(c->name.wire, c->name.len));
+			kept = new_cfg->content[k].aggregate == c->aggregate && name_equal(&new_cfg->content[k].name, &c->name);
+		uint8_t key[NAME_MAX_WIRE];
+		const uint8_t *wire = c->aggregate ? key : c->name.wire;
+		size_t len = c->aggregate ? agg_key(key, c->name.wire, c->name.len) : c->name.len;
+		struct rib_entry *e = kept ? NULL : rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
 		struct rib_route *rt = e ? route_remove(r, e, NULL) : NULL;
 		if (rt) {
 			route_free(r, rt);
@@ -966,6 +1074,10 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 {
 	const struct rib_route *best = best_route(e);
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
+	/* an aggregate is passed on once a version is stored here, to be fetched from us */
+	struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(r, e) : NULL;
+	if (entry_is_aggregate(e) && (!g || !g->held || !r->cfg->has_transfer))
+		a = NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
 	uint64_t sig = a ? a->sig : 0, old_sig = e->adv ? e->adv->sig : 0;
 	uint32_t diff = load > e->adv_load ? load - e->adv_load : e->adv_load - load;
@@ -975,6 +1087,10 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 		load_news = false;
 	}
 	bool changed = sig != old_sig || load_news;
+	if (a && g && g->adv_version != g->version) {
+		changed = true;         /* a new version stored: the same route offers it */
+		g->adv_version = g->version;
+	}
 	if (a != e->adv) {
 		/* the same route under other attributes (a new session, a preference) is not news */
 		if (a)
@@ -1040,6 +1156,32 @@ static void mark_excluded(struct rde *r, struct rib_attrs *a)
 	unsigned n = a->k.npath ? attrs_path_peers(r, a, &in_path) : 0;
 	for (unsigned i = 0; i < n; i++)
 		in_path[i]->flush_mark = r->flush_no;
+}
+
+/* An aggregate's routes changed: inrpd hears of them, and the store of a newer version. */
+static void aggregate_flushed(struct rde *r, struct rib_entry *e)
+{
+	struct name n;
+	rde_entry_name(e, &n);
+	if (r->ops.fib_aggregate) {
+		struct route routes[ROUTESET_MAX_ROUTES];
+		r->ops.fib_aggregate(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+	}
+	/* the newest version a usable route offers; among those, the best ranked route's source */
+	const struct rib_route *from = NULL;
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next) {
+		if (!rt->a->k.peer || !route_usable(rt))
+			continue;
+		if (!from || serial_gt(rt->a->k.agg_version, from->a->k.agg_version) ||
+		    (rt->a->k.agg_version == from->a->k.agg_version && rt->rank &&
+		     (!from->rank || rt->rank < from->rank)))
+			from = rt;
+	}
+	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
+		if (!rt->a->k.peer)
+			from = NULL;    /* defined here: never fetched */
+	if (from && r->ops.aggregate_offered)
+		r->ops.aggregate_offered(r->ops.arg, &n, from->a->k.agg_version, &from->a->k.agg_source);
 }
 
 static void flush(struct rde *r)
@@ -1111,7 +1253,9 @@ static void flush(struct rde *r)
 	}
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
-		if (r->ops.fib_name) {
+		if (entry_is_aggregate(e))
+			aggregate_flushed(r, e);
+		else if (r->ops.fib_name) {
 			struct name n;
 			struct route routes[ROUTESET_MAX_ROUTES];
 			rde_entry_name(e, &n);
@@ -1224,8 +1368,51 @@ void rde_walk_end(struct rde_walk *w)
 
 void rde_entry_name(const struct rib_entry *e, struct name *out)
 {
-	out->len = e->len;
-	memcpy(out->wire, e->wire, e->len);
+	size_t skip = entry_is_aggregate(e);
+	out->len = (uint8_t)(e->len - skip);
+	memcpy(out->wire, e->wire + skip, out->len);
+}
+
+bool rde_entry_is_aggregate(const struct rib_entry *e)
+{
+	return entry_is_aggregate(e);
+}
+
+const struct rib_entry *rde_find_aggregate(const struct rde *r, const struct name *agg)
+{
+	uint8_t key[NAME_MAX_WIRE];
+	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
+		return NULL;
+	size_t len = agg_key(key, agg->wire, agg->len);
+	const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
+	return e && e->routes ? e : NULL;
+}
+
+unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out)
+{
+	const struct rib_entry *e = rde_find_aggregate(r, agg);
+	return e ? rde_fib_routes(e, out) : 0;
+}
+
+void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, uint32_t members)
+{
+	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
+		return;
+	struct rde_agg *g = agg_get(r, agg->wire, agg->len);
+	if (!g) {
+		log_err("out of memory for aggregates: the version stored is not passed on");
+		return;
+	}
+	g->held = true;
+	g->version = version;
+	g->members = members;
+	uint8_t key[NAME_MAX_WIRE];
+	size_t len = agg_key(key, agg->wire, agg->len);
+	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
+	if (e) {
+		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
+		schedule(r);
+	}
 }
 
 unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
@@ -1272,6 +1459,8 @@ static void view_of(const struct rib_route *rt, struct rde_route_view *v)
 	v->stale = route_stale(rt);
 	v->usable = route_usable(rt);
 	v->nh = a->nh;
+	v->agg_version = a->k.agg_version;
+	v->agg_source = a->k.peer && a->k.agg_source.family ? &a->k.agg_source : NULL;
 }
 
 unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max)
@@ -1316,9 +1505,12 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
 	r->nby_name = 16;
 	r->by_name = calloc(r->nby_name, sizeof(*r->by_name));
-	if (!r->attrs || !r->by_name || rib_init(&r->rib) < 0) {
+	r->naggs_buckets = 16;
+	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
+	if (!r->attrs || !r->by_name || !r->aggs || rib_init(&r->rib) < 0) {
 		free(r->attrs);
 		free(r->by_name);
+		free(r->aggs);
 		free(r);
 		return NULL;
 	}
@@ -1370,6 +1562,12 @@ void rde_free(struct rde *r)
 		free(r->peers[i]);
 	}
 	rib_destroy(&r->rib);
+	for (size_t i = 0; i < r->naggs_buckets; i++)
+		for (struct rde_agg *g = r->aggs[i], *n; g; g = n) {
+			n = g->hnext;
+			free(g);
+		}
+	free(r->aggs);
 	free(r->peers);
 	free(r->by_name);
 	free(r->dirty.v);

@@ -45,7 +45,14 @@ struct rde_ops {
 	void (*notify)(void *arg, void *owner, uint8_t code, uint8_t subcode, const char *text);
 	/* A name's ranked routes for inrpd (count 0: withdrawn), then a flush; NULL: no FIB channel. */
 	void (*fib_name)(void *arg, const struct name *n, const struct route *routes, unsigned count);
+	/* The same for an aggregate: every member follows these routes. */
+	void (*fib_aggregate)(void *arg, const struct name *agg, const struct route *routes, unsigned count);
 	void (*fib_flush)(void *arg);
+	/* A learned aggregate's routes offer this version, from this source (the newest
+	 * version any usable route offers, from the best of those routes): fetch it if
+	 * it is newer than the one stored (rde_aggregate_stored). */
+	void (*aggregate_offered)(void *arg, const struct name *agg, uint32_t version,
+				  const struct ip_endpoint *source);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
 	void (*input_ready)(void *arg);
 	void *arg;
@@ -103,13 +110,24 @@ void rde_reload_content(struct rde *r, struct nbrpd_config *old_cfg, struct nbrp
 /* Reload: the decision knobs changed, every name is decided again (a job). */
 void rde_redecide_all(struct rde *r);
 
+/* ---- aggregates (docs/NBRP.md, "Aggregates") ---- */
+
+/* A version of the aggregate is stored here, its members in inrpd's FIB: peers are told it. */
+void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, uint32_t members);
+/* An aggregate's FIB routes (ranked); returns how many (0: none). */
+unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
+
 /* ---- reading it: `show`, the FIB channel's full sync ---- */
 
 uint64_t rde_names(const struct rde *r);        /* names with at least one route */
 const struct rib_entry *rde_find(const struct rde *r, const struct name *n);
 typedef void (*rde_walk_fn)(const struct rib_entry *e, void *arg);
 void rde_walk(const struct rde *r, rde_walk_fn fn, void *arg);
+/* The entry's name: a name's, or for an aggregate's entry the aggregate's. */
 void rde_entry_name(const struct rib_entry *e, struct name *out);
+bool rde_entry_is_aggregate(const struct rib_entry *e);
+/* An aggregate's entry, or NULL when no route is known for it. */
+const struct rib_entry *rde_find_aggregate(const struct rde *r, const struct name *agg);
 /* A walk over loop turns: each step calls fn on at most about `budget` names with routes;
  * rde_walk_step returns true when the walk is done.  The table may change between steps:
  * every name present throughout is seen once. */
@@ -131,6 +149,8 @@ struct rde_route_view {
 	uint32_t load_ms, local_pref;
 	bool stale, usable;
 	const struct nexthop *nh;       /* IP routing's view of the next hop; NULL for local */
+	uint32_t agg_version;           /* an aggregate's route from a peer: what it offers, */
+	const struct ip_endpoint *agg_source;   /* and from where (NULL otherwise) */
 };
 /* The ranked routes in rank order, then the others; at most max; returns how many. */
 unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max);

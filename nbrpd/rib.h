@@ -80,6 +80,8 @@ struct rib_attrs_key {
 	bool server;                            /* from a content server's own session */
 	uint8_t npath;
 	uint16_t path_bytes;
+	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
+	struct ip_endpoint agg_source;          /* ... and where the sender serves it */
 };
 
 /* Interned attributes, shared by every route that says the same; immutable but for the indexes. */
@@ -145,6 +147,18 @@ struct rib_entry {
 	uint8_t wire[];
 };
 
+/*
+ * An aggregate's entry shares the table with the names: its key is the
+ * aggregate's wire name after this byte, which no name starts with (a
+ * label is at most 63 bytes), so an aggregate and a name may have the
+ * same name.  Hence an aggregate's name is at most 254 bytes.
+ */
+#define AGG_KEY_MARK            0xff
+static inline bool entry_is_aggregate(const struct rib_entry *e)
+{
+	return e->len > 1 && e->wire[0] == AGG_KEY_MARK;
+}
+
 static inline bool route_stale(const struct rib_route *rt)
 {
 	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
@@ -206,6 +220,16 @@ bool entry_list_push(struct entry_list *l, struct rib_entry *e);
 
 struct rde_job;
 
+/* What the RDE knows of an aggregate's members: the version stored here (aggregate.c's). */
+struct rde_agg {
+	struct rde_agg *hnext;
+	uint32_t version, members;
+	uint32_t adv_version;                   /* the version peers were last told */
+	bool held;                              /* a version is stored */
+	uint8_t len;
+	uint8_t wire[NAME_MAX_WIRE];
+};
+
 struct rde {
 	uv_loop_t *loop;
 	const struct nbrpd_config *cfg;
@@ -227,6 +251,8 @@ struct rde {
 	uv_idle_t idle;                         /* keeps the loop from blocking while jobs can run */
 	struct rde_job *jobs;
 	unsigned njobs;
+	struct rde_agg **aggs;                  /* by name */
+	size_t naggs_buckets, naggs;
 	uint32_t flush_no;
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
@@ -239,6 +265,8 @@ void rde_maybe_release(struct rde *r, struct rib_entry *e);
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
 /* Takes over a malloc'd array of index slots and lets go of them over several turns. */
 void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
+/* An aggregate's entry's record of its stored version, or NULL. */
+struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
 
 /* ---- what peers are told (adjout.c) ---- */
 

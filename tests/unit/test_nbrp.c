@@ -127,7 +127,7 @@ static void build_all_kinds(struct all_kinds *a)
 	a->route_ptrs[0] = router_route(&a->routes[0]);
 	a->routes[0].r.aggregate = wire_of("agg.example", &a->keep[0]);
 	a->routes[0].r.aggregate_version = 3;
-	a->routes[0].r.aggregate_source = "cr9.example";
+	a->routes[0].r.aggregate_source = "192.0.2.9 5300";
 	a->routes[0].r.n_attestations = 1;
 	a->routes[0].r.attestations = a->att_ptrs;
 	a->route_ptrs[1] = server_route(&a->routes[1]);
@@ -203,12 +203,14 @@ static void check_fields(const Nbrp__Message *m)
 		assert_string_equal(r->path[0], "cr1.example");
 		assert_int_equal(r->load_ms, 12);
 		assert_int_equal(r->aggregate_version, 3);
-		assert_string_equal(r->aggregate_source, "cr9.example");
+		assert_string_equal(r->aggregate_source, "192.0.2.9 5300");
 		assert_int_equal(r->n_attestations, 1);
 		assert_string_equal(r->attestations[0]->for_peer, "cr3.example");
 		assert_int_equal(r->attestations[0]->expiry, 1700086400);
 		const char *why = NULL;
-		assert_int_equal(nbrp_check_route(r, false, &why), 0);
+		/* carried as it is, though an aggregate's route must name the aggregate alone */
+		assert_int_equal(nbrp_check_route(r, false, &why), -1);
+		assert_non_null(strstr(why, "names other than the aggregate"));
 		r = u->routes[1];
 		assert_int_equal(r->next_hop.len, 16);
 		assert_int_equal(r->n_path, 0);
@@ -582,10 +584,41 @@ static void route_checks(void **state)
 	b.path[2] = "hop.example";
 	assert_int_equal(nbrp_check_route(r, false, &why), 0);
 
-	/* aggregate: empty or a canonical wire name */
+	/* aggregate: empty, or a canonical wire name of 2..254 bytes that is the route's one
+	 * name, a version of 32 bits and a source "ADDRESS PORT" */
 	struct name agg;
+	ProtobufCBinaryData saved_names = r->names[0];
+	size_t saved_n = r->n_names;
 	r->aggregate = wire_of("agg.example", &agg);
+	expect_route_error(r, false, "names other than the aggregate");
+	r->names[0] = r->aggregate;
+	r->n_names = 1;
+	expect_route_error(r, false, "aggregate source");
+	static const char *good_sources[] = { "192.0.2.1 5300", "2001:db8::1 1", "127.0.0.1 65535" };
+	for (size_t i = 0; i < sizeof(good_sources) / sizeof(good_sources[0]); i++) {
+		r->aggregate_source = (char *)good_sources[i];
+		assert_int_equal(nbrp_check_route(r, false, &why), 0);
+	}
+	static const char *bad_sources[] = { "", "192.0.2.1", "192.0.2.1 0", "192.0.2.1 65536", "192.0.2.1  53",
+					     "192.0.2.1 053", "192.0.2.1 53 ", "host 53", "192.0.2.1 +53",
+					     "[2001:db8::1] 53" };
+	for (size_t i = 0; i < sizeof(bad_sources) / sizeof(bad_sources[0]); i++) {
+		r->aggregate_source = (char *)bad_sources[i];
+		expect_route_error(r, false, "aggregate source");
+	}
+	r->aggregate_source = (char *)good_sources[0];
+	r->aggregate_version = 0xffffffffull;
 	assert_int_equal(nbrp_check_route(r, false, &why), 0);
+	r->aggregate_version = 0x100000000ull;
+	expect_route_error(r, false, "aggregate version");
+	r->aggregate_version = 7;
+	struct ip_endpoint src;
+	assert_int_equal(nbrp_aggregate_source_parse("2001:db8::1 1", &src), 0);
+	char text[NBRP_SOURCE_TEXT_MAX];
+	assert_string_equal(nbrp_aggregate_source_format(&src, text, sizeof(text)), "2001:db8::1 1");
+	r->names[0] = saved_names;
+	r->n_names = saved_n;
+	r->aggregate_source = NULL;
 	uint8_t agg_upper[] = { 3, 'A', 'g', 'g', 0 };
 	r->aggregate.data = agg_upper;
 	r->aggregate.len = sizeof(agg_upper);
@@ -594,6 +627,10 @@ static void route_checks(void **state)
 	r->aggregate.data = agg_broken;
 	r->aggregate.len = sizeof(agg_broken);
 	expect_route_error(r, false, "aggregate");
+	uint8_t agg_root[] = { 0 };
+	r->aggregate.data = agg_root;
+	r->aggregate.len = sizeof(agg_root);
+	expect_route_error(r, false, "aggregate name the root");
 	r->aggregate.len = 0;
 
 	/* a content server's own route */

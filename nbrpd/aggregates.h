@@ -1,0 +1,96 @@
+/*
+ * Aggregates in nbrpd (docs/AGGREGATES.md, docs/NBRP.md "Aggregates"):
+ * one store per aggregate in state-dir, the definitions this router
+ * originates, fetching the versions peers offer, serving transfers, and
+ * the members in inrpd's FIB.
+ *
+ * The RDE keeps an aggregate's routes like a name's; it tells this module
+ * which version the routes offer (aggregates_offered), and hears back
+ * through ops.stored when a version is stored and its members are in the
+ * FIB, from which moment it advertises that version.  A router keeps
+ * routing with the version it has while a newer one is fetched, and a
+ * version offered while a fetch runs is fetched next (only the newest).
+ */
+#ifndef NBRPD_AGGREGATES_H
+#define NBRPD_AGGREGATES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "addr.h"
+#include "config.h"
+#include "name.h"
+#include "route.h"
+#include "xfrcli.h"
+
+struct fibpush;
+struct aggregates;
+
+struct aggregates_ops {
+	/* A version is stored, its members pushed to inrpd: peers may be told it. */
+	void (*stored)(void *arg, const struct name *agg, uint32_t version, uint32_t members);
+	/* The aggregate's ranked FIB routes (0: none), for the Updates carrying its members. */
+	unsigned (*routes)(void *arg, const struct name *agg, struct route *out);
+	void *arg;
+};
+
+/* Starts the transfer server if transfer-listen is set.  NULL with err set on failure. */
+struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cfg,
+				  const struct aggregates_ops *ops, char *err, size_t err_len);
+/* The FIB channel, once open (NULL: none). */
+void aggregates_set_fib(struct aggregates *a, struct fibpush *fib);
+/*
+ * The configuration in force (start, reload): the aggregates defined here
+ * are read again (a changed definition becomes one new version), and the
+ * transfer server follows transfer-listen and allow-transfer.  Returns the
+ * number of definitions that could not be read (logged; they keep the
+ * version they had).
+ */
+unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *cfg);
+/* The RDE: an aggregate's routes offer this version from this source. */
+void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t version,
+			const struct ip_endpoint *source);
+void aggregates_stop(struct aggregates *a);
+void aggregates_free(struct aggregates *a);
+
+/* The FIB channel's full sync: every aggregate's members, a slice at a time. */
+struct aggregates_sync;
+struct aggregates_sync *aggregates_sync_begin(struct aggregates *a);
+/* Up to about budget members more; true when every aggregate was sent. */
+bool aggregates_sync_step(struct aggregates *a, struct aggregates_sync *s, struct fibpush *fib, unsigned budget);
+void aggregates_sync_end(struct aggregates_sync *s);
+
+/* What `show aggregates` prints. */
+struct aggregate_view {
+	struct name name;
+	bool local;                     /* defined here */
+	bool has_version;
+	uint32_t version, members;
+	uint64_t snapshot_bytes, journal_bytes;
+	uint32_t journal_versions;
+	bool offered;                   /* learned: what the routes offer */
+	uint32_t offered_version;
+	struct ip_endpoint offered_source;
+	bool fetching;
+	uint64_t fetches, failures;
+	bool has_last;                  /* the last fetch */
+	struct xfrcli_result last;
+	uint64_t last_unix;
+	const char *error;              /* the store's last error, "" if none */
+};
+typedef void (*aggregates_walk_fn)(const struct aggregate_view *v, void *arg);
+/* In name order. */
+void aggregates_walk(struct aggregates *a, aggregates_walk_fn fn, void *arg);
+bool aggregates_view(struct aggregates *a, const struct name *agg, struct aggregate_view *out);
+
+struct aggregates_stats {
+	uint64_t aggregates, members;
+	uint64_t fetches, fetch_failures, fetch_bytes;
+	bool serving;
+	uint16_t transfer_port;
+	uint64_t served_axfr, served_ixfr, served_bytes, refused;
+};
+void aggregates_stats(struct aggregates *a, struct aggregates_stats *out);
+
+#endif
