@@ -79,14 +79,14 @@ def served(tmp_path):
     stop_all(started)
 
 
-def records(output):
-    """(type, data) of each answer line of dig/kdig output, in order."""
+def records(output, agg=AGG):
+    """(type, data) of each answer line of dig/kdig output, in order: a PTR's name, an SOA's serial."""
     out = []
     for line in output.splitlines():
         if not line or line.startswith(";"):
             continue
         f = line.split()
-        if len(f) >= 5 and f[0].rstrip(".") == AGG and f[2] == "IN":
+        if len(f) >= 5 and f[0].rstrip(".") == agg and f[2] == "IN":
             out.append((f[3], f[4] if f[3] == "PTR" else int(f[6])))
     return out
 

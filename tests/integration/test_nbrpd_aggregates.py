@@ -7,15 +7,17 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
+import time
 
 import dns.message
 import dns.query
+import dns.rcode
 import dns.rdatatype
 import pytest
 
 from conftest import free_port, wait_for
+from test_aggregate_xfr import records
 from test_nbrpd import SERVER_FAR, answer, net  # noqa: F401  (net: the fixture)
 
 AGG = "hosted.agg"
@@ -97,3 +99,149 @@ def test_an_aggregate_crosses_three_routers_and_a_reload_sends_only_the_diff(net
     # the route names the aggregate, with the version each hop stores
     route = rs["r1"].nbrpd.json("show", "aggregate", AGG)
     assert route["members"] == 50000 and route["origin"] == "learned"
+
+
+def transfer(tool, *args):
+    """(type, data) records of a dig or kdig transfer: a PTR's name, an SOA's serial."""
+    r = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+    return records(r.stdout, AGG), r
+
+
+def test_the_router_serves_its_aggregates_to_kdig_and_dig_and_refuses_others(net, tmp_path):
+    members = [f"s{i}.example" for i in range(2000)]
+    defs = tmp_path / "hosted.names"
+    write_members(defs, members)
+    extra, xfr = routers_with_state(tmp_path, ["r1"])
+    allowed = "127.9.0.0/16"
+    extra["r1"] += f"allow-transfer {allowed};\n"
+    rs = net(["r1"], [], content={"r1": aggregate_block(defs)}, extra=extra)
+    addr, port = xfr["r1"]
+    src = f"127.9.{random.randint(1, 250)}.{random.randint(2, 250)}"     # inside allow-transfer
+    v1 = version_of(rs["r1"])
+    rr, r = transfer("kdig", "-b", src, "-p", str(port), f"@{addr}", "AXFR", AGG)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rr[0] == rr[-1] == ("SOA", v1)
+    assert sorted(d for t, d in rr[1:-1]) == sorted(m + "." for m in members)
+
+    write_members(defs, members[10:] + ["fresh.example"])
+    assert rs["r1"].nbrpd.nbrc("reload").returncode == 0
+    v2 = version_of(rs["r1"])
+    assert v2 == (v1 + 1) % 2**32
+    rr, _ = transfer("dig", "-b", src, "-p", str(port), f"@{addr}", AGG, f"IXFR={v1}")
+    # the current SOA, the old SOA and what left, the new SOA and what came, the current SOA
+    assert rr == ([("SOA", v2), ("SOA", v1)] + [("PTR", m + ".") for m in members[:10]] +
+                  [("SOA", v2), ("PTR", "fresh.example."), ("SOA", v2)])
+    # from a version before the journal's history: the whole set, as AXFR
+    rr, _ = transfer("kdig", "-b", src, "-p", str(port), f"@{addr}", f"IXFR={(v1 - 5) % 2**32}", AGG)
+    assert rr[0] == rr[-1] == ("SOA", v2) and len(rr) == 1991 + 2
+    # outside allow-transfer (loopback is not in it here)
+    rr, r = transfer("kdig", "-b", "127.0.0.1", "-p", str(port), f"@{addr}", "AXFR", AGG)
+    assert rr == [] and "REFUSED" in r.stdout + r.stderr
+    resp = dns.query.tcp(dns.message.make_query(AGG, "AXFR"), addr, port=port, source="127.0.0.1", timeout=5)
+    assert resp.rcode() == dns.rcode.REFUSED
+    status = rs["r1"].nbrpd.json("show", "aggregate", AGG)
+    assert status["origin"] == "local" and status["members"] == 1991 and status["journal_versions"] == 1
+
+
+def test_a_restart_serves_the_stored_version_without_fetching_and_a_bad_definition_keeps_it(net, tmp_path):
+    members = [f"k{i}.example" for i in range(20000)]
+    defs = tmp_path / "hosted.names"
+    write_members(defs, members)
+    extra, _ = routers_with_state(tmp_path, ["r1", "r2"])
+    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    v1 = version_of(rs["r2"])
+    wait_for(lambda: version_of(rs["r1"]) == v1, 20, "r1 to store the aggregate")
+    r1 = rs["r1"].nbrpd
+    r1.kill()
+    mark = len(r1.log())
+    r1.restart()
+    wait_for(lambda: answer(rs["r1"], "k19999.example") == [SERVER_FAR], 10, "r1 to answer after the restart")
+    wait_for(lambda: version_of(rs["r1"]) == v1, 10, "the version stored before")
+    assert "from " not in "".join(ln for ln in r1.log()[mark:].splitlines() if "aggregate hosted.agg." in ln)
+    assert agg_view(rs["r1"])["fetches"] == 0
+
+    # a definition with a bad line is not used: the version stays, the reload says why
+    defs.write_text("ok.example\nnot a name\n")
+    r = rs["r2"].nbrpd.nbrc("reload")
+    assert r.returncode == 0 and "1 aggregate definitions not read" in r.stdout + r.stderr
+    assert f"{defs}:2:" in rs["r2"].nbrpd.log()
+    assert version_of(rs["r2"]) == v1 and agg_view(rs["r2"])["members"] == 20000
+
+
+def journal(tmp_path, router):
+    return tmp_path / f"state-{router}" / "hosted.agg.jnl"
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "truncated tail"])
+def test_a_damaged_journal_is_cut_and_the_lost_version_fetched_again(net, tmp_path, damage):
+    members = [f"j{i}.example" for i in range(5000)]
+    defs = tmp_path / "hosted.names"
+    write_members(defs, members)
+    extra, _ = routers_with_state(tmp_path, ["r1", "r2"])
+    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    v1 = version_of(rs["r2"])
+    wait_for(lambda: version_of(rs["r1"]) == v1, 20, "r1 to store the aggregate")
+    write_members(defs, members[100:] + [f"late{i}.example" for i in range(100)])
+    assert rs["r2"].nbrpd.nbrc("reload").returncode == 0
+    v2 = (v1 + 1) % 2**32
+    wait_for(lambda: version_of(rs["r1"]) == v2, 20, "r1 to store the second version")
+    r1 = rs["r1"].nbrpd
+    r1.stop()
+    j = journal(tmp_path, "r1")
+    data = bytearray(j.read_bytes())
+    assert data, "the second version is in r1's journal"
+    if damage == "flipped byte":
+        data[len(data) - 10] ^= 0x40
+    else:
+        del data[len(data) - 7:]
+    j.write_bytes(bytes(data))
+    mark = len(r1.log())
+    r1.restart()
+    wait_for(lambda: version_of(rs["r1"]) == v2, 20, "r1 to fetch the lost version again")
+    log = r1.log()[mark:]
+    assert "cut" in log and "hosted.agg" in log, log
+    assert [k for k, _ in transfers_in(log)] == ["IXFR"]
+    wait_for(lambda: answer(rs["r1"], "late99.example") == [SERVER_FAR], 10, "the refetched members")
+
+
+def transfers_in(log):
+    return [(m.group(1), int(m.group(2))) for m in
+            re.finditer(r"aggregate hosted\.agg\. from \S+: (.*?), version .*?, (\d+) bytes in", log)]
+
+
+def axfr_members(xfr):
+    addr, port = xfr
+    rr, r = transfer("kdig", "-p", str(port), f"@{addr}", "AXFR", AGG)
+    assert r.returncode == 0, r.stderr
+    return sorted(d for t, d in rr if t == "PTR")
+
+
+def test_kill_9_while_a_large_diff_is_fetched_never_loses_a_version_or_refetches_whole(net, tmp_path):
+    current = [f"b{i}.example" for i in range(250000)]
+    defs = tmp_path / "hosted.names"
+    write_members(defs, current)
+    extra, xfr = routers_with_state(tmp_path, ["r1", "r2"])
+    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    r1 = rs["r1"].nbrpd
+    version = version_of(rs["r2"])
+    wait_for(lambda: version_of(rs["r1"]) == version, 60, "r1 to store the aggregate")
+    rng = random.Random(os.getpid())
+    for round_ in range(20):
+        # each version drops 100,000 members and adds 100,000: a diff of 200,000 names
+        current = current[100000:] + [f"r{round_}x{i}.example" for i in range(100000)]
+        write_members(defs, current)
+        held = version_of(rs["r1"])
+        assert rs["r2"].nbrpd.nbrc("reload").returncode == 0
+        version = version_of(rs["r2"])
+        # a random moment while r1 fetches and stores it (a few hundred ms): not a wait for anything
+        time.sleep(rng.uniform(0, 0.3))
+        r1.kill()
+        mark = len(r1.log())
+        r1.restart()
+        at_start = version_of(rs["r1"])
+        assert at_start in (held, version), f"round {round_}: r1 at {at_start}, had {held}, offered {version}"
+        wait_for(lambda: version_of(rs["r1"]) == version, 60, f"round {round_}: r1 to reach version {version}")
+        kinds = [k for k, _ in transfers_in(r1.log()[mark:])]
+        assert kinds in ([], ["IXFR"]), f"round {round_}: {kinds}"
+    assert agg_view(rs["r1"])["members"] == 250000
+    assert axfr_members(xfr["r1"]) == axfr_members(xfr["r2"])
