@@ -1394,6 +1394,40 @@ unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, s
 	return e ? rde_fib_routes(e, out) : 0;
 }
 
+/* A version with more members may put the peers offering it over max-names. */
+static void check_aggregate_limits(struct rde *r, struct rib_entry *e)
+{
+	struct rde_peer *shut[16];
+	unsigned nshut = 0;
+	for (struct rib_route **pp = &e->routes; *pp;) {
+		struct rib_route *rt = *pp;
+		struct rde_peer *p = rt->a->k.peer;
+		if (!p || !p->max_names || p->names + peer_aggregate_members(r, p) <= p->max_names) {
+			pp = &rt->next;
+			continue;
+		}
+		if (!p->max_warned)
+			log_warn("peer %s: over max-names (%llu) with the members of its aggregates%s", p->name,
+				 (unsigned long long)p->max_names,
+				 p->max_action == MAX_NAMES_REFUSE ? ": refusing the aggregate" : "");
+		p->max_warned = true;
+		if (p->max_action == MAX_NAMES_SHUT && nshut < sizeof(shut) / sizeof(shut[0]))
+			shut[nshut++] = p;
+		if (p->max_action != MAX_NAMES_REFUSE) {
+			pp = &rt->next;
+			continue;
+		}
+		*pp = rt->next;
+		if (!e->routes)
+			r->rib.names--;
+		route_free(r, rt);
+		p->names--;
+		decide(r, e);
+	}
+	for (unsigned i = 0; i < nshut; i++)
+		notify(r, shut[i], NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES, "more names than max-names allows");
+}
+
 void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, uint32_t members)
 {
 	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
@@ -1412,6 +1446,7 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	if (e) {
 		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
 		schedule(r);
+		check_aggregate_limits(r, e);
 	}
 }
 

@@ -246,3 +246,23 @@ def test_kill_9_while_a_large_diff_is_fetched_never_loses_a_version_or_refetches
         assert kinds in ([], ["IXFR"]), f"round {round_}: {kinds}"
     assert agg_view(rs["r1"])["members"] == 250000
     assert axfr_members(xfr["r1"]) == axfr_members(xfr["r2"])
+
+
+def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net, tmp_path):
+    defs = tmp_path / "hosted.names"
+    write_members(defs, [f"c{i}.example" for i in range(5000)])
+    extra, _ = routers_with_state(tmp_path, ["r1", "r2", "r3"])
+    rs = net(["r1", "r2", "r3"], [("r1", "r2"), ("r2", "r3")], content={"r2": aggregate_block(defs)}, extra=extra,
+             peer_extra={("r1", "r2"): "max-names 1000 refuse; ", ("r3", "r2"): f'import deny "{AGG}"; '})
+    v = version_of(rs["r2"])
+    # r1: the route came with no members known, the version fetched has 5,000: refused
+    wait_for(lambda: "over max-names (1000) with the members" in rs["r1"].nbrpd.log(), 20, "r1 to refuse")
+    wait_for(lambda: rs["r1"].nbrpd.peers()["r2"]["names"] == 0, 10, "the aggregate's route gone at r1")
+    assert version_of(rs["r1"]) == v                        # stored, not used
+    assert rs["r1"].nbrpd.peers()["r2"]["state"] == "Established"
+    assert answer(rs["r1"], "c1.example") == "REFUSED"
+    # r3: denied by name before anything is fetched
+    wait_for(lambda: rs["r3"].nbrpd.peers()["r2"]["state"] == "Established", 10, "r3's session")
+    wait_for(lambda: "hosted.agg." in rs["r2"].nbrpd.nbrc("show", "aggregates").stdout, 10, "r2's aggregate")
+    assert rs["r3"].nbrpd.json("show", "aggregates") == []
+    assert rs["r3"].nbrpd.peers()["r2"]["names"] == 0
