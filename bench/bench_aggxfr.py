@@ -97,6 +97,38 @@ def kdig_axfr(addr, port, out, pin, n):
     return secs, int(m.group(1))
 
 
+def nsd_config(work, names, addr, port):
+    """NSD serving the names as a zone of AGG, each its own RRset (NSD loads
+    a million-record RRset at the apex in quadratic time); the config's path."""
+    with open(os.path.join(work, "agg.zone"), "w") as z:
+        z.write(f"$ORIGIN {AGG}.\n$TTL 0\n@ SOA {AGG}. . 1 3600 600 604800 0\n@ NS ns.{AGG}.\nns A 127.0.0.1\n")
+        for n in names:
+            z.write(f"{n} PTR {n}.\n")
+    nsd_conf = os.path.join(work, "nsd.conf")
+    with open(nsd_conf, "w") as f:
+        f.write(f"""server:
+  ip-address: {addr}
+  port: {port}
+  server-count: 1
+  username: ""
+  chroot: ""
+  zonesdir: "{work}"
+  pidfile: "{work}/nsd.pid"
+  database: ""
+  xfrdfile: "{work}/xfrd.state"
+  zonelistfile: "{work}/zone.list"
+  logfile: "{work}/nsd.log"
+  verbosity: 0
+remote-control:
+  control-enable: no
+zone:
+  name: "{AGG}."
+  zonefile: "agg.zone"
+  provide-xfr: 127.0.0.0/8 NOKEY
+""")
+    return nsd_conf
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench aggxfr", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
@@ -123,36 +155,9 @@ def main():
                    stderr=subprocess.DEVNULL)
     print(f"bench aggxfr: {len(names)} names, stored in {time.monotonic() - t:.2f} s; files in {work}", flush=True)
 
-    # NSD: the same names in a zone, each its own RRset (NSD loads a
-    # million-record RRset at the apex in quadratic time)
-    with open(os.path.join(work, "agg.zone"), "w") as z:
-        z.write(f"$ORIGIN {AGG}.\n$TTL 0\n@ SOA {AGG}. . 1 3600 600 604800 0\n@ NS ns.{AGG}.\nns A 127.0.0.1\n")
-        for n in names:
-            z.write(f"{n} PTR {n}.\n")
     ours_addr, nsd_addr = "127.0.0.61", "127.0.0.62"
     ours_port, nsd_port = free_port(ours_addr), free_port(nsd_addr)
-    nsd_conf = os.path.join(work, "nsd.conf")
-    with open(nsd_conf, "w") as f:
-        f.write(f"""server:
-  ip-address: {nsd_addr}
-  port: {nsd_port}
-  server-count: 1
-  username: ""
-  chroot: ""
-  zonesdir: "{work}"
-  pidfile: "{work}/nsd.pid"
-  database: ""
-  xfrdfile: "{work}/xfrd.state"
-  zonelistfile: "{work}/zone.list"
-  logfile: "{work}/nsd.log"
-  verbosity: 0
-remote-control:
-  control-enable: no
-zone:
-  name: "{AGG}."
-  zonefile: "agg.zone"
-  provide-xfr: 127.0.0.0/8 NOKEY
-""")
+    nsd_conf = nsd_config(work, names, nsd_addr, nsd_port)
     procs = []
     try:
         log = open(os.path.join(work, "ours.log"), "w")
