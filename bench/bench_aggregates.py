@@ -198,6 +198,7 @@ def main():
     ap.add_argument("--chain", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-nsd", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the routers' files and logs")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -315,7 +316,10 @@ def main():
     finally:
         for r in routers:
             r.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"files and logs kept in {work}", flush=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result))
 
 
