@@ -24,17 +24,21 @@ def end_of_rib():
     return _len_field(END_OF_RIB, b"")
 
 
-def route(names, next_hop, port, path, load_ms=0):
+def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, source=""):
+    """A Route; with aggregate, that aggregate's (names should then be [aggregate])."""
     body = b"".join(_len_field(1, wire_name(n)) for n in names)
     body += _len_field(2, socket.inet_aton(next_hop)) + _int_field(3, port)
     body += b"".join(_len_field(4, p.encode()) for p in path)
     body += _int_field(5, load_ms)
+    if aggregate is not None:
+        body += _len_field(6, wire_name(aggregate)) + _int_field(7, version) + _len_field(8, source.encode())
     return body
 
 
-def update(routes=(), withdrawn=()):
+def update(routes=(), withdrawn=(), withdrawn_aggregates=()):
     body = b"".join(_len_field(1, wire_name(n)) for n in withdrawn)
     body += b"".join(_len_field(2, r) for r in routes)
+    body += b"".join(_len_field(3, wire_name(n)) for n in withdrawn_aggregates)
     return _len_field(UPDATE, body)
 
 
