@@ -244,6 +244,7 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 /* ---- aggregates ---- */
 
 struct agg_walk {
+	const struct nbrpd *d;
 	struct ctl_reply *r;
 	bool json, detail;
 	unsigned n;
@@ -260,6 +261,9 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	if (v->has_version)
 		snprintf(version, sizeof(version), "%u", v->version);
 	const char *learned = v->local ? "defined here" : v->offered ? "learned" : "not offered";
+	static struct rde_route_view views[1024];
+	const struct rib_entry *e = rde_find_aggregate(w->d->rde, &v->name);
+	unsigned nroutes = e ? rde_entry_routes(e, views, 1024) : 0;
 	struct strbuf b = { 0 };
 	if (w->json) {
 		strbuf_addf(&b, "%s{\"name\": \"", w->n++ ? "," : "");
@@ -292,14 +296,15 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		} else {
 			strbuf_addf(&b, "null");
 		}
-		strbuf_addf(&b, ", \"error\": \"");
+		strbuf_addf(&b, ", \"routes\": %u, \"error\": \"", nroutes);
 		strbuf_add_json(&b, v->error);
 		strbuf_addf(&b, "\"}");
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 		strbuf_free(&b);
 		return;
 	}
-	ctl_reply_line(r, CTL_DATA, "%-32s version %-10s %9u members, %s", name, version, v->members, learned);
+	ctl_reply_line(r, CTL_DATA, "%-32s version %-10s %9u members, %s, %u routes", name, version, v->members,
+		       learned, nroutes);
 	if (v->offered)
 		ctl_reply_line(r, CTL_DATA, "  offered: version %u by %s%s", v->offered_version, src,
 			       v->fetching ? ", fetching" : "");
@@ -329,7 +334,7 @@ static void show_aggregates(void *ctx, char **args, unsigned nargs, bool json, s
 	struct nbrpd *d = ctx;
 	(void)args;
 	(void)nargs;
-	struct agg_walk w = { .r = r, .json = json };
+	struct agg_walk w = { .d = d, .r = r, .json = json };
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
 	aggregates_walk(d->aggs, describe_aggregate, &w);
@@ -351,7 +356,7 @@ static void show_aggregate(void *ctx, char **args, unsigned nargs, bool json, st
 		ctl_reply_end(r, CTL_ERR_FAILED, "no aggregate %s", args[0]);
 		return;
 	}
-	struct agg_walk w = { .r = r, .json = json, .detail = true };
+	struct agg_walk w = { .d = d, .r = r, .json = json, .detail = true };
 	describe_aggregate(&v, &w);
 	const struct rib_entry *e = rde_find_aggregate(d->rde, &n);
 	if (json)

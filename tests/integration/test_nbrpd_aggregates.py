@@ -17,8 +17,9 @@ import dns.rdatatype
 import pytest
 
 from conftest import SANITIZED, free_port, wait_for
-from test_aggregate_xfr import records
-from test_nbrpd import SERVER_FAR, answer, net  # noqa: F401  (net: the fixture)
+import nbrp_client as nc
+from test_aggregate_xfr import records, served  # noqa: F401  (served: a fixture)
+from test_nbrpd import SERVER_FAR, answer, establish, lone, net  # noqa: F401  (lone, net: fixtures)
 
 AGG = "hosted.agg"
 
@@ -266,3 +267,49 @@ def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net
     wait_for(lambda: "hosted.agg." in rs["r2"].nbrpd.nbrc("show", "aggregates").stdout, 10, "r2's aggregate")
     assert rs["r3"].nbrpd.json("show", "aggregates") == []
     assert rs["r3"].nbrpd.peers()["r2"]["names"] == 0
+
+
+# ---- a hand-written peer offering the aggregate, served by the library's server (aggtool) ----
+
+def test_a_peer_offers_withdraws_and_garbles_an_aggregate_and_the_session_stays(lone, served, tmp_path):
+    from test_aggregate_xfr import AGG as XAGG
+    start, _, _ = served                                 # versions 1..3 of agg.example, 1000 members
+    server = start()
+    n = lone(extra=f'state-dir "{tmp_path}/state";\n')
+    p = establish(n)
+    p.send(nc.end_of_rib())
+    source = f"{server.addr} {server.port}"
+    agg = nc.route([XAGG], n.x_addr, 5353, ["x"], aggregate=XAGG, version=3, source=source)
+    name = nc.route([XAGG], n.x_addr, 5353, ["x"])        # a name route of the same name: another space
+    p.send(nc.update(routes=[agg, name]))
+
+    def view():
+        r = n.nbrc("--json", "show", "aggregate", XAGG)
+        return json.loads(r.stdout) if r.returncode == 0 else {}
+    wait_for(lambda: view().get("version") == 3, 10, "r1 to fetch version 3 from the source offered")
+    assert view()["members"] == 1000 and view()["routes"] == 1 and view()["offered_by"] == source
+    assert view()["last_transfer"]["kind"] == "AXFR"
+    assert n.route(XAGG)[0]["from"] == "x"                # the name's own route, beside it
+    assert n.peers()["x"]["names"] == 2
+
+    # a version the server does not have: the fetch fails, is counted, and tried again later
+    p.send(nc.update(routes=[nc.route([XAGG], n.x_addr, 5353, ["x"], aggregate=XAGG, version=9,
+                                                source=f"{server.addr} {free_port(server.addr)}")]))
+    wait_for(lambda: view()["fetch_failures"] >= 1, 20, "the failed fetch")
+    assert view()["version"] == 3                         # routing goes on with what it has
+
+    # a malformed aggregate route is a withdrawal of the aggregate, not of the session
+    bad = nc.route([XAGG, "other.example"], n.x_addr, 5353, ["x"], aggregate=XAGG, version=3, source=source)
+    p.send(nc.update(routes=[bad]))
+    wait_for(lambda: view()["routes"] == 0, 10, "the aggregate withdrawn")
+    peer = n.peers()["x"]
+    assert peer["state"] == "Established" and peer["bad_routes"] == 1 and peer["names"] == 1
+    assert "an aggregate's route names other than the aggregate" in n.log()
+
+    p.send(nc.update(routes=[agg]))
+    wait_for(lambda: view()["routes"] == 1, 10, "the aggregate back")
+    p.send(nc.update(withdrawn_aggregates=[XAGG]))
+    wait_for(lambda: view()["routes"] == 0, 10, "withdrawn_aggregates")
+    assert n.route(XAGG)[0]["from"] == "x"                # the name route stays
+    assert n.peers()["x"]["names"] == 1
+    p.close()
