@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "aggregates.h"
 #include "birdmon.h"
 #include "fibpush.h"
 #include "metrics.h"
@@ -142,6 +143,27 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 strcmp(birdmon_state(d->bird), "up") == 0);
 	prom_one(p, "nbrpd_nexthops", PROM_GAUGE, "Addresses whose IP reachability is followed.",
 		 nexthop_count(d->nexthops));
+
+	/* aggregates: totals, not a series per aggregate (there may be thousands) */
+	struct aggregates_stats as = { 0 };
+	if (d->aggs)
+		aggregates_stats(d->aggs, &as);
+	prom_one(p, "nbrpd_aggregates", PROM_GAUGE, "Aggregates known here (defined or learned).",
+		 (double)as.aggregates);
+	prom_one(p, "nbrpd_aggregate_members", PROM_GAUGE, "Members of the aggregates' versions stored here.",
+		 (double)as.members);
+	prom_one(p, "nbrpd_aggregate_fetches_total", PROM_COUNTER, "Aggregate transfers fetched from peers.",
+		 (double)as.fetches);
+	prom_one(p, "nbrpd_aggregate_fetch_failures_total", PROM_COUNTER, "Aggregate fetches that failed.",
+		 (double)as.fetch_failures);
+	prom_one(p, "nbrpd_aggregate_fetched_bytes_total", PROM_COUNTER, "Bytes received in aggregate transfers.",
+		 (double)as.fetch_bytes);
+	prom_one(p, "nbrpd_aggregate_transfers_served_total", PROM_COUNTER, "AXFR and IXFR transfers served.",
+		 (double)(as.served_axfr + as.served_ixfr));
+	prom_one(p, "nbrpd_aggregate_transfer_bytes_total", PROM_COUNTER, "Bytes of aggregate transfers served.",
+		 (double)as.served_bytes);
+	prom_one(p, "nbrpd_aggregate_transfers_refused_total", PROM_COUNTER,
+		 "Transfers refused (allow-transfer, or too many at once).", (double)as.refused);
 
 	struct metrics_server_stats ms_st = { 0 };
 	if (ms)
