@@ -303,8 +303,8 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		strbuf_free(&b);
 		return;
 	}
-	ctl_reply_line(r, CTL_DATA, "%-32s version %-10s %9u members, %s, %u routes", name, version, v->members,
-		       learned, nroutes);
+	ctl_reply_line(r, CTL_DATA, "%-32s version %-10s %9u members, %s, %u route%s", name, version, v->members,
+		       learned, nroutes, nroutes == 1 ? "" : "s");
 	if (v->offered)
 		ctl_reply_line(r, CTL_DATA, "  offered: version %u by %s%s", v->offered_version, src,
 			       v->fetching ? ", fetching" : "");
