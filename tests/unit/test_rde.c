@@ -29,6 +29,9 @@ struct fake {
 	const struct wq_buf *last;      /* the last frame, to see sharing */
 	char first_path[4][32];         /* of the last Route */
 	unsigned first_npath;
+	uint64_t agg_routes, agg_withdrawn;     /* aggregates' routes and withdrawals */
+	uint64_t agg_version;                   /* of the last aggregate's route */
+	char agg_source[64];
 	struct rde_peer *rp;
 };
 
@@ -48,8 +51,17 @@ static void rec_send(void *arg, void *owner, struct wq_buf *frame)
 		assert_int_equal(m->body_case, NBRP__MESSAGE__BODY_UPDATE);
 		f->updates++;
 		f->withdrawn += m->update->n_withdrawn;
+		f->agg_withdrawn += m->update->n_withdrawn_aggregates;
 		for (size_t i = 0; i < m->update->n_routes; i++) {
 			const Nbrp__Route *r = m->update->routes[i];
+			if (r->aggregate.len) {
+				const char *why;
+				assert_int_equal(nbrp_check_route(r, false, &why), 0);
+				f->agg_routes++;
+				f->agg_version = r->aggregate_version;
+				snprintf(f->agg_source, sizeof(f->agg_source), "%s", r->aggregate_source);
+				continue;
+			}
 			f->advertised += r->n_names;
 			f->first_npath = (unsigned)r->n_path;
 			for (size_t k = 0; k < r->n_path && k < 4; k++)
@@ -81,6 +93,31 @@ static void rec_fib(void *arg, const struct name *n, const struct route *routes,
 	(void)routes;
 	(void)count;
 	fib_calls++;
+}
+
+static uint64_t fib_agg_calls;
+static unsigned fib_agg_count;
+
+static void rec_fib_aggregate(void *arg, const struct name *n, const struct route *routes, unsigned count)
+{
+	(void)arg;
+	(void)n;
+	(void)routes;
+	fib_agg_calls++;
+	fib_agg_count = count;
+}
+
+static unsigned offered_calls;
+static uint32_t offered_version;
+static struct ip_endpoint offered_source;
+
+static void rec_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source)
+{
+	(void)arg;
+	(void)agg;
+	offered_calls++;
+	offered_version = version;
+	offered_source = *source;
 }
 
 static void rec_fib_flush(void *arg)
@@ -118,6 +155,7 @@ static struct world *world_new(unsigned npeers)
 	w->nh = nexthop_table_new(&w->loop);
 	static const struct rde_ops ops = { .send = rec_send, .full = rec_full, .notify = rec_notify,
 					    .fib_name = rec_fib, .fib_flush = rec_fib_flush,
+					    .fib_aggregate = rec_fib_aggregate, .aggregate_offered = rec_offered,
 					    .input_ready = rec_input_ready };
 	w->rde = rde_new(&w->loop, &w->cfg, w->nh, &ops);
 	w->peers = calloc(npeers, sizeof(*w->peers));
@@ -128,7 +166,8 @@ static struct world *world_new(unsigned npeers)
 		snprintf(w->peers[i].name, sizeof(w->peers[i].name), "p%u", i);
 		w->peers[i].rp = rde_peer_add(w->rde, &pc, &w->peers[i]);
 	}
-	fib_calls = 0;
+	fib_calls = fib_agg_calls = 0;
+	offered_calls = 0;
 	return w;
 }
 
@@ -407,6 +446,93 @@ static void a_walk_sees_every_name_once_while_the_table_grows_under_it(void **st
 	world_free(w);
 }
 
+/* peer p offers aggregate "agg.example" at this version from 192.0.2.<src> port 5300 */
+static void offer_aggregate(struct world *w, unsigned p, uint32_t version, unsigned src)
+{
+	static uint8_t agg[] = { 3, 'a', 'g', 'g', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0 };
+	ProtobufCBinaryData name = { .data = agg, .len = sizeof(agg) };
+	uint8_t hop[4] = { 198, 51, 100, 9 };
+	char *path[] = { w->peers[p].name };
+	char source[32];
+	snprintf(source, sizeof(source), "192.0.2.%u 5300", src);
+	Nbrp__Route r = NBRP__ROUTE__INIT, *rp = &r;
+	r.n_names = 1;
+	r.names = &name;
+	r.aggregate = name;
+	r.aggregate_version = version;
+	r.aggregate_source = source;
+	r.next_hop.data = hop;
+	r.next_hop.len = 4;
+	r.next_hop_port = 53;
+	r.n_path = 1;
+	r.path = path;
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_routes = 1;
+	u.routes = &rp;
+	rde_peer_update(w->peers[p].rp, &u);
+}
+
+static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source(void **state)
+{
+	struct world *w = world_new(3);
+	w->cfg.has_transfer = true;
+	w->cfg.transfer.family = AF_INET;
+	memcpy(w->cfg.transfer.addr, (uint8_t[]){ 192, 0, 2, 1 }, 4);
+	w->cfg.transfer.port = 5300;
+	up_all(w);
+	offer_aggregate(w, 0, 7, 10);
+	run(w, 10);
+	/* the RDE asks for version 7 from p0's source, inrpd gets the aggregate's routes, no member */
+	assert_int_equal(offered_calls, 1);
+	assert_int_equal(offered_version, 7);
+	assert_int_equal(offered_source.port, 5300);
+	assert_memory_equal(offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
+	assert_int_equal(fib_agg_calls, 1);
+	assert_int_equal(fib_agg_count, 1);
+	assert_int_equal(fib_calls, 0);
+	/* nobody is told before a version is stored here */
+	assert_int_equal(w->peers[1].agg_routes + w->peers[2].agg_routes, 0);
+	struct name agg;
+	assert_int_equal(name_from_text(&agg, "agg.example", 11), NAME_OK);
+	rde_aggregate_stored(w->rde, &agg, 6, 1000);    /* an older one, say, while 7 is fetched */
+	run(w, 10);
+	assert_int_equal(w->peers[1].agg_routes, 1);
+	assert_int_equal(w->peers[1].agg_version, 6);
+	assert_string_equal(w->peers[1].agg_source, "192.0.2.1 5300");
+	assert_int_equal(w->peers[0].agg_routes, 0);   /* not back to where it came from */
+	rde_aggregate_stored(w->rde, &agg, 7, 1001);
+	run(w, 10);
+	assert_int_equal(w->peers[2].agg_routes, 2);
+	assert_int_equal(w->peers[2].agg_version, 7);
+	/* p1 offers an older version: the newest is still asked for, from p0 */
+	offer_aggregate(w, 1, 5, 11);
+	run(w, 10);
+	assert_int_equal(offered_version, 7);
+	assert_memory_equal(offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
+	/* a name of the same name is another route; withdrawing the name leaves the aggregate */
+	assert_null(rde_find(w->rde, &agg));
+	assert_non_null(rde_find_aggregate(w->rde, &agg));
+	/* p0 and p1 withdraw it: peers are told once */
+	ProtobufCBinaryData gone = { .data = agg.wire, .len = agg.len };
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_withdrawn = 1;
+	u.withdrawn = &gone;                            /* the name: not the aggregate */
+	rde_peer_update(w->peers[0].rp, &u);
+	run(w, 10);
+	assert_non_null(rde_find_aggregate(w->rde, &agg));
+	memset(&u, 0, sizeof(u));
+	nbrp__update__init(&u);
+	u.n_withdrawn_aggregates = 1;
+	u.withdrawn_aggregates = &gone;
+	rde_peer_update(w->peers[0].rp, &u);
+	rde_peer_update(w->peers[1].rp, &u);
+	run(w, 10);
+	assert_null(rde_find_aggregate(w->rde, &agg));
+	assert_int_equal(w->peers[2].agg_withdrawn, 1);
+	assert_int_equal(fib_agg_count, 0);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +545,7 @@ int main(void)
 		cmocka_unit_test(a_restarting_peer_keeps_its_routes_stale_until_swept),
 		cmocka_unit_test(a_new_export_policy_is_applied_to_what_the_peer_was_told),
 		cmocka_unit_test(a_walk_sees_every_name_once_while_the_table_grows_under_it),
+		cmocka_unit_test(an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
