@@ -421,6 +421,59 @@ enum attest_state attest_verify(struct attest_verifier *v, const Nbrp__Route *r,
 	return attest_finish(v, job, now);
 }
 
+static void batch_work(void *arg, size_t i)
+{
+	struct attest_batch *b = arg;
+	struct attest_job *job = &b->jobs[i];
+	if (job->state != ATTEST_PENDING)
+		return;
+	for (unsigned j = 0; j < job->n_checks; j++) {
+		struct attest_sigcheck *c = &job->checks[j];
+		if (!(c->ok = sigkey_verify(c->pk, c->msg, c->len, c->sig)))
+			break;
+	}
+}
+
+static void batch_done(struct sigpool_batch *pb)
+{
+	struct attest_batch *b = pb->arg;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->jobs[i].state == ATTEST_PENDING)
+			attest_finish(b->v, &b->jobs[i], b->now);
+	b->done(b);
+}
+
+void attest_batch_submit(struct sigpool *p, struct attest_batch *b)
+{
+	b->pool.work = batch_work;
+	b->pool.done = batch_done;
+	b->pool.arg = b;
+	b->pool.n = b->n;
+	sigpool_submit(p, &b->pool);
+}
+
+static void sign_work(void *arg, size_t i)
+{
+	struct attest_sign_batch *b = arg;
+	struct attest_hop_request *r = &b->req[i];
+	attest_sign_hop(&r->out, b->key, r->prev, r->target, r->expiry);
+}
+
+static void sign_done(struct sigpool_batch *pb)
+{
+	struct attest_sign_batch *b = pb->arg;
+	b->done(b);
+}
+
+void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b)
+{
+	b->pool.work = sign_work;
+	b->pool.done = sign_done;
+	b->pool.arg = b;
+	b->pool.n = b->n;
+	sigpool_submit(p, &b->pool);
+}
+
 enum attest_reason attest_members_check(const Nbrp__Route *r, const struct nameset *members)
 {
 	uint8_t d[ATTEST_DIGEST_LEN];

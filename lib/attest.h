@@ -24,6 +24,7 @@
 #include "nameset.h"
 #include "nbrp.pb-c.h"
 #include "sigkey.h"
+#include "sigpool.h"
 #include "trust.h"
 
 #define ATTEST_DIGEST_LEN       32
@@ -180,6 +181,47 @@ void attest_job_drop(struct attest_job *job);
 /* prepare, verify inline, finish: for tests and tools. */
 enum attest_state attest_verify(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
 				uint64_t now, struct attest_job *job);
+
+/*
+ * Checks on the worker pool.  The caller prepares each job (attest_prepare
+ * on the loop), then submits the batch: workers verify the PENDING jobs'
+ * signatures, and on the loop every PENDING job is finished (states final,
+ * the cache filled) before done(b) is called.  jobs and v must stay until
+ * then.
+ */
+struct attest_batch {
+	struct sigpool_batch pool;
+	struct attest_verifier *v;
+	struct attest_job *jobs;
+	size_t n;
+	uint64_t now;                   /* as given to attest_prepare */
+	void (*done)(struct attest_batch *b);
+	void *arg;
+};
+
+void attest_batch_submit(struct sigpool *p, struct attest_batch *b);
+
+/*
+ * Signing hops on the worker pool: for each request, the hop attestation
+ * by key for target over prev (attest_sign_hop), done(b) on the loop.
+ */
+struct attest_hop_request {
+	uint8_t prev[ATTEST_DIGEST_LEN];
+	uint8_t target[SIGKEY_PUBLIC_LEN];
+	uint64_t expiry;
+	struct attest_wire out;
+};
+
+struct attest_sign_batch {
+	struct sigpool_batch pool;
+	const struct sigkey *key;
+	struct attest_hop_request *req;
+	size_t n;
+	void (*done)(struct attest_sign_batch *b);
+	void *arg;
+};
+
+void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b);
 
 /*
  * An aggregate's members against its signed route: ATTEST_OK, or

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -678,6 +679,95 @@ static void cache_bounded_lru_and_expiry(void **state)
 	attest_cache_free(&c);
 }
 
+struct pool_test {
+	pthread_t loop_thread;
+	int batches_done;
+	bool on_loop;
+};
+
+static void verify_done(struct attest_batch *b)
+{
+	struct pool_test *t = b->arg;
+	t->on_loop = pthread_equal(pthread_self(), t->loop_thread);
+	t->batches_done++;
+}
+
+static void sign_done(struct attest_sign_batch *b)
+{
+	struct pool_test *t = b->arg;
+	t->on_loop = t->on_loop && pthread_equal(pthread_self(), t->loop_thread);
+	t->batches_done++;
+}
+
+/* The worker pool gives the states the inline check gives, completes on
+ * the loop's thread, and fills the same cache. */
+static void worker_pool_batches(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 48 };
+	static struct built b[N];
+	struct attest_job *jobs = calloc(N, sizeof(*jobs));
+	enum attest_state want[N];
+	struct attest_verifier ref;
+	assert_int_equal(attest_verifier_init(&ref, keys[K_R4].pk, 1024), 0);
+	attest_verifier_set_trust(&ref, &f->trust);
+	for (int i = 0; i < N; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "n%d.example.com", i % 40);
+		build(&b[i], name, i % 7 == 3 ? K_X : K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+		if (i % 5 == 1)
+			b[i].w[1].sig[3] ^= 1;
+		struct attest_job j;
+		want[i] = attest_verify(&ref, &b[i].r, "cr3", NOW, &j);
+	}
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct sigpool pool;
+	assert_int_equal(sigpool_init(&pool, &loop, 2), 0);
+	struct pool_test t = { .loop_thread = pthread_self() };
+	struct attest_batch batch = { .v = &f->v, .jobs = jobs, .n = N, .now = NOW, .done = verify_done, .arg = &t };
+	for (int i = 0; i < N; i++)
+		attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]);
+	attest_batch_submit(&pool, &batch);
+	while (t.batches_done < 1)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(t.on_loop);
+	for (int i = 0; i < N; i++) {
+		if (jobs[i].state != want[i])
+			fail_msg("route %d: %s, inline %s", i, attest_state_name(jobs[i].state), attest_state_name(want[i]));
+		assert_null(jobs[i].checks);
+	}
+	/* the cache now holds them: a second pass is final at prepare */
+	for (int i = 0; i < N; i++)
+		if (want[i] == ATTEST_VALID)
+			assert_int_equal(attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]), ATTEST_VALID);
+
+	/* cr4 signs one route for 16 peers */
+	struct attest_hop_request req[16];
+	for (int i = 0; i < 16; i++) {
+		memcpy(req[i].prev, jobs[0].head, 32);
+		memcpy(req[i].target, keys[i % 2 ? K_R5 : K_R3].pk, 32);
+		req[i].expiry = EXP;
+	}
+	struct attest_sign_batch sb = { .key = &keys[K_R4], .req = req, .n = 16, .done = sign_done, .arg = &t };
+	attest_sign_batch_submit(&pool, &sb);
+	struct attest_sign_batch empty = { .key = &keys[K_R4], .req = req, .n = 0, .done = sign_done, .arg = &t };
+	attest_sign_batch_submit(&pool, &empty);
+	while (t.batches_done < 3)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(t.on_loop);
+	for (int i = 0; i < 16; i++) {
+		struct attest_wire w;
+		attest_sign_hop(&w, &keys[K_R4], req[i].prev, req[i].target, EXP);
+		assert_memory_equal(w.sig, req[i].out.sig, 64);
+	}
+	sigpool_close(&pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	attest_verifier_free(&ref);
+	free(jobs);
+}
+
 int main(void)
 {
 	assert_true(sigkey_init());
@@ -701,6 +791,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(aggregate_members_digest, setup, teardown),
 		cmocka_unit_test_setup_teardown(revoked_origin_without_crypto, setup, teardown),
 		cmocka_unit_test(cache_bounded_lru_and_expiry),
+		cmocka_unit_test_setup_teardown(worker_pool_batches, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
