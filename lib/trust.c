@@ -203,6 +203,7 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 	struct parser p = { .file = file, .err = err, .errlen = errlen };
 	struct trust t = {0};
 	bool have_from = false, have_until = false, have_sig = false;
+	unsigned sig_line = 0;
 	uint8_t sig[SIGKEY_SIG_LEN];
 	size_t body = trust_body_len(buf, len);
 	size_t start = 0;
@@ -244,6 +245,7 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 				goto bad;
 			}
 			have_sig = true;
+			sig_line = p.line;
 		} else if (word_is(w[0], wl[0], "valid-from") || word_is(w[0], wl[0], "valid-until")) {
 			bool from = wl[0] == 10;
 			uint64_t v;
@@ -323,6 +325,7 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 		bool ok = sigkey_verify(anchor, m, TRUST_TAG_LEN + body, sig);
 		free(m);
 		if (!ok) {
+			p.line = sig_line;
 			fail(&p, "the signature does not verify under the trust anchor key");
 			goto bad;
 		}
