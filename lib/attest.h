@@ -120,7 +120,7 @@ struct attest_cache {
 	uint64_t hits, misses, inserts, evictions;
 };
 
-#define ATTEST_CACHE_WAYS       4
+#define ATTEST_CACHE_WAYS       8
 
 /* entries rounded up to a power of two (at least ATTEST_CACHE_WAYS). -1 if out of memory. */
 int attest_cache_init(struct attest_cache *c, size_t entries);
