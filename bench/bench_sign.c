@@ -1,5 +1,5 @@
 /*
- * scripts/bench sign [--routes N] [--members M] [--peers K]
+ * scripts/bench sign [--routes N] [--members M] [--peers K] [--rounds R]
  *
  * NBRP signatures (docs/SIGNATURES.md) against their crypto bound, in one
  * run:
@@ -22,10 +22,15 @@
  *                       its member digest on one)
  *   attestation_bytes_per_hop, origin_attestation_bytes   on the wire
  *
+ * Every rate is the best of R rounds (default 3), each round measuring
+ * all of them again in turn, so the bound and what reaches it are measured
+ * minutes apart at most on a machine others share.
+ *
  * Human-readable lines first; the last line is one JSON object.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,11 +246,12 @@ static double pool_rate(struct attest_verifier *v, struct route *routes, size_t 
 
 int main(int argc, char **argv)
 {
-	unsigned n = 20000, members = 15000, peers = 1;
+	unsigned n = 20000, members = 15000, peers = 1, rounds = 3;
 	static const struct option opts[] = {
 		{ "routes", required_argument, NULL, 'n' },
 		{ "members", required_argument, NULL, 'm' },
 		{ "peers", required_argument, NULL, 'k' },
+		{ "rounds", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -254,12 +260,13 @@ int main(int argc, char **argv)
 		case 'n': n = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'm': members = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'k': peers = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'r': rounds = (unsigned)strtoul(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: bench_sign [--routes N] [--members M] [--peers K]\n");
+			fprintf(stderr, "usage: bench_sign [--routes N] [--members M] [--peers K] [--rounds R]\n");
 			return 2;
 		}
 	}
-	if (n < 100 || peers < 1 || peers > MAX_PEERS || members < 1) {
+	if (n < 100 || rounds < 1 || peers < 1 || peers > MAX_PEERS || members < 1) {
 		fprintf(stderr, "bench_sign: --routes at least 100, --peers 1..%d\n", MAX_PEERS);
 		return 2;
 	}
@@ -273,48 +280,52 @@ int main(int argc, char **argv)
 	}
 	make_trust(peers);
 
-	unsigned raw_n = n * 2;
-	double sign1 = raw_rate(&keys[K_R1], false, 1, raw_n), sign2 = raw_rate(&keys[K_R1], false, 2, raw_n);
-	double ver1 = raw_rate(&keys[K_R1], true, 1, raw_n), ver2 = raw_rate(&keys[K_R1], true, 2, raw_n);
-	printf("libsodium Ed25519: sign %.0f/s (1 thread) %.0f/s (2), verify %.0f/s (1) %.0f/s (2)\n",
-	       sign1, sign2, ver1, ver2);
-
 	fprintf(stderr, "bench_sign: signing %u routes (3 signatures each)\n", n);
 	struct route *routes = malloc((size_t)n * sizeof(*routes));
 	for (unsigned i = 0; i < n; i++)
 		build(&routes[i], i, NULL);
-
 	struct attest_verifier v;
 	if (attest_verifier_init(&v, keys[K_ME].pk, (size_t)n * 16) != 0)
 		return 1;
 	attest_verifier_set_trust(&v, &trust);
 	struct attest_job job;
-	double t0 = now_s();
-	for (unsigned i = 0; i < n; i++)
-		if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID) {
-			fprintf(stderr, "bench_sign: route %u %s (%s)\n", i, attest_state_name(job.state),
-				attest_reason_name(job.reason));
+
+	/* rounds of everything, the best of each kept: a busy machine slows
+	 * some rounds, never speeds one up */
+	double sign1 = 0, sign2 = 0, ver1 = 0, ver2 = 0, fresh1 = 0, cached = 0, fresh2 = 0, relay2 = 0;
+	for (unsigned round = 0; round < rounds; round++) {
+		unsigned raw_n = n;
+		sign1 = fmax(sign1, raw_rate(&keys[K_R1], false, 1, raw_n));
+		sign2 = fmax(sign2, raw_rate(&keys[K_R1], false, 2, raw_n));
+		ver1 = fmax(ver1, raw_rate(&keys[K_R1], true, 1, raw_n));
+		ver2 = fmax(ver2, raw_rate(&keys[K_R1], true, 2, raw_n));
+		attest_cache_clear(&v.cache);
+		double t0 = now_s();
+		for (unsigned i = 0; i < n; i++)
+			if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID) {
+				fprintf(stderr, "bench_sign: route %u %s (%s)\n", i, attest_state_name(job.state),
+					attest_reason_name(job.reason));
+				return 1;
+			}
+		fresh1 = fmax(fresh1, n / (now_s() - t0));
+		uint64_t verified = v.verified;
+		t0 = now_s();
+		for (unsigned i = 0; i < n; i++)
+			if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID)
+				return 1;
+		cached = fmax(cached, n / (now_s() - t0));
+		if (v.verified != verified) {
+			fprintf(stderr, "bench_sign: %" PRIu64 " verified again; cache: %" PRIu64 " inserts, %" PRIu64
+				" evictions\n", v.verified - verified, v.cache.inserts, v.cache.evictions);
 			return 1;
 		}
-	double fresh1 = n / (now_s() - t0);
-	uint64_t verified = v.verified;
-	t0 = now_s();
-	for (unsigned i = 0; i < n; i++)
-		if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID) {
-			fprintf(stderr, "bench_sign: again, route %u %s (%s)\n", i, attest_state_name(job.state),
-				attest_reason_name(job.reason));
-			return 1;
-		}
-	double cached = n / (now_s() - t0);
-	if (v.verified != verified) {
-		fprintf(stderr, "bench_sign: %" PRIu64 " verified again; cache: %" PRIu64 " inserts, %" PRIu64 " evictions\n",
-			v.verified - verified, v.cache.inserts, v.cache.evictions);
-		return 1;
+		attest_cache_clear(&v.cache);
+		fresh2 = fmax(fresh2, pool_rate(&v, routes, n, 0));
+		attest_cache_clear(&v.cache);
+		relay2 = fmax(relay2, pool_rate(&v, routes, n, peers));
 	}
-	attest_cache_clear(&v.cache);
-	double fresh2 = pool_rate(&v, routes, n, 0);
-	attest_cache_clear(&v.cache);
-	double relay2 = pool_rate(&v, routes, n, peers);
+	printf("libsodium Ed25519: sign %.0f/s (1 thread) %.0f/s (2), verify %.0f/s (1) %.0f/s (2)\n",
+	       sign1, sign2, ver1, ver2);
 	printf("lib/attest.c, fresh 2-router chains: %.0f routes/s inline, %.0f routes/s on 2 workers; cached: %.0f routes/s\n",
 	       fresh1, fresh2, cached);
 	/* 3 verifications and K signatures a route, spread over 2 threads */
@@ -333,11 +344,12 @@ int main(int argc, char **argv)
 		nameset_add(&ms, nm.wire, nm.len);
 	}
 	uint8_t d[ATTEST_DIGEST_LEN];
-	unsigned reps = 20;
-	t0 = now_s();
-	for (unsigned i = 0; i < reps; i++)
+	double digest_s = INFINITY;
+	for (unsigned i = 0; i < 10 * rounds; i++) {
+		double t0 = now_s();
 		attest_member_digest(&ms, d);
-	double digest_s = (now_s() - t0) / reps;
+		digest_s = fmin(digest_s, now_s() - t0);
+	}
 	struct route agg;
 	build(&agg, 0, d);
 	attest_cache_clear(&v.cache);
