@@ -465,7 +465,8 @@ static bool plain_update(const Nbrp__Message *m)
 	for (size_t i = 0; i < m->update->n_routes; i++) {
 		const Nbrp__Route *r = m->update->routes[i];
 		if (r->base.n_unknown_fields || r->aggregate.len || r->aggregate_version ||
-		    (r->aggregate_source && r->aggregate_source[0]) || r->n_attestations)
+		    (r->aggregate_source && r->aggregate_source[0]) || r->n_attestations ||
+		    r->aggregate_digest.len)
 			return false;
 	}
 	return true;

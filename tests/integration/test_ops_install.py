@@ -33,13 +33,13 @@ def installed(tmp_path_factory):
 
 def test_files_in_their_places(installed):
     dest, root = installed
-    for path in ["sbin/inrpd", "sbin/nbrpd", "bin/inrpc", "bin/nbrc", "bin/nbrp-updgen"]:
+    for path in ["sbin/inrpd", "sbin/nbrpd", "bin/inrpc", "bin/nbrc", "bin/nbrp-updgen", "bin/nbrp-key"]:
         assert os.access(root / path, os.X_OK), path
     for path in ["lib/systemd/system/inrpd.service", "lib/systemd/system/nbrpd.service",
                  "lib/sysusers.d/content-router.conf",
                  "share/man/man8/inrpd.8", "share/man/man5/inrpd.conf.5", "share/man/man8/inrpc.8",
                  "share/man/man8/nbrpd.8", "share/man/man5/nbrpd.conf.5", "share/man/man8/nbrc.8",
-                 "share/man/man1/nbrp-updgen.1",
+                 "share/man/man1/nbrp-updgen.1", "share/man/man1/nbrp-key.1",
                  "share/doc/content-router/examples/inrpd.conf",
                  "share/doc/content-router/examples/nbrpd.conf"]:
         assert (root / path).is_file(), path

@@ -15,7 +15,7 @@ from test_inrpd_control import inrpc
 
 BUILD = pathlib.Path(os.environ.get("CR_BUILD", pathlib.Path(INRPD).parents[1]))
 MAN = REPO / "man"
-PAGES = ["inrpd.8", "inrpd.conf.5", "inrpc.8", "nbrpd.8", "nbrpd.conf.5", "nbrc.8", "nbrp-updgen.1"]
+PAGES = ["inrpd.8", "inrpd.conf.5", "inrpc.8", "nbrpd.8", "nbrpd.conf.5", "nbrc.8", "nbrp-updgen.1", "nbrp-key.1"]
 
 TABLE = re.compile(r"struct conf_keyword \w+\[\] = \{(.*?)\n\};", re.S)
 ENTRY = re.compile(r'\{ "([a-z0-9-]+)",')

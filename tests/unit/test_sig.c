@@ -1,0 +1,797 @@
+/*
+ * Signatures: keys and libsodium's acceptance rule (RFC 8032 vectors),
+ * the trust-anchor file, route attestations and every attack on them, the
+ * verification cache.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sodium.h>
+
+#include "attest.h"
+#include "name.h"
+#include "nbrp.h"
+#include "sigkey.h"
+#include "trust.h"
+
+static void hex(uint8_t *out, const char *h)
+{
+	size_t n = strlen(h) / 2;
+	assert_int_equal(sodium_hex2bin(out, n, h, strlen(h), NULL, NULL, NULL), 0);
+}
+
+/* RFC 8032 7.1, tests 1 to 3. */
+static const struct {
+	const char *seed, *pk, *msg, *sig;
+} rfc8032[] = {
+	{ "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+	  "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+	  "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b" },
+	{ "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+	  "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+	  "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00" },
+	{ "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+	  "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82",
+	  "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a" },
+};
+
+static void rfc8032_vectors_and_the_acceptance_rule(void **state)
+{
+	for (size_t i = 0; i < sizeof(rfc8032) / sizeof(rfc8032[0]); i++) {
+		uint8_t seed[32], pk[32], sig[64], msg[2], got[64];
+		struct sigkey k;
+		size_t ml = strlen(rfc8032[i].msg) / 2;
+		hex(seed, rfc8032[i].seed);
+		hex(pk, rfc8032[i].pk);
+		hex(sig, rfc8032[i].sig);
+		if (ml)
+			hex(msg, rfc8032[i].msg);
+		crypto_sign_seed_keypair(k.pk, k.sk, seed);
+		assert_memory_equal(k.pk, pk, 32);
+		sigkey_sign(&k, msg, ml, got);
+		assert_memory_equal(got, sig, 64);
+		assert_true(sigkey_verify(pk, msg, ml, sig));
+		/* one bit anywhere: refused */
+		got[i * 20] ^= 1;
+		assert_false(sigkey_verify(pk, msg, ml, got));
+		/* another message */
+		uint8_t other[2] = { 0, 0 };
+		memcpy(other, msg, ml);
+		other[0] ^= 0x80;
+		assert_false(sigkey_verify(pk, other, ml ? ml : 1, sig));
+	}
+	/* test 1 with S + L: the same point, a non-canonical scalar, refused */
+	uint8_t pk[32], sig[64];
+	hex(pk, rfc8032[0].pk);
+	hex(sig, rfc8032[0].sig);
+	hex(sig + 32, "4c8c7872aa064e049dbb3013fbf29380d25bf5f0595bbe24655141438e7a101b");
+	assert_false(sigkey_verify(pk, NULL, 0, sig));
+	/* a small-order key (the identity) with R the identity and S 0 would
+	 * satisfy the cofactorless equation; libsodium refuses it */
+	uint8_t id[32] = { 1 }, zsig[64] = { 1 };
+	assert_false(sigkey_verify(id, (const uint8_t *)"x", 1, zsig));
+}
+
+static char tmpdir[64];
+
+static void mktmp(void)
+{
+	strcpy(tmpdir, "/tmp/test_sig.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+}
+
+static void rmtmp(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void key_file_round_trip_and_modes(void **state)
+{
+	char path[128], err[512];
+	struct sigkey k, l;
+	struct stat st;
+	mktmp();
+	snprintf(path, sizeof(path), "%s/nbrpd.key", tmpdir);
+	assert_int_equal(sigkey_generate(path, &k, err, sizeof(err)), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* never over an existing file */
+	assert_int_equal(sigkey_generate(path, &l, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "File exists"));
+	assert_int_equal(sigkey_load(path, &l, err, sizeof(err)), 0);
+	assert_memory_equal(k.pk, l.pk, 32);
+	assert_memory_equal(k.sk, l.sk, 64);
+	/* group-readable: refused, naming the file and its mode */
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(sigkey_load(path, &l, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "mode 0640"));
+	assert_int_equal(chmod(path, 0604), 0);
+	assert_int_equal(sigkey_load(path, &l, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mode 0604"));
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(sigkey_load(path, &l, err, sizeof(err)), 0);
+	/* public text */
+	char text[SIGKEY_TEXT_LEN + 1];
+	uint8_t back[32];
+	sigkey_public_text(k.pk, text);
+	assert_int_equal(strlen(text), 44);
+	assert_int_equal(sigkey_public_parse(text, 44, back), 0);
+	assert_memory_equal(back, k.pk, 32);
+	assert_int_equal(sigkey_public_parse(text, 43, back), -1);
+	text[10] = '!';
+	assert_int_equal(sigkey_public_parse(text, 44, back), -1);
+	/* a public line that is not the seed's */
+	char bad[128];
+	snprintf(bad, sizeof(bad), "%s/bad.key", tmpdir);
+	FILE *f = fopen(path, "r");
+	char content[256];
+	size_t n = fread(content, 1, sizeof(content), f);
+	fclose(f);
+	content[n - 3] = content[n - 3] == 'A' ? 'B' : 'A';
+	f = fopen(bad, "w");
+	fwrite(content, 1, n, f);
+	fclose(f);
+	assert_int_equal(chmod(bad, 0600), 0);
+	assert_int_equal(sigkey_load(bad, &l, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not the seed's"));
+	f = fopen(bad, "w");
+	fputs("hello\n", f);
+	fclose(f);
+	assert_int_equal(sigkey_load(bad, &l, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a key file"));
+	rmtmp();
+}
+
+/* Keys for the tests, from fixed seeds. */
+enum { K_ANCHOR, K_ORIGIN, K_R1, K_R2, K_R3, K_R4, K_R5, K_X, K_GHOST, K_N };
+static struct sigkey keys[K_N];
+static const char *const rname[K_N] = { NULL, NULL, "cr1", "cr2", "cr3", "cr4", "cr5", "rx", "ghost" };
+
+static void make_keys(void)
+{
+	for (int i = 0; i < K_N; i++) {
+		uint8_t seed[32];
+		memset(seed, i + 1, sizeof(seed));
+		crypto_sign_seed_keypair(keys[i].pk, keys[i].sk, seed);
+	}
+}
+
+static const uint64_t NOW = 1795000000;         /* 2026-11-18 */
+
+/* The trust file: routers cr1..cr5 and rx; example.com by the origin key,
+ * evil.net by rx's. */
+static char *trust_text(size_t *len, bool with_origin)
+{
+	static char body[4096];
+	char t[SIGKEY_TEXT_LEN + 1];
+	int n = snprintf(body, sizeof(body), "# test trust\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
+	for (int i = K_R1; i <= K_X; i++) {
+		sigkey_public_text(keys[i].pk, t);
+		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", rname[i], t);
+	}
+	if (with_origin) {
+		sigkey_public_text(keys[K_ORIGIN].pk, t);
+		n += snprintf(body + n, sizeof(body) - (size_t)n, "origin example.com %s\n", t);
+	}
+	sigkey_public_text(keys[K_X].pk, t);
+	n += snprintf(body + n, sizeof(body) - (size_t)n, "origin evil.net %s\n", t);
+	char err[256];
+	char *signed_ = trust_sign(body, (size_t)n, "t", &keys[K_ANCHOR], len, err, sizeof(err));
+	assert_non_null(signed_);
+	return signed_;
+}
+
+static void load_trust(struct trust *t, bool with_origin)
+{
+	size_t len;
+	char err[256];
+	char *text = trust_text(&len, with_origin);
+	int rc = trust_parse(text, len, "t", keys[K_ANCHOR].pk, t, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	free(text);
+}
+
+static void trust_file_signed_and_looked_up(void **state)
+{
+	struct trust t;
+	load_trust(&t, true);
+	assert_int_equal(t.n_routers, 6);
+	assert_int_equal(t.n_origins, 2);
+	assert_true(trust_current(&t, NOW));
+	assert_false(trust_current(&t, 1700000000));
+	assert_memory_equal(trust_router_key(&t, "cr3", 3), keys[K_R3].pk, 32);
+	assert_null(trust_router_key(&t, "cr", 2));
+	assert_null(trust_router_key(&t, "ghost", 5));
+	struct name n;
+	assert_int_equal(name_from_text(&n, "www.Example.COM", 15), NAME_OK);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_ORIGIN].pk), TRUST_AUTHORISED);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_X].pk), TRUST_UNAUTHORISED);
+	const uint8_t *k[4];
+	assert_int_equal(trust_origin_keys(&t, n.wire, n.len, k, 4), 1);
+	assert_memory_equal(k[0], keys[K_ORIGIN].pk, 32);
+	assert_int_equal(name_from_text(&n, "example.org", 11), NAME_OK);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_ORIGIN].pk), TRUST_NOT_FOUND);
+	trust_free(&t);
+}
+
+static void trust_file_errors(void **state)
+{
+	size_t len;
+	char err[256];
+	struct trust t;
+	char *good = trust_text(&len, true);
+	/* a byte of the body changed: the signature fails */
+	char *bad = malloc(len);
+	memcpy(bad, good, len);
+	bad[3] ^= 1;
+	assert_int_equal(trust_parse(bad, len, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "does not verify"));
+	/* another anchor */
+	assert_int_equal(trust_parse(good, len, "t", keys[K_X].pk, &t, err, sizeof(err)), -1);
+	/* no anchor: no check */
+	assert_int_equal(trust_parse(bad, len, "t", NULL, &t, err, sizeof(err)), 0);
+	trust_free(&t);
+	free(bad);
+	free(good);
+
+	static const struct {
+		const char *text, *err;
+	} cases[] = {
+		{ "valid-from 2026-11-01T00:00:00Z\nfoo bar\n", "t:2: unknown keyword foo" },
+		{ "valid-from 2026-13-01T00:00:00Z\n", "t:1: valid-from: expected" },
+		{ "valid-from 2026-02-30T00:00:00Z\n", "t:1: valid-from: expected" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-from 2026-11-01T00:00:00Z\n", "t:2: valid-from given twice" },
+		{ "valid-from 2026-11-01T00:00:00Z\n", "t:2: valid-from and valid-until are required" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-10-01T00:00:00Z\n", "valid-until is before" },
+		{ "\n\nrouter cr1 AAAA\n", "t:3: router cr1: the key is not" },
+		{ "router cr1\n", "t:1: router: expected" },
+		{ "origin exa..mple AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "t:1: origin: exa..mple" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n"
+		  "router a AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		  "router b AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "routers a and b have the same key" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n"
+		  "router a AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		  "router a BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "router a listed twice" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:3: no signature line" },
+		{ "signature AAAA\n", "t:1: signature: not base64" },
+		{ "signature AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\nx\n",
+		  "t:2: nothing may follow" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(trust_parse(cases[i].text, strlen(cases[i].text), "t", keys[K_ANCHOR].pk, &t,
+					     err, sizeof(err)), -1);
+		if (!strstr(err, cases[i].err))
+			fail_msg("case %zu: got \"%s\", want \"%s\"", i, err, cases[i].err);
+	}
+	/* signing replaces an old signature and fixes a missing final newline */
+	const char *body = "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
+	char *s1 = trust_sign(body, strlen(body), "t", &keys[K_ANCHOR], &len, err, sizeof(err));
+	assert_non_null(s1);
+	size_t len2;
+	char *s2 = trust_sign(s1, len, "t", &keys[K_ANCHOR], &len2, err, sizeof(err));
+	assert_non_null(s2);
+	assert_int_equal(len, len2);
+	assert_memory_equal(s1, s2, len);
+	assert_int_equal(trust_parse(s2, len2, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), 0);
+	trust_free(&t);
+	free(s1);
+	free(s2);
+	assert_null(trust_sign("bogus\n", 6, "t", &keys[K_ANCHOR], &len, err, sizeof(err)));
+	assert_string_equal(err, "t:1: unknown keyword bogus");
+}
+
+/* A route as routers would build it: the origin's attestation for the
+ * first router, then each router's hop for the next. */
+struct built {
+	Nbrp__Route r;
+	Nbrp__Attestation pb[NBRP_MAX_PATH + 1];
+	Nbrp__Attestation *pp[NBRP_MAX_PATH + 1];
+	struct attest_wire w[NBRP_MAX_PATH + 1];
+	char *path[NBRP_MAX_PATH];
+	ProtobufCBinaryData names[1];
+	struct name name;
+	uint8_t digest[32];
+};
+
+/* hops: router key indexes, origin side first; to: the receiver's key. */
+static void build(struct built *b, const char *name, int origin, const int *hops, int nhops, int to,
+		  uint64_t expiry, const uint8_t *digest, uint32_t version)
+{
+	memset(b, 0, sizeof(*b));
+	nbrp__route__init(&b->r);
+	assert_int_equal(name_from_text(&b->name, name, strlen(name)), NAME_OK);
+	b->names[0].data = b->name.wire;
+	b->names[0].len = b->name.len;
+	b->r.names = b->names;
+	b->r.n_names = 1;
+	struct attest_subject s = { .name = b->name.wire, .name_len = b->name.len };
+	if (digest) {
+		s.aggregate = true;
+		s.version = version;
+		memcpy(s.digest, digest, 32);
+		memcpy(b->digest, digest, 32);
+		b->r.aggregate = b->names[0];
+		b->r.aggregate_version = version;
+		b->r.aggregate_digest.data = b->digest;
+		b->r.aggregate_digest.len = 32;
+	}
+	const uint8_t *first = nhops ? keys[hops[0]].pk : keys[to].pk;
+	/* w[nhops] the origin, w[i] path[i] (the newest first) */
+	attest_sign_origin(&b->w[nhops], &keys[origin], first, NOW - 60, expiry, &s);
+	const uint8_t *prev = b->w[nhops].link;
+	for (int h = 0; h < nhops; h++) {
+		int i = nhops - 1 - h;
+		int target = h + 1 < nhops ? hops[h + 1] : to;
+		attest_sign_hop(&b->w[i], &keys[hops[h]], prev, keys[target].pk, expiry);
+		b->path[i] = (char *)rname[hops[h]];
+		prev = b->w[i].link;
+	}
+	for (int i = 0; i <= nhops; i++) {
+		attest_to_pb(&b->pb[i], &b->w[i]);
+		b->pp[i] = &b->pb[i];
+	}
+	b->r.path = b->path;
+	b->r.n_path = (size_t)nhops;
+	b->r.attestations = b->pp;
+	b->r.n_attestations = (size_t)nhops + 1;
+	static uint8_t nh[4] = { 127, 0, 0, 1 };
+	b->r.next_hop.data = nh;
+	b->r.next_hop.len = 4;
+	b->r.next_hop_port = 53;
+}
+
+static const uint64_t EXP = 1795000000 + 86400;
+
+struct fixture {
+	struct trust trust;
+	struct attest_verifier v;
+	struct built b;
+	struct attest_job job;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	load_trust(&f->trust, true);
+	assert_int_equal(attest_verifier_init(&f->v, keys[K_R4].pk, 1024), 0);
+	attest_verifier_set_trust(&f->v, &f->trust);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	attest_verifier_free(&f->v);
+	trust_free(&f->trust);
+	free(f);
+	return 0;
+}
+
+static const int chain3[] = { K_R1, K_R2, K_R3 };
+
+static void check(struct fixture *f, const char *peer, enum attest_state st, enum attest_reason why, int where)
+{
+	enum attest_state got = attest_verify(&f->v, &f->b.r, peer, NOW, &f->job);
+	if (got != st || f->job.reason != why || (where != -2 && f->job.where != where))
+		fail_msg("got %s (%s) at %d, want %s (%s) at %d", attest_state_name(got),
+			 attest_reason_name(f->job.reason), f->job.where, attest_state_name(st),
+			 attest_reason_name(why), where);
+}
+
+static void chain_verifies_once_then_from_the_cache(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, 4);
+	assert_int_equal(f->job.expiry, EXP);
+	assert_memory_equal(f->job.head, f->b.w[0].link, 32);
+	/* a refresh, a load change: no verification */
+	f->b.r.load_ms = 250;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, 4);
+	/* the same origin through cr2 then cr5: only the two new links */
+	static const int other[] = { K_R1, K_R2, K_R5 };
+	build(&f->b, "www.example.com", K_ORIGIN, other, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr5", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, 6);
+	/* through the protobuf codec and back: the same bytes verify */
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	Nbrp__Route *rp = &f->b.r;
+	u.routes = &rp;
+	u.n_routes = 1;
+	Nbrp__Message m = NBRP__MESSAGE__INIT;
+	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+	m.update = &u;
+	size_t len;
+	uint8_t *frame = nbrp_encode(&m, &len);
+	assert_non_null(frame);
+	Nbrp__Message *dm;
+	struct nbrp_error e;
+	assert_int_equal(nbrp_decode(frame + 4, len - 4, true, &dm, &e), 1);
+	enum attest_state st = attest_verify(&f->v, dm->update->routes[0], "cr5", NOW, &f->job);
+	assert_int_equal(st, ATTEST_VALID);
+	nbrp_message_free(dm);
+	free(frame);
+	/* a hop costs at most 80 bytes in the Route, the origin 114 */
+	assert_true(nbrp__attestation__get_packed_size(&f->b.pb[0]) + 2 <= 80);
+	assert_true(nbrp__attestation__get_packed_size(&f->b.pb[3]) + 2 <= 114);
+}
+
+static void server_mode_origin_for_its_router(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "example.com", K_ORIGIN, NULL, 0, K_R4, EXP, NULL, 0);
+	check(f, NULL, ATTEST_VALID, ATTEST_OK, -1);
+	/* made for another first router */
+	build(&f->b, "example.com", K_ORIGIN, NULL, 0, K_R5, EXP, NULL, 0);
+	check(f, NULL, ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
+}
+
+static void states_without_trust_or_cover(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.org", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_NOT_FOUND, ATTEST_OK, -1);
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	attest_verifier_set_trust(&f->v, NULL);
+	check(f, "cr3", ATTEST_UNVERIFIED, ATTEST_OK, -1);
+	attest_verifier_set_trust(&f->v, &f->trust);
+	f->trust.valid_until = NOW - 1;
+	check(f, "cr3", ATTEST_UNVERIFIED, ATTEST_OK, -1);
+	f->trust.valid_until = EXP;
+	/* unsigned, covered */
+	f->b.r.n_attestations = 0;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
+}
+
+static void attack_origin_not_authorised(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_X, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
+	assert_int_equal(f->v.verified, 0);
+	assert_int_equal(f->v.by_reason[ATTEST_UNAUTHORISED_ORIGIN], 1);
+}
+
+static void attack_changed_byte(void **state)
+{
+	struct fixture *f = *state;
+	/* in a router name of the path */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.path[1] = "cr5";
+	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 2);
+	f->b.path[1] = "cr6";
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNKNOWN_KEY, 1);
+	/* in a signature, an expiry, the origin's timestamp */
+	for (int i = 0; i < 3; i++) {
+		build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+		if (i == 0)
+			f->b.w[1].sig[17] ^= 0x10;
+		else if (i == 1)
+			f->b.pb[2].expiry--;
+		else
+			f->b.pb[3].timestamp++;
+		check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, i == 0 ? 1 : i == 1 ? 2 : 3);
+	}
+}
+
+static void attack_hop_removed(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	/* cr3 drops cr2: [cr3, cr1], with and without cr2's attestation */
+	f->b.path[1] = f->b.path[2];
+	f->b.pp[1] = f->b.pp[2];
+	f->b.pp[2] = f->b.pp[3];
+	f->b.r.n_path = 2;
+	f->b.r.n_attestations = 3;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 1);
+	f->b.r.n_attestations = 4;
+	f->b.pp[2] = &f->b.pb[2];
+	f->b.pp[3] = &f->b.pb[3];
+	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
+}
+
+static void attack_hop_added(void **state)
+{
+	struct fixture *f = *state;
+	/* rx takes cr2's route for cr3 and passes it on as its own */
+	static const int c2[] = { K_R1, K_R2 };
+	struct built b2;
+	build(&b2, "www.example.com", K_ORIGIN, c2, 2, K_R3, EXP, NULL, 0);
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.path[0] = "rx";
+	f->b.path[1] = "cr2";
+	f->b.path[2] = "cr1";
+	attest_sign_hop(&f->b.w[0], &keys[K_X], b2.w[0].link, keys[K_R4].pk, EXP);
+	attest_to_pb(&f->b.pb[0], &f->b.w[0]);
+	f->b.pb[1] = b2.pb[0];
+	f->b.pb[2] = b2.pb[1];
+	f->b.pb[3] = b2.pb[2];
+	check(f, "rx", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 1);
+	/* a name added to the path without an attestation */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	char *p4[4] = { "cr3", "rx", "cr2", "cr1" };
+	f->b.r.path = p4;
+	f->b.r.n_path = 4;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
+}
+
+static void attack_replay_to_another_peer(void **state)
+{
+	struct fixture *f = *state;
+	/* cr3's route for cr5 shown to cr4 */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R5, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_REPLAYED, 0);
+	/* the same with the hint forged to be ours: the signature fails */
+	memcpy(f->b.w[0].for_key, keys[K_R4].pk, 4);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
+	/* and the sender must be the first of the path */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr2", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
+}
+
+static void attack_expired(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW - 1, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, 3);
+	/* a valid chain seen again after its expiry: the cache does not help */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 10, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(attest_verify(&f->v, &f->b.r, "cr3", NOW + 11, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_EXPIRED);
+	/* one hop expired */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	attest_sign_hop(&f->b.w[1], &keys[K_R2], f->b.w[2].link, keys[K_R3].pk, NOW - 5);
+	attest_to_pb(&f->b.pb[1], &f->b.w[1]);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, 1);
+}
+
+static void attack_unknown_key(void **state)
+{
+	struct fixture *f = *state;
+	static const int c[] = { K_R1, K_GHOST, K_R3 };
+	build(&f->b, "www.example.com", K_ORIGIN, c, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNKNOWN_KEY, 1);
+	/* an origin key nobody listed */
+	build(&f->b, "www.example.com", K_GHOST, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
+}
+
+static void attack_signature_over_another_name(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	struct name other;
+	assert_int_equal(name_from_text(&other, "shop.example.com", 16), NAME_OK);
+	f->b.names[0].data = other.wire;
+	f->b.names[0].len = other.len;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	assert_int_equal(f->v.verified, 1);     /* the origin's, and no further */
+	/* several names under one signature */
+	ProtobufCBinaryData two[2] = { f->b.names[0], f->b.names[0] };
+	f->b.r.names = two;
+	f->b.r.n_names = 2;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+}
+
+static void add_name(struct nameset *s, const char *text)
+{
+	struct name n;
+	assert_int_equal(name_from_text(&n, text, strlen(text)), NAME_OK);
+	assert_int_equal(nameset_add(s, n.wire, n.len), 1);
+}
+
+static void aggregate_members_digest(void **state)
+{
+	struct fixture *f = *state;
+	struct nameset a, b;
+	nameset_init(&a);
+	nameset_init(&b);
+	add_name(&a, "a.shop.example");
+	add_name(&a, "b.shop.example");
+	add_name(&a, "shop.example");
+	add_name(&b, "shop.example");
+	add_name(&b, "b.shop.example");
+	add_name(&b, "a.shop.example");
+	uint8_t da[32], db[32];
+	assert_int_equal(attest_member_digest(&a, da), 0);
+	assert_int_equal(attest_member_digest(&b, db), 0);
+	assert_memory_equal(da, db, 32);
+	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, da, 7);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(attest_members_check(&f->b.r, &b), ATTEST_OK);
+	/* a member more, or one less: not what the origin signed */
+	add_name(&b, "c.shop.example");
+	assert_int_equal(attest_members_check(&f->b.r, &b), ATTEST_DIGEST_MISMATCH);
+	/* the digest changed to match other members: the origin's signature fails */
+	assert_int_equal(attest_member_digest(&b, db), 0);
+	memcpy(f->b.digest, db, 32);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	/* another version under the same signature */
+	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, da, 7);
+	f->b.r.aggregate_version = 8;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	f->b.r.aggregate_version = 1ull << 32;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	nameset_free(&a);
+	nameset_free(&b);
+}
+
+static void revoked_origin_without_crypto(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	uint64_t verified = f->v.verified;
+	struct trust t2;
+	load_trust(&t2, false);
+	attest_verifier_set_trust(&f->v, &t2);
+	check(f, "cr3", ATTEST_NOT_FOUND, ATTEST_OK, -1);
+	attest_verifier_set_trust(&f->v, &f->trust);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, verified);
+	trust_free(&t2);
+}
+
+static void cache_bounded_lru_and_expiry(void **state)
+{
+	struct attest_cache c;
+	assert_int_equal(attest_cache_init(&c, 2 * ATTEST_CACHE_WAYS), 0);
+	assert_int_equal(c.sets_mask, 1);
+	uint8_t link[32] = {0};
+	for (uint32_t i = 0; i < 1000; i++) {
+		memcpy(link, &i, 4);
+		attest_cache_add(&c, link, 100 + i, 50);
+	}
+	int live = 0;
+	for (uint32_t i = 0; i < 1000; i++) {
+		memcpy(link, &i, 4);
+		live += attest_cache_find(&c, link, 50);
+	}
+	assert_int_equal(live, 2 * ATTEST_CACHE_WAYS);
+	assert_int_equal(c.evictions, 1000 - 2 * ATTEST_CACHE_WAYS);
+	/* the newest stay; an entry past its expiry is not found */
+	uint32_t last = 999;
+	memcpy(link, &last, 4);
+	assert_true(attest_cache_find(&c, link, 1099));
+	assert_false(attest_cache_find(&c, link, 1100));
+	attest_cache_clear(&c);
+	assert_false(attest_cache_find(&c, link, 50));
+	attest_cache_free(&c);
+}
+
+struct pool_test {
+	pthread_t loop_thread;
+	int batches_done;
+	bool on_loop;
+};
+
+static void verify_done(struct attest_batch *b)
+{
+	struct pool_test *t = b->arg;
+	t->on_loop = pthread_equal(pthread_self(), t->loop_thread);
+	t->batches_done++;
+}
+
+static void sign_done(struct attest_sign_batch *b)
+{
+	struct pool_test *t = b->arg;
+	t->on_loop = t->on_loop && pthread_equal(pthread_self(), t->loop_thread);
+	t->batches_done++;
+}
+
+/* The worker pool gives the states the inline check gives, completes on
+ * the loop's thread, and fills the same cache. */
+static void worker_pool_batches(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 48 };
+	static struct built b[N];
+	struct attest_job *jobs = calloc(N, sizeof(*jobs));
+	enum attest_state want[N];
+	struct attest_verifier ref;
+	assert_int_equal(attest_verifier_init(&ref, keys[K_R4].pk, 1024), 0);
+	attest_verifier_set_trust(&ref, &f->trust);
+	for (int i = 0; i < N; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "n%d.example.com", i % 40);
+		build(&b[i], name, i % 7 == 3 ? K_X : K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+		if (i % 5 == 1)
+			b[i].w[1].sig[3] ^= 1;
+		struct attest_job j;
+		want[i] = attest_verify(&ref, &b[i].r, "cr3", NOW, &j);
+	}
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct sigpool pool;
+	assert_int_equal(sigpool_init(&pool, &loop, 2), 0);
+	struct pool_test t = { .loop_thread = pthread_self() };
+	struct attest_batch batch = { .v = &f->v, .jobs = jobs, .n = N, .now = NOW, .done = verify_done, .arg = &t };
+	for (int i = 0; i < N; i++)
+		attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]);
+	attest_batch_submit(&pool, &batch);
+	while (t.batches_done < 1)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(t.on_loop);
+	for (int i = 0; i < N; i++) {
+		if (jobs[i].state != want[i])
+			fail_msg("route %d: %s, inline %s", i, attest_state_name(jobs[i].state), attest_state_name(want[i]));
+		assert_null(jobs[i].checks);
+	}
+	/* the cache now holds them: a second pass is final at prepare */
+	for (int i = 0; i < N; i++)
+		if (want[i] == ATTEST_VALID)
+			assert_int_equal(attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]), ATTEST_VALID);
+
+	/* cr4 signs one route for 16 peers */
+	struct attest_hop_request req[16];
+	for (int i = 0; i < 16; i++) {
+		memcpy(req[i].prev, jobs[0].head, 32);
+		memcpy(req[i].target, keys[i % 2 ? K_R5 : K_R3].pk, 32);
+		req[i].expiry = EXP;
+	}
+	struct attest_sign_batch sb = { .key = &keys[K_R4], .req = req, .n = 16, .done = sign_done, .arg = &t };
+	attest_sign_batch_submit(&pool, &sb);
+	struct attest_sign_batch empty = { .key = &keys[K_R4], .req = req, .n = 0, .done = sign_done, .arg = &t };
+	attest_sign_batch_submit(&pool, &empty);
+	while (t.batches_done < 3)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(t.on_loop);
+	for (int i = 0; i < 16; i++) {
+		struct attest_wire w;
+		attest_sign_hop(&w, &keys[K_R4], req[i].prev, req[i].target, EXP);
+		assert_memory_equal(w.sig, req[i].out.sig, 64);
+	}
+	sigpool_close(&pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	attest_verifier_free(&ref);
+	free(jobs);
+}
+
+int main(void)
+{
+	assert_true(sigkey_init());
+	make_keys();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rfc8032_vectors_and_the_acceptance_rule),
+		cmocka_unit_test(key_file_round_trip_and_modes),
+		cmocka_unit_test(trust_file_signed_and_looked_up),
+		cmocka_unit_test(trust_file_errors),
+		cmocka_unit_test_setup_teardown(chain_verifies_once_then_from_the_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(server_mode_origin_for_its_router, setup, teardown),
+		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_origin_not_authorised, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_changed_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_hop_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_hop_added, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_replay_to_another_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_expired, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_unknown_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_signature_over_another_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(aggregate_members_digest, setup, teardown),
+		cmocka_unit_test_setup_teardown(revoked_origin_without_crypto, setup, teardown),
+		cmocka_unit_test(cache_bounded_lru_and_expiry),
+		cmocka_unit_test_setup_teardown(worker_pool_batches, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
