@@ -453,15 +453,21 @@ static __attribute__((noinline)) bool lookup_slow(const struct fib *f, const str
 
 /*
  * The fast path found the two-label suffix's slot.  It answers only for a
- * name's own route set at a leaf (a query of exactly two labels whose
+ * leaf with one route set: the name's own, or the one aggregate's it is a
+ * member of while that has routes (a query of exactly two labels whose
  * name has children is answered by the slow path, which also gets it right).
  */
 static ALWAYS_INLINE bool fast_result(const struct fib *f, const struct fib_slot *s, struct fib_result *res)
 {
-	uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE);
-	if (ENTRY_TYPE(e) != ENTRY_SET || __atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) != 0)
+	uint32_t e = __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE), set;
+	if (__atomic_load_n(&s->nchildren, __ATOMIC_RELAXED) != 0)
 		return false;
-	res->sets[0] = set_at(f, ENTRY_ID(e));
+	if (ENTRY_TYPE(e) == ENTRY_SET)
+		set = ENTRY_ID(e);
+	else if (ENTRY_TYPE(e) != ENTRY_AGG ||
+		 !(set = __atomic_load_n(&agg_at(f, ENTRY_ID(e))->set, __ATOMIC_ACQUIRE)))
+		return false;
+	res->sets[0] = set_at(f, set);
 	res->nsets = 1;
 	return true;
 }
