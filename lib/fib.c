@@ -55,8 +55,8 @@ struct fib_bucket {
 #define KEYS_MAX_BYTES  ((size_t)4 << 30)
 
 /* Tables stay between these loads; a large one grows in small steps. */
-#define LOAD_MAX        0.75
-#define LOAD_TARGET_BIG 0.68
+#define LOAD_MAX        0.88
+#define LOAD_TARGET_BIG 0.82
 #define LOAD_TARGET     0.50
 #define BIG_TABLE       (1u << 20)
 #define MIN_BUCKETS     32u
@@ -80,8 +80,8 @@ struct fib_ext {
 	uint32_t aggs[FIB_MAX_AGGREGATES_PER_NAME];
 };
 
+/* Writer-side; the route set members share is in fib->agg_sets, 4 bytes an id, kept dense for readers. */
 struct fib_aggregate {
-	uint32_t set;           /* route set shared by all members; 0: none */
 	uint32_t members;
 	uint32_t next_free;
 	bool live;
@@ -118,21 +118,31 @@ struct limbo {
 	} items[LIMBO_BATCH];
 };
 
+/*
+ * What readers use comes first, apart from what writers change: a writer
+ * storing into a line readers hold would take it from their caches on
+ * every update (measured: a route change cost 5-7 us instead of 0.4 us
+ * while a reader ran on the other CPU).
+ */
 struct fib {
-	pthread_mutex_t lock;   /* writers, and the reclamation callbacks */
+	/* read by lookups; written only when the table is rebuilt or a region grows */
 	uint64_t seed[3];
 	struct fib_table *table;
-	uint64_t slots_live, slots_tomb;
 	struct fib_slot root;   /* the root is in no table */
-
 	struct region keys;             /* long keys */
+	struct region exts;
+	struct region sets;             /* struct routeset * by id; free ids chained */
+	struct region agg_sets;         /* uint32_t route set by aggregate id; 0: none */
+
+	/* writers only */
+	pthread_mutex_t lock __attribute__((aligned(64)));   /* writers, and the reclamation callbacks */
+	uint64_t slots_live, slots_tomb;
+
 	size_t key_bytes;
 	uint32_t key_free[KEY_CLASSES];
 
-	struct region exts;
 	uint32_t ext_count, ext_free;
 
-	struct region sets;             /* struct routeset * by id; free ids chained */
 	uint32_t set_count, set_free;
 	uint64_t sets_live;
 	struct idmap set_index;
@@ -322,6 +332,12 @@ static inline const struct fib_aggregate *agg_at(const struct fib *f, uint32_t i
 	return (const struct fib_aggregate *)f->aggs.base + id;
 }
 
+/* The aggregate's route set: one 32-bit store re-routes every member (paper, Figure 5). */
+static inline uint32_t agg_set(const struct fib *f, uint32_t id)
+{
+	return __atomic_load_n((const uint32_t *)f->agg_sets.base + id, __ATOMIC_ACQUIRE);
+}
+
 static inline const struct fib_ext *ext_at(const struct fib *f, uint32_t id)
 {
 	return (const struct fib_ext *)f->exts.base + id;
@@ -336,7 +352,7 @@ static inline bool resolve_entry(const struct fib *f, uint32_t e, struct fib_res
 		res->sets[n++] = set_at(f, ENTRY_ID(e));
 		break;
 	case ENTRY_AGG: {
-		uint32_t s = __atomic_load_n(&agg_at(f, ENTRY_ID(e))->set, __ATOMIC_ACQUIRE);
+		uint32_t s = agg_set(f, ENTRY_ID(e));
 		if (s)
 			res->sets[n++] = set_at(f, s);
 		break;
@@ -346,7 +362,7 @@ static inline bool resolve_entry(const struct fib *f, uint32_t e, struct fib_res
 		if (x->set)
 			res->sets[n++] = set_at(f, x->set);
 		for (uint32_t k = 0; k < x->naggs; k++) {
-			uint32_t s = __atomic_load_n(&agg_at(f, x->aggs[k])->set, __ATOMIC_ACQUIRE);
+			uint32_t s = agg_set(f, x->aggs[k]);
 			if (s)
 				res->sets[n++] = set_at(f, s);
 		}
@@ -465,7 +481,7 @@ static ALWAYS_INLINE bool fast_result(const struct fib *f, const struct fib_slot
 	if (ENTRY_TYPE(e) == ENTRY_SET)
 		set = ENTRY_ID(e);
 	else if (ENTRY_TYPE(e) != ENTRY_AGG ||
-		 !(set = __atomic_load_n(&agg_at(f, ENTRY_ID(e))->set, __ATOMIC_ACQUIRE)))
+		 !(set = agg_set(f, ENTRY_ID(e))))
 		return false;
 	res->sets[0] = set_at(f, set);
 	res->nsets = 1;
@@ -511,6 +527,7 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 	struct key_words k = short_key_words(q->wire + second, klen);
 	const struct fib_bucket *bk = &t->buckets[bucket_index(t, short_key_hash(f, &k))];
 	__builtin_prefetch(bk + 1);
+	__builtin_prefetch(bk + 2);
 	/* pick the slot by its first word, then check it whole (a rare tie goes the long way) */
 	const struct fib_slot *s = &bk->s[0];
 	if (__atomic_load_n(&s->words[0], __ATOMIC_ACQUIRE) != k.w[0])
@@ -1073,6 +1090,11 @@ static struct fib_aggregate *agg_mut(struct fib *f, uint32_t id)
 	return (struct fib_aggregate *)f->aggs.base + id;
 }
 
+static void agg_set_store(struct fib *f, uint32_t id, uint32_t set)
+{
+	__atomic_store_n((uint32_t *)f->agg_sets.base + id, set, __ATOMIC_RELEASE);
+}
+
 static bool agg_eq(const struct fib *f, uint32_t id, const void *key)
 {
 	return name_equal(&agg_at(f, id)->name, key);
@@ -1099,9 +1121,10 @@ static bool agg_valid(const struct fib *f, uint32_t id)
 
 struct fib *fib_create(void)
 {
-	struct fib *f = calloc(1, sizeof(*f));
+	struct fib *f = aligned_alloc(64, (sizeof(*f) + 63) & ~(size_t)63);
 	if (!f)
 		return NULL;
+	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->lock, NULL);
 	if (getrandom(f->seed, sizeof(f->seed), 0) != sizeof(f->seed)) {
 		f->seed[0] = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)f;
@@ -1114,6 +1137,7 @@ struct fib *fib_create(void)
 	    region_init(&f->exts, (size_t)EXTS_MAX * sizeof(struct fib_ext)) < 0 ||
 	    region_init(&f->sets, (size_t)SETS_MAX * sizeof(void *)) < 0 ||
 	    region_init(&f->aggs, (size_t)AGGS_MAX * sizeof(struct fib_aggregate)) < 0 ||
+	    region_init(&f->agg_sets, (size_t)AGGS_MAX * sizeof(uint32_t)) < 0 ||
 	    idmap_init(&f->set_index, 64) < 0 || idmap_init(&f->agg_index, 64) < 0 ||
 	    table_rebuild(f, 0) < 0) {
 		fib_destroy(f);
@@ -1140,6 +1164,7 @@ void fib_destroy(struct fib *f)
 	region_free(&f->exts);
 	region_free(&f->sets);
 	region_free(&f->aggs);
+	region_free(&f->agg_sets);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -1279,7 +1304,8 @@ int fib_aggregate_create(struct fib *f, const struct name *agg_name, uint32_t *i
 		f->agg_free = agg_mut(f, id)->next_free;
 	} else {
 		if (f->agg_count >= AGGS_MAX ||
-		    region_ensure(&f->aggs, (size_t)(f->agg_count + 1) * sizeof(struct fib_aggregate)) < 0) {
+		    region_ensure(&f->aggs, (size_t)(f->agg_count + 1) * sizeof(struct fib_aggregate)) < 0 ||
+		    region_ensure(&f->agg_sets, (size_t)(f->agg_count + 1) * sizeof(uint32_t)) < 0) {
 			rc = FIB_ERR_NOMEM;
 			goto out;
 		}
@@ -1292,7 +1318,7 @@ int fib_aggregate_create(struct fib *f, const struct name *agg_name, uint32_t *i
 		goto out;
 	}
 	struct fib_aggregate *a = agg_mut(f, id);
-	a->set = 0;
+	agg_set_store(f, id, 0);
 	a->members = 0;
 	a->name = *agg_name;
 	a->live = true;
@@ -1330,10 +1356,8 @@ int fib_aggregate_set_routes(struct fib *f, uint32_t id, const struct route *rou
 		rc = FIB_ERR_NOMEM;
 		goto out;
 	}
-	struct fib_aggregate *a = agg_mut(f, id);
-	uint32_t old = a->set;
-	/* one store re-routes every member (paper, Figure 5) */
-	__atomic_store_n(&a->set, set, __ATOMIC_RELEASE);
+	uint32_t old = agg_set(f, id);
+	agg_set_store(f, id, set);
 	if (old)
 		set_unref(f, old);
 out:
@@ -1489,9 +1513,10 @@ int fib_aggregate_delete(struct fib *f, uint32_t agg)
 				goto out;
 		}
 	}
-	if (a->set)
-		set_unref(f, a->set);
-	__atomic_store_n(&a->set, 0, __ATOMIC_RELEASE);
+	uint32_t set = agg_set(f, agg);
+	agg_set_store(f, agg, 0);
+	if (set)
+		set_unref(f, set);
 	a->live = false;
 	idmap_remove(&f->agg_index, name_hash(&a->name), agg);
 	f->aggs_live--;
