@@ -700,17 +700,55 @@ static bool member_check(const struct fib *fib, const struct nameset *ns, uint64
 }
 
 struct churn_result {
-	double big_load_s, big_ns_per_member, big_bytes_per_member;
-	double diff_ms_p50, diff_ms_max, diff_add_ns, diff_remove_ns;
+	double load1_s, load_s, bytes_per_member, delete1_ms;
+	double diff1_ms_p50, diff1_ms_max, diff_ms_p50, diff_ms_max;
+	double diff_add_ns, diff_remove_ns, diff1_add_ns, diff1_remove_ns;
 	double delete_ms, big_delete_ms;
 	uint64_t mismatches;
 };
 
+#define CHUNK 10000     /* names handed to a batch call at once */
+
+/* ns[first, first + count) with the batch calls, CHUNK at a time */
+static void members_batch(struct fib *fib, uint32_t id, const struct nameset *ns, uint64_t first, uint64_t count,
+			  bool add, struct name *buf)
+{
+	for (uint64_t i = 0; i < count; i += CHUNK) {
+		size_t m = count - i < CHUNK ? (size_t)(count - i) : CHUNK;
+		for (size_t k = 0; k < m; k++)
+			name_get(ns, first + i + k, &buf[k]);
+		int rc = add ? fib_aggregate_add_members(fib, id, buf, m, NULL)
+			     : fib_aggregate_remove_members(fib, id, buf, m, NULL);
+		if (rc != FIB_OK) {
+			fprintf(stderr, "bench_fib: batch of members: %s\n", fib_strerror(rc));
+			exit(1);
+		}
+		rcu_quiescent_state();
+	}
+}
+
+/* ns[first, first + count) one call a member */
+static void members_single(struct fib *fib, uint32_t id, const struct nameset *ns, uint64_t first, uint64_t count,
+			   bool add)
+{
+	for (uint64_t i = first; i < first + count; i++) {
+		if (add)
+			member_add(fib, id, ns, i);
+		else
+			member_remove(fib, id, ns, i);
+		if ((i & 1023) == 1023)
+			rcu_quiescent_state();
+	}
+}
+
 /*
- * Names ns[n, n + big) join a new aggregate; then `diffs` times the oldest
- * big/100 members leave and as many new names join (removals first, as an
- * IXFR lists them); then one aggregate of the table and the big one are
- * deleted.  Timed around the calls, fib_commit() included.
+ * Names ns[n, n + big) join a new aggregate one call a member, and the
+ * aggregate is deleted; they join again with the batch calls, after
+ * fib_reserve() for them (a router knows the size of a transfer it has
+ * stored).  Then `diffs` times the oldest big/100 members leave and as
+ * many new names join (removals first, as an IXFR lists them), alternately
+ * one call a member and in batches; then one aggregate of the table and
+ * the big one are deleted.  Timed around the calls, fib_commit() included.
  */
 static void measure_churn(struct fib *fib, const struct nameset *ns, uint64_t n, uint32_t big,
 			  unsigned diffs, uint32_t small_id, uint64_t small_first, uint32_t small_count,
@@ -719,50 +757,76 @@ static void measure_churn(struct fib *fib, const struct nameset *ns, uint64_t n,
 	memset(out, 0, sizeof(*out));
 	const struct set *bigset = &sets[7];
 	uint32_t step = big / 100;
+	struct name *buf = harness_alloc(CHUNK * sizeof(struct name));
+	memset(buf, 0, CHUNK * sizeof(struct name));
 
 	uint64_t rss0 = rss_bytes();
 	uint64_t t0 = now_ns();
 	uint32_t id = agg_create(fib, 1u << 20, bigset);
-	for (uint64_t i = n; i < n + big; i++) {
-		member_add(fib, id, ns, i);
-		if ((i & 1023) == 1023)
-			rcu_quiescent_state();
-	}
+	members_single(fib, id, ns, n, big, true);
 	fib_commit(fib);
 	uint64_t t1 = now_ns();
+	out->load1_s = (double)(t1 - t0) / 1e9;
 	fib_barrier(fib);
-	uint64_t rss1 = rss_bytes();
-	out->big_load_s = (double)(t1 - t0) / 1e9;
-	out->big_ns_per_member = (double)(t1 - t0) / big;
-	out->big_bytes_per_member = ((double)rss1 - (double)rss0) / big;
+	out->bytes_per_member = ((double)rss_bytes() - (double)rss0) / big;
+	t1 = now_ns();
+	if (fib_aggregate_delete(fib, id) != FIB_OK)
+		exit(1);
+	fib_commit(fib);
+	out->delete1_ms = (double)(now_ns() - t1) / 1e6;
+	fib_barrier(fib);
 
-	/* members are ns[lo, hi) */
+	t0 = now_ns();
+	id = agg_create(fib, 1u << 20, bigset);
+	struct fib_stats st;
+	fib_get_stats(fib, &st);
+	if (fib_reserve(fib, st.nodes + big) != FIB_OK)
+		exit(1);
+	members_batch(fib, id, ns, n, big, true, buf);
+	fib_commit(fib);
+	t1 = now_ns();
+	out->load_s = (double)(t1 - t0) / 1e9;
+
+	/* members are ns[lo, hi); even diffs one call a member, odd ones in batches */
 	uint64_t lo = n, hi = n + big;
-	double *dt = malloc((diffs ? diffs : 1) * sizeof(double));
-	uint64_t add_ns = 0, remove_ns = 0;
+	double *dt[2] = { malloc((diffs + 1) * sizeof(double)), malloc((diffs + 1) * sizeof(double)) };
+	uint64_t add_ns[2] = { 0, 0 }, remove_ns[2] = { 0, 0 };
+	unsigned cnt[2] = { 0, 0 };
 	for (unsigned d = 0; d < diffs; d++) {
+		int b = d & 1;
 		uint64_t a = now_ns();
-		for (uint32_t k = 0; k < step; k++)
-			member_remove(fib, id, ns, lo + k);
-		uint64_t b = now_ns();
-		for (uint32_t k = 0; k < step; k++)
-			member_add(fib, id, ns, hi + k);
+		if (b)
+			members_batch(fib, id, ns, lo, step, false, buf);
+		else
+			members_single(fib, id, ns, lo, step, false);
+		uint64_t m = now_ns();
+		if (b)
+			members_batch(fib, id, ns, hi, step, true, buf);
+		else
+			members_single(fib, id, ns, hi, step, true);
 		fib_commit(fib);
 		uint64_t c = now_ns();
 		rcu_quiescent_state();
-		remove_ns += b - a;
-		add_ns += c - b;
-		dt[d] = (double)(c - a) / 1e6;
+		remove_ns[b] += m - a;
+		add_ns[b] += c - m;
+		dt[b][cnt[b]++] = (double)(c - a) / 1e6;
 		lo += step;
 		hi += step;
 	}
-	if (diffs) {
-		out->diff_remove_ns = (double)remove_ns / ((double)diffs * step);
-		out->diff_add_ns = (double)add_ns / ((double)diffs * step);
-		out->diff_ms_p50 = quantile(dt, diffs, 0.5);
-		out->diff_ms_max = quantile(dt, diffs, 1.0);
+	if (cnt[0]) {
+		out->diff1_remove_ns = (double)remove_ns[0] / ((double)cnt[0] * step);
+		out->diff1_add_ns = (double)add_ns[0] / ((double)cnt[0] * step);
+		out->diff1_ms_p50 = quantile(dt[0], cnt[0], 0.5);
+		out->diff1_ms_max = quantile(dt[0], cnt[0], 1.0);
 	}
-	free(dt);
+	if (cnt[1]) {
+		out->diff_remove_ns = (double)remove_ns[1] / ((double)cnt[1] * step);
+		out->diff_add_ns = (double)add_ns[1] / ((double)cnt[1] * step);
+		out->diff_ms_p50 = quantile(dt[1], cnt[1], 0.5);
+		out->diff_ms_max = quantile(dt[1], cnt[1], 1.0);
+	}
+	free(dt[0]);
+	free(dt[1]);
 	/* the members now, and those that left */
 	for (uint64_t i = n; i < hi; i += 97)
 		if (!member_check(fib, ns, i, i < lo ? NULL : bigset))
@@ -789,11 +853,16 @@ static void measure_churn(struct fib *fib, const struct nameset *ns, uint64_t n,
 		if (!member_check(fib, ns, i, NULL))
 			out->mismatches++;
 	rcu_quiescent_state();
+	harness_free(buf, CHUNK * sizeof(struct name));
 
-	printf("aggregate of %u new members: loaded in %.3f s (%.0f ns/member), RSS +%.1f bytes/member\n",
-	       big, out->big_load_s, out->big_ns_per_member, out->big_bytes_per_member);
-	printf("%u diffs of -%u +%u members: median %.2f ms, max %.2f ms (%.0f ns/remove, %.0f ns/add)\n",
-	       diffs, step, step, out->diff_ms_p50, out->diff_ms_max, out->diff_remove_ns, out->diff_add_ns);
+	printf("aggregate of %u new members: one call a member %.3f s (%.0f ns/member), RSS %+.1f bytes/member, "
+	       "deleted in %.1f ms;\n  fib_reserve + batches of %u: %.3f s (%.0f ns/member)\n",
+	       big, out->load1_s, out->load1_s * 1e9 / big, out->bytes_per_member, out->delete1_ms, CHUNK,
+	       out->load_s, out->load_s * 1e9 / big);
+	printf("diffs of -%u +%u members, one call a member: median %.2f ms, max %.2f ms (%.0f ns/remove, %.0f ns/add)\n",
+	       step, step, out->diff1_ms_p50, out->diff1_ms_max, out->diff1_remove_ns, out->diff1_add_ns);
+	printf("diffs of -%u +%u members, batches:           median %.2f ms, max %.2f ms (%.0f ns/remove, %.0f ns/add)\n",
+	       step, step, out->diff_ms_p50, out->diff_ms_max, out->diff_remove_ns, out->diff_add_ns);
 	printf("fib_aggregate_delete: %u members %.2f ms, %u members %.2f ms; mismatches %" PRIu64 "\n",
 	       small_count, out->delete_ms, big, out->big_delete_ms, out->mismatches);
 }
@@ -1106,15 +1175,19 @@ int main(int argc, char **argv)
 			 "\"change_visible_us_p50\": %.2f, \"change_visible_us_p99\": %.2f, "
 			 "\"change_visible_us_max\": %.2f, \"change_all_members_us_p50\": %.1f, "
 			 "\"change_all_members_us_p99\": %.1f, \"change_all_members_us_max\": %.1f, "
-			 "\"changes\": %u, \"big\": %u, \"big_load_s\": %.3f, \"big_bytes_per_member\": %.1f, "
-			 "\"diff_1pct_ms_p50\": %.2f, \"diff_1pct_ms_max\": %.2f, \"diff_add_ns\": %.0f, "
-			 "\"diff_remove_ns\": %.0f, \"diffs\": %u, \"delete_agg_ms\": %.2f, "
-			 "\"delete_big_ms\": %.2f, ",
+			 "\"changes\": %u, \"big\": %u, \"big_load_single_s\": %.3f, \"big_delete_ms\": %.1f, "
+			 "\"big_load_batch_s\": %.3f, \"big_bytes_per_member\": %.1f, "
+			 "\"diff_1pct_single_ms_p50\": %.2f, \"diff_1pct_single_ms_max\": %.2f, "
+			 "\"diff_1pct_batch_ms_p50\": %.2f, \"diff_1pct_batch_ms_max\": %.2f, "
+			 "\"diff_single_add_ns\": %.0f, \"diff_single_remove_ns\": %.0f, "
+			 "\"diff_batch_add_ns\": %.0f, \"diff_batch_remove_ns\": %.0f, \"diffs\": %u, "
+			 "\"delete_agg_ms\": %.2f, \"delete_big_after_diffs_ms\": %.1f, ",
 			 o.agg_size, naggs, ch.write_ns_p50, ch.write_ns_max, ch.write_ns_alone, ch.visible_us_p50,
 			 ch.visible_us_p99, ch.visible_us_max, ch.all_us_p50, ch.all_us_p99, ch.all_us_max,
-			 o.changes, o.big, cr.big_load_s, cr.big_bytes_per_member, cr.diff_ms_p50,
-			 cr.diff_ms_max, cr.diff_add_ns, cr.diff_remove_ns, o.diffs, cr.delete_ms,
-			 cr.big_delete_ms);
+			 o.changes, o.big, cr.load1_s, cr.delete1_ms, cr.load_s, cr.bytes_per_member,
+			 cr.diff1_ms_p50, cr.diff1_ms_max, cr.diff_ms_p50, cr.diff_ms_max,
+			 cr.diff1_add_ns, cr.diff1_remove_ns, cr.diff_add_ns, cr.diff_remove_ns, o.diffs,
+			 cr.delete_ms, cr.big_delete_ms);
 	printf("{\"names\": %" PRIu64 ", %s\"lookup_ns\": %.1f, \"baseline_exact_ns\": %.1f, "
 	       "\"bytes_per_name\": %.1f, \"load_s\": %.3f, "
 	       "\"baseline_bytes_per_name\": %.1f, \"baseline_load_s\": %.3f, "

@@ -799,12 +799,25 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 	if (!t)
 		return -1;
 	if (old) {
-		for (uint64_t b = 0; b < old->nbuckets; b++) {
-			for (int j = 0; j < 2; j++) {
+		/* a group of slots at a time: hashed and their new buckets fetched, then placed */
+		enum { GROUP = 16 };
+		const struct fib_slot *g[GROUP];
+		uint64_t h[GROUP];
+		unsigned n = 0;
+		for (uint64_t b = 0; b <= old->nbuckets; b++) {
+			for (int j = 0; j < 2 && b < old->nbuckets; j++) {
 				const struct fib_slot *s = &old->buckets[b].s[j];
 				if (s->klen == KEY_EMPTY || s->klen == KEY_TOMB)
 					continue;
-				slot_publish(table_free_slot(t, key_hash(f, slot_key(f, s), s->klen)), s);
+				g[n] = s;
+				h[n] = key_hash(f, slot_key(f, s), s->klen);
+				__builtin_prefetch(&t->buckets[bucket_index(t, h[n])], 1);
+				n++;
+			}
+			if (n > GROUP - 2 || b == old->nbuckets) {
+				for (unsigned k = 0; k < n; k++)
+					slot_publish(table_free_slot(t, h[k]), g[k]);
+				n = 0;
 			}
 		}
 	}
@@ -1365,38 +1378,37 @@ out:
 	return rc;
 }
 
-int fib_aggregate_add_member(struct fib *f, uint32_t agg, const struct name *member)
+/* Called with the lock held. */
+static int member_add(struct fib *f, uint32_t agg, const struct name *member)
 {
 	struct path p;
 	struct fib_ext x;
-	int rc = FIB_OK;
 
-	pthread_mutex_lock(&f->lock);
-	if (!agg_valid(f, agg)) {
-		rc = FIB_ERR_BAD_AGGREGATE;
-		goto out;
-	}
-	rc = path_walk(f, member, &p, true);
+	int rc = path_walk(f, member, &p, true);
 	if (rc != FIB_OK) {
 		path_prune(f, &p);
-		goto out;
+		return rc;
 	}
 	struct fib_slot *s = p.slot[p.depth];
 	entry_unpack(f, s->entry, &x);
 	for (uint32_t k = 0; k < x.naggs; k++)
 		if (x.aggs[k] == agg)
-			goto out;       /* already a member */
-	if (x.naggs == FIB_MAX_AGGREGATES_PER_NAME) {
-		rc = FIB_ERR_TOO_MANY_AGGREGATES;
-		goto out;
-	}
+			return FIB_OK;  /* already a member */
+	if (x.naggs == FIB_MAX_AGGREGATES_PER_NAME)
+		return FIB_ERR_TOO_MANY_AGGREGATES;
 	x.aggs[x.naggs++] = agg;
 	rc = entry_store(f, s, &x);
 	if (rc == FIB_OK)
 		agg_mut(f, agg)->members++;
 	else
 		path_prune(f, &p);
-out:
+	return rc;
+}
+
+int fib_aggregate_add_member(struct fib *f, uint32_t agg, const struct name *member)
+{
+	pthread_mutex_lock(&f->lock);
+	int rc = agg_valid(f, agg) ? member_add(f, agg, member) : FIB_ERR_BAD_AGGREGATE;
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
@@ -1434,6 +1446,69 @@ int fib_aggregate_remove_member(struct fib *f, uint32_t agg, const struct name *
 	rc = agg_valid(f, agg) ? member_remove(f, agg, member) : FIB_ERR_BAD_AGGREGATE;
 	pthread_mutex_unlock(&f->lock);
 	return rc;
+}
+
+/*
+ * A diff's members one after another: each costs a cache miss on its own
+ * slot, so the slot of the member a few places ahead is fetched while this
+ * one is changed.  Only the deepest node is prefetched; the ones above it
+ * are shared by many names and mostly cached.
+ */
+#define BATCH_AHEAD 8
+
+static void prefetch_node(const struct fib *f, const struct name *nm)
+{
+	if (nm->len <= 1)
+		return;
+	const struct fib_bucket *bk = &f->table->buckets[bucket_index(f->table, key_hash(f, nm->wire, nm->len - 1u))];
+	__builtin_prefetch(bk, 1);
+	__builtin_prefetch(bk + 1, 1);
+}
+
+static int members_apply(struct fib *f, uint32_t agg, const struct name *members, size_t count,
+			 size_t *done, bool add)
+{
+	int rc = FIB_OK;
+	size_t i = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (!agg_valid(f, agg)) {
+		rc = FIB_ERR_BAD_AGGREGATE;
+		goto out;
+	}
+	/* one resize for the batch: a member mostly adds one node, its leaf */
+	if (add && table_make_room(f, count) < 0) {
+		rc = FIB_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < count && k < BATCH_AHEAD; k++)
+		prefetch_node(f, &members[k]);
+	for (; i < count; i++) {
+		if (i + BATCH_AHEAD < count)
+			prefetch_node(f, &members[i + BATCH_AHEAD]);
+		rc = add ? member_add(f, agg, &members[i]) : member_remove(f, agg, &members[i]);
+		if (rc == FIB_ERR_NOT_FOUND && !add)
+			rc = FIB_OK;    /* not a member: already as the diff wants it */
+		if (rc != FIB_OK)
+			break;
+	}
+out:
+	pthread_mutex_unlock(&f->lock);
+	if (done)
+		*done = i;
+	return rc;
+}
+
+int fib_aggregate_add_members(struct fib *f, uint32_t agg, const struct name *members, size_t count,
+			      size_t *done)
+{
+	return members_apply(f, agg, members, count, done, true);
+}
+
+int fib_aggregate_remove_members(struct fib *f, uint32_t agg, const struct name *members, size_t count,
+				 size_t *done)
+{
+	return members_apply(f, agg, members, count, done, false);
 }
 
 /* A node's name is its key plus the root label. */
