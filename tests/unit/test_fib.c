@@ -410,6 +410,41 @@ static void member_leaves_answer_through_their_aggregate(void **state)
 	assert_int_equal(st.nodes, 2);
 }
 
+/* The delete's scan removes members as it finds them, whatever else they carry. */
+static void deleting_an_aggregate_keeps_other_memberships(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN], text[64];
+	uint32_t a, b;
+	struct name an = N("a.aggregates"), bn = N("b.aggregates"), root = N(".");
+	assert_int_equal(fib_aggregate_create(f, &an, &a), FIB_OK);
+	assert_int_equal(fib_aggregate_create(f, &bn, &b), FIB_OK);
+	struct route ra = server("192.0.2.1"), rb = server("192.0.2.2");
+	fib_aggregate_set_routes(f, a, &ra, 1);
+	fib_aggregate_set_routes(f, b, &rb, 1);
+	assert_int_equal(fib_aggregate_add_member(f, a, &root), FIB_OK);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(text, sizeof(text), i % 3 ? "d%d.example" : "x.d%d.deep.example", i);
+		struct name n = N(text);
+		assert_int_equal(fib_aggregate_add_member(f, a, &n), FIB_OK);
+		if (i % 2 == 0)
+			assert_int_equal(fib_aggregate_add_member(f, b, &n), FIB_OK);
+	}
+	assert_int_equal(fib_aggregate_delete(f, a), FIB_OK);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(text, sizeof(text), i % 3 ? "www.d%d.example" : "x.d%d.deep.example", i);
+		assert_string_equal(lookup_addr(f, text, buf), i % 2 == 0 ? "192.0.2.2" : "");
+	}
+	assert_string_equal(lookup_addr(f, "elsewhere", buf), "");
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.entries, 1000);
+	assert_int_equal(fib_aggregate_delete(f, b), FIB_OK);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.nodes, 1);
+}
+
 static void members_join_and_leave_in_batches(void **state)
 {
 	struct fib *f = *state;
@@ -648,6 +683,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deleting_an_aggregate_drops_its_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_leaves_answer_through_their_aggregate, setup, teardown),
 		cmocka_unit_test_setup_teardown(members_join_and_leave_in_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(deleting_an_aggregate_keeps_other_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(walk_visits_every_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_labels_are_told_apart, setup, teardown),
