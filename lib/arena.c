@@ -4,6 +4,8 @@
 #include "arena.h"
 
 #define REGION_STEP (2u << 20)
+/* below this a region stays on small pages: a huge page would put 2 MiB in RSS for a few bytes */
+#define REGION_HUGE ((size_t)16 << 20)
 
 int region_init(struct region *r, size_t max_bytes)
 {
@@ -35,7 +37,8 @@ int region_ensure(struct region *r, size_t bytes)
 		want = r->reserved;
 	if (mprotect(r->base + r->committed, want - r->committed, PROT_READ | PROT_WRITE) < 0)
 		return -1;
-	madvise(r->base + r->committed, want - r->committed, MADV_HUGEPAGE);
+	if (want >= REGION_HUGE)
+		madvise(r->base + r->committed, want - r->committed, MADV_HUGEPAGE);
 	r->committed = want;
 	return 0;
 }

@@ -87,6 +87,17 @@ int fib_aggregate_find(const struct fib *fib, const struct name *agg_name, uint3
 int fib_aggregate_set_routes(struct fib *fib, uint32_t id, const struct route *routes, unsigned count);
 int fib_aggregate_add_member(struct fib *fib, uint32_t id, const struct name *member);
 int fib_aggregate_remove_member(struct fib *fib, uint32_t id, const struct name *member);
+/*
+ * A diff's additions or removals at once: one lock, one resize, and the
+ * next members' slots fetched while one is changed (several times faster
+ * than one call a member, see docs/BENCHMARKS.md).  Adding a member is
+ * idempotent; removing a name that is not a member is not an error here.
+ * Stops at the first error; *done (if not NULL) says how many were handled.
+ */
+int fib_aggregate_add_members(struct fib *fib, uint32_t id, const struct name *members, size_t count,
+			      size_t *done);
+int fib_aggregate_remove_members(struct fib *fib, uint32_t id, const struct name *members, size_t count,
+				 size_t *done);
 /* Drops the aggregate and every membership in it (walks the table). */
 int fib_aggregate_delete(struct fib *fib, uint32_t id);
 

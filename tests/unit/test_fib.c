@@ -348,6 +348,168 @@ static void deleting_an_aggregate_drops_its_memberships(void **state)
 	assert_int_equal(fib_aggregate_create(f, &an, &agg), FIB_OK);
 }
 
+/*
+ * A member that is a two-label leaf is answered by the lookup's fast path
+ * through its aggregate; everything else about it goes the full way.
+ */
+static void member_leaves_answer_through_their_aggregate(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN];
+	uint32_t a, b;
+	struct name an = N("a.aggregates"), bn = N("b.aggregates"), m = N("m.com");
+	set_routes(f, "com", "192.0.2.1");
+	assert_int_equal(fib_aggregate_create(f, &an, &a), FIB_OK);
+	assert_int_equal(fib_aggregate_create(f, &bn, &b), FIB_OK);
+	struct route ra = server("192.0.2.2"), rb = server("192.0.2.5"), own = server("192.0.2.9");
+	assert_int_equal(fib_aggregate_set_routes(f, a, &ra, 1), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, a, &m), FIB_OK);
+
+	struct name q = N("www.m.com");
+	struct fib_result res;
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_int_equal(res.nsets, 1);
+	assert_int_equal(res.suffix_offset, 4);
+	assert_int_equal(res.suffix_labels, 2);
+	assert_true(route_equal(&res.sets[0]->routes[0], &ra));
+	assert_string_equal(lookup_addr(f, "m.com", buf), "192.0.2.2");
+	/* an aggregate without routes leaves its members to the shorter suffix */
+	assert_int_equal(fib_aggregate_set_routes(f, a, NULL, 0), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.1");
+	struct route r3 = server("192.0.2.3");
+	assert_int_equal(fib_aggregate_set_routes(f, a, &r3, 1), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.3");
+
+	/* own routes first, then the aggregates in join order */
+	assert_int_equal(fib_aggregate_set_routes(f, b, &rb, 1), FIB_OK);
+	assert_int_equal(fib_aggregate_add_member(f, b, &m), FIB_OK);
+	assert_int_equal(fib_set_routes(f, &m, &own, 1), FIB_OK);
+	assert_true(fib_lookup_longest_suffix(f, &q, &res));
+	assert_int_equal(res.nsets, 3);
+	assert_true(route_equal(&res.sets[0]->routes[0], &own));
+	assert_true(route_equal(&res.sets[1]->routes[0], &r3));
+	assert_true(route_equal(&res.sets[2]->routes[0], &rb));
+	assert_int_equal(fib_set_routes(f, &m, NULL, 0), FIB_OK);
+	assert_int_equal(fib_aggregate_remove_member(f, b, &m), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.3");
+
+	/* a member with a deeper name under it is no leaf */
+	set_routes(f, "x.m.com", "192.0.2.4");
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.3");
+	assert_string_equal(lookup_addr(f, "m.com", buf), "192.0.2.3");
+	assert_string_equal(lookup_addr(f, "a.x.m.com", buf), "192.0.2.4");
+	struct name x = N("x.m.com");
+	assert_int_equal(fib_delete(f, &x), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.3");
+
+	/* deleting the aggregate leaves the member to the shorter suffix again */
+	assert_int_equal(fib_aggregate_delete(f, a), FIB_OK);
+	assert_string_equal(lookup_addr(f, "www.m.com", buf), "192.0.2.1");
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 2);
+}
+
+/* The delete's scan removes members as it finds them, whatever else they carry. */
+static void deleting_an_aggregate_keeps_other_memberships(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN], text[64];
+	uint32_t a, b;
+	struct name an = N("a.aggregates"), bn = N("b.aggregates"), root = N(".");
+	assert_int_equal(fib_aggregate_create(f, &an, &a), FIB_OK);
+	assert_int_equal(fib_aggregate_create(f, &bn, &b), FIB_OK);
+	struct route ra = server("192.0.2.1"), rb = server("192.0.2.2");
+	fib_aggregate_set_routes(f, a, &ra, 1);
+	fib_aggregate_set_routes(f, b, &rb, 1);
+	assert_int_equal(fib_aggregate_add_member(f, a, &root), FIB_OK);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(text, sizeof(text), i % 3 ? "d%d.example" : "x.d%d.deep.example", i);
+		struct name n = N(text);
+		assert_int_equal(fib_aggregate_add_member(f, a, &n), FIB_OK);
+		if (i % 2 == 0)
+			assert_int_equal(fib_aggregate_add_member(f, b, &n), FIB_OK);
+	}
+	assert_int_equal(fib_aggregate_delete(f, a), FIB_OK);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(text, sizeof(text), i % 3 ? "www.d%d.example" : "x.d%d.deep.example", i);
+		assert_string_equal(lookup_addr(f, text, buf), i % 2 == 0 ? "192.0.2.2" : "");
+	}
+	assert_string_equal(lookup_addr(f, "elsewhere", buf), "");
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.entries, 1000);
+	assert_int_equal(fib_aggregate_delete(f, b), FIB_OK);
+	fib_get_stats(f, &st);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.nodes, 1);
+}
+
+static void members_join_and_leave_in_batches(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN], text[64];
+	enum { COUNT = 3000 };
+	static struct name names[COUNT];
+	uint32_t a, b;
+	size_t done;
+	struct name an = N("a.aggregates"), bn = N("b.aggregates");
+	assert_int_equal(fib_aggregate_create(f, &an, &a), FIB_OK);
+	assert_int_equal(fib_aggregate_create(f, &bn, &b), FIB_OK);
+	struct route ra = server("192.0.2.1"), rb = server("192.0.2.2");
+	fib_aggregate_set_routes(f, a, &ra, 1);
+	fib_aggregate_set_routes(f, b, &rb, 1);
+	for (int i = 0; i < COUNT; i++) {
+		snprintf(text, sizeof(text), "b%d.example", i);
+		names[i] = N(text);
+	}
+
+	assert_int_equal(fib_aggregate_add_members(f, a, names, COUNT, &done), FIB_OK);
+	assert_int_equal(done, COUNT);
+	assert_int_equal(fib_aggregate_add_members(f, a, names, COUNT / 2, NULL), FIB_OK);  /* idempotent */
+	assert_int_equal(fib_aggregate_add_members(f, b, names, COUNT / 3, &done), FIB_OK);
+	assert_int_equal(done, COUNT / 3);
+	struct fib_result res;
+	assert_true(fib_lookup_exact(f, &names[0], &res));
+	assert_int_equal(res.nsets, 2);
+	assert_string_equal(lookup_addr(f, "www.b2999.example", buf), "192.0.2.1");
+
+	/* leaving: names that are not members are no error */
+	assert_int_equal(fib_aggregate_remove_members(f, a, names, COUNT / 2, &done), FIB_OK);
+	assert_int_equal(fib_aggregate_remove_members(f, a, names, COUNT, &done), FIB_OK);
+	assert_int_equal(done, COUNT);
+	for (int i = 0; i < COUNT; i += 7) {
+		snprintf(text, sizeof(text), "www.b%d.example", i);
+		assert_string_equal(lookup_addr(f, text, buf), i < COUNT / 3 ? "192.0.2.2" : "");
+	}
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 2 + COUNT / 3);
+	assert_int_equal(st.entries, COUNT / 3);
+
+	/* errors stop the batch and say where */
+	assert_int_equal(fib_aggregate_add_members(f, 12345, names, 10, &done), FIB_ERR_BAD_AGGREGATE);
+	assert_int_equal(done, 0);
+	struct name busy = N("busy.example");
+	for (int i = 0; i < FIB_MAX_AGGREGATES_PER_NAME; i++) {
+		uint32_t id;
+		snprintf(text, sizeof(text), "full%d", i);
+		struct name n = N(text);
+		assert_int_equal(fib_aggregate_create(f, &n, &id), FIB_OK);
+		assert_int_equal(fib_aggregate_add_member(f, id, &busy), FIB_OK);
+	}
+	uint32_t c;
+	struct name cn = N("c.aggregates");
+	assert_int_equal(fib_aggregate_create(f, &cn, &c), FIB_OK);
+	struct name three[3] = { N("first.example"), busy, N("third.example") };
+	assert_int_equal(fib_aggregate_add_members(f, c, three, 3, &done), FIB_ERR_TOO_MANY_AGGREGATES);
+	assert_int_equal(done, 1);
+	assert_int_equal(fib_aggregate_remove_members(f, c, three, 3, &done), FIB_OK);
+	assert_false(fib_lookup_exact(f, &three[0], &res));
+	fib_get_stats(f, &st);
+	assert_int_equal(st.nodes, 2 + COUNT / 3 + 1);
+}
+
 static void redirect_carries_its_target(void **state)
 {
 	struct fib *f = *state;
@@ -519,6 +681,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_name_joins_a_bounded_number_of_aggregates, setup, teardown),
 		cmocka_unit_test_setup_teardown(empty_aggregate_does_not_hide_a_shorter_suffix, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_an_aggregate_drops_its_memberships, setup, teardown),
+		cmocka_unit_test_setup_teardown(member_leaves_answer_through_their_aggregate, setup, teardown),
+		cmocka_unit_test_setup_teardown(members_join_and_leave_in_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(deleting_an_aggregate_keeps_other_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(walk_visits_every_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_labels_are_told_apart, setup, teardown),

@@ -5,7 +5,9 @@
  *  - stable names are always found with their own route;
  *  - a churned name, when found, carries a route made for that very name
  *    (so a reader never sees a recycled node or route set of another name);
- *  - aggregate members always resolve to one of the aggregate's two sets.
+ *  - aggregate members always resolve to one of the aggregate's two sets;
+ *  - names joining and leaving an aggregate in batches (two-label leaves,
+ *    answered by the lookup's fast path), when found, carry its route.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,15 +26,18 @@ enum {
 	STABLE = 5000,
 	CHURN = 20000,
 	MEMBERS = 2000,
+	JOINERS = 4000,
+	JOIN_BATCH = 32,
 	WRITER_OPS = 400000,
 };
 
 static struct fib *fib;
 static volatile int writer_done;
 static struct name stable_names[STABLE], churn_names[CHURN], member_names[MEMBERS];
+static struct name joiner_names[JOINERS], joiner_queries[JOINERS];
 
 struct reader_stats {
-	uint64_t lookups, stable_bad, churn_bad, member_bad, churn_found;
+	uint64_t lookups, stable_bad, churn_bad, member_bad, churn_found, joiner_bad, joiner_found;
 };
 
 static struct name make_name(const char *fmt, int i)
@@ -76,7 +81,7 @@ static void *reader(void *arg)
 		for (int k = 0; k < 256; k++) {
 			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
 			uint32_t i;
-			switch (x % 3) {
+			switch (x % 4) {
 			case 0:
 				i = (uint32_t)((x >> 8) % STABLE);
 				if (!fib_lookup_longest_suffix(fib, &stable_names[i], &res) ||
@@ -89,6 +94,15 @@ static void *reader(void *arg)
 					st->churn_found++;
 					if (!route_is(&res.sets[0]->routes[0], 2, i % 256))
 						st->churn_bad++;
+				}
+				break;
+			case 2:
+				i = (uint32_t)((x >> 8) % JOINERS);
+				if (fib_lookup_longest_suffix(fib, &joiner_queries[i], &res)) {
+					st->joiner_found++;
+					if (res.nsets != 1 || res.suffix_offset != 4 ||
+					    !route_is(&res.sets[0]->routes[0], 5, 0))
+						st->joiner_bad++;
 				}
 				break;
 			default:
@@ -133,6 +147,16 @@ static void readers_always_see_a_consistent_table(void **state)
 		member_names[i] = make_name("www.m%d.members.example", i);
 	}
 
+	uint32_t jagg;
+	struct name jn = make_name("joiners%d", 0);
+	assert_int_equal(fib_aggregate_create(fib, &jn, &jagg), FIB_OK);
+	struct route jr = tagged_route(5, 0, 0);
+	assert_int_equal(fib_aggregate_set_routes(fib, jagg, &jr, 1), FIB_OK);
+	for (int i = 0; i < JOINERS; i++) {
+		joiner_names[i] = make_name("j%d.joined", i);
+		joiner_queries[i] = make_name("www.j%d.joined", i);
+	}
+
 	memset(stats, 0, sizeof(stats));
 	for (int t = 0; t < READERS; t++)
 		assert_int_equal(pthread_create(&threads[t], NULL, reader, &stats[t]), 0);
@@ -148,6 +172,19 @@ static void readers_always_see_a_consistent_table(void **state)
 		case 3:
 			assert_int_equal(fib_aggregate_set_routes(fib, agg, &flip[op & 1], 1), FIB_OK);
 			break;
+		case 4: {
+			/* a run of names joins or leaves, as a diff would */
+			uint32_t first = (uint32_t)(x >> 40) % (JOINERS - JOIN_BATCH);
+			size_t done;
+			if ((x >> 20) & 1)
+				assert_int_equal(fib_aggregate_add_members(fib, jagg, &joiner_names[first], JOIN_BATCH,
+									   &done), FIB_OK);
+			else
+				assert_int_equal(fib_aggregate_remove_members(fib, jagg, &joiner_names[first],
+									      JOIN_BATCH, &done), FIB_OK);
+			assert_int_equal(done, JOIN_BATCH);
+			break;
+		}
 		default: {
 			/* a set of two: the first route names the name, the second varies */
 			struct route r[2] = { tagged_route(2, i % 256, (uint32_t)op), tagged_route(4, (uint32_t)(x >> 40) % 64, 0) };
@@ -171,8 +208,9 @@ static void readers_always_see_a_consistent_table(void **state)
 		assert_int_equal(stats[t].stable_bad, 0);
 		assert_int_equal(stats[t].churn_bad, 0);
 		assert_int_equal(stats[t].member_bad, 0);
+		assert_int_equal(stats[t].joiner_bad, 0);
 		lookups += stats[t].lookups;
-		found += stats[t].churn_found;
+		found += stats[t].churn_found + stats[t].joiner_found;
 	}
 	/* the readers really ran alongside the writer and saw churned names come and go */
 	print_message("%llu lookups checked, %llu churned names found\n",
