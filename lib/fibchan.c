@@ -141,6 +141,20 @@ static bool aggregate_will_exist(struct fib *fib, const Crfib__Update *u, const 
 	       !in_list(u->aggregates_deleted, u->n_aggregates_deleted, nm);
 }
 
+/* A packed list of names: entries [len][wire], each a canonical name, filling it exactly. */
+static int packed_of(const ProtobufCBinaryData *b, const char *what, size_t index, char *err, size_t err_len)
+{
+	size_t pos = 0, k = 0;
+	for (; pos < b->len; k++) {
+		size_t len = b->data[pos];
+		if (len == 0 || len > b->len - pos - 1 || !name_wire_canonical(b->data + pos + 1, len))
+			return fail(err, err_len, "%s[%zu]: name %zu at byte %zu is not a canonical wire name", what,
+				    index, k, pos);
+		pos += 1 + len;
+	}
+	return 0;
+}
+
 static int check_update(struct fib *fib, const Crfib__Update *u, char *err, size_t err_len)
 {
 	struct name nm;
@@ -171,6 +185,9 @@ static int check_update(struct fib *fib, const Crfib__Update *u, char *err, size
 		for (size_t k = 0; k < m->n_remove; k++)
 			if (name_of(&m->remove[k], &member, "memberships.remove", k, err, err_len) < 0)
 				return -1;
+		if (packed_of(&m->add_packed, "memberships.add_packed", i, err, err_len) < 0 ||
+		    packed_of(&m->remove_packed, "memberships.remove_packed", i, err, err_len) < 0)
+			return -1;
 	}
 	for (size_t i = 0; i < u->n_names; i++) {
 		const Crfib__NameRoutes *n = u->names[i];
@@ -193,6 +210,37 @@ static int check_update(struct fib *fib, const Crfib__Update *u, char *err, size
 static int nomem(const char *what, size_t index, int rc, char *err, size_t err_len)
 {
 	return fail(err, err_len, "%s[%zu]: %s; update partly applied", what, index, fib_strerror(rc));
+}
+
+/* Members joining or leaving in batches (fib.h: one lock, prefetching); a name in too many aggregates
+ * stays out of this one, a name that is not a member is not one to remove. */
+#define MEMBER_BATCH 256
+
+static int apply_packed(struct fib *fib, uint32_t id, const ProtobufCBinaryData *b, bool add, size_t index,
+			char *err, size_t err_len)
+{
+	static struct name batch[MEMBER_BATCH];         /* one writer at a time (fib.h) */
+	size_t pos = 0;
+	while (pos < b->len) {
+		size_t n = 0;
+		for (; n < MEMBER_BATCH && pos < b->len; n++) {
+			batch[n].len = b->data[pos];
+			memcpy(batch[n].wire, b->data + pos + 1, batch[n].len);
+			pos += 1u + batch[n].len;
+		}
+		for (size_t from = 0; from < n;) {
+			size_t done = 0;
+			int rc = add ? fib_aggregate_add_members(fib, id, batch + from, n - from, &done)
+				     : fib_aggregate_remove_members(fib, id, batch + from, n - from, &done);
+			if (rc == FIB_OK)
+				break;
+			if (rc != FIB_ERR_TOO_MANY_AGGREGATES && rc != FIB_ERR_NOT_FOUND)
+				return nomem(add ? "memberships.add_packed" : "memberships.remove_packed", index, rc,
+					     err, err_len);
+			from += done + 1;       /* past the one that failed */
+		}
+	}
+	return 0;
 }
 
 int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, size_t err_len)
@@ -231,12 +279,16 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 			if (rc != FIB_OK && rc != FIB_ERR_TOO_MANY_AGGREGATES)
 				return nomem("memberships.add", k, rc, err, err_len);
 		}
+		if (apply_packed(fib, id, &m->add_packed, true, i, err, err_len) < 0)
+			return -1;
 		for (size_t k = 0; k < m->n_remove; k++) {
 			name_from_wire(&other, m->remove[k].data, m->remove[k].len);
 			rc = fib_aggregate_remove_member(fib, id, &other);
 			if (rc != FIB_OK && rc != FIB_ERR_NOT_FOUND)
 				return nomem("memberships.remove", k, rc, err, err_len);
 		}
+		if (apply_packed(fib, id, &m->remove_packed, false, i, err, err_len) < 0)
+			return -1;
 	}
 	for (size_t i = 0; i < u->n_names; i++) {
 		const Crfib__NameRoutes *n = u->names[i];

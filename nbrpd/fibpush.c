@@ -25,7 +25,7 @@
 
 #define CHUNK_NAMES     1000
 #define CHUNK_AGGS      64      /* aggregates' routes per Update */
-#define CHUNK_MEMBERS   32768   /* members per Update: a frame of about 1 MB */
+#define CHUNK_MEMBERS   (1u << 20)      /* bytes of packed members per Update */
 #define SYNC_SLICE      2048    /* names of a full sync per loop turn */
 #define RETRY_MS        1000
 
@@ -60,8 +60,8 @@ struct fibpush {
 	/* members being sent (fibpush_members_begin .. end) */
 	struct pending_name mem_agg;
 	bool mem_replace, mem_add;
-	unsigned nmembers;
-	ProtobufCBinaryData members[CHUNK_MEMBERS];
+	size_t mem_len;                 /* packed: [len][wire]... */
+	uint8_t members[CHUNK_MEMBERS];
 };
 
 static void connect_now(struct fibpush *f);
@@ -93,7 +93,7 @@ static void disconnect(struct fibpush *f, const char *why)
 		f->sync_state = NULL;
 	}
 	f->npending = f->npending_aggs = 0;
-	f->nmembers = 0;
+	f->mem_len = 0;
 	if (!f->closing)
 		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
 }
@@ -215,18 +215,16 @@ static void members_send(struct fibpush *f)
 	ar.routes = rtp;
 	Crfib__Membership ms = CRFIB__MEMBERSHIP__INIT, *msp = &ms;
 	ms.aggregate = ar.name;
-	if (f->mem_add) {
-		ms.n_add = f->nmembers;
-		ms.add = f->members;
-	} else {
-		ms.n_remove = f->nmembers;
-		ms.remove = f->members;
-	}
+	ProtobufCBinaryData packed = { .data = f->members, .len = f->mem_len };
+	if (f->mem_add)
+		ms.add_packed = packed;
+	else
+		ms.remove_packed = packed;
 	ProtobufCBinaryData deleted = ar.name;
 	Crfib__Update u = CRFIB__UPDATE__INIT;
 	u.n_aggregates = 1;
 	u.aggregates = &arp;
-	u.n_memberships = f->nmembers ? 1 : 0;
+	u.n_memberships = f->mem_len ? 1 : 0;
 	u.memberships = &msp;
 	if (f->mem_replace) {
 		/* applied first: the aggregate is made again, empty */
@@ -237,7 +235,7 @@ static void members_send(struct fibpush *f)
 	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_UPDATE;
 	m.update = &u;
-	f->nmembers = 0;
+	f->mem_len = 0;
 	send_message(f, &m);
 }
 
@@ -247,7 +245,7 @@ void fibpush_members_begin(struct fibpush *f, const struct name *agg, const stru
 	fibpush_flush(f);
 	pending_set(&f->mem_agg, agg, routes, count);
 	f->mem_replace = replace;
-	f->nmembers = 0;
+	f->mem_len = 0;
 }
 
 void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t len)
@@ -255,19 +253,19 @@ void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t le
 	if (!f->synced)
 		return;
 	/* inrpd adds a Membership's members before it removes any: one kind per Update */
-	if (f->nmembers && (add != f->mem_add || f->nmembers == CHUNK_MEMBERS))
+	if (f->mem_len && (add != f->mem_add || f->mem_len + 1u + len > CHUNK_MEMBERS))
 		members_send(f);
 	f->mem_add = add;
-	f->members[f->nmembers].data = (uint8_t *)wire;
-	f->members[f->nmembers].len = len;
-	f->nmembers++;
+	f->members[f->mem_len] = len;
+	memcpy(f->members + f->mem_len + 1, wire, len);
+	f->mem_len += 1u + len;
 }
 
 void fibpush_members_end(struct fibpush *f)
 {
-	if (f->synced && (f->nmembers || f->mem_replace))
+	if (f->synced && (f->mem_len || f->mem_replace))
 		members_send(f);
-	f->nmembers = 0;
+	f->mem_len = 0;
 	f->mem_replace = false;
 }
 

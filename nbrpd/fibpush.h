@@ -33,7 +33,7 @@ void fibpush_flush(struct fibpush *f);
  * Members joining or leaving an aggregate, sent at once after what is
  * pending, in Updates that also carry the aggregate's routes (so that it
  * exists in inrpd's FIB, whatever was sent before).  Members are taken in
- * the order given; the wire names must stay valid until members_end.
+ * the order given and copied, packed ([len][wire]), up to 1 MiB a message.
  * replace: the aggregate's old members are dropped first (a whole new set).
  */
 void fibpush_members_begin(struct fibpush *f, const struct name *agg, const struct route *routes,

@@ -55,12 +55,16 @@ def aggregate_routes(name, version, routes):
     return body
 
 
-def membership(aggregate, add=(), remove=()):
+def membership(aggregate, add=(), remove=(), add_packed=(), remove_packed=()):
     body = _len_field(1, wire_name(aggregate))
     for n in add:
         body += _len_field(2, wire_name(n))
     for n in remove:
         body += _len_field(3, wire_name(n))
+    if add_packed:
+        body += _len_field(4, b"".join(bytes([len(wire_name(n))]) + wire_name(n) for n in add_packed))
+    if remove_packed:
+        body += _len_field(5, b"".join(bytes([len(wire_name(n))]) + wire_name(n) for n in remove_packed))
     return body
 
 

@@ -223,6 +223,80 @@ static void update_routes_names_and_aggregates(void **state)
 	assert_int_equal(fibchan_apply_update(fib, &u3, err, sizeof(err)), 0);
 }
 
+/* n members "mK.example" for K from first, packed as [len][wire] */
+static size_t pack(uint8_t *out, unsigned first, unsigned n)
+{
+	size_t o = 0;
+	for (unsigned k = first; k < first + n; k++) {
+		char text[32];
+		struct name nm;
+		snprintf(text, sizeof(text), "m%u.example", k);
+		name_from_text(&nm, text, strlen(text));
+		out[o++] = nm.len;
+		memcpy(out + o, nm.wire, nm.len);
+		o += nm.len;
+	}
+	return o;
+}
+
+static void packed_members_join_and_leave_and_bad_ones_change_nothing(void **state)
+{
+	struct fib *fib = *state;
+	char buf[INET6_ADDRSTRLEN], err[256];
+	struct name keep[2];
+	struct built_route br[1];
+	static uint8_t packed[1000 * 20];
+
+	Crfib__AggregateRoutes agg = CRFIB__AGGREGATE_ROUTES__INIT;
+	Crfib__Route *agg_routes[] = { server(&br[0], "192.0.2.7") };
+	agg.name = wire_of("packed.isp", &keep[0]);
+	agg.n_routes = 1;
+	agg.routes = agg_routes;
+	Crfib__AggregateRoutes *aggs[] = { &agg };
+	Crfib__Membership mem = CRFIB__MEMBERSHIP__INIT;
+	mem.aggregate = wire_of("packed.isp", &keep[1]);
+	mem.add_packed.data = packed;
+	mem.add_packed.len = pack(packed, 0, 1000);   /* several batches of the FIB's */
+	Crfib__Membership *mems[] = { &mem };
+	Crfib__Update u = CRFIB__UPDATE__INIT;
+	u.n_aggregates = 1;
+	u.aggregates = aggs;
+	u.n_memberships = 1;
+	u.memberships = mems;
+	assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), 0);
+	assert_string_equal(lookup(fib, "m0.example", buf), "192.0.2.7");
+	assert_string_equal(lookup(fib, "www.m999.example", buf), "192.0.2.7");
+
+	/* the first 500 leave */
+	mem.add_packed.len = 0;
+	mem.remove_packed.data = packed;
+	mem.remove_packed.len = pack(packed, 0, 500);
+	assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), 0);
+	assert_string_equal(lookup(fib, "m499.example", buf), "");
+	assert_string_equal(lookup(fib, "m500.example", buf), "192.0.2.7");
+
+	/* broken lists: checked whole first, so nothing changes */
+	static const struct {
+		uint8_t bytes[16];
+		size_t len;
+	} bad[] = {
+		{ { 3, 2, 'a', 'b' }, 3 },                      /* runs past the end */
+		{ { 4, 1, 'A', 0, 0 }, 5 },                     /* not lowercase, bytes after the root */
+		{ { 0 }, 1 },                                   /* an empty entry */
+		{ { 4, 1, 'a', 0xc0, 0 }, 5 },                  /* a compression pointer */
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		size_t good = pack(packed, 0, 3);
+		memcpy(packed + good, bad[k].bytes, bad[k].len);
+		mem.remove_packed.len = 0;
+		mem.add_packed.data = packed;
+		mem.add_packed.len = good + bad[k].len;
+		assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "memberships.add_packed[0]: name 3"));
+		assert_string_equal(lookup(fib, "m0.example", buf), "");       /* not added back */
+	}
+}
+
 static void a_bad_update_changes_nothing(void **state)
 {
 	struct fib *fib = *state;
@@ -298,6 +372,7 @@ int main(void)
 		cmocka_unit_test(frames_reassemble_however_the_stream_is_cut),
 		cmocka_unit_test(bad_frames_break_the_stream_with_a_reason),
 		cmocka_unit_test_setup_teardown(update_routes_names_and_aggregates, setup, teardown),
+		cmocka_unit_test_setup_teardown(packed_members_join_and_leave_and_bad_ones_change_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_update_changes_nothing, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fibchan", tests, NULL, NULL);
