@@ -133,19 +133,14 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 				*why = "bad names record";
 				return -1;
 			}
-			size_t pos = 0;
-			const uint8_t *w;
-			uint8_t l;
-			while (namelist_walk(p + 4, plen - 4, &pos, &w, &l)) {
-				int a = nameset_add(members, w, l);
-				if (a < 0) {
-					*why = "out of memory";
-					return -1;
-				}
-				if (a == 0) {
-					*why = "a name twice";
-					return -1;
-				}
+			int a = nameset_add_list(members, p + 4, plen - 4);
+			if (a < 0) {
+				*why = "out of memory";
+				return -1;
+			}
+			if ((uint32_t)a != wire_load32(p)) {
+				*why = "a name twice";
+				return -1;
 			}
 			continue;
 		}

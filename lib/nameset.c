@@ -152,26 +152,73 @@ int nameset_reserve(struct nameset *s, uint32_t n, size_t bytes)
 	return grow_slots(s, n) < 0 || grow_buf(s, bytes) < 0 ? -1 : 0;
 }
 
-int nameset_add(struct nameset *s, const uint8_t *wire, uint8_t len)
+/* Adds a name whose hash is h, with room for it already made: one probe finds it or its place. */
+static int add_hashed(struct nameset *s, const uint8_t *wire, uint8_t len, uint32_t h)
 {
-	if (len == 0)
-		return -1;
-	if (nameset_contains(s, wire, len))
-		return 0;
-	if (grow_slots(s, 1) < 0 || grow_buf(s, 1u + len) < 0)
-		return -1;
+	uint32_t i = h & s->mask, place = 0xffffffffu;
+	for (;; i = (i + 1) & s->mask) {
+		uint32_t v = s->slots[i];
+		if (v == SLOT_EMPTY)
+			break;
+		if (v == SLOT_REMOVED) {
+			if (place == 0xffffffffu)
+				place = i;
+		} else if (entry_is(s, v, wire, len)) {
+			return 0;
+		}
+	}
+	if (place == 0xffffffffu)
+		place = i;
+	else
+		s->tombstones--;
 	uint32_t off = (uint32_t)s->used;
 	s->buf[off] = len;
 	memcpy(s->buf + off + 1, wire, len);
 	s->used += 1u + len;
-	uint32_t i = hash(wire, len) & s->mask;
-	while (s->slots[i] != SLOT_EMPTY && s->slots[i] != SLOT_REMOVED)
-		i = (i + 1) & s->mask;
-	if (s->slots[i] == SLOT_REMOVED)
-		s->tombstones--;
-	s->slots[i] = off + 1;
+	s->slots[place] = off + 1;
 	s->count++;
 	return 1;
+}
+
+int nameset_add(struct nameset *s, const uint8_t *wire, uint8_t len)
+{
+	if (len == 0)
+		return -1;
+	/* room first (perhaps for a name already there): then one probe */
+	if (grow_slots(s, 1) < 0 || grow_buf(s, 1u + len) < 0)
+		return -1;
+	return add_hashed(s, wire, len, hash(wire, len));
+}
+
+#define ADD_AHEAD 16    /* names whose slots are fetched before the first of them is added */
+
+int nameset_add_list(struct nameset *s, const uint8_t *buf, size_t len)
+{
+	uint32_t n = 0;
+	size_t pos = 0;
+	const uint8_t *w;
+	uint8_t l;
+	while (namelist_walk(buf, len, &pos, &w, &l))
+		n++;
+	if (nameset_reserve(s, n, len) < 0)
+		return -1;
+	/* a table miss each is what adding costs: ask for a block's slots, then add them */
+	int added = 0;
+	uint32_t h[ADD_AHEAD];
+	const uint8_t *wires[ADD_AHEAD];
+	uint8_t lens[ADD_AHEAD];
+	pos = 0;
+	for (;;) {
+		unsigned k = 0;
+		for (; k < ADD_AHEAD && namelist_walk(buf, len, &pos, &wires[k], &lens[k]); k++) {
+			h[k] = hash(wires[k], lens[k]);
+			__builtin_prefetch(&s->slots[h[k] & s->mask]);
+		}
+		for (unsigned i = 0; i < k; i++)
+			added += add_hashed(s, wires[i], lens[i], h[i]);
+		if (k < ADD_AHEAD)
+			return added;
+	}
 }
 
 int nameset_remove(struct nameset *s, const uint8_t *wire, uint8_t len)

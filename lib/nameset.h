@@ -41,6 +41,14 @@ bool nameset_contains(const struct nameset *s, const uint8_t *wire, uint8_t len)
 int nameset_add(struct nameset *s, const uint8_t *wire, uint8_t len);
 /* Room for n more names of bytes entry bytes in all: adding them cannot fail. */
 int nameset_reserve(struct nameset *s, uint32_t n, size_t bytes);
+/*
+ * Adds every name of a list of [len][wire] entries, trusted to be well
+ * formed (namelist_check), as nameset_add would one by one, but with the
+ * table's slots fetched a block of names ahead: several times faster for
+ * big sets, whose adds are each a cache miss.  Returns how many were new,
+ * or -1 out of memory (before any was added).
+ */
+int nameset_add_list(struct nameset *s, const uint8_t *buf, size_t len);
 /* 1 removed, 0 not a member. */
 int nameset_remove(struct nameset *s, const uint8_t *wire, uint8_t len);
 

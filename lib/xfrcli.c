@@ -64,17 +64,32 @@ static int cb_begin(void *ctx, bool full)
 	return 0;
 }
 
+#define FULL_BATCH      (256 * 1024)    /* bytes of names gathered before they go into the set */
+
+/* A whole set's names go in by the list: the set's slots fetched ahead (nameset_add_list). */
+static int full_flush(struct xfrcli *c)
+{
+	int rc = nameset_add_list(&c->set, c->adds.buf, c->adds.len);       /* a repeat is one member */
+	namelist_clear(&c->adds);
+	return rc < 0 ? -1 : 0;
+}
+
 static int cb_name(void *ctx, bool add, const uint8_t *w, uint8_t l)
 {
 	struct xfrcli *c = ctx;
-	if (c->in.form == XFR_IN_FULL)
-		return nameset_add(&c->set, w, l) < 0 ? -1 : 0;      /* a repeat is one member */
+	if (c->in.form == XFR_IN_FULL) {
+		if (namelist_add(&c->adds, w, l) < 0)
+			return -1;
+		return c->adds.len >= FULL_BATCH ? full_flush(c) : 0;
+	}
 	return namelist_add(add ? &c->adds : &c->dels, w, l);
 }
 
 static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
 {
 	struct xfrcli *c = ctx;
+	if (full && full_flush(c) < 0)
+		return -1;
 	int rc = full ? aggstore_replace(c->store, to, &c->set)
 		      : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
 	if (rc == -ESTALE) {

@@ -122,12 +122,50 @@ static void reserve_makes_room(void **state)
 	nameset_free(&s);
 }
 
+/* A list added at once is the same set as its names added one by one, in the same order. */
+static void a_list_adds_as_one_by_one_does(void **state)
+{
+	(void)state;
+	struct nameset a, b;
+	struct namelist l;
+	nameset_init(&a);
+	nameset_init(&b);
+	namelist_init(&l);
+	for (unsigned i = 0; i < 50000; i++) {
+		char text[32];
+		struct name n;
+		snprintf(text, sizeof(text), "n%u.example", i % 40000);      /* 10,000 repeats */
+		assert_int_equal(name_from_text(&n, text, strlen(text)), NAME_OK);
+		assert_int_equal(namelist_add(&l, n.wire, n.len), 0);
+		assert_true(nameset_add(&b, n.wire, n.len) >= 0);
+	}
+	/* some there already, some removed (tombstones to reuse) */
+	size_t pos = 0, half = 0;
+	const uint8_t *w;
+	uint8_t len;
+	for (unsigned k = 0; k < 25000 && namelist_walk(l.buf, l.len, &half, &w, &len); k++)
+		;
+	assert_int_equal(nameset_add_list(&a, l.buf, half), 25000);
+	for (unsigned k = 0; k < 1000 && nameset_next(&b, &pos, &w, &len); k++)
+		assert_int_equal(nameset_remove(&a, w, len), 1);
+	assert_int_equal(nameset_add_list(&a, l.buf, l.len), 40000 - 25000 + 1000);
+	assert_int_equal(a.count, b.count);
+	pos = 0;
+	while (nameset_next(&b, &pos, &w, &len))
+		assert_true(nameset_contains(&a, w, len));
+	assert_int_equal(nameset_add_list(&a, l.buf, 0), 0);
+	nameset_free(&a);
+	nameset_free(&b);
+	namelist_free(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(set_matches_a_model),
 		cmocka_unit_test(diff_and_list),
 		cmocka_unit_test(reserve_makes_room),
+		cmocka_unit_test(a_list_adds_as_one_by_one_does),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
