@@ -24,12 +24,24 @@ def end_of_rib():
     return _len_field(END_OF_RIB, b"")
 
 
-def route(names, next_hop, port, path, load_ms=0):
+def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, source=""):
+    """A Route; with aggregate, names should be [aggregate] (docs/NBRP.md, Aggregates)."""
     body = b"".join(_len_field(1, wire_name(n)) for n in names)
     body += _len_field(2, socket.inet_aton(next_hop)) + _int_field(3, port)
     body += b"".join(_len_field(4, p.encode()) for p in path)
     body += _int_field(5, load_ms)
+    if aggregate is not None:
+        body += _len_field(6, wire_name(aggregate)) + _int_field(7, version) + _len_field(8, source.encode())
     return body
+
+
+def text_name(wire):
+    """A canonical wire name as text with the trailing dot."""
+    labels, i = [], 0
+    while wire[i]:
+        labels.append(wire[i + 1:i + 1 + wire[i]].decode())
+        i += 1 + wire[i]
+    return ".".join(labels) + "."
 
 
 def update(routes=(), withdrawn=()):
@@ -76,6 +88,15 @@ class Peer:
     def __init__(self, addr, port, source):
         self.sock = socket.create_connection((addr, port), timeout=10, source_address=(source, 0))
         self.buf = b""
+
+    @classmethod
+    def accept(cls, listener):
+        """The next connection to a listening socket: playing the router a peer connects to."""
+        p = cls.__new__(cls)
+        p.sock, _ = listener.accept()
+        p.sock.settimeout(10)
+        p.buf = b""
+        return p
 
     def send(self, *msgs):
         self.sock.sendall(b"".join(frame(m) for m in msgs))

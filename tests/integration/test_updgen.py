@@ -4,8 +4,11 @@ sinks counting what it propagates."""
 import json
 import random
 import pathlib
+import signal
+import socket
 import subprocess
 
+import nbrp_client
 from conftest import ENV, NBRPD, wait_for
 
 UPDGEN = str(pathlib.Path(NBRPD).parent.parent / "updgen" / "nbrp-updgen")
@@ -100,3 +103,164 @@ def test_duration_and_rate_bound_the_source_and_sinks_count_without_expect(nbrpd
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def records(output, agg):
+    """(type, PTR target or SOA serial) of each answer line of dig/kdig output for agg, in order."""
+    out = []
+    for line in output.splitlines():
+        f = line.split()
+        if line.startswith(";") or len(f) < 5 or f[0] != agg or f[2] != "IN":
+            continue
+        out.append((f[3], f[4] if f[3] == "PTR" else int(f[6])))
+    return out
+
+
+def playing_router(addr):
+    """A listening socket where the generator connects as it would to a router."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 0))
+    s.listen(4)
+    s.settimeout(20)
+    return s
+
+
+def handshake(peer):
+    kind, _ = peer.recv()
+    assert kind == nbrp_client.OPEN
+    peer.send(nbrp_client.open_msg("dut", hold_time=0), nbrp_client.keepalive())
+
+
+def test_source_advertises_aggregates_and_serves_their_versions(tmp_path):
+    """Two aggregates of 100 names and 100 names on their own; 10% of the updates after
+    the aggregates' first routes change one of them by 3 names.  Every version is
+    advertised, and kdig/dig get from the generator what it advertised."""
+    base = f"127.5.{random.randint(1, 250)}"
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    listener = playing_router(f"{base}.1")
+    port = listener.getsockname()[1]
+    src = subprocess.Popen([UPDGEN, "source", "--router", f"{base}.1:{port}", "--name", "gen", "--local", f"{base}.9",
+                            "--names", "300", "--aggregate-size", "100", "--aggregates", "2",
+                            "--agg-change-fraction", "0.1", "--agg-change-names", "3", "--seed", "5", "--batch", "20",
+                            "--linger", "600", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**ENV, "TMPDIR": str(tmpdir)})
+    try:
+        peer = nbrp_client.Peer.accept(listener)
+        handshake(peer)
+        names, versions, sources = [], {}, set()
+        while True:
+            m = peer.recv()
+            assert m is not None, "the generator closed the session"
+            if m[0] == nbrp_client.END_OF_RIB:
+                break
+            if m[0] != nbrp_client.UPDATE:
+                continue
+            for num, body in m[1]:
+                assert num == 2                 # routes only, nothing withdrawn
+                f = nbrp_client.fields(body)
+                route_names = [nbrp_client.text_name(v) for n, v in f if n == 1]
+                agg = [v for n, v in f if n == 6]
+                assert [v for n, v in f if n == 4] == [b"gen"]
+                if not agg:
+                    names += route_names
+                    continue
+                agg = nbrp_client.text_name(agg[0])
+                assert route_names == [agg]
+                version = dict(f).get(7, 0)
+                # every version, in order, from 1
+                assert version == versions.get(agg, 0) + 1, (agg, version, versions)
+                versions[agg] = version
+                sources.add(dict(f)[8].decode())
+        assert len(names) == len(set(names)) == 100
+        assert sorted(versions) == ["agg1.updgen.test.", "agg2.updgen.test."]
+        changes = sum(v - 1 for v in versions.values())
+        assert changes == round(100 * 0.1 / 0.9)
+        (source,) = sources
+        xaddr, xport = source.split()
+        assert xaddr == f"{base}.9"
+
+        for agg, final in versions.items():
+            r = subprocess.run(["kdig", "-p", xport, f"@{xaddr}", "AXFR", agg],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stdout + r.stderr
+            rr = records(r.stdout, agg)
+            assert rr[0] == ("SOA", final) and rr[-1] == ("SOA", final)
+            members = {d for t, d in rr[1:-1]}
+            # a change adds 3 new names, the next removes those 3
+            assert len(members) == len(rr) - 2 == 100 + 3 * ((final - 1) % 2)
+            if final < 2:
+                continue
+            r = subprocess.run(["dig", "-p", xport, f"@{xaddr}", agg, "IXFR=1"],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stdout
+            rr = records(r.stdout, agg)
+            soas = [d for t, d in rr if t == "SOA"]
+            assert soas == [final] + [v for k in range(1, final) for v in (k, k + 1)] + [final]
+            # the diffs: 3 added, the same 3 removed, ...: back from the current set, version 1
+            diffs, cur = [], None
+            for t, d in rr[1:-1]:
+                if t == "SOA":
+                    cur = []
+                    diffs.append(cur)
+                else:
+                    cur.append(d)
+            dels, adds = diffs[0::2], diffs[1::2]
+            for k in range(final - 1):
+                assert len(dels[k]) + len(adds[k]) == 3
+                if k % 2:
+                    assert sorted(dels[k]) == sorted(adds[k - 1]) and not adds[k]
+            added, removed = {n for a in adds for n in a}, {n for d in dels for n in d}
+            assert removed <= added and not (members | added) & set(names)
+            assert len(members - added) == 100          # version 1
+            # and from the newest but one: that diff alone
+            r = subprocess.run(["dig", "-p", xport, f"@{xaddr}", agg, f"IXFR={final - 1}"],
+                               capture_output=True, text=True, timeout=30)
+            assert [d for t, d in records(r.stdout, agg) if t == "SOA"] == [final, final - 1, final, final]
+
+        src.send_signal(signal.SIGINT)          # done and lingering: a normal end
+        out, err = src.communicate(timeout=30)
+        assert src.returncode == 0, err
+        report = json.loads(out)
+        assert report["names"] == 100 and report["aggregates"] == 2 and report["aggregate_members"] == 200
+        assert report["agg_changes"] == changes and report["agg_names_changed"] == 3 * changes
+        assert report["xfr_source"] == source
+        assert report["xfr"]["axfr"] == 2 and report["xfr"]["ixfr"] == 2 * sum(v > 1 for v in versions.values())
+        assert list(tmpdir.iterdir()) == []     # the private state directory went
+        peer.close()
+    finally:
+        listener.close()
+        if src.poll() is None:
+            src.kill()
+            src.wait()
+
+
+def test_sink_counts_aggregates_by_their_newest_version():
+    base = f"127.5.{random.randint(1, 250)}"
+    listener = playing_router(f"{base}.51")
+    port = listener.getsockname()[1]
+    sink = subprocess.Popen([UPDGEN, "sink", "--router", f"{base}.51:{port}", "--name", "s", "--local", f"{base}.60",
+                             "--sinks", "1", "--expect", "2", "--expect-aggregates", "2", "--expect-agg-changes", "4",
+                             "--timeout", "30", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV)
+    try:
+        peer = nbrp_client.Peer.accept(listener)
+        handshake(peer)
+        agg = lambda name, v: nbrp_client.route([name], "127.0.0.1", 53, ["dut"], aggregate=name, version=v,
+                                                source="127.0.0.1 5300")
+        peer.send(nbrp_client.update([nbrp_client.route(["a.com", "b.org"], "127.0.0.1", 53, ["dut"]),
+                                      agg("agg1.t", 1), agg("agg2.t", 3)]),
+                  nbrp_client.update([agg("agg1.t", 2)]),
+                  nbrp_client.update([agg("agg2.t", 2)]),        # older: changes nothing
+                  nbrp_client.update([agg("agg1.t", 3)]))
+        out, err = sink.communicate(timeout=30)
+        assert sink.returncode == 0, err
+        (s,) = json.loads(out)["sinks"]
+        assert (s["names"], s["aggregates"], s["aggregate_routes"], s["agg_changes"]) == (2, 2, 5, 4)
+        peer.close()
+    finally:
+        listener.close()
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
