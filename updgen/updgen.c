@@ -831,6 +831,18 @@ static int parse_endpoint(const char *text, struct sockaddr_storage *ss, socklen
 	return 0;
 }
 
+/* A whole decimal number in 1..max, or -1. */
+static int parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end || errno || v == 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* --xfr-listen: "ADDR", "ADDR:PORT" (IPv4), "[ADDR]:PORT" or a bare IPv6 address. */
 static int parse_listen(const char *text, struct xfrserv_config *c)
 {
@@ -866,7 +878,8 @@ static int parse_listen(const char *text, struct xfrserv_config *c)
 /*
  * The source's aggregates: the stores, their first versions, the
  * transfer server; and how many names and changes the updates hold.
- * 0, or 1 with what went wrong said.
+ * 0, or 2 (options that do not fit) or 1 (anything else) with what went
+ * wrong said.
  */
 static int setup_aggregates(struct app *a)
 {
@@ -878,7 +891,7 @@ static int setup_aggregates(struct app *a)
 		if (n == 0 || n > MAX_AGGREGATES || (o->names && members > o->names)) {
 			fprintf(stderr, "nbrp-updgen: %llu aggregates of %u names: between 1 and %u aggregates, "
 				"no more names than --names\n", (unsigned long long)n, o->agg_size, MAX_AGGREGATES);
-			return 1;
+			return 2;
 		}
 		a->nagg = (unsigned)n;
 	}
@@ -893,7 +906,7 @@ static int setup_aggregates(struct app *a)
 		a->changes_total = UNBOUNDED;
 	else {
 		fprintf(stderr, "nbrp-updgen: --agg-all needs --agg-changes or --duration\n");
-		return 1;
+		return 2;
 	}
 	if (!a->nagg)
 		return 0;
@@ -1011,6 +1024,7 @@ int main(int argc, char **argv)
 	name_from_text(&o->agg_suffix, "updgen.test", strlen("updgen.test"));
 	bool has_router = false;
 	socklen_t ll = 0;
+	uint64_t v;
 	int opt;
 	optind = 2;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -1051,8 +1065,16 @@ int main(int argc, char **argv)
 		case 'g': o->linger_ms = strtoull(optarg, NULL, 10) * 1000; break;
 		case 'T': o->hold_time_s = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'j': o->json = true; break;
-		case 256: o->agg_size = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 257: o->aggregates = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 256:
+			if (parse_count(optarg, UINT32_MAX, &v) < 0)
+				goto bad;
+			o->agg_size = (uint32_t)v;
+			break;
+		case 257:
+			if (parse_count(optarg, MAX_AGGREGATES, &v) < 0)
+				goto bad;
+			o->aggregates = (unsigned)v;
+			break;
 		case 258:
 			if (name_from_text(&o->agg_suffix, optarg, strlen(optarg)) != NAME_OK)
 				goto bad;
@@ -1065,9 +1087,14 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 260: o->agg_fraction = 1; break;
-		case 261: o->agg_change_names = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 261:
+			if (parse_count(optarg, 100000, &v) < 0)
+				goto bad;
+			o->agg_change_names = (unsigned)v;
+			break;
 		case 262:
-			o->agg_changes = strtoull(optarg, NULL, 10);
+			if (strcmp(optarg, "0") != 0 && parse_count(optarg, UINT64_MAX - 1, &o->agg_changes) < 0)
+				goto bad;
 			o->has_agg_changes = true;
 			break;
 		case 263:
@@ -1079,8 +1106,15 @@ int main(int argc, char **argv)
 			if (o->xfr.nacl == MAX_XFR_ALLOW || prefix_parse(optarg, &o->xfr_allow[o->xfr.nacl++]) < 0)
 				goto bad;
 			break;
-		case 265: o->expect_aggregates = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 266: o->expect_agg_changes = strtoull(optarg, NULL, 10); break;
+		case 265:
+			if (parse_count(optarg, UINT32_MAX, &v) < 0)
+				goto bad;
+			o->expect_aggregates = (unsigned)v;
+			break;
+		case 266:
+			if (parse_count(optarg, UINT64_MAX, &o->expect_agg_changes) < 0)
+				goto bad;
+			break;
 		case 'H': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -1095,7 +1129,7 @@ int main(int argc, char **argv)
 			o->has_xfr_listen || o->xfr.nacl;
 	if ((agg_opts && !o->source) || ((o->expect_aggregates || o->expect_agg_changes) && o->source) ||
 	    (agg_opts && !o->agg_size) || (o->agg_size && !o->names && !o->aggregates) ||
-	    o->agg_change_names == 0 || o->agg_change_names > 100000)
+	    (o->has_agg_changes && o->agg_fraction == 0))
 		goto bad;
 	/* what goes wrong is said once, by on_event: the shared session code stays quiet */
 	log_init("nbrp-updgen", LOG_LVL_ERR, false);
@@ -1108,13 +1142,14 @@ int main(int argc, char **argv)
 		}
 	}
 	a->loop = uv_default_loop();
-	if (o->source && setup_aggregates(a) != 0) {
+	int rc = o->source ? setup_aggregates(a) : 0;
+	if (rc != 0) {
 		genagg_stop(&a->agg);
 		uv_run(a->loop, UV_RUN_DEFAULT);        /* the server's handles close */
 		genagg_close(&a->agg);
 		free(a->agg_msg);
 		free(a->seen.slot);
-		return 1;
+		return rc;
 	}
 	a->nsessions = o->source ? 1 : o->sinks;
 	a->start_ns = now_ns();
@@ -1154,7 +1189,7 @@ int main(int argc, char **argv)
 			uint32_t addr = ntohl(sin->sin_addr.s_addr) + i + 1;
 			sin->sin_addr.s_addr = htonl(addr);
 		}
-		int rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
+		rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
 		if (rc < 0) {
 			fprintf(stderr, "nbrp-updgen: session %u: %s\n", i, uv_strerror(rc));
 			goto fail;

@@ -25,6 +25,15 @@ def test_help_and_bad_arguments():
     assert run("source", "--router", "127.0.0.1").returncode == 2
     assert run("sink", "--router", "not-an-address", "--name", "s", "--local", "127.0.0.1",
                "--sinks", "1", "--expect", "1").returncode == 2
+    src = ("source", "--router", "127.0.0.1:9", "--name", "g", "--local", "127.0.0.1", "--names", "10")
+    for bad in (["--aggregate-size", "x"], ["--aggregate-size", "0"], ["--aggregates", "2"],
+                ["--aggregate-size", "5", "--agg-changes", "3"], ["--aggregate-size", "5", "--agg-change-fraction", "2"],
+                ["--aggregate-size", "5", "--agg-change-names", "0"], ["--aggregate-size", "5", "--agg-all"],
+                ["--aggregate-size", "5", "--aggregates", "3"], ["--aggregate-size", "5", "--xfr-listen", "[::1"],
+                ["--aggregate-size", "5", "--agg-suffix", "a..b"]):
+        assert run(*src, *bad).returncode == 2, bad
+    assert run("sink", "--router", "127.0.0.1:9", "--name", "s", "--local", "127.0.0.1", "--sinks", "1",
+               "--expect-agg-changes", "-1").returncode == 2
 
 
 def test_source_to_router_to_sinks(nbrpd_factory):
@@ -266,3 +275,41 @@ def test_sink_counts_aggregates_by_their_newest_version():
         if sink.poll() is None:
             sink.kill()
             sink.wait()
+
+
+def test_xfr_listen_and_allow(tmp_path):
+    """--xfr-listen is where the routes say the aggregates are; --xfr-allow who may fetch them."""
+    base = f"127.5.{random.randint(1, 250)}"
+    listener = playing_router(f"{base}.71")
+    port = listener.getsockname()[1]
+    src = subprocess.Popen([UPDGEN, "source", "--router", f"{base}.71:{port}", "--name", "gen", "--local", f"{base}.79",
+                            "--names", "10", "--aggregate-size", "10", "--agg-suffix", "Aggs.Example",
+                            "--xfr-listen", f"{base}.80", "--xfr-allow", f"{base}.81/32", "--linger", "600"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**ENV, "TMPDIR": str(tmp_path)})
+    try:
+        peer = nbrp_client.Peer.accept(listener)
+        handshake(peer)
+        kind, body = peer.recv_until(nbrp_client.UPDATE)
+        (route,) = [nbrp_client.fields(v) for n, v in body if n == 2]
+        assert nbrp_client.text_name(dict(route)[6]) == "agg1.aggs.example."
+        xaddr, xport = dict(route)[8].decode().split()
+        assert xaddr == f"{base}.80"
+
+        def axfr(source):
+            r = subprocess.run(["kdig", "-b", source, "-p", xport, f"@{xaddr}", "AXFR", "agg1.aggs.example"],
+                               capture_output=True, text=True, timeout=30)
+            return r.stdout + r.stderr
+        assert "REFUSED" in axfr(f"{base}.82")
+        assert len(records(axfr(f"{base}.81"), "agg1.aggs.example.")) == 12
+        src.send_signal(signal.SIGTERM)         # ends as SIGINT does, the directory removed
+        out, err = src.communicate(timeout=30)
+        assert src.returncode == 0, err
+        assert "1 aggregates of 10 names" in out and "1 AXFR" in out and "1 refused" in out
+        assert list(tmp_path.iterdir()) == []
+        peer.close()
+    finally:
+        listener.close()
+        if src.poll() is None:
+            src.kill()
+            src.wait()
