@@ -96,6 +96,16 @@ struct opts {
 	uint64_t expect_agg_changes;
 };
 
+/* What one UPDATE is built in, for --batch updates: names, their wire forms, aggregate routes. */
+struct batch_bufs {
+	ProtobufCBinaryData *names;             /* batch names, then MAX_AGG_ROUTES aggregates' */
+	uint8_t *wire;                          /* 32 bytes a name, then AGG_WIRE_MAX an aggregate */
+	Nbrp__Route *routes;
+	Nbrp__Route **rp;
+};
+/* [len]agg<10 digits> and the suffix */
+#define AGG_WIRE_MAX(a)         (14u + (a)->o.agg_suffix.len)
+
 /* A sink's aggregates: the newest version seen of each, by the hash of its name. */
 struct aggseen {
 	uint64_t *key;
@@ -136,6 +146,7 @@ struct app {
 	uint64_t *agg_msg;                      /* per aggregate: the last UPDATE that carried it */
 	uint64_t msgs;
 	bool agg_error;
+	struct batch_bufs bufs;
 	bool finished;
 	int rc;
 	bool tty;
@@ -372,23 +383,12 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 	if (n > budget)
 		n = (unsigned)budget;
 	unsigned max_aggs = n < MAX_AGG_ROUTES ? n : MAX_AGG_ROUTES;
-	size_t agg_wire = 14u + a->o.agg_suffix.len;    /* [len]agg<10 digits> + the suffix */
-	ProtobufCBinaryData *names = calloc(n + (size_t)max_aggs, sizeof(*names));
-	uint8_t *wire = malloc((size_t)n * 32 + (size_t)max_aggs * agg_wire);
-	Nbrp__Route *routes = a->nagg ? calloc(max_aggs + 1u, sizeof(*routes)) : NULL;
-	Nbrp__Route **rp = calloc(max_aggs + 1u, sizeof(*rp));
+	struct batch_bufs *b = &a->bufs;
+	ProtobufCBinaryData *names = b->names, *agg_names = b->names + a->o.batch;
+	uint8_t *wire = b->wire, *agg_wires = b->wire + (size_t)a->o.batch * 32;
+	Nbrp__Route *routes = b->routes, **rp = b->rp;
 	Nbrp__Route plain = NBRP__ROUTE__INIT;
-	if (!names || !wire || (a->nagg && !routes) || !rp) {
-		free(names);
-		free(wire);
-		free(routes);
-		free(rp);
-		finish(a, 1);
-		return 0;
-	}
 	char *path[1] = { a->o.name };
-	ProtobufCBinaryData *agg_names = names + n;
-	uint8_t *agg_wires = wire + (size_t)n * 32;
 	unsigned nn = 0, na = 0, k;
 	uint64_t msg = ++a->msgs;
 	for (k = 0; k < n && na < max_aggs; k++) {
@@ -418,7 +418,7 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 		}
 		a->agg_msg[i] = msg;
 		nbrp__route__init(&routes[na]);
-		agg_route(a, i, &routes[na], &agg_names[na], agg_wires + (size_t)na * agg_wire, path);
+		agg_route(a, i, &routes[na], &agg_names[na], agg_wires + (size_t)na * AGG_WIRE_MAX(a), path);
 		na++;
 	}
 	unsigned nr = 0;
@@ -444,10 +444,6 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 		m.update = &u;
 		send_msg(s, &m);
 	}
-	free(names);
-	free(wire);
-	free(routes);
-	free(rp);
 	if (a->agg_error)
 		finish(a, 1);
 	a->updates += k;
@@ -968,6 +964,23 @@ static int setup_aggregates(struct app *a)
 	return 0;
 }
 
+/* Removes the aggregates' directory and frees what main made. */
+static void app_free(struct app *a)
+{
+	genagg_close(&a->agg);
+	for (unsigned i = 0; a->s && i < a->nsessions; i++) {
+		free(a->s[i].aggs.key);
+		free(a->s[i].aggs.version);
+	}
+	free(a->s);
+	free(a->seen.slot);
+	free(a->agg_msg);
+	free(a->bufs.names);
+	free(a->bufs.wire);
+	free(a->bufs.routes);
+	free(a->bufs.rp);
+}
+
 int main(int argc, char **argv)
 {
 	static struct app app;
@@ -1136,7 +1149,13 @@ int main(int argc, char **argv)
 	a->tty = isatty(STDERR_FILENO);
 	a->rng = o->seed;
 	if (o->source) {
-		if (seen_init(&a->seen, o->names ? o->names : 1u << 20) < 0) {
+		struct batch_bufs *b = &a->bufs;
+		b->names = calloc((size_t)o->batch + MAX_AGG_ROUTES, sizeof(*b->names));
+		b->wire = malloc((size_t)o->batch * 32 + (size_t)MAX_AGG_ROUTES * AGG_WIRE_MAX(a));
+		b->routes = calloc(MAX_AGG_ROUTES, sizeof(*b->routes));
+		b->rp = calloc(MAX_AGG_ROUTES + 1, sizeof(*b->rp));
+		if (!b->names || !b->wire || !b->routes || !b->rp ||
+		    seen_init(&a->seen, o->names ? o->names : 1u << 20) < 0) {
 			fprintf(stderr, "nbrp-updgen: out of memory for %llu names\n", (unsigned long long)o->names);
 			return 1;
 		}
@@ -1146,9 +1165,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		genagg_stop(&a->agg);
 		uv_run(a->loop, UV_RUN_DEFAULT);        /* the server's handles close */
-		genagg_close(&a->agg);
-		free(a->agg_msg);
-		free(a->seen.slot);
+		app_free(a);
 		return rc;
 	}
 	a->nsessions = o->source ? 1 : o->sinks;
@@ -1197,14 +1214,7 @@ int main(int argc, char **argv)
 	}
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
-	genagg_close(&a->agg);
-	for (unsigned i = 0; i < a->nsessions; i++) {
-		free(a->s[i].aggs.key);
-		free(a->s[i].aggs.version);
-	}
-	free(a->s);
-	free(a->seen.slot);
-	free(a->agg_msg);
+	app_free(a);
 	return a->rc;
 fail:
 	genagg_close(&a->agg);          /* the process ends: only the directory matters */
