@@ -949,6 +949,9 @@ static int setup_aggregates(struct app *a)
 		memcpy(x->addr, &sin->sin_addr, 4);
 	}
 	x->acl = o->xfr_allow;
+	/* a router under test may fetch every aggregate at once: REFUSED would measure this limit */
+	x->max_transfers = 256;
+	x->max_connections = 1024;
 	if (x->nacl == 0) {                     /* loopback and the router */
 		char r[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)&o->router)->sin_addr, r, sizeof(r));
