@@ -36,7 +36,8 @@ Then, once each (the RDE's targets):
         exported every route to every sink.
 
 Rows (b) and (c), aggregates (docs/AGGREGATES.md), for each K, nbrpd with a
-state-dir fetching the aggregates from nbrp-updgen's own transfer server:
+state-dir and a transfer-listen (without one it would not pass aggregates
+on) fetching the aggregates from nbrp-updgen's own transfer server:
   agg1_names_per_s, agg20_names_per_s (b): --names names on their own plus
         --agg-count aggregates of --agg-size names; 1% of the updates after
         the aggregates' first routes change one aggregate by 1 (and by 20)
@@ -238,7 +239,7 @@ def run_nbrp_agg(args, work, k, change_names):
     state = os.path.join(work, f"{tag}.state")
     dut, ctl, log = start_dut(args, work, tag, BASE,
                               [("gen", f"{BASE}.9")] + [(f"sink{i}", f"{BASE}.{10 + i}") for i in range(1, k + 1)],
-                              extra=f'state-dir "{state}";\n')
+                              extra=f'state-dir "{state}";\ntransfer-listen {BASE}.1 port 5300;\n')
     procs = [dut]
     a, size = args.agg_count, args.agg_size
     if change_names:
