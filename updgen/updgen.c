@@ -123,7 +123,6 @@ struct session {
 	uint64_t names, withdrawn, updates, bytes_in;
 	uint64_t agg_routes;
 	struct aggseen aggs;
-	uint64_t aggs_ns, aggs_changes;         /* when it had every expected aggregate, and the changes then */
 	uint64_t first_ns, last_ns;
 };
 
@@ -588,10 +587,6 @@ static void on_message(struct nbrp_session *ns, const Nbrp__Message *m)
 		s->last_ns = now_ns();
 	s->names += n;
 	s->agg_routes += na;
-	if (!s->aggs_ns && a->o.expect_aggregates && s->aggs.used >= a->o.expect_aggregates) {
-		s->aggs_ns = s->last_ns;
-		s->aggs_changes = s->aggs.changes;
-	}
 	s->withdrawn += m->update->n_withdrawn;
 	s->updates++;
 	if (!a->o.source && expects(a) && sink_has_all(a, s) && !s->done) {
@@ -706,12 +701,10 @@ static void report(struct app *a)
 			printf("%s{\"sink\": %u, \"names\": %llu, \"withdrawn\": %llu, \"updates\": %llu, "
 			       "\"first_to_last_s\": %.6f, \"start_to_last_s\": %.6f, \"names_per_s\": %.0f, "
 			       "\"aggregates\": %zu, \"aggregate_routes\": %llu, \"agg_changes\": %llu, "
-			       "\"agg_changes_per_s\": %.0f, \"aggregates_ns\": %llu, \"agg_changes_by_then\": %llu, "
-			       "\"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu}",
+			       "\"agg_changes_per_s\": %.0f, \"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu}",
 			       i ? ", " : "", i + 1, (unsigned long long)s->names, (unsigned long long)s->withdrawn,
 			       (unsigned long long)s->updates, secs(ns), secs(since), rate, s->aggs.used,
 			       (unsigned long long)s->agg_routes, (unsigned long long)s->aggs.changes, crate,
-			       (unsigned long long)s->aggs_ns, (unsigned long long)s->aggs_changes,
 			       (unsigned long long)s->bytes_in, (unsigned long long)s->first_ns,
 			       (unsigned long long)s->last_ns);
 		else if (s->agg_routes)

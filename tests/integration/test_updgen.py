@@ -267,8 +267,6 @@ def test_sink_counts_aggregates_by_their_newest_version():
         assert sink.returncode == 0, err
         (s,) = json.loads(out)["sinks"]
         assert (s["names"], s["aggregates"], s["aggregate_routes"], s["agg_changes"]) == (2, 2, 5, 4)
-        # both aggregates came in the first UPDATE, at versions 1 and 3
-        assert s["first_ns"] <= s["aggregates_ns"] <= s["last_ns"] and s["agg_changes_by_then"] == 2
         peer.close()
     finally:
         listener.close()
