@@ -8,8 +8,10 @@ import signal
 import socket
 import subprocess
 
+import pytest
+
 import nbrp_client
-from conftest import ENV, NBRPD, wait_for
+from conftest import ENV, NBRPD, free_port, wait_for
 
 UPDGEN = str(pathlib.Path(NBRPD).parent.parent / "updgen" / "nbrp-updgen")
 
@@ -311,3 +313,68 @@ def test_xfr_listen_and_allow(tmp_path):
         if src.poll() is None:
             src.kill()
             src.wait()
+
+
+def test_a_router_fetches_the_generators_aggregates_and_passes_them_on(nbrpd_factory, tmp_path):
+    """source (5 aggregates of 100 names, 200 names on their own, 11 changes of 2 names)
+    -> nbrpd -> sink: nbrpd fetches every version it needs from the generator, stores
+    it, and passes the aggregates on at their newest versions with its own transfer server."""
+    base = f"127.5.{random.randint(1, 250)}"
+    xport = free_port(f"{base}.1")
+    conf = (f'router-name "dut";\nlisten {base}.1 port 1790;\ninrp-address {base}.1 port 53;\nhold-time 30s;\n'
+            f'state-dir "{tmp_path}/state";\ntransfer-listen {base}.1 port {xport};\n'
+            f'peer "gen" {{ address {base}.9; passive; }}\npeer "sink1" {{ address {base}.11; passive; }}\n')
+    check = tmp_path / "check.conf"
+    check.write_text(conf)
+    if subprocess.run([NBRPD, "-t", "-c", str(check)], capture_output=True, env=ENV).returncode != 0:
+        pytest.skip("this nbrpd has no aggregates (state-dir, transfer-listen)")
+    n = nbrpd_factory("dut", conf)
+    gen_tmp = tmp_path / "gen"
+    gen_tmp.mkdir()
+    sink = subprocess.Popen([UPDGEN, "sink", "--router", f"{base}.1:1790", "--name", "sink", "--local", f"{base}.10",
+                             "--sinks", "1", "--expect", "200", "--expect-aggregates", "5",
+                             "--expect-agg-changes", "11", "--timeout", "60", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    src = None
+    try:
+        wait_for(lambda: n.peers()["sink1"]["state"] == "Established", 20, "the sink's session")
+        src = subprocess.Popen([UPDGEN, "source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9",
+                                "--names", "700", "--aggregate-size", "100", "--aggregates", "5",
+                                "--agg-change-fraction", "0.05", "--agg-changes", "11", "--agg-change-names", "2",
+                                "--seed", "3", "--linger", "600", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**ENV, "TMPDIR": str(gen_tmp)})
+        out, err = sink.communicate(timeout=90)
+        assert sink.returncode == 0, err
+        (s,) = json.loads(out)["sinks"]
+        assert (s["names"], s["aggregates"], s["agg_changes"]) == (200, 5, 11)
+
+        aggs = {a["name"]: a for a in n.json("show", "aggregates")}
+        assert sorted(aggs) == [f"agg{i}.updgen.test." for i in range(1, 6)]
+        assert sum(a["version"] - 1 for a in aggs.values()) == 11
+        gen_source = {a["offered_by"] for a in aggs.values()}
+        assert len(gen_source) == 1 and gen_source.pop().startswith(f"{base}.9 ")
+        # the router serves what it stored: the generator's members at the same version
+        xaddr, gport = next(iter(aggs.values()))["offered_by"].split()
+        for name, a in aggs.items():
+            assert a["origin"] == "learned" and a["members"] in (100, 102)
+            got = []
+            for server, port in ((xaddr, gport), (f"{base}.1", str(xport))):
+                r = subprocess.run(["kdig", "-p", port, f"@{server}", "AXFR", name],
+                                   capture_output=True, text=True, timeout=30)
+                rr = records(r.stdout, name)
+                assert rr[0] == ("SOA", a["version"]), r.stdout + r.stderr
+                got.append(sorted(d for t, d in rr[1:-1]))
+            assert got[0] == got[1] and len(got[0]) == a["members"]
+
+        src.send_signal(signal.SIGINT)
+        out, err = src.communicate(timeout=30)
+        assert src.returncode == 0, err
+        report = json.loads(out)
+        assert report["agg_changes"] == 11 and report["xfr"]["axfr"] >= 5
+        assert list(gen_tmp.iterdir()) == []
+    finally:
+        for p in (sink, src):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
