@@ -33,9 +33,28 @@ Then, once each (the RDE's targets):
         last name at the last sink - the source's session up), beside
         bird_500_routes_per_s: as many BIRD sinks over BGP (import none, so
         500 BIRDs fit in memory), done when the BIRD under test has
-        exported every route to every sink.  Rows (b) and (c) of the issue (aggregate membership changes) need the
-aggregates issue and are left out of the JSON.  Writes build/bench/nbrp.csv
-and build/bench/nbrp.png; the last line of output is one JSON object.
+        exported every route to every sink.
+
+Rows (b) and (c), aggregates (docs/AGGREGATES.md), for each K, nbrpd with a
+state-dir and a transfer-listen (without one it would not pass aggregates
+on) fetching the aggregates from nbrp-updgen's own transfer server:
+  agg1_names_per_s, agg20_names_per_s (b): --names names on their own plus
+        --agg-count aggregates of --agg-size names; 1% of the updates after
+        the aggregates' first routes change one aggregate by 1 (and by 20)
+        names.  Updates (names and changes) / (the last sink has every
+        name and every aggregate at its newest version - the source's
+        session up): the paper's "updates per second" of its Figure 6.
+  aggall_updates_per_s (c): the aggregates alone, then --aggall-changes
+        changes of 1 name (every update a change).  Changes / (the last
+        sink has every aggregate at its newest version - the source's
+        session up); the first transfers of the aggregates are in it.
+The generator keeps its stores on /dev/shm (it is not what is measured,
+and a synced version per change on a disk would bound it); nbrpd's
+state-dir is in the work directory.  When nbrpd has no aggregates
+(`nbrc show aggregates` fails) these rows are null and agg_skipped says why.
+
+Writes build/bench/nbrp.csv and build/bench/nbrp.png; the last line of
+output is one JSON object.
 """
 import argparse
 import csv
@@ -83,12 +102,12 @@ def addr_plus(base, i):
     return socket.inet_ntoa(n.to_bytes(4, "big"))
 
 
-def start_dut(args, work, tag, b, peers):
+def start_dut(args, work, tag, b, peers, extra=""):
     """nbrpd at b.1 with passive peers [(name, address)], answering its control socket: (process, ctl, log)."""
     conf, ctl = os.path.join(work, f"{tag}.conf"), os.path.join(work, f"{tag}.ctl")
     with open(conf, "w") as f:
         f.write(f'router-name "dut";\nlisten {b}.1 port 1790;\ninrp-address {b}.1 port 53;\nhold-time 60s;\n'
-                f'control "{ctl}";\nlog-level warn;\n')
+                f'control "{ctl}";\nlog-level warn;\n{extra}')
         for name, addr in peers:
             f.write(f'peer "{name}" {{ address {addr}; passive; }}\n')
     log = open(os.path.join(work, f"{tag}.log"), "w")
@@ -197,6 +216,65 @@ def run_nbrp(args, work, k):
         start = json.loads(src_out)["established_ns"]
         last = max(s["last_ns"] for s in report["sinks"])
         return args.names / ((last - start) / 1e9)
+    finally:
+        reap(procs, log)
+
+
+def nbrpd_aggregates(args, work):
+    """None if nbrpd fetches and applies aggregates (`nbrc show aggregates` answers), else why not."""
+    dut, ctl, log = start_dut(args, work, "aggcheck", "127.4.19", [])
+    try:
+        r = subprocess.run([args.nbrc, "-s", ctl, "show", "aggregates"], capture_output=True, text=True)
+        if r.returncode == 0:
+            return None
+        return "nbrpd has no aggregates: `nbrc show aggregates`: " + ((r.stderr or r.stdout).strip() or
+                                                                       f"exit {r.returncode}")
+    finally:
+        reap([dut], log)
+
+
+def run_nbrp_agg(args, work, k, change_names):
+    """Row (b) with change_names 1 or 20, row (c) with None (see the top of the file)."""
+    tag = f"agg{change_names or 'all'}-{k}"
+    state = os.path.join(work, f"{tag}.state")
+    dut, ctl, log = start_dut(args, work, tag, BASE,
+                              [("gen", f"{BASE}.9")] + [(f"sink{i}", f"{BASE}.{10 + i}") for i in range(1, k + 1)],
+                              extra=f'state-dir "{state}";\ntransfer-listen {BASE}.1 port 5300;\n')
+    procs = [dut]
+    a, size = args.agg_count, args.agg_size
+    if change_names:
+        m = round(args.names * 0.01 / 0.99)
+        gen = ["--names", str(args.names + a * size), "--aggregates", str(a), "--agg-change-fraction", "0.01",
+               "--agg-change-names", str(change_names)]
+        expect = ["--expect", str(args.names)]
+    else:
+        m = args.aggall_changes
+        gen = ["--names", str(a * size), "--agg-all"]
+        expect = []
+    try:
+        sinks = subprocess.Popen([args.updgen, "sink", "--router", f"{BASE}.1", "--name", "sink",
+                                  "--local", f"{BASE}.10", "--sinks", str(k), *expect, "--expect-aggregates", str(a),
+                                  "--expect-agg-changes", str(m), "--timeout", "600", "--json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(sinks)
+        wait_until(lambda: sum(p["state"] == "Established" for p in nbrc(args.nbrc, ctl, "show", "peers") or [])
+                   == k, 30, "the sinks' sessions")
+        env = dict(os.environ)
+        if os.path.isdir("/dev/shm"):
+            env["TMPDIR"] = "/dev/shm"
+        source = subprocess.Popen([args.updgen, "source", "--router", f"{BASE}.1", "--name", "gen",
+                                   "--local", f"{BASE}.9", *gen, "--aggregate-size", str(size), "--agg-changes",
+                                   str(m), "--seed", str(args.seed), "--linger", "600", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        procs.append(source)
+        out, _ = sinks.communicate(timeout=900)
+        source.send_signal(signal.SIGINT)
+        src_out, _ = source.communicate(timeout=60)
+        if sinks.returncode != 0:
+            raise RuntimeError(f"sinks failed ({tag})")
+        last = max(s["last_ns"] for s in json.loads(out)["sinks"])
+        seconds = (last - json.loads(src_out)["established_ns"]) / 1e9
+        return ((args.names if change_names else 0) + m) / seconds
     finally:
         reap(procs, log)
 
@@ -386,7 +464,7 @@ def _connects(path):
         return False
 
 
-def plot(peers, nbrp, bird, path):
+def plot(peers, nbrp, bird, agg, path):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -398,6 +476,11 @@ def plot(peers, nbrp, bird, path):
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(peers, nbrp, "o-", label="nbrpd (names/s)")
     ax.plot(peers, bird, "s--", label="BIRD 2, BGP (routes/s)")
+    for key, style, label in (("agg1_names_per_s", "^-", "nbrpd, 1% changes of 1 name (updates/s)"),
+                              ("agg20_names_per_s", "v-", "nbrpd, 1% changes of 20 names (updates/s)"),
+                              ("aggall_updates_per_s", "x:", "nbrpd, every update a change (changes/s)")):
+        if agg.get(key):
+            ax.plot(peers[:len(agg[key])], agg[key], style, label=label)
     ax.set_xlabel("peers receiving the updates")
     ax.set_ylabel("updates per second")
     ax.set_yscale("log")
@@ -418,6 +501,10 @@ def main():
     ap.add_argument("--peers500", type=int, default=500, help="sinks for the many-peers run (0: skip it)")
     ap.add_argument("--names500", type=int, default=200_000)
     ap.add_argument("--skip-k", action="store_true", help="only the RDE and many-peers runs")
+    ap.add_argument("--agg-count", type=int, default=100, help="aggregates in rows (b) and (c)")
+    ap.add_argument("--agg-size", type=int, default=100, help="names per aggregate in rows (b) and (c)")
+    ap.add_argument("--aggall-changes", type=int, default=50_000, help="changes in row (c)")
+    ap.add_argument("--skip-agg", action="store_true", help="without rows (b) and (c)")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -430,8 +517,13 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="bench-nbrp-")
     peers, nbrp, bird = [], [], []
+    agg = {"agg1_names_per_s": [], "agg20_names_per_s": [], "aggall_updates_per_s": []}
     extra = {}
     try:
+        skip = "--skip-agg" if args.skip_agg else nbrpd_aggregates(args, work)
+        if skip:
+            print(f"rows (b) and (c) skipped: {skip}", flush=True)
+            agg = {key: None for key in agg}
         extra.update(run_rde(args, work))
         print(f"RDE: {extra}", flush=True)
         if args.peers500:
@@ -447,17 +539,24 @@ def main():
             nbrp.append(round(n))
             bird.append(round(b))
             print(f"K={k}: nbrpd {n:12.0f} names/s   BIRD {b:12.0f} routes/s", flush=True)
+            if not skip:
+                for key, c in (("agg1_names_per_s", 1), ("agg20_names_per_s", 20), ("aggall_updates_per_s", None)):
+                    agg[key].append(round(max(run_nbrp_agg(args, work, k, c) for _ in range(args.repeat))))
+                print(f"K={k}: nbrpd, 1% changes of 1 name {agg['agg1_names_per_s'][-1]:9.0f} updates/s, "
+                      f"of 20 names {agg['agg20_names_per_s'][-1]:9.0f} updates/s, "
+                      f"every update a change {agg['aggall_updates_per_s'][-1]:9.0f} changes/s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     with open(os.path.join(outdir, "nbrp.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["peers", "nbrp_names_per_s", "bird_routes_per_s"])
-        for row in zip(peers, nbrp, bird):
+        cols = [key for key, v in agg.items() if v]
+        w.writerow(["peers", "nbrp_names_per_s", "bird_routes_per_s", *cols])
+        for row in zip(peers, nbrp, bird, *(agg[key] for key in cols)):
             w.writerow(row)
-    plot(peers, nbrp, bird, os.path.join(outdir, "nbrp.png"))
+    plot(peers, nbrp, bird, agg, os.path.join(outdir, "nbrp.png"))
     print(f"wrote {outdir}/nbrp.csv and {outdir}/nbrp.png", flush=True)
     print(json.dumps({"names": args.names, "peers": peers, "nbrp_names_per_s": nbrp, "bird_routes_per_s": bird,
-                      **extra}))
+                      **agg, **({"agg_skipped": skip} if skip else {}), **extra}))
 
 
 if __name__ == "__main__":

@@ -8,9 +8,15 @@
  *   names or --duration seconds, then END-OF-RIB, and reports names/s,
  *   time and bytes.
  *
+ *   With --aggregate-size, names go in aggregates instead (genagg.c): one
+ *   route per aggregate, its members fetched by the router from the
+ *   generator's own transfer server; --agg-change-fraction of the updates
+ *   then make new versions of them (membership changes).
+ *
  *   sink mode: K sessions to the router as further peers; counts per
  *   session the names the router propagates, with the time of the first
- *   and the last, until every sink has --expect names, or --timeout.
+ *   and the last, until every sink has --expect names, or --timeout; and
+ *   the aggregates, by the newest version each has seen.
  *
  * The router must know these peers: the source as `peer NAME { address
  * ADDR; passive; }`, sink i (1..K) as `peer SINK-NAMEi` at ADDR+i (see
@@ -26,16 +32,24 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "genagg.h"
 #include "log.h"
 #include "nbrp.h"
 #include "nbrp_session.h"
+#include "prefix.h"
 
 #define MAX_SINKS               10000
+#define MAX_AGGREGATES          100000
+#define MAX_XFR_ALLOW           16
+/* aggregate routes in one UPDATE: each is at most about 600 bytes (a path name of 255) */
+#define MAX_AGG_ROUTES          (NBRP_MAX_MESSAGE / 1024)
+#define UNBOUNDED               UINT64_MAX
 
 /* The names already drawn, by 64-bit hash, so that every name is new. */
 struct seen {
@@ -66,6 +80,38 @@ struct opts {
 	uint64_t linger_ms;                     /* source: stay connected after sending */
 	uint32_t hold_time_s;                   /* 0: none (a load generator need not keep time) */
 	bool json;
+	/* source: aggregates */
+	uint32_t agg_size;                      /* 0: no aggregates */
+	unsigned aggregates;                    /* 0: as many as --names fills */
+	struct name agg_suffix;
+	double agg_fraction;                    /* of the updates after the aggregates' first routes */
+	unsigned agg_change_names;
+	uint64_t agg_changes;
+	bool has_agg_changes;
+	struct xfrserv_config xfr;
+	bool has_xfr_listen;
+	struct prefix xfr_allow[MAX_XFR_ALLOW];
+	/* sink: aggregates */
+	unsigned expect_aggregates;
+	uint64_t expect_agg_changes;
+};
+
+/* What one UPDATE is built in, for --batch updates: names, their wire forms, aggregate routes. */
+struct batch_bufs {
+	ProtobufCBinaryData *names;             /* batch names, then MAX_AGG_ROUTES aggregates' */
+	uint8_t *wire;                          /* 32 bytes a name, then AGG_WIRE_MAX an aggregate */
+	Nbrp__Route *routes;
+	Nbrp__Route **rp;
+};
+/* [len]agg<10 digits> and the suffix */
+#define AGG_WIRE_MAX(a)         (14u + (a)->o.agg_suffix.len)
+
+/* A sink's aggregates: the newest version seen of each, by the hash of its name. */
+struct aggseen {
+	uint64_t *key;
+	uint32_t *version;
+	size_t mask, used;
+	uint64_t changes;                       /* versions beyond 1, summed over the newest */
 };
 
 struct session {
@@ -75,6 +121,8 @@ struct session {
 	bool established;
 	bool done;
 	uint64_t names, withdrawn, updates, bytes_in;
+	uint64_t agg_routes;
+	struct aggseen aggs;
 	uint64_t first_ns, last_ns;
 };
 
@@ -82,13 +130,22 @@ struct app {
 	struct opts o;
 	uv_loop_t *loop;
 	uv_timer_t timer;
-	uv_signal_t sigint;
+	uv_signal_t sigint, sigterm;
 	struct session *s;
 	unsigned nsessions;
 	/* source */
 	uint64_t sent, bytes_out, start_ns, end_ns;
+	uint64_t updates;                       /* names, aggregate routes and changes: what --rate paces */
+	uint64_t plain_total, changes_total;    /* UNBOUNDED: until --duration */
 	uint64_t rng;
 	struct seen seen;
+	struct genagg agg;
+	unsigned nagg, announced;               /* aggregates, and those whose first route went */
+	uint64_t agg_members;                   /* in the first versions */
+	uint64_t *agg_msg;                      /* per aggregate: the last UPDATE that carried it */
+	uint64_t msgs;
+	bool agg_error;
+	struct batch_bufs bufs;
 	bool finished;
 	int rc;
 	bool tty;
@@ -160,6 +217,54 @@ static bool seen_add(struct seen *t, uint64_t h)
 }
 
 /*
+ * A sink's aggregates: records that version v of the aggregate with
+ * this hash was advertised; counts it when it is newer (RFC 1982) than
+ * the newest seen.  -1 out of memory.
+ */
+static int aggseen_add(struct aggseen *t, uint64_t h, uint32_t v)
+{
+	h |= 1;                         /* 0 marks an empty slot */
+	if (!t->key || t->used * 2 >= t->mask + 1) {
+		struct aggseen bigger = { .changes = t->changes };
+		size_t cap = t->mask ? (t->mask + 1) * 2 : 64;
+		bigger.key = calloc(cap, sizeof(*bigger.key));
+		bigger.version = calloc(cap, sizeof(*bigger.version));
+		if (!bigger.key || !bigger.version) {
+			free(bigger.key);
+			free(bigger.version);
+			return -1;
+		}
+		bigger.mask = cap - 1;
+		for (size_t i = 0; t->key && i <= t->mask; i++) {
+			if (!t->key[i])
+				continue;
+			size_t j = t->key[i] & bigger.mask;
+			while (bigger.key[j])
+				j = (j + 1) & bigger.mask;
+			bigger.key[j] = t->key[i];
+			bigger.version[j] = t->version[i];
+		}
+		bigger.used = t->used;
+		free(t->key);
+		free(t->version);
+		*t = bigger;
+	}
+	size_t i = h & t->mask;
+	while (t->key[i] && t->key[i] != h)
+		i = (i + 1) & t->mask;
+	if (!t->key[i]) {
+		t->key[i] = h;
+		t->version[i] = v;
+		t->used++;
+		t->changes += v > 1 ? v - 1 : 0;        /* the generator starts at version 1 */
+	} else if (serial_gt(v, t->version[i])) {
+		t->changes += (uint32_t)(v - t->version[i]);
+		t->version[i] = v;
+	}
+	return 0;
+}
+
+/*
  * The next name of the set, in canonical wire form: one label of 3..17
  * characters from [a-z0-9], then com (80%), org or net, as in the paper's
  * measurements; drawn again until it is one not seen before.
@@ -201,6 +306,18 @@ static size_t make_name(struct app *a, uint8_t *out)
 
 static void finish(struct app *a, int rc);
 
+/* Whether sinks wait for anything (--expect, --expect-aggregates, --expect-agg-changes). */
+static bool expects(const struct app *a)
+{
+	return a->o.expect || a->o.expect_aggregates || a->o.expect_agg_changes;
+}
+
+static bool sink_has_all(const struct app *a, const struct session *s)
+{
+	return s->names >= a->o.expect && s->aggs.used >= a->o.expect_aggregates &&
+	       s->aggs.changes >= a->o.expect_agg_changes;
+}
+
 static void send_msg(struct session *s, const Nbrp__Message *m)
 {
 	if (!s->ns)
@@ -210,62 +327,140 @@ static void send_msg(struct session *s, const Nbrp__Message *m)
 		s->app->bytes_out = s->ns->wq.bytes_out;
 }
 
-/* Sends up to `budget` more names; returns how many went. */
+static size_t draw_name(void *ctx, uint8_t *out)
+{
+	return make_name(ctx, out);
+}
+
+enum update_kind { UPD_NONE, UPD_NAME, UPD_CHANGE };
+
+/*
+ * What the next update is, after the aggregates' first routes: a new
+ * name, a membership change, or nothing left.  Changes are spread evenly,
+ * the fraction --agg-change-fraction of the updates so far.
+ */
+static enum update_kind next_kind(const struct app *a)
+{
+	bool names_left = a->sent < a->plain_total;
+	bool changes_left = a->agg.changes < a->changes_total;
+	if (!changes_left)
+		return names_left ? UPD_NAME : UPD_NONE;
+	if (!names_left)
+		return UPD_CHANGE;
+	double due = a->o.agg_fraction * (double)(a->sent + a->agg.changes + 1);
+	return (double)(a->agg.changes + 1) <= due + 1e-9 ? UPD_CHANGE : UPD_NAME;
+}
+
+/* Aggregate i's route at its current version; its name goes at wire. */
+static void agg_route(struct app *a, unsigned i, Nbrp__Route *r, ProtobufCBinaryData *name, uint8_t *wire,
+		      char **path)
+{
+	name->data = wire;
+	name->len = genagg_wire(&a->agg, i, wire);
+	r->n_names = 1;
+	r->names = name;
+	r->aggregate = *name;
+	r->aggregate_version = genagg_version(&a->agg, i);
+	r->aggregate_source = a->agg.source;
+	r->next_hop.data = a->o.next_hop;
+	r->next_hop.len = 4;
+	r->next_hop_port = a->o.next_hop_port;
+	r->n_path = 1;
+	r->path = path;
+	r->load_ms = a->o.load_ms;
+}
+
+/*
+ * Sends one UPDATE of up to `budget` updates (at most --batch): the
+ * aggregates' first routes, then new names in one route and the changed
+ * aggregates in one route each.  An aggregate changed twice waits for the
+ * next UPDATE, so every version is advertised.  Returns how many went.
+ */
 static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 {
 	unsigned n = a->o.batch;
 	if (n > budget)
 		n = (unsigned)budget;
-	if (a->o.names && n > a->o.names - a->sent)
-		n = (unsigned)(a->o.names - a->sent);
-	if (n == 0)
-		return 0;
-	ProtobufCBinaryData *names = calloc(n, sizeof(*names));
-	uint8_t *wire = malloc((size_t)n * 32);
-	if (!names || !wire) {
-		free(names);
-		free(wire);
-		finish(a, 1);
-		return 0;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		names[i].data = wire + (size_t)i * 32;
-		names[i].len = make_name(a, names[i].data);
-	}
-	Nbrp__Route r = NBRP__ROUTE__INIT;
+	unsigned max_aggs = n < MAX_AGG_ROUTES ? n : MAX_AGG_ROUTES;
+	struct batch_bufs *b = &a->bufs;
+	ProtobufCBinaryData *names = b->names, *agg_names = b->names + a->o.batch;
+	uint8_t *wire = b->wire, *agg_wires = b->wire + (size_t)a->o.batch * 32;
+	Nbrp__Route *routes = b->routes, **rp = b->rp;
+	Nbrp__Route plain = NBRP__ROUTE__INIT;
 	char *path[1] = { a->o.name };
-	r.n_names = n;
-	r.names = names;
-	r.next_hop.data = a->o.next_hop;
-	r.next_hop.len = 4;
-	r.next_hop_port = a->o.next_hop_port;
-	r.n_path = 1;
-	r.path = path;
-	r.load_ms = a->o.load_ms;
-	Nbrp__Route *rp = &r;
-	Nbrp__Update u = NBRP__UPDATE__INIT;
-	u.n_routes = 1;
-	u.routes = &rp;
-	Nbrp__Message m = NBRP__MESSAGE__INIT;
-	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
-	m.update = &u;
-	send_msg(s, &m);
-	free(names);
-	free(wire);
-	a->sent += n;
-	return n;
+	unsigned nn = 0, na = 0, k;
+	uint64_t msg = ++a->msgs;
+	for (k = 0; k < n && na < max_aggs; k++) {
+		unsigned i;
+		if (a->announced < a->nagg) {
+			i = a->announced++;
+		} else {
+			enum update_kind kind = next_kind(a);
+			if (kind == UPD_NONE)
+				break;
+			if (kind == UPD_NAME) {
+				names[nn].data = wire + (size_t)nn * 32;
+				names[nn].len = make_name(a, names[nn].data);
+				nn++;
+				a->sent++;
+				continue;
+			}
+			i = (unsigned)(rng_next(&a->rng) % a->nagg);
+			if (a->agg_msg[i] == msg)
+				break;
+			char err[512];
+			if (genagg_change(&a->agg, i, a->o.agg_change_names, draw_name, a, err, sizeof(err)) < 0) {
+				fprintf(stderr, "nbrp-updgen: aggregate change: %s\n", err);
+				a->agg_error = true;
+				break;
+			}
+		}
+		a->agg_msg[i] = msg;
+		nbrp__route__init(&routes[na]);
+		agg_route(a, i, &routes[na], &agg_names[na], agg_wires + (size_t)na * AGG_WIRE_MAX(a), path);
+		na++;
+	}
+	unsigned nr = 0;
+	if (nn) {
+		plain.n_names = nn;
+		plain.names = names;
+		plain.next_hop.data = a->o.next_hop;
+		plain.next_hop.len = 4;
+		plain.next_hop_port = a->o.next_hop_port;
+		plain.n_path = 1;
+		plain.path = path;
+		plain.load_ms = a->o.load_ms;
+		rp[nr++] = &plain;
+	}
+	for (unsigned i = 0; i < na; i++)
+		rp[nr++] = &routes[i];
+	if (nr) {
+		Nbrp__Update u = NBRP__UPDATE__INIT;
+		u.n_routes = nr;
+		u.routes = rp;
+		Nbrp__Message m = NBRP__MESSAGE__INIT;
+		m.body_case = NBRP__MESSAGE__BODY_UPDATE;
+		m.update = &u;
+		send_msg(s, &m);
+	}
+	if (a->agg_error)
+		finish(a, 1);
+	a->updates += k;
+	return k;
 }
 
 static void progress(struct app *a, bool last)
 {
 	if (!a->tty || a->o.json)
 		return;
-	if (a->o.source && a->o.names)
+	if (a->o.source && a->plain_total != UNBOUNDED)
 		fprintf(stderr, "\rsent %llu of %llu names", (unsigned long long)a->sent,
-			(unsigned long long)a->o.names);
+			(unsigned long long)a->plain_total);
 	else if (a->o.source)
 		fprintf(stderr, "\rsent %llu names", (unsigned long long)a->sent);
-	else {
+	if (a->o.source && a->nagg)
+		fprintf(stderr, ", %llu aggregate changes", (unsigned long long)a->agg.changes);
+	if (!a->o.source) {
 		uint64_t got = 0;
 		for (unsigned i = 0; i < a->nsessions; i++)
 			got += a->s[i].names;
@@ -275,10 +470,12 @@ static void progress(struct app *a, bool last)
 		fputc('\n', stderr);
 }
 
-/* Whether the source has sent all it was asked to: --names reached, or --duration over. */
+/* Whether the source has sent all it was asked to (names, aggregates, changes), or --duration is over. */
 static bool source_done(struct app *a)
 {
-	if (a->o.names && a->sent >= a->o.names)
+	if (a->agg_error)
+		return true;
+	if (a->announced == a->nagg && next_kind(a) == UPD_NONE)
 		return true;
 	return a->o.duration_ms && (now_ns() - a->start_ns) / 1000000 >= a->o.duration_ms;
 }
@@ -293,7 +490,7 @@ static void pump(struct app *a)
 	if (a->o.rate) {
 		uint64_t elapsed_ns = now_ns() - a->start_ns;
 		uint64_t allowed = elapsed_ns / 1000 * a->o.rate / 1000000 + a->o.batch;
-		budget = allowed > a->sent ? allowed - a->sent : 0;
+		budget = allowed > a->updates ? allowed - a->updates : 0;
 	}
 	while (budget > 0 && !source_done(a) && s->ns && !s->ns->wq.full) {
 		uint64_t n = send_batch(a, s, budget);
@@ -301,7 +498,7 @@ static void pump(struct app *a)
 			break;
 		budget -= n;
 	}
-	if (!a->finished && source_done(a)) {
+	if (!a->finished && !a->agg_error && source_done(a)) {
 		Nbrp__Message m = NBRP__MESSAGE__INIT;
 		Nbrp__EndOfRib eor = NBRP__END_OF_RIB__INIT;
 		m.body_case = NBRP__MESSAGE__BODY_END_OF_RIB;
@@ -325,12 +522,13 @@ static void on_timer(uv_timer_t *t)
 	}
 	progress(a, false);
 	if (a->o.timeout_ms && (now_ns() - a->start_ns) / 1000000 > a->o.timeout_ms) {
-		if (!a->o.expect) {
+		if (!expects(a)) {
 			finish(a, 0);           /* counting for a while was the whole job */
 			return;
 		}
-		fprintf(stderr, "nbrp-updgen: timeout: not every sink got %llu names\n",
-			(unsigned long long)a->o.expect);
+		fprintf(stderr, "nbrp-updgen: timeout: not every sink got %llu names, %u aggregates and %llu "
+			"aggregate changes\n", (unsigned long long)a->o.expect, a->o.expect_aggregates,
+			(unsigned long long)a->o.expect_agg_changes);
 		finish(a, 1);
 	}
 }
@@ -368,17 +566,30 @@ static void on_message(struct nbrp_session *ns, const Nbrp__Message *m)
 	struct app *a = s->app;
 	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE)
 		return;
-	uint64_t n = 0;
-	for (size_t i = 0; i < m->update->n_routes; i++)
-		n += m->update->routes[i]->n_names;
-	if (n && !s->first_ns)
+	uint64_t n = 0, na = 0;
+	for (size_t i = 0; i < m->update->n_routes; i++) {
+		const Nbrp__Route *r = m->update->routes[i];
+		if (!r->aggregate.len) {
+			n += r->n_names;
+			continue;
+		}
+		na++;
+		if (aggseen_add(&s->aggs, XXH3_64bits(r->aggregate.data, r->aggregate.len),
+				(uint32_t)r->aggregate_version) < 0) {
+			fprintf(stderr, "nbrp-updgen: out of memory\n");
+			finish(a, 1);
+			return;
+		}
+	}
+	if ((n || na) && !s->first_ns)
 		s->first_ns = now_ns();
-	if (n)
+	if (n || na)
 		s->last_ns = now_ns();
 	s->names += n;
+	s->agg_routes += na;
 	s->withdrawn += m->update->n_withdrawn;
 	s->updates++;
-	if (!a->o.source && a->o.expect && s->names >= a->o.expect && !s->done) {
+	if (!a->o.source && expects(a) && sink_has_all(a, s) && !s->done) {
 		s->done = true;
 		check_sinks_done(a);
 	}
@@ -424,20 +635,56 @@ static double secs(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
+/* The aggregates a source made and changed, and the transfers it served. */
+static void report_aggregates(struct app *a, double seconds)
+{
+	struct xfrserv_stats x = { 0 };
+	if (a->agg.srv)
+		xfrserv_stats(a->agg.srv, &x);
+	double cps = seconds > 0 ? (double)a->agg.changes / seconds : 0;
+	double nps = seconds > 0 ? (double)a->agg.names_changed / seconds : 0;
+	if (a->o.json)
+		printf(", \"aggregates\": %u, \"aggregate_members\": %llu, \"agg_changes\": %llu, "
+		       "\"agg_names_changed\": %llu, \"agg_changes_per_s\": %.0f, \"agg_names_changed_per_s\": %.0f, "
+		       "\"xfr_source\": \"%s\", \"xfr\": {\"axfr\": %llu, \"ixfr\": %llu, \"ixfr_full\": %llu, "
+		       "\"ixfr_current\": %llu, \"soa\": %llu, \"refused\": %llu, \"aborted\": %llu, \"bytes\": %llu}",
+		       a->nagg, (unsigned long long)a->agg_members, (unsigned long long)a->agg.changes,
+		       (unsigned long long)a->agg.names_changed, cps, nps, a->agg.source,
+		       (unsigned long long)x.axfr, (unsigned long long)x.ixfr, (unsigned long long)x.ixfr_full,
+		       (unsigned long long)x.ixfr_current, (unsigned long long)x.soa,
+		       (unsigned long long)(x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
+		       (unsigned long long)x.bytes);
+	else
+		printf("%u aggregates of %llu names in all; %llu changes (%.0f/s), %llu member names changed "
+		       "(%.0f/s); served from %s: %llu AXFR, %llu IXFR (%llu answered whole, %llu current), "
+		       "%llu refused, %llu cut short, %llu bytes\n", a->nagg, (unsigned long long)a->agg_members,
+		       (unsigned long long)a->agg.changes, cps, (unsigned long long)a->agg.names_changed, nps,
+		       a->agg.source, (unsigned long long)x.axfr, (unsigned long long)x.ixfr,
+		       (unsigned long long)x.ixfr_full, (unsigned long long)x.ixfr_current,
+		       (unsigned long long)(x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
+		       (unsigned long long)x.bytes);
+}
+
 static void report(struct app *a)
 {
 	if (a->o.source) {
 		uint64_t ns = (a->end_ns ? a->end_ns : now_ns()) - a->start_ns;
 		double rate = ns ? (double)a->sent / secs(ns) : 0;
-		if (a->o.json)
+		if (a->o.json) {
 			printf("{\"mode\": \"source\", \"names\": %llu, \"write_seconds\": %.6f, "
-			       "\"write_names_per_s\": %.0f, \"bytes\": %llu, \"established_ns\": %llu}\n",
+			       "\"write_names_per_s\": %.0f, \"bytes\": %llu, \"established_ns\": %llu",
 			       (unsigned long long)a->sent, secs(ns), rate, (unsigned long long)a->bytes_out,
 			       (unsigned long long)a->start_ns);
-		else
+			if (a->nagg)
+				report_aggregates(a, secs(ns));
+			printf("}\n");
+		} else {
 			printf("sent %llu names, %llu bytes; written to the socket in %.3f s (%.0f names/s: the "
 			       "router's pace is what sinks measure)\n", (unsigned long long)a->sent,
 			       (unsigned long long)a->bytes_out, secs(ns), rate);
+			if (a->nagg)
+				report_aggregates(a, secs(ns));
+		}
 		return;
 	}
 	if (a->o.json)
@@ -449,14 +696,23 @@ static void report(struct app *a)
 		if (s->ns)
 			s->bytes_in = s->ns->bytes_in;
 		double rate = ns ? (double)s->names / secs(ns) : 0;
+		double crate = ns ? (double)s->aggs.changes / secs(ns) : 0;
 		if (a->o.json)
 			printf("%s{\"sink\": %u, \"names\": %llu, \"withdrawn\": %llu, \"updates\": %llu, "
 			       "\"first_to_last_s\": %.6f, \"start_to_last_s\": %.6f, \"names_per_s\": %.0f, "
-			       "\"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu}", i ? ", " : "", i + 1,
-			       (unsigned long long)s->names, (unsigned long long)s->withdrawn,
-			       (unsigned long long)s->updates, secs(ns), secs(since), rate,
+			       "\"aggregates\": %zu, \"aggregate_routes\": %llu, \"agg_changes\": %llu, "
+			       "\"agg_changes_per_s\": %.0f, \"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu}",
+			       i ? ", " : "", i + 1, (unsigned long long)s->names, (unsigned long long)s->withdrawn,
+			       (unsigned long long)s->updates, secs(ns), secs(since), rate, s->aggs.used,
+			       (unsigned long long)s->agg_routes, (unsigned long long)s->aggs.changes, crate,
 			       (unsigned long long)s->bytes_in, (unsigned long long)s->first_ns,
 			       (unsigned long long)s->last_ns);
+		else if (s->agg_routes)
+			printf("sink %u: %llu names (%llu withdrawn) and %llu aggregate routes (%zu aggregates, "
+			       "%llu changes) in %llu updates, first to last %.3f s (%.0f names/s, %.0f changes/s), "
+			       "%llu bytes\n", i + 1, (unsigned long long)s->names, (unsigned long long)s->withdrawn,
+			       (unsigned long long)s->agg_routes, s->aggs.used, (unsigned long long)s->aggs.changes,
+			       (unsigned long long)s->updates, secs(ns), rate, crate, (unsigned long long)s->bytes_in);
 		else
 			printf("sink %u: %llu names (%llu withdrawn) in %llu updates, first to last %.3f s "
 			       "(%.0f names/s), %llu bytes\n", i + 1, (unsigned long long)s->names,
@@ -478,6 +734,8 @@ static void finish(struct app *a, int rc)
 	uv_timer_stop(&a->timer);
 	uv_close((uv_handle_t *)&a->timer, on_closed);
 	uv_close((uv_handle_t *)&a->sigint, on_closed);
+	uv_close((uv_handle_t *)&a->sigterm, on_closed);
+	genagg_stop(&a->agg);
 	for (unsigned i = 0; i < a->nsessions; i++)
 		if (a->s[i].ns)
 			nbrp_session_close(a->s[i].ns);
@@ -488,7 +746,7 @@ static void on_sigint(uv_signal_t *h, int sig)
 	struct app *a = h->data;
 	(void)sig;
 	/* a lingering source that has sent everything, or a sink with no --expect, ends normally */
-	finish(a, (a->o.source && a->end_ns) || (!a->o.source && !a->o.expect) ? 0 : 130);
+	finish(a, (a->o.source && a->end_ns) || (!a->o.source && !expects(a)) ? 0 : 130);
 }
 
 static void usage(FILE *f)
@@ -499,8 +757,12 @@ static void usage(FILE *f)
 "                          [--seed S] [--rate NAMES_PER_S] [--batch B]\n"
 "                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS]\n"
 "                          [--hold-time SECONDS] [--json]\n"
+"                          [--aggregate-size S [--aggregates A] [--agg-suffix NAME]\n"
+"                           [--agg-change-fraction F | --agg-all] [--agg-change-names C]\n"
+"                           [--agg-changes M] [--xfr-listen ADDR[:PORT]] [--xfr-allow PREFIX]...]\n"
 "       nbrp-updgen sink   --router ADDR[:PORT] --name PREFIX --local ADDR --sinks K\n"
-"                          [--expect N] [--timeout SECONDS] [--hold-time SECONDS] [--json]\n"
+"                          [--expect N] [--expect-aggregates A] [--expect-agg-changes M]\n"
+"                          [--timeout SECONDS] [--hold-time SECONDS] [--json]\n"
 "\n"
 "source: one NBRP session to the router as peer NAME, from ADDR; sends N names\n"
 "  (80%% .com, 10%% .org, 10%% .net, one label of 3..17 characters; --seed for\n"
@@ -510,10 +772,25 @@ static void usage(FILE *f)
 "  connected --linger seconds (closing the session withdraws the names).\n"
 "  The router needs\n"
 "      peer \"NAME\" { address ADDR; passive; }\n"
+"aggregates (source): --aggregate-size S puts the names in aggregates of S\n"
+"  members, agg1.NAME..aggA.NAME (--agg-suffix, default updgen.test), one route\n"
+"  each at version 1, sent first; A is --aggregates, or as many as N names fill\n"
+"  (then every name is a member; with --aggregates the rest go on their own).\n"
+"  The generator serves them over IXFR/AXFR on --xfr-listen (default: ADDR,\n"
+"  any port) to --xfr-allow prefixes (default: loopback and the router), from\n"
+"  a private directory under $TMPDIR removed at exit.  --agg-change-fraction F\n"
+"  (0..1; --agg-all is 1) of the updates that follow are membership changes:\n"
+"  the next version of a random aggregate, C names apart (--agg-change-names,\n"
+"  default 1: C new members, or those of its last change removed), advertised\n"
+"  at once.  --agg-changes M changes in all (default: F of the updates the\n"
+"  names make; --agg-all needs M or --duration).  --rate counts every update.\n"
+"  Stay (--linger) while the router fetches.\n"
 "sink: K sessions (at most 10000) as peers PREFIX1..PREFIXK, from ADDR+1..ADDR+K\n"
-"  (the address counting up); counts the names the router sends each one, until every\n"
-"  sink has N or --timeout (default 600 s; without --expect, the timeout or\n"
-"  Ctrl-C ends a normal run).  The router needs, for each i,\n"
+"  (the address counting up); counts the names the router sends each one, and\n"
+"  the aggregates by the newest version seen, until every sink has N names, A\n"
+"  aggregates and M changes (versions beyond 1, summed), or --timeout (default\n"
+"  600 s; with none expected, the timeout or Ctrl-C ends a normal run).\n"
+"  The router needs, for each i,\n"
 "      peer \"PREFIXi\" { address ADDR+i; passive; }\n"
 "--hold-time: offered in OPEN (default 0: no hold timer, no KEEPALIVEs); with\n"
 "  one, the sessions keep time as a router does.\n"
@@ -543,6 +820,163 @@ static int parse_endpoint(const char *text, struct sockaddr_storage *ss, socklen
 	return 0;
 }
 
+/* A whole decimal number in 1..max, or -1. */
+static int parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end || errno || v == 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --xfr-listen: "ADDR", "ADDR:PORT" (IPv4), "[ADDR]:PORT" or a bare IPv6 address. */
+static int parse_listen(const char *text, struct xfrserv_config *c)
+{
+	char buf[INET6_ADDRSTRLEN + 16];
+	if (strlen(text) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", text);
+	char *host = buf, *port = NULL;
+	if (buf[0] == '[') {
+		char *end = strchr(buf, ']');
+		if (!end || (end[1] && end[1] != ':'))
+			return -1;
+		*end = 0;
+		host = buf + 1;
+		port = end[1] ? end + 2 : NULL;
+	} else if (strchr(buf, '.') && (port = strchr(buf, ':'))) {
+		*port++ = 0;
+	}
+	c->family = strchr(host, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(c->family, host, c->addr) != 1)
+		return -1;
+	c->port = 0;
+	if (port) {
+		char *end;
+		unsigned long v = strtoul(port, &end, 10);
+		if (!*port || *end || v > 65535)
+			return -1;
+		c->port = (uint16_t)v;
+	}
+	return 0;
+}
+
+/*
+ * The source's aggregates: the stores, their first versions, the
+ * transfer server; and how many names and changes the updates hold.
+ * 0, or 2 (options that do not fit) or 1 (anything else) with what went
+ * wrong said.
+ */
+static int setup_aggregates(struct app *a)
+{
+	struct opts *o = &a->o;
+	uint64_t members = 0;
+	if (o->agg_size) {
+		uint64_t n = o->aggregates ? o->aggregates : (o->names + o->agg_size - 1) / o->agg_size;
+		members = o->aggregates ? n * o->agg_size : o->names;
+		if (n == 0 || n > MAX_AGGREGATES || (o->names && members > o->names)) {
+			fprintf(stderr, "nbrp-updgen: %llu aggregates of %u names: between 1 and %u aggregates, "
+				"no more names than --names\n", (unsigned long long)n, o->agg_size, MAX_AGGREGATES);
+			return 2;
+		}
+		a->nagg = (unsigned)n;
+	}
+	a->plain_total = o->names ? o->names - members : UNBOUNDED;
+	if (o->has_agg_changes)
+		a->changes_total = o->agg_changes;
+	else if (o->agg_fraction == 0)
+		a->changes_total = 0;
+	else if (o->agg_fraction < 1 && a->plain_total != UNBOUNDED)
+		a->changes_total = (uint64_t)((double)a->plain_total * o->agg_fraction / (1 - o->agg_fraction) + 0.5);
+	else if (o->duration_ms)
+		a->changes_total = UNBOUNDED;
+	else {
+		fprintf(stderr, "nbrp-updgen: --agg-all needs --agg-changes or --duration\n");
+		return 2;
+	}
+	if (!a->nagg)
+		return 0;
+
+	/* two descriptors per store */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	char err[512];
+	a->agg_msg = calloc(a->nagg, sizeof(*a->agg_msg));
+	if (!a->agg_msg || genagg_open(&a->agg, a->nagg, &o->agg_suffix, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nbrp-updgen: %s\n", a->agg_msg ? err : "out of memory");
+		return 1;
+	}
+	struct nameset set;
+	nameset_init(&set);
+	for (unsigned i = 0; i < a->nagg; i++) {
+		uint64_t want = members - a->agg_members < o->agg_size ? members - a->agg_members : o->agg_size;
+		nameset_clear(&set);
+		for (uint64_t k = 0; k < want; k++) {
+			uint8_t wire[NAME_MAX_WIRE];
+			size_t len = make_name(a, wire);
+			if (nameset_add(&set, wire, (uint8_t)len) < 0) {
+				nameset_free(&set);
+				fprintf(stderr, "nbrp-updgen: out of memory for aggregate members\n");
+				return 1;
+			}
+		}
+		a->agg_members += want;
+		if (genagg_define(&a->agg, i, &set, err, sizeof(err)) < 0) {
+			nameset_free(&set);
+			fprintf(stderr, "nbrp-updgen: %s\n", err);
+			return 1;
+		}
+	}
+	nameset_free(&set);
+
+	struct xfrserv_config *x = &o->xfr;
+	if (!o->has_xfr_listen) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&o->local;
+		x->family = AF_INET;
+		memcpy(x->addr, &sin->sin_addr, 4);
+	}
+	x->acl = o->xfr_allow;
+	/* a router under test may fetch every aggregate at once: REFUSED would measure this limit */
+	x->max_transfers = 256;
+	x->max_connections = 1024;
+	if (x->nacl == 0) {                     /* loopback and the router */
+		char r[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&o->router)->sin_addr, r, sizeof(r));
+		prefix_parse("127.0.0.0/8", &o->xfr_allow[0]);
+		prefix_parse("::1", &o->xfr_allow[1]);
+		prefix_parse(r, &o->xfr_allow[2]);
+		x->nacl = 3;
+	}
+	if (genagg_serve(&a->agg, a->loop, x, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nbrp-updgen: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* Removes the aggregates' directory and frees what main made. */
+static void app_free(struct app *a)
+{
+	genagg_close(&a->agg);
+	for (unsigned i = 0; a->s && i < a->nsessions; i++) {
+		free(a->s[i].aggs.key);
+		free(a->s[i].aggs.version);
+	}
+	free(a->s);
+	free(a->seen.slot);
+	free(a->agg_msg);
+	free(a->bufs.names);
+	free(a->bufs.wire);
+	free(a->bufs.routes);
+	free(a->bufs.rp);
+}
+
 int main(int argc, char **argv)
 {
 	static struct app app;
@@ -565,6 +999,17 @@ int main(int argc, char **argv)
 		{ "linger", required_argument, NULL, 'g' },
 		{ "hold-time", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "aggregate-size", required_argument, NULL, 256 },
+		{ "aggregates", required_argument, NULL, 257 },
+		{ "agg-suffix", required_argument, NULL, 258 },
+		{ "agg-change-fraction", required_argument, NULL, 259 },
+		{ "agg-all", no_argument, NULL, 260 },
+		{ "agg-change-names", required_argument, NULL, 261 },
+		{ "agg-changes", required_argument, NULL, 262 },
+		{ "xfr-listen", required_argument, NULL, 263 },
+		{ "xfr-allow", required_argument, NULL, 264 },
+		{ "expect-aggregates", required_argument, NULL, 265 },
+		{ "expect-agg-changes", required_argument, NULL, 266 },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -584,8 +1029,11 @@ int main(int argc, char **argv)
 	o->next_hop[0] = 127;
 	o->next_hop[3] = 1;
 	o->next_hop_port = 53;
+	o->agg_change_names = 1;
+	name_from_text(&o->agg_suffix, "updgen.test", strlen("updgen.test"));
 	bool has_router = false;
 	socklen_t ll = 0;
+	uint64_t v;
 	int opt;
 	optind = 2;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -626,6 +1074,56 @@ int main(int argc, char **argv)
 		case 'g': o->linger_ms = strtoull(optarg, NULL, 10) * 1000; break;
 		case 'T': o->hold_time_s = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'j': o->json = true; break;
+		case 256:
+			if (parse_count(optarg, UINT32_MAX, &v) < 0)
+				goto bad;
+			o->agg_size = (uint32_t)v;
+			break;
+		case 257:
+			if (parse_count(optarg, MAX_AGGREGATES, &v) < 0)
+				goto bad;
+			o->aggregates = (unsigned)v;
+			break;
+		case 258:
+			if (name_from_text(&o->agg_suffix, optarg, strlen(optarg)) != NAME_OK)
+				goto bad;
+			break;
+		case 259: {
+			char *end;
+			o->agg_fraction = strtod(optarg, &end);
+			if (*end || !(o->agg_fraction >= 0 && o->agg_fraction <= 1))
+				goto bad;
+			break;
+		}
+		case 260: o->agg_fraction = 1; break;
+		case 261:
+			if (parse_count(optarg, 100000, &v) < 0)
+				goto bad;
+			o->agg_change_names = (unsigned)v;
+			break;
+		case 262:
+			if (strcmp(optarg, "0") != 0 && parse_count(optarg, UINT64_MAX - 1, &o->agg_changes) < 0)
+				goto bad;
+			o->has_agg_changes = true;
+			break;
+		case 263:
+			if (parse_listen(optarg, &o->xfr) < 0)
+				goto bad;
+			o->has_xfr_listen = true;
+			break;
+		case 264:
+			if (o->xfr.nacl == MAX_XFR_ALLOW || prefix_parse(optarg, &o->xfr_allow[o->xfr.nacl++]) < 0)
+				goto bad;
+			break;
+		case 265:
+			if (parse_count(optarg, UINT32_MAX, &v) < 0)
+				goto bad;
+			o->expect_aggregates = (unsigned)v;
+			break;
+		case 266:
+			if (parse_count(optarg, UINT64_MAX, &o->expect_agg_changes) < 0)
+				goto bad;
+			break;
 		case 'H': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -636,17 +1134,36 @@ int main(int argc, char **argv)
 
 	if (o->hold_time_s && o->hold_time_s < NBRP_MIN_HOLD_TIME)
 		goto bad;
+	bool agg_opts = o->agg_size || o->aggregates || o->agg_fraction > 0 || o->has_agg_changes ||
+			o->has_xfr_listen || o->xfr.nacl;
+	if ((agg_opts && !o->source) || ((o->expect_aggregates || o->expect_agg_changes) && o->source) ||
+	    (agg_opts && !o->agg_size) || (o->agg_size && !o->names && !o->aggregates) ||
+	    (o->has_agg_changes && o->agg_fraction == 0))
+		goto bad;
 	/* what goes wrong is said once, by on_event: the shared session code stays quiet */
 	log_init("nbrp-updgen", LOG_LVL_ERR, false);
 	a->tty = isatty(STDERR_FILENO);
 	a->rng = o->seed;
 	if (o->source) {
-		if (seen_init(&a->seen, o->names ? o->names : 1u << 20) < 0) {
+		struct batch_bufs *b = &a->bufs;
+		b->names = calloc((size_t)o->batch + MAX_AGG_ROUTES, sizeof(*b->names));
+		b->wire = malloc((size_t)o->batch * 32 + (size_t)MAX_AGG_ROUTES * AGG_WIRE_MAX(a));
+		b->routes = calloc(MAX_AGG_ROUTES, sizeof(*b->routes));
+		b->rp = calloc(MAX_AGG_ROUTES + 1, sizeof(*b->rp));
+		if (!b->names || !b->wire || !b->routes || !b->rp ||
+		    seen_init(&a->seen, o->names ? o->names : 1u << 20) < 0) {
 			fprintf(stderr, "nbrp-updgen: out of memory for %llu names\n", (unsigned long long)o->names);
 			return 1;
 		}
 	}
 	a->loop = uv_default_loop();
+	int rc = o->source ? setup_aggregates(a) : 0;
+	if (rc != 0) {
+		genagg_stop(&a->agg);
+		uv_run(a->loop, UV_RUN_DEFAULT);        /* the server's handles close */
+		app_free(a);
+		return rc;
+	}
 	a->nsessions = o->source ? 1 : o->sinks;
 	a->start_ns = now_ns();
 	uv_timer_init(a->loop, &a->timer);
@@ -655,10 +1172,13 @@ int main(int argc, char **argv)
 	uv_signal_init(a->loop, &a->sigint);
 	a->sigint.data = a;
 	uv_signal_start(&a->sigint, on_sigint, SIGINT);
+	uv_signal_init(a->loop, &a->sigterm);
+	a->sigterm.data = a;
+	uv_signal_start(&a->sigterm, on_sigint, SIGTERM);
 	a->s = calloc(a->nsessions, sizeof(*a->s));
 	if (!a->s) {
 		fprintf(stderr, "nbrp-updgen: out of memory\n");
-		return 1;
+		goto fail;
 	}
 	for (unsigned i = 0; i < a->nsessions; i++) {
 		struct session *s = &a->s[i];
@@ -674,7 +1194,7 @@ int main(int argc, char **argv)
 		s->ns = nbrp_session_new(a->loop, &sc, &session_ops, s, label);
 		if (!s->ns) {
 			fprintf(stderr, "nbrp-updgen: out of memory\n");
-			return 1;
+			goto fail;
 		}
 		struct sockaddr_storage local = o->local;
 		if (!o->source) {
@@ -682,17 +1202,19 @@ int main(int argc, char **argv)
 			uint32_t addr = ntohl(sin->sin_addr.s_addr) + i + 1;
 			sin->sin_addr.s_addr = htonl(addr);
 		}
-		int rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
+		rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
 		if (rc < 0) {
 			fprintf(stderr, "nbrp-updgen: session %u: %s\n", i, uv_strerror(rc));
-			return 1;
+			goto fail;
 		}
 	}
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
-	free(a->s);
-	free(a->seen.slot);
+	app_free(a);
 	return a->rc;
+fail:
+	genagg_close(&a->agg);          /* the process ends: only the directory matters */
+	return 1;
 bad:
 	usage(stderr);
 	return 2;

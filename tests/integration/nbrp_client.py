@@ -35,6 +35,15 @@ def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, sou
     return body
 
 
+def text_name(wire):
+    """A canonical wire name as text with the trailing dot."""
+    labels, i = [], 0
+    while wire[i]:
+        labels.append(wire[i + 1:i + 1 + wire[i]].decode())
+        i += 1 + wire[i]
+    return ".".join(labels) + "."
+
+
 def update(routes=(), withdrawn=(), withdrawn_aggregates=()):
     body = b"".join(_len_field(1, wire_name(n)) for n in withdrawn)
     body += b"".join(_len_field(2, r) for r in routes)
@@ -80,6 +89,15 @@ class Peer:
     def __init__(self, addr, port, source):
         self.sock = socket.create_connection((addr, port), timeout=10, source_address=(source, 0))
         self.buf = b""
+
+    @classmethod
+    def accept(cls, listener):
+        """The next connection to a listening socket: playing the router a peer connects to."""
+        p = cls.__new__(cls)
+        p.sock, _ = listener.accept()
+        p.sock.settimeout(10)
+        p.buf = b""
+        return p
 
     def send(self, *msgs):
         self.sock.sendall(b"".join(frame(m) for m in msgs))
