@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "genagg.h"
+#include "nbrp.h"
 
 #define LABEL_PREFIX    "agg"
 
@@ -122,10 +123,10 @@ int genagg_serve(struct genagg *g, uv_loop_t *loop, const struct xfrserv_config 
 		g->srv = NULL;
 		return -1;
 	}
-	/* NBRP's aggregate_source: "ADDRESS PORT" */
-	char a[IP_TEXT_MAX];
-	snprintf(g->source, sizeof(g->source), "%s %u", ip_format(cfg->family, cfg->addr, a, sizeof(a)),
-		 xfrserv_port(g->srv));
+	/* NBRP's aggregate_source, with the port bound */
+	struct ip_endpoint at = { .family = cfg->family, .port = xfrserv_port(g->srv) };
+	memcpy(at.addr, cfg->addr, sizeof(at.addr));
+	nbrp_aggregate_source_format(&at, g->source, sizeof(g->source));
 	return 0;
 }
 
