@@ -33,6 +33,7 @@
 #include "inrpd.h"
 
 #define FIBSYNC_READ_BUF (64 * 1024)
+#define FIBSYNC_MAX_RESERVE (64u << 20)     /* names a SyncBegin may size the new FIB for */
 
 struct fib *inrpd_chan_fib;
 
@@ -150,6 +151,10 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 		f->building = fib_create();
 		if (!f->building)
 			return protocol_error(f, "%s", "out of memory for a new FIB");
+		/* sized at once rather than grown by doublings (a hint: bounded, and no matter if refused) */
+		if (m->sync_begin->names)
+			(void)fib_reserve(f->building, m->sync_begin->names < FIBSYNC_MAX_RESERVE
+						       ? m->sync_begin->names : FIBSYNC_MAX_RESERVE);
 		f->epoch = m->sync_begin->epoch;
 		log_info("fib-channel: sync of epoch %llu begins", (unsigned long long)f->epoch);
 		return 0;

@@ -9,6 +9,7 @@
  * (all integers big-endian).  A snapshot is SNAP_HEAD, any number of
  * SNAP_NAMES, SNAP_END; a journal is DIFF records.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -126,6 +127,13 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 			serial_head = wire_load32(p + 4);
 			expect = wire_load32(p + 8);
 			head = true;
+			/* room for what the head announces, bounded by what the file can hold (a name
+			 * is at least 2 bytes): one table, not a doubling after another */
+			uint32_t room = expect < len / 3 ? expect : (uint32_t)(len / 3);
+			if (nameset_reserve(members, room, len) < 0) {
+				*why = "out of memory";
+				return -1;
+			}
 			continue;
 		}
 		if (type == SNAP_NAMES) {
@@ -269,6 +277,51 @@ static void base_name(const struct name *n, char *out)
 			o += (size_t)sprintf(out + o, "%%%02x", c);
 	}
 	out[o] = 0;
+}
+
+static int hex(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int aggstore_list(const char *state_dir, void (*fn)(void *ctx, const struct name *agg), void *ctx)
+{
+	DIR *d = opendir(state_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len <= 5 || strcmp(e->d_name + len - 5, ".snap") != 0)
+			continue;
+		/* the file name back to the name's text (base_name in reverse), then checked both ways */
+		char text[NAME_MAX_TEXT + 1], back[NAME_MAX_TEXT * 3 + 8];
+		size_t o = 0;
+		bool ok = true;
+		for (size_t i = 0; i < len - 5 && ok; i++) {
+			if (o + 2 >= sizeof(text))
+				ok = false;
+			else if (e->d_name[i] != '%')
+				text[o++] = e->d_name[i];
+			else if (i + 2 < len - 5 && hex(e->d_name[i + 1]) >= 0 && hex(e->d_name[i + 2]) >= 0) {
+				text[o++] = (char)(hex(e->d_name[i + 1]) << 4 | hex(e->d_name[i + 2]));
+				i += 2;
+			} else
+				ok = false;
+		}
+		struct name n;
+		if (!ok || o == 0)
+			continue;
+		text[o++] = '.';
+		text[o] = 0;
+		if (name_from_text(&n, text, o) != NAME_OK)
+			continue;
+		base_name(&n, back);
+		if (strlen(back) == len - 5 && memcmp(back, e->d_name, len - 5) == 0)
+			fn(ctx, &n);
+	}
+	closedir(d);
+	return 0;
 }
 
 static int read_all(int fd, uint8_t **out, size_t *len)

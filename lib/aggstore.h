@@ -54,6 +54,9 @@ struct aggstore;
 int aggstore_open(struct aggstore **out, const char *state_dir, const struct name *agg,
 		  char *err, size_t err_len);
 void aggstore_close(struct aggstore *s);
+/* The aggregates state_dir holds (a snapshot each): fn for each name.  0 (also when the
+ * directory does not exist yet), or -errno. */
+int aggstore_list(const char *state_dir, void (*fn)(void *ctx, const struct name *agg), void *ctx);
 
 /* The current version: false when the store holds none yet. */
 bool aggstore_version(const struct aggstore *s, uint32_t *serial);

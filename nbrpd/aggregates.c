@@ -429,6 +429,14 @@ static int serve(struct aggregates *a, const struct nbrpd_config *cfg, char *err
 
 /* ---- life ---- */
 
+static void preload(void *ctx, const struct name *agg)
+{
+	struct aggregates *a = ctx;
+	struct aggregate *g = get(a, agg);
+	if (g)
+		tell_stored(a, g);
+}
+
 struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cfg,
 				  const struct aggregates_ops *ops, char *err, size_t err_len)
 {
@@ -449,6 +457,20 @@ struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cf
 		free(a->tab);
 		free(a);
 		return NULL;
+	}
+	/* every version stored before is in service from the start: the first FIB sync has its
+	 * members, and peers are offered it as soon as a route for it comes back */
+	if (cfg->state_dir) {
+		uint64_t t0 = uv_hrtime();
+		int rc = aggstore_list(cfg->state_dir, preload, a);
+		if (rc < 0)
+			log_err("state-dir %s: %s", cfg->state_dir, strerror(-rc));
+		struct aggregates_stats st;
+		aggregates_stats(a, &st);
+		if (st.aggregates)
+			log_info("state-dir %s: %llu aggregates, %llu members, read in %.3f s", cfg->state_dir,
+				 (unsigned long long)st.aggregates, (unsigned long long)st.members,
+				 (double)(uv_hrtime() - t0) / 1e9);
 	}
 	return a;
 }

@@ -39,6 +39,7 @@ struct pending_name {
 struct fibpush {
 	uv_loop_t *loop;
 	fibpush_table_fn table;         /* the whole table, for a full sync */
+	fibpush_count_fn count;         /* its size */
 	void *table_arg;
 	struct wqueue wq;
 	char path[UNIX_PATH_MAX + 1];
@@ -300,6 +301,7 @@ static void full_sync(struct fibpush *f)
 	Crfib__SyncBegin b = CRFIB__SYNC_BEGIN__INIT;
 	f->epoch++;
 	b.epoch = f->epoch;
+	b.names = f->count ? f->count(f->table_arg) : 0;
 	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_BEGIN;
 	m.sync_begin = &b;
 	send_message(f, &m);
@@ -358,13 +360,15 @@ static void connect_now(struct fibpush *f)
 	uv_pipe_connect(&f->connect_req, f->pipe, f->path, on_connect);
 }
 
-struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, void *arg)
+struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, fibpush_count_fn count,
+			     void *arg)
 {
 	struct fibpush *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->loop = loop;
 	f->table = table;
+	f->count = count;
 	f->table_arg = arg;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	/* epochs only need to differ across our restarts */

@@ -20,7 +20,11 @@ struct fibpush;
  * is called with budget 0 to abandon a sync (the connection went). */
 typedef bool (*fibpush_table_fn)(void *arg, struct fibpush *f, void **state, unsigned budget);
 
-struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, void *arg);
+/* About how many names and members a full sync will send (inrpd sizes its new table for them). */
+typedef uint64_t (*fibpush_count_fn)(void *arg);
+
+struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, fibpush_count_fn count,
+			     void *arg);
 void fibpush_close(struct fibpush *f);
 void fibpush_free(struct fibpush *f);
 /* Queues a name's routes (count 0: withdrawn); sent at the next flush. */

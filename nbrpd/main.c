@@ -302,6 +302,14 @@ static bool fib_table(void *arg, struct fibpush *f, void **state, unsigned budge
 	return true;
 }
 
+static uint64_t fib_count(void *arg)
+{
+	struct nbrpd *d = arg;
+	struct aggregates_stats as;
+	aggregates_stats(d->aggs, &as);
+	return rde_names(d->rde) + as.members;
+}
+
 static void input_ready(void *arg)
 {
 	struct nbrpd *d = arg;
@@ -481,7 +489,7 @@ int main(int argc, char **argv)
 	if (privdrop_apply(&cfg->run_as, own, 1, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
-	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, d)))
+	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, fib_count, d)))
 		daemon_fail("out of memory");
 	aggregates_set_fib(d->aggs, d->fib);
 	if (!(d->health = health_start(d->loop, cfg, d->rde)))
