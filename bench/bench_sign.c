@@ -11,11 +11,14 @@
  *                       lib/attest.c inline (1 thread) and through the
  *                       worker pool (2 workers, the loop waiting)
  *   cached_routes_per_s the same routes again: found in the cache
+ *   fresh_inline_of_bound, fresh_pool_of_bound   those rates against
+ *                       libsodium's verify rate on 1 and 2 threads / 3
  *   bound_routes_per_s  what the crypto bound allows for a fresh route
  *                       received (3 verifications) and passed on to K peers
  *                       (K signatures) on 2 threads
  *   pool_relay_routes_per_s  that work done by lib/attest.c and the pool:
  *                       the batch checked, then the hops signed for K peers
+ *                       (relay_of_bound: against bound_routes_per_s)
  *   member_digest_ms    the digest of an aggregate of M members
  *   agg_names_per_s     names per second a fresh aggregate route of M
  *                       members costs (its 3 verifications on 2 threads and
@@ -369,9 +372,11 @@ int main(int argc, char **argv)
 	       "\"crypto_verify_per_s\": %.0f, \"crypto_verify_per_s_2threads\": %.0f, "
 	       "\"fresh_routes_per_s\": %.0f, \"fresh_routes_per_s_2workers\": %.0f, \"cached_routes_per_s\": %.0f, "
 	       "\"pool_relay_routes_per_s\": %.0f, \"bound_routes_per_s\": %.0f, "
+	       "\"fresh_inline_of_bound\": %.2f, \"fresh_pool_of_bound\": %.2f, \"relay_of_bound\": %.2f, "
 	       "\"member_digest_ms\": %.3f, \"agg_names_per_s\": %.0f, "
 	       "\"attestation_bytes_per_hop\": %zu, \"origin_attestation_bytes\": %zu}\n",
 	       n, peers, members, sign1, sign2, ver1, ver2, fresh1, fresh2, cached, relay2, bound,
+	       fresh1 * 3 / ver1, fresh2 * 3 / ver2, relay2 / bound,
 	       digest_s * 1e3, agg_names, hop_bytes, origin_bytes);
 	nameset_free(&ms);
 	attest_verifier_free(&v);

@@ -168,6 +168,67 @@ void attest_to_pb(Nbrp__Attestation *pb, struct attest_wire *w)
 	}
 }
 
+struct attest_chain *attest_chain_copy(const Nbrp__Route *r)
+{
+	size_t n = r->n_path;
+	if (r->n_attestations != n + 1 || n > NBRP_MAX_PATH)
+		return NULL;
+	const Nbrp__Attestation *o = r->attestations[n];
+	if (o->signer.len != SIGKEY_PUBLIC_LEN || o->signature.len != SIGKEY_SIG_LEN)
+		return NULL;
+	struct attest_chain *c = malloc(sizeof(*c) + n * sizeof(c->hop[0]));
+	if (!c)
+		return NULL;
+	memset(&c->origin, 0, sizeof(c->origin));
+	c->origin.origin = true;
+	memcpy(c->origin.signer, o->signer.data, SIGKEY_PUBLIC_LEN);
+	memcpy(c->origin.sig, o->signature.data, SIGKEY_SIG_LEN);
+	c->origin.timestamp = o->timestamp;
+	c->origin.expiry = o->expiry;
+	c->n_hops = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		const Nbrp__Attestation *a = r->attestations[i];
+		if (a->signature.len != SIGKEY_SIG_LEN || a->for_key.len != ATTEST_HINT_LEN) {
+			free(c);
+			return NULL;
+		}
+		memcpy(c->hop[i].sig, a->signature.data, SIGKEY_SIG_LEN);
+		c->hop[i].expiry = a->expiry;
+		memcpy(c->hop[i].for_key, a->for_key.data, ATTEST_HINT_LEN);
+	}
+	return c;
+}
+
+struct attest_chain *attest_chain_origin(const struct attest_wire *origin)
+{
+	struct attest_chain *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	c->origin = *origin;
+	c->n_hops = 0;
+	return c;
+}
+
+size_t attest_chain_pb(struct attest_chain *c, struct attest_wire *first, Nbrp__Attestation *pb,
+		       Nbrp__Attestation **pp)
+{
+	size_t k = 0;
+	if (first)
+		attest_to_pb(&pb[k++], first);
+	for (uint32_t i = 0; i < c->n_hops; i++, k++) {
+		nbrp__attestation__init(&pb[k]);
+		pb[k].signature.data = c->hop[i].sig;
+		pb[k].signature.len = SIGKEY_SIG_LEN;
+		pb[k].expiry = c->hop[i].expiry;
+		pb[k].for_key.data = c->hop[i].for_key;
+		pb[k].for_key.len = ATTEST_HINT_LEN;
+	}
+	attest_to_pb(&pb[k++], &c->origin);
+	for (size_t i = 0; i < k; i++)
+		pp[i] = &pb[i];
+	return k;
+}
+
 /* The cache. */
 
 int attest_cache_init(struct attest_cache *c, size_t entries)

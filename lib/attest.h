@@ -101,6 +101,33 @@ void attest_sign_hop(struct attest_wire *out, const struct sigkey *k, const uint
 void attest_to_pb(Nbrp__Attestation *pb, struct attest_wire *w);
 
 /*
+ * A received chain kept with its route, to pass it on: the origin's
+ * attestation and the hops, copied out of the message (112 bytes, then 76
+ * a hop).  attest_chain_pb lays it out for sending with our new hop
+ * first; pb and pp need room for NBRP_MAX_PATH + 2 entries, and point into
+ * c and first, which must outlive them.
+ */
+struct attest_chain_hop {
+	uint8_t sig[SIGKEY_SIG_LEN];
+	uint64_t expiry;
+	uint8_t for_key[ATTEST_HINT_LEN];
+};
+
+struct attest_chain {
+	struct attest_wire origin;
+	uint32_t n_hops;                /* path order: hop[0] the sender's */
+	struct attest_chain_hop hop[];
+};
+
+/* The chain of a route that checked valid (any other: NULL), or NULL if out of memory. */
+struct attest_chain *attest_chain_copy(const Nbrp__Route *r);
+/* A chain of our own origination (no hops yet). */
+struct attest_chain *attest_chain_origin(const struct attest_wire *origin);
+/* Fills pb/pp: first (if not NULL), the hops, the origin.  Returns the count. */
+size_t attest_chain_pb(struct attest_chain *c, struct attest_wire *first, Nbrp__Attestation *pb,
+		       Nbrp__Attestation **pp);
+
+/*
  * Verified chain prefixes, by link digest: a digest found here means its
  * signature and every one before it verified, under the keys it names.
  * Set-associative, a fixed number of entries; entries past their expiry

@@ -285,7 +285,8 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 		fail(&p, "valid-until is before valid-from");
 		goto bad;
 	}
-	qsort(t.routers, t.n_routers, sizeof(*t.routers), router_cmp);
+	if (t.n_routers > 1)
+		qsort(t.routers, t.n_routers, sizeof(*t.routers), router_cmp);
 	for (size_t i = 1; i < t.n_routers; i++)
 		if (strcmp(t.routers[i - 1].name, t.routers[i].name) == 0) {
 			snprintf(err, errlen, "%s: router %s listed twice", file, t.routers[i].name);
@@ -330,7 +331,8 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 			goto bad;
 		}
 	}
-	qsort(t.origins, t.n_origins, sizeof(*t.origins), origin_cmp);
+	if (t.n_origins > 1)
+		qsort(t.origins, t.n_origins, sizeof(*t.origins), origin_cmp);
 	*out = t;
 	return 0;
 bad:

@@ -4,7 +4,8 @@
  * of an UPDATE is checked at cr4 against a fixed trust file (sigfix.h), at
  * once and split as the worker pool splits it.  The two must agree; a
  * state and its reason must agree; a valid route checked again costs no
- * verification (the cache); nothing leaks.
+ * verification (the cache), and kept and laid out again it is the same and
+ * still valid; nothing leaks.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +43,25 @@ static void check_route(const Nbrp__Route *r)
 		if (attest_verify(&v, r, peer, FIX_NOW, &job2) != ATTEST_VALID || v.verified != before ||
 		    memcmp(job2.head, job.head, ATTEST_DIGEST_LEN) != 0)
 			abort();
+		/* kept and laid out again: the same attestations, still valid */
+		struct attest_chain *c = attest_chain_copy(r);
+		if (!c)
+			abort();
+		static Nbrp__Attestation pb[NBRP_MAX_PATH + 2], *pp[NBRP_MAX_PATH + 2];
+		Nbrp__Route again = *r;
+		again.n_attestations = attest_chain_pb(c, NULL, pb, pp);
+		again.attestations = pp;
+		if (again.n_attestations != r->n_attestations)
+			abort();
+		for (size_t i = 0; i < again.n_attestations; i++)
+			if (pb[i].signature.len != r->attestations[i]->signature.len ||
+			    memcmp(pb[i].signature.data, r->attestations[i]->signature.data, pb[i].signature.len) != 0 ||
+			    pb[i].expiry != r->attestations[i]->expiry)
+				abort();
+		attest_cache_clear(&v.cache);
+		if (attest_verify(&v, &again, peer, FIX_NOW, &job2) != ATTEST_VALID)
+			abort();
+		free(c);
 		if (r->aggregate.len) {
 			struct nameset empty;
 			nameset_init(&empty);

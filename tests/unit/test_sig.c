@@ -139,8 +139,7 @@ static void key_file_round_trip_and_modes(void **state)
 	char content[256];
 	size_t n = fread(content, 1, sizeof(content), f);
 	fclose(f);
-	/* a character inside the public line: every bit of it is the key's (the last one before
-	 * the '=' carries two padding bits a decoder may ignore) */
+	/* a character inside the public key's base64 (all 6 bits used there) */
 	content[n - 10] = content[n - 10] == 'A' ? 'B' : 'A';
 	f = fopen(bad, "w");
 	fwrite(content, 1, n, f);
@@ -681,6 +680,61 @@ static void cache_bounded_lru_and_expiry(void **state)
 	attest_cache_free(&c);
 }
 
+/* cr1 originates, cr2..cr4 pass it on, cr5 receives: each router keeps
+ * the chain it checked and signs one hop for the next. */
+static void chain_passed_on_router_by_router(void **state)
+{
+	struct fixture *f = *state;
+	struct name n;
+	assert_int_equal(name_from_text(&n, "www.example.com", 15), NAME_OK);
+	struct attest_subject s = { .name = n.wire, .name_len = n.len };
+	/* cr1's own content, origin key separate from its router key */
+	struct attest_wire o, hop;
+	attest_sign_origin(&o, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 10, EXP, &s);
+	struct attest_chain *c = attest_chain_origin(&o);
+	assert_non_null(c);
+	const uint8_t *prev = o.link;
+	static const int routers[] = { K_R1, K_R2, K_R3, K_R4, K_R5 };
+	char *path[5];
+	Nbrp__Attestation pb[NBRP_MAX_PATH + 2], *pp[NBRP_MAX_PATH + 2];
+	for (int h = 0; h < 4; h++) {
+		int me = routers[h], next = routers[h + 1];
+		attest_sign_hop(&hop, &keys[me], prev, keys[next].pk, EXP);
+		/* the route next receives: our name first in the path */
+		for (int i = h; i > 0; i--)
+			path[i] = path[i - 1];
+		path[0] = (char *)rname[me];
+		Nbrp__Route r = NBRP__ROUTE__INIT;
+		ProtobufCBinaryData nm = { n.len, n.wire };
+		r.names = &nm;
+		r.n_names = 1;
+		r.path = path;
+		r.n_path = (size_t)h + 1;
+		r.n_attestations = attest_chain_pb(c, &hop, pb, pp);
+		r.attestations = pp;
+		assert_int_equal(r.n_attestations, h + 2);
+		/* next checks it */
+		struct attest_verifier v;
+		assert_int_equal(attest_verifier_init(&v, keys[next].pk, 64), 0);
+		attest_verifier_set_trust(&v, &f->trust);
+		struct attest_job job;
+		if (attest_verify(&v, &r, rname[me], NOW, &job) != ATTEST_VALID)
+			fail_msg("hop %d: %s (%s) at %d", h, attest_state_name(job.state), attest_reason_name(job.reason), job.where);
+		assert_int_equal(v.verified, h + 2);
+		attest_verifier_free(&v);
+		/* and keeps it to pass on */
+		struct attest_chain *kept = attest_chain_copy(&r);
+		assert_non_null(kept);
+		free(c);
+		c = kept;
+		assert_int_equal(c->n_hops, h + 1);
+		static uint8_t head[32];
+		memcpy(head, job.head, 32);
+		prev = head;
+	}
+	free(c);
+}
+
 struct pool_test {
 	pthread_t loop_thread;
 	int batches_done;
@@ -794,6 +848,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(revoked_origin_without_crypto, setup, teardown),
 		cmocka_unit_test(cache_bounded_lru_and_expiry),
 		cmocka_unit_test_setup_teardown(worker_pool_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(chain_passed_on_router_by_router, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
