@@ -333,19 +333,19 @@ static bool define(struct aggregates *a, const struct nbrpd_content *c)
 	uint32_t held = 0;
 	bool had = aggstore_version(g->store, &held);
 	bool same = false;
+	struct namelist dels, adds;
+	namelist_init(&dels);
+	namelist_init(&adds);
 	if (ok && had) {
-		struct namelist dels, adds;
-		namelist_init(&dels);
-		namelist_init(&adds);
 		ok = nameset_diff(aggstore_members(g->store), &set, &dels, &adds) == 0;
 		same = dels.count == 0 && adds.count == 0;
-		namelist_free(&dels);
-		namelist_free(&adds);
 	}
 	if (ok && !same) {
-		/* a new history starts from the clock, so it is newer than any a wiped state-dir forgot */
+		/* a new history starts from the clock, so it is newer than any a wiped state-dir forgot;
+		 * a next version is the difference just computed */
 		uint32_t version = had ? held + 1 : (uint32_t)time(NULL);
-		int rc = aggstore_replace(g->store, version, &set);
+		int rc = had ? aggstore_apply(g->store, held, version, &dels, &adds)
+			     : aggstore_replace(g->store, version, &set);
 		if (rc < 0) {
 			log_err("aggregate %s: cannot store version %u: %s; keeping version %s", t, version,
 				aggstore_error(g->store), had ? "held" : "none");
@@ -355,6 +355,8 @@ static bool define(struct aggregates *a, const struct nbrpd_content *c)
 			push_change(a, g, had, held);
 		}
 	}
+	namelist_free(&dels);
+	namelist_free(&adds);
 	nameset_free(&set);
 	tell_stored(a, g);
 	return ok;
