@@ -51,20 +51,10 @@ import dns.rcode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_aggxfr import free_port, gen_names, kdig_axfr, nsd_config, wait_serving  # noqa: E402
+from bench_nbrp import wait_until  # noqa: E402
 
 AGG = "hosted.bench"
 SERVER = "127.0.0.99"
-
-
-def wait_until(cond, timeout, what, interval=0.001):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 def log_time(line):
@@ -179,7 +169,7 @@ def reload_version(origin, members, path):
 
 
 def answered_at(r, name, timeout=120):
-    wait_until(lambda: r.answers(name), timeout, f"{r.name} to answer {name}")
+    wait_until(lambda: r.answers(name), timeout, f"{r.name} to answer {name}", interval=0.001)
     return time.time()
 
 
