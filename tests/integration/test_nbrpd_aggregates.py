@@ -47,6 +47,17 @@ def aggregate_block(path, server=SERVER_FAR):
     return f'aggregate "{AGG}" {{ server {server}; file "{path}"; }}\n'
 
 
+def line_with_aggregate(net, tmp_path, routers, origin, members, origin_extra="", **kw):
+    """Routers in a line, each with a state-dir and a transfer server; origin defines the aggregate
+    AGG from a file of members.  (the routers, the definition file, their transfer servers)"""
+    defs = tmp_path / "hosted.names"
+    write_members(defs, members)
+    extra, xfr = routers_with_state(tmp_path, routers)
+    extra[origin] += origin_extra
+    rs = net(routers, list(zip(routers, routers[1:])), content={origin: aggregate_block(defs)}, extra=extra, **kw)
+    return rs, defs, xfr
+
+
 def agg_view(r):
     v = r.nbrpd.json("show", "aggregate", AGG)
     return v[0] if isinstance(v, list) else v
@@ -67,10 +78,7 @@ def transfers(r):
 
 def test_an_aggregate_crosses_three_routers_and_a_reload_sends_only_the_diff(net, tmp_path):
     members = [f"m{i}.site{i % 97}.example" for i in range(50000)]
-    defs = tmp_path / "hosted.names"
-    write_members(defs, members)
-    extra, xfr = routers_with_state(tmp_path, ["r1", "r2", "r3"])
-    rs = net(["r1", "r2", "r3"], [("r1", "r2"), ("r2", "r3")], content={"r3": aggregate_block(defs)}, extra=extra)
+    rs, defs, xfr = line_with_aggregate(net, tmp_path, ["r1", "r2", "r3"], "r3", members)
     v1 = version_of(rs["r3"])
     assert v1 is not None and agg_view(rs["r3"])["members"] == 50000
     wait_for(lambda: version_of(rs["r1"]) == v1, 30, "r1 to store the aggregate")
@@ -110,12 +118,8 @@ def transfer(tool, *args):
 
 def test_the_router_serves_its_aggregates_to_kdig_and_dig_and_refuses_others(net, tmp_path):
     members = [f"s{i}.example" for i in range(2000)]
-    defs = tmp_path / "hosted.names"
-    write_members(defs, members)
-    extra, xfr = routers_with_state(tmp_path, ["r1"])
-    allowed = "127.9.0.0/16"
-    extra["r1"] += f"allow-transfer {allowed};\n"
-    rs = net(["r1"], [], content={"r1": aggregate_block(defs)}, extra=extra)
+    rs, defs, xfr = line_with_aggregate(net, tmp_path, ["r1"], "r1", members,
+                                        origin_extra="allow-transfer 127.9.0.0/16;\n")
     addr, port = xfr["r1"]
     src = f"127.9.{random.randint(1, 250)}.{random.randint(2, 250)}"     # inside allow-transfer
     v1 = version_of(rs["r1"])
@@ -146,10 +150,7 @@ def test_the_router_serves_its_aggregates_to_kdig_and_dig_and_refuses_others(net
 
 def test_a_restart_serves_the_stored_version_without_fetching_and_a_bad_definition_keeps_it(net, tmp_path):
     members = [f"k{i}.example" for i in range(20000)]
-    defs = tmp_path / "hosted.names"
-    write_members(defs, members)
-    extra, _ = routers_with_state(tmp_path, ["r1", "r2"])
-    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    rs, defs, _ = line_with_aggregate(net, tmp_path, ["r1", "r2"], "r2", members)
     v1 = version_of(rs["r2"])
     wait_for(lambda: version_of(rs["r1"]) == v1, 20, "r1 to store the aggregate")
     r1 = rs["r1"].nbrpd
@@ -176,10 +177,7 @@ def journal(tmp_path, router):
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated tail"])
 def test_a_damaged_journal_is_cut_and_the_lost_version_fetched_again(net, tmp_path, damage):
     members = [f"j{i}.example" for i in range(5000)]
-    defs = tmp_path / "hosted.names"
-    write_members(defs, members)
-    extra, _ = routers_with_state(tmp_path, ["r1", "r2"])
-    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    rs, defs, _ = line_with_aggregate(net, tmp_path, ["r1", "r2"], "r2", members)
     v1 = version_of(rs["r2"])
     wait_for(lambda: version_of(rs["r1"]) == v1, 20, "r1 to store the aggregate")
     write_members(defs, members[100:] + [f"late{i}.example" for i in range(100)])
@@ -219,10 +217,7 @@ def axfr_members(xfr):
 
 def test_kill_9_while_a_large_diff_is_fetched_never_loses_a_version_or_refetches_whole(net, tmp_path):
     current = [f"b{i}.example" for i in range(250000)]
-    defs = tmp_path / "hosted.names"
-    write_members(defs, current)
-    extra, xfr = routers_with_state(tmp_path, ["r1", "r2"])
-    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    rs, defs, xfr = line_with_aggregate(net, tmp_path, ["r1", "r2"], "r2", current)
     r1 = rs["r1"].nbrpd
     version = version_of(rs["r2"])
     wait_for(lambda: version_of(rs["r1"]) == version, 60, "r1 to store the aggregate")
@@ -250,11 +245,9 @@ def test_kill_9_while_a_large_diff_is_fetched_never_loses_a_version_or_refetches
 
 
 def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net, tmp_path):
-    defs = tmp_path / "hosted.names"
-    write_members(defs, [f"c{i}.example" for i in range(5000)])
-    extra, _ = routers_with_state(tmp_path, ["r1", "r2", "r3"])
-    rs = net(["r1", "r2", "r3"], [("r1", "r2"), ("r2", "r3")], content={"r2": aggregate_block(defs)}, extra=extra,
-             peer_extra={("r1", "r2"): "max-names 1000 refuse; ", ("r3", "r2"): f'import deny "{AGG}"; '})
+    limits = {("r1", "r2"): "max-names 1000 refuse; ", ("r3", "r2"): f'import deny "{AGG}"; '}
+    rs, _, _ = line_with_aggregate(net, tmp_path, ["r1", "r2", "r3"], "r2", [f"c{i}.example" for i in range(5000)],
+                                   peer_extra=limits)
     v = version_of(rs["r2"])
     # r1: the route came with no members known, the version fetched has 5,000: refused
     wait_for(lambda: "over max-names (1000) with the members" in rs["r1"].nbrpd.log(), 20, "r1 to refuse")
