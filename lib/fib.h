@@ -90,8 +90,8 @@ int fib_aggregate_remove_member(struct fib *fib, uint32_t id, const struct name 
 /*
  * A diff's additions or removals at once: one lock, one resize, and the
  * next members' slots fetched while one is changed (with fib_reserve()
- * first, a million new members load 1.5-2.3x faster than one call a
- * member; a 1% diff applies about 1.2x faster; docs/BENCHMARKS.md).  Adding a member is
+ * first, a million new members load 2.6-3.6x faster than one call a
+ * member; a 1% diff applies 1.2-1.4x faster; docs/BENCHMARKS.md).  Adding a member is
  * idempotent; removing a name that is not a member is not an error here.
  * Stops at the first error; *done (if not NULL) says how many were handled.
  */
