@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <getopt.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <urcu-qsbr.h>
@@ -521,11 +522,25 @@ static uint32_t change_of(const struct fib_result *res)
  * lookup first shows change g, and when every member in turn has shown g
  * (or later) since; a member showing an older change after that is stale.
  */
+/*
+ * On a shared machine the reader is often not running when a change is
+ * made, and what is measured is the scheduler.  Both threads ask for a
+ * better nice value for the few seconds of the changes (root only; the
+ * run says whether they got it).
+ */
+#define CHANGE_NICE (-10)
+
+static bool raise_priority(void)
+{
+	return setpriority(PRIO_PROCESS, (id_t)gettid(), CHANGE_NICE) == 0;
+}
+
 struct change_reader {
 	const struct fib *fib;
 	const struct name *q;
 	uint32_t nq;
 	int cpu;
+	bool raised;                    /* runs at CHANGE_NICE */
 	uint64_t stale, lookups;        /* written when the reader stops */
 	/* the writer polls these: a line of their own, written once a change */
 	uint32_t gen_first __attribute__((aligned(64)));   /* atomic; published after the times */
@@ -542,6 +557,7 @@ static void *change_reader_run(void *arg)
 
 	rcu_register_thread();
 	r->cpu = sched_getcpu();
+	r->raised = raise_priority();
 	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		struct fib_result res;
 		fib_lookup_longest_suffix(r->fib, &r->q[k], &res);
@@ -580,6 +596,7 @@ struct change_result {
 	double write_ns_alone;          /* mean of back-to-back changes, no reader */
 	uint64_t stale, timeouts;
 	int reader_cpu, writer_cpu;
+	bool raised;
 };
 
 /* Aggregate id (members ns[first, first + count)) changes its routes `changes` times. */
@@ -608,6 +625,8 @@ static void measure_changes(struct fib *fib, uint32_t id, const struct nameset *
 	r.nq = count;
 
 	/* reader and writer on different CPUs when there are two */
+	int old_nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	bool writer_raised = raise_priority();
 	out->writer_cpu = sched_getcpu();
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	out->reader_cpu = ncpu > 1 ? (int)((out->writer_cpu + 1) % ncpu) : -1;
@@ -663,6 +682,7 @@ static void measure_changes(struct fib *fib, uint32_t id, const struct nameset *
 	rcu_thread_online();
 	out->stale = r.stale;
 	out->reader_cpu = r.cpu;
+	out->raised = writer_raised && r.raised;
 
 	/* the writer's own cost: changes back to back, one fib_commit() at the end */
 	enum { ALONE = 10000 };
@@ -675,6 +695,7 @@ static void measure_changes(struct fib *fib, uint32_t id, const struct nameset *
 	fib_commit(fib);
 	out->write_ns_alone = (double)(now_ns() - a0) / ALONE;
 	rcu_quiescent_state();
+	setpriority(PRIO_PROCESS, (id_t)gettid(), old_nice);
 	out->visible_us_p50 = quantile(vis, done, 0.5);
 	out->visible_us_p99 = quantile(vis, done, 0.99);
 	out->visible_us_max = quantile(vis, done, 1.0);
@@ -683,12 +704,13 @@ static void measure_changes(struct fib *fib, uint32_t id, const struct nameset *
 	out->all_us_max = quantile(all, done, 1.0);
 	out->write_ns_p50 = quantile(wr, done, 0.5);
 	out->write_ns_max = quantile(wr, done, 1.0);
-	printf("aggregate route change, %u changes of one aggregate of %u members (writer CPU %d, reader CPU %d):\n"
+	printf("aggregate route change, %u changes of one aggregate of %u members (writer CPU %d, reader CPU %d, "
+	       "nice %s):\n"
 	       "  writer fib_aggregate_set_routes median %.0f ns, max %.0f ns; back to back %.0f ns\n"
 	       "  reader sees it: median %.2f us, p99 %.2f us, max %.2f us after the write began\n"
 	       "  reader has seen it on every member: median %.1f us, p99 %.1f us, max %.1f us"
 	       " (%" PRIu64 " lookups; stale answers %" PRIu64 ", timeouts %" PRIu64 ")\n",
-	       done, count, out->writer_cpu, out->reader_cpu, out->write_ns_p50, out->write_ns_max, out->write_ns_alone,
+	       done, count, out->writer_cpu, out->reader_cpu, out->raised ? "-10" : "unchanged", out->write_ns_p50, out->write_ns_max, out->write_ns_alone,
 	       out->visible_us_p50, out->visible_us_p99, out->visible_us_max,
 	       out->all_us_p50, out->all_us_p99, out->all_us_max, r.lookups, out->stale, out->timeouts);
 	free(vis);
