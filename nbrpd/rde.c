@@ -1124,7 +1124,12 @@ static void flush(struct rde *r)
 	if (r->ops.fib_flush)
 		r->ops.fib_flush(r->ops.arg);
 	free(items);
-	free(dirty.v);
+	if (!r->dirty.v && dirty.cap <= 65536) {
+		dirty.n = 0;            /* the next turn's list: no realloc from 1,024 up every turn */
+		r->dirty = dirty;
+	} else {
+		free(dirty.v);
+	}
 	for (size_t i = 0; i < r->release.n; i++) {
 		r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
 		rib_entry_release(&r->rib, r->release.v[i]);

@@ -61,15 +61,22 @@ struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t le
 	return NULL;
 }
 
+#define HASH_MID_LOW    10      /* rib_entry.hash_mid: hash bits 10..25 */
+#define HASH_MID_BITS   16
+
 bool rib_grow_step(struct rib *t, unsigned budget)
 {
 	if (!t->old)
 		return false;
+	/* from old bucket h mod nold to h mod 2 nold: one more bit of h, kept in the entry if it is bit 10..25 */
+	uint32_t bit = (uint32_t)t->nold;
+	bool kept = t->nold >> HASH_MID_LOW && t->nold >> (HASH_MID_LOW + HASH_MID_BITS) == 0;
 	for (; budget > 0 && t->moved < t->nold; budget--, t->moved++) {
 		struct rib_entry *e = t->old[t->moved], *n;
 		for (; e; e = n) {
 			n = e->hnext;
-			struct rib_entry **b = &t->buckets[rib_hash(e->wire, e->len) & (t->nbuckets - 1)];
+			uint32_t h = kept ? (uint32_t)e->hash_mid << HASH_MID_LOW : rib_hash(e->wire, e->len);
+			struct rib_entry **b = &t->buckets[t->moved | (h & bit)];
 			e->hnext = *b;
 			*b = e;
 		}
@@ -107,8 +114,10 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 		return NULL;
 	memset(e, 0, offsetof(struct rib_entry, wire));
 	e->len = (uint8_t)len;
+	e->hash_mid = (uint16_t)(hash >> HASH_MID_LOW);
 	memcpy(e->wire, wire, len);
-	rib_grow_step(t, MOVE_PER_INSERT);
+	if (t->old)
+		rib_grow_step(t, MOVE_PER_INSERT);
 	struct rib_entry **b = chain(t, hash);
 	e->hnext = *b;
 	*b = e;
