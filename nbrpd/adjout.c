@@ -45,11 +45,6 @@ bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e
 	return nbrpd_policy_allows(export, &n);
 }
 
-uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
-{
-	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
-}
-
 /* One UPDATE under construction; one packer for the whole daemon (one thread). */
 static struct {
 	struct rde *r;
@@ -112,20 +107,12 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
-void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+/* A new Route for name; out of line, so that a name of the same Route as the last costs no more
+ * than a few stores (most names: consecutive names of a flush usually share their attributes). */
+static __attribute__((noinline)) void new_route(ProtobufCBinaryData *name, const struct rib_attrs *a,
+						uint32_t load, uint64_t sig)
 {
 	Nbrp__Update *u = &pk.u;
-	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
-	ProtobufCBinaryData *name = &pk.names[pk.nnames];
-	name->data = (uint8_t *)e->wire;
-	name->len = e->len;
-	if (u->n_routes > 0 && sig == pk.last_sig) {
-		/* the same attributes as the Route before: one more name for it */
-		u->routes[u->n_routes - 1]->n_names++;
-		if (++pk.nnames == BATCH_NAMES)
-			send_batch();
-		return;
-	}
 	const struct nbrpd_config *cfg = pk.r->cfg;
 	size_t k = u->n_routes;
 	Nbrp__Route *rt = &pk.routes[k];
@@ -149,6 +136,19 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	rt->path = path;
 	u->routes[k] = rt;
 	u->n_routes++;
+}
+
+void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+{
+	Nbrp__Update *u = &pk.u;
+	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
+	ProtobufCBinaryData *name = &pk.names[pk.nnames];
+	name->data = (uint8_t *)e->wire;
+	name->len = e->len;
+	if (u->n_routes > 0 && sig == pk.last_sig)
+		u->routes[u->n_routes - 1]->n_names++;  /* the same attributes as the Route before */
+	else
+		new_route(name, a, load, sig);
 	if (++pk.nnames == BATCH_NAMES)
 		send_batch();
 }

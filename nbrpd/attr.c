@@ -148,10 +148,8 @@ static void ents_compact(struct rde *r, struct rib_attrs *a)
 	a->nents = kept;
 }
 
-void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
+void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
 {
-	if (!a->nh)
-		return;                 /* local content: its servers are followed by content */
 	if (e->refs == UINT16_MAX) {
 		/* in 65,535 sets of attributes at once: something is very wrong; keep memory safe */
 		log_err("a name is in too many next-hop index lists; a change of IP routing may miss it");

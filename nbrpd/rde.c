@@ -48,16 +48,14 @@ struct rde_job {
 
 static void schedule(struct rde *r);
 
-bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1024;
-		struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		l->v = v;
-		l->cap = cap;
-	}
+	size_t cap = l->cap ? l->cap * 2 : 1024;
+	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
+	if (!v)
+		return false;
+	l->v = v;
+	l->cap = cap;
 	l->v[l->n++] = e;
 	return true;
 }
@@ -1028,11 +1026,15 @@ static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsig
 	}
 }
 
-static void mark_excluded(struct rde *r, struct rib_attrs *a)
+/* The peer every changed name of a flush had its routes from, before and after, if one did:
+ * it hears nothing of the flush (flush_to_peer would pass over every name). */
+struct flush_source {
+	struct rde_peer *peer;
+	bool several;
+};
+
+static void mark_excluded_set(struct rde *r, struct rib_attrs *a, struct flush_source *src)
 {
-	/* names of one UPDATE share their attributes: mark each set once a flush */
-	if (!a || a->excluded_mark == r->flush_no)
-		return;
 	a->excluded_mark = r->flush_no;
 	if (a->k.peer)
 		a->k.peer->flush_mark = r->flush_no;
@@ -1040,6 +1042,16 @@ static void mark_excluded(struct rde *r, struct rib_attrs *a)
 	unsigned n = a->k.npath ? attrs_path_peers(r, a, &in_path) : 0;
 	for (unsigned i = 0; i < n; i++)
 		in_path[i]->flush_mark = r->flush_no;
+	if (!a->k.peer || (src->peer && src->peer != a->k.peer))
+		src->several = true;
+	src->peer = a->k.peer;
+}
+
+static inline void mark_excluded(struct rde *r, struct rib_attrs *a, struct flush_source *src)
+{
+	/* names of one UPDATE share their attributes: mark each set once a flush */
+	if (a && a->excluded_mark != r->flush_no)
+		mark_excluded_set(r, a, src);
 }
 
 static void flush(struct rde *r)
@@ -1061,6 +1073,7 @@ static void flush(struct rde *r)
 		return;
 	}
 	r->flush_no++;
+	struct flush_source src = { 0 };
 	uint32_t now = now_ms(r);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = dirty.v[i];
@@ -1070,8 +1083,8 @@ static void flush(struct rde *r)
 			e->adv->refs++;
 		items[i].changed = export_now(r, e, now);
 		if (items[i].changed || items[i].old != e->adv) {
-			mark_excluded(r, items[i].old);
-			mark_excluded(r, e->adv);
+			mark_excluded(r, items[i].old, &src);
+			mark_excluded(r, e->adv, &src);
 		}
 	}
 	/* the update group: peers for which every name here is decided alike */
@@ -1083,7 +1096,8 @@ static void flush(struct rde *r)
 		if (!p->up || p->server_mode)
 			continue;
 		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export)) {
-			flush_to_peer(r, p, items, dirty.n);
+			if (p != src.peer || src.several)
+				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
 		if (g.n == members_cap) {

@@ -138,18 +138,6 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 	slab_free(&t->entry_slabs[ENTRY_CLASS(e->len)], e);
 }
 
-struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq)
-{
-	struct rib_route *rt = slab_alloc(&t->routes);
-	if (!rt)
-		return NULL;
-	rt->next = NULL;
-	rt->a = a;
-	rt->seq = seq;
-	rt->rank = 0;
-	return rt;
-}
-
 struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
 {
 	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)

@@ -106,7 +106,9 @@ struct rib_attrs {
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
 void attrs_put(struct rde *r, struct rib_attrs *a);
 /* Records that e has a route with a (the next-hop index). */
-void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+/* Its slow path: the list full, or the name's count of slots. */
+void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
 /* Lets go of index slots (their entries may then be freed). */
 void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n);
 #define UNINDEX_AT_ONCE         4096    /* more slots than this go through a job */
@@ -154,6 +156,18 @@ static inline bool route_stale(const struct rib_route *rt)
 	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
 }
 
+static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
+{
+	if (!a->nh)
+		return;                 /* local content: its servers are followed by content */
+	if (a->nents == a->ents_cap || e->refs == UINT16_MAX) {
+		attrs_index_grow(r, a, e);
+		return;
+	}
+	a->ents[a->nents++] = e;
+	e->refs++;
+}
+
 /* ---- the table (rib.c) ---- */
 
 #define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
@@ -186,7 +200,13 @@ bool rib_grow_step(struct rib *t, unsigned budget);
 /* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
  * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
 void rib_entry_release(struct rib *t, struct rib_entry *e);
-struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq);
+static inline struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq)
+{
+	struct rib_route *rt = slab_alloc(&t->routes);
+	if (rt)
+		*rt = (struct rib_route){ .a = a, .seq = seq };
+	return rt;
+}
 /* Takes a route out of its entry's list, or NULL (peer NULL: the local one). */
 struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p);
 
@@ -206,7 +226,14 @@ struct entry_list {
 	struct rib_entry **v;
 	size_t n, cap;
 };
-bool entry_list_push(struct entry_list *l, struct rib_entry *e);
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e);
+static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+{
+	if (l->n == l->cap)
+		return entry_list_grow(l, e);
+	l->v[l->n++] = e;
+	return true;
+}
 
 struct rde_job;
 
@@ -252,7 +279,10 @@ bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p);
 bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e, struct rde_peer *p,
 		   const struct nbrpd_policy *export);
 /* The load a peer is told for a route with these attributes (load-radius). */
-uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a);
+static inline uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
+{
+	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
+}
 
 /* UPDATE packing: names whose attributes look the same to the receiver share one Route.
  * Frames go to emit as they fill, and at packer_end. */
