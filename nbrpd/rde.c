@@ -52,23 +52,14 @@ bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 {
 	size_t cap = l->cap ? l->cap * 2 : 1024;
 	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-	if (!v)
+	if (!v) {
+		log_err("out of memory for a list of %zu changed names", l->n + 1);
 		return false;
+	}
 	l->v = v;
 	l->cap = cap;
 	l->v[l->n++] = e;
 	return true;
-}
-
-void rde_mark_dirty(struct rde *r, struct rib_entry *e)
-{
-	if (e->flags & ENTRY_DIRTY)
-		return;
-	if (!entry_list_push(&r->dirty, e)) {
-		log_err("out of memory for the list of changed names");
-		return;
-	}
-	e->flags |= ENTRY_DIRTY;
 }
 
 void rde_maybe_release(struct rde *r, struct rib_entry *e)
@@ -127,18 +118,9 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 	c->usable = route_usable(rt);
 }
 
-/* Ranks the usable routes, best first, and marks the entry for the next flush. */
-static void decide(struct rde *r, struct rib_entry *e)
+/* Ranks two routes or more (out of line: decide's usual case is one). */
+static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entry *e)
 {
-	struct rib_route *only = e->routes;
-	if (!only || !only->next) {
-		/* none or one, the usual cases: nothing to compare (max-routes is at least 1) */
-		bool usable = only && route_usable(only);
-		if (only)
-			only->rank = usable;
-		rde_mark_dirty(r, e);
-		return;
-	}
 	/* one thread: the candidates of one name at a time, in arrays that only grow */
 	static struct decide_cand *cands;
 	static struct rib_route **rts;
@@ -165,6 +147,16 @@ static void decide(struct rde *r, struct rib_entry *e)
 	unsigned ranked = decide_rank(cands, n, keep, order);
 	for (unsigned i = 0; i < ranked; i++)
 		rts[order[i]]->rank = i + 1;
+}
+
+/* Ranks the usable routes, best first, and marks the entry for the next flush. */
+static inline void decide(struct rde *r, struct rib_entry *e)
+{
+	struct rib_route *only = e->routes;
+	if (only && only->next)
+		rank_routes(r, e);
+	else if (only)
+		only->rank = route_usable(only);        /* none or one, the usual cases: nothing to compare */
 	rde_mark_dirty(r, e);
 }
 

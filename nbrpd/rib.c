@@ -7,7 +7,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "rib.h"
 
@@ -37,11 +36,6 @@ void rib_destroy(struct rib *t)
 	t->buckets = t->old = NULL;
 }
 
-uint32_t rib_hash(const uint8_t *wire, size_t len)
-{
-	return (uint32_t)XXH3_64bits(wire, len);
-}
-
 /* The chain a name with this hash is in. */
 static struct rib_entry **chain(const struct rib *t, uint32_t hash)
 {
@@ -53,12 +47,17 @@ static struct rib_entry **chain(const struct rib *t, uint32_t hash)
 	return &t->buckets[hash & (t->nbuckets - 1)];
 }
 
-struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
+static inline struct rib_entry *find(struct rib_entry *e, const uint8_t *wire, size_t len)
 {
-	for (struct rib_entry *e = *chain(t, hash); e; e = e->hnext)
+	for (; e; e = e->hnext)
 		if (e->len == len && memcmp(e->wire, wire, len) == 0)
 			return e;
 	return NULL;
+}
+
+struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
+{
+	return find(*chain(t, hash), wire, len);
 }
 
 #define HASH_MID_LOW    10      /* rib_entry.hash_mid: hash bits 10..25 */
@@ -106,7 +105,8 @@ static void grow(struct rib *t)
 
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	struct rib_entry *e = rib_lookup(t, wire, len, hash);
+	struct rib_entry **b = chain(t, hash);
+	struct rib_entry *e = find(*b, wire, len);
 	if (e)
 		return e;
 	e = slab_alloc(&t->entry_slabs[ENTRY_CLASS(len)]);
@@ -116,9 +116,10 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 	e->len = (uint8_t)len;
 	e->hash_mid = (uint16_t)(hash >> HASH_MID_LOW);
 	memcpy(e->wire, wire, len);
-	if (t->old)
+	if (t->old) {
 		rib_grow_step(t, MOVE_PER_INSERT);
-	struct rib_entry **b = chain(t, hash);
+		b = chain(t, hash);     /* the step may have moved its bucket */
+	}
 	e->hnext = *b;
 	*b = e;
 	if (++t->entries > 2 * t->nbuckets)
@@ -136,17 +137,6 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 	*pp = e->hnext;
 	t->entries--;
 	slab_free(&t->entry_slabs[ENTRY_CLASS(e->len)], e);
-}
-
-struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
-{
-	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
-		if ((*pp)->a->k.peer == p) {
-			struct rib_route *rt = *pp;
-			*pp = rt->next;
-			return rt;
-		}
-	return NULL;
 }
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c)

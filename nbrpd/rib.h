@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include "config.h"
 #include "rde.h"
@@ -192,7 +193,10 @@ struct rib {
 
 int rib_init(struct rib *t);
 void rib_destroy(struct rib *t);
-uint32_t rib_hash(const uint8_t *wire, size_t len);
+static inline uint32_t rib_hash(const uint8_t *wire, size_t len)
+{
+	return (uint32_t)XXH3_64bits(wire, len);
+}
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 /* Moves up to `budget` buckets of a doubling; true while one is under way. */
@@ -208,7 +212,16 @@ static inline struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a
 	return rt;
 }
 /* Takes a route out of its entry's list, or NULL (peer NULL: the local one). */
-struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p);
+static inline struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
+{
+	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
+		if ((*pp)->a->k.peer == p) {
+			struct rib_route *rt = *pp;
+			*pp = rt->next;
+			return rt;
+		}
+	return NULL;
+}
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c);
 bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
@@ -264,7 +277,11 @@ struct rde {
 };
 
 /* Marks e for the next flush. */
-void rde_mark_dirty(struct rde *r, struct rib_entry *e);
+static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
+{
+	if (!(e->flags & ENTRY_DIRTY) && entry_list_push(&r->dirty, e))
+		e->flags |= ENTRY_DIRTY;
+}
 /* An entry nothing may hold any more: freed at the next flush if so. */
 void rde_maybe_release(struct rde *r, struct rib_entry *e);
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
