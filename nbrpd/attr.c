@@ -99,10 +99,8 @@ static void ents_release(struct rde *r, struct rib_attrs *a)
 	a->nents = a->ents_cap = 0;
 }
 
-void attrs_put(struct rde *r, struct rib_attrs *a)
+void attrs_free(struct rde *r, struct rib_attrs *a)
 {
-	if (!a || --a->refs > 0)
-		return;
 	struct rib_attrs **pp = &r->attrs[a->hash & (r->nattrs_buckets - 1)];
 	while (*pp != a)
 		pp = &(*pp)->hnext;

@@ -62,14 +62,6 @@ bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 	return true;
 }
 
-void rde_maybe_release(struct rde *r, struct rib_entry *e)
-{
-	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
-		return;
-	if (entry_list_push(&r->release, e))
-		e->flags |= ENTRY_RELEASE;
-}
-
 static uint32_t now_ms(const struct rde *r)
 {
 	return (uint32_t)(uv_now(r->loop) - r->start_ms);

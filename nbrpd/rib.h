@@ -105,7 +105,13 @@ struct rib_attrs {
 };
 
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
-void attrs_put(struct rde *r, struct rib_attrs *a);
+/* Frees a set of attributes whose last reference went (attrs_put). */
+void attrs_free(struct rde *r, struct rib_attrs *a);
+static inline void attrs_put(struct rde *r, struct rib_attrs *a)
+{
+	if (a && --a->refs == 0)
+		attrs_free(r, a);
+}
 /* Records that e has a route with a (the next-hop index). */
 static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
 /* Its slow path: the list full, or the name's count of slots. */
@@ -283,7 +289,13 @@ static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
 		e->flags |= ENTRY_DIRTY;
 }
 /* An entry nothing may hold any more: freed at the next flush if so. */
-void rde_maybe_release(struct rde *r, struct rib_entry *e);
+static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
+{
+	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
+		return;
+	if (entry_list_push(&r->release, e))
+		e->flags |= ENTRY_RELEASE;
+}
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
 /* Takes over a malloc'd array of index slots and lets go of them over several turns. */
 void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
