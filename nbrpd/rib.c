@@ -36,17 +36,6 @@ void rib_destroy(struct rib *t)
 	t->buckets = t->old = NULL;
 }
 
-/* The chain a name with this hash is in. */
-static struct rib_entry **chain(const struct rib *t, uint32_t hash)
-{
-	if (t->old) {
-		size_t ob = hash & (t->nold - 1);
-		if (ob >= t->moved)
-			return &t->old[ob];
-	}
-	return &t->buckets[hash & (t->nbuckets - 1)];
-}
-
 static inline struct rib_entry *find(struct rib_entry *e, const uint8_t *wire, size_t len)
 {
 	for (; e; e = e->hnext)
@@ -57,7 +46,7 @@ static inline struct rib_entry *find(struct rib_entry *e, const uint8_t *wire, s
 
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	return find(*chain(t, hash), wire, len);
+	return find(*rib_chain(t, hash), wire, len);
 }
 
 #define HASH_MID_LOW    10      /* rib_entry.hash_mid: hash bits 10..25 */
@@ -82,6 +71,8 @@ bool rib_grow_step(struct rib *t, unsigned budget)
 		t->old[t->moved] = NULL;
 	}
 	if (t->moved < t->nold)
+		__builtin_prefetch(t->old[t->moved]);  /* the next step's first entry */
+	if (t->moved < t->nold)
 		return true;
 	free(t->old);
 	t->old = NULL;
@@ -105,7 +96,7 @@ static void grow(struct rib *t)
 
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	struct rib_entry **b = chain(t, hash);
+	struct rib_entry **b = rib_chain(t, hash);
 	struct rib_entry *e = find(*b, wire, len);
 	if (e)
 		return e;
@@ -118,7 +109,7 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 	memcpy(e->wire, wire, len);
 	if (t->old) {
 		rib_grow_step(t, MOVE_PER_INSERT);
-		b = chain(t, hash);     /* the step may have moved its bucket */
+		b = rib_chain(t, hash);     /* the step may have moved its bucket */
 	}
 	e->hnext = *b;
 	*b = e;
@@ -131,7 +122,7 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 {
 	if (e->routes || e->adv || e->flags || e->refs)
 		return;
-	struct rib_entry **pp = chain(t, rib_hash(e->wire, e->len));
+	struct rib_entry **pp = rib_chain(t, rib_hash(e->wire, e->len));
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;

@@ -203,6 +203,26 @@ static inline uint32_t rib_hash(const uint8_t *wire, size_t len)
 {
 	return (uint32_t)XXH3_64bits(wire, len);
 }
+/* The chain a name with this hash is in. */
+static inline struct rib_entry **rib_chain(const struct rib *t, uint32_t hash)
+{
+	if (t->old) {
+		size_t ob = hash & (t->nold - 1);
+		if (ob >= t->moved)
+			return &t->old[ob];
+	}
+	return &t->buckets[hash & (t->nbuckets - 1)];
+}
+/* A big table is mostly out of the caches: a name about to be looked up has its bucket
+ * fetched first, then (once that has come) the first entry of its chain. */
+static inline void rib_prefetch_bucket(const struct rib *t, uint32_t hash)
+{
+	__builtin_prefetch(rib_chain(t, hash));
+}
+static inline void rib_prefetch_chain(const struct rib *t, uint32_t hash)
+{
+	__builtin_prefetch(*rib_chain(t, hash));
+}
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 /* Moves up to `budget` buckets of a doubling; true while one is under way. */
