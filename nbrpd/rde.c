@@ -501,18 +501,22 @@ static inline uint32_t hash_ahead(const struct rib *t, const Nbrp__Route *rt, si
 {
 	const ProtobufCBinaryData *names = rt->names;
 	if (k == 0) {
-		ring[0] = rib_hash(names[0].data, names[0].len);
-		if (rt->n_names > 1) {
-			ring[1] = rib_hash(names[1].data, names[1].len);
-			rib_prefetch_bucket(t, ring[1]);
+		for (size_t j = 0; j < 3 && j < rt->n_names; j++) {
+			ring[j] = rib_hash(names[j].data, names[j].len);
+			rib_prefetch_bucket(t, ring[j]);
 		}
 	}
-	if (k + 2 < rt->n_names) {
-		ring[(k + 2) & 3] = rib_hash(names[k + 2].data, names[k + 2].len);
-		rib_prefetch_bucket(t, ring[(k + 2) & 3]);
+	if (k + 3 < rt->n_names) {
+		ring[(k + 3) & 3] = rib_hash(names[k + 3].data, names[k + 3].len);
+		rib_prefetch_bucket(t, ring[(k + 3) & 3]);
 	}
-	if (k + 1 < rt->n_names)
-		rib_prefetch_chain(t, ring[(k + 1) & 3]);
+	if (k + 2 < rt->n_names)
+		rib_prefetch_chain(t, ring[(k + 2) & 3]);
+	if (k + 1 < rt->n_names) {
+		struct rib_entry *e = *rib_chain(t, ring[(k + 1) & 3]);
+		if (e)
+			__builtin_prefetch(e->hnext);
+	}
 	return ring[k & 3];
 }
 
