@@ -51,6 +51,7 @@ struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t le
 
 #define HASH_MID_LOW    10      /* rib_entry.hash_mid: hash bits 10..25 */
 #define HASH_MID_BITS   16
+#define GROW_AHEAD      16      /* buckets */
 
 bool rib_grow_step(struct rib *t, unsigned budget)
 {
@@ -60,6 +61,16 @@ bool rib_grow_step(struct rib *t, unsigned budget)
 	uint32_t bit = (uint32_t)t->nold;
 	bool kept = t->nold >> HASH_MID_LOW && t->nold >> (HASH_MID_LOW + HASH_MID_BITS) == 0;
 	for (; budget > 0 && t->moved < t->nold; budget--, t->moved++) {
+		/* entries and their new buckets are all over memory: ask for them some buckets
+		 * ahead, the entry first, its new bucket once the entry has come */
+		if (t->moved + GROW_AHEAD < t->nold)
+			__builtin_prefetch(t->old[t->moved + GROW_AHEAD]);
+		if (kept && t->moved + GROW_AHEAD / 2 < t->nold) {
+			const struct rib_entry *f = t->old[t->moved + GROW_AHEAD / 2];
+			if (f)
+				__builtin_prefetch(&t->buckets[(t->moved + GROW_AHEAD / 2) |
+							       (((uint32_t)f->hash_mid << HASH_MID_LOW) & bit)], 1);
+		}
 		struct rib_entry *e = t->old[t->moved], *n;
 		for (; e; e = n) {
 			n = e->hnext;
@@ -70,8 +81,6 @@ bool rib_grow_step(struct rib *t, unsigned budget)
 		}
 		t->old[t->moved] = NULL;
 	}
-	if (t->moved < t->nold)
-		__builtin_prefetch(t->old[t->moved]);  /* the next step's first entry */
 	if (t->moved < t->nold)
 		return true;
 	free(t->old);
