@@ -61,15 +61,14 @@ bool rib_grow_step(struct rib *t, unsigned budget)
 	uint32_t bit = (uint32_t)t->nold;
 	bool kept = t->nold >> HASH_MID_LOW && t->nold >> (HASH_MID_LOW + HASH_MID_BITS) == 0;
 	for (; budget > 0 && t->moved < t->nold; budget--, t->moved++) {
-		/* entries and their new buckets are all over memory: ask for them some buckets
-		 * ahead, the entry first, its new bucket once the entry has come */
+		/* entries are all over memory (their new buckets are two streams in order): ask
+		 * for a bucket's first entry some buckets ahead, its second once the first has come */
 		if (t->moved + GROW_AHEAD < t->nold)
-			__builtin_prefetch(t->old[t->moved + GROW_AHEAD]);
-		if (kept && t->moved + GROW_AHEAD / 2 < t->nold) {
+			__builtin_prefetch(t->old[t->moved + GROW_AHEAD], 1);
+		if (t->moved + GROW_AHEAD / 2 < t->nold) {
 			const struct rib_entry *f = t->old[t->moved + GROW_AHEAD / 2];
 			if (f)
-				__builtin_prefetch(&t->buckets[(t->moved + GROW_AHEAD / 2) |
-							       (((uint32_t)f->hash_mid << HASH_MID_LOW) & bit)], 1);
+				__builtin_prefetch(f->hnext, 1);
 		}
 		struct rib_entry *e = t->old[t->moved], *n;
 		for (; e; e = n) {
