@@ -492,10 +492,11 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 }
 
 /*
- * The hash of a Route's name k, with the memory asked for the chains of the
- * names after it: k + 2's bucket, and k + 1's first entry (its bucket asked
- * for a name ago).  A name takes a few hundred nanoseconds, so one or two
- * names ahead is enough to hide a miss in a table far larger than the caches.
+ * The hash of a Route's name k (hashed three names ago), with the memory
+ * asked for the chains of the names after it, each stage once the one
+ * before has come: k + 3's bucket, k + 2's first entry, k + 1's second.  A
+ * name takes a few hundred nanoseconds, so a name or two ahead is enough to
+ * hide a miss in a table far larger than the caches.
  */
 static inline uint32_t hash_ahead(const struct rib *t, const Nbrp__Route *rt, size_t k, uint32_t ring[4])
 {

@@ -214,7 +214,7 @@ static inline struct rib_entry **rib_chain(const struct rib *t, uint32_t hash)
 	return &t->buckets[hash & (t->nbuckets - 1)];
 }
 /* A big table is mostly out of the caches: a name about to be looked up has its bucket
- * fetched first, then (once that has come) the first entry of its chain. */
+ * fetched first, then (once that has come) the first entry of its chain (rde.c, hash_ahead). */
 static inline void rib_prefetch_bucket(const struct rib *t, uint32_t hash)
 {
 	__builtin_prefetch(rib_chain(t, hash));
