@@ -147,8 +147,9 @@ static void arena_destroy(struct msg_arena *a)
  * of their thousands of names an allocation and a copy of its own (with
  * its two passes over the message, over a quarter of nbrpd's instructions
  * for a table; callgrind).  An UPDATE in the shape senders produce is
- * decoded here instead: the frame copied once into the message's arena,
- * every name pointing into that copy.  The shape: the Message is the
+ * decoded here instead, every name pointing into the frame: into the
+ * reader's buffer for nbrp_reader_next, into one copy of the frame in the
+ * message's arena for nbrp_decode.  The shape: the Message is the
  * update field alone; Update and Route hold only the fields below, with
  * one-byte tags, the singular ones at most once, and varints protobuf-c
  * reads as the same 32-bit number.  Anything else (attestations,
@@ -319,8 +320,9 @@ static bool fast_walk(struct fast_update *f, const uint8_t *p, const uint8_t *en
 	return true;
 }
 
-/* 1: decoded into the arena (the message first), 0: not the common shape, -1: out of memory. */
-static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, Nbrp__Message **out)
+/* 1: decoded into the arena (the message first), 0: not the common shape, -1: out of memory.
+ * in_place: names point into frame (which then has to outlive the message), not into a copy. */
+static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, bool in_place, Nbrp__Message **out)
 {
 	const uint8_t *body;
 	uint32_t body_len;
@@ -329,7 +331,7 @@ static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, Nb
 		return 0;
 	Nbrp__Message *m = arena_alloc(a, sizeof(*m));
 	Nbrp__Update *u = arena_alloc(a, sizeof(*u));
-	uint8_t *copy = arena_alloc(a, body_len ? body_len : 1);
+	uint8_t *copy = in_place ? (uint8_t *)body : arena_alloc(a, body_len ? body_len : 1);
 	ProtobufCBinaryData *withdrawn = arena_alloc(a, (f.withdrawn + f.names) * sizeof(*withdrawn) + 1);
 	Nbrp__Route *routes = arena_alloc(a, f.routes * sizeof(*routes) + 1);
 	Nbrp__Route **route_ptrs = arena_alloc(a, f.routes * sizeof(*route_ptrs) + 1);
@@ -343,7 +345,8 @@ static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, Nb
 	m->update = u;
 	u->withdrawn = f.withdrawn ? withdrawn : NULL;
 	u->routes = f.routes ? route_ptrs : NULL;
-	memcpy(copy, body, body_len);
+	if (!in_place)
+		memcpy(copy, body, body_len);
 	f.u = u;
 	f.route = routes;
 	f.name = withdrawn + f.withdrawn;       /* the routes' names after the withdrawn ones */
@@ -354,14 +357,15 @@ static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, Nb
 	return 1;
 }
 
-int nbrp_decode(const uint8_t *frame, size_t len, bool fast, Nbrp__Message **msg, struct nbrp_error *e)
+static int decode(const uint8_t *frame, size_t len, bool fast, bool in_place, Nbrp__Message **msg,
+		  struct nbrp_error *e)
 {
 	struct msg_arena *a = calloc(1, sizeof(*a));
 	if (!a)
 		return fail(e, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory decoding a message of %zu bytes", len);
 	a->first_block = len * 2 + 4096;        /* most messages fit in one block */
 	Nbrp__Message *m = NULL;
-	int rc = fast ? fast_decode(a, frame, len, &m) : 0;
+	int rc = fast ? fast_decode(a, frame, len, in_place, &m) : 0;
 	if (rc == 1) {
 		*msg = m;
 		return 1;
@@ -393,6 +397,11 @@ int nbrp_decode(const uint8_t *frame, size_t len, bool fast, Nbrp__Message **msg
 	return 1;
 }
 
+int nbrp_decode(const uint8_t *frame, size_t len, bool fast, Nbrp__Message **msg, struct nbrp_error *e)
+{
+	return decode(frame, len, fast, false, msg, e);
+}
+
 int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_error *e)
 {
 	const uint8_t *frame;
@@ -405,7 +414,8 @@ int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_err
 	if (rc < 0)
 		return fail(e, NBRP_ERR_MESSAGE, 1, "message length %zu is over the limit of %zu",
 			    len, r->frames.max);
-	return nbrp_decode(frame, len, true, msg, e);
+	/* the frame stays in the reader's buffer until the next feed: no copy of it */
+	return decode(frame, len, true, true, msg, e);
 }
 
 void nbrp_message_free(Nbrp__Message *msg)

@@ -86,7 +86,8 @@ static inline void nbrp_reader_commit(struct nbrp_reader *r, size_t len)
  * The next message: 1 with *msg set (free it with nbrp_message_free), 0
  * when more bytes are needed, -1 with e set (the NOTIFICATION to send: a
  * length of 0 or over max_message, an undecodable or empty message).  The
- * stream cannot be resumed after -1.
+ * stream cannot be resumed after -1.  The message may point into the
+ * reader's buffer: free it before the reader is fed again (feed, space).
  */
 int nbrp_reader_next(struct nbrp_reader *r, Nbrp__Message **msg, struct nbrp_error *e);
 void nbrp_message_free(Nbrp__Message *msg);

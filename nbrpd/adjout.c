@@ -48,11 +48,6 @@ bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e
 	return nbrpd_policy_allows(export, &n);
 }
 
-uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
-{
-	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
-}
-
 /* One UPDATE under construction; one packer for the whole daemon (one thread). */
 static struct {
 	struct rde *r;
@@ -130,23 +125,12 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
-void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+/* A new Route for name; out of line, so that a name of the same Route as the last costs no more
+ * than a few stores (most names: consecutive names of a flush usually share their attributes). */
+static __attribute__((noinline)) void new_route(ProtobufCBinaryData *name, const struct rib_attrs *a,
+						uint32_t load, uint64_t sig, const struct rde_agg *g)
 {
 	Nbrp__Update *u = &pk.u;
-	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
-	const struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(pk.r, e) : NULL;
-	if (entry_is_aggregate(e) && !g)
-		return;                 /* not exported without a stored version (export_now) */
-	ProtobufCBinaryData *name = &pk.names[pk.nnames];
-	name->data = (uint8_t *)e->wire + (g != NULL);
-	name->len = e->len - (g != NULL);
-	if (!g && pk.last_shared && sig == pk.last_sig) {
-		/* the same attributes as the Route before: one more name for it */
-		u->routes[u->n_routes - 1]->n_names++;
-		if (++pk.nnames == BATCH_NAMES)
-			send_batch();
-		return;
-	}
 	const struct nbrpd_config *cfg = pk.r->cfg;
 	size_t k = u->n_routes;
 	Nbrp__Route *rt = &pk.routes[k];
@@ -176,6 +160,38 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	rt->path = path;
 	u->routes[k] = rt;
 	u->n_routes++;
+}
+
+/* An aggregate's Route of its own, offering the version stored here (none: not exported, export_now). */
+static __attribute__((noinline)) void aggregate_route(const struct rib_entry *e, const struct rib_attrs *a,
+						      uint32_t load)
+{
+	const struct rde_agg *g = rde_agg_of(pk.r, e);
+	if (!g)
+		return;
+	ProtobufCBinaryData *name = &pk.names[pk.nnames];
+	name->data = (uint8_t *)e->wire + 1;
+	name->len = e->len - 1u;
+	new_route(name, a, load, 0, g);
+	if (++pk.nnames == BATCH_NAMES)
+		send_batch();
+}
+
+void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+{
+	if (__builtin_expect(entry_is_aggregate(e), 0)) {
+		aggregate_route(e, a, load);
+		return;
+	}
+	Nbrp__Update *u = &pk.u;
+	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
+	ProtobufCBinaryData *name = &pk.names[pk.nnames];
+	name->data = (uint8_t *)e->wire;
+	name->len = e->len;
+	if (pk.last_shared && sig == pk.last_sig)
+		u->routes[u->n_routes - 1]->n_names++;  /* the same attributes as the Route before */
+	else
+		new_route(name, a, load, sig, NULL);
 	if (++pk.nnames == BATCH_NAMES)
 		send_batch();
 }

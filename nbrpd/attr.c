@@ -99,10 +99,8 @@ static void ents_release(struct rde *r, struct rib_attrs *a)
 	a->nents = a->ents_cap = 0;
 }
 
-void attrs_put(struct rde *r, struct rib_attrs *a)
+void attrs_free(struct rde *r, struct rib_attrs *a)
 {
-	if (!a || --a->refs > 0)
-		return;
 	struct rib_attrs **pp = &r->attrs[a->hash & (r->nattrs_buckets - 1)];
 	while (*pp != a)
 		pp = &(*pp)->hnext;
@@ -148,10 +146,8 @@ static void ents_compact(struct rde *r, struct rib_attrs *a)
 	a->nents = kept;
 }
 
-void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
+void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
 {
-	if (!a->nh)
-		return;                 /* local content: its servers are followed by content */
 	if (e->refs == UINT16_MAX) {
 		/* in 65,535 sets of attributes at once: something is very wrong; keep memory safe */
 		log_err("a name is in too many next-hop index lists; a change of IP routing may miss it");

@@ -49,37 +49,18 @@ struct rde_job {
 
 static void schedule(struct rde *r);
 
-bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1024;
-		struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		l->v = v;
-		l->cap = cap;
+	size_t cap = l->cap ? l->cap * 2 : 1024;
+	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
+	if (!v) {
+		log_err("out of memory for a list of %zu changed names", l->n + 1);
+		return false;
 	}
+	l->v = v;
+	l->cap = cap;
 	l->v[l->n++] = e;
 	return true;
-}
-
-void rde_mark_dirty(struct rde *r, struct rib_entry *e)
-{
-	if (e->flags & ENTRY_DIRTY)
-		return;
-	if (!entry_list_push(&r->dirty, e)) {
-		log_err("out of memory for the list of changed names");
-		return;
-	}
-	e->flags |= ENTRY_DIRTY;
-}
-
-void rde_maybe_release(struct rde *r, struct rib_entry *e)
-{
-	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
-		return;
-	if (entry_list_push(&r->release, e))
-		e->flags |= ENTRY_RELEASE;
 }
 
 static uint32_t now_ms(const struct rde *r)
@@ -190,18 +171,9 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 	c->usable = route_usable(rt);
 }
 
-/* Ranks the usable routes, best first, and marks the entry for the next flush. */
-static void decide(struct rde *r, struct rib_entry *e)
+/* Ranks two routes or more (out of line: decide's usual case is one). */
+static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entry *e)
 {
-	struct rib_route *only = e->routes;
-	if (!only || !only->next) {
-		/* none or one, the usual cases: nothing to compare (max-routes is at least 1) */
-		bool usable = only && route_usable(only);
-		if (only)
-			only->rank = usable;
-		rde_mark_dirty(r, e);
-		return;
-	}
 	/* one thread: the candidates of one name at a time, in arrays that only grow */
 	static struct decide_cand *cands;
 	static struct rib_route **rts;
@@ -228,6 +200,16 @@ static void decide(struct rde *r, struct rib_entry *e)
 	unsigned ranked = decide_rank(cands, n, keep, order);
 	for (unsigned i = 0; i < ranked; i++)
 		rts[order[i]]->rank = i + 1;
+}
+
+/* Ranks the usable routes, best first, and marks the entry for the next flush. */
+static inline void decide(struct rde *r, struct rib_entry *e)
+{
+	struct rib_route *only = e->routes;
+	if (only && only->next)
+		rank_routes(r, e);
+	else if (only)
+		only->rank = route_usable(only);        /* none or one, the usual cases: nothing to compare */
 	rde_mark_dirty(r, e);
 }
 
@@ -590,6 +572,36 @@ static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_pee
 	return n;
 }
 
+/*
+ * The hash of a Route's name k (hashed three names ago), with the memory
+ * asked for the chains of the names after it, each stage once the one
+ * before has come: k + 3's bucket, k + 2's first entry, k + 1's second.  A
+ * name takes a few hundred nanoseconds, so a name or two ahead is enough to
+ * hide a miss in a table far larger than the caches.
+ */
+static inline uint32_t hash_ahead(const struct rib *t, const Nbrp__Route *rt, size_t k, uint32_t ring[4])
+{
+	const ProtobufCBinaryData *names = rt->names;
+	if (k == 0) {
+		for (size_t j = 0; j < 3 && j < rt->n_names; j++) {
+			ring[j] = rib_hash(names[j].data, names[j].len);
+			rib_prefetch_bucket(t, ring[j]);
+		}
+	}
+	if (k + 3 < rt->n_names) {
+		ring[(k + 3) & 3] = rib_hash(names[k + 3].data, names[k + 3].len);
+		rib_prefetch_bucket(t, ring[(k + 3) & 3]);
+	}
+	if (k + 2 < rt->n_names)
+		rib_prefetch_chain(t, ring[(k + 2) & 3]);
+	if (k + 1 < rt->n_names) {
+		struct rib_entry *e = *rib_chain(t, ring[(k + 1) & 3]);
+		if (e)
+			__builtin_prefetch(e->hnext);
+	}
+	return ring[k & 3];
+}
+
 static bool import_allows(const struct rde_peer *p, const ProtobufCBinaryData *b)
 {
 	struct name n;
@@ -645,8 +657,10 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt) : NULL;
 		uint64_t seq = a ? r->seq++ : 0;
 		bool over = false;
+		uint32_t ring[4];
 		for (size_t k = 0; k < rt->n_names; k++) {
 			const ProtobufCBinaryData *b = &rt->names[k];
+			uint32_t hash = hash_ahead(&r->rib, rt, k, ring);
 			if (!nbrp_name_valid(b)) {
 				attrs_put(r, a);
 				notify(r, p, NBRP_ERR_UPDATE, 1, "a route's name is not a canonical wire name");
@@ -660,7 +674,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				withdraw_name(r, p, wire, len);
 				continue;
 			}
-			struct rib_entry *e = rib_get(&r->rib, wire, len, rib_hash(wire, len));
+			struct rib_entry *e = rib_get(&r->rib, wire, len, agg ? rib_hash(wire, len) : hash);
 			if (!e)
 				continue;
 			struct rib_route *old = route_remove(r, e, p);
@@ -1144,11 +1158,15 @@ static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsig
 	}
 }
 
-static void mark_excluded(struct rde *r, struct rib_attrs *a)
+/* The peer every changed name of a flush had its routes from, before and after, if one did:
+ * it hears nothing of the flush (flush_to_peer would pass over every name). */
+struct flush_source {
+	struct rde_peer *peer;
+	bool several;
+};
+
+static void mark_excluded_set(struct rde *r, struct rib_attrs *a, struct flush_source *src)
 {
-	/* names of one UPDATE share their attributes: mark each set once a flush */
-	if (!a || a->excluded_mark == r->flush_no)
-		return;
 	a->excluded_mark = r->flush_no;
 	if (a->k.peer)
 		a->k.peer->flush_mark = r->flush_no;
@@ -1156,6 +1174,16 @@ static void mark_excluded(struct rde *r, struct rib_attrs *a)
 	unsigned n = a->k.npath ? attrs_path_peers(r, a, &in_path) : 0;
 	for (unsigned i = 0; i < n; i++)
 		in_path[i]->flush_mark = r->flush_no;
+	if (!a->k.peer || (src->peer && src->peer != a->k.peer))
+		src->several = true;
+	src->peer = a->k.peer;
+}
+
+static inline void mark_excluded(struct rde *r, struct rib_attrs *a, struct flush_source *src)
+{
+	/* names of one UPDATE share their attributes: mark each set once a flush */
+	if (a && a->excluded_mark != r->flush_no)
+		mark_excluded_set(r, a, src);
 }
 
 /* An aggregate's routes changed: inrpd hears of them, and the store of a newer version. */
@@ -1203,6 +1231,7 @@ static void flush(struct rde *r)
 		return;
 	}
 	r->flush_no++;
+	struct flush_source src = { 0 };
 	uint32_t now = now_ms(r);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = dirty.v[i];
@@ -1212,8 +1241,8 @@ static void flush(struct rde *r)
 			e->adv->refs++;
 		items[i].changed = export_now(r, e, now);
 		if (items[i].changed || items[i].old != e->adv) {
-			mark_excluded(r, items[i].old);
-			mark_excluded(r, e->adv);
+			mark_excluded(r, items[i].old, &src);
+			mark_excluded(r, e->adv, &src);
 		}
 	}
 	/* the update group: peers for which every name here is decided alike */
@@ -1225,7 +1254,8 @@ static void flush(struct rde *r)
 		if (!p->up || p->server_mode)
 			continue;
 		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export)) {
-			flush_to_peer(r, p, items, dirty.n);
+			if (p != src.peer || src.several)
+				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
 		if (g.n == members_cap) {
@@ -1268,7 +1298,12 @@ static void flush(struct rde *r)
 	if (r->ops.fib_flush)
 		r->ops.fib_flush(r->ops.arg);
 	free(items);
-	free(dirty.v);
+	if (!r->dirty.v && dirty.cap <= 65536) {
+		dirty.n = 0;            /* the next turn's list: no realloc from 1,024 up every turn */
+		r->dirty = dirty;
+	} else {
+		free(dirty.v);
+	}
 	for (size_t i = 0; i < r->release.n; i++) {
 		r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
 		rib_entry_release(&r->rib, r->release.v[i]);

@@ -7,7 +7,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "rib.h"
 
@@ -37,39 +36,45 @@ void rib_destroy(struct rib *t)
 	t->buckets = t->old = NULL;
 }
 
-uint32_t rib_hash(const uint8_t *wire, size_t len)
+static inline struct rib_entry *find(struct rib_entry *e, const uint8_t *wire, size_t len)
 {
-	return (uint32_t)XXH3_64bits(wire, len);
-}
-
-/* The chain a name with this hash is in. */
-static struct rib_entry **chain(const struct rib *t, uint32_t hash)
-{
-	if (t->old) {
-		size_t ob = hash & (t->nold - 1);
-		if (ob >= t->moved)
-			return &t->old[ob];
-	}
-	return &t->buckets[hash & (t->nbuckets - 1)];
-}
-
-struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
-{
-	for (struct rib_entry *e = *chain(t, hash); e; e = e->hnext)
+	for (; e; e = e->hnext)
 		if (e->len == len && memcmp(e->wire, wire, len) == 0)
 			return e;
 	return NULL;
 }
 
+struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
+{
+	return find(*rib_chain(t, hash), wire, len);
+}
+
+#define HASH_MID_LOW    10      /* rib_entry.hash_mid: hash bits 10..25 */
+#define HASH_MID_BITS   16
+#define GROW_AHEAD      16      /* buckets */
+
 bool rib_grow_step(struct rib *t, unsigned budget)
 {
 	if (!t->old)
 		return false;
+	/* from old bucket h mod nold to h mod 2 nold: one more bit of h, kept in the entry if it is bit 10..25 */
+	uint32_t bit = (uint32_t)t->nold;
+	bool kept = t->nold >> HASH_MID_LOW && t->nold >> (HASH_MID_LOW + HASH_MID_BITS) == 0;
 	for (; budget > 0 && t->moved < t->nold; budget--, t->moved++) {
+		/* entries are all over memory (their new buckets are two streams in order): ask
+		 * for a bucket's first entry some buckets ahead, its second once the first has come */
+		if (t->moved + GROW_AHEAD < t->nold)
+			__builtin_prefetch(t->old[t->moved + GROW_AHEAD], 1);
+		if (t->moved + GROW_AHEAD / 2 < t->nold) {
+			const struct rib_entry *f = t->old[t->moved + GROW_AHEAD / 2];
+			if (f)
+				__builtin_prefetch(f->hnext, 1);
+		}
 		struct rib_entry *e = t->old[t->moved], *n;
 		for (; e; e = n) {
 			n = e->hnext;
-			struct rib_entry **b = &t->buckets[rib_hash(e->wire, e->len) & (t->nbuckets - 1)];
+			uint32_t h = kept ? (uint32_t)e->hash_mid << HASH_MID_LOW : rib_hash(e->wire, e->len);
+			struct rib_entry **b = &t->buckets[t->moved | (h & bit)];
 			e->hnext = *b;
 			*b = e;
 		}
@@ -99,7 +104,8 @@ static void grow(struct rib *t)
 
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash)
 {
-	struct rib_entry *e = rib_lookup(t, wire, len, hash);
+	struct rib_entry **b = rib_chain(t, hash);
+	struct rib_entry *e = find(*b, wire, len);
 	if (e)
 		return e;
 	e = slab_alloc(&t->entry_slabs[ENTRY_CLASS(len)]);
@@ -107,9 +113,12 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 		return NULL;
 	memset(e, 0, offsetof(struct rib_entry, wire));
 	e->len = (uint8_t)len;
+	e->hash_mid = (uint16_t)(hash >> HASH_MID_LOW);
 	memcpy(e->wire, wire, len);
-	rib_grow_step(t, MOVE_PER_INSERT);
-	struct rib_entry **b = chain(t, hash);
+	if (t->old) {
+		rib_grow_step(t, MOVE_PER_INSERT);
+		b = rib_chain(t, hash);     /* the step may have moved its bucket */
+	}
 	e->hnext = *b;
 	*b = e;
 	if (++t->entries > 2 * t->nbuckets)
@@ -121,35 +130,12 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 {
 	if (e->routes || e->adv || e->flags || e->refs)
 		return;
-	struct rib_entry **pp = chain(t, rib_hash(e->wire, e->len));
+	struct rib_entry **pp = rib_chain(t, rib_hash(e->wire, e->len));
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	t->entries--;
 	slab_free(&t->entry_slabs[ENTRY_CLASS(e->len)], e);
-}
-
-struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq)
-{
-	struct rib_route *rt = slab_alloc(&t->routes);
-	if (!rt)
-		return NULL;
-	rt->next = NULL;
-	rt->a = a;
-	rt->seq = seq;
-	rt->rank = 0;
-	return rt;
-}
-
-struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
-{
-	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
-		if ((*pp)->a->k.peer == p) {
-			struct rib_route *rt = *pp;
-			*pp = rt->next;
-			return rt;
-		}
-	return NULL;
 }
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c)

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include "config.h"
 #include "rde.h"
@@ -106,9 +107,17 @@ struct rib_attrs {
 };
 
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
-void attrs_put(struct rde *r, struct rib_attrs *a);
+/* Frees a set of attributes whose last reference went (attrs_put). */
+void attrs_free(struct rde *r, struct rib_attrs *a);
+static inline void attrs_put(struct rde *r, struct rib_attrs *a)
+{
+	if (a && --a->refs == 0)
+		attrs_free(r, a);
+}
 /* Records that e has a route with a (the next-hop index). */
-void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
+/* Its slow path: the list full, or the name's count of slots. */
+void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
 /* Lets go of index slots (their entries may then be freed). */
 void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n);
 #define UNINDEX_AT_ONCE         4096    /* more slots than this go through a job */
@@ -133,8 +142,11 @@ enum {
 	ENTRY_MARK = 8,                         /* seen, during a compaction of the next-hop index */
 };
 
-/* 36 bytes before the name: most names fit a 56-byte slab object (the hash is
- * computed again where it is needed, rather than kept: 4 bytes of 30 million). */
+/* 38 bytes before the name: most names fit a 56-byte slab object.  Of the
+ * name's hash only bits 10..25 are kept, the ones a doubling of the table
+ * from 2^10 to 2^26 buckets needs (rib.c): the whole hash would cost 4 more
+ * bytes a name on average (half the names would take the next slab class),
+ * these 2, and a doubling then moves a name without hashing it again. */
 struct rib_entry {
 	struct rib_entry *hnext;
 	struct rib_route *routes;
@@ -144,6 +156,7 @@ struct rib_entry {
 	uint16_t refs;                          /* next-hop index slots pointing here */
 	uint8_t flags;
 	uint8_t len;
+	uint16_t hash_mid;                      /* bits 10..25 of rib_hash */
 	uint8_t wire[];
 };
 
@@ -162,6 +175,18 @@ static inline bool entry_is_aggregate(const struct rib_entry *e)
 static inline bool route_stale(const struct rib_route *rt)
 {
 	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
+}
+
+static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
+{
+	if (!a->nh)
+		return;                 /* local content: its servers are followed by content */
+	if (a->nents == a->ents_cap || e->refs == UINT16_MAX) {
+		attrs_index_grow(r, a, e);
+		return;
+	}
+	a->ents[a->nents++] = e;
+	e->refs++;
 }
 
 /* ---- the table (rib.c) ---- */
@@ -188,7 +213,30 @@ struct rib {
 
 int rib_init(struct rib *t);
 void rib_destroy(struct rib *t);
-uint32_t rib_hash(const uint8_t *wire, size_t len);
+static inline uint32_t rib_hash(const uint8_t *wire, size_t len)
+{
+	return (uint32_t)XXH3_64bits(wire, len);
+}
+/* The chain a name with this hash is in. */
+static inline struct rib_entry **rib_chain(const struct rib *t, uint32_t hash)
+{
+	if (t->old) {
+		size_t ob = hash & (t->nold - 1);
+		if (ob >= t->moved)
+			return &t->old[ob];
+	}
+	return &t->buckets[hash & (t->nbuckets - 1)];
+}
+/* A big table is mostly out of the caches: a name about to be looked up has its bucket
+ * fetched first, then (once that has come) the first entry of its chain (rde.c, hash_ahead). */
+static inline void rib_prefetch_bucket(const struct rib *t, uint32_t hash)
+{
+	__builtin_prefetch(rib_chain(t, hash));
+}
+static inline void rib_prefetch_chain(const struct rib *t, uint32_t hash)
+{
+	__builtin_prefetch(*rib_chain(t, hash));
+}
 struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 /* Moves up to `budget` buckets of a doubling; true while one is under way. */
@@ -196,9 +244,24 @@ bool rib_grow_step(struct rib *t, unsigned budget);
 /* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
  * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
 void rib_entry_release(struct rib *t, struct rib_entry *e);
-struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq);
+static inline struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq)
+{
+	struct rib_route *rt = slab_alloc(&t->routes);
+	if (rt)
+		*rt = (struct rib_route){ .a = a, .seq = seq };
+	return rt;
+}
 /* Takes a route out of its entry's list, or NULL (peer NULL: the local one). */
-struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p);
+static inline struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
+{
+	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
+		if ((*pp)->a->k.peer == p) {
+			struct rib_route *rt = *pp;
+			*pp = rt->next;
+			return rt;
+		}
+	return NULL;
+}
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c);
 bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
@@ -216,7 +279,14 @@ struct entry_list {
 	struct rib_entry **v;
 	size_t n, cap;
 };
-bool entry_list_push(struct entry_list *l, struct rib_entry *e);
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e);
+static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+{
+	if (l->n == l->cap)
+		return entry_list_grow(l, e);
+	l->v[l->n++] = e;
+	return true;
+}
 
 struct rde_job;
 
@@ -259,9 +329,19 @@ struct rde {
 };
 
 /* Marks e for the next flush. */
-void rde_mark_dirty(struct rde *r, struct rib_entry *e);
+static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
+{
+	if (!(e->flags & ENTRY_DIRTY) && entry_list_push(&r->dirty, e))
+		e->flags |= ENTRY_DIRTY;
+}
 /* An entry nothing may hold any more: freed at the next flush if so. */
-void rde_maybe_release(struct rde *r, struct rib_entry *e);
+static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
+{
+	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
+		return;
+	if (entry_list_push(&r->release, e))
+		e->flags |= ENTRY_RELEASE;
+}
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
 /* Takes over a malloc'd array of index slots and lets go of them over several turns. */
 void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
@@ -276,7 +356,10 @@ bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p);
 bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e, struct rde_peer *p,
 		   const struct nbrpd_policy *export);
 /* The load a peer is told for a route with these attributes (load-radius). */
-uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a);
+static inline uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
+{
+	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
+}
 
 /* UPDATE packing: names whose attributes look the same to the receiver share one Route.
  * Frames go to emit as they fill, and at packer_end. */

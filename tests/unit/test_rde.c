@@ -2,7 +2,8 @@
  * The RDE (nbrpd/rde.c and its modules) linked alone, with the session
  * layer and the FIB channel replaced by recorders: UPDATE packing, the
  * update group, split horizon, the next-hop index, jobs that span loop
- * turns, flow control, purges, and more peers than a bit mask holds.
+ * turns, flow control, purges, and more peers than a bit mask holds; and
+ * the table alone, across doublings.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "nbrp.h"
 #include "nexthop.h"
 #include "rde.h"
+#include "rib.h"
 #include "wqueue.h"
 
 /* ---- a recorder for each peer ---- */
@@ -533,6 +535,54 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	world_free(w);
 }
 
+static size_t name_of(unsigned i, uint8_t wire[32])
+{
+	int l = snprintf((char *)wire + 1, 31, "n%u", i);
+	wire[0] = (uint8_t)l;
+	memcpy(&wire[1 + l], "\7example\0", 9);
+	return (size_t)l + 10;
+}
+
+static struct rib_entry *lookup(struct rib *t, unsigned i)
+{
+	uint8_t wire[32];
+	size_t len = name_of(i, wire);
+	return rib_lookup(t, wire, len, rib_hash(wire, len));
+}
+
+/* The table alone: names inserted while doublings are under way (moved a bucket an insert and
+ * some more a turn, by the hash bits kept in the entry) are all found, during and after, once. */
+static void every_name_is_found_while_and_after_the_table_doubles(void **state)
+{
+	struct rib t;
+	assert_int_equal(rib_init(&t), 0);
+	enum { N = 200000 };
+	uint8_t wire[32];
+	for (unsigned i = 0; i < N; i++) {
+		size_t len = name_of(i, wire);
+		struct rib_entry *e = rib_get(&t, wire, len, rib_hash(wire, len));
+		assert_non_null(e);
+		assert_int_equal(e->len, len);
+		if (i % 2048 == 0)
+			rib_grow_step(&t, 512);         /* a loop turn's share */
+		if (i % 1000 == 999)
+			assert_non_null(lookup(&t, i / 3));     /* an earlier name, mid-doubling */
+	}
+	assert_true(t.nbuckets >= N / 2);
+	while (rib_grow_step(&t, 4096))
+		;
+	for (unsigned i = 0; i < N; i++) {
+		struct rib_entry *e = lookup(&t, i);
+		assert_non_null(e);
+		size_t len = name_of(i, wire);
+		assert_memory_equal(e->wire, wire, len);
+		assert_ptr_equal(rib_get(&t, wire, len, rib_hash(wire, len)), e);      /* no second entry */
+	}
+	assert_int_equal(t.entries, N);
+	assert_null(lookup(&t, N));
+	rib_destroy(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +596,7 @@ int main(void)
 		cmocka_unit_test(a_new_export_policy_is_applied_to_what_the_peer_was_told),
 		cmocka_unit_test(a_walk_sees_every_name_once_while_the_table_grows_under_it),
 		cmocka_unit_test(an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source),
+		cmocka_unit_test(every_name_is_found_while_and_after_the_table_doubles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
