@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "attest.h"
 #include "config.h"
 #include "rde.h"
 #include "slab.h"
@@ -65,6 +66,15 @@ struct rde_peer {
 	uint64_t updates_out, withdrawn_in, bad_routes;
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	struct rde_peer *hnext;         /* by name (rde.c) */
+	/* signatures (rdesig.c) */
+	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
+	enum sig_policy sig_cfg;        /* configured */
+	struct sig_upd *sigq, **sigq_tail;      /* UPDATEs waiting for their checks, in order */
+	const struct attest_job *sig_jobs;      /* while one of them is applied: its routes' checks */
+	uint64_t sig_state[ATTEST_PENDING];     /* routes received, by state */
+	uint64_t sig_invalid[ATTEST_REASONS];   /* invalid routes received, by reason */
+	uint64_t sig_log_ms;
+	unsigned sig_logged;            /* lines logged since sig_log_ms */
 };
 
 /* ---- attributes ---- */
@@ -78,6 +88,8 @@ struct rib_attrs_key {
 	uint32_t load_ms;
 	struct ip_endpoint next_hop;
 	bool server;                            /* from a content server's own session */
+	uint8_t sig_state;                      /* its check: enum attest_state + 1; 0: not checked */
+	uint8_t sig_reason;                     /* enum attest_reason */
 	uint8_t npath;
 	uint16_t path_bytes;
 	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
@@ -254,9 +266,13 @@ struct rde {
 	struct rde_agg **aggs;                  /* by name */
 	size_t naggs_buckets, naggs;
 	uint32_t flush_no;
+	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };
+
+/* The sessions may read again after this turn (they were paused by rde_busy or a peer's checks). */
+void rde_input_resume(struct rde *r);
 
 /* Marks e for the next flush. */
 void rde_mark_dirty(struct rde *r, struct rib_entry *e);

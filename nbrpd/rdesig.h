@@ -1,0 +1,33 @@
+/*
+ * Signatures in the RDE (docs/SIGNATURES.md, "In nbrpd"): the checks of
+ * the routes of peers with `signatures prefer|require`.  Only the rde
+ * files include this.
+ *
+ * An UPDATE from such a peer is prepared whole (attest_prepare for each
+ * Route: cached chains, not-found and most invalid routes are final at
+ * once); if some Route has signatures left to verify, the UPDATE waits,
+ * a copy of it in the peer's queue, while the worker pool verifies them,
+ * and is applied whole, with every Route's state, when they are done.
+ * While the queue is not empty the peer's later UPDATEs join it, in
+ * order, and its session does not read (rde_peer_waiting), so nothing the
+ * peer says overtakes what it said before.
+ */
+#ifndef NBRPD_RDESIG_H
+#define NBRPD_RDESIG_H
+
+#include "rib.h"
+
+void rdesig_free(struct rdesig *s);
+/* Closes the worker pool (the loop must run once more); queued UPDATEs are dropped. */
+void rdesig_stop(struct rdesig *s);
+
+/* An UPDATE from a peer whose signatures are checked: applied now, or queued. */
+void rdesig_update(struct rde_peer *p, const Nbrp__Update *u);
+/* Whether a route with this check is imported (require: valid only); counts and logs it. */
+bool rdesig_accept(struct rde_peer *p, const struct attest_job *j);
+/* The check's part of the attributes: its state, and for `prefer` a local preference. */
+void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k);
+/* The session ended or the peer went away: its waiting UPDATEs are dropped. */
+void rdesig_peer_down(struct rde_peer *p);
+
+#endif
