@@ -206,34 +206,32 @@ static struct sig_upd *enqueue(struct rde_peer *p, const Nbrp__Update *u)
 
 void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 {
-	struct rde *r = p->rde;
-	struct rdesig *s = r->sig;
+	struct rdesig *s = p->rde->sig;
 	if (p->sigq) {
 		if (!enqueue(p, u))
 			log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
 		return;
 	}
-	struct attest_job one, *jobs = u->n_routes <= 1 ? &one : calloc(u->n_routes, sizeof(*jobs));
+	struct attest_job *jobs = calloc(u->n_routes ? u->n_routes : 1, sizeof(*jobs));
 	if (!jobs) {
 		log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
 		return;
 	}
 	if (!prepare(s, p, u, jobs)) {
 		apply(p, u, jobs);
-	} else {
-		struct sig_upd *q = enqueue(p, u);
-		if (q) {
-			q->jobs = jobs;
-			jobs = NULL;
-			submit(s, q);
-		} else {
-			log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
-			for (size_t i = 0; i < u->n_routes; i++)
-				attest_job_drop(&jobs[i]);
-		}
-	}
-	if (jobs != &one)
 		free(jobs);
+		return;
+	}
+	struct sig_upd *q = enqueue(p, u);
+	if (!q) {
+		log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
+		for (size_t i = 0; i < u->n_routes; i++)
+			attest_job_drop(&jobs[i]);
+		free(jobs);
+		return;
+	}
+	q->jobs = jobs;
+	submit(s, q);
 }
 
 void rdesig_peer_down(struct rde_peer *p)

@@ -1,0 +1,173 @@
+"""Signed routes into nbrpd (docs/SIGNATURES.md, docs/NBRP.md Attestations):
+a hand-written peer (nbrp_client) sends routes signed by the test's own
+implementation of the attestation format (sigtest.py); nbrpd checks them
+on its worker threads and keeps, rejects or ranks them by their state."""
+
+import subprocess
+import time
+
+import pytest
+
+from conftest import NBRPD, free_port, wait_for
+import nbrp_client as nc
+import sigtest as st
+from test_nbrpd import establish, unique_addrs
+
+GOOD = "good.example"
+
+
+class Fed:
+    """The keys of a small federation: the anchor, routers r1 (the daemon),
+    x (the hand-written peer), y and z (further back in paths), and the
+    origin allowed for good.example; rogue is in no trust line."""
+
+    def __init__(self, tmp_path):
+        self.anchor = st.Key()
+        self.keys = {n: st.Key() for n in ("r1", "x", "y", "z")}
+        self.origin, self.rogue, self.stranger = st.Key(), st.Key(), st.Key()
+        self.trust = tmp_path / "trust"
+        self.write_trust()
+        self.key_file = tmp_path / "r1.key"
+        self.keys["r1"].write(self.key_file)
+
+    def write_trust(self, origins=None):
+        st.trust_file(self.trust, self.anchor, self.keys,
+                      [(GOOD, self.origin)] if origins is None else origins)
+
+    def config(self, poll="200ms"):
+        return (f'key-file "{self.key_file}";\ntrust-anchor "{self.anchor.text}";\n'
+                f'trust-file "{self.trust}";\ntrust-poll {poll};\nsignature-workers 2;\n')
+
+
+@pytest.fixture
+def signed(inrpd_factory, nbrpd_factory, tmp_path):
+    """r1 with one passive peer x whose signatures are `mode`."""
+    fed = Fed(tmp_path)
+    x_addr, r1_addr = unique_addrs(2)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+    fib = tmp_path / "r1.fib"
+    inrpd = inrpd_factory(f'fib-channel "{fib}";\n', addr=r1_addr, port=dns_port)
+
+    def start(mode):
+        n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                          f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n"
+                          f'fib-channel "{fib}";\n{fed.config()}'
+                          f'peer "x" {{ address {x_addr} port 1; passive; signatures {mode}; }}\n')
+        n.addr, n.port, n.x_addr, n.inrpd, n.fed = r1_addr, port, x_addr, inrpd, fed
+        return n
+    return start
+
+
+def sroute(n, name, path=("x", "y"), origin=None, receiver=None, **kw):
+    fed = n.fed
+    return st.signed_route(name, n.x_addr, 5353, list(path), fed.keys, origin or fed.origin,
+                           receiver or fed.keys["r1"], **kw)
+
+
+def invalid_by_reason(n):
+    return n.peers()["x"]["invalid_by_reason"]
+
+
+def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signed):
+    n = signed("require")
+    p = establish(n)
+    fed = n.fed
+    ok, _ = sroute(n, f"a.{GOOD}")
+    p.send(nc.update(routes=[ok]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the valid route")
+    r = n.route(f"a.{GOOD}")[0]
+    assert r["signatures"] == "valid" and r["signature_reason"] == "" and r["path"] == ["x", "y"]
+
+    attacks = []
+    # an origin the trust file does not list for the suffix
+    attacks.append(sroute(n, f"b.{GOOD}", origin=fed.rogue)[0])
+    # a changed byte in the path: y renamed z after signing
+    body, atts = sroute(n, f"c.{GOOD}")
+    attacks.append(st.route_with(f"c.{GOOD}", n.x_addr, 5353, ["x", "z"], atts))
+    # a hop removed: y's signature taken out with y (the origin signed y as the first router,
+    # and x signed over y's link: bad signatures)
+    body, atts = sroute(n, f"d.{GOOD}")
+    attacks.append(st.route_with(f"d.{GOOD}", n.x_addr, 5353, ["x"], [atts[0], atts[2]]))
+    # a route signed for another router, replayed to r1
+    attacks.append(sroute(n, f"e.{GOOD}", receiver=fed.keys["z"])[0])
+    # expired
+    attacks.append(sroute(n, f"f.{GOOD}", expiry=int(time.time()) - 10, timestamp=int(time.time()) - 100)[0])
+    # a router without a key in the trust file
+    keys = dict(fed.keys, w=fed.stranger)
+    attacks.append(st.signed_route(f"g.{GOOD}", n.x_addr, 5353, ["x", "w"], keys, fed.origin, fed.keys["r1"])[0])
+    for bad in attacks:
+        p.send(nc.update(routes=[bad]))
+    # a valid signature over another name
+    body, atts = sroute(n, f"h.{GOOD}")
+    p.send(nc.update(routes=[st.route_with(f"i.{GOOD}", n.x_addr, 5353, ["x", "y"], atts)]))
+    # a hop added: z inserted with a signature of its own over y's
+    body, atts = sroute(n, f"j.{GOOD}")
+    forged, fatts = sroute(n, f"j.{GOOD}", path=("x", "z", "y"))
+    p.send(nc.update(routes=[st.route_with(f"j.{GOOD}", n.x_addr, 5353, ["x", "z", "y"],
+                                           [atts[0], fatts[1], atts[1], atts[2]])]))
+    # and a name nobody may originate is not-found
+    p.send(nc.update(routes=[sroute(n, "elsewhere.example")[0]]))
+    # a later valid route behind them all
+    p.send(nc.update(routes=[sroute(n, f"z.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"z.{GOOD}") is not None, 10, "the last valid route")
+    got = invalid_by_reason(n)
+    assert got["unauthorised origin"] == 1 and got["replayed to another peer"] == 1, got
+    assert got["expired"] == 1 and got["unknown key"] == 1, got
+    assert got["bad signature"] == 3, got          # the changed path, the hop removed, the other name
+    assert got["path mismatch"] == 1, got          # the hop added: y's signature is for x, not z
+    states = n.peers()["x"]["routes_by_state"]
+    assert states == {"valid": 2, "invalid": 8, "not-found": 1, "unverified": 0}, states
+    for name in "bcdefgij":
+        assert n.route(f"{name}.{GOOD}") is None, name
+    assert n.route("elsewhere.example") is None
+    assert n.route(f"a.{GOOD}")[0]["signatures"] == "valid"
+    assert n.peers()["x"]["state"] == "Established"
+    log = n.log()
+    assert "route rejected: invalid: replayed to another peer" in log
+    # the counters are in Prometheus too? (only when metrics are configured: see test_ops_metrics)
+    p.close()
+
+
+def test_updates_of_a_peer_are_applied_in_order(signed):
+    """A withdrawal right behind a route still being verified is not overtaken."""
+    n = signed("require")
+    p = establish(n)
+    names = [f"n{i}.{GOOD}" for i in range(200)]
+    routes = [sroute(n, m)[0] for m in names]
+    p.send(nc.update(routes=routes), nc.update(withdrawn=names[:100]))
+    p.send(nc.update(routes=[sroute(n, f"last.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"last.{GOOD}") is not None, 20, "the last route")
+    assert n.json("show", "route", "count")["names"] == 101
+    assert n.route(names[0]) is None and n.route(names[150])[0]["signatures"] == "valid"
+    p.close()
+
+
+def test_prefer_keeps_others_below_valid_ones(signed):
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, f"b.{GOOD}", origin=fed.rogue)[0],
+                             nc.route(["plain.example"], n.x_addr, 5353, ["x"])]))
+    wait_for(lambda: n.route("plain.example") is not None, 10, "the routes")
+    a, b, plain = n.route(f"a.{GOOD}")[0], n.route(f"b.{GOOD}")[0], n.route("plain.example")[0]
+    assert a["signatures"] == "valid" and a["local_pref"] == 100
+    assert b["signatures"] == "invalid" and b["signature_reason"] == "unauthorised origin"
+    assert b["local_pref"] == 0
+    assert plain["signatures"] == "not-found" and plain["local_pref"] == 0
+    p.close()
+
+
+def test_a_key_file_others_can_read_is_refused(tmp_path):
+    fed = Fed(tmp_path)
+    fed.key_file.chmod(0o640)
+    conf = tmp_path / "nbrpd.conf"
+    conf.write_text(f'router-name "r1";\ninrp-address 127.0.0.1 port 53;\n{fed.config()}'
+                    f'peer "x" {{ address 127.0.0.2; signatures require; }}\n')
+    r = subprocess.run([NBRPD, "-f", "-c", str(conf)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert f"{fed.key_file}: mode 0640" in r.stderr, r.stderr
+    # a peer with signatures needs a key
+    conf.write_text('router-name "r1";\ninrp-address 127.0.0.1 port 53;\n'
+                    'peer "x" { address 127.0.0.2; signatures prefer; }\n')
+    r = subprocess.run([NBRPD, "-t", "-c", str(conf)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "signatures need 'key-file'" in r.stderr, r.stderr
