@@ -191,6 +191,7 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		}
 	}
 	rde_reload_content(d->rde, old, cfg);
+	rde_sig_reload(d->rde);
 	unsigned bad_defs = aggregates_configure(d->aggs, cfg);
 	if (redecide)
 		rde_redecide_all(d->rde);

@@ -71,6 +71,8 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
  * started; peers' `signatures` settings apply from then on.  0, or -1 with err set. */
 int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len);
 bool rde_has_signatures(const struct rde *r);
+/* Reload: the trust file read again (it is also polled); new routes are checked against it. */
+void rde_sig_reload(struct rde *r);
 
 /* ---- peers ---- */
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "rdesig.h"
@@ -19,6 +20,8 @@ struct rdesig {
 	bool have_trust;
 	struct attest_verifier v;
 	struct sigpool pool;
+	uv_timer_t poll;                /* the trust file's modification time */
+	struct stat seen;               /* of the trust file last read (or tried) */
 	bool stopping;
 };
 
@@ -35,6 +38,58 @@ struct sig_upd {
 static uint64_t unix_now(void)
 {
 	return (uint64_t)time(NULL);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Reads the trust file; a good one replaces the one in force, a bad one is logged and changes nothing. */
+static void read_trust(struct rdesig *s, bool verbose)
+{
+	const struct nbrpd_config *cfg = s->rde->cfg;
+	if (!cfg->trust_file || !cfg->has_trust_anchor)
+		return;
+	if (stat(cfg->trust_file, &s->seen) < 0)
+		memset(&s->seen, 0, sizeof(s->seen));
+	struct trust t;
+	char err[512];
+	if (trust_read(cfg->trust_file, cfg->trust_anchor, &t, err, sizeof(err)) < 0) {
+		log_err("signatures: %s: %s", err, s->have_trust ? "keeping the trust data in force"
+			: "routes are unverified until it can be read");
+		return;
+	}
+	if (s->have_trust)
+		trust_free(&s->trust);
+	s->trust = t;
+	s->have_trust = true;
+	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
+	if (verbose)
+		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
+}
+
+static void on_poll(uv_timer_t *h)
+{
+	struct rdesig *s = h->data;
+	struct stat st;
+	const char *path = s->rde->cfg->trust_file;
+	if (!path)
+		return;
+	if (stat(path, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	if (!same_file(&st, &s->seen))
+		read_trust(s, true);
+}
+
+void rde_sig_reload(struct rde *r)
+{
+	struct rdesig *s = r->sig;
+	if (!s)
+		return;
+	read_trust(s, true);
+	uv_timer_set_repeat(&s->poll, r->cfg->trust_poll_ms);
 }
 
 int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len)
@@ -55,14 +110,11 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	}
 	s->rde = r;
 	s->key = *key;
-	if (cfg->trust_file) {
-		char terr[512];
-		if (trust_read(cfg->trust_file, cfg->trust_anchor, &s->trust, terr, sizeof(terr)) < 0)
-			log_err("signatures: %s: routes are unverified until it can be read", terr);
-		else
-			s->have_trust = true;
-	}
-	attest_verifier_set_trust(&s->v, s->have_trust ? &s->trust : NULL);
+	attest_verifier_set_trust(&s->v, NULL);
+	read_trust(s, false);
+	uv_timer_init(r->loop, &s->poll);
+	s->poll.data = s;
+	uv_timer_start(&s->poll, on_poll, cfg->trust_poll_ms, cfg->trust_poll_ms);
 	r->sig = s;
 	for (unsigned i = 0; i < r->npeers; i++)
 		r->peers[i]->sig = r->peers[i]->sig_cfg;
@@ -79,6 +131,7 @@ void rdesig_stop(struct rdesig *s)
 	if (!s)
 		return;
 	s->stopping = true;
+	uv_close((uv_handle_t *)&s->poll, NULL);
 	sigpool_close(&s->pool);        /* owed callbacks run, and free what they carry */
 }
 

@@ -171,3 +171,26 @@ def test_a_key_file_others_can_read_is_refused(tmp_path):
                     'peer "x" { address 127.0.0.2; signatures prefer; }\n')
     r = subprocess.run([NBRPD, "-t", "-c", str(conf)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "signatures need 'key-file'" in r.stderr, r.stderr
+
+
+def test_a_new_trust_file_applies_to_routes_from_then_on(signed):
+    """Polled: a revoked origin's new routes are not-found, without a session reset.
+    (Stored routes are not checked again yet: docs/SIGNATURES.md, In nbrpd.)"""
+    n = signed("require")
+    p = establish(n)
+    fed = n.fed
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the valid route")
+    fed.write_trust(origins=[("other.example", fed.origin)])
+    wait_for(lambda: "signatures: " in n.log() and " read: 4 routers, 1 origins" in n.log(), 10,
+             "the trust file polled")
+    p.send(nc.update(routes=[sroute(n, f"b.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "b refused")
+    assert n.route(f"b.{GOOD}") is None
+    # a trust file that does not verify changes nothing
+    fed.trust.write_text(fed.trust.read_text().replace("other.example", "tampered.example"))
+    wait_for(lambda: "keeping the trust data in force" in n.log(), 10, "the bad file refused")
+    p.send(nc.update(routes=[sroute(n, "c.other.example")[0]]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "c under the file in force")
+    assert n.peers()["x"]["state"] == "Established"
+    p.close()
