@@ -11,7 +11,8 @@
  * and a peer's table is produced only as fast as its session drains.
  *
  * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
- * attr.c (interned attributes and the next-hop index), decide.c (the
+ * attr.c (interned attributes and the next-hop index), rdesig.c (signatures
+ * on import), decide.c (the
  * decision), adjout.c (what peers were told, UPDATE packing); show.c
  * renders `show route` from the views below.
  */
