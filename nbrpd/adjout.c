@@ -17,10 +17,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rdesig.h"
 #include "rib.h"
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
+#define BATCH_SIGNED    256     /* signed names per UPDATE: each has its own Route */
+#define MAX_ATTS        (NBRP_MAX_PATH + 1)
 
 bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
 {
@@ -70,6 +73,8 @@ static struct {
 	bool last_shared;               /* the last Route may take more names */
 	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+	struct rde_peer *sign_for;      /* NULL: not signed */
+	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
 } pk;
 
 static void reset(void)
@@ -109,6 +114,7 @@ void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
 	pk.emit = emit;
 	pk.arg = arg;
 	pk.sent = 0;
+	pk.sign_for = NULL;
 	if (r->cfg->has_transfer)
 		nbrp_aggregate_source_format(&r->cfg->transfer, pk.source, sizeof(pk.source));
 	reset();
@@ -130,9 +136,23 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
+void packer_sign_for(struct rde_peer *p)
+{
+	pk.sign_for = p;
+}
+
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
 {
 	Nbrp__Update *u = &pk.u;
+	Nbrp__Attestation **atts = NULL;
+	int natts = 0;
+	if (pk.sign_for) {
+		atts = pk.atts[u->n_routes];
+		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
+		if (natts < 0)
+			return;         /* sent when signed */
+		pk.last_shared = false; /* a signed Route has one name */
+	}
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
 	const struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(pk.r, e) : NULL;
 	if (entry_is_aggregate(e) && !g)
@@ -154,7 +174,7 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
-	pk.last_shared = !g;
+	pk.last_shared = !g && !pk.sign_for;
 	if (g) {
 		rt->aggregate = *name;
 		rt->aggregate_version = g->version;
@@ -174,9 +194,15 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	}
 	rt->n_path = a->k.npath + 1u;
 	rt->path = path;
+	if (natts > 0) {
+		rt->attestations = atts;
+		rt->n_attestations = (size_t)natts;
+		if (g)
+			rdesig_export_digest(e, a, rt);
+	}
 	u->routes[k] = rt;
 	u->n_routes++;
-	if (++pk.nnames == BATCH_NAMES)
+	if (++pk.nnames == (pk.sign_for ? BATCH_SIGNED : BATCH_NAMES))
 		send_batch();
 }
 

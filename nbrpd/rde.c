@@ -661,6 +661,8 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
+		if (a && check)
+			rdesig_keep_chain(a, rt, check);
 		uint64_t seq = a ? r->seq++ : 0;
 		bool over = false;
 		for (size_t k = 0; k < rt->n_names; k++) {
@@ -953,6 +955,8 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
 		packer_begin(r, emit_to_peer, p);
+		if (p->sig != SIG_OFF)
+			packer_sign_for(p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
 			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
 		packer_end();
@@ -1126,6 +1130,8 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
 	packer_begin(r, emit_to_peer, p);
+	if (p->sig != SIG_OFF)
+		packer_sign_for(p);
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
@@ -1242,7 +1248,8 @@ static void flush(struct rde *r)
 		struct rde_peer *p = r->peers[i];
 		if (!p->up || p->server_mode)
 			continue;
-		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export)) {
+		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export) ||
+		    p->sig != SIG_OFF) {        /* signed for it alone */
 			flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}

@@ -12,6 +12,54 @@
 #include "rdesig.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
+#define SIG_LIFETIME    86400   /* seconds our signatures are valid */
+#define SIG_RENEW       (SIG_LIFETIME / 4)      /* re-signed when less is left */
+#define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
+
+/* A valid route's attestations as received (the protobuf structs point into its own bytes). */
+struct sig_chain {
+	uint8_t head[ATTEST_DIGEST_LEN];
+	uint64_t expiry;
+	size_t n;
+	ProtobufCBinaryData digest;
+	uint8_t digest_buf[ATTEST_DIGEST_LEN];
+	Nbrp__Attestation **ptrs;
+	Nbrp__Attestation pb[];
+};
+
+/* Our hop signature over prev for target (a peer's key), and the name it was first made for. */
+struct hop {
+	struct hop *next;
+	uint8_t prev[ATTEST_DIGEST_LEN];
+	uint8_t target[SIGKEY_PUBLIC_LEN];
+	bool pending, have;
+	char peer[NBRP_ROUTER_NAME_MAX + 1];
+	uint8_t len;
+	uint8_t wire[NAME_MAX_WIRE];    /* the RIB key */
+	struct attest_wire w;
+	Nbrp__Attestation pb;
+};
+
+/* Our origin attestation for a content name of ours. */
+struct origin {
+	struct origin *next;
+	uint8_t len;
+	uint8_t wire[NAME_MAX_WIRE];
+	struct attest_wire w;
+	Nbrp__Attestation pb, *ptr;
+};
+
+struct sig_table {
+	void **b;                       /* struct hop * or struct origin *, chained by their first member */
+	size_t nb, n, sweep;
+};
+
+/* Hop signatures asked for this loop turn, and one batch of them with the workers. */
+struct sign_run {
+	struct attest_sign_batch b;
+	struct rdesig *s;
+	struct hop **hops;
+};
 
 struct rdesig {
 	struct rde *rde;
@@ -20,7 +68,13 @@ struct rdesig {
 	bool have_trust;
 	struct attest_verifier v;
 	struct sigpool pool;
-	uv_timer_t poll;                /* the trust file's modification time */
+	uv_timer_t poll;                /* the trust file's modification time; the caches' sweep */
+	uv_timer_t kick;                /* submits the hop signatures asked for this turn */
+	struct sig_table hops, origins;
+	struct hop **asked;
+	size_t nasked, asked_cap;
+	unsigned signing;               /* batches with the workers */
+	uint64_t signed_hops, signed_origins;
 	struct stat seen;               /* of the trust file last read (or tried) */
 	bool stopping;
 };
@@ -70,9 +124,14 @@ static void read_trust(struct rdesig *s, bool verbose)
 		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
 }
 
+static void sweep(struct rdesig *s);
+static void table_free(struct sig_table *t);
+static void on_kick(uv_timer_t *t);
+
 static void on_poll(uv_timer_t *h)
 {
 	struct rdesig *s = h->data;
+	sweep(s);
 	struct stat st;
 	const char *path = s->rde->cfg->trust_file;
 	if (!path)
@@ -114,6 +173,8 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
 	s->poll.data = s;
+	uv_timer_init(r->loop, &s->kick);
+	s->kick.data = s;
 	uv_timer_start(&s->poll, on_poll, cfg->trust_poll_ms, cfg->trust_poll_ms);
 	r->sig = s;
 	for (unsigned i = 0; i < r->npeers; i++)
@@ -132,6 +193,7 @@ void rdesig_stop(struct rdesig *s)
 		return;
 	s->stopping = true;
 	uv_close((uv_handle_t *)&s->poll, NULL);
+	uv_close((uv_handle_t *)&s->kick, NULL);
 	sigpool_close(&s->pool);        /* owed callbacks run, and free what they carry */
 }
 
@@ -140,6 +202,9 @@ void rdesig_free(struct rdesig *s)
 	if (!s)
 		return;
 	attest_verifier_free(&s->v);
+	table_free(&s->hops);
+	table_free(&s->origins);
+	free(s->asked);
 	if (s->have_trust)
 		trust_free(&s->trust);
 	sigkey_wipe(&s->key);
@@ -344,4 +409,397 @@ void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct r
 	k->sig_reason = j->state == ATTEST_INVALID ? (uint8_t)j->reason : 0;
 	if (p->sig == SIG_PREFER && j->state != ATTEST_VALID)
 		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
+}
+
+/* ---- a valid route's chain, kept to be passed on ---- */
+
+static ProtobufCBinaryData copy_bytes(uint8_t **at, ProtobufCBinaryData b)
+{
+	ProtobufCBinaryData o = { b.len, b.len ? *at : NULL };
+	if (b.len)
+		memcpy(*at, b.data, b.len);
+	*at += b.len;
+	return o;
+}
+
+void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct attest_job *j)
+{
+	if (a->chain || j->state != ATTEST_VALID)
+		return;
+	size_t n = rt->n_attestations, bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const Nbrp__Attestation *x = rt->attestations[i];
+		bytes += x->signer.len + x->signature.len + x->for_key.len;
+	}
+	struct sig_chain *c = malloc(sizeof(*c) + n * (sizeof(c->pb[0]) + sizeof(c->ptrs[0])) + bytes);
+	if (!c)
+		return;                 /* passed on unsigned */
+	memcpy(c->head, j->head, sizeof(c->head));
+	c->expiry = j->expiry;
+	c->n = n;
+	c->ptrs = (Nbrp__Attestation **)(c->pb + n);
+	uint8_t *at = (uint8_t *)(c->ptrs + n);
+	for (size_t i = 0; i < n; i++) {
+		const Nbrp__Attestation *x = rt->attestations[i];
+		Nbrp__Attestation *y = &c->pb[i];
+		nbrp__attestation__init(y);
+		y->signer = copy_bytes(&at, x->signer);
+		y->signature = copy_bytes(&at, x->signature);
+		y->for_key = copy_bytes(&at, x->for_key);
+		y->timestamp = x->timestamp;
+		y->expiry = x->expiry;
+		c->ptrs[i] = y;
+	}
+	c->digest.len = 0;
+	c->digest.data = NULL;
+	if (rt->aggregate_digest.len == ATTEST_DIGEST_LEN) {
+		memcpy(c->digest_buf, rt->aggregate_digest.data, ATTEST_DIGEST_LEN);
+		c->digest.data = c->digest_buf;
+		c->digest.len = ATTEST_DIGEST_LEN;
+	}
+	a->chain = c;
+}
+
+void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
+{
+	(void)e;
+	if (a->chain && a->chain->digest.len)
+		rt->aggregate_digest = a->chain->digest;
+}
+
+/* ---- our signatures: hops by (prev, target), origins by name ---- */
+
+static size_t slot(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, size_t nb)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < alen; i++)
+		h = (h ^ a[i]) * 1099511628211ull;
+	for (size_t i = 0; i < blen; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return (size_t)(h & (nb - 1));
+}
+
+static size_t hop_slot(const struct hop *h, size_t nb)
+{
+	return slot(h->prev, sizeof(h->prev), h->target, sizeof(h->target), nb);
+}
+
+static size_t origin_slot(const uint8_t *wire, size_t len, size_t nb)
+{
+	return slot(wire, len, NULL, 0, nb);
+}
+
+/* Doubles t when full; entries are rehashed by slot_of. */
+static void table_grow(struct sig_table *t, size_t (*slot_of)(void *e, size_t nb))
+{
+	if (t->nb && t->n < t->nb * 2)
+		return;
+	size_t nb = t->nb ? t->nb * 2 : 256;
+	void **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;                 /* longer chains */
+	for (size_t i = 0; i < t->nb; i++)
+		for (void *e = t->b[i], *n; e; e = n) {
+			n = *(void **)e;
+			size_t k = slot_of(e, nb);
+			*(void **)e = b[k];
+			b[k] = e;
+		}
+	free(t->b);
+	t->b = b;
+	t->nb = nb;
+	t->sweep = 0;
+}
+
+static size_t hop_slot_of(void *e, size_t nb)
+{
+	return hop_slot(e, nb);
+}
+
+static size_t origin_slot_of(void *e, size_t nb)
+{
+	struct origin *o = e;
+	return origin_slot(o->wire, o->len, nb);
+}
+
+static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t *target)
+{
+	if (!s->hops.nb)
+		table_grow(&s->hops, hop_slot_of);
+	if (!s->hops.nb)
+		return NULL;
+	struct hop key;
+	memcpy(key.prev, prev, sizeof(key.prev));
+	memcpy(key.target, target, sizeof(key.target));
+	size_t k = hop_slot(&key, s->hops.nb);
+	for (struct hop *h = s->hops.b[k]; h; h = h->next)
+		if (memcmp(h->prev, prev, sizeof(h->prev)) == 0 && memcmp(h->target, target, sizeof(h->target)) == 0)
+			return h;
+	struct hop *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	table_grow(&s->hops, hop_slot_of);     /* never during a sweep: only exports add */
+	k = hop_slot(&key, s->hops.nb);
+	memcpy(h->prev, prev, sizeof(h->prev));
+	memcpy(h->target, target, sizeof(h->target));
+	h->next = s->hops.b[k];
+	s->hops.b[k] = h;
+	s->hops.n++;
+	return h;
+}
+
+/* Our origin attestation for a content name (its RIB key), signed on the loop once per period. */
+static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, uint64_t now)
+{
+	if (!s->origins.nb)
+		table_grow(&s->origins, origin_slot_of);
+	if (!s->origins.nb)
+		return NULL;
+	size_t k = origin_slot(e->wire, e->len, s->origins.nb);
+	struct origin *o;
+	for (o = s->origins.b[k]; o; o = o->next)
+		if (o->len == e->len && memcmp(o->wire, e->wire, e->len) == 0)
+			break;
+	if (!o) {
+		if (!(o = calloc(1, sizeof(*o))))
+			return NULL;
+		table_grow(&s->origins, origin_slot_of);
+		k = origin_slot(e->wire, e->len, s->origins.nb);
+		o->len = e->len;
+		memcpy(o->wire, e->wire, e->len);
+		o->next = s->origins.b[k];
+		s->origins.b[k] = o;
+		s->origins.n++;
+	}
+	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW) {
+		/* one signature per name and period: what an origin costs (docs/SIGNATURES.md) */
+		struct attest_subject sub = { .name = o->wire, .name_len = o->len };
+		attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
+		attest_to_pb(&o->pb, &o->w);
+		o->ptr = &o->pb;
+		s->signed_origins++;
+	}
+	return o;
+}
+
+static void on_kick(uv_timer_t *t);
+
+/* Our hop h is to be signed (again), for peer `to` and the name e. */
+static void hop_request(struct rdesig *s, struct hop *h, const struct rde_peer *to, const struct rib_entry *e)
+{
+	if (s->nasked == s->asked_cap) {
+		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
+		struct hop **v = realloc(s->asked, cap * sizeof(*v));
+		if (!v)
+			return;         /* asked again at the next export */
+		s->asked = v;
+		s->asked_cap = cap;
+	}
+	h->pending = true;
+	snprintf(h->peer, sizeof(h->peer), "%s", to->name);
+	h->len = e->len;
+	memcpy(h->wire, e->wire, e->len);
+	s->asked[s->nasked++] = h;
+	if (!uv_is_active((uv_handle_t *)&s->kick))
+		uv_timer_start(&s->kick, on_kick, 0, 0);
+}
+
+int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
+		  Nbrp__Attestation **out, size_t max)
+{
+	struct rdesig *s = to->rde->sig;
+	const uint8_t *target = s && s->have_trust ? trust_router_key(&s->trust, to->name, strlen(to->name)) : NULL;
+	if (!target)
+		return 0;
+	uint64_t now = unix_now();
+	Nbrp__Attestation **chain;
+	size_t n;
+	const uint8_t *prev;
+	if (a->k.peer) {
+		if (!a->chain || a->chain->expiry <= now)
+			return 0;
+		chain = a->chain->ptrs;
+		n = a->chain->n;
+		prev = a->chain->head;
+	} else {
+		if (entry_is_aggregate(e))
+			return 0;       /* our aggregates need their member digest: not signed yet */
+		struct origin *o = origin_get(s, e, now);
+		if (!o)
+			return 0;
+		chain = &o->ptr;
+		n = 1;
+		prev = o->w.link;
+	}
+	struct hop *h = n + 1 <= max ? hop_get(s, prev, target) : NULL;
+	if (!h)
+		return 0;
+	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
+		hop_request(s, h, to, e);
+	if (!h->have || h->w.expiry <= now)
+		return -1;
+	out[0] = &h->pb;
+	memcpy(out + 1, chain, n * sizeof(*chain));
+	return (int)n + 1;
+}
+
+static void emit(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
+{
+	struct rde_peer *p = arg;
+	struct rde *r = p->rde;
+	p->updates_out++;
+	p->names_out += names;
+	p->withdrawn_out += withdrawn;
+	r->ops.send(r->ops.arg, p->owner, frame);
+}
+
+/* A name whose signature for p is made: p hears its route now, if it is still told it. */
+static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, uint8_t len)
+{
+	struct rde *r = s->rde;
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	if (!e || !e->adv)
+		return;
+	if (p->dumping && !rib_cursor_passed(&p->dump, e))
+		return;                 /* the dump sends it */
+	const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
+					 ? &p->export_old : &p->export;
+	if (adjout_allows(r, e->adv, e, p, pol))
+		packer_advertise(e, e->adv, e->adv_load);
+}
+
+static bool peer_signed(struct rde_peer *p)
+{
+	return p && p->up && p->sig != SIG_OFF && p->owner;
+}
+
+static void on_signed(struct attest_sign_batch *b)
+{
+	struct sign_run *run = b->arg;
+	struct rdesig *s = run->s;
+	s->signing--;
+	for (size_t i = 0; i < b->n; i++) {
+		struct hop *h = run->hops[i];
+		h->w = b->req[i].out;
+		attest_to_pb(&h->pb, &h->w);
+		h->have = true;
+		h->pending = false;
+	}
+	s->signed_hops += b->n;
+	/* each peer hears of its names in one packing */
+	for (size_t i = 0; i < b->n && !s->stopping; i++) {
+		if (!run->hops[i])
+			continue;
+		struct rde_peer *p = rde_peer_by_name(s->rde, run->hops[i]->peer);
+		if (!peer_signed(p)) {
+			run->hops[i] = NULL;
+			continue;
+		}
+		packer_begin(s->rde, emit, p);
+		packer_sign_for(p);
+		for (size_t k = i; k < b->n; k++)
+			if (run->hops[k] && strcmp(run->hops[k]->peer, p->name) == 0) {
+				resend(s, p, run->hops[k]->wire, run->hops[k]->len);
+				run->hops[k] = NULL;
+			}
+		packer_end();
+	}
+	free(b->req);
+	free(run->hops);
+	free(run);
+}
+
+static void on_kick(uv_timer_t *t)
+{
+	struct rdesig *s = t->data;
+	size_t n = s->nasked;
+	if (!n || s->stopping)
+		return;
+	struct sign_run *run = calloc(1, sizeof(*run));
+	struct attest_hop_request *req = run ? calloc(n, sizeof(*req)) : NULL;
+	if (!req) {
+		free(run);
+		for (size_t i = 0; i < n; i++)
+			s->asked[i]->pending = false;   /* asked again at the next export */
+		s->nasked = 0;
+		return;
+	}
+	uint64_t expiry = unix_now() + SIG_LIFETIME;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(req[i].prev, s->asked[i]->prev, sizeof(req[i].prev));
+		memcpy(req[i].target, s->asked[i]->target, sizeof(req[i].target));
+		req[i].expiry = expiry;
+	}
+	run->s = s;
+	run->hops = s->asked;
+	s->asked = NULL;
+	s->nasked = s->asked_cap = 0;
+	run->b.key = &s->key;
+	run->b.req = req;
+	run->b.n = n;
+	run->b.done = on_signed;
+	run->b.arg = run;
+	s->signing++;
+	attest_sign_batch_submit(&s->pool, &run->b);
+}
+
+/* A slice of the caches a poll: expired entries go, hops near their expiry are signed again
+ * (sent to their peer when made), origins are re-signed when next exported. */
+static void sweep(struct rdesig *s)
+{
+	uint64_t now = unix_now();
+	for (size_t i = 0; i < SWEEP_BUCKETS && s->hops.nb; i++) {
+		size_t k = s->hops.sweep++ & (s->hops.nb - 1);
+		for (struct hop **pp = (struct hop **)&s->hops.b[k], *h; (h = *pp);) {
+			if (!h->pending && h->have && h->w.expiry <= now) {
+				*pp = h->next;
+				s->hops.n--;
+				free(h);
+				continue;
+			}
+			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
+					     ? rde_peer_by_name(s->rde, h->peer) : NULL;
+			if (peer_signed(p)) {
+				struct rib_entry *e = rib_lookup(&s->rde->rib, h->wire, h->len, rib_hash(h->wire, h->len));
+				if (e && e->adv)
+					hop_request(s, h, p, e);
+			}
+			pp = &h->next;
+		}
+	}
+	for (size_t i = 0; i < SWEEP_BUCKETS && s->origins.nb; i++) {
+		size_t k = s->origins.sweep++ & (s->origins.nb - 1);
+		for (struct origin **pp = (struct origin **)&s->origins.b[k], *o; (o = *pp);) {
+			if (o->w.expiry <= now) {
+				*pp = o->next;
+				s->origins.n--;
+				free(o);
+				continue;
+			}
+			if (o->w.expiry <= now + SIG_RENEW && !s->stopping) {
+				/* passed on again: re-signed on export, then a new hop for each peer */
+				struct rde *r = s->rde;
+				for (unsigned q = 0; q < r->npeers; q++) {
+					struct rde_peer *p = r->peers[q];
+					if (!peer_signed(p))
+						continue;
+					packer_begin(r, emit, p);
+					packer_sign_for(p);
+					resend(s, p, o->wire, o->len);
+					packer_end();
+				}
+			}
+			pp = &o->next;
+		}
+	}
+}
+
+static void table_free(struct sig_table *t)
+{
+	for (size_t i = 0; i < t->nb; i++)
+		for (void *e = t->b[i], *n; e; e = n) {
+			n = *(void **)e;
+			free(e);
+		}
+	free(t->b);
 }

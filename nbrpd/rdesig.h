@@ -27,6 +27,18 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u);
 bool rdesig_accept(struct rde_peer *p, const struct attest_job *j);
 /* The check's part of the attributes: its state, and for `prefer` a local preference. */
 void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k);
+/* A valid route's attestations kept with its (new) attributes, to pass on. */
+void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct attest_job *j);
+/*
+ * Export to `to` (signatures on): the attestations of e's route with
+ * attributes a, our hop for `to` first, into out (at most max); 0: sent
+ * unsigned (not valid here, not checked, no key for `to`); -1: our
+ * signature is being made, the name is sent to `to` when it is.
+ */
+int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
+		  Nbrp__Attestation **out, size_t max);
+/* An aggregate's route passed on signed: the member digest it was signed with. */
+void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */
 void rdesig_peer_down(struct rde_peer *p);
 

@@ -90,6 +90,7 @@ struct rib_attrs_key {
 	bool server;                            /* from a content server's own session */
 	uint8_t sig_state;                      /* its check: enum attest_state + 1; 0: not checked */
 	uint8_t sig_reason;                     /* enum attest_reason */
+	uint8_t sig_head[ATTEST_DIGEST_LEN];    /* a valid chain's newest link (what we sign over); else 0 */
 	uint8_t npath;
 	uint16_t path_bytes;
 	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
@@ -113,6 +114,7 @@ struct rib_attrs {
 	struct rde_peer **path_peers;
 	uint32_t npath_peers, path_peers_gen;
 	uint32_t excluded_mark;                 /* the flush its peers were last marked excluded in */
+	struct sig_chain *chain;                /* a valid route's attestations as received (rdesig.c) */
 	struct rib_attrs_key k;
 	char path[];                            /* npath NUL-terminated router names */
 };
@@ -300,6 +302,9 @@ typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, 
 void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
 void packer_withdraw(const struct rib_entry *e);
+/* After packer_begin: every Route carries its attestations for p (a peer with signatures on),
+ * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */
+void packer_sign_for(struct rde_peer *p);
 /* Sends what is packed; returns the UPDATEs sent since packer_begin. */
 unsigned packer_end(void);
 /* An END-OF-RIB frame. */

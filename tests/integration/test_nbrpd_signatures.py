@@ -11,7 +11,7 @@ import pytest
 from conftest import NBRPD, free_port, wait_for
 import nbrp_client as nc
 import sigtest as st
-from test_nbrpd import establish, unique_addrs
+from test_nbrpd import SERVER_FAR, answer, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
 
 GOOD = "good.example"
 
@@ -194,3 +194,38 @@ def test_a_new_trust_file_applies_to_routes_from_then_on(signed):
     wait_for(lambda: n.route("c.other.example") is not None, 10, "c under the file in force")
     assert n.peers()["x"]["state"] == "Established"
     p.close()
+
+
+def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
+    """r4 originates; r3, r2, r1 each verify what they get and sign a hop for the next."""
+    names = ["r1", "r2", "r3", "r4"]
+    anchor, keys = st.Key(), {n: st.Key() for n in names}
+    trust = tmp_path / "trust"
+    st.trust_file(trust, anchor, keys, [("svc.content", keys["r4"]), ("rogue.content", keys["r1"])])
+    extra = {}
+    for n in names:
+        keys[n].write(tmp_path / f"{n}.key")
+        extra[n] = (f'key-file "{tmp_path}/{n}.key";\ntrust-anchor "{anchor.text}";\n'
+                    f'trust-file "{trust}";\n')
+    edges = [("r1", "r2"), ("r2", "r3"), ("r3", "r4")]
+    peer_extra = {(a, b): "signatures require; " for x, y in edges for a, b in ((x, y), (y, x))}
+    rs = net(names, edges, extra=extra, peer_extra=peer_extra,
+             content={"r4": f'content "svc.content" {{ server {SERVER_FAR} load 5; }}\n'
+                            f'content "other.content" {{ server {SERVER_FAR}; }}\n',
+                      "r3": f'content "rogue.content" {{ server {SERVER_FAR}; }}\n'})
+    wait_for(lambda: (rs["r1"].nbrpd.route("svc.content") or [{}])[0].get("path") == ["r2", "r3", "r4"], 20,
+             "svc.content at r1 through the chain")
+    for n, path in (("r3", ["r4"]), ("r2", ["r3", "r4"]), ("r1", ["r2", "r3", "r4"])):
+        best = rs[n].nbrpd.route("svc.content")[0]
+        assert best["path"] == path and best["signatures"] == "valid", (n, best)
+    wait_for(lambda: answer(rs["r1"], "www.svc.content") == [SERVER_FAR], 10, "r1's inrpd to answer")
+    # names the trust file gives no origin: not-found, refused at the first router
+    assert rs["r3"].nbrpd.route("other.content") is None
+    assert rs["r3"].nbrpd.peers()["r4"]["routes_by_state"]["not-found"] >= 1
+    # r3 may not originate rogue.content (r1's key may): r2 refuses it
+    wait_for(lambda: rs["r2"].nbrpd.peers()["r3"]["invalid_by_reason"]["unauthorised origin"] >= 1, 10,
+             "r2 to refuse rogue.content")
+    assert rs["r2"].nbrpd.route("rogue.content") is None
+    for n in names[:-1]:
+        peers = rs[n].nbrpd.peers()
+        assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
