@@ -731,6 +731,31 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 }
 
+/* A signed route checked again (a new trust file): kept with its new state, or withdrawn. */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j)
+{
+	struct rde_peer *p = rt->a->k.peer;
+	struct rib_attrs_key k = rt->a->k;
+	k.local_pref = p->local_pref;
+	rdesig_attrs(p, j, &k);
+	memcpy(k.sig_head, rt->a->k.sig_head, sizeof(k.sig_head));     /* the chain it names */
+	if (memcmp(&k, &rt->a->k, sizeof(k)) == 0)
+		return;                 /* as it was */
+	bool keep = rdesig_accept(p, j);
+	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
+	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
+	struct rib_route *old = route_remove(r, e, p);
+	if (nrt) {
+		rdesig_copy_chain(a, old->a);
+		route_install(r, e, nrt);       /* with attrs_get's reference */
+	} else {
+		attrs_put(r, a);
+		p->names--;
+	}
+	route_free(r, old);
+	decide(r, e);
+}
+
 /* ---- local content ---- */
 
 /* Servers that pass their health check and that IP routing reaches. */

@@ -18,6 +18,7 @@
 
 /* A valid route's attestations as received (the protobuf structs point into its own bytes). */
 struct sig_chain {
+	size_t size;                    /* bytes of this allocation */
 	uint8_t head[ATTEST_DIGEST_LEN];
 	uint64_t expiry;
 	size_t n;
@@ -70,6 +71,10 @@ struct rdesig {
 	struct sigpool pool;
 	uv_timer_t poll;                /* the trust file's modification time; the caches' sweep */
 	uv_timer_t kick;                /* submits the hop signatures asked for this turn */
+	uv_timer_t recheck;             /* a new trust file: stored routes checked again, a slice a turn */
+	struct rib_cursor recheck_cur;
+	bool rechecking;
+	uint64_t rechecked;
 	struct sig_table hops, origins;
 	struct hop **asked;
 	size_t nasked, asked_cap;
@@ -93,6 +98,25 @@ static uint64_t unix_now(void)
 {
 	return (uint64_t)time(NULL);
 }
+
+#define RECHECK_BUDGET  2048    /* entries a loop turn */
+
+/* One route checked again whose signatures must be verified again (a key changed). */
+struct recheck_item {
+	char peer[NBRP_ROUTER_NAME_MAX + 1];
+	uint8_t len;
+	uint8_t wire[NAME_MAX_WIRE];
+	struct rib_attrs *a;            /* a reference: applied only if the route still has it */
+};
+
+struct recheck_run {
+	struct attest_batch b;
+	struct rdesig *s;
+	struct recheck_item *items;
+	size_t n, cap;
+};
+
+static void recheck_start(struct rdesig *s);
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -120,6 +144,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 	s->trust = t;
 	s->have_trust = true;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
+	recheck_start(s);
 	if (verbose)
 		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
 }
@@ -175,6 +200,8 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->poll.data = s;
 	uv_timer_init(r->loop, &s->kick);
 	s->kick.data = s;
+	uv_timer_init(r->loop, &s->recheck);
+	s->recheck.data = s;
 	uv_timer_start(&s->poll, on_poll, cfg->trust_poll_ms, cfg->trust_poll_ms);
 	r->sig = s;
 	for (unsigned i = 0; i < r->npeers; i++)
@@ -194,6 +221,7 @@ void rdesig_stop(struct rdesig *s)
 	s->stopping = true;
 	uv_close((uv_handle_t *)&s->poll, NULL);
 	uv_close((uv_handle_t *)&s->kick, NULL);
+	uv_close((uv_handle_t *)&s->recheck, NULL);
 	sigpool_close(&s->pool);        /* owed callbacks run, and free what they carry */
 }
 
@@ -407,6 +435,9 @@ void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct r
 {
 	k->sig_state = (uint8_t)(j->state + 1);
 	k->sig_reason = j->state == ATTEST_INVALID ? (uint8_t)j->reason : 0;
+	/* a valid chain is its route's own: what it says is passed on */
+	if (j->state == ATTEST_VALID)
+		memcpy(k->sig_head, j->head, sizeof(k->sig_head));
 	if (p->sig == SIG_PREFER && j->state != ATTEST_VALID)
 		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
 }
@@ -431,9 +462,11 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		const Nbrp__Attestation *x = rt->attestations[i];
 		bytes += x->signer.len + x->signature.len + x->for_key.len;
 	}
-	struct sig_chain *c = malloc(sizeof(*c) + n * (sizeof(c->pb[0]) + sizeof(c->ptrs[0])) + bytes);
+	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes;
+	struct sig_chain *c = malloc(size);
 	if (!c)
 		return;                 /* passed on unsigned */
+	c->size = size;
 	memcpy(c->head, j->head, sizeof(c->head));
 	c->expiry = j->expiry;
 	c->n = n;
@@ -458,6 +491,33 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		c->digest.len = ATTEST_DIGEST_LEN;
 	}
 	a->chain = c;
+}
+
+/* The copy's pointers are moved to its own bytes. */
+void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
+{
+	const struct sig_chain *c = from->chain;
+	if (to->chain || !c)
+		return;
+	struct sig_chain *d = malloc(c->size);
+	if (!d)
+		return;
+	memcpy(d, c, c->size);
+	ptrdiff_t shift = (const uint8_t *)d - (const uint8_t *)c;
+	d->ptrs = (Nbrp__Attestation **)((uint8_t *)c->ptrs + shift);
+	for (size_t i = 0; i < d->n; i++) {
+		Nbrp__Attestation *y = &d->pb[i];
+		d->ptrs[i] = y;
+		if (y->signer.data)
+			y->signer.data += shift;
+		if (y->signature.data)
+			y->signature.data += shift;
+		if (y->for_key.data)
+			y->for_key.data += shift;
+	}
+	if (d->digest.data)
+		d->digest.data = d->digest_buf;
+	to->chain = d;
 }
 
 void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
@@ -616,7 +676,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	size_t n;
 	const uint8_t *prev;
 	if (a->k.peer) {
-		if (!a->chain || a->chain->expiry <= now)
+		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
 		chain = a->chain->ptrs;
 		n = a->chain->n;
@@ -802,4 +862,148 @@ static void table_free(struct sig_table *t)
 			free(e);
 		}
 	free(t->b);
+}
+
+/* ---- a new trust file: the stored signed routes checked again ---- */
+
+/* The Route a stored signed route was received as: what attest_prepare checks. */
+static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt,
+		     ProtobufCBinaryData *name, char **path)
+{
+	nbrp__route__init(rt);
+	bool agg = entry_is_aggregate(e);
+	name->data = (uint8_t *)e->wire + agg;
+	name->len = e->len - agg;
+	rt->names = name;
+	rt->n_names = 1;
+	const char *p = a->path;
+	for (unsigned i = 0; i < a->k.npath; i++) {
+		path[i] = (char *)p;
+		p += strlen(p) + 1;
+	}
+	rt->path = path;
+	rt->n_path = a->k.npath;
+	rt->attestations = a->chain->ptrs;
+	rt->n_attestations = a->chain->n;
+	if (agg) {
+		rt->aggregate = *name;
+		rt->aggregate_version = a->k.agg_version;
+		rt->aggregate_digest = a->chain->digest;
+	}
+}
+
+static void on_rechecked(struct attest_batch *b)
+{
+	struct recheck_run *run = b->arg;
+	struct rdesig *s = run->s;
+	struct rde *r = s->rde;
+	for (size_t i = 0; i < run->n; i++) {
+		struct recheck_item *it = &run->items[i];
+		struct rde_peer *p = s->stopping ? NULL : rde_peer_by_name(r, it->peer);
+		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
+		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
+			if (rt->a == it->a) {
+				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
+				break;
+			}
+		attrs_put(r, it->a);
+	}
+	free(run->b.jobs);
+	free(run->items);
+	free(run);
+}
+
+struct recheck_ctx {
+	struct rdesig *s;
+	struct recheck_run *run;        /* the PENDING ones of this slice */
+	uint64_t now;
+};
+
+static void recheck_one(struct rib_entry *e, void *arg)
+{
+	struct recheck_ctx *x = arg;
+	struct rdesig *s = x->s;
+	struct rde *r = s->rde;
+	for (struct rib_route *rt = e->routes, *next; rt; rt = next) {
+		next = rt->next;        /* rt may be replaced */
+		struct rib_attrs *a = rt->a;
+		struct rde_peer *p = a->k.peer;
+		if (!a->chain || !p || p->sig == SIG_OFF || route_stale(rt))
+			continue;
+		Nbrp__Route route;
+		ProtobufCBinaryData name;
+		char *path[NBRP_MAX_PATH];
+		route_of(e, a, &route, &name, path);
+		struct attest_job j;
+		enum attest_state st = attest_prepare(&s->v, &route, p->server_mode ? NULL : p->name, x->now, &j);
+		s->rechecked++;
+		if (st != ATTEST_PENDING) {
+			rde_route_recheck(r, e, rt, &j);
+			continue;
+		}
+		struct recheck_run *run = x->run;
+		if (run && run->n == run->cap) {
+			size_t cap = run->cap ? run->cap * 2 : 64;
+			struct recheck_item *v = realloc(run->items, cap * sizeof(*v));
+			struct attest_job *jv = v ? realloc(run->b.jobs, cap * sizeof(*jv)) : NULL;
+			if (v)
+				run->items = v;
+			if (jv)
+				run->b.jobs = jv;
+			if (v && jv)
+				run->cap = cap;
+		}
+		if (!run || run->n == run->cap) {
+			attest_job_drop(&j);    /* out of memory: it keeps its state */
+			continue;
+		}
+		struct recheck_item *it = &run->items[run->n];
+		snprintf(it->peer, sizeof(it->peer), "%s", p->name);
+		it->len = e->len;
+		memcpy(it->wire, e->wire, e->len);
+		it->a = a;
+		a->refs++;
+		run->b.jobs[run->n++] = j;
+	}
+}
+
+static void on_recheck(uv_timer_t *t)
+{
+	struct rdesig *s = t->data;
+	struct rde *r = s->rde;
+	if (s->stopping || !s->rechecking)
+		return;
+	struct recheck_ctx x = { .s = s, .run = calloc(1, sizeof(*x.run)), .now = unix_now() };
+	unsigned seen = 0;
+	while (seen < RECHECK_BUDGET && !rib_cursor_done(&r->rib, &s->recheck_cur))
+		seen += rib_cursor_step(&r->rib, &s->recheck_cur, recheck_one, &x);
+	if (x.run && x.run->n) {
+		x.run->s = s;
+		x.run->b.v = &s->v;
+		x.run->b.n = x.run->n;
+		x.run->b.now = x.now;
+		x.run->b.done = on_rechecked;
+		x.run->b.arg = x.run;
+		attest_batch_submit(&s->pool, &x.run->b);
+	} else if (x.run) {
+		free(x.run->items);
+		free(x.run->b.jobs);
+		free(x.run);
+	}
+	if (rib_cursor_done(&r->rib, &s->recheck_cur)) {
+		s->rechecking = false;
+		log_info("signatures: stored routes checked again (%llu so far)", (unsigned long long)s->rechecked);
+		return;
+	}
+	uv_timer_start(&s->recheck, on_recheck, 0, 0);  /* the next slice, next turn */
+}
+
+/* Starts (or starts over) checking every stored signed route against the trust in force. */
+static void recheck_start(struct rdesig *s)
+{
+	if (!s->rde->sig)
+		return;                 /* at start: nothing stored yet */
+	rib_cursor_start(&s->rde->rib, &s->recheck_cur);
+	s->rechecking = true;
+	uv_timer_start(&s->recheck, on_recheck, 0, 0);
 }

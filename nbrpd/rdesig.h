@@ -39,6 +39,10 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 		  Nbrp__Attestation **out, size_t max);
 /* An aggregate's route passed on signed: the member digest it was signed with. */
 void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt);
+/* A route's chain, kept for attributes that were given a new state. */
+void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
+/* Checks a signed route again with its new state (rde.c). */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */
 void rdesig_peer_down(struct rde_peer *p);
 

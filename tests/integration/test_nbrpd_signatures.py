@@ -173,26 +173,50 @@ def test_a_key_file_others_can_read_is_refused(tmp_path):
     assert r.returncode == 1 and "signatures need 'key-file'" in r.stderr, r.stderr
 
 
-def test_a_new_trust_file_applies_to_routes_from_then_on(signed):
-    """Polled: a revoked origin's new routes are not-found, without a session reset.
-    (Stored routes are not checked again yet: docs/SIGNATURES.md, In nbrpd.)"""
+def test_a_trust_file_that_revokes_an_origin_moves_its_names_away(signed):
+    """Polled: the stored routes are checked again, no session reset, nothing resent."""
     n = signed("require")
     p = establish(n)
     fed = n.fed
-    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
-    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the valid route")
-    fed.write_trust(origins=[("other.example", fed.origin)])
-    wait_for(lambda: "signatures: " in n.log() and " read: 4 routers, 1 origins" in n.log(), 10,
-             "the trust file polled")
-    p.send(nc.update(routes=[sroute(n, f"b.{GOOD}")[0]]))
-    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "b refused")
-    assert n.route(f"b.{GOOD}") is None
+    other = st.Key()
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, f"b.{GOOD}")[0],
+                             sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "the valid routes")
+    updates_in = n.peers()["x"]["updates_in"]
+    # good.example's origin revoked: its names go within a poll, other.example stays
+    fed.write_trust(origins=[("other.example", other)])
+    wait_for(lambda: n.route(f"a.{GOOD}") is None and n.route(f"b.{GOOD}") is None, 10,
+             "the revoked names withdrawn")
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    peers = n.peers()
+    assert peers["x"]["state"] == "Established" and peers["x"]["updates_in"] == updates_in
+    assert peers["x"]["routes_by_state"]["not-found"] == 2
+    # new routes under the new file
+    p.send(nc.update(routes=[sroute(n, f"d.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 3, 10, "d refused")
     # a trust file that does not verify changes nothing
     fed.trust.write_text(fed.trust.read_text().replace("other.example", "tampered.example"))
     wait_for(lambda: "keeping the trust data in force" in n.log(), 10, "the bad file refused")
-    p.send(nc.update(routes=[sroute(n, "c.other.example")[0]]))
-    wait_for(lambda: n.route("c.other.example") is not None, 10, "c under the file in force")
-    assert n.peers()["x"]["state"] == "Established"
+    p.send(nc.update(routes=[sroute(n, "e.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("e.other.example") is not None, 10, "e under the file in force")
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    p.close()
+
+
+def test_prefer_routes_change_state_with_the_trust_file(signed):
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the route")
+    fed.write_trust(origins=[("other.example", fed.origin)])
+    wait_for(lambda: n.route(f"a.{GOOD}")[0]["signatures"] == "not-found", 10, "a not-found")
+    assert n.route(f"a.{GOOD}")[0]["local_pref"] == 0
+    fed.write_trust()
+    wait_for(lambda: n.route(f"a.{GOOD}")[0]["signatures"] == "valid", 10, "a valid again")
+    assert n.route(f"a.{GOOD}")[0]["local_pref"] == 100
     p.close()
 
 
@@ -211,6 +235,7 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     peer_extra = {(a, b): "signatures require; " for x, y in edges for a, b in ((x, y), (y, x))}
     rs = net(names, edges, extra=extra, peer_extra=peer_extra,
              content={"r4": f'content "svc.content" {{ server {SERVER_FAR} load 5; }}\n'
+                            f'content "two.svc.content" {{ server {SERVER_FAR}; }}\n'
                             f'content "other.content" {{ server {SERVER_FAR}; }}\n',
                       "r3": f'content "rogue.content" {{ server {SERVER_FAR}; }}\n'})
     wait_for(lambda: (rs["r1"].nbrpd.route("svc.content") or [{}])[0].get("path") == ["r2", "r3", "r4"], 20,
@@ -218,6 +243,10 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     for n, path in (("r3", ["r4"]), ("r2", ["r3", "r4"]), ("r1", ["r2", "r3", "r4"])):
         best = rs[n].nbrpd.route("svc.content")[0]
         assert best["path"] == path and best["signatures"] == "valid", (n, best)
+    # each name its own chain: two names from one origin both verify
+    wait_for(lambda: (rs["r1"].nbrpd.route("two.svc.content") or [{}])[0].get("signatures") == "valid", 10,
+             "two.svc.content valid at r1")
+    assert rs["r1"].nbrpd.peers()["r2"]["invalid_by_reason"]["bad signature"] == 0
     wait_for(lambda: answer(rs["r1"], "www.svc.content") == [SERVER_FAR], 10, "r1's inrpd to answer")
     # names the trust file gives no origin: not-found, refused at the first router
     assert rs["r3"].nbrpd.route("other.content") is None
