@@ -33,7 +33,8 @@ Then, once each (the RDE's targets):
         last name at the last sink - the source's session up), beside
         bird_500_routes_per_s: as many BIRD sinks over BGP (import none, so
         500 BIRDs fit in memory), done when the BIRD under test has
-        exported every route to every sink.  Rows (b) and (c) of the issue (aggregate membership changes) need the
+        exported every route to every sink.  With --signed, first the signed-route figures of
+bench/bench_nbrp_signed.py.  Rows (b) and (c) of the issue (aggregate membership changes) need the
 aggregates issue and are left out of the JSON.  Writes build/bench/nbrp.csv
 and build/bench/nbrp.png; the last line of output is one JSON object.
 """
@@ -418,6 +419,9 @@ def main():
     ap.add_argument("--peers500", type=int, default=500, help="sinks for the many-peers run (0: skip it)")
     ap.add_argument("--names500", type=int, default=200_000)
     ap.add_argument("--skip-k", action="store_true", help="only the RDE and many-peers runs")
+    ap.add_argument("--signed", action="store_true", help="also signed routes (bench/bench_nbrp_signed.py)")
+    ap.add_argument("--signed-names", type=int, default=20_000, help="signed routes, one name each")
+    ap.add_argument("--signed-sinks", type=int, default=2, help="K sinks the signed routes are passed on to")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -432,6 +436,10 @@ def main():
     peers, nbrp, bird = [], [], []
     extra = {}
     try:
+        if args.signed:
+            import bench_nbrp_signed
+            extra.update(bench_nbrp_signed.run(args, work, wait_until, nbrc, reap))
+            print(f"signed: {extra}", flush=True)
         extra.update(run_rde(args, work))
         print(f"RDE: {extra}", flush=True)
         if args.peers500:
