@@ -39,6 +39,8 @@ def start(args, work, tag, k, signed):
     trust = os.path.join(work, f"{tag}.trust")
     st.trust_file(trust, anchor, keys, [("bench", origin)])
     key_file = os.path.join(work, f"{tag}.key")
+    if os.path.exists(key_file):
+        os.unlink(key_file)         # a run before this one
     keys["dut"].write(key_file)
     conf, ctl = os.path.join(work, f"{tag}.conf"), os.path.join(work, f"{tag}.ctl")
     sig = "signatures require; " if signed else ""

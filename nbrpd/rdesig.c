@@ -541,7 +541,11 @@ static size_t slot(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
 
 static size_t hop_slot(const struct hop *h, size_t nb)
 {
-	return slot(h->prev, sizeof(h->prev), h->target, sizeof(h->target), nb);
+	/* prev is a BLAKE2b digest: its bytes are already uniform */
+	uint64_t a, b;
+	memcpy(&a, h->prev, sizeof(a));
+	memcpy(&b, h->target, sizeof(b));
+	return (size_t)((a ^ b) & (nb - 1));
 }
 
 static size_t origin_slot(const uint8_t *wire, size_t len, size_t nb)
