@@ -10,6 +10,7 @@ import pytest
 
 from conftest import NBRPD, free_port, wait_for
 import nbrp_client as nc
+from prom import scrape, value
 import sigtest as st
 from test_nbrpd import SERVER_FAR, answer, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
 
@@ -48,8 +49,8 @@ def signed(inrpd_factory, nbrpd_factory, tmp_path):
     fib = tmp_path / "r1.fib"
     inrpd = inrpd_factory(f'fib-channel "{fib}";\n', addr=r1_addr, port=dns_port)
 
-    def start(mode):
-        n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+    def start(mode, extra=""):
+        n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n{extra}'
                           f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n"
                           f'fib-channel "{fib}";\n{fed.config()}'
                           f'peer "x" {{ address {x_addr} port 1; passive; signatures {mode}; }}\n')
@@ -69,7 +70,8 @@ def invalid_by_reason(n):
 
 
 def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signed):
-    n = signed("require")
+    mport = free_port("127.0.0.1")
+    n = signed("require", extra=f"metrics 127.0.0.1 port {mport};\n")
     p = establish(n)
     fed = n.fed
     ok, _ = sroute(n, f"a.{GOOD}")
@@ -124,7 +126,12 @@ def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signe
     assert n.peers()["x"]["state"] == "Established"
     log = n.log()
     assert "route rejected: invalid: replayed to another peer" in log
-    # the counters are in Prometheus too? (only when metrics are configured: see test_ops_metrics)
+    # the same counts in Prometheus (promtool checks the text)
+    m = scrape("127.0.0.1", mport)
+    assert value(m, "nbrpd_peer_invalid_routes_total", peer="x", reason="bad signature") == 3
+    assert value(m, "nbrpd_peer_invalid_routes_total", peer="x", reason="replayed to another peer") == 1
+    assert value(m, "nbrpd_peer_signed_routes_total", peer="x", state="valid") == 2
+    assert value(m, "nbrpd_peer_signed_routes_total", peer="x", state="not-found") == 1
     p.close()
 
 
