@@ -28,17 +28,16 @@ struct sig_chain {
 	Nbrp__Attestation pb[];
 };
 
-/* Our hop signature over prev for target (a peer's key), and the name it was first made for. */
+/* Our hop signature over prev (a chain head: one name's) for target (a peer's key). */
 struct hop {
 	struct hop *next;
 	uint8_t prev[ATTEST_DIGEST_LEN];
 	uint8_t target[SIGKEY_PUBLIC_LEN];
 	bool pending, have;
-	char peer[NBRP_ROUTER_NAME_MAX + 1];
-	uint8_t len;
-	uint8_t wire[NAME_MAX_WIRE];    /* the RIB key */
 	struct attest_wire w;
 	Nbrp__Attestation pb;
+	uint8_t len;
+	uint8_t wire[];                 /* the RIB key of the name */
 };
 
 /* Our origin attestation for a content name of ours. */
@@ -586,7 +585,8 @@ static size_t origin_slot_of(void *e, size_t nb)
 	return origin_slot(o->wire, o->len, nb);
 }
 
-static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t *target)
+static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t *target,
+			   const struct rib_entry *e)
 {
 	if (!s->hops.nb)
 		table_grow(&s->hops, hop_slot_of);
@@ -599,9 +599,11 @@ static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t 
 	for (struct hop *h = s->hops.b[k]; h; h = h->next)
 		if (memcmp(h->prev, prev, sizeof(h->prev)) == 0 && memcmp(h->target, target, sizeof(h->target)) == 0)
 			return h;
-	struct hop *h = calloc(1, sizeof(*h));
+	struct hop *h = calloc(1, sizeof(*h) + e->len);
 	if (!h)
 		return NULL;
+	h->len = e->len;
+	memcpy(h->wire, e->wire, e->len);
 	table_grow(&s->hops, hop_slot_of);     /* never during a sweep: only exports add */
 	k = hop_slot(&key, s->hops.nb);
 	memcpy(h->prev, prev, sizeof(h->prev));
@@ -649,7 +651,7 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, ui
 static void on_kick(uv_timer_t *t);
 
 /* Our hop h is to be signed (again), for peer `to` and the name e. */
-static void hop_request(struct rdesig *s, struct hop *h, const struct rde_peer *to, const struct rib_entry *e)
+static void hop_request(struct rdesig *s, struct hop *h)
 {
 	if (s->nasked == s->asked_cap) {
 		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
@@ -660,9 +662,6 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct rde_peer *
 		s->asked_cap = cap;
 	}
 	h->pending = true;
-	snprintf(h->peer, sizeof(h->peer), "%s", to->name);
-	h->len = e->len;
-	memcpy(h->wire, e->wire, e->len);
 	s->asked[s->nasked++] = h;
 	if (!uv_is_active((uv_handle_t *)&s->kick))
 		uv_timer_start(&s->kick, on_kick, 0, 0);
@@ -695,11 +694,11 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 		n = 1;
 		prev = o->w.link;
 	}
-	struct hop *h = n + 1 <= max ? hop_get(s, prev, target) : NULL;
+	struct hop *h = n + 1 <= max ? hop_get(s, prev, target, e) : NULL;
 	if (!h)
 		return 0;
 	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
-		hop_request(s, h, to, e);
+		hop_request(s, h);
 	if (!h->have || h->w.expiry <= now)
 		return -1;
 	out[0] = &h->pb;
@@ -737,6 +736,19 @@ static bool peer_signed(struct rde_peer *p)
 	return p && p->up && p->sig != SIG_OFF && p->owner;
 }
 
+/* The peer with signatures on whose key the trust file gives as target. */
+static struct rde_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
+{
+	struct rde *r = s->rde;
+	for (unsigned i = 0; i < r->npeers && s->have_trust; i++) {
+		struct rde_peer *p = r->peers[i];
+		const uint8_t *k = peer_signed(p) ? trust_router_key(&s->trust, p->name, strlen(p->name)) : NULL;
+		if (k && memcmp(k, target, SIGKEY_PUBLIC_LEN) == 0)
+			return p;
+	}
+	return NULL;
+}
+
 static void on_signed(struct attest_sign_batch *b)
 {
 	struct sign_run *run = b->arg;
@@ -754,15 +766,16 @@ static void on_signed(struct attest_sign_batch *b)
 	for (size_t i = 0; i < b->n && !s->stopping; i++) {
 		if (!run->hops[i])
 			continue;
-		struct rde_peer *p = rde_peer_by_name(s->rde, run->hops[i]->peer);
-		if (!peer_signed(p)) {
+		const uint8_t *target = run->hops[i]->target;
+		struct rde_peer *p = peer_of_key(s, target);
+		if (!p) {
 			run->hops[i] = NULL;
 			continue;
 		}
 		packer_begin(s->rde, emit, p);
 		packer_sign_for(p);
 		for (size_t k = i; k < b->n; k++)
-			if (run->hops[k] && strcmp(run->hops[k]->peer, p->name) == 0) {
+			if (run->hops[k] && memcmp(run->hops[k]->target, target, SIGKEY_PUBLIC_LEN) == 0) {
 				resend(s, p, run->hops[k]->wire, run->hops[k]->len);
 				run->hops[k] = NULL;
 			}
@@ -822,11 +835,11 @@ static void sweep(struct rdesig *s)
 				continue;
 			}
 			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
-					     ? rde_peer_by_name(s->rde, h->peer) : NULL;
-			if (peer_signed(p)) {
+					     ? peer_of_key(s, h->target) : NULL;
+			if (p) {
 				struct rib_entry *e = rib_lookup(&s->rde->rib, h->wire, h->len, rib_hash(h->wire, h->len));
 				if (e && e->adv)
-					hop_request(s, h, p, e);
+					hop_request(s, h);
 			}
 			pp = &h->next;
 		}
