@@ -73,6 +73,7 @@ struct rdesig {
 	uv_timer_t recheck;             /* a new trust file: stored routes checked again, a slice a turn */
 	struct rib_cursor recheck_cur;
 	bool rechecking;
+	uint64_t next_expiry;           /* the earliest expiry of a stored chain: checked again then */
 	uint64_t rechecked;
 	struct sig_table hops, origins;
 	struct hop **asked;
@@ -156,6 +157,8 @@ static void on_poll(uv_timer_t *h)
 {
 	struct rdesig *s = h->data;
 	sweep(s);
+	if (!s->rechecking && s->next_expiry < unix_now())
+		recheck_start(s);       /* a chain expired (valid up to its expiry second): checked again */
 	struct stat st;
 	const char *path = s->rde->cfg->trust_file;
 	if (!path)
@@ -193,6 +196,7 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	}
 	s->rde = r;
 	s->key = *key;
+	s->next_expiry = UINT64_MAX;
 	attest_verifier_set_trust(&s->v, NULL);
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
@@ -490,6 +494,9 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		c->digest.len = ATTEST_DIGEST_LEN;
 	}
 	a->chain = c;
+	struct rdesig *s = a->k.peer->rde->sig;
+	if (c->expiry < s->next_expiry)
+		s->next_expiry = c->expiry;
 }
 
 /* The copy's pointers are moved to its own bytes. */
@@ -947,6 +954,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		struct rde_peer *p = a->k.peer;
 		if (!a->chain || !p || p->sig == SIG_OFF || route_stale(rt))
 			continue;
+		if (a->chain->expiry >= x->now && a->chain->expiry < s->next_expiry)
+			s->next_expiry = a->chain->expiry;
 		Nbrp__Route route;
 		ProtobufCBinaryData name;
 		char *path[NBRP_MAX_PATH];
@@ -1022,5 +1031,6 @@ static void recheck_start(struct rdesig *s)
 		return;                 /* at start: nothing stored yet */
 	rib_cursor_start(&s->rde->rib, &s->recheck_cur);
 	s->rechecking = true;
+	s->next_expiry = UINT64_MAX;    /* found again by the walk, and by chains kept meanwhile */
 	uv_timer_start(&s->recheck, on_recheck, 0, 0);
 }

@@ -212,6 +212,18 @@ def test_a_trust_file_that_revokes_an_origin_moves_its_names_away(signed):
     p.close()
 
 
+def test_a_route_whose_signatures_expire_is_checked_again(signed):
+    n = signed("require")
+    p = establish(n)
+    now = int(time.time())
+    p.send(nc.update(routes=[sroute(n, f"short.{GOOD}", expiry=now + 2)[0], sroute(n, f"long.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"long.{GOOD}") is not None, 10, "the routes")
+    wait_for(lambda: n.route(f"short.{GOOD}") is None, 10, "the expired route withdrawn")
+    assert n.peers()["x"]["invalid_by_reason"]["expired"] == 1
+    assert n.route(f"long.{GOOD}")[0]["signatures"] == "valid"
+    p.close()
+
+
 def test_prefer_routes_change_state_with_the_trust_file(signed):
     n = signed("prefer")
     p = establish(n)
