@@ -36,17 +36,26 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	bool fib = d->fib && fibpush_connected(d->fib);
 	struct rde_stats st;
 	rde_stats(d->rde, &st);
+	struct rde_sig_stats sg;
+	rde_sig_stats(d->rde, &sg);
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
-			       "\"loop_turns\": %llu}",
+			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
+			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
+			       "\"signature_cache_misses\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
+			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
 			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
-			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
+			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
+			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
+			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
+			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
+			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -60,6 +69,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       nexthop_count(d->nexthops));
 	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms (%.1f ms of CPU) in %llu turns",
 		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
+	if (sg.on)
+		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
+			       "%llu misses; signed %llu hops, %llu origins; %llu hop signatures kept; "
+			       "%llu routes checked again", sg.trust ? "in force" : "NONE",
+			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
+			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.signed_hops,
+			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
+			       (unsigned long long)sg.rechecked);
 }
 
 static const char *const sig_policy_names[] = { "off", "prefer", "require" };

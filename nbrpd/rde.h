@@ -72,6 +72,16 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
  * started; peers' `signatures` settings apply from then on.  0, or -1 with err set. */
 int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len);
 bool rde_has_signatures(const struct rde *r);
+struct rde_sig_stats {
+	bool on;                        /* a key is loaded */
+	bool trust;                     /* a trust file is in force */
+	uint64_t verified;              /* signatures verified */
+	uint64_t cache_hits, cache_misses;      /* verified links looked up */
+	uint64_t signed_hops, signed_origins;   /* signatures made */
+	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
+	uint64_t rechecked;             /* stored routes checked again */
+};
+void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
 /* Reload: the trust file read again (it is also polled); new routes are checked against it. */
 void rde_sig_reload(struct rde *r);
 

@@ -78,7 +78,6 @@ struct rdesig {
 	struct sig_table hops, origins;
 	struct hop **asked;
 	size_t nasked, asked_cap;
-	unsigned signing;               /* batches with the workers */
 	uint64_t signed_hops, signed_origins;
 	struct stat seen;               /* of the trust file last read (or tried) */
 	bool stopping;
@@ -215,6 +214,23 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 bool rde_has_signatures(const struct rde *r)
 {
 	return r->sig != NULL;
+}
+
+void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	const struct rdesig *s = r->sig;
+	if (!s)
+		return;
+	out->on = true;
+	out->trust = s->have_trust;
+	out->verified = s->v.verified;
+	out->cache_hits = s->v.cache.hits;
+	out->cache_misses = s->v.cache.misses;
+	out->signed_hops = s->signed_hops;
+	out->signed_origins = s->signed_origins;
+	out->hops_kept = s->hops.n;
+	out->rechecked = s->rechecked;
 }
 
 void rdesig_stop(struct rdesig *s)
@@ -760,7 +776,6 @@ static void on_signed(struct attest_sign_batch *b)
 {
 	struct sign_run *run = b->arg;
 	struct rdesig *s = run->s;
-	s->signing--;
 	for (size_t i = 0; i < b->n; i++) {
 		struct hop *h = run->hops[i];
 		h->w = b->req[i].out;
@@ -823,7 +838,6 @@ static void on_kick(uv_timer_t *t)
 	run->b.n = n;
 	run->b.done = on_signed;
 	run->b.arg = run;
-	s->signing++;
 	attest_sign_batch_submit(&s->pool, &run->b);
 }
 

@@ -274,6 +274,9 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     wait_for(lambda: rs["r2"].nbrpd.peers()["r3"]["invalid_by_reason"]["unauthorised origin"] >= 1, 10,
              "r2 to refuse rogue.content")
     assert rs["r2"].nbrpd.route("rogue.content") is None
+    st2 = rs["r2"].nbrpd.json("show", "status")
+    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 2 and st2["signatures_verified"] >= 3
+    assert rs["r4"].nbrpd.json("show", "status")["origins_signed"] >= 2
     for n in names[:-1]:
         peers = rs[n].nbrpd.peers()
         assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
