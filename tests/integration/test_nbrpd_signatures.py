@@ -149,6 +149,22 @@ def test_updates_of_a_peer_are_applied_in_order(signed):
     p.close()
 
 
+def test_a_session_that_ends_while_its_routes_are_verified(signed):
+    """The waiting UPDATEs are dropped with the session; the next session starts clean."""
+    n = signed("require")
+    for attempt in range(3):
+        p = establish(n)
+        p.send(nc.update(routes=[sroute(n, f"n{i}.{GOOD}")[0] for i in range(300)]),
+               nc.update(withdrawn=[f"n{i}.{GOOD}" for i in range(10)]))
+        p.close()
+        wait_for(lambda: n.peers()["x"]["state"] != "Established", 10, "the session to end")
+        wait_for(lambda: n.json("show", "route", "count")["names"] == 0, 10, "no routes left")
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "a route of the new session")
+    p.close()
+
+
 def test_prefer_keeps_others_below_valid_ones(signed):
     n = signed("prefer")
     p = establish(n)
@@ -203,6 +219,9 @@ def test_a_trust_file_that_revokes_an_origin_moves_its_names_away(signed):
     # new routes under the new file
     p.send(nc.update(routes=[sroute(n, f"d.{GOOD}")[0]]))
     wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 3, 10, "d refused")
+    # reload reads it too
+    assert n.nbrc("reload").returncode == 0
+    wait_for(lambda: n.log().count(" read: 4 routers, 1 origins") >= 2, 10, "the trust file read on reload")
     # a trust file that does not verify changes nothing
     fed.trust.write_text(fed.trust.read_text().replace("other.example", "tampered.example"))
     wait_for(lambda: "keeping the trust data in force" in n.log(), 10, "the bad file refused")
