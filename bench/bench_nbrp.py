@@ -53,6 +53,8 @@ and a synced version per change on a disk would bound it); nbrpd's
 state-dir is in the work directory.  When nbrpd has no aggregates
 (`nbrc show aggregates` fails) these rows are null and agg_skipped says why.
 
+With --signed, first the signed-route figures of bench/bench_nbrp_signed.py.
+
 Writes build/bench/nbrp.csv and build/bench/nbrp.png; the last line of
 output is one JSON object.
 """
@@ -505,6 +507,9 @@ def main():
     ap.add_argument("--agg-size", type=int, default=100, help="names per aggregate in rows (b) and (c)")
     ap.add_argument("--aggall-changes", type=int, default=50_000, help="changes in row (c)")
     ap.add_argument("--skip-agg", action="store_true", help="without rows (b) and (c)")
+    ap.add_argument("--signed", action="store_true", help="also signed routes (bench/bench_nbrp_signed.py)")
+    ap.add_argument("--signed-names", type=int, default=20_000, help="signed routes, one name each")
+    ap.add_argument("--signed-sinks", type=int, default=2, help="K sinks the signed routes are passed on to")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -520,6 +525,10 @@ def main():
     agg = {"agg1_names_per_s": [], "agg20_names_per_s": [], "aggall_updates_per_s": []}
     extra = {}
     try:
+        if args.signed:
+            import bench_nbrp_signed
+            extra.update(bench_nbrp_signed.run(args, work, wait_until, nbrc, reap))
+            print(f"signed: {extra}", flush=True)
         skip = "--skip-agg" if args.skip_agg else nbrpd_aggregates(args, work)
         if skip:
             print(f"rows (b) and (c) skipped: {skip}", flush=True)

@@ -17,10 +17,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rdesig.h"
 #include "rib.h"
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
+#define BATCH_SIGNED    256     /* signed names per UPDATE: each has its own Route */
+#define MAX_ATTS        (NBRP_MAX_PATH + 1)
 
 bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
 {
@@ -65,6 +68,8 @@ static struct {
 	bool last_shared;               /* the last Route may take more names */
 	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+	struct rde_peer *sign_for;      /* NULL: not signed */
+	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
 } pk;
 
 static void reset(void)
@@ -104,6 +109,7 @@ void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
 	pk.emit = emit;
 	pk.arg = arg;
 	pk.sent = 0;
+	pk.sign_for = NULL;
 	if (r->cfg->has_transfer)
 		nbrp_aggregate_source_format(&r->cfg->transfer, pk.source, sizeof(pk.source));
 	reset();
@@ -125,10 +131,17 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
+void packer_sign_for(struct rde_peer *p)
+{
+	pk.sign_for = p;
+}
+
 /* A new Route for name; out of line, so that a name of the same Route as the last costs no more
- * than a few stores (most names: consecutive names of a flush usually share their attributes). */
-static __attribute__((noinline)) void new_route(ProtobufCBinaryData *name, const struct rib_attrs *a,
-						uint32_t load, uint64_t sig, const struct rde_agg *g)
+ * than a few stores (most names: consecutive names of a flush usually share their attributes).
+ * g: an aggregate's, with the version stored here; atts: the attestations for a signed peer. */
+static __attribute__((noinline)) void new_route(const struct rib_entry *e, ProtobufCBinaryData *name,
+						const struct rib_attrs *a, uint32_t load, uint64_t sig,
+						const struct rde_agg *g, Nbrp__Attestation **atts, int natts)
 {
 	Nbrp__Update *u = &pk.u;
 	const struct nbrpd_config *cfg = pk.r->cfg;
@@ -138,7 +151,7 @@ static __attribute__((noinline)) void new_route(ProtobufCBinaryData *name, const
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
-	pk.last_shared = !g;
+	pk.last_shared = !g && !pk.sign_for;    /* an aggregate's or a signed Route has one name */
 	if (g) {
 		rt->aggregate = *name;
 		rt->aggregate_version = g->version;
@@ -158,29 +171,44 @@ static __attribute__((noinline)) void new_route(ProtobufCBinaryData *name, const
 	}
 	rt->n_path = a->k.npath + 1u;
 	rt->path = path;
+	if (natts > 0) {
+		rt->attestations = atts;
+		rt->n_attestations = (size_t)natts;
+		if (g)
+			rdesig_export_digest(e, a, rt);
+	}
 	u->routes[k] = rt;
 	u->n_routes++;
 }
 
-/* An aggregate's Route of its own, offering the version stored here (none: not exported, export_now). */
-static __attribute__((noinline)) void aggregate_route(const struct rib_entry *e, const struct rib_attrs *a,
-						      uint32_t load)
+/* A Route of its own: an aggregate's (with the version stored here; none: not exported, export_now),
+ * or any name told to a peer that wants signatures (not yet if its hop is being signed). */
+static __attribute__((noinline)) void own_route(const struct rib_entry *e, const struct rib_attrs *a,
+						uint32_t load)
 {
-	const struct rde_agg *g = rde_agg_of(pk.r, e);
-	if (!g)
+	Nbrp__Attestation **atts = NULL;
+	int natts = 0;
+	if (pk.sign_for) {
+		atts = pk.atts[pk.u.n_routes];
+		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
+		if (natts < 0)
+			return;         /* sent when signed */
+	}
+	const struct rde_agg *g = NULL;
+	if (entry_is_aggregate(e) && !(g = rde_agg_of(pk.r, e)))
 		return;
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
-	name->data = (uint8_t *)e->wire + 1;
-	name->len = e->len - 1u;
-	new_route(name, a, load, 0, g);
-	if (++pk.nnames == BATCH_NAMES)
+	name->data = (uint8_t *)e->wire + (g != NULL);
+	name->len = e->len - (g != NULL);
+	new_route(e, name, a, load, 0, g, atts, natts);
+	if (++pk.nnames == (pk.sign_for ? BATCH_SIGNED : BATCH_NAMES))
 		send_batch();
 }
 
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
 {
-	if (__builtin_expect(entry_is_aggregate(e), 0)) {
-		aggregate_route(e, a, load);
+	if (__builtin_expect(entry_is_aggregate(e) || pk.sign_for, 0)) {
+		own_route(e, a, load);
 		return;
 	}
 	Nbrp__Update *u = &pk.u;
@@ -191,7 +219,7 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	if (pk.last_shared && sig == pk.last_sig)
 		u->routes[u->n_routes - 1]->n_names++;  /* the same attributes as the Route before */
 	else
-		new_route(name, a, load, sig, NULL);
+		new_route(e, name, a, load, sig, NULL, NULL, 0);
 	if (++pk.nnames == BATCH_NAMES)
 		send_batch();
 }

@@ -61,6 +61,8 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 	memcpy(a->path, path, k->path_bytes);
 	/* what the UPDATE Route says: the path and who it came from, not the session or preference */
 	a->sig = XXH3_64bits_withSeed(path, k->path_bytes, (uint64_t)(uintptr_t)k->peer);
+	if (k->sig_state)
+		a->sig ^= XXH3_64bits(k->sig_head, sizeof(k->sig_head));   /* new attestations are news */
 	a->sig |= 1;                    /* never 0: 0 is "nothing" */
 	if (k->peer)
 		k->peer->refs++;
@@ -114,6 +116,7 @@ void attrs_free(struct rde *r, struct rib_attrs *a)
 	}
 	ents_release(r, a);
 	free(a->path_peers);
+	free(a->chain);
 	struct rde_peer *p = a->k.peer;
 	free(a);
 	if (p && --p->refs == 0)
@@ -214,6 +217,7 @@ void attrs_free_all(struct rde *r)
 			struct rde_peer *p = a->k.peer;
 			free(a->ents);
 			free(a->path_peers);
+			free(a->chain);
 			free(a);
 			if (p && !p->configured && --p->refs == 0)
 				free(p);        /* removed, still purging */

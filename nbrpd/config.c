@@ -28,7 +28,14 @@
  *         import allow "example";          names matching no rule: default allow
  *         export default deny;
  *         export allow "shop.example";
+ *         signatures require;              require | prefer | off (default off)
  *     }
+ *     key-file "/etc/nbrpd/nbrpd.key";     this router's key pair (nbrp-key generate)
+ *     trust-anchor "MItS0ztk...=";         the anchor's public key
+ *     trust-file "/etc/nbrpd/trust";       signed by the anchor; polled, and read on reload
+ *     trust-poll 10s;                      how often its modification time is looked at
+ *     signature-workers 2;                 threads for Ed25519
+ *     signature-cache 1048576;             verified links kept
  *     bird {                               IP reachability and metrics from BIRD
  *         socket "/run/bird/bird.ctl";
  *         poll-interval 1s;
@@ -62,6 +69,7 @@
 #include "conf.h"
 #include "service_conf.h"
 #include "config.h"
+#include "sigpool.h"
 
 #define DEFAULT_HOLD_TIME_S     90
 #define DEFAULT_CONNECT_RETRY   1000
@@ -73,19 +81,22 @@
 #define DEFAULT_LOCAL_PREF      100
 #define DEFAULT_FIB_SYNC_WAIT   20000
 #define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
+#define DEFAULT_TRUST_POLL      10000
+#define DEFAULT_SIG_CACHE       (1u << 20)
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
 	bool seen_sync_wait, seen_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer;
+	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
 
 struct peer_ctx {
 	struct nbrpd_peer_config *p;
-	bool seen_address, seen_pref, seen_max, seen_passive, seen_server;
+	bool seen_address, seen_pref, seen_max, seen_passive, seen_server, seen_sig;
 };
 
 static int endpoint(const struct conf_stmt *s, bool *seen, struct ip_endpoint *e, uint16_t default_port,
@@ -320,7 +331,19 @@ static int kw_server_mode(const struct conf_stmt *s, void *arg, char *err, size_
 	return s->argc == 2 ? conf_arg_bool(s, 1, &pc->p->server_mode, err, err_len) : 0;
 }
 
+static int kw_signatures(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const modes[] = { "off", "prefer", "require", NULL };
+	struct peer_ctx *pc = arg;
+	unsigned m;
+	if (conf_once(&pc->seen_sig, s, err, err_len) < 0 || conf_arg_choice(s, 1, modes, &m, err, err_len) < 0)
+		return -1;
+	pc->p->signatures = (enum sig_policy)m;
+	return 0;
+}
+
 static const struct conf_keyword peer_keywords[] = {
+	{ "signatures", 2, 2, CONF_NO_BLOCK, kw_signatures },
 	{ "server-mode", 1, 2, CONF_NO_BLOCK, kw_server_mode },
 	{ "import", 3, 3, CONF_NO_BLOCK, kw_policy },
 	{ "export", 3, 3, CONF_NO_BLOCK, kw_policy },
@@ -560,6 +583,74 @@ static int kw_allow_transfer(const struct conf_stmt *s, void *arg, char *err, si
 	return 0;
 }
 
+/* ---- signatures ---- */
+
+static int kw_key_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_arg_path(s, 1, &x->seen_key, PATH_MAX - 1, &x->cfg->key_file, err, err_len);
+}
+
+static int kw_trust_anchor(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_anchor, s, err, err_len) < 0)
+		return -1;
+	if (sigkey_public_parse(s->argv[1], strlen(s->argv[1]), x->cfg->trust_anchor) < 0)
+		return conf_error(err, err_len, s, "trust-anchor: not a public key (44 base64 characters)");
+	x->cfg->has_trust_anchor = true;
+	return 0;
+}
+
+static int kw_trust_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_arg_path(s, 1, &x->seen_trust, PATH_MAX - 1, &x->cfg->trust_file, err, err_len);
+}
+
+static int kw_trust_poll(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_trust_poll, 100, 86400000, &x->cfg->trust_poll_ms, err, err_len);
+}
+
+static int kw_sig_workers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t v;
+	if (conf_once_uint(s, &x->seen_workers, 1, SIGPOOL_MAX_WORKERS, &v, err, err_len) < 0)
+		return -1;
+	x->cfg->signature_workers = (unsigned)v;
+	return 0;
+}
+
+static int kw_sig_cache(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_uint(s, &x->seen_sig_cache, 8, 1u << 28, &x->cfg->signature_cache, err, err_len);
+}
+
+/* A peer with signatures on needs our key, the anchor and the trust file. */
+static int check_signatures(struct nbrpd_config *cfg, const char *path, char *err, size_t err_len)
+{
+	if (cfg->trust_file && !cfg->has_trust_anchor) {
+		snprintf(err, err_len, "%s: 'trust-file' needs 'trust-anchor' (the key that signs it)", path);
+		return -1;
+	}
+	for (unsigned i = 0; i < cfg->npeers; i++) {
+		const struct nbrpd_peer_config *p = &cfg->peers[i];
+		if (p->signatures == SIG_OFF)
+			continue;
+		cfg->signatures = true;
+		if (!cfg->key_file || !cfg->trust_file) {
+			snprintf(err, err_len, "%s:%u: peer \"%s\": signatures need 'key-file', 'trust-anchor' "
+				 "and 'trust-file'", path, p->line, p->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct bird_ctx {
 	struct nbrpd_config *cfg;
 	bool seen_socket, seen_poll, seen_timeout, seen_delay, seen_settle;
@@ -643,6 +734,12 @@ static const struct conf_keyword top_keywords[] = {
 	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
 	{ "transfer-listen", 2, 4, CONF_NO_BLOCK, kw_transfer },
 	{ "allow-transfer", 2, 2, CONF_NO_BLOCK, kw_allow_transfer },
+	{ "key-file", 2, 2, CONF_NO_BLOCK, kw_key_file },
+	{ "trust-anchor", 2, 2, CONF_NO_BLOCK, kw_trust_anchor },
+	{ "trust-file", 2, 2, CONF_NO_BLOCK, kw_trust_file },
+	{ "trust-poll", 2, 2, CONF_NO_BLOCK, kw_trust_poll },
+	{ "signature-workers", 2, 2, CONF_NO_BLOCK, kw_sig_workers },
+	{ "signature-cache", 2, 2, CONF_NO_BLOCK, kw_sig_cache },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -700,6 +797,9 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->max_routes = DEFAULT_MAX_ROUTES;
 	cfg->max_message = NBRP_MAX_MESSAGE;
 	cfg->log_level = -1;
+	cfg->trust_poll_ms = DEFAULT_TRUST_POLL;
+	cfg->signature_workers = SIGPOOL_DEFAULT_WORKERS;
+	cfg->signature_cache = DEFAULT_SIG_CACHE;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -723,6 +823,8 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0)
 		rc = check_duplicate_content(cfg, err, err_len);
+	if (rc == 0)
+		rc = check_signatures(cfg, path, err, err_len);
 	for (unsigned i = 0; rc == 0 && !cfg->state_dir && i < cfg->ncontent; i++)
 		if (cfg->content[i].aggregate) {
 			snprintf(err, err_len, "%s:%u: an aggregate needs 'state-dir' (where its versions are kept)",
@@ -757,6 +859,8 @@ void nbrpd_config_free(struct nbrpd_config *cfg)
 	free(cfg->content);
 	free(cfg->state_dir);
 	free(cfg->allow_transfer);
+	free(cfg->key_file);
+	free(cfg->trust_file);
 	free(cfg->fib_channel);
 	free(cfg->bird_socket);
 	free(cfg->control_path);

@@ -18,8 +18,12 @@
 #include "prefix.h"
 #include "privdrop.h"
 #include "route.h"
+#include "sigkey.h"
 
 enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
+
+/* A peer's routes' signatures (docs/SIGNATURES.md): not checked, valid ones first, only valid ones. */
+enum sig_policy { SIG_OFF, SIG_PREFER, SIG_REQUIRE };
 
 /* allow/deny by name suffix: the longest matching rule decides */
 struct nbrpd_policy_rule {
@@ -49,6 +53,7 @@ struct nbrpd_peer_config {
 	enum max_names_action max_action;
 	bool passive;                   /* wait for the peer to connect */
 	bool server_mode;               /* a content server announcing its own names */
+	enum sig_policy signatures;
 	struct nbrpd_policy import, export;
 	unsigned line;
 };
@@ -107,6 +112,15 @@ struct nbrpd_config {
 	bool has_transfer;
 	struct prefix *allow_transfer;  /* who may transfer; NULL: the peers and loopback */
 	unsigned nallow_transfer;
+	/* signatures (docs/SIGNATURES.md) */
+	char *key_file;                 /* this router's key pair */
+	uint8_t trust_anchor[SIGKEY_PUBLIC_LEN];
+	bool has_trust_anchor;
+	char *trust_file;               /* polled; reload and SIGHUP read it too */
+	uint64_t trust_poll_ms;
+	unsigned signature_workers;
+	uint64_t signature_cache;       /* verified links kept */
+	bool signatures;                /* some peer's signatures are not off */
 };
 
 struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_len);

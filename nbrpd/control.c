@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "aggregates.h"
+#include "attest.h"
 #include "birdmon.h"
 #include "conf.h"
 #include "ctl.h"
@@ -35,17 +36,26 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	bool fib = d->fib && fibpush_connected(d->fib);
 	struct rde_stats st;
 	rde_stats(d->rde, &st);
+	struct rde_sig_stats sg;
+	rde_sig_stats(d->rde, &sg);
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
-			       "\"loop_turns\": %llu}",
+			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
+			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
+			       "\"signature_cache_misses\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
+			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
 			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
-			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
+			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
+			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
+			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
+			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
+			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -59,6 +69,36 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       nexthop_count(d->nexthops));
 	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms (%.1f ms of CPU) in %llu turns",
 		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
+	if (sg.on)
+		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
+			       "%llu misses; signed %llu hops, %llu origins; %llu hop signatures kept; "
+			       "%llu routes checked again", sg.trust ? "in force" : "NONE",
+			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
+			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.signed_hops,
+			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
+			       (unsigned long long)sg.rechecked);
+}
+
+static const char *const sig_policy_names[] = { "off", "prefer", "require" };
+
+/* Routes received by signature state, and the invalid ones by reason. */
+static void sig_counts(struct strbuf *b, const struct rde_peer_stats *rs, bool json)
+{
+	if (!rs->sig_state)
+		return;
+	strbuf_addf(b, json ? ", \"routes_by_state\": {" : "; signatures:");
+	for (int s = ATTEST_VALID; s < ATTEST_PENDING; s++)
+		strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s %s %llu", s && json ? ", " : s ? "," : "",
+			    attest_state_name((enum attest_state)s), (unsigned long long)rs->sig_state[s]);
+	strbuf_addf(b, json ? "}, \"invalid_by_reason\": {" : " (");
+	bool first = true;
+	for (int k = ATTEST_OK + 1; k < ATTEST_REASONS; k++)
+		if (json || rs->sig_invalid[k]) {
+			strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s%s %llu", first ? "" : ", ",
+				    attest_reason_name((enum attest_reason)k), (unsigned long long)rs->sig_invalid[k]);
+			first = false;
+		}
+	strbuf_addf(b, json ? "}" : ")");
 }
 
 static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -69,7 +109,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 	unsigned n = sessions_count(d->sessions);
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "[");
-	struct strbuf err = { 0 };
+	struct strbuf err = { 0 }, sig = { 0 };
 	for (unsigned i = 0; i < n; i++) {
 		const struct peer *p = sessions_peer(d->sessions, i);
 		struct rde_peer_stats rs = { 0 };
@@ -78,6 +118,9 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 		char addr[80];
 		ip_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
 		const char *state = p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
+		strbuf_reset(&sig);
+		if (p->cfg.signatures != SIG_OFF)
+			sig_counts(&sig, &rs, json);
 		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
 		if (json) {
 			strbuf_reset(&err);
@@ -86,21 +129,23 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
 				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
 				       "\"notifications_out\": %llu, \"flaps\": %llu, \"dumping\": %s, \"queued\": %zu, "
-				       "\"last_error\": \"%s\"}%s",
+				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
 				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
-				       strbuf_str(&err), i + 1 < n ? "," : "");
+				       strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
+				       i + 1 < n ? "," : "");
 		} else {
-			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s",
+			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       (unsigned long long)p->updates_in, (unsigned long long)rs.updates_out,
-				       p->last_error[0] ? "; last error: " : "", p->last_error);
+				       strbuf_str(&sig), p->last_error[0] ? "; last error: " : "", p->last_error);
 		}
 	}
 	strbuf_free(&err);
+	strbuf_free(&sig);
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "]");
 }
@@ -163,6 +208,7 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 			p += strlen(p) + 1;
 		}
 		char ip[200] = "", src[NBRP_SOURCE_TEXT_MAX] = "";
+		bool v_closed = false;          /* the path's ']' is written */
 		const struct nexthop *nh = v->nh;
 		if (nh && d->bird)
 			nexthop_format(nh, ip, sizeof(ip));
@@ -172,16 +218,26 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 			strbuf_addf(&b, "], \"aggregate_version\": %u, \"aggregate_source\": \"%s\"", v->agg_version, src);
 		else if (v->agg_source)
 			strbuf_addf(&b, "], version %u from %s", v->agg_version, src);
+		if (json && v->sig_state) {
+			strbuf_addf(&b, "%s, \"signatures\": \"%s\", \"signature_reason\": \"%s\"",
+				    v->agg_source ? "" : "]", v->sig_state, v->sig_reason ? v->sig_reason : "");
+			v_closed = true;
+		} else if (v->sig_state) {
+			strbuf_addf(&b, "%s signatures %s%s%s", v->agg_source ? "," : "],", v->sig_state,
+				    v->sig_reason ? ": " : "", v->sig_reason ? v->sig_reason : "");
+			v_closed = true;
+		}
 		if (json)
 			strbuf_addf(&b, "%s, \"load_ms\": %u, \"local_pref\": %u, \"stale\": %s, \"usable\": %s, "
 				    "\"ip_known\": %s, \"ip_reachable\": %s, \"igp_metric\": %u, \"as_path_len\": %u, "
 				    "\"ip_protocol\": \"%s\"}%s",
-				    v->agg_source ? "" : "]", v->load_ms, v->local_pref, v->stale ? "true" : "false", v->usable ? "true" : "false",
+				    v->agg_source || v_closed ? "" : "]", v->load_ms, v->local_pref, v->stale ? "true" : "false", v->usable ? "true" : "false",
 				    nh && nh->known ? "true" : "false", !nh || nh->reachable ? "true" : "false",
 				    nh ? nh->igp_metric : 0, nh ? nh->as_path_len : 0, nh ? nh->protocol : "",
 				    i + 1 < cnt ? "," : "");
 		else
-			strbuf_addf(&b, "%s load %u ms, local-pref %u%s%s%s%s", v->agg_source ? "," : "],", v->load_ms, v->local_pref,
+			strbuf_addf(&b, "%s load %u ms, local-pref %u%s%s%s%s", v->agg_source || v_closed ? "," : "],",
+				    v->load_ms, v->local_pref,
 				    v->stale ? ", stale" : "", v->usable ? "" : ", UNUSABLE", ip[0] ? "; BIRD: " : "", ip);
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 	}

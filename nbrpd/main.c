@@ -27,6 +27,7 @@
 #include "prom.h"
 #include "rde.h"
 #include "session.h"
+#include "sigkey.h"
 
 #ifndef NBRPD_VERSION
 #define NBRPD_VERSION "unknown"
@@ -67,6 +68,29 @@ static bool needs_privileges(const struct nbrpd_config *cfg, const struct nbrpd_
 	       !privdrop_can_bind(cfg->metrics.port, what, err, err_len);
 }
 
+/* Our key for signatures: a key file that others may read is refused (sigkey_load says why). */
+static int load_key(const struct nbrpd_config *cfg, struct sigkey *k, char *err, size_t err_len)
+{
+	if (!sigkey_init()) {
+		snprintf(err, err_len, "signatures: libsodium cannot start");
+		return -1;
+	}
+	return sigkey_load(cfg->key_file, k, err, err_len);
+}
+
+/* Signatures start with the first configuration that has a key file (at start or a reload). */
+static int start_signatures(struct nbrpd *d, const struct nbrpd_config *cfg, char *err, size_t err_len)
+{
+	if (!cfg->key_file || rde_has_signatures(d->rde))
+		return 0;
+	struct sigkey k;
+	int rc = load_key(cfg, &k, err, err_len);
+	if (rc == 0)
+		rc = rde_sig_start(d->rde, &k, err, err_len);
+	sigkey_wipe(&k);
+	return rc;
+}
+
 /*
  * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
  * up: content, decision knobs, timers and a peer's policies apply in place
@@ -91,6 +115,14 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		nbrpd_config_free(cfg);
 		return -1;
 	}
+	if (start_signatures(d, cfg, err, sizeof(err)) < 0) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		snprintf(msg, msg_len, "reload refused, keeping the running configuration: %s", err);
+		nbrpd_config_free(cfg);
+		return -1;
+	}
+	if (!same_string(cfg->key_file, old->key_file) && old->key_file)
+		log_warn("reload: a new key-file takes effect on restart");
 	if (strcmp(cfg->router_name, old->router_name) != 0 || cfg->has_listen != old->has_listen ||
 	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
@@ -152,12 +184,14 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 			continue;
 		}
 		if (p->established &&
-		    (was.local_pref != pc->local_pref || !nbrpd_policy_equal(&was.import, &pc->import))) {
+		    (was.local_pref != pc->local_pref || was.signatures != pc->signatures ||
+		     !nbrpd_policy_equal(&was.import, &pc->import))) {
 			peer_route_refresh(p);
 			refreshed++;
 		}
 	}
 	rde_reload_content(d->rde, old, cfg);
+	rde_sig_reload(d->rde);
 	unsigned bad_defs = aggregates_configure(d->aggs, cfg);
 	if (redecide)
 		rde_redecide_all(d->rde);
@@ -411,6 +445,17 @@ int main(int argc, char **argv)
 	/* absolute: the daemon runs from "/", reloads read it again, member files are relative to it */
 	char *abs_path = realpath(conf_arg, NULL);
 	struct nbrpd_config *cfg = nbrpd_config_load(abs_path ? abs_path : conf_arg, err, sizeof(err));
+	if (cfg && cfg->key_file) {
+		/* a key file that others may read is refused before anything starts */
+		struct sigkey k;
+		if (load_key(cfg, &k, err, sizeof(err)) < 0) {
+			fprintf(stderr, "nbrpd: %s\n", err);
+			nbrpd_config_free(cfg);
+			free(abs_path);
+			return 1;
+		}
+		sigkey_wipe(&k);
+	}
 	if (opts.check) {
 		if (cfg)
 			printf("nbrpd: %s: configuration valid (%u peers, %u content names)\n", conf_arg,
@@ -458,6 +503,8 @@ int main(int argc, char **argv)
 			     : NULL;
 	if (!d->sessions)
 		daemon_fail("out of memory");
+	if (start_signatures(d, cfg, err, sizeof(err)) < 0)
+		daemon_fail(err);
 	for (unsigned i = 0; i < cfg->npeers; i++)
 		if (!peer_add(d->sessions, &cfg->peers[i]))
 			daemon_fail("out of memory");

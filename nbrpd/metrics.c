@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "aggregates.h"
+#include "attest.h"
 #include "birdmon.h"
 #include "fibpush.h"
 #include "metrics.h"
@@ -79,6 +80,32 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 				rde_peer_stats(v.p->rde, &v.rs);
 			prom_u64(p, peer_families[f].name, &(struct prom_label){ "peer", v.p->cfg.name }, 1,
 				 peer_families[f].fn(&v));
+		}
+	}
+	prom_family(p, "nbrpd_peer_signed_routes_total", PROM_COUNTER,
+		    "Routes from a peer with signatures on, by the state of their check.");
+	for (unsigned i = 0; i < n; i++) {
+		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
+		if (v.p->cfg.signatures == SIG_OFF || !v.p->rde)
+			continue;
+		rde_peer_stats(v.p->rde, &v.rs);
+		for (int s = ATTEST_VALID; s < ATTEST_PENDING; s++) {
+			struct prom_label lb[2] = { { "peer", v.p->cfg.name },
+						    { "state", attest_state_name((enum attest_state)s) } };
+			prom_u64(p, "nbrpd_peer_signed_routes_total", lb, 2, v.rs.sig_state[s]);
+		}
+	}
+	prom_family(p, "nbrpd_peer_invalid_routes_total", PROM_COUNTER,
+		    "Routes from a peer with signatures on whose check failed, by reason.");
+	for (unsigned i = 0; i < n; i++) {
+		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
+		if (v.p->cfg.signatures == SIG_OFF || !v.p->rde)
+			continue;
+		rde_peer_stats(v.p->rde, &v.rs);
+		for (int k = ATTEST_OK + 1; k < ATTEST_REASONS; k++) {
+			struct prom_label lb[2] = { { "peer", v.p->cfg.name },
+						    { "reason", attest_reason_name((enum attest_reason)k) } };
+			prom_u64(p, "nbrpd_peer_invalid_routes_total", lb, 2, v.rs.sig_invalid[k]);
 		}
 	}
 	prom_family(p, "nbrpd_peer_state", PROM_GAUGE, "1 for the session's state, 0 for the others.");

@@ -23,6 +23,7 @@
 #include "decide.h"
 #include "log.h"
 #include "nexthop.h"
+#include "rdesig.h"
 #include "rib.h"
 #include "wqueue.h"
 
@@ -345,6 +346,8 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 	p->max_names = pc->max_names;
 	p->max_action = pc->max_action;
 	p->server_mode = pc->server_mode;
+	p->sig_cfg = pc->signatures;
+	p->sig = p->rde->sig ? pc->signatures : SIG_OFF;
 	free(p->import.rules);
 	if (policy_copy(&p->import, &pc->import) < 0)
 		log_err("peer %s: out of memory for its import policy", p->name);
@@ -367,6 +370,7 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	}
 	p->rde = r;
 	p->owner = owner;
+	p->sigq_tail = &p->sigq;
 	snprintf(p->name, sizeof(p->name), "%s", pc->name);
 	p->refs = 1;
 	p->gen = 1;
@@ -446,6 +450,7 @@ void rde_peer_remove(struct rde_peer *p)
 		}
 	r->peers_gen++;
 	p->gen++;
+	rdesig_peer_down(p);
 	purge(r, p, p->gen + 1);
 	free(p->import.rules);
 	free(p->export.rules);
@@ -478,6 +483,7 @@ void rde_peer_down(struct rde_peer *p, bool keep_stale)
 	cancel_peer_jobs(r, p);
 	p->up = false;
 	p->gen++;                       /* what it said so far is stale */
+	rdesig_peer_down(p);
 	if (!keep_stale)
 		purge(r, p, p->gen);
 }
@@ -512,6 +518,8 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->names_out = p->names_out;
 	out->withdrawn_out = p->withdrawn_out;
 	out->dumping = p->dumping;
+	out->sig_state = p->sig_state;
+	out->sig_invalid = p->sig_invalid;
 }
 
 /* ---- UPDATEs in ---- */
@@ -528,7 +536,8 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
 }
 
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
-static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
+static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
+					   const struct attest_job *check)
 {
 	char path[NBRP_MAX_PATH * (NBRP_ROUTER_NAME_MAX + 1)];
 	size_t bytes = 0;
@@ -553,6 +562,8 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 		k.agg_version = (uint32_t)rt->aggregate_version;
 		nbrp_aggregate_source_parse(rt->aggregate_source, &k.agg_source);   /* checked */
 	}
+	if (check)
+		rdesig_attrs(p, check, &k);
 	return attrs_get(r, &k, path);
 }
 
@@ -619,6 +630,10 @@ static void notify(struct rde *r, struct rde_peer *p, uint8_t code, uint8_t sub,
 void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 {
 	struct rde *r = p->rde;
+	if ((p->sig != SIG_OFF || p->sigq) && !p->sig_jobs) {
+		rdesig_update(p, u);    /* back here with the checks, now or once verified */
+		return;
+	}
 	/*
 	 * A name that does not parse cannot be withdrawn either, so what the
 	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
@@ -653,8 +668,13 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			p->bad_routes++;
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
+		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
+		if (verdict == IMPORT_OK && check && !rdesig_accept(p, check))
+			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
-		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt) : NULL;
+		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
+		if (a && check)
+			rdesig_keep_chain(a, rt, check);
 		uint64_t seq = a ? r->seq++ : 0;
 		bool over = false;
 		uint32_t ring[4];
@@ -723,6 +743,31 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		}
 		attrs_put(r, a);
 	}
+}
+
+/* A signed route checked again (a new trust file): kept with its new state, or withdrawn. */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j)
+{
+	struct rde_peer *p = rt->a->k.peer;
+	struct rib_attrs_key k = rt->a->k;
+	k.local_pref = p->local_pref;
+	rdesig_attrs(p, j, &k);
+	memcpy(k.sig_head, rt->a->k.sig_head, sizeof(k.sig_head));     /* the chain it names */
+	if (memcmp(&k, &rt->a->k, sizeof(k)) == 0)
+		return;                 /* as it was */
+	bool keep = rdesig_accept(p, j);
+	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
+	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
+	struct rib_route *old = route_remove(r, e, p);
+	if (nrt) {
+		rdesig_copy_chain(a, old->a);
+		route_install(r, e, nrt);       /* with attrs_get's reference */
+	} else {
+		attrs_put(r, a);
+		p->names--;
+	}
+	route_free(r, old);
+	decide(r, e);
 }
 
 /* ---- local content ---- */
@@ -949,6 +994,8 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
 		packer_begin(r, emit_to_peer, p);
+		if (p->sig != SIG_OFF)
+			packer_sign_for(p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
 			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
 		packer_end();
@@ -1122,6 +1169,8 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
 	packer_begin(r, emit_to_peer, p);
+	if (p->sig != SIG_OFF)
+		packer_sign_for(p);
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
@@ -1253,7 +1302,8 @@ static void flush(struct rde *r)
 		struct rde_peer *p = r->peers[i];
 		if (!p->up || p->server_mode)
 			continue;
-		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export)) {
+		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export) ||
+		    p->sig != SIG_OFF) {        /* signed: for it alone */
 			if (p != src.peer || src.several)
 				flush_to_peer(r, p, items, dirty.n);
 			continue;
@@ -1531,6 +1581,9 @@ static void view_of(const struct rib_route *rt, struct rde_route_view *v)
 	v->nh = a->nh;
 	v->agg_version = a->k.agg_version;
 	v->agg_source = a->k.peer && a->k.agg_source.family ? &a->k.agg_source : NULL;
+	v->sig_state = a->k.sig_state ? attest_state_name((enum attest_state)(a->k.sig_state - 1)) : NULL;
+	v->sig_reason = a->k.sig_state == ATTEST_INVALID + 1
+			? attest_reason_name((enum attest_reason)a->k.sig_reason) : NULL;
 }
 
 unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max)
@@ -1600,9 +1653,16 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg)
 	r->cfg = cfg;
 }
 
+void rde_input_resume(struct rde *r)
+{
+	r->input_paused = true;
+	schedule(r);
+}
+
 void rde_stop(struct rde *r)
 {
 	r->stopping = true;
+	rdesig_stop(r->sig);
 	nexthop_on_changed(r->nexthops, NULL, NULL);
 	uv_close((uv_handle_t *)&r->check, NULL);
 	uv_close((uv_handle_t *)&r->idle, NULL);
@@ -1623,6 +1683,7 @@ void rde_free(struct rde *r)
 		free(j);
 	}
 	attrs_free_all(r);
+	rdesig_free(r->sig);
 	for (unsigned i = 0; i < r->npeers; i++) {
 		free(r->peers[i]->import.rules);
 		free(r->peers[i]->export.rules);

@@ -11,7 +11,8 @@
  * and a peer's table is produced only as fast as its session drains.
  *
  * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
- * attr.c (interned attributes and the next-hop index), decide.c (the
+ * attr.c (interned attributes and the next-hop index), rdesig.c (signatures
+ * on import), decide.c (the
  * decision), adjout.c (what peers were told, UPDATE packing); show.c
  * renders `show route` from the views below.
  */
@@ -34,6 +35,7 @@ struct rib_entry;
 struct nexthop;
 struct nexthop_table;
 struct wq_buf;
+struct sigkey;
 
 /* How the RDE reaches the rest of nbrpd; `owner` is what rde_peer_add was given. */
 struct rde_ops {
@@ -66,6 +68,23 @@ void rde_free(struct rde *r);
 /* The configuration in force (reload): decision knobs, our name and inrpd. */
 void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
 
+/* Signatures (docs/SIGNATURES.md): our key (copied), the trust file read, the worker pool
+ * started; peers' `signatures` settings apply from then on.  0, or -1 with err set. */
+int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len);
+bool rde_has_signatures(const struct rde *r);
+struct rde_sig_stats {
+	bool on;                        /* a key is loaded */
+	bool trust;                     /* a trust file is in force */
+	uint64_t verified;              /* signatures verified */
+	uint64_t cache_hits, cache_misses;      /* verified links looked up */
+	uint64_t signed_hops, signed_origins;   /* signatures made */
+	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
+	uint64_t rechecked;             /* stored routes checked again */
+};
+void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
+/* Reload: the trust file read again (it is also polled); new routes are checked against it. */
+void rde_sig_reload(struct rde *r);
+
 /* ---- peers ---- */
 
 struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner);
@@ -87,6 +106,8 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u);
 void rde_peer_refresh(struct rde_peer *p);
 /* Its session went below its low-water mark. */
 void rde_peer_drained(struct rde_peer *p);
+/* Its UPDATEs wait for their signatures' checks: its session should not read. */
+bool rde_peer_waiting(const struct rde_peer *p);
 /* This turn has changed enough names: the sessions should stop reading until input_ready,
  * so that no loop turn decides and sends more than a bounded batch. */
 bool rde_busy(struct rde *r);
@@ -98,6 +119,8 @@ struct rde_peer_stats {
 	uint64_t bad_routes;            /* treated as withdrawn */
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	bool dumping;                   /* its table is still being sent */
+	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
+	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */
 };
 void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);
 
@@ -151,6 +174,8 @@ struct rde_route_view {
 	const struct nexthop *nh;       /* IP routing's view of the next hop; NULL for local */
 	uint32_t agg_version;           /* an aggregate's route from a peer: what it offers, */
 	const struct ip_endpoint *agg_source;   /* and from where (NULL otherwise) */
+	const char *sig_state;          /* its signatures' check (attest_state_name); NULL: not checked */
+	const char *sig_reason;         /* why invalid (attest_reason_name), else NULL */
 };
 /* The ranked routes in rank order, then the others; at most max; returns how many. */
 unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out, unsigned max);

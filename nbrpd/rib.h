@@ -25,6 +25,7 @@
 #include <uv.h>
 #include <xxhash.h>
 
+#include "attest.h"
 #include "config.h"
 #include "rde.h"
 #include "slab.h"
@@ -66,6 +67,15 @@ struct rde_peer {
 	uint64_t updates_out, withdrawn_in, bad_routes;
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	struct rde_peer *hnext;         /* by name (rde.c) */
+	/* signatures (rdesig.c) */
+	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
+	enum sig_policy sig_cfg;        /* configured */
+	struct sig_upd *sigq, **sigq_tail;      /* UPDATEs waiting for their checks, in order */
+	const struct attest_job *sig_jobs;      /* while one of them is applied: its routes' checks */
+	uint64_t sig_state[ATTEST_PENDING];     /* routes received, by state */
+	uint64_t sig_invalid[ATTEST_REASONS];   /* invalid routes received, by reason */
+	uint64_t sig_log_ms;
+	unsigned sig_logged;            /* lines logged since sig_log_ms */
 };
 
 /* ---- attributes ---- */
@@ -79,6 +89,9 @@ struct rib_attrs_key {
 	uint32_t load_ms;
 	struct ip_endpoint next_hop;
 	bool server;                            /* from a content server's own session */
+	uint8_t sig_state;                      /* its check: enum attest_state + 1; 0: not checked */
+	uint8_t sig_reason;                     /* enum attest_reason */
+	uint8_t sig_head[ATTEST_DIGEST_LEN];    /* a valid chain's newest link (what we sign over); else 0 */
 	uint8_t npath;
 	uint16_t path_bytes;
 	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
@@ -102,6 +115,7 @@ struct rib_attrs {
 	struct rde_peer **path_peers;
 	uint32_t npath_peers, path_peers_gen;
 	uint32_t excluded_mark;                 /* the flush its peers were last marked excluded in */
+	struct sig_chain *chain;                /* a valid route's attestations as received (rdesig.c) */
 	struct rib_attrs_key k;
 	char path[];                            /* npath NUL-terminated router names */
 };
@@ -324,9 +338,13 @@ struct rde {
 	struct rde_agg **aggs;                  /* by name */
 	size_t naggs_buckets, naggs;
 	uint32_t flush_no;
+	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };
+
+/* The sessions may read again after this turn (they were paused by rde_busy or a peer's checks). */
+void rde_input_resume(struct rde *r);
 
 /* Marks e for the next flush. */
 static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
@@ -367,6 +385,9 @@ typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, 
 void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
 void packer_withdraw(const struct rib_entry *e);
+/* After packer_begin: every Route carries its attestations for p (a peer with signatures on),
+ * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */
+void packer_sign_for(struct rde_peer *p);
 /* Sends what is packed; returns the UPDATEs sent since packer_begin. */
 unsigned packer_end(void);
 /* An END-OF-RIB frame. */

@@ -183,7 +183,7 @@ static void on_message(struct nbrp_session *c, const Nbrp__Message *m)
 		p->updates_in++;
 		if (p->rde) {
 			rde_peer_update(p->rde, m->update);
-			if (rde_busy(sess->rde))
+			if (rde_busy(sess->rde) || rde_peer_waiting(p->rde))
 				nbrp_session_pause(c);  /* sessions_resume, after this turn's flush */
 		}
 		return;
@@ -485,7 +485,7 @@ void sessions_resume(void *arg)
 	struct sessions *sess = arg;
 	for (unsigned i = 0; i < sess->npeers; i++) {
 		struct peer *p = sess->peers[i];
-		if (p->established && p->established->paused)
+		if (p->established && p->established->paused && !(p->rde && rde_peer_waiting(p->rde)))
 			nbrp_session_resume(p->established);
 	}
 }

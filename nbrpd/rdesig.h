@@ -1,0 +1,49 @@
+/*
+ * Signatures in the RDE (docs/SIGNATURES.md, "In nbrpd"): the checks of
+ * the routes of peers with `signatures prefer|require`.  Only the rde
+ * files include this.
+ *
+ * An UPDATE from such a peer is prepared whole (attest_prepare for each
+ * Route: cached chains, not-found and most invalid routes are final at
+ * once); if some Route has signatures left to verify, the UPDATE waits,
+ * a copy of it in the peer's queue, while the worker pool verifies them,
+ * and is applied whole, with every Route's state, when they are done.
+ * While the queue is not empty the peer's later UPDATEs join it, in
+ * order, and its session does not read (rde_peer_waiting), so nothing the
+ * peer says overtakes what it said before.
+ */
+#ifndef NBRPD_RDESIG_H
+#define NBRPD_RDESIG_H
+
+#include "rib.h"
+
+void rdesig_free(struct rdesig *s);
+/* Closes the worker pool (the loop must run once more); queued UPDATEs are dropped. */
+void rdesig_stop(struct rdesig *s);
+
+/* An UPDATE from a peer whose signatures are checked: applied now, or queued. */
+void rdesig_update(struct rde_peer *p, const Nbrp__Update *u);
+/* Whether a route with this check is imported (require: valid only); counts and logs it. */
+bool rdesig_accept(struct rde_peer *p, const struct attest_job *j);
+/* The check's part of the attributes: its state, and for `prefer` a local preference. */
+void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k);
+/* A valid route's attestations kept with its (new) attributes, to pass on. */
+void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct attest_job *j);
+/*
+ * Export to `to` (signatures on): the attestations of e's route with
+ * attributes a, our hop for `to` first, into out (at most max); 0: sent
+ * unsigned (not valid here, not checked, no key for `to`); -1: our
+ * signature is being made, the name is sent to `to` when it is.
+ */
+int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
+		  Nbrp__Attestation **out, size_t max);
+/* An aggregate's route passed on signed: the member digest it was signed with. */
+void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt);
+/* A route's chain, kept for attributes that were given a new state. */
+void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
+/* Checks a signed route again with its new state (rde.c). */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
+/* The session ended or the peer went away: its waiting UPDATEs are dropped. */
+void rdesig_peer_down(struct rde_peer *p);
+
+#endif

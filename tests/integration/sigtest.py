@@ -1,0 +1,108 @@
+"""Test-only signing of NBRP routes (docs/NBRP.md, Attestations;
+docs/SIGNATURES.md): keys, trust-anchor files and attestations built from
+the documents with Python's cryptography (Ed25519) and hashlib (BLAKE2b),
+so the tests share no code with lib/attest.c or lib/trust.c."""
+
+import base64
+import hashlib
+import os
+import struct
+import time
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from fibchan_client import _int_field, _len_field, wire_name
+import nbrp_client as nc
+
+RAW = serialization.Encoding.Raw
+
+
+class Key:
+    def __init__(self):
+        self.sk = Ed25519PrivateKey.generate()
+        self.pk = self.sk.public_key().public_bytes(RAW, serialization.PublicFormat.Raw)
+        self.text = base64.b64encode(self.pk).decode()
+
+    def sign(self, msg):
+        return self.sk.sign(msg)
+
+    def write(self, path, mode=0o600):
+        seed = self.sk.private_bytes(RAW, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"ed25519-seed {base64.b64encode(seed).decode()}\ned25519-public {self.text}\n")
+        os.chmod(path, mode)
+
+
+def tag(text):
+    return text.encode().ljust(16, b"\0")
+
+
+def trust_file(path, anchor, routers, origins, valid_from="2020-01-01T00:00:00Z",
+               valid_until="2099-01-01T00:00:00Z"):
+    """routers: {name: Key}; origins: [(suffix, Key)]; signed by anchor."""
+    body = f"# test trust anchors\nvalid-from {valid_from}\nvalid-until {valid_until}\n"
+    body += "".join(f"router {n} {k.text}\n" for n, k in routers.items())
+    body += "".join(f"origin {s} {k.text}\n" for s, k in origins)
+    sig = anchor.sign(tag("NBRPv1 trust") + body.encode())
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(body + f"signature {base64.b64encode(sig).decode()}\n")
+    os.replace(tmp, path)
+
+
+def link(msg, sig):
+    return hashlib.blake2b(msg + sig, digest_size=32).digest()
+
+
+def member_digest(members):
+    h = hashlib.blake2b(tag("NBRPv1 members"), digest_size=32)
+    for w in sorted(wire_name(m) for m in members):
+        h.update(w)
+    return h.digest()
+
+
+def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
+    body = _len_field(1, signer) if signer else b""
+    body += _len_field(2, sig)
+    body += _int_field(3, timestamp) if timestamp else b""
+    body += _int_field(4, expiry)
+    body += _len_field(6, for_key) if for_key else b""
+    return body
+
+
+def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
+                 aggregate=None, version=0, source="", digest=None):
+    """A Route for `name` with path (the sender first), every hop signed by
+    keys[router] for the next one, the last for `receiver` (a Key), and the
+    origin attestation by `origin` (a Key).  Returns (route bytes, atts)
+    where atts is the list of attestation bodies (to tamper with)."""
+    now = int(time.time())
+    expiry = now + 3600 if expiry is None else expiry
+    timestamp = now if timestamp is None else timestamp
+    first = keys[path[-1]].pk if path else receiver.pk
+    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
+    msg += bytes([2 if aggregate else 1]) + wire_name(name)
+    if aggregate:
+        msg += struct.pack(">I", version) + digest
+    sig = origin.sign(msg)
+    atts = [attestation(sig, expiry, signer=origin.pk, timestamp=timestamp)]
+    prev = link(msg, sig)
+    for i in range(len(path) - 1, -1, -1):
+        signer = keys[path[i]]
+        target = keys[path[i - 1]].pk if i > 0 else receiver.pk
+        msg = tag("NBRPv1 hop") + prev + struct.pack(">Q", expiry) + signer.pk + target
+        sig = signer.sign(msg)
+        atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
+        prev = link(msg, sig)
+    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest), atts
+
+
+def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None):
+    body = nc.route([name], next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
+                    source=source)
+    body += b"".join(_len_field(9, a) for a in atts)
+    if digest is not None:
+        body += _len_field(10, digest)
+    return body

@@ -1,0 +1,301 @@
+"""Signed routes into nbrpd (docs/SIGNATURES.md, docs/NBRP.md Attestations):
+a hand-written peer (nbrp_client) sends routes signed by the test's own
+implementation of the attestation format (sigtest.py); nbrpd checks them
+on its worker threads and keeps, rejects or ranks them by their state."""
+
+import subprocess
+import time
+
+import pytest
+
+from conftest import NBRPD, free_port, wait_for
+import nbrp_client as nc
+from prom import scrape, value
+import sigtest as st
+from test_nbrpd import SERVER_FAR, answer, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
+
+GOOD = "good.example"
+
+
+class Fed:
+    """The keys of a small federation: the anchor, routers r1 (the daemon),
+    x (the hand-written peer), y and z (further back in paths), and the
+    origin allowed for good.example; rogue is in no trust line."""
+
+    def __init__(self, tmp_path):
+        self.anchor = st.Key()
+        self.keys = {n: st.Key() for n in ("r1", "x", "y", "z")}
+        self.origin, self.rogue, self.stranger = st.Key(), st.Key(), st.Key()
+        self.trust = tmp_path / "trust"
+        self.write_trust()
+        self.key_file = tmp_path / "r1.key"
+        self.keys["r1"].write(self.key_file)
+
+    def write_trust(self, origins=None):
+        st.trust_file(self.trust, self.anchor, self.keys,
+                      [(GOOD, self.origin)] if origins is None else origins)
+
+    def config(self, poll="200ms"):
+        return (f'key-file "{self.key_file}";\ntrust-anchor "{self.anchor.text}";\n'
+                f'trust-file "{self.trust}";\ntrust-poll {poll};\nsignature-workers 2;\n')
+
+
+@pytest.fixture
+def signed(inrpd_factory, nbrpd_factory, tmp_path):
+    """r1 with one passive peer x whose signatures are `mode`."""
+    fed = Fed(tmp_path)
+    x_addr, r1_addr = unique_addrs(2)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+    fib = tmp_path / "r1.fib"
+    inrpd = inrpd_factory(f'fib-channel "{fib}";\n', addr=r1_addr, port=dns_port)
+
+    def start(mode, extra=""):
+        n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n{extra}'
+                          f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n"
+                          f'fib-channel "{fib}";\n{fed.config()}'
+                          f'peer "x" {{ address {x_addr} port 1; passive; signatures {mode}; }}\n')
+        n.addr, n.port, n.x_addr, n.inrpd, n.fed = r1_addr, port, x_addr, inrpd, fed
+        return n
+    return start
+
+
+def sroute(n, name, path=("x", "y"), origin=None, receiver=None, **kw):
+    fed = n.fed
+    return st.signed_route(name, n.x_addr, 5353, list(path), fed.keys, origin or fed.origin,
+                           receiver or fed.keys["r1"], **kw)
+
+
+def invalid_by_reason(n):
+    return n.peers()["x"]["invalid_by_reason"]
+
+
+def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signed):
+    mport = free_port("127.0.0.1")
+    n = signed("require", extra=f"metrics 127.0.0.1 port {mport};\n")
+    p = establish(n)
+    fed = n.fed
+    ok, _ = sroute(n, f"a.{GOOD}")
+    p.send(nc.update(routes=[ok]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the valid route")
+    r = n.route(f"a.{GOOD}")[0]
+    assert r["signatures"] == "valid" and r["signature_reason"] == "" and r["path"] == ["x", "y"]
+
+    attacks = []
+    # an origin the trust file does not list for the suffix
+    attacks.append(sroute(n, f"b.{GOOD}", origin=fed.rogue)[0])
+    # a changed byte in the path: y renamed z after signing
+    body, atts = sroute(n, f"c.{GOOD}")
+    attacks.append(st.route_with(f"c.{GOOD}", n.x_addr, 5353, ["x", "z"], atts))
+    # a hop removed: y's signature taken out with y (the origin signed y as the first router,
+    # and x signed over y's link: bad signatures)
+    body, atts = sroute(n, f"d.{GOOD}")
+    attacks.append(st.route_with(f"d.{GOOD}", n.x_addr, 5353, ["x"], [atts[0], atts[2]]))
+    # a route signed for another router, replayed to r1
+    attacks.append(sroute(n, f"e.{GOOD}", receiver=fed.keys["z"])[0])
+    # expired
+    attacks.append(sroute(n, f"f.{GOOD}", expiry=int(time.time()) - 10, timestamp=int(time.time()) - 100)[0])
+    # a router without a key in the trust file
+    keys = dict(fed.keys, w=fed.stranger)
+    attacks.append(st.signed_route(f"g.{GOOD}", n.x_addr, 5353, ["x", "w"], keys, fed.origin, fed.keys["r1"])[0])
+    for bad in attacks:
+        p.send(nc.update(routes=[bad]))
+    # a valid signature over another name
+    body, atts = sroute(n, f"h.{GOOD}")
+    p.send(nc.update(routes=[st.route_with(f"i.{GOOD}", n.x_addr, 5353, ["x", "y"], atts)]))
+    # a hop added: z inserted with a signature of its own over y's
+    body, atts = sroute(n, f"j.{GOOD}")
+    forged, fatts = sroute(n, f"j.{GOOD}", path=("x", "z", "y"))
+    p.send(nc.update(routes=[st.route_with(f"j.{GOOD}", n.x_addr, 5353, ["x", "z", "y"],
+                                           [atts[0], fatts[1], atts[1], atts[2]])]))
+    # and a name nobody may originate is not-found
+    p.send(nc.update(routes=[sroute(n, "elsewhere.example")[0]]))
+    # a later valid route behind them all
+    p.send(nc.update(routes=[sroute(n, f"z.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"z.{GOOD}") is not None, 10, "the last valid route")
+    got = invalid_by_reason(n)
+    assert got["unauthorised origin"] == 1 and got["replayed to another peer"] == 1, got
+    assert got["expired"] == 1 and got["unknown key"] == 1, got
+    assert got["bad signature"] == 3, got          # the changed path, the hop removed, the other name
+    assert got["path mismatch"] == 1, got          # the hop added: y's signature is for x, not z
+    states = n.peers()["x"]["routes_by_state"]
+    assert states == {"valid": 2, "invalid": 8, "not-found": 1, "unverified": 0}, states
+    for name in "bcdefgij":
+        assert n.route(f"{name}.{GOOD}") is None, name
+    assert n.route("elsewhere.example") is None
+    assert n.route(f"a.{GOOD}")[0]["signatures"] == "valid"
+    assert n.peers()["x"]["state"] == "Established"
+    log = n.log()
+    assert "route rejected: invalid: replayed to another peer" in log
+    # the same counts in Prometheus (promtool checks the text)
+    m = scrape("127.0.0.1", mport)
+    assert value(m, "nbrpd_peer_invalid_routes_total", peer="x", reason="bad signature") == 3
+    assert value(m, "nbrpd_peer_invalid_routes_total", peer="x", reason="replayed to another peer") == 1
+    assert value(m, "nbrpd_peer_signed_routes_total", peer="x", state="valid") == 2
+    assert value(m, "nbrpd_peer_signed_routes_total", peer="x", state="not-found") == 1
+    p.close()
+
+
+def test_updates_of_a_peer_are_applied_in_order(signed):
+    """A withdrawal right behind a route still being verified is not overtaken."""
+    n = signed("require")
+    p = establish(n)
+    names = [f"n{i}.{GOOD}" for i in range(200)]
+    routes = [sroute(n, m)[0] for m in names]
+    p.send(nc.update(routes=routes), nc.update(withdrawn=names[:100]))
+    p.send(nc.update(routes=[sroute(n, f"last.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"last.{GOOD}") is not None, 20, "the last route")
+    assert n.json("show", "route", "count")["names"] == 101
+    assert n.route(names[0]) is None and n.route(names[150])[0]["signatures"] == "valid"
+    p.close()
+
+
+def test_a_session_that_ends_while_its_routes_are_verified(signed):
+    """The waiting UPDATEs are dropped with the session; the next session starts clean."""
+    n = signed("require")
+    for attempt in range(3):
+        p = establish(n)
+        p.send(nc.update(routes=[sroute(n, f"n{i}.{GOOD}")[0] for i in range(300)]),
+               nc.update(withdrawn=[f"n{i}.{GOOD}" for i in range(10)]))
+        p.close()
+        wait_for(lambda: n.peers()["x"]["state"] != "Established", 10, "the session to end")
+        wait_for(lambda: n.json("show", "route", "count")["names"] == 0, 10, "no routes left")
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "a route of the new session")
+    p.close()
+
+
+def test_prefer_keeps_others_below_valid_ones(signed):
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, f"b.{GOOD}", origin=fed.rogue)[0],
+                             nc.route(["plain.example"], n.x_addr, 5353, ["x"])]))
+    wait_for(lambda: n.route("plain.example") is not None, 10, "the routes")
+    a, b, plain = n.route(f"a.{GOOD}")[0], n.route(f"b.{GOOD}")[0], n.route("plain.example")[0]
+    assert a["signatures"] == "valid" and a["local_pref"] == 100
+    assert b["signatures"] == "invalid" and b["signature_reason"] == "unauthorised origin"
+    assert b["local_pref"] == 0
+    assert plain["signatures"] == "not-found" and plain["local_pref"] == 0
+    p.close()
+
+
+def test_a_key_file_others_can_read_is_refused(tmp_path):
+    fed = Fed(tmp_path)
+    fed.key_file.chmod(0o640)
+    conf = tmp_path / "nbrpd.conf"
+    conf.write_text(f'router-name "r1";\ninrp-address 127.0.0.1 port 53;\n{fed.config()}'
+                    f'peer "x" {{ address 127.0.0.2; signatures require; }}\n')
+    r = subprocess.run([NBRPD, "-f", "-c", str(conf)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert f"{fed.key_file}: mode 0640" in r.stderr, r.stderr
+    # a peer with signatures needs a key
+    conf.write_text('router-name "r1";\ninrp-address 127.0.0.1 port 53;\n'
+                    'peer "x" { address 127.0.0.2; signatures prefer; }\n')
+    r = subprocess.run([NBRPD, "-t", "-c", str(conf)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "signatures need 'key-file'" in r.stderr, r.stderr
+
+
+def test_a_trust_file_that_revokes_an_origin_moves_its_names_away(signed):
+    """Polled: the stored routes are checked again, no session reset, nothing resent."""
+    n = signed("require")
+    p = establish(n)
+    fed = n.fed
+    other = st.Key()
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, f"b.{GOOD}")[0],
+                             sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "the valid routes")
+    updates_in = n.peers()["x"]["updates_in"]
+    # good.example's origin revoked: its names go within a poll, other.example stays
+    fed.write_trust(origins=[("other.example", other)])
+    wait_for(lambda: n.route(f"a.{GOOD}") is None and n.route(f"b.{GOOD}") is None, 10,
+             "the revoked names withdrawn")
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    peers = n.peers()
+    assert peers["x"]["state"] == "Established" and peers["x"]["updates_in"] == updates_in
+    assert peers["x"]["routes_by_state"]["not-found"] == 2
+    # new routes under the new file
+    p.send(nc.update(routes=[sroute(n, f"d.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 3, 10, "d refused")
+    # reload reads it too
+    assert n.nbrc("reload").returncode == 0
+    wait_for(lambda: n.log().count(" read: 4 routers, 1 origins") >= 2, 10, "the trust file read on reload")
+    # a trust file that does not verify changes nothing
+    fed.trust.write_text(fed.trust.read_text().replace("other.example", "tampered.example"))
+    wait_for(lambda: "keeping the trust data in force" in n.log(), 10, "the bad file refused")
+    p.send(nc.update(routes=[sroute(n, "e.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("e.other.example") is not None, 10, "e under the file in force")
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    p.close()
+
+
+def test_a_route_whose_signatures_expire_is_checked_again(signed):
+    n = signed("require")
+    p = establish(n)
+    now = int(time.time())
+    p.send(nc.update(routes=[sroute(n, f"short.{GOOD}", expiry=now + 2)[0], sroute(n, f"long.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"long.{GOOD}") is not None, 10, "the routes")
+    wait_for(lambda: n.route(f"short.{GOOD}") is None, 10, "the expired route withdrawn")
+    assert n.peers()["x"]["invalid_by_reason"]["expired"] == 1
+    assert n.route(f"long.{GOOD}")[0]["signatures"] == "valid"
+    p.close()
+
+
+def test_prefer_routes_change_state_with_the_trust_file(signed):
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the route")
+    fed.write_trust(origins=[("other.example", fed.origin)])
+    wait_for(lambda: n.route(f"a.{GOOD}")[0]["signatures"] == "not-found", 10, "a not-found")
+    assert n.route(f"a.{GOOD}")[0]["local_pref"] == 0
+    fed.write_trust()
+    wait_for(lambda: n.route(f"a.{GOOD}")[0]["signatures"] == "valid", 10, "a valid again")
+    assert n.route(f"a.{GOOD}")[0]["local_pref"] == 100
+    p.close()
+
+
+def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
+    """r4 originates; r3, r2, r1 each verify what they get and sign a hop for the next."""
+    names = ["r1", "r2", "r3", "r4"]
+    anchor, keys = st.Key(), {n: st.Key() for n in names}
+    trust = tmp_path / "trust"
+    st.trust_file(trust, anchor, keys, [("svc.content", keys["r4"]), ("rogue.content", keys["r1"])])
+    extra = {}
+    for n in names:
+        keys[n].write(tmp_path / f"{n}.key")
+        extra[n] = (f'key-file "{tmp_path}/{n}.key";\ntrust-anchor "{anchor.text}";\n'
+                    f'trust-file "{trust}";\n')
+    edges = [("r1", "r2"), ("r2", "r3"), ("r3", "r4")]
+    peer_extra = {(a, b): "signatures require; " for x, y in edges for a, b in ((x, y), (y, x))}
+    rs = net(names, edges, extra=extra, peer_extra=peer_extra,
+             content={"r4": f'content "svc.content" {{ server {SERVER_FAR} load 5; }}\n'
+                            f'content "two.svc.content" {{ server {SERVER_FAR}; }}\n'
+                            f'content "other.content" {{ server {SERVER_FAR}; }}\n',
+                      "r3": f'content "rogue.content" {{ server {SERVER_FAR}; }}\n'})
+    wait_for(lambda: (rs["r1"].nbrpd.route("svc.content") or [{}])[0].get("path") == ["r2", "r3", "r4"], 20,
+             "svc.content at r1 through the chain")
+    for n, path in (("r3", ["r4"]), ("r2", ["r3", "r4"]), ("r1", ["r2", "r3", "r4"])):
+        best = rs[n].nbrpd.route("svc.content")[0]
+        assert best["path"] == path and best["signatures"] == "valid", (n, best)
+    # each name its own chain: two names from one origin both verify
+    wait_for(lambda: (rs["r1"].nbrpd.route("two.svc.content") or [{}])[0].get("signatures") == "valid", 10,
+             "two.svc.content valid at r1")
+    assert rs["r1"].nbrpd.peers()["r2"]["invalid_by_reason"]["bad signature"] == 0
+    wait_for(lambda: answer(rs["r1"], "www.svc.content") == [SERVER_FAR], 10, "r1's inrpd to answer")
+    # names the trust file gives no origin: not-found, refused at the first router
+    assert rs["r3"].nbrpd.route("other.content") is None
+    assert rs["r3"].nbrpd.peers()["r4"]["routes_by_state"]["not-found"] >= 1
+    # r3 may not originate rogue.content (r1's key may): r2 refuses it
+    wait_for(lambda: rs["r2"].nbrpd.peers()["r3"]["invalid_by_reason"]["unauthorised origin"] >= 1, 10,
+             "r2 to refuse rogue.content")
+    assert rs["r2"].nbrpd.route("rogue.content") is None
+    st2 = rs["r2"].nbrpd.json("show", "status")
+    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 2 and st2["signatures_verified"] >= 3
+    assert rs["r4"].nbrpd.json("show", "status")["origins_signed"] >= 2
+    for n in names[:-1]:
+        peers = rs[n].nbrpd.peers()
+        assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
