@@ -121,8 +121,8 @@ def test_protocol_survives_bad_clients(inrpd_factory, tmp_path):
     s, f, _ = raw_session(sock)
     s.sendall(b"show cou")
     s.close()
-    # too many clients at once: the one past 16 is told so (15 may fit while the client that
-    # left mid-command is still being reaped: its close is read on the server's loop)
+    # too many clients at once: the one past 16 is told so (14 or 15 may fit while the two clients
+    # that went away above are still being reaped: their closes are read on the server's loop)
     held = []
     try:
         while True:
@@ -132,7 +132,7 @@ def test_protocol_survives_bad_clients(inrpd_factory, tmp_path):
                 break
             assert greeting.startswith(b"0001") and len(held) < 16, greeting
             held.append((s2, f2, greeting))
-        assert len(held) >= 15
+        assert len(held) >= 14
     finally:
         for s, f, _ in held:
             s.close()
