@@ -652,6 +652,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
 		budget = in->budget_ms;
 	req->budget_ms = budget;
+	req->probe_ms = rt->hop_probe_ms;
 
 	if (nrouters > 0) {
 		uint8_t hop_limit = req->client_inrp ? in->hop_limit : rt->hop_limit;

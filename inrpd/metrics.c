@@ -42,6 +42,7 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			h->answers += st->answers;
 			h->timeouts += st->timeouts;
 			h->failures += st->failures;
+			h->probes += st->probes;
 			if (st->load_ms > h->load_ms)
 				h->load_ms = st->load_ms;
 			return;
@@ -151,6 +152,8 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 		{ "inrpd_hop_queries_total", "Queries sent to the next hop.", PROM_COUNTER },
 		{ "inrpd_hop_answers_total", "Answers from the next hop.", PROM_COUNTER },
 		{ "inrpd_hop_timeouts_total", "Queries to the next hop that timed out.", PROM_COUNTER },
+		{ "inrpd_hop_probes_total", "Queries sent to a next hop passed over, to learn its RTT again.",
+		  PROM_COUNTER },
 		{ "inrpd_hop_srtt_seconds", "Smoothed round-trip time to the next hop (0: no sample).", PROM_GAUGE },
 		{ "inrpd_hop_load_seconds", "Load the next hop last reported.", PROM_GAUGE },
 	};
@@ -166,7 +169,8 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 			case 0: prom_u64(p, fams[f].name, lb, 2, h->queries); break;
 			case 1: prom_u64(p, fams[f].name, lb, 2, h->answers); break;
 			case 2: prom_u64(p, fams[f].name, lb, 2, h->timeouts); break;
-			case 3: prom_double(p, fams[f].name, lb, 2, h->srtt_us / 1e6); break;
+			case 3: prom_u64(p, fams[f].name, lb, 2, h->probes); break;
+			case 4: prom_double(p, fams[f].name, lb, 2, h->srtt_us / 1e6); break;
 			default: prom_double(p, fams[f].name, lb, 2, h->load_ms / 1e3); break;
 			}
 		}
