@@ -95,9 +95,7 @@ enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
 /* What the process knows about one next hop; shared by every engine. */
 struct fwd_hop {
 	uint8_t state;                  /* enum above; READY published with release */
-	uint8_t family;
-	uint16_t port;
-	uint8_t addr[16];
+	struct ip_endpoint ep;          /* the key */
 	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;
 	uint8_t load_known;
@@ -174,22 +172,6 @@ static uint64_t rng_next(struct fwd_engine *e)
 
 /* ---- next hops ---- */
 
-static uint64_t hop_hash(const struct route *r)
-{
-	uint64_t h = 1469598103934665603ull ^ r->family ^ ((uint64_t)r->port << 8);
-	for (unsigned i = 0; i < 16; i++) {
-		h ^= r->addr[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static bool hop_is(const struct fwd_hop *h, const struct route *r)
-{
-	return h->family == r->family && h->port == r->port &&
-	       memcmp(h->addr, r->addr, r->family == AF_INET ? 4 : 16) == 0;
-}
-
 /*
  * Finds or adds a next hop.  Lock-free: a slot is claimed with a CAS,
  * written, then published; a reader meeting a slot being written waits
@@ -197,17 +179,15 @@ static bool hop_is(const struct fwd_hop *h, const struct route *r)
  */
 static struct fwd_hop *hop_get(const struct route *r)
 {
-	for (unsigned i = 0, k = (unsigned)hop_hash(r); i < FWD_HOPS_MAX; i++, k++) {
+	struct ip_endpoint ep = route_endpoint(r);
+	for (unsigned i = 0, k = (unsigned)ip_endpoint_hash(&ep); i < FWD_HOPS_MAX; i++, k++) {
 		struct fwd_hop *h = &hop_table[k % FWD_HOPS_MAX];
 		uint8_t st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
 		if (st == HOP_EMPTY) {
 			uint8_t expect = HOP_EMPTY;
 			if (__atomic_compare_exchange_n(&h->state, &expect, HOP_WRITING, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-				h->family = r->family;
-				h->port = r->port;
-				memset(h->addr, 0, sizeof(h->addr));
-				memcpy(h->addr, r->addr, r->family == AF_INET ? 4 : 16);
+				h->ep = ep;
 				__atomic_store_n(&h->state, HOP_READY, __ATOMIC_RELEASE);
 				return h;
 			}
@@ -215,7 +195,7 @@ static struct fwd_hop *hop_get(const struct route *r)
 		}
 		while (st == HOP_WRITING)
 			st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
-		if (hop_is(h, r))
+		if (ip_endpoint_equal(&h->ep, &ep))
 			return h;
 	}
 	return NULL;                    /* full: this hop goes untracked */
@@ -248,8 +228,7 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 			continue;
 		const struct fwd_hop_counts *c = &e->counts[i];
 		struct fwd_hop_stats st = {
-			.family = h->family,
-			.port = h->port,
+			.hop = h->ep,
 			.queries = __atomic_load_n(&c->queries, __ATOMIC_RELAXED),
 			.answers = __atomic_load_n(&c->answers, __ATOMIC_RELAXED),
 			.timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED),
@@ -260,7 +239,6 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 		};
 		if (st.queries == 0)
 			continue;               /* another engine's hop */
-		memcpy(st.addr, h->addr, sizeof(st.addr));
 		fn(&st, arg);
 	}
 }

@@ -364,9 +364,7 @@ unsigned fwd_pending_count(const struct fwd_engine *e);
 
 /* Per next hop statistics, summed over engines by the control socket. */
 struct fwd_hop_stats {
-	uint8_t family;
-	uint8_t addr[16];
-	uint16_t port;
+	struct ip_endpoint hop;
 	uint64_t queries, answers, timeouts;
 	uint64_t failures;              /* answered SERVFAIL or REFUSED */
 	uint64_t probes;                /* queries sent to learn its RTT again */

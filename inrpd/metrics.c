@@ -27,10 +27,9 @@ void inrpd_hops_free(struct inrpd_hops *l)
 static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 {
 	struct inrpd_hops *l = arg;
-	unsigned alen = st->family == AF_INET ? 4 : 16;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct fwd_hop_stats *h = &l->h[i];
-		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
+		if (ip_endpoint_equal(&h->hop, &st->hop)) {
 			/* smoothed RTTs averaged, weighted by the answers behind them */
 			if (st->srtt_us && st->answers) {
 				uint64_t w = l->rtt_weight[i];
@@ -135,11 +134,11 @@ static void write_latency(struct prom *p, const struct inrpd_counters *udp, cons
 
 static bool is_upstream(const struct inrpd_runtime *rt, const struct fwd_hop_stats *h)
 {
-	unsigned alen = h->family == AF_INET ? 4 : 16;
-	for (unsigned i = 0; i < rt->nupstreams; i++)
-		if (rt->upstreams[i].family == h->family && rt->upstreams[i].port == h->port &&
-		    memcmp(rt->upstreams[i].addr, h->addr, alen) == 0)
+	for (unsigned i = 0; i < rt->nupstreams; i++) {
+		struct ip_endpoint up = route_endpoint(&rt->upstreams[i]);
+		if (ip_endpoint_equal(&up, &h->hop))
 			return true;
+	}
 	return false;
 }
 
@@ -162,8 +161,8 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 		for (unsigned i = 0; i < l->n; i++) {
 			const struct fwd_hop_stats *h = &l->h[i];
 			char a[IP_TEXT_MAX], hop[IP_TEXT_MAX + 10];
-			snprintf(hop, sizeof(hop), h->family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-				 ip_format(h->family, h->addr, a, sizeof(a)), h->port);
+			snprintf(hop, sizeof(hop), h->hop.family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+				 ip_format(h->hop.family, h->hop.addr, a, sizeof(a)), h->hop.port);
 			struct prom_label lb[2] = { { "hop", hop }, { "kind", is_upstream(rt, h) ? "upstream" : "router" } };
 			switch (f) {
 			case 0: prom_u64(p, fams[f].name, lb, 2, h->queries); break;
