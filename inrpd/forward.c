@@ -168,6 +168,12 @@ static uint64_t rng_next(struct fwd_engine *e)
 	return e->rng * 0x2545F4914F6CDD1Dull;
 }
 
+/* Time since t; 0 if another thread stamped t after our clock read. */
+static uint64_t since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
 #define RELAXED_ADD(p, n) __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 
 /* ---- next hops ---- */
@@ -214,7 +220,7 @@ static void hop_sample(struct fwd_hop *h, uint64_t rtt_us, uint64_t now, uint32_
 	uint32_t sample = rtt_us > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_us;
 	if (sample == 0)
 		sample = 1;
-	if (s != 0 && now - last < probe_ms * 1000ull)
+	if (s != 0 && since(now, last) < probe_ms * 1000ull)
 		sample = (uint32_t)(((uint64_t)s * 7 + sample) / 8);   /* RFC 6298 alpha */
 	__atomic_store_n(&h->srtt_us, sample, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->last_sample_us, now, __ATOMIC_RELAXED);
@@ -381,10 +387,10 @@ static struct cost expected_cost(const struct fwd_pending *p, unsigned i, const 
 			load = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED);
 		/* a timeout holds the hop down for probe_ms; then it is asked as it was */
 		uint64_t last = __atomic_load_n(&h->last_timeout_us, __ATOMIC_RELAXED);
-		if (last && now - last < probe_us)
+		if (last && since(now, last) < probe_us)
 			penalty = FWD_TIMEOUT_PENALTY_US;
 		stale = rtt && !penalty &&
-			now - __atomic_load_n(&h->last_sample_us, __ATOMIC_RELAXED) >= probe_us;
+			since(now, __atomic_load_n(&h->last_sample_us, __ATOMIC_RELAXED)) >= probe_us;
 	}
 	uint64_t base = load * 1000 + penalty;
 	return (struct cost){ .hi = base + (rtt ? rtt : FWD_UNKNOWN_US), .lo = base + rtt, .stale = stale };
@@ -400,7 +406,7 @@ static uint64_t band_end(uint64_t best)
 static bool probe_claim(struct fwd_hop *h, uint64_t now, uint32_t probe_ms)
 {
 	uint64_t last = __atomic_load_n(&h->probe_us, __ATOMIC_RELAXED);
-	if (last && now - last < probe_ms * 1000ull)
+	if (last && since(now, last) < probe_ms * 1000ull)
 		return false;
 	return __atomic_compare_exchange_n(&h->probe_us, &last, now, false,
 					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
