@@ -44,7 +44,10 @@
  * rate: a timer, not a fraction of queries, so a busy router does not
  * send hundreds of clients a second the slow way, and an idle one still
  * learns), and that sample replaces the stale RTT instead of being
- * averaged into it.  What is known about a
+ * averaged into it.  A probe waits until the preferred hop was asked
+ * since the last one, and its answer is not cached, so on a quiet router
+ * whose cache absorbs the rest probes cannot become all of its traffic.
+ * What is known about a
  * next hop (RTT, load, last timeout) is shared by every engine of the
  * process in one table (relaxed atomics; a lost update costs nothing but
  * a sample), so what one worker learns steers them all; the query,
@@ -122,6 +125,7 @@ struct fwd_pending {
 	uint32_t failed;                /* bit per candidate that answered SERVFAIL/REFUSED */
 	uint8_t rounds_left;            /* upstreams: each is asked twice */
 	bool asked;                     /* an attempt was sent: no probe for this query */
+	bool probing;                   /* the attempt in flight is a probe */
 	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
@@ -212,15 +216,14 @@ static struct fwd_hop_counts *hop_counts(struct fwd_engine *e, const struct fwd_
 	return &e->counts[h - hop_table];
 }
 
-/* A stale RTT (older than probe_ms) says nothing any more: the sample replaces it. */
-static void hop_sample(struct fwd_hop *h, uint64_t rtt_us, uint64_t now, uint32_t probe_ms)
+/* A probe's sample replaces the stale RTT that kept the hop out of use. */
+static void hop_sample(struct fwd_hop *h, uint64_t rtt_us, uint64_t now, bool probe)
 {
 	uint32_t s = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
-	uint64_t last = __atomic_load_n(&h->last_sample_us, __ATOMIC_RELAXED);
 	uint32_t sample = rtt_us > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_us;
 	if (sample == 0)
 		sample = 1;
-	if (s != 0 && since(now, last) < probe_ms * 1000ull)
+	if (s != 0 && !probe)
 		sample = (uint32_t)(((uint64_t)s * 7 + sample) / 8);   /* RFC 6298 alpha */
 	__atomic_store_n(&h->srtt_us, sample, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->last_sample_us, now, __ATOMIC_RELAXED);
@@ -415,7 +418,9 @@ static bool probe_claim(struct fwd_hop *h, uint64_t now, uint32_t probe_ms)
 /*
  * The candidate to try next, or -1 when all were tried: the best ranked
  * within the band of the cheapest; on a query's first attempt, a stale hop
- * outside the band instead, once per probe interval (*probe set).
+ * outside the band instead, once per probe interval and only when that
+ * best one was asked since the hop's last probe, so probes never take all
+ * the queries of a quiet router (*probe set).
  */
 static int choose(struct fwd_pending *p, uint64_t now, struct fwd_hop **hop, bool *probe)
 {
@@ -436,17 +441,18 @@ static int choose(struct fwd_pending *p, uint64_t now, struct fwd_hop **hop, boo
 		return -1;
 	uint64_t end = band_end(best);
 	int pick = -1;
-	for (unsigned i = 0; i < p->req.ncand; i++) {
-		if (p->tried & (1u << i))
-			continue;
-		if (costs[i].lo <= end) {
-			if (pick < 0)
-				pick = (int)i;
-		} else if (!p->asked && costs[i].stale && probe_claim(hops[i], now, p->req.probe_ms)) {
+	for (unsigned i = 0; i < p->req.ncand && pick < 0; i++)
+		if (!(p->tried & (1u << i)) && costs[i].lo <= end)
 			pick = (int)i;
-			*probe = true;
-			break;
-		}
+	uint64_t pick_asked = hops[pick] ? __atomic_load_n(&hops[pick]->last_sample_us, __ATOMIC_RELAXED) : 0;
+	for (unsigned i = 0; i < p->req.ncand && !p->asked && pick_asked; i++) {
+		if ((p->tried & (1u << i)) || costs[i].lo <= end || !costs[i].stale ||
+		    pick_asked <= __atomic_load_n(&hops[i]->probe_us, __ATOMIC_RELAXED) ||
+		    !probe_claim(hops[i], now, p->req.probe_ms))
+			continue;
+		*probe = true;
+		pick = (int)i;
+		break;
 	}
 	*hop = hops[pick];
 	return pick;
@@ -574,6 +580,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 			continue;               /* unreachable at once: next alternate */
 		e->idmap[id] = (uint16_t)(slot + 1);
 		p->asked = true;
+		p->probing = probe;
 		p->cur = (uint8_t)i;
 		p->hop = h;
 		p->sent_us = now;
@@ -602,6 +609,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->tried = 0;
 	p->failed = 0;
 	p->asked = false;
+	p->probing = false;
 	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
@@ -674,7 +682,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */
 		if (!over_tcp)
-			hop_sample(h, now - p->sent_us, now, p->req.probe_ms);
+			hop_sample(h, now - p->sent_us, now, p->probing);
 	}
 	if (!p->req.fallback && a->has_opt) {
 		const uint8_t *d;
@@ -711,9 +719,13 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
+	/* a probe's answer is the client's, but not the cache's: the next
+	 * query goes the preferred way */
+	bool keep = !p->probing;
 	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
-	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
+	if (keep)
+		inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 }
 
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,

@@ -16,7 +16,7 @@ import dns.rcode
 import pytest
 
 from conftest import free_port, loopback_addr, wait_for
-from test_inrpd_forward import SERVER, addrs, counters, fixed_router, hops, router, route_via
+from test_inrpd_forward import SERVER, addrs, counters, fixed_router, hops, inrpc_json, router, route_via
 
 OTHER = "127.0.0.98"
 PROBE = "hop-probe-interval 200ms;\n"
@@ -101,7 +101,7 @@ def test_a_slow_preferred_hop_is_left_and_taken_back_when_fast(inrpd_factory, tm
     b = router(inrpd_factory, tmp_path, f'route "svc.band.content" {{ server {OTHER}; }}\n')
     ra, rb = relays(a), relays(b)
     rb.delay = 0.05                     # b works, but is clearly slower than a fast a
-    first = router(inrpd_factory, tmp_path, "cache-size 0;\n" + PROBE + route_via("band.content", ra, rb))
+    first = router(inrpd_factory, tmp_path, PROBE + route_via("band.content", ra, rb))
     n = iter(range(100000))
 
     def ask():
@@ -111,6 +111,9 @@ def test_a_slow_preferred_hop_is_left_and_taken_back_when_fast(inrpd_factory, tm
 
     def probes(relay):
         return hops(first)[(relay.addr, relay.port)]["probes"]
+
+    def stores():
+        return inrpc_json(first, "show", "cache")["stores"]
 
     # a fast: a (b is tried once at most, when a's first sample on a loaded
     # machine is slower than what is assumed of a hop never asked)
@@ -129,9 +132,12 @@ def test_a_slow_preferred_hop_is_left_and_taken_back_when_fast(inrpd_factory, tm
     # a fast again: the next probe sees it, and it is first again
     ra.delay = 0.0
     wait_for(lambda: ask() == SERVER, 10, "a to be taken back")
-    count, before = rb.count, probes(rb)
-    answers = [ask() for _ in range(20)]
+    count, before, stored = rb.count, probes(rb), stores()
+    answers = []
+    wait_for(lambda: answers.append(ask()) or probes(rb) >= before + 2, 10, "two probes of b")
     assert answers.count(OTHER) == rb.count - count == probes(rb) - before, answers
+    # every name was new; a probe's answer went to the client, not into the cache
+    assert stores() - stored == answers.count(SERVER)
     assert hops(first)[(ra.addr, ra.port)]["timeouts"] == 0
 
 
