@@ -497,7 +497,7 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
  * COOKIE option.
  */
 static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, struct fwd_request *req,
-			int family, const uint8_t *addr, bool *cookie_valid, bool *cookie_bad)
+			const struct ip_addr *from, bool *cookie_valid, bool *cookie_bad)
 {
 	const struct dns_query *q = &req->q;
 	const uint8_t *opts = pkt + q->edns_opts_off, *data, *cc, *sc;
@@ -514,17 +514,17 @@ static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, stru
 		req->nsid_len = (uint8_t)(n < sizeof(req->nsid) ? n : sizeof(req->nsid));
 		memcpy(req->nsid, rt->router_name, req->nsid_len);
 	}
-	if (!family || !inrp_find_option(opts, q->edns_opts_len, DNS_OPT_COOKIE, &data, &dlen))
+	if (!from->family || !inrp_find_option(opts, q->edns_opts_len, DNS_OPT_COOKIE, &data, &dlen))
 		return DNS_PARSE_OK;
 	if (cookie_parse(data, dlen, &cc, &sc, &sc_len) < 0)
 		return DNS_RCODE_FORMERR;
 	uint32_t now = (uint32_t)time(NULL);
-	size_t alen = family == AF_INET ? 4 : 16;
+	size_t alen = from->family == AF_INET ? 4 : 16;
 	req->cookie = true;
 	memcpy(req->cookie_out, cc, COOKIE_CLIENT_LEN);
-	cookie_make(rt->cookie_secret, cc, now, addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
+	cookie_make(rt->cookie_secret, cc, now, from->addr, alen, req->cookie_out + COOKIE_CLIENT_LEN);
 	if (sc_len) {
-		*cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, addr, alen);
+		*cookie_valid = cookie_check(rt->cookie_secret, cc, sc, sc_len, now, from->addr, alen);
 		*cookie_bad = !*cookie_valid;
 	}
 	return DNS_PARSE_OK;
@@ -536,14 +536,14 @@ static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, stru
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
 static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
-				   struct rrl *rrl, size_t len, int family, const uint8_t *addr,
+				   struct rrl *rrl, size_t len, const struct ip_addr *from,
 				   struct inrpd_counters *cnt)
 {
-	if (prefix_list_has(rt->acl, rt->nacl, family, addr) ||
-	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, family, addr) ||
-	    (rt->rrl_exempt_routers && inrpd_routers_has(family, addr)))
+	if (prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
+	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
+	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
 		return RRL_PASS;
-	enum rrl_verdict v = rrl_check(rrl, rt, family, addr, inrpd_now_ms());
+	enum rrl_verdict v = rrl_check(rrl, rt, from->family, from->addr, inrpd_now_ms());
 	if (v == RRL_DROP) {
 		CNT_INC(cnt, rrl_dropped);
 		CNT_INC(cnt, dropped);
@@ -590,13 +590,13 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return 0;
 	}
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
-	uint8_t addr[16];
-	int family = prefix_sockaddr_addr(client, addr);
+	struct ip_addr from;
+	from.family = prefix_sockaddr_addr(client, from.addr);
 	bool cookie_valid = false, cookie_bad = false;
 	if (rc == DNS_PARSE_OK && q->has_edns)
-		rc = read_options(rt, pkt, req, family, addr, &cookie_valid, &cookie_bad);
-	if (rc == DNS_PARSE_OK && limit_udp && family && !cookie_valid) {
-		int v = rate_limit(rt, req, rrl, len, family, addr, cnt);
+		rc = read_options(rt, pkt, req, &from, &cookie_valid, &cookie_bad);
+	if (rc == DNS_PARSE_OK && limit_udp && from.family && !cookie_valid) {
+		int v = rate_limit(rt, req, rrl, len, &from, cnt);
 		if (v == RRL_DROP)
 			return 0;
 		if (v == RRL_SLIP) {
@@ -652,6 +652,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
 		budget = in->budget_ms;
 	req->budget_ms = budget;
+	req->probe_ms = rt->hop_probe_ms;
 
 	if (nrouters > 0) {
 		uint8_t hop_limit = req->client_inrp ? in->hop_limit : rt->hop_limit;

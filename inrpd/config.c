@@ -15,6 +15,7 @@
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
  *                                          and private ranges; "none": nobody)
  *     query-timeout 2s;                    all attempts of one query
+ *     hop-probe-interval 5s;               a hop passed over as slow is probed this often
  *     hop-limit 16;
  *     nsid yes;                            NSID (RFC 5001) answers the router-id
  *     cache-size 64M;                      packet cache, all threads (0: none)
@@ -69,6 +70,7 @@
 #define DEFAULT_TCP_IDLE_MS     10000
 #define DEFAULT_TCP_MAX_CONNS   128
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
+#define DEFAULT_HOP_PROBE_MS    5000
 #define DEFAULT_MAX_PENDING     4096
 #define DEFAULT_FIB_GRACE_MS    60000
 #define DEFAULT_CACHE_SIZE      (64u << 20)
@@ -102,7 +104,7 @@ struct cfg_ctx {
 	bool seen_fib_channel, seen_grace, seen_nsid;
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
-	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_hop_limit, seen_pending;
+	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending;
 };
 
 static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -434,6 +436,17 @@ static int kw_query_timeout(const struct conf_stmt *s, void *arg, char *err, siz
 	return 0;
 }
 
+static int kw_hop_probe(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once(&x->seen_probe, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 100, 3600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->hop_probe_ms = (uint32_t)ms;
+	return 0;
+}
+
 static int kw_hop_limit(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
@@ -620,6 +633,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "upstream", 2, 4, CONF_NO_BLOCK, kw_upstream },
 	{ "allow-recursion", 2, 2, CONF_NO_BLOCK, kw_allow_recursion },
 	{ "query-timeout", 2, 2, CONF_NO_BLOCK, kw_query_timeout },
+	{ "hop-probe-interval", 2, 2, CONF_NO_BLOCK, kw_hop_probe },
 	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
@@ -705,6 +719,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->tcp_max_conns = DEFAULT_TCP_MAX_CONNS;
 	cfg->log_level = -1;
 	cfg->query_timeout_ms = DEFAULT_QUERY_TIMEOUT_MS;
+	cfg->hop_probe_ms = DEFAULT_HOP_PROBE_MS;
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
 	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
@@ -805,6 +820,7 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	memcpy(rt->router_name, cfg->router_name, sizeof(rt->router_name));
 	rt->router_id = inrp_router_id(cfg->router_name);
 	rt->query_timeout_ms = cfg->query_timeout_ms;
+	rt->hop_probe_ms = cfg->hop_probe_ms;
 	rt->hop_limit = cfg->hop_limit;
 	rt->nsid = cfg->nsid;
 	rt->cache = cfg->cache;

@@ -28,11 +28,26 @@
  * alternates keeps time for them; the next router is told a little less
  * than we wait, so it gives up (and answers SERVFAIL) before we do.
  *
- * Choosing among alternates: FIB rank first; a later alternate wins only
- * when its expected latency (smoothed RTT plus the load the hop last
- * reported) is clearly lower (by 1 ms and 10%; by 20 ms for a hop never
- * asked, whose RTT is unknown), and a hop that timed out
- * in the last FWD_HOLDDOWN_MS counts as very slow.  What is known about a
+ * Choosing among alternates, as Unbound chooses among servers (RTT
+ * banding): every candidate has an expected cost, its smoothed RTT plus
+ * the load the hop last reported (a hop never asked counts as
+ * FWD_UNKNOWN_US, or as nothing when it is the one judged, so a new route
+ * is tried; a hop that timed out less than hop-probe-interval ago as very
+ * slow).  The candidates within a band of the cheapest (FWD_BAND_MIN_US,
+ * or an eighth of the cost) are as good as each other, and of those the
+ * best FIB rank is asked: nbrpd ranked them by content distance, which a
+ * random pick among equals (Unbound's, for servers of one zone) would
+ * throw away.  What is known about a hop passed over goes stale, so a hop
+ * that was slow would never be seen to be fast again: a hop outside the
+ * band whose RTT is older than hop-probe-interval gets the next query
+ * that could go to it (one query per hop per interval, whatever the query
+ * rate: a timer, not a fraction of queries, so a busy router does not
+ * send hundreds of clients a second the slow way, and an idle one still
+ * learns), and that sample replaces the stale RTT instead of being
+ * averaged into it.  A probe waits until the preferred hop was asked
+ * since the last one, and its answer is not cached, so on a quiet router
+ * whose cache absorbs the rest probes cannot become all of its traffic.
+ * What is known about a
  * next hop (RTT, load, last timeout) is shared by every engine of the
  * process in one table (relaxed atomics; a lost update costs nothing but
  * a sample), so what one worker learns steers them all; the query,
@@ -72,8 +87,8 @@
 #define FWD_MSG_MAX             65535
 #define FWD_UPSTREAM_UDP_SIZE   4096            /* advertised to next hops */
 #define FWD_MIN_ATTEMPT_MS      20
-#define FWD_HOLDDOWN_MS         5000
-#define FWD_UNKNOWN_MARGIN_US   20000   /* an untried hop's lead over a tried one */
+#define FWD_UNKNOWN_US          20000   /* the RTT assumed of a hop never asked */
+#define FWD_BAND_MIN_US         1000    /* costs this close are equal (or an eighth apart) */
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
 #define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
@@ -83,19 +98,20 @@ enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
 /* What the process knows about one next hop; shared by every engine. */
 struct fwd_hop {
 	uint8_t state;                  /* enum above; READY published with release */
-	uint8_t family;
-	uint16_t port;
-	uint8_t addr[16];
+	struct ip_endpoint ep;          /* the key */
 	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;
 	uint8_t load_known;
+	uint64_t last_sample_us;        /* when srtt_us was last changed */
 	uint64_t last_timeout_us;
+	uint64_t probe_us;              /* when it was last probed (claimed by CAS) */
 };
 
 /* One engine's counts for one next hop (same index as the shared table). */
 struct fwd_hop_counts {
 	uint64_t queries, answers, timeouts;
 	uint64_t failures;              /* answers of SERVFAIL or REFUSED */
+	uint64_t probes;                /* queries sent to learn its RTT again */
 };
 
 static struct fwd_hop hop_table[FWD_HOPS_MAX];
@@ -108,6 +124,8 @@ struct fwd_pending {
 	uint32_t tried;                 /* bit per candidate, this round */
 	uint32_t failed;                /* bit per candidate that answered SERVFAIL/REFUSED */
 	uint8_t rounds_left;            /* upstreams: each is asked twice */
+	bool asked;                     /* an attempt was sent: no probe for this query */
+	bool probing;                   /* the attempt in flight is a probe */
 	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
@@ -154,25 +172,15 @@ static uint64_t rng_next(struct fwd_engine *e)
 	return e->rng * 0x2545F4914F6CDD1Dull;
 }
 
+/* Time since t; 0 if another thread stamped t after our clock read. */
+static uint64_t since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
 #define RELAXED_ADD(p, n) __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 
 /* ---- next hops ---- */
-
-static uint64_t hop_hash(const struct route *r)
-{
-	uint64_t h = 1469598103934665603ull ^ r->family ^ ((uint64_t)r->port << 8);
-	for (unsigned i = 0; i < 16; i++) {
-		h ^= r->addr[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static bool hop_is(const struct fwd_hop *h, const struct route *r)
-{
-	return h->family == r->family && h->port == r->port &&
-	       memcmp(h->addr, r->addr, r->family == AF_INET ? 4 : 16) == 0;
-}
 
 /*
  * Finds or adds a next hop.  Lock-free: a slot is claimed with a CAS,
@@ -181,17 +189,15 @@ static bool hop_is(const struct fwd_hop *h, const struct route *r)
  */
 static struct fwd_hop *hop_get(const struct route *r)
 {
-	for (unsigned i = 0, k = (unsigned)hop_hash(r); i < FWD_HOPS_MAX; i++, k++) {
+	struct ip_endpoint ep = route_endpoint(r);
+	for (unsigned i = 0, k = (unsigned)ip_endpoint_hash(&ep); i < FWD_HOPS_MAX; i++, k++) {
 		struct fwd_hop *h = &hop_table[k % FWD_HOPS_MAX];
 		uint8_t st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
 		if (st == HOP_EMPTY) {
 			uint8_t expect = HOP_EMPTY;
 			if (__atomic_compare_exchange_n(&h->state, &expect, HOP_WRITING, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-				h->family = r->family;
-				h->port = r->port;
-				memset(h->addr, 0, sizeof(h->addr));
-				memcpy(h->addr, r->addr, r->family == AF_INET ? 4 : 16);
+				h->ep = ep;
 				__atomic_store_n(&h->state, HOP_READY, __ATOMIC_RELEASE);
 				return h;
 			}
@@ -199,7 +205,7 @@ static struct fwd_hop *hop_get(const struct route *r)
 		}
 		while (st == HOP_WRITING)
 			st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
-		if (hop_is(h, r))
+		if (ip_endpoint_equal(&h->ep, &ep))
 			return h;
 	}
 	return NULL;                    /* full: this hop goes untracked */
@@ -210,14 +216,17 @@ static struct fwd_hop_counts *hop_counts(struct fwd_engine *e, const struct fwd_
 	return &e->counts[h - hop_table];
 }
 
-static void hop_sample(struct fwd_hop *h, uint64_t rtt_us)
+/* A probe's sample replaces the stale RTT that kept the hop out of use. */
+static void hop_sample(struct fwd_hop *h, uint64_t rtt_us, uint64_t now, bool probe)
 {
 	uint32_t s = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
 	uint32_t sample = rtt_us > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt_us;
 	if (sample == 0)
 		sample = 1;
-	s = s == 0 ? sample : (uint32_t)(((uint64_t)s * 7 + sample) / 8);   /* RFC 6298 alpha */
-	__atomic_store_n(&h->srtt_us, s, __ATOMIC_RELAXED);
+	if (s != 0 && !probe)
+		sample = (uint32_t)(((uint64_t)s * 7 + sample) / 8);   /* RFC 6298 alpha */
+	__atomic_store_n(&h->srtt_us, sample, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->last_sample_us, now, __ATOMIC_RELAXED);
 }
 
 void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
@@ -228,18 +237,17 @@ void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg)
 			continue;
 		const struct fwd_hop_counts *c = &e->counts[i];
 		struct fwd_hop_stats st = {
-			.family = h->family,
-			.port = h->port,
+			.hop = h->ep,
 			.queries = __atomic_load_n(&c->queries, __ATOMIC_RELAXED),
 			.answers = __atomic_load_n(&c->answers, __ATOMIC_RELAXED),
 			.timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED),
 			.failures = __atomic_load_n(&c->failures, __ATOMIC_RELAXED),
+			.probes = __atomic_load_n(&c->probes, __ATOMIC_RELAXED),
 			.srtt_us = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED),
 			.load_ms = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED),
 		};
 		if (st.queries == 0)
 			continue;               /* another engine's hop */
-		memcpy(st.addr, h->addr, sizeof(st.addr));
 		fn(&st, arg);
 	}
 }
@@ -363,47 +371,91 @@ static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id
 		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
 }
 
-static uint64_t expected_cost_us(const struct fwd_pending *p, unsigned i,
-				 const struct fwd_hop *h, uint64_t now)
+/* A candidate's expected cost, as the worst (a hop never asked is
+ * FWD_UNKNOWN_US away) and as the best it may be (such a hop is near). */
+struct cost {
+	uint64_t hi, lo;
+	bool stale;                     /* a known RTT older than probe_ms, no timeout since */
+};
+
+static struct cost expected_cost(const struct fwd_pending *p, unsigned i, const struct fwd_hop *h,
+				 uint64_t now)
 {
-	const struct route *r = &p->req.cand[i];
-	uint64_t load = r->load_ms;
-	uint64_t cost = 0;
+	uint64_t load = p->req.cand[i].load_ms, rtt = 0, penalty = 0;
+	uint64_t probe_us = p->req.probe_ms * 1000ull;
+	bool stale = false;
 	if (h) {
-		cost = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
+		rtt = __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&h->load_known, __ATOMIC_RELAXED))
 			load = __atomic_load_n(&h->load_ms, __ATOMIC_RELAXED);
+		/* a timeout holds the hop down for probe_ms; then it is asked as it was */
 		uint64_t last = __atomic_load_n(&h->last_timeout_us, __ATOMIC_RELAXED);
-		if (last && now - last < FWD_HOLDDOWN_MS * 1000ull)
-			cost += FWD_TIMEOUT_PENALTY_US;
+		if (last && since(now, last) < probe_us)
+			penalty = FWD_TIMEOUT_PENALTY_US;
+		stale = rtt && !penalty &&
+			since(now, __atomic_load_n(&h->last_sample_us, __ATOMIC_RELAXED)) >= probe_us;
 	}
-	return cost + load * 1000;
+	uint64_t base = load * 1000 + penalty;
+	return (struct cost){ .hi = base + (rtt ? rtt : FWD_UNKNOWN_US), .lo = base + rtt, .stale = stale };
 }
 
-/* The candidate to try next, or -1 when all were tried. */
-static int choose(struct fwd_engine *e, struct fwd_pending *p, uint64_t now, struct fwd_hop **hop)
+static uint64_t band_end(uint64_t best)
 {
-	int best = -1;
-	uint64_t best_cost = 0;
-	struct fwd_hop *best_hop = NULL;
+	uint64_t band = best / 8;
+	return best + (band < FWD_BAND_MIN_US ? FWD_BAND_MIN_US : band);
+}
 
+/* Claims hop h's probe for this interval; false if another query has it. */
+static bool probe_claim(struct fwd_hop *h, uint64_t now, uint32_t probe_ms)
+{
+	uint64_t last = __atomic_load_n(&h->probe_us, __ATOMIC_RELAXED);
+	if (last && since(now, last) < probe_ms * 1000ull)
+		return false;
+	return __atomic_compare_exchange_n(&h->probe_us, &last, now, false,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/*
+ * The candidate to try next, or -1 when all were tried: the best ranked
+ * within the band of the cheapest; on a query's first attempt, a stale hop
+ * outside the band instead, once per probe interval and only when that
+ * best one was asked since the hop's last probe, so probes never take all
+ * the queries of a quiet router (*probe set).
+ */
+static int choose(struct fwd_pending *p, uint64_t now, struct fwd_hop **hop, bool *probe)
+{
+	struct fwd_hop *hops[ROUTESET_MAX_ROUTES];
+	struct cost costs[ROUTESET_MAX_ROUTES];
+	uint64_t best = UINT64_MAX;
+
+	*probe = false;
 	for (unsigned i = 0; i < p->req.ncand; i++) {
 		if (p->tried & (1u << i))
 			continue;
-		struct fwd_hop *h = hop_get(&p->req.cand[i]);
-		uint64_t c = expected_cost_us(p, i, h, now);
-		/* a hop never asked has no RTT to go by: it passes a ranked one only
-		 * when that one is clearly slow, not by a sample's noise */
-		bool known = h && __atomic_load_n(&h->srtt_us, __ATOMIC_RELAXED) != 0;
-		uint64_t margin = known ? 1000 : FWD_UNKNOWN_MARGIN_US;
-		if (best < 0 || (c + margin < best_cost && c * 10 < best_cost * 9)) {
-			best = (int)i;
-			best_cost = c;
-			best_hop = h;
-		}
+		hops[i] = hop_get(&p->req.cand[i]);
+		costs[i] = expected_cost(p, i, hops[i], now);
+		if (costs[i].hi < best)
+			best = costs[i].hi;
 	}
-	*hop = best_hop;
-	return best;
+	if (best == UINT64_MAX)
+		return -1;
+	uint64_t end = band_end(best);
+	int pick = -1;
+	for (unsigned i = 0; i < p->req.ncand && pick < 0; i++)
+		if (!(p->tried & (1u << i)) && costs[i].lo <= end)
+			pick = (int)i;
+	uint64_t pick_asked = hops[pick] ? __atomic_load_n(&hops[pick]->last_sample_us, __ATOMIC_RELAXED) : 0;
+	for (unsigned i = 0; i < p->req.ncand && !p->asked && pick_asked; i++) {
+		if ((p->tried & (1u << i)) || costs[i].lo <= end || !costs[i].stale ||
+		    pick_asked <= __atomic_load_n(&hops[i]->probe_us, __ATOMIC_RELAXED) ||
+		    !probe_claim(hops[i], now, p->req.probe_ms))
+			continue;
+		*probe = true;
+		pick = (int)i;
+		break;
+	}
+	*hop = hops[pick];
+	return pick;
 }
 
 /* Room for our outgoing queries: header, question, OPT RR with the INRP option. */
@@ -501,11 +553,12 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 	for (;;) {
 		uint64_t now = now_us();
 		struct fwd_hop *h;
-		int i = choose(e, p, now, &h);
+		bool probe;
+		int i = choose(p, now, &h, &probe);
 		if (i < 0 && p->rounds_left > 0) {
 			p->rounds_left--;
 			p->tried = p->failed;   /* a hop that said it cannot is not asked again */
-			i = choose(e, p, now, &h);
+			i = choose(p, now, &h, &probe);
 		}
 		if (i < 0 || now >= p->end_us) {
 			fail(e, p, router_id);
@@ -518,11 +571,16 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		uint16_t id = new_id(e, p);
 		p->id = id;
 
-		if (h)
+		if (h) {
 			RELAXED_ADD(&hop_counts(e, h)->queries, 1);
+			if (probe)
+				RELAXED_ADD(&hop_counts(e, h)->probes, 1);
+		}
 		if (send_attempt(e, p, (unsigned)i, ms) < 0)
 			continue;               /* unreachable at once: next alternate */
 		e->idmap[id] = (uint16_t)(slot + 1);
+		p->asked = true;
+		p->probing = probe;
 		p->cur = (uint8_t)i;
 		p->hop = h;
 		p->sent_us = now;
@@ -550,6 +608,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->used = true;
 	p->tried = 0;
 	p->failed = 0;
+	p->asked = false;
+	p->probing = false;
 	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
@@ -622,7 +682,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */
 		if (!over_tcp)
-			hop_sample(h, now - p->sent_us);
+			hop_sample(h, now - p->sent_us, now, p->probing);
 	}
 	if (!p->req.fallback && a->has_opt) {
 		const uint8_t *d;
@@ -659,9 +719,13 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
+	/* a probe's answer is the client's, but not the cache's: the next
+	 * query goes the preferred way */
+	bool keep = !p->probing;
 	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
-	inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
+	if (keep)
+		inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 }
 
 static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,

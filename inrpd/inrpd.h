@@ -77,6 +77,7 @@ struct inrpd_runtime {
 	uint64_t router_id;             /* inrp_router_id(router_name) */
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;      /* a client's whole query, all attempts */
+	uint32_t hop_probe_ms;          /* a next hop passed over is asked again after this */
 	uint8_t hop_limit;
 	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
 	struct cache_limits cache;      /* how long the packet cache holds answers */
@@ -111,6 +112,7 @@ struct inrpd_config {
 	unsigned nroutes;
 	char router_name[INRPD_ROUTER_NAME_MAX + 1];
 	uint32_t query_timeout_ms;
+	uint32_t hop_probe_ms;
 	uint8_t hop_limit;
 	bool nsid;
 	uint32_t rrl_rate, rrl_slip;
@@ -243,6 +245,7 @@ struct fwd_request {
 	char nsid[INRPD_ROUTER_NAME_MAX];
 	uint16_t edns_udp_size;
 	uint32_t budget_ms;             /* the whole query, all attempts */
+	uint32_t probe_ms;              /* hop-probe-interval */
 	uint64_t router_id;             /* ours, when the request was made */
 	uint8_t ncand;
 	struct route cand[ROUTESET_MAX_ROUTES];
@@ -361,11 +364,10 @@ unsigned fwd_pending_count(const struct fwd_engine *e);
 
 /* Per next hop statistics, summed over engines by the control socket. */
 struct fwd_hop_stats {
-	uint8_t family;
-	uint8_t addr[16];
-	uint16_t port;
+	struct ip_endpoint hop;
 	uint64_t queries, answers, timeouts;
 	uint64_t failures;              /* answered SERVFAIL or REFUSED */
+	uint64_t probes;                /* queries sent to learn its RTT again */
 	uint32_t srtt_us;               /* 0: no sample yet */
 	uint32_t load_ms;               /* last reported by the hop */
 };

@@ -261,21 +261,21 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 	for (unsigned i = 0; i < l.n; i++) {
 		const struct fwd_hop_stats *h = &l.h[i];
 		char a[IP_TEXT_MAX];
-		ip_format(h->family, h->addr, a, sizeof(a));
+		ip_format(h->hop.family, h->hop.addr, a, sizeof(a));
 		if (json)
 			ctl_reply_line(r, CTL_DATA, "{\"addr\": \"%s\", \"port\": %u, \"queries\": %llu, "
-				       "\"answers\": %llu, \"timeouts\": %llu, \"failures\": %llu, \"srtt_us\": %u, "
-				       "\"load_ms\": %u}%s",
-				       a, h->port, (unsigned long long)h->queries, (unsigned long long)h->answers,
+				       "\"answers\": %llu, \"timeouts\": %llu, \"failures\": %llu, \"probes\": %llu, "
+				       "\"srtt_us\": %u, \"load_ms\": %u}%s",
+				       a, h->hop.port, (unsigned long long)h->queries, (unsigned long long)h->answers,
 				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
-				       h->srtt_us, h->load_ms,
+				       (unsigned long long)h->probes, h->srtt_us, h->load_ms,
 				       i + 1 < l.n ? "," : "");
 		else
 			ctl_reply_line(r, CTL_DATA, "%s port %u: queries %llu answers %llu timeouts %llu "
-				       "failures %llu srtt %u.%03u ms load %u ms", a, h->port,
+				       "failures %llu probes %llu srtt %u.%03u ms load %u ms", a, h->hop.port,
 				       (unsigned long long)h->queries, (unsigned long long)h->answers,
 				       (unsigned long long)h->timeouts, (unsigned long long)h->failures,
-				       h->srtt_us / 1000, h->srtt_us % 1000, h->load_ms);
+				       (unsigned long long)h->probes, h->srtt_us / 1000, h->srtt_us % 1000, h->load_ms);
 	}
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "]");

@@ -27,10 +27,9 @@ void inrpd_hops_free(struct inrpd_hops *l)
 static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 {
 	struct inrpd_hops *l = arg;
-	unsigned alen = st->family == AF_INET ? 4 : 16;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct fwd_hop_stats *h = &l->h[i];
-		if (h->family == st->family && h->port == st->port && memcmp(h->addr, st->addr, alen) == 0) {
+		if (ip_endpoint_equal(&h->hop, &st->hop)) {
 			/* smoothed RTTs averaged, weighted by the answers behind them */
 			if (st->srtt_us && st->answers) {
 				uint64_t w = l->rtt_weight[i];
@@ -42,6 +41,7 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			h->answers += st->answers;
 			h->timeouts += st->timeouts;
 			h->failures += st->failures;
+			h->probes += st->probes;
 			if (st->load_ms > h->load_ms)
 				h->load_ms = st->load_ms;
 			return;
@@ -134,11 +134,11 @@ static void write_latency(struct prom *p, const struct inrpd_counters *udp, cons
 
 static bool is_upstream(const struct inrpd_runtime *rt, const struct fwd_hop_stats *h)
 {
-	unsigned alen = h->family == AF_INET ? 4 : 16;
-	for (unsigned i = 0; i < rt->nupstreams; i++)
-		if (rt->upstreams[i].family == h->family && rt->upstreams[i].port == h->port &&
-		    memcmp(rt->upstreams[i].addr, h->addr, alen) == 0)
+	for (unsigned i = 0; i < rt->nupstreams; i++) {
+		struct ip_endpoint up = route_endpoint(&rt->upstreams[i]);
+		if (ip_endpoint_equal(&up, &h->hop))
 			return true;
+	}
 	return false;
 }
 
@@ -151,6 +151,8 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 		{ "inrpd_hop_queries_total", "Queries sent to the next hop.", PROM_COUNTER },
 		{ "inrpd_hop_answers_total", "Answers from the next hop.", PROM_COUNTER },
 		{ "inrpd_hop_timeouts_total", "Queries to the next hop that timed out.", PROM_COUNTER },
+		{ "inrpd_hop_probes_total", "Queries sent to a next hop passed over, to learn its RTT again.",
+		  PROM_COUNTER },
 		{ "inrpd_hop_srtt_seconds", "Smoothed round-trip time to the next hop (0: no sample).", PROM_GAUGE },
 		{ "inrpd_hop_load_seconds", "Load the next hop last reported.", PROM_GAUGE },
 	};
@@ -159,14 +161,15 @@ static void write_hops(struct prom *p, const struct inrpd_runtime *rt, const str
 		for (unsigned i = 0; i < l->n; i++) {
 			const struct fwd_hop_stats *h = &l->h[i];
 			char a[IP_TEXT_MAX], hop[IP_TEXT_MAX + 10];
-			snprintf(hop, sizeof(hop), h->family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-				 ip_format(h->family, h->addr, a, sizeof(a)), h->port);
+			snprintf(hop, sizeof(hop), h->hop.family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+				 ip_format(h->hop.family, h->hop.addr, a, sizeof(a)), h->hop.port);
 			struct prom_label lb[2] = { { "hop", hop }, { "kind", is_upstream(rt, h) ? "upstream" : "router" } };
 			switch (f) {
 			case 0: prom_u64(p, fams[f].name, lb, 2, h->queries); break;
 			case 1: prom_u64(p, fams[f].name, lb, 2, h->answers); break;
 			case 2: prom_u64(p, fams[f].name, lb, 2, h->timeouts); break;
-			case 3: prom_double(p, fams[f].name, lb, 2, h->srtt_us / 1e6); break;
+			case 3: prom_u64(p, fams[f].name, lb, 2, h->probes); break;
+			case 4: prom_double(p, fams[f].name, lb, 2, h->srtt_us / 1e6); break;
 			default: prom_double(p, fams[f].name, lb, 2, h->load_ms / 1e3); break;
 			}
 		}

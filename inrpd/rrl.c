@@ -99,8 +99,7 @@ enum rrl_verdict rrl_check(struct rrl *r, const struct inrpd_runtime *rt, int fa
 
 struct router_addr {
 	uint8_t state;                  /* 0 free, 1 in use: published with release */
-	uint8_t family;
-	uint8_t addr[16];
+	struct ip_addr ip;
 };
 
 static struct router_addr routers[ROUTERS_MAX];
@@ -114,17 +113,16 @@ static size_t router_slot(int family, const uint8_t *addr)
 
 void inrpd_routers_add(int family, const uint8_t *addr)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
 	for (size_t i = 0, k = router_slot(family, addr); i < ROUTERS_MAX; i++, k = (k + 1) % ROUTERS_MAX) {
 		struct router_addr *r = &routers[k];
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE)) {
-			if (r->family == family && memcmp(r->addr, addr, alen) == 0)
+			if (ip_equal(r->ip.family, r->ip.addr, family, addr))
 				return;
 			continue;
 		}
-		r->family = (uint8_t)family;
-		memset(r->addr, 0, sizeof(r->addr));
-		memcpy(r->addr, addr, alen);
+		r->ip.family = family;
+		memset(r->ip.addr, 0, sizeof(r->ip.addr));
+		memcpy(r->ip.addr, addr, family == AF_INET ? 4 : 16);
 		__atomic_store_n(&r->state, 1, __ATOMIC_RELEASE);
 		return;
 	}
@@ -133,12 +131,11 @@ void inrpd_routers_add(int family, const uint8_t *addr)
 
 bool inrpd_routers_has(int family, const uint8_t *addr)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
 	for (size_t i = 0, k = router_slot(family, addr); i < ROUTERS_MAX; i++, k = (k + 1) % ROUTERS_MAX) {
 		const struct router_addr *r = &routers[k];
 		if (!__atomic_load_n(&r->state, __ATOMIC_ACQUIRE))
 			return false;
-		if (r->family == family && memcmp(r->addr, addr, alen) == 0)
+		if (ip_equal(r->ip.family, r->ip.addr, family, addr))
 			return true;
 	}
 	return false;

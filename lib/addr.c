@@ -23,6 +23,17 @@ bool ip_equal(int family_a, const uint8_t *a, int family_b, const uint8_t *b)
 	return family_a == family_b && memcmp(a, b, family_a == AF_INET ? 4 : 16) == 0;
 }
 
+uint64_t ip_endpoint_hash(const struct ip_endpoint *e)
+{
+	/* FNV-1a over what ip_endpoint_equal compares */
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)e->family ^ ((uint64_t)e->port << 8);
+	for (unsigned i = 0; i < (e->family == AF_INET ? 4u : 16u); i++) {
+		h ^= e->addr[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
 socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));

@@ -1,7 +1,7 @@
 /*
  * IP addresses as the daemons keep them: a family and 16 bytes (IPv4 in
  * the first 4), with a port for an endpoint; and the socket-path limit.
- * One place to format, compare and turn them into socket addresses.
+ * One place to format, compare, hash and turn them into socket addresses.
  */
 #ifndef CR_ADDR_H
 #define CR_ADDR_H
@@ -19,6 +19,11 @@
 #define IP_TEXT_MAX     INET6_ADDRSTRLEN
 #define ENDPOINT_TEXT_MAX (INET6_ADDRSTRLEN + 12)
 
+struct ip_addr {
+	int family;                     /* AF_INET or AF_INET6 */
+	uint8_t addr[16];               /* IPv4 in the first 4 bytes */
+};
+
 struct ip_endpoint {
 	int family;                     /* AF_INET or AF_INET6 */
 	uint8_t addr[16];               /* IPv4 in the first 4 bytes */
@@ -30,6 +35,16 @@ const char *ip_format(int family, const uint8_t *addr, char *buf, size_t len);
 /* "ADDR port N". */
 const char *ip_endpoint_format(const struct ip_endpoint *e, char *buf, size_t len);
 bool ip_equal(int family_a, const uint8_t *a, int family_b, const uint8_t *b);
+/* Bytes past an IPv4 address's 4 do not count, in these as in ip_equal. */
+static inline bool ip_addr_equal(const struct ip_addr *a, const struct ip_addr *b)
+{
+	return ip_equal(a->family, a->addr, b->family, b->addr);
+}
+static inline bool ip_endpoint_equal(const struct ip_endpoint *a, const struct ip_endpoint *b)
+{
+	return a->port == b->port && ip_equal(a->family, a->addr, b->family, b->addr);
+}
+uint64_t ip_endpoint_hash(const struct ip_endpoint *e);
 /* For connect()/sendto()/bind(); returns the length to pass. */
 socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss);
 static inline socklen_t ip_endpoint_sockaddr(const struct ip_endpoint *e, struct sockaddr_storage *ss)

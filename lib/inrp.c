@@ -140,8 +140,7 @@ bool inrp_path_contains(const struct inrp_query_opt *o, uint64_t router_id)
 bool inrp_is_excluded(const struct inrp_query_opt *o, int family, const uint8_t *addr)
 {
 	for (unsigned i = 0; i < o->nexclude; i++)
-		if (o->exclude[i].family == family &&
-		    memcmp(o->exclude[i].addr, addr, family == AF_INET ? 4 : 16) == 0)
+		if (ip_equal(o->exclude[i].family, o->exclude[i].addr, family, addr))
 			return true;
 	return false;
 }

@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "addr.h"
+
 #define INRP_OPTION_CODE        65100
 #define INRP_VERSION            1
 #define INRP_KIND_QUERY         1
@@ -41,18 +43,13 @@ enum inrp_status {
 	INRP_STATUS_UNREACHABLE = 3,    /* every alternate failed */
 };
 
-struct inrp_addr {
-	uint8_t family;                 /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-};
-
 struct inrp_query_opt {
 	uint8_t hop_limit;
 	uint8_t npath;
 	uint8_t nexclude;
 	uint16_t budget_ms;
 	uint64_t path[INRP_MAX_PATH];   /* router ids, first hop first */
-	struct inrp_addr exclude[INRP_MAX_EXCLUDE];
+	struct ip_addr exclude[INRP_MAX_EXCLUDE];
 };
 
 struct inrp_response_opt {

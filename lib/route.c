@@ -29,6 +29,13 @@ bool route_equal(const struct route *a, const struct route *b)
 	       a->load_ms == b->load_ms && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
 }
 
+struct ip_endpoint route_endpoint(const struct route *r)
+{
+	struct ip_endpoint e = { .family = r->family, .port = r->port };
+	memcpy(e.addr, r->addr, sizeof(e.addr));
+	return e;
+}
+
 socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss)
 {
 	return sockaddr_from_bytes(r->family, r->addr, r->port, ss);

@@ -47,5 +47,7 @@ bool route_addr_parse(struct route *r, const char *text);
 const char *route_addr_format(const struct route *r, char *buf, size_t len);
 bool route_equal(const struct route *a, const struct route *b);
 socklen_t route_sockaddr(const struct route *r, struct sockaddr_storage *ss);
+/* Where a router route's queries go: its address and port. */
+struct ip_endpoint route_endpoint(const struct route *r);
 
 #endif

@@ -1,0 +1,59 @@
+/* lib/addr: equality and hash agree (IPv4's padding bytes count for neither), formatting. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+
+#include "addr.h"
+
+static struct ip_endpoint ep(int family, const char *text, uint16_t port)
+{
+	struct ip_endpoint e = { .family = family, .port = port };
+	assert_int_equal(inet_pton(family, text, e.addr), 1);
+	return e;
+}
+
+static void test_equal_and_hash_agree(void **state)
+{
+	(void)state;
+	struct ip_endpoint a = ep(AF_INET, "192.0.2.1", 53), b = a;
+	memset(b.addr + 4, 0xa5, 12);           /* what is past an IPv4 address is not it */
+	assert_true(ip_endpoint_equal(&a, &b));
+	assert_int_equal(ip_endpoint_hash(&a), ip_endpoint_hash(&b));
+
+	struct ip_endpoint other_port = ep(AF_INET, "192.0.2.1", 54);
+	struct ip_endpoint other_addr = ep(AF_INET, "192.0.2.2", 53);
+	struct ip_endpoint v6 = ep(AF_INET6, "::ffff:192.0.2.1", 53);
+	assert_false(ip_endpoint_equal(&a, &other_port));
+	assert_false(ip_endpoint_equal(&a, &other_addr));
+	assert_false(ip_endpoint_equal(&a, &v6));
+	assert_int_not_equal(ip_endpoint_hash(&a), ip_endpoint_hash(&other_port));
+	assert_int_not_equal(ip_endpoint_hash(&a), ip_endpoint_hash(&other_addr));
+
+	struct ip_addr x = { .family = AF_INET6 }, y = { .family = AF_INET6 };
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8::9", x.addr), 1);
+	memcpy(y.addr, x.addr, 16);
+	assert_true(ip_addr_equal(&x, &y));
+	y.addr[15] ^= 1;
+	assert_false(ip_addr_equal(&x, &y));
+}
+
+static void test_format(void **state)
+{
+	(void)state;
+	char buf[ENDPOINT_TEXT_MAX];
+	struct ip_endpoint a = ep(AF_INET6, "2001:db8::1", 5353);
+	assert_string_equal(ip_endpoint_format(&a, buf, sizeof(buf)), "2001:db8::1 port 5353");
+	assert_string_equal(ip_format(0, a.addr, buf, sizeof(buf)), "?");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_equal_and_hash_agree),
+		cmocka_unit_test(test_format),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
