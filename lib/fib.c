@@ -1524,6 +1524,38 @@ int fib_aggregate_remove_members(struct fib *f, uint32_t agg, const struct name 
 	return members_apply(f, agg, members, count, done, false);
 }
 
+int fib_set_routes_batch(struct fib *f, const struct name *names, const struct route *const *routes,
+			 const unsigned *counts, size_t n, size_t *done)
+{
+	int rc = FIB_OK;
+	size_t i = 0;
+	for (size_t k = 0; k < n; k++)
+		if ((rc = routes_check(counts[k])) != FIB_OK) {
+			if (done)
+				*done = 0;
+			return rc;
+		}
+	pthread_mutex_lock(&f->lock);
+	/* one resize for the batch: a new name mostly adds one node, its leaf */
+	if (table_make_room(f, n) < 0) {
+		rc = FIB_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < n && k < BATCH_AHEAD; k++)
+		prefetch_node(f, &names[k]);
+	for (; i < n; i++) {
+		if (i + BATCH_AHEAD < n)
+			prefetch_node(f, &names[i + BATCH_AHEAD]);
+		if ((rc = set_own(f, &names[i], routes[i], counts[i], NULL)) != FIB_OK)
+			break;
+	}
+out:
+	pthread_mutex_unlock(&f->lock);
+	if (done)
+		*done = i;
+	return rc;
+}
+
 /* A node's name is its key plus the root label. */
 static void name_of_slot(const struct fib *f, const struct fib_slot *s, struct name *out)
 {

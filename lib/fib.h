@@ -77,6 +77,14 @@ bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fi
 
 /* Writers.  count == 0 removes the name's own routes. */
 int fib_set_routes(struct fib *fib, const struct name *n, const struct route *routes, unsigned count);
+/*
+ * Many names' own routes at once (routes[i], counts[i] are names[i]'s), as
+ * fib_set_routes one by one but under one lock, with one resize, and the
+ * next names' slots fetched while one is changed.  Stops at the first
+ * error; *done (if not NULL) says how many were set.
+ */
+int fib_set_routes_batch(struct fib *fib, const struct name *names, const struct route *const *routes,
+			 const unsigned *counts, size_t n, size_t *done);
 int fib_set_redirect(struct fib *fib, const struct name *n, const struct name *target);
 /* Removes the name's own routes and all its memberships. */
 int fib_delete(struct fib *fib, const struct name *n);

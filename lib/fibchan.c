@@ -215,6 +215,7 @@ static int nomem(const char *what, size_t index, int rc, char *err, size_t err_l
 /* Members joining or leaving in batches (fib.h: one lock, prefetching); a name in too many aggregates
  * stays out of this one, a name that is not a member is not one to remove. */
 #define MEMBER_BATCH 256
+#define NAME_BATCH 128
 
 static int apply_packed(struct fib *fib, uint32_t id, const ProtobufCBinaryData *b, bool add, size_t index,
 			char *err, size_t err_len)
@@ -290,18 +291,38 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 		if (apply_packed(fib, id, &m->remove_packed, false, i, err, err_len) < 0)
 			return -1;
 	}
-	for (size_t i = 0; i < u->n_names; i++) {
-		const Crfib__NameRoutes *n = u->names[i];
-		name_from_wire(&nm, n->name.data, n->name.len);
-		if (n->redirect.len > 0) {
-			name_from_wire(&other, n->redirect.data, n->redirect.len);
-			rc = fib_set_redirect(fib, &nm, &other);
-		} else {
-			routes_of(n->routes, n->n_routes, routes, "names", i, err, err_len);
-			rc = fib_set_routes(fib, &nm, routes, (unsigned)n->n_routes);
+	/* names in batches (fib.h: one lock, the next names' slots fetched ahead); a redirect
+	 * ends a batch, so that the order is kept */
+	static struct name batch[NAME_BATCH];
+	static struct route batch_routes[NAME_BATCH][ROUTESET_MAX_ROUTES];
+	static const struct route *batch_ptrs[NAME_BATCH];
+	static unsigned batch_counts[NAME_BATCH];
+	size_t first = 0, nb = 0;
+	for (size_t i = 0; i <= u->n_names; i++) {
+		const Crfib__NameRoutes *n = i < u->n_names ? u->names[i] : NULL;
+		if (nb && (!n || n->redirect.len > 0 || nb == NAME_BATCH)) {
+			size_t done = 0;
+			rc = fib_set_routes_batch(fib, batch, batch_ptrs, batch_counts, nb, &done);
+			if (rc != FIB_OK)
+				return nomem("names", first + done, rc, err, err_len);
+			nb = 0;
 		}
-		if (rc != FIB_OK)
-			return nomem("names", i, rc, err, err_len);
+		if (!n)
+			break;
+		if (n->redirect.len > 0) {
+			name_from_wire(&nm, n->name.data, n->name.len);
+			name_from_wire(&other, n->redirect.data, n->redirect.len);
+			if ((rc = fib_set_redirect(fib, &nm, &other)) != FIB_OK)
+				return nomem("names", i, rc, err, err_len);
+			continue;
+		}
+		if (!nb)
+			first = i;
+		name_from_wire(&batch[nb], n->name.data, n->name.len);
+		routes_of(n->routes, n->n_routes, batch_routes[nb], "names", i, err, err_len);
+		batch_ptrs[nb] = batch_routes[nb];
+		batch_counts[nb] = (unsigned)n->n_routes;
+		nb++;
 	}
 	fib_commit(fib);
 	return 0;

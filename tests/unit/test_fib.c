@@ -445,6 +445,41 @@ static void deleting_an_aggregate_keeps_other_memberships(void **state)
 	assert_int_equal(st.nodes, 1);
 }
 
+/* A batch of names sets what one call a name would: routes, withdrawals among them, shared sets. */
+static void names_set_in_a_batch_as_one_by_one(void **state)
+{
+	struct fib *f = *state;
+	char buf[INET6_ADDRSTRLEN], text[64];
+	enum { COUNT = 2000 };
+	static struct name names[COUNT];
+	static struct route routes[COUNT];
+	static const struct route *ptrs[COUNT];
+	static unsigned counts[COUNT];
+	set_routes(f, "n7.batch.example", "192.0.2.99");        /* withdrawn by the batch */
+	for (unsigned i = 0; i < COUNT; i++) {
+		snprintf(text, sizeof(text), "n%u.batch.example", i);
+		names[i] = N(text);
+		snprintf(text, sizeof(text), "192.0.2.%u", 1 + i % 3);
+		routes[i] = server(text);
+		ptrs[i] = &routes[i];
+		counts[i] = i == 7 ? 0 : 1;
+	}
+	size_t done;
+	assert_int_equal(fib_set_routes_batch(f, names, ptrs, counts, COUNT, &done), FIB_OK);
+	assert_int_equal(done, COUNT);
+	assert_string_equal(lookup_addr(f, "www.n1999.batch.example", buf), "192.0.2.2");
+	assert_string_equal(lookup_addr(f, "n0.batch.example", buf), "192.0.2.1");
+	assert_string_equal(lookup_addr(f, "n7.batch.example", buf), "");
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_int_equal(st.entries, COUNT - 1);
+	assert_int_equal(st.routesets, 3);                      /* equal sets shared */
+	/* too many routes for one name: nothing from there on */
+	counts[5] = ROUTESET_MAX_ROUTES + 1;
+	assert_int_equal(fib_set_routes_batch(f, names, ptrs, counts, COUNT, &done), FIB_ERR_TOO_MANY_ROUTES);
+	assert_int_equal(done, 0);
+}
+
 static void members_join_and_leave_in_batches(void **state)
 {
 	struct fib *f = *state;
@@ -682,6 +717,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(empty_aggregate_does_not_hide_a_shorter_suffix, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_an_aggregate_drops_its_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_leaves_answer_through_their_aggregate, setup, teardown),
+		cmocka_unit_test_setup_teardown(names_set_in_a_batch_as_one_by_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(members_join_and_leave_in_batches, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_an_aggregate_keeps_other_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(redirect_carries_its_target, setup, teardown),
