@@ -175,6 +175,9 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 		for (size_t i = 0; i < m->update->n_names; i++)
 			note_routers((const Crfib__Route *const *)m->update->names[i]->routes,
 				     m->update->names[i]->n_routes);
+		for (size_t i = 0; i < m->update->n_names_packed; i++)
+			note_routers((const Crfib__Route *const *)m->update->names_packed[i]->routes,
+				     m->update->names_packed[i]->n_routes);
 		for (size_t i = 0; i < m->update->n_aggregates; i++)
 			note_routers((const Crfib__Route *const *)m->update->aggregates[i]->routes,
 				     m->update->aggregates[i]->n_routes);

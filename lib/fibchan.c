@@ -189,6 +189,12 @@ static int check_update(struct fib *fib, const Crfib__Update *u, char *err, size
 		    packed_of(&m->remove_packed, "memberships.remove_packed", i, err, err_len) < 0)
 			return -1;
 	}
+	for (size_t i = 0; i < u->n_names_packed; i++) {
+		const Crfib__NamesRoutes *n = u->names_packed[i];
+		if (packed_of(&n->names, "names_packed", i, err, err_len) < 0 ||
+		    routes_of(n->routes, n->n_routes, routes, "names_packed", i, err, err_len) < 0)
+			return -1;
+	}
 	for (size_t i = 0; i < u->n_names; i++) {
 		const Crfib__NameRoutes *n = u->names[i];
 		if (name_of(&n->name, &nm, "names", i, err, err_len) < 0 ||
@@ -323,6 +329,25 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 		batch_ptrs[nb] = batch_routes[nb];
 		batch_counts[nb] = (unsigned)n->n_routes;
 		nb++;
+	}
+	/* packed: every name of a group has the group's routes (checked above) */
+	for (size_t i = 0; i < u->n_names_packed; i++) {
+		const Crfib__NamesRoutes *n = u->names_packed[i];
+		routes_of(n->routes, n->n_routes, batch_routes[0], "names_packed", i, err, err_len);
+		const ProtobufCBinaryData *b = &n->names;
+		size_t pos = 0;
+		while (pos < b->len) {
+			nb = 0;
+			for (; nb < NAME_BATCH && pos < b->len; nb++) {
+				batch[nb].len = b->data[pos];
+				memcpy(batch[nb].wire, b->data + pos + 1, batch[nb].len);
+				pos += 1u + batch[nb].len;
+				batch_ptrs[nb] = batch_routes[0];
+				batch_counts[nb] = (unsigned)n->n_routes;
+			}
+			if ((rc = fib_set_routes_batch(fib, batch, batch_ptrs, batch_counts, nb, NULL)) != FIB_OK)
+				return nomem("names_packed", i, rc, err, err_len);
+		}
 	}
 	fib_commit(fib);
 	return 0;

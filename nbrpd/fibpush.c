@@ -140,19 +140,31 @@ void fibpush_flush(struct fibpush *f)
 	if (f->npending == 0 && f->npending_aggs == 0)
 		return;
 	/* one thread, one flush at a time: the message is built in static storage */
-	static Crfib__NameRoutes nr[CHUNK_NAMES], *nrp[CHUNK_NAMES];
+	static Crfib__NamesRoutes nr[CHUNK_NAMES], *nrp[CHUNK_NAMES];
 	static Crfib__AggregateRoutes ar[CHUNK_AGGS], *arp[CHUNK_AGGS];
 	static Crfib__Route rts[CHUNK_NAMES + CHUNK_AGGS][ROUTESET_MAX_ROUTES];
 	static Crfib__Route *rtp[CHUNK_NAMES + CHUNK_AGGS][ROUTESET_MAX_ROUTES];
+	static uint8_t packed[CHUNK_NAMES * (1 + NAME_MAX_WIRE)];
+	/* consecutive names with the same routes (names of one UPDATE, mostly) go as one group */
+	unsigned ngroups = 0;
+	size_t used = 0;
 	for (unsigned i = 0; i < f->npending; i++) {
 		struct pending_name *pn = &f->pending[i];
-		crfib__name_routes__init(&nr[i]);
-		nr[i].name.data = pn->name;
-		nr[i].name.len = pn->name_len;
-		routes_of(pn, rts[i], rtp[i]);
-		nr[i].n_routes = pn->count;
-		nr[i].routes = rtp[i];
-		nrp[i] = &nr[i];
+		const struct pending_name *prev = i ? &f->pending[i - 1] : NULL;
+		if (!prev || prev->count != pn->count ||
+		    memcmp(prev->routes, pn->routes, pn->count * sizeof(pn->routes[0])) != 0) {
+			unsigned g = ngroups++;
+			crfib__names_routes__init(&nr[g]);
+			nr[g].names.data = packed + used;
+			routes_of(pn, rts[g], rtp[g]);
+			nr[g].n_routes = pn->count;
+			nr[g].routes = rtp[g];
+			nrp[g] = &nr[g];
+		}
+		packed[used] = pn->name_len;
+		memcpy(packed + used + 1, pn->name, pn->name_len);
+		used += 1u + pn->name_len;
+		nr[ngroups - 1].names.len += 1u + pn->name_len;
 	}
 	for (unsigned i = 0; i < f->npending_aggs; i++) {
 		struct pending_name *pn = &f->pending_aggs[i];
@@ -165,8 +177,8 @@ void fibpush_flush(struct fibpush *f)
 		arp[i] = &ar[i];
 	}
 	Crfib__Update u = CRFIB__UPDATE__INIT;
-	u.n_names = f->npending;
-	u.names = nrp;
+	u.n_names_packed = ngroups;
+	u.names_packed = nrp;
 	u.n_aggregates = f->npending_aggs;
 	u.aggregates = arp;
 	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;

@@ -68,11 +68,20 @@ def membership(aggregate, add=(), remove=(), add_packed=(), remove_packed=()):
     return body
 
 
-def update(names=(), aggregates=(), deleted=(), memberships=()):
+def names_packed(names, routes=()):
+    """Many names with the same routes (none: withdrawn), packed [len][wire]."""
+    body = _len_field(1, b"".join(bytes([len(wire_name(n))]) + wire_name(n) for n in names))
+    for r in routes:
+        body += _len_field(2, r)
+    return body
+
+
+def update(names=(), aggregates=(), deleted=(), memberships=(), packed=()):
     body = b"".join(_len_field(1, n) for n in names)
     body += b"".join(_len_field(2, a) for a in aggregates)
     body += b"".join(_len_field(3, wire_name(d)) for d in deleted)
     body += b"".join(_len_field(4, m) for m in memberships)
+    body += b"".join(_len_field(5, g) for g in packed)
     return _len_field(2, body)
 
 

@@ -297,6 +297,40 @@ static void packed_members_join_and_leave_and_bad_ones_change_nothing(void **sta
 	}
 }
 
+/* Names packed in groups sharing their routes: set, withdrawn, and checked whole first. */
+static void packed_names_share_their_routes(void **state)
+{
+	struct fib *fib = *state;
+	char buf[INET6_ADDRSTRLEN], err[256];
+	struct built_route br[1];
+	static uint8_t packed[1000 * 20];
+	Crfib__NamesRoutes group = CRFIB__NAMES_ROUTES__INIT, none = CRFIB__NAMES_ROUTES__INIT;
+	Crfib__Route *routes[] = { server(&br[0], "192.0.2.8") };
+	group.names.data = packed;
+	group.names.len = pack(packed, 0, 1000);        /* more than one of the FIB's batches */
+	group.n_routes = 1;
+	group.routes = routes;
+	Crfib__NamesRoutes *groups[] = { &group, &none };
+	Crfib__Update u = CRFIB__UPDATE__INIT;
+	u.n_names_packed = 1;
+	u.names_packed = groups;
+	assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), 0);
+	assert_string_equal(lookup(fib, "www.m999.example", buf), "192.0.2.8");
+	/* a second group without routes withdraws its names, after the first */
+	static uint8_t gone[64];
+	none.names.data = gone;
+	none.names.len = pack(gone, 5, 2);
+	u.n_names_packed = 2;
+	assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), 0);
+	assert_string_equal(lookup(fib, "m5.example", buf), "");
+	assert_string_equal(lookup(fib, "m7.example", buf), "192.0.2.8");
+	/* a broken list changes nothing */
+	gone[1] = 'A';
+	assert_int_equal(fibchan_apply_update(fib, &u, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "names_packed[1]: name 0"));
+	assert_string_equal(lookup(fib, "m5.example", buf), "");
+}
+
 static void a_bad_update_changes_nothing(void **state)
 {
 	struct fib *fib = *state;
@@ -373,6 +407,7 @@ int main(void)
 		cmocka_unit_test(bad_frames_break_the_stream_with_a_reason),
 		cmocka_unit_test_setup_teardown(update_routes_names_and_aggregates, setup, teardown),
 		cmocka_unit_test_setup_teardown(packed_members_join_and_leave_and_bad_ones_change_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(packed_names_share_their_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_update_changes_nothing, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fibchan", tests, NULL, NULL);
