@@ -914,7 +914,7 @@ struct job_ctx {
 	struct rde_job *j;
 };
 
-static void emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
+void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
 {
 	struct rde_peer *p = arg;
 	struct rde *r = p->rde;
@@ -993,7 +993,7 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 			rib_cursor_start(&r->rib, &p->reexport);
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
-		packer_begin(r, emit_to_peer, p);
+		packer_begin(r, rde_emit_to_peer, p);
 		if (p->sig != SIG_OFF)
 			packer_sign_for(p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
@@ -1168,7 +1168,7 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
-	packer_begin(r, emit_to_peer, p);
+	packer_begin(r, rde_emit_to_peer, p);
 	if (p->sig != SIG_OFF)
 		packer_sign_for(p);
 	for (size_t i = 0; i < n; i++) {

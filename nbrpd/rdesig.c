@@ -729,16 +729,6 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	return (int)n + 1;
 }
 
-static void emit(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
-{
-	struct rde_peer *p = arg;
-	struct rde *r = p->rde;
-	p->updates_out++;
-	p->names_out += names;
-	p->withdrawn_out += withdrawn;
-	r->ops.send(r->ops.arg, p->owner, frame);
-}
-
 /* A name whose signature for p is made: p hears its route now, if it is still told it. */
 static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, uint8_t len)
 {
@@ -794,7 +784,7 @@ static void on_signed(struct attest_sign_batch *b)
 			run->hops[i] = NULL;
 			continue;
 		}
-		packer_begin(s->rde, emit, p);
+		packer_begin(s->rde, rde_emit_to_peer, p);
 		packer_sign_for(p);
 		for (size_t k = i; k < b->n; k++)
 			if (run->hops[k] && memcmp(run->hops[k]->target, target, SIGKEY_PUBLIC_LEN) == 0) {
@@ -881,7 +871,7 @@ static void sweep(struct rdesig *s)
 					struct rde_peer *p = r->peers[q];
 					if (!peer_signed(p))
 						continue;
-					packer_begin(r, emit, p);
+					packer_begin(r, rde_emit_to_peer, p);
 					packer_sign_for(p);
 					resend(s, p, o->wire, o->len);
 					packer_end();

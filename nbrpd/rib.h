@@ -363,6 +363,8 @@ static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
 /* Takes over a malloc'd array of index slots and lets go of them over several turns. */
 void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
+/* Counts an UPDATE for the peer (arg) and queues it on its session: a packer's emit for one peer. */
+void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
 /* An aggregate's entry's record of its stored version, or NULL. */
 struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
 
