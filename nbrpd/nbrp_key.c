@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,18 +114,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "generate") && argc == 3) {
-		if (sigkey_generate(argv[2], &k, err, sizeof(err)) != 0) {
-			fprintf(stderr, "nbrp-key: %s\n", err);
-			return 1;
-		}
-		sigkey_public_text(k.pk, text);
-		sigkey_wipe(&k);
-		printf("%s\n", text);
-		return 0;
-	}
-	if (!strcmp(cmd, "public") && argc == 3) {
-		if (sigkey_load(argv[2], &k, err, sizeof(err)) != 0) {
+	bool generate = !strcmp(cmd, "generate");
+	if ((generate || !strcmp(cmd, "public")) && argc == 3) {
+		/* both print the public key: of the new key file, or of the one there */
+		int rc = generate ? sigkey_generate(argv[2], &k, err, sizeof(err))
+				  : sigkey_load(argv[2], &k, err, sizeof(err));
+		if (rc != 0) {
 			fprintf(stderr, "nbrp-key: %s\n", err);
 			return 1;
 		}
