@@ -57,6 +57,16 @@
  * source port of an engine's socket is fixed (chosen by the kernel), so
  * ids are random to make off-path spoofing cost 2^16 guesses per query.
  *
+ * Every query carries a DNS cookie (RFC 7873): our client cookie for that
+ * hop, and the server cookie it last gave us.  A hop's answer with
+ * another client cookie is a spoofer's and is dropped; the next router's
+ * rate limit lets a query with its valid server cookie through, so the
+ * queries one router forwards for many clients are never limited as one
+ * unproven source (which starved a router's downstream neighbours while
+ * they asked it more than rrl-rate times a second).  BADCOOKIE (the hop
+ * restarted with a new secret) gives its fresh cookie, and the query is
+ * asked again once with it.
+ *
  * Truncated answers (TC: upstream's answer did not fit its UDP limit,
  * which may be lower than the 4096 bytes we advertise): for a client that
  * asked over TCP the engine asks the same hop again over TCP (RFC 7766),
@@ -69,6 +79,7 @@
  * then this path applies, so the UDP workers need no TCP of their own.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +116,12 @@ struct fwd_hop {
 	uint64_t last_sample_us;        /* when srtt_us was last changed */
 	uint64_t last_timeout_us;
 	uint64_t probe_us;              /* when it was last probed (claimed by CAS) */
+	uint8_t client_cookie[COOKIE_CLIENT_LEN];      /* ours for it, set before READY */
+	/* the server cookie it gave us: a sequence lock (odd: being written),
+	 * so a reader copies all of it or none (then asks without, as at first) */
+	uint32_t sc_seq;
+	uint8_t sc_len;
+	uint64_t sc[(COOKIE_OPT_MAX - COOKIE_CLIENT_LEN) / 8];
 };
 
 /* One engine's counts for one next hop (same index as the shared table). */
@@ -115,6 +132,8 @@ struct fwd_hop_counts {
 };
 
 static struct fwd_hop hop_table[FWD_HOPS_MAX];
+static uint8_t client_secret[COOKIE_SECRET_LEN];      /* our client cookies', one per process */
+static pthread_once_t client_secret_once = PTHREAD_ONCE_INIT;
 
 struct fwd_pending {
 	bool used;
@@ -126,6 +145,7 @@ struct fwd_pending {
 	uint8_t rounds_left;            /* upstreams: each is asked twice */
 	bool asked;                     /* an attempt was sent: no probe for this query */
 	bool probing;                   /* the attempt in flight is a probe */
+	bool cookie_retried;            /* asked again after BADCOOKIE */
 	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
@@ -198,6 +218,8 @@ static struct fwd_hop *hop_get(const struct route *r)
 			if (__atomic_compare_exchange_n(&h->state, &expect, HOP_WRITING, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
 				h->ep = ep;
+				cookie_client_make(client_secret, ep.addr, ep.family == AF_INET ? 4 : 16,
+						   ep.port, h->client_cookie);
 				__atomic_store_n(&h->state, HOP_READY, __ATOMIC_RELEASE);
 				return h;
 			}
@@ -209,6 +231,42 @@ static struct fwd_hop *hop_get(const struct route *r)
 			return h;
 	}
 	return NULL;                    /* full: this hop goes untracked */
+}
+
+/* Copies the hop's server cookie into out; returns its length, 0: none (or being written). */
+static size_t hop_server_cookie(const struct fwd_hop *h, uint8_t *out)
+{
+	uint32_t seq = __atomic_load_n(&h->sc_seq, __ATOMIC_ACQUIRE);
+	if (seq & 1)
+		return 0;
+	size_t len = __atomic_load_n(&h->sc_len, __ATOMIC_RELAXED);
+	uint64_t w[sizeof(h->sc) / 8];
+	for (size_t i = 0; i < sizeof(h->sc) / 8; i++)
+		w[i] = __atomic_load_n(&h->sc[i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&h->sc_seq, __ATOMIC_RELAXED) != seq || len > sizeof(w))
+		return 0;
+	memcpy(out, w, len);
+	return len;
+}
+
+/* Keeps the server cookie a hop sent, if new; another engine writing it wins. */
+static void hop_set_server_cookie(struct fwd_hop *h, const uint8_t *sc, size_t len)
+{
+	uint8_t cur[sizeof(h->sc)];
+	if (len > sizeof(h->sc) || (hop_server_cookie(h, cur) == len && memcmp(cur, sc, len) == 0))
+		return;
+	uint32_t seq = __atomic_load_n(&h->sc_seq, __ATOMIC_RELAXED);
+	if ((seq & 1) || !__atomic_compare_exchange_n(&h->sc_seq, &seq, seq + 1, false,
+						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	uint64_t w[sizeof(h->sc) / 8] = { 0 };
+	memcpy(w, sc, len);
+	for (size_t i = 0; i < sizeof(h->sc) / 8; i++)
+		__atomic_store_n(&h->sc[i], w[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&h->sc_len, (uint8_t)len, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->sc_seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 static struct fwd_hop_counts *hop_counts(struct fwd_engine *e, const struct fwd_hop *h)
@@ -458,14 +516,18 @@ static int choose(struct fwd_pending *p, uint64_t now, struct fwd_hop **hop, boo
 	return pick;
 }
 
-/* Room for our outgoing queries: header, question, OPT RR with the INRP option. */
-#define FWD_QUERY_MAX (DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN + 4 + INRP_QUERY_OPT_MAX)
+/* Room for our outgoing queries: header, question, OPT RR with the INRP and COOKIE options. */
+#define FWD_QUERY_MAX (DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN + 4 + INRP_QUERY_OPT_MAX + \
+		       4 + COOKIE_OPT_MAX)
 
-/* The query for an attempt of attempt_ms; returns its length (0: does not fit). */
-static size_t build_query(const struct fwd_pending *p, uint32_t attempt_ms, uint8_t *msg, size_t cap)
+/* The query to hop h (NULL: untracked, no cookie) for an attempt of
+ * attempt_ms; returns its length (0: does not fit). */
+static size_t build_query(const struct fwd_pending *p, const struct fwd_hop *h, uint32_t attempt_ms,
+			  uint8_t *msg, size_t cap)
 {
 	const struct fwd_request *req = &p->req;
 	uint8_t opt[INRP_QUERY_OPT_MAX];
+	uint8_t cookie[COOKIE_OPT_MAX];
 	struct dns_query_spec s = {
 		.id = p->id,
 		.qname = req->target.wire,
@@ -489,14 +551,20 @@ static size_t build_query(const struct fwd_pending *p, uint32_t attempt_ms, uint
 		s.opt_len = (uint16_t)inrp_query_opt_write(&o, opt);
 		s.opt_data = opt;
 	}
+	if (h) {
+		memcpy(cookie, h->client_cookie, COOKIE_CLIENT_LEN);
+		s.cookie = cookie;
+		s.cookie_len = (uint8_t)(COOKIE_CLIENT_LEN + hop_server_cookie(h, cookie + COOKIE_CLIENT_LEN));
+	}
 	return dns_query_write(&s, msg, cap);
 }
 
-static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, uint32_t attempt_ms)
+static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, const struct fwd_hop *h,
+			uint32_t attempt_ms)
 {
 	const struct route *r = &p->req.cand[i];
 	uint8_t msg[FWD_QUERY_MAX];
-	size_t len = build_query(p, attempt_ms, msg, sizeof(msg));
+	size_t len = build_query(p, h, attempt_ms, msg, sizeof(msg));
 
 	struct sockaddr_storage ss;
 	socklen_t sl = route_sockaddr(r, &ss);
@@ -576,7 +644,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 			if (probe)
 				RELAXED_ADD(&hop_counts(e, h)->probes, 1);
 		}
-		if (send_attempt(e, p, (unsigned)i, ms) < 0)
+		if (send_attempt(e, p, (unsigned)i, h, ms) < 0)
 			continue;               /* unreachable at once: next alternate */
 		e->idmap[id] = (uint16_t)(slot + 1);
 		p->asked = true;
@@ -610,6 +678,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->failed = 0;
 	p->asked = false;
 	p->probing = false;
+	p->cookie_retried = false;
 	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
@@ -655,7 +724,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	/* left out of the id map: only our connection can bring this answer */
 	p->id = new_id(e, p);
 	uint8_t msg[FWD_QUERY_MAX];
-	size_t len = build_query(p, ms, msg, sizeof(msg));
+	size_t len = build_query(p, p->hop, ms, msg, sizeof(msg));
 	struct fwd_tcp_conn *c = len ? e->tcp.open(e->ctx, &p->req.cand[p->cur], msg, len, slot) : NULL;
 	if (!c) {
 		CNT_INC(e->cnt, upstream_tcp_full);
@@ -669,6 +738,24 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	p->deadline_us = now + (uint64_t)ms * 1000;
 	heap_push(e, slot);
 	return true;
+}
+
+/*
+ * The COOKIE option of hop h's answer: -1 if it is not our client cookie
+ * (a spoofer's, or a broken hop); otherwise its server cookie is kept.
+ * An answer without one is taken: the hop need not speak cookies.
+ */
+static int answer_cookie(struct fwd_hop *h, const uint8_t *pkt, const struct dns_upstream_answer *a)
+{
+	const uint8_t *d, *cc, *sc;
+	size_t dl, sl;
+	if (!h || !a->has_opt || !inrp_find_option(pkt + a->opts_off, a->opts_len, DNS_OPT_COOKIE, &d, &dl))
+		return 0;
+	if (cookie_parse(d, dl, &cc, &sc, &sl) < 0 || memcmp(cc, h->client_cookie, COOKIE_CLIENT_LEN) != 0)
+		return -1;
+	if (sl)
+		hop_set_server_cookie(h, sc, sl);
+	return 0;
 }
 
 /* A checked answer for p, which is out of the heap: relayed, or asked again over TCP. */
@@ -698,7 +785,15 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		}
 	}
 	uint64_t router_id = p->req.router_id;
-	if (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED) {
+	if (a->rcode == DNS_RCODE_BADCOOKIE && h && !p->cookie_retried) {
+		/* RFC 7873 5.3: its fresh server cookie is kept; ask again with it */
+		p->cookie_retried = true;
+		p->tried &= ~(1u << p->cur);
+		attempt(e, p, router_id);
+		return;
+	}
+	if (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED ||
+	    a->rcode == DNS_RCODE_BADCOOKIE) {
 		/* the hop cannot deliver: the next alternate, this one not again */
 		CNT_INC(e->cnt, hop_failed);
 		if (h)
@@ -751,6 +846,11 @@ static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
 		log_debug("forward: ignoring an answer: %s", why);
 		return;
 	}
+	if (answer_cookie(p->hop, pkt, &a) < 0) {
+		CNT_INC(e->cnt, bad_upstream);
+		log_debug("forward: ignoring an answer: not our client cookie");
+		return;
+	}
 	heap_remove(e, s1 - 1u);
 	accept_answer(e, p, pkt, len, &a, false);
 }
@@ -773,6 +873,12 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 		 * not a spoofer to wait out, so on to the next alternate */
 		CNT_INC(e->cnt, bad_upstream);
 		log_debug("forward: no answer over TCP: %s", why);
+		attempt(e, p, p->req.router_id);
+		return;
+	}
+	if (answer_cookie(p->hop, pkt, &a) < 0) {
+		CNT_INC(e->cnt, bad_upstream);
+		log_debug("forward: no answer over TCP: not our client cookie");
 		attempt(e, p, p->req.router_id);
 		return;
 	}
@@ -886,6 +992,14 @@ static void zunmap(void *p, size_t bytes)
 		munmap(p, bytes);
 }
 
+static void init_client_secret(void)
+{
+	if (getrandom(client_secret, sizeof(client_secret), 0) != sizeof(client_secret)) {
+		uint64_t t = now_us();
+		memcpy(client_secret, &t, sizeof(t));   /* cookies then only tell hops apart */
+	}
+}
+
 struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver_fn, void *ctx,
 				     struct inrpd_counters *cnt, char *err, size_t err_len)
 {
@@ -893,6 +1007,7 @@ struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn delive
 		snprintf(err, err_len, "max-pending must lie in 1..65535");
 		return NULL;
 	}
+	pthread_once(&client_secret_once, init_client_secret);
 	struct fwd_engine *e = zmap(sizeof(*e));
 	if (!e)
 		goto nomem;

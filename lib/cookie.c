@@ -32,6 +32,15 @@ static void hash(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t client[C
 	crypto_shorthash_siphash24(out, in, COOKIE_CLIENT_LEN + 8 + addr_len, secret);
 }
 
+void cookie_client_make(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t *addr, size_t addr_len,
+			uint16_t port, uint8_t out[COOKIE_CLIENT_LEN])
+{
+	uint8_t in[16 + 2];
+	memcpy(in, addr, addr_len);
+	wire_store16(in + addr_len, port);
+	crypto_shorthash_siphash24(out, in, addr_len + 2, secret);
+}
+
 void cookie_make(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t client[COOKIE_CLIENT_LEN],
 		 uint32_t now, const uint8_t *addr, size_t addr_len, uint8_t out[COOKIE_SERVER_LEN])
 {

@@ -29,6 +29,14 @@
 int cookie_parse(const uint8_t *data, size_t len, const uint8_t **client, const uint8_t **server,
 		 size_t *server_len);
 
+/*
+ * Our client cookie for one server (RFC 7873 4.1): SipHash-2-4(secret;
+ * server address | port).  Our own address is left out (RFC 9018 allows
+ * it): an unconnected socket does not know which one the kernel picks.
+ */
+void cookie_client_make(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t *addr, size_t addr_len,
+			uint16_t port, uint8_t out[COOKIE_CLIENT_LEN]);
+
 /* Our server cookie for this client at time now (seconds). addr: 4 or 16 bytes. */
 void cookie_make(const uint8_t secret[COOKIE_SECRET_LEN], const uint8_t client[COOKIE_CLIENT_LEN],
 		 uint32_t now, const uint8_t *addr, size_t addr_len, uint8_t out[COOKIE_SERVER_LEN]);

@@ -388,8 +388,8 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 
 size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 {
-	size_t need = DNS_HEADER_LEN + s->qname_len + 4u +
-		      (s->edns ? DNS_OPT_RR_LEN + (s->opt_code ? 4u + s->opt_len : 0) : 0);
+	size_t opts = (s->opt_code ? 4u + s->opt_len : 0) + (s->cookie_len ? 4u + s->cookie_len : 0);
+	size_t need = DNS_HEADER_LEN + s->qname_len + 4u + (s->edns ? DNS_OPT_RR_LEN + opts : 0);
 	if (need > cap)
 		return 0;
 	memset(buf, 0, DNS_HEADER_LEN);
@@ -411,7 +411,7 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 		buf[p + 5] = 0;
 		buf[p + 6] = 0;
 		wire_store16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
-		wire_store16(buf + p + 9, s->opt_code ? 4u + s->opt_len : 0);
+		wire_store16(buf + p + 9, (uint16_t)opts);
 		p += DNS_OPT_RR_LEN;
 		if (s->opt_code) {
 			wire_store16(buf + p, s->opt_code);
@@ -419,6 +419,12 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 			if (s->opt_len)
 				memcpy(buf + p + 4, s->opt_data, s->opt_len);
 			p += 4u + s->opt_len;
+		}
+		if (s->cookie_len) {
+			wire_store16(buf + p, DNS_OPT_COOKIE);
+			wire_store16(buf + p + 2, s->cookie_len);
+			memcpy(buf + p + 4, s->cookie, s->cookie_len);
+			p += 4u + s->cookie_len;
 		}
 	}
 	return p;

@@ -230,6 +230,8 @@ struct dns_query_spec {
 	uint16_t opt_code;              /* 0: no option */
 	uint16_t opt_len;
 	const uint8_t *opt_data;
+	const uint8_t *cookie;          /* a COOKIE option's data (RFC 7873), after the option above */
+	uint8_t cookie_len;             /* 0: none */
 };
 /* Writes the query into buf; returns its length, or 0 if cap is too small. */
 size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap);

@@ -658,3 +658,106 @@ def test_fib_channel_route_changes_reach_the_cache_and_the_rate_limiter(inrpd_fa
     assert flood(d, two.addr, 30)[0] == 30
     assert flood(d, "127.0.90.1", 30)[0] < 30
     ch.close()
+
+
+# ---- our cookies as a forwarding client (RFC 7873 as the client) ----
+
+class CookieHop:
+    """A next hop that speaks cookies: it answers A 192.0.2.55 with, per
+    mode, our client cookie and its server cookie ("echo"), another client
+    cookie ("wrong"), or BADCOOKIE with a fresh server cookie to any query
+    without it, then answers ("badcookie").  It keeps the cookie options
+    it was sent."""
+
+    SERVER_COOKIE = bytes(range(16))
+
+    def __init__(self, mode):
+        import socket
+        import threading
+        self.mode = mode
+        self.addr = loopback_addr()
+        self.port = free_port(self.addr)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((self.addr, self.port))
+        self.sock.settimeout(0.2)
+        self.cookies = []
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        import socket
+        while self.running:
+            try:
+                wire, src = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            q = dns.message.from_wire(wire)
+            cookie = option(q, 10)
+            self.cookies.append(cookie)
+            r = dns.message.make_response(q)
+            client = cookie[:8] if cookie else b""
+            if self.mode == "wrong":
+                client = bytes(b ^ 0xff for b in client)
+            r.use_edns(0, options=[dns.edns.GenericOption(10, client + self.SERVER_COOKIE)] if cookie else [])
+            if self.mode == "badcookie" and (not cookie or cookie[8:] != self.SERVER_COOKIE):
+                r.set_rcode(dns.rcode.BADCOOKIE)        # extended: after use_edns
+            else:
+                r.answer.append(dns.rrset.from_text(q.question[0].name, 60, "IN", "A", "192.0.2.55"))
+            self.sock.sendto(r.to_wire(), src)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def cookie_hop(request):
+    hop = CookieHop(request.param)
+    yield hop
+    hop.stop()
+
+
+@pytest.mark.parametrize("cookie_hop", ["echo"], indirect=True)
+def test_forwarded_queries_carry_our_cookie_and_the_hops(inrpd_factory, tmp_path, cookie_hop):
+    d = router(inrpd_factory, tmp_path, f'route "ck.content" {{ router {cookie_hop.addr} port {cookie_hop.port}; }}\n',
+               workers=1)
+    for i in range(3):
+        assert addrs(d.udp(f"n{i}.ck.content", timeout=5)) == ["192.0.2.55"]
+    first, *later = cookie_hop.cookies
+    # a client cookie alone at first, then with the server cookie it gave
+    assert len(first) == 8
+    assert later and all(c == first + CookieHop.SERVER_COOKIE for c in later)
+
+
+@pytest.mark.parametrize("cookie_hop", ["wrong"], indirect=True)
+def test_an_answer_with_another_client_cookie_is_not_taken(inrpd_factory, tmp_path, cookie_hop):
+    d = router(inrpd_factory, tmp_path, "query-timeout 300ms;\n"
+               f'route "ck.content" {{ router {cookie_hop.addr} port {cookie_hop.port}; }}\n', workers=1)
+    before = counters(d)
+    assert d.udp("x.ck.content", timeout=5).rcode() == dns.rcode.SERVFAIL
+    assert counters(d)["bad_upstream"] - before["bad_upstream"] >= 1
+
+
+@pytest.mark.parametrize("cookie_hop", ["badcookie"], indirect=True)
+def test_badcookie_is_asked_again_with_the_fresh_cookie(inrpd_factory, tmp_path, cookie_hop):
+    d = router(inrpd_factory, tmp_path, f'route "ck.content" {{ router {cookie_hop.addr} port {cookie_hop.port}; }}\n',
+               workers=1)
+    r = d.udp("x.ck.content", timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR and addrs(r) == ["192.0.2.55"]
+    assert [len(c) for c in cookie_hop.cookies] == [8, 24]
+
+
+def test_a_router_forwarding_for_its_clients_is_not_rate_limited(inrpd_factory, tmp_path):
+    # the last router knows nothing of the first (not a next hop of its
+    # routes, outside allow-recursion): the cookies prove its address
+    last = router(inrpd_factory, tmp_path, "allow-recursion 10.0.0.0/8;\nrrl-rate 5;\nrrl-slip 0;\n"
+                  f'route "rl.content" {{ server {SERVER}; }}\n', workers=1)
+    first = router(inrpd_factory, tmp_path, route_via("rl.content", last), workers=1)
+    before = counters(last)
+    for i in range(40):                  # eight times the rate, names the cache cannot answer
+        assert addrs(first.udp(f"n{i}.rl.content", timeout=5)) == [SERVER]
+    c = counters(last)
+    assert c["rrl_dropped"] == before["rrl_dropped"]
+    assert c["cookies"] - before["cookies"] >= 39

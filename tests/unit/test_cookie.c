@@ -85,12 +85,34 @@ static void test_check(void **state)
 	}
 }
 
+/* Our client cookie: one per server address and port, stable, and nothing without the secret. */
+static void test_client_cookie(void **state)
+{
+	(void)state;
+	uint8_t other_secret[16] = { 1, 2, 4 };
+	uint8_t v4b[4] = { 198, 51, 100, 101 };
+	uint8_t a[8], b[8];
+	cookie_client_make(secret, v4, 4, 53, a);
+	cookie_client_make(secret, v4, 4, 53, b);
+	assert_memory_equal(a, b, 8);
+	cookie_client_make(secret, v4, 4, 5353, b);
+	assert_memory_not_equal(a, b, 8);
+	cookie_client_make(secret, v4b, 4, 53, b);
+	assert_memory_not_equal(a, b, 8);
+	cookie_client_make(other_secret, v4, 4, 53, b);
+	assert_memory_not_equal(a, b, 8);
+	uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	cookie_client_make(secret, v6, 16, 53, b);
+	assert_memory_not_equal(a, b, 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_lengths),
 		cmocka_unit_test(test_rfc9018_vector),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_client_cookie),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

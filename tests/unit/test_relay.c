@@ -21,6 +21,7 @@
 #include "dns.h"
 #include "inrp.h"
 #include "testpkt.h"
+#include "wire.h"
 
 /* ---- building messages by hand ---- */
 
@@ -358,6 +359,43 @@ static void test_query_write_cap(void **state)
 	assert_int_equal(dns_query_write(&s, buf, DNS_HEADER_LEN), 0);
 	assert_int_equal(dns_query_write(&s, buf, need), need);
 	ldns_pkt_free(ldns_parse_ok(buf, need));
+	free(buf);
+}
+
+/* A COOKIE option follows the INRP option in the same OPT RR, and is counted in its length and the cap. */
+static void test_query_write_cookie(void **state)
+{
+	(void)state;
+	struct name qn = mkname("www.example.com");
+	uint8_t opt[8] = { 1, 1, 16, 0, 0, 0, 0, 0 };
+	uint8_t cookie[24];
+	for (unsigned i = 0; i < sizeof(cookie); i++)
+		cookie[i] = (uint8_t)(0xa0 + i);
+	struct dns_query_spec s = {
+		.id = 9, .qname = qn.wire, .qname_len = qn.len, .qtype = DNS_TYPE_A,
+		.qclass = DNS_CLASS_IN, .edns = true, .udp_size = 4096,
+		.opt_code = INRP_OPTION_CODE, .opt_len = sizeof(opt), .opt_data = opt,
+		.cookie = cookie, .cookie_len = sizeof(cookie),
+	};
+	size_t need = DNS_HEADER_LEN + qn.len + 4 + DNS_OPT_RR_LEN + 4 + sizeof(opt) + 4 + sizeof(cookie);
+	uint8_t *buf = malloc(need);
+	assert_non_null(buf);
+	assert_int_equal(dns_query_write(&s, buf, need - 1), 0);
+	assert_int_equal(dns_query_write(&s, buf, need), need);
+	size_t rdlen_at = DNS_HEADER_LEN + qn.len + 4 + 9;
+	assert_int_equal(wire_load16(buf + rdlen_at), 4 + sizeof(opt) + 4 + sizeof(cookie));
+	const uint8_t *c = buf + need - sizeof(cookie) - 4;
+	assert_int_equal(wire_load16(c), DNS_OPT_COOKIE);
+	assert_int_equal(wire_load16(c + 2), sizeof(cookie));
+	assert_memory_equal(c + 4, cookie, sizeof(cookie));
+	ldns_pkt_free(ldns_parse_ok(buf, need));
+	/* the cookie alone (an upstream resolver: no INRP option) */
+	s.opt_code = 0;
+	s.cookie_len = 8;
+	size_t len = dns_query_write(&s, buf, need);
+	assert_int_equal(len, DNS_HEADER_LEN + qn.len + 4 + DNS_OPT_RR_LEN + 4 + 8);
+	assert_int_equal(wire_load16(buf + rdlen_at), 12);
+	assert_int_equal(wire_load16(buf + rdlen_at + 2), DNS_OPT_COOKIE);
 	free(buf);
 }
 
@@ -1267,6 +1305,7 @@ int main(void)
 		cmocka_unit_test(test_query_write_full),
 		cmocka_unit_test(test_query_write_variants),
 		cmocka_unit_test(test_query_write_cap),
+		cmocka_unit_test(test_query_write_cookie),
 		cmocka_unit_test(test_upstream_accepts),
 		cmocka_unit_test(test_upstream_extended_rcode),
 		cmocka_unit_test(test_upstream_rejects_header),
