@@ -470,6 +470,13 @@ static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req
 	struct cache_hit hit;
 	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
 		return 0;
+	/* A held SERVFAIL damps a burst for a failing name, but must not outlast
+	 * the failure: a router client (it holds its own) and a query once the
+	 * entry is INRPD_SERVFAIL_RETRY_MS old go out again, so a path that heals
+	 * while routes converge is used at once, not cache-servfail-ttl later,
+	 * and a chain of routers does not add up their holds. */
+	if (hit.rcode == DNS_RCODE_SERVFAIL && (req->client_inrp || hit.age_ms >= INRPD_SERVFAIL_RETRY_MS))
+		return 0;
 	/* too big for our answer buffer: a TCP client gets it through the engine */
 	if (!req->limit_udp && hit.body_len + 2048u > INRPD_ANSWER_MAX)
 		return 0;

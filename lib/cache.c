@@ -332,6 +332,7 @@ bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint6
 	}
 	fill_hit(e, hit);
 	hit->age_s = (uint32_t)(age_ms / 1000);
+	hit->age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
 	RELAXED_ADD(hit->stale ? &c->stale_hits : &c->hits, 1);
 	return true;
 }

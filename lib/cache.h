@@ -79,6 +79,7 @@ struct cache_hit {
 	uint16_t nttl;
 	const uint8_t *ttl_off;         /* nttl big-endian offsets of TTL fields in body */
 	uint32_t age_s;
+	uint32_t age_ms;                /* the same, finer (saturates at ~49 days) */
 	uint32_t lifetime_s;
 	const uint8_t *meta;
 	uint8_t meta_len;
