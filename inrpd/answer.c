@@ -391,12 +391,15 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 
 /*
  * How the name was routed, for the cache: an answer kept under another
- * route (a route change, a reload, nbrpd's updates) is not served.  Loads
- * are left out: they change often and do not change where the query goes.
+ * route (a route change, a reload, nbrpd's updates) is not served, nor one
+ * from another origin router behind the same next hop (the name moved far
+ * away: every router on the way learns it from nbrpd and stops serving
+ * the old answer at once, instead of after its TTL).  Loads are left out:
+ * they change often and do not change where the query goes.
  */
 static uint64_t route_fingerprint(const struct fwd_request *req)
 {
-	uint8_t buf[1 + NAME_MAX_WIRE + ROUTESET_MAX_ROUTES * 20];
+	uint8_t buf[1 + NAME_MAX_WIRE + ROUTESET_MAX_ROUTES * 24];
 	size_t n = 0;
 	buf[n++] = req->fallback;
 	memcpy(buf + n, req->target.wire, req->target.len);
@@ -409,6 +412,8 @@ static uint64_t route_fingerprint(const struct fwd_request *req)
 		buf[n++] = (uint8_t)r->port;
 		memcpy(buf + n, r->addr, 16);
 		n += 16;
+		wire_store32(buf + n, r->origin);
+		n += 4;
 	}
 	return XXH3_64bits(buf, n);
 }

@@ -115,6 +115,7 @@ static int routes_of(Crfib__Route *const *in, size_t n, struct route *out, const
 			return fail(err, err_len, "%s[%zu].routes[%zu]: bad port %u", what, index, i, r->port);
 		o->port = (uint16_t)r->port;
 		o->load_ms = r->load_ms;
+		o->origin = r->origin;
 	}
 	return 0;
 }

@@ -26,7 +26,8 @@ const char *route_addr_format(const struct route *r, char *buf, size_t len)
 bool route_equal(const struct route *a, const struct route *b)
 {
 	return a->kind == b->kind && a->family == b->family && a->port == b->port &&
-	       a->load_ms == b->load_ms && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+	       a->load_ms == b->load_ms && a->origin == b->origin &&
+	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
 }
 
 struct ip_endpoint route_endpoint(const struct route *r)

@@ -37,6 +37,18 @@ static void attrs_grow(struct rde *r)
 	r->nattrs_buckets = nb;
 }
 
+/* The path's last router (npath NUL-terminated names), hashed; 0: an empty path. */
+static uint32_t origin_tag(const char *path, uint16_t bytes)
+{
+	if (bytes < 2)
+		return 0;
+	size_t start = bytes - 1;
+	while (start > 0 && path[start - 1] != '\0')
+		start--;
+	uint32_t tag = (uint32_t)XXH3_64bits(path + start, bytes - 1 - start);
+	return tag ? tag : 1;
+}
+
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path)
 {
 	uint32_t hash = attrs_hash(k, path);
@@ -59,6 +71,7 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 	a->hash = hash;
 	memcpy(&a->k, k, sizeof(*k));  /* padding too: keys are compared as bytes */
 	memcpy(a->path, path, k->path_bytes);
+	a->origin = origin_tag(path, k->path_bytes);
 	/* what the UPDATE Route says: the path and who it came from, not the session or preference */
 	a->sig = XXH3_64bits_withSeed(path, k->path_bytes, (uint64_t)(uintptr_t)k->peer);
 	if (k->sig_state)

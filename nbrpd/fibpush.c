@@ -131,6 +131,7 @@ static void routes_of(const struct pending_name *pn, Crfib__Route *rts, Crfib__R
 		rts[k].addr.len = r->family == AF_INET ? 4 : 16;
 		rts[k].port = r->port;
 		rts[k].load_ms = r->load_ms;
+		rts[k].origin = r->origin;
 		rtp[k] = &rts[k];
 	}
 }

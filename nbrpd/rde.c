@@ -1560,6 +1560,7 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 		r->family = (uint8_t)a->k.next_hop.family;
 		r->port = a->k.next_hop.port;
 		r->load_ms = a->k.load_ms;
+		r->origin = a->origin;
 		memcpy(r->addr, a->k.next_hop.addr, 16);
 	}
 	return n;

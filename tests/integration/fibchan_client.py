@@ -33,10 +33,10 @@ def wire_name(text):
     return dns.name.from_text(text).canonicalize().to_wire()
 
 
-def route(addr, kind=SERVER, port=0, load_ms=0):
+def route(addr, kind=SERVER, port=0, load_ms=0, origin=0):
     raw = socket.inet_pton(socket.AF_INET6 if ":" in addr else socket.AF_INET, addr)
     return (_int_field(1, kind) + _len_field(2, raw) + _int_field(3, port) +
-            _int_field(4, load_ms))
+            _int_field(4, load_ms) + (_int_field(5, origin) if origin else b""))
 
 
 def name_routes(name, routes=(), redirect=None):

@@ -36,9 +36,9 @@ def answer(d, name):
 
 @pytest.fixture
 def router(inrpd_factory, tmp_path):
-    def start(body="", grace="60s"):
+    def start(body="", grace="60s", **kw):
         sock, ctl = tmp_path / "fib.sock", tmp_path / "inrpd.ctl"
-        d = inrpd_factory(f'fib-channel "{sock}";\nfib-grace-time {grace};\ncontrol "{ctl}";\n' + body)
+        d = inrpd_factory(f'fib-channel "{sock}";\nfib-grace-time {grace};\ncontrol "{ctl}";\n' + body, **kw)
         d.fib_sock, d.ctl = sock, ctl
         return d
     return start
@@ -210,4 +210,26 @@ def test_restart_after_kill_reuses_the_socket_path(router, inrpd_factory):
     ch.full_sync(1, fc.update(names=[fc.name_routes("k.content", [fc.route("127.0.0.71")])]))
     wait_synced(d, 1)
     assert answer(d, "k.content") == ["127.0.0.71"]
+    ch.close()
+
+
+def test_a_cached_answer_is_not_served_once_the_name_has_another_origin(router, inrpd_factory, tmp_path):
+    # the next router answers for the name, first from one server, then another
+    nxt_ctl = tmp_path / "nxt.ctl"
+    nxt_conf = f'control "{nxt_ctl}";\nanswer-ttl 3600;\n'
+    nxt = inrpd_factory(nxt_conf + 'route "mv.content" { server 127.0.0.91; }\n')
+    d = router(workers=1)                   # one worker, one cache
+    ch = fc.FibChannel(d.fib_sock)
+    via = lambda origin: fc.update(names=[fc.name_routes(  # noqa: E731
+        "mv.content", [fc.route(nxt.addr, fc.ROUTER, nxt.port, origin=origin)])])
+    ch.full_sync(1, via(origin=11))
+    wait_synced(d, 1)
+    assert answer(d, "mv.content") == ["127.0.0.91"]
+    mark = nxt.reload(nxt_conf + 'route "mv.content" { server 127.0.0.92; }\n')
+    nxt.wait_log("reload", start=mark)
+    # the same route: the answer is held for its hour
+    assert answer(d, "mv.content") == ["127.0.0.91"]
+    # the name's origin changed behind the same next hop (nbrpd says so): asked again
+    ch.send(via(origin=12))
+    wait_for(lambda: answer(d, "mv.content") == ["127.0.0.92"], 10, "the new origin's answer")
     ch.close()
