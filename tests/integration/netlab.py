@@ -408,7 +408,12 @@ class Lab:
             self.wait_routes(timeout)
             for r in self.routers.values():
                 r.inrpd = LabInrpd(r)
-                r.inrpd.start(f'fib-channel "{r.fib}";\nfib-grace-time 30s;\ncontrol "{r.dir}/inrpd.ctl";\n',
+                # its customers: the hosts behind it, and the router itself
+                # (tools run in its namespace); other routers prove their
+                # addresses with DNS cookies
+                acl = "".join(f"allow-recursion {a}/32;\n" for a in
+                              [r.addr] + [h.addr for h in self.hosts.values() if h.router is r])
+                r.inrpd.start(f'fib-channel "{r.fib}";\nfib-grace-time 30s;\ncontrol "{r.dir}/inrpd.ctl";\n' + acl,
                               workers=1)
             for r in self.routers.values():
                 r.nbrpd = LabNbrpd(r)
