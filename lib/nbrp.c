@@ -152,7 +152,7 @@ static void arena_destroy(struct msg_arena *a)
  * message's arena for nbrp_decode.  The shape: the Message is the
  * update field alone; Update and Route hold only the fields below, with
  * one-byte tags, the singular ones at most once, and varints protobuf-c
- * reads as the same 32-bit number.  Anything else (attestations,
+ * reads as the same number (32 bits; origin_seq's 64).  Anything else (attestations,
  * aggregates, unknown fields, repeats, truncation) goes to protobuf-c, so
  * what is accepted, and what it reads as, is protobuf-c's either way.
  */
@@ -186,6 +186,25 @@ static inline bool pb_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
 		if (i == 4 && c > 0x0f)
 			return false;
 		x |= (uint32_t)(c & 0x7f) << (7 * i);
+		if (!(c & 0x80)) {
+			*pp = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A varint protobuf-c reads as this 64-bit number (at most 10 bytes, nothing above bit 63). */
+static bool pb_u64(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t x = 0;
+	for (unsigned i = 0; i < 10 && p < end; i++) {
+		uint8_t c = *p++;
+		if (i == 9 && c > 0x01)
+			return false;
+		x |= (uint64_t)(c & 0x7f) << (7 * i);
 		if (!(c & 0x80)) {
 			*pp = p;
 			*v = x;
@@ -245,12 +264,20 @@ static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *e
 		unsigned field = tag >> 3;
 		const uint8_t *data;
 		uint32_t v;
-		if (field < 1 || field > 5 || (tag & 0x80))
-			return false;
+		if ((field < 1 || field > 5) && field != 12)
+			return false;           /* a high bit in the tag makes field > 15 */
 		if (field != 1 && field != 4) {
 			if (seen & (1u << field))
 				return false;   /* protobuf-c's last-one-wins is not worth copying */
 			seen |= 1u << field;
+		}
+		if (field == 12) {
+			uint64_t s;
+			if (tag != TAG(12, WIRE_VARINT) || !pb_u64(&p, end, &s))
+				return false;
+			if (r)
+				r->origin_seq = s;
+			continue;
 		}
 		if (field == 3 || field == 5) {
 			if (tag != TAG(field, WIRE_VARINT) || !pb_u32(&p, end, &v))
@@ -470,7 +497,8 @@ static uint8_t *put_len_field(uint8_t *p, uint8_t tag, const void *data, size_t 
 static bool plain_update(const Nbrp__Message *m)
 {
 	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE || !m->update || m->base.n_unknown_fields ||
-	    m->update->base.n_unknown_fields || m->update->n_withdrawn_aggregates)
+	    m->update->base.n_unknown_fields || m->update->n_withdrawn_aggregates ||
+	    m->update->n_origin_withdrawals)
 		return false;
 	for (size_t i = 0; i < m->update->n_routes; i++) {
 		const Nbrp__Route *r = m->update->routes[i];
@@ -495,6 +523,8 @@ static size_t route_size(const Nbrp__Route *r)
 		n += len_field_size(strlen(r->path[i]));
 	if (r->load_ms)
 		n += 1 + varint_size(r->load_ms);
+	if (r->origin_seq)
+		n += 1 + varint_size(r->origin_seq);
 	return n;
 }
 
@@ -540,6 +570,10 @@ static uint8_t *encode_update(const Nbrp__Update *u, size_t *len)
 		if (r->load_ms) {
 			*p++ = TAG(5, WIRE_VARINT);
 			p = put_varint(p, r->load_ms);
+		}
+		if (r->origin_seq) {
+			*p++ = TAG(12, WIRE_VARINT);
+			p = put_varint(p, r->origin_seq);
 		}
 	}
 	*len = (size_t)(p - buf);

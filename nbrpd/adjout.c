@@ -69,6 +69,7 @@ static struct {
 	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
 	struct rde_peer *sign_for;      /* NULL: not signed */
+	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
 	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
 } pk;
 
@@ -78,6 +79,7 @@ static void reset(void)
 	pk.u.withdrawn = pk.withdrawn;
 	pk.u.withdrawn_aggregates = pk.withdrawn_aggs;
 	pk.u.routes = pk.route_ptrs;
+	pk.u.origin_withdrawals = pk.ow_ptrs;
 	pk.nnames = 0;
 	pk.last_sig = 0;
 	pk.last_shared = false;
@@ -85,7 +87,8 @@ static void reset(void)
 
 static void send_batch(void)
 {
-	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0 && pk.u.n_withdrawn_aggregates == 0)
+	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0 && pk.u.n_withdrawn_aggregates == 0 &&
+	    pk.u.n_origin_withdrawals == 0)
 		return;
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
 	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
@@ -131,6 +134,26 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
+void packer_origin_withdrawals(const struct rib_entry *e)
+{
+	if (pk.sign_for || entry_is_aggregate(e))
+		return;                 /* a signed peer would not take them on our word */
+	size_t n;
+	const struct origin_wd_item *it = origin_wd_for(&pk.r->owd, e, &n);
+	Nbrp__Update *u = &pk.u;
+	for (size_t i = 0; i < n; i++) {
+		Nbrp__OriginWithdrawal *w = &pk.ows[u->n_origin_withdrawals];
+		nbrp__origin_withdrawal__init(w);
+		w->name.data = (uint8_t *)e->wire;
+		w->name.len = e->len;
+		w->origin = (char *)it[i].origin;
+		w->origin_seq = it[i].seq;
+		u->origin_withdrawals[u->n_origin_withdrawals++] = w;
+		if (u->n_origin_withdrawals == BATCH_NAMES)
+			send_batch();
+	}
+}
+
 void packer_sign_for(struct rde_peer *p)
 {
 	pk.sign_for = p;
@@ -162,6 +185,7 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	rt->next_hop.len = nh->family == AF_INET ? 4 : 16;
 	rt->next_hop_port = nh->port;
 	rt->load_ms = load;
+	rt->origin_seq = a->k.origin_seq;
 	char **path = pk.paths[k];
 	path[0] = (char *)cfg->router_name;
 	const char *s = a->path;

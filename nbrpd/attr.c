@@ -37,15 +37,23 @@ static void attrs_grow(struct rde *r)
 	r->nattrs_buckets = nb;
 }
 
-/* The path's last router (npath NUL-terminated names), hashed; 0: an empty path. */
-static uint32_t origin_tag(const char *path, uint16_t bytes)
+const char *attrs_origin(const struct rib_attrs *a)
 {
-	if (bytes < 2)
-		return 0;
-	size_t start = bytes - 1;
-	while (start > 0 && path[start - 1] != '\0')
+	if (a->k.npath == 0 || a->k.path_bytes < 2)
+		return NULL;
+	size_t start = a->k.path_bytes - 1u;
+	while (start > 0 && a->path[start - 1] != '\0')
 		start--;
-	uint32_t tag = (uint32_t)XXH3_64bits(path + start, bytes - 1 - start);
+	return a->path + start;
+}
+
+/* The path's last router, hashed for the FIB (route.h); 0: an empty path. */
+static uint32_t origin_tag(const struct rib_attrs *a)
+{
+	const char *o = attrs_origin(a);
+	if (!o)
+		return 0;
+	uint32_t tag = (uint32_t)XXH3_64bits(o, strlen(o));
 	return tag ? tag : 1;
 }
 
@@ -71,11 +79,13 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 	a->hash = hash;
 	memcpy(&a->k, k, sizeof(*k));  /* padding too: keys are compared as bytes */
 	memcpy(a->path, path, k->path_bytes);
-	a->origin = origin_tag(path, k->path_bytes);
+	a->origin = origin_tag(a);
 	/* what the UPDATE Route says: the path and who it came from, not the session or preference */
 	a->sig = XXH3_64bits_withSeed(path, k->path_bytes, (uint64_t)(uintptr_t)k->peer);
 	if (k->sig_state)
 		a->sig ^= XXH3_64bits(k->sig_head, sizeof(k->sig_head));   /* new attestations are news */
+	if (k->origin_seq)
+		a->sig ^= XXH3_64bits(&k->origin_seq, sizeof(k->origin_seq));      /* so is a new announcement */
 	a->sig |= 1;                    /* never 0: 0 is "nothing" */
 	if (k->peer)
 		k->peer->refs++;

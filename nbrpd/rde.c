@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "aggstore.h"
@@ -535,6 +536,50 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
 	decide(r, e);
 }
 
+/*
+ * origin withdrew its announcement of the name up to stamp seq: every route
+ * for it that ends at origin with that stamp or an older one goes, whoever
+ * sent it, and is passed on with the name's next UPDATE (origin_wd.h).
+ */
+static void origin_withdrawn(struct rde *r, const uint8_t *wire, size_t len, const char *origin, uint64_t seq)
+{
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	bool dropped = false;
+	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
+		next = rt->next;
+		struct rde_peer *q = rt->a->k.peer;
+		const char *o = attrs_origin(rt->a);
+		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq || !o || strcmp(o, origin) != 0)
+			continue;
+		route_free(r, route_remove(r, e, q));
+		q->names--;
+		dropped = true;
+	}
+	if (!dropped)
+		return;
+	decide(r, e);
+	if (!origin_wd_note(&r->owd, e, origin, seq))
+		log_err("out of memory keeping an origin withdrawal to pass on");
+}
+
+/* Our own announcement of e, stamped seq, is withdrawn: peers hear it as an origin withdrawal. */
+static void own_withdrawn(struct rde *r, struct rib_entry *e, uint64_t seq)
+{
+	if (seq && !entry_is_aggregate(e) && !origin_wd_note(&r->owd, e, r->cfg->router_name, seq))
+		log_err("out of memory keeping an origin withdrawal to pass on");
+}
+
+/* A stamp for an announcement of ours: milliseconds of the wall clock, never the same twice,
+ * so a restarted router's announcements are newer than what it withdrew before. */
+static uint64_t next_stamp(struct rde *r)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	r->last_stamp = ms > r->last_stamp ? ms : r->last_stamp + 1;
+	return r->last_stamp;
+}
+
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
 static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
 					   const struct attest_job *check)
@@ -558,6 +603,7 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 	k.next_hop.port = (uint16_t)rt->next_hop_port;
 	k.npath = (uint8_t)rt->n_path;
 	k.path_bytes = (uint16_t)bytes;
+	k.origin_seq = rt->origin_seq;
 	if (rt->aggregate.len) {
 		k.agg_version = (uint32_t)rt->aggregate_version;
 		nbrp_aggregate_source_parse(rt->aggregate_source, &k.agg_source);   /* checked */
@@ -656,6 +702,16 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		}
 		p->withdrawn_in++;
 		withdraw_name(r, p, key, agg_key(key, b->data, b->len));
+	}
+	for (size_t i = 0; i < u->n_origin_withdrawals; i++) {
+		const Nbrp__OriginWithdrawal *w = u->origin_withdrawals[i];
+		if (!nbrp_name_valid(&w->name) || !nbrp_router_name_valid(w->origin)) {
+			notify(r, p, NBRP_ERR_UPDATE, 1, "an origin withdrawal's name or origin is not valid");
+			return;
+		}
+		/* a signed peer's would be unsigned word against signed routes; a server originates */
+		if (p->sig == SIG_OFF && !p->server_mode && w->origin_seq)
+			origin_withdrawn(r, w->name.data, w->name.len, w->origin, w->origin_seq);
 	}
 	bool import_all = nbrpd_policy_open(&p->import);
 	bool import_none = p->import.nrules == 0 && p->import.default_deny;
@@ -808,6 +864,8 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	const struct route *first = first_up_server(c);
 	if (!first) {
 		/* no server answers: the name is withdrawn here */
+		if (old)
+			own_withdrawn(r, e, old->a->k.origin_seq);
 		route_free(r, old);
 		decide(r, e);
 		return;
@@ -817,6 +875,7 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	k.content = c;
 	k.local_pref = LOCAL_PREF_LOCAL;
 	k.load_ms = first->load_ms;
+	k.origin_seq = old ? old->a->k.origin_seq : next_stamp(r);     /* the same announcement */
 	struct rib_attrs *a = attrs_get(r, &k, "");
 	/* a content's route keeps its age */
 	struct rib_route *rt = a ? rib_route_new(&r->rib, a, old ? old->seq : r->seq++) : NULL;
@@ -847,6 +906,7 @@ void rde_reload_content(struct rde *r, struct nbrpd_config *old_cfg, struct nbrp
 		struct rib_entry *e = kept ? NULL : rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
 		struct rib_route *rt = e ? route_remove(r, e, NULL) : NULL;
 		if (rt) {
+			own_withdrawn(r, e, rt->a->k.origin_seq);
 			route_free(r, rt);
 			decide(r, e);
 		}
@@ -1186,6 +1246,10 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 			packer_advertise(e, e->adv, e->adv_load);
 		else if (!now && was)
 			packer_withdraw(e);
+		else
+			continue;
+		if (e->flags & ENTRY_ORIGIN_WD)
+			packer_origin_withdrawals(e);
 	}
 	packer_end();
 }
@@ -1328,9 +1392,14 @@ static void flush(struct rde *r)
 				packer_advertise(it->e, it->e->adv, it->e->adv_load);
 			else if (!it->e->adv && it->old)
 				packer_withdraw(it->e);
+			else
+				continue;
+			if (it->e->flags & ENTRY_ORIGIN_WD)
+				packer_origin_withdrawals(it->e);
 		}
 		packer_end();
 	}
+	origin_wd_clear(&r->owd);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
 		if (entry_is_aggregate(e))
@@ -1685,6 +1754,7 @@ void rde_free(struct rde *r)
 	}
 	attrs_free_all(r);
 	rdesig_free(r->sig);
+	origin_wd_free(&r->owd);
 	for (unsigned i = 0; i < r->npeers; i++) {
 		free(r->peers[i]->import.rules);
 		free(r->peers[i]->export.rules);

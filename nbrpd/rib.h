@@ -27,6 +27,7 @@
 
 #include "attest.h"
 #include "config.h"
+#include "origin_wd.h"
 #include "rde.h"
 #include "slab.h"
 
@@ -96,6 +97,7 @@ struct rib_attrs_key {
 	uint16_t path_bytes;
 	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
 	struct ip_endpoint agg_source;          /* ... and where the sender serves it */
+	uint64_t origin_seq;                    /* the origin's stamp of the announcement; 0: none */
 };
 
 /* Interned attributes, shared by every route that says the same; immutable but for the indexes. */
@@ -122,6 +124,8 @@ struct rib_attrs {
 };
 
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
+/* The last router name of a's path (the origin), NULL for an empty path. */
+const char *attrs_origin(const struct rib_attrs *a);
 /* Frees a set of attributes whose last reference went (attrs_put). */
 void attrs_free(struct rde *r, struct rib_attrs *a);
 static inline void attrs_put(struct rde *r, struct rib_attrs *a)
@@ -155,6 +159,7 @@ enum {
 	ENTRY_DEFERRED = 2,                     /* a load change waits for load-interval */
 	ENTRY_RELEASE = 4,                      /* in the list of entries to free at the flush */
 	ENTRY_MARK = 8,                         /* seen, during a compaction of the next-hop index */
+	ENTRY_ORIGIN_WD = 16,                   /* origin withdrawals to pass on with it (origin_wd.c) */
 };
 
 /* 38 bytes before the name: most names fit a 56-byte slab object.  Of the
@@ -340,6 +345,8 @@ struct rde {
 	size_t naggs_buckets, naggs;
 	uint32_t flush_no;
 	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
+	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
+	uint64_t last_stamp;                    /* our last origin_seq */
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };
@@ -388,6 +395,8 @@ typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, 
 void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
 void packer_withdraw(const struct rib_entry *e);
+/* The origin withdrawals noted for e (origin_wd.h), after its Route or withdrawal; none to a signed peer. */
+void packer_origin_withdrawals(const struct rib_entry *e);
 /* After packer_begin: every Route carries its attestations for p (a peer with signatures on),
  * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */
 void packer_sign_for(struct rde_peer *p);

@@ -24,7 +24,7 @@ def end_of_rib():
     return _len_field(END_OF_RIB, b"")
 
 
-def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, source=""):
+def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, source="", origin_seq=0):
     """A Route; with aggregate, that aggregate's (names should then be [aggregate])."""
     body = b"".join(_len_field(1, wire_name(n)) for n in names)
     body += _len_field(2, socket.inet_aton(next_hop)) + _int_field(3, port)
@@ -32,6 +32,8 @@ def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, sou
     body += _int_field(5, load_ms)
     if aggregate is not None:
         body += _len_field(6, wire_name(aggregate)) + _int_field(7, version) + _len_field(8, source.encode())
+    if origin_seq:
+        body += _int_field(12, origin_seq)
     return body
 
 
@@ -44,10 +46,16 @@ def text_name(wire):
     return ".".join(labels) + "."
 
 
-def update(routes=(), withdrawn=(), withdrawn_aggregates=()):
+def origin_withdrawal(name, origin, origin_seq):
+    return _len_field(1, wire_name(name)) + _len_field(2, origin.encode()) + _int_field(3, origin_seq)
+
+
+def update(routes=(), withdrawn=(), withdrawn_aggregates=(), origin_withdrawals=()):
+    """origin_withdrawals: (name, origin, origin_seq) triples"""
     body = b"".join(_len_field(1, wire_name(n)) for n in withdrawn)
     body += b"".join(_len_field(2, r) for r in routes)
     body += b"".join(_len_field(3, wire_name(n)) for n in withdrawn_aggregates)
+    body += b"".join(_len_field(4, origin_withdrawal(*w)) for w in origin_withdrawals)
     return _len_field(UPDATE, body)
 
 
