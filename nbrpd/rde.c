@@ -1358,6 +1358,20 @@ static void flush(struct rde *r)
 			mark_excluded(r, e->adv, &src);
 		}
 	}
+	/* our inrpd first: a peer that hears of a route may ask us for its names at once */
+	for (size_t i = 0; i < dirty.n; i++) {
+		struct rib_entry *e = items[i].e;
+		if (entry_is_aggregate(e))
+			aggregate_flushed(r, e);
+		else if (r->ops.fib_name) {
+			struct name n;
+			struct route routes[ROUTESET_MAX_ROUTES];
+			rde_entry_name(e, &n);
+			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		}
+	}
+	if (r->ops.fib_flush)
+		r->ops.fib_flush(r->ops.arg);
 	/* the update group: peers for which every name here is decided alike */
 	static struct rde_peer **members;
 	static unsigned members_cap;
@@ -1402,20 +1416,10 @@ static void flush(struct rde *r)
 	origin_wd_clear(&r->owd);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
-		if (entry_is_aggregate(e))
-			aggregate_flushed(r, e);
-		else if (r->ops.fib_name) {
-			struct name n;
-			struct route routes[ROUTESET_MAX_ROUTES];
-			rde_entry_name(e, &n);
-			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
-		}
 		attrs_put(r, items[i].old);
 		e->flags &= (uint8_t)~ENTRY_DIRTY;
 		rde_maybe_release(r, e);
 	}
-	if (r->ops.fib_flush)
-		r->ops.fib_flush(r->ops.arg);
 	free(items);
 	if (!r->dirty.v && dirty.cap <= 65536) {
 		dirty.n = 0;            /* the next turn's list: no realloc from 1,024 up every turn */
