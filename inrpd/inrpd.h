@@ -46,7 +46,7 @@
 #define INRPD_MAX_REDIRECTS     8       /* CNAMEs in one answer */
 #define INRPD_ROUTER_NAME_MAX   255
 #define INRPD_AMPLIFICATION     3       /* an unproven client's answer: at most 3x its query */
-#define INRPD_SERVFAIL_RETRY_MS 250     /* a held SERVFAIL this old: the next query goes out again */
+#define INRPD_SERVFAIL_RETRY_MS 100     /* a held SERVFAIL this old: the next query goes out again */
 
 struct inrpd_listen {
 	struct ip_endpoint ep;
