@@ -193,7 +193,7 @@ static void tell_stored(struct aggregates *a, struct aggregate *g)
 	uint32_t v;
 	if (!g->store || !aggstore_version(g->store, &v))
 		return;
-	a->ops.stored(a->ops.arg, &g->name, v, aggstore_members(g->store)->count);
+	a->ops.stored(a->ops.arg, &g->name, v, aggstore_members(g->store));
 }
 
 /* ---- fetching what peers offer ---- */
@@ -495,10 +495,14 @@ unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *c
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		if (cfg->content[i].aggregate && !define(a, &cfg->content[i]))
 			bad++;
-	/* one no longer defined here may now be fetched from peers */
+	/* one no longer defined here may now be fetched from peers; a learned version is told
+	 * again (nothing new for the RDE, unless signatures just started: it takes its digest) */
 	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext)
+		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
+			if (!g->local)
+				tell_stored(a, g);
 			fetch_start(a, g);
+		}
 	return bad;
 }
 
