@@ -50,8 +50,10 @@ def run_once(args, work, tag, k, signed, base):
     dut.config([], dut_extra)
     procs = []
     try:
+        # org is the load, not what is measured: no inrpd there, so no FIB sync on its loop while it
+        # serves the transfers and signs (dut has its inrpd: members go to its FIB before passing on)
+        dut.start_inrpd()
         for r in (org, dut):
-            r.start_inrpd()
             r.start_nbrpd()
         wait = args.wait_until
         wait(lambda: sum(v["version"] is not None for v in json.loads(org.nbrc("--json", "show", "aggregates")

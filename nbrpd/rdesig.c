@@ -1096,17 +1096,22 @@ static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint
 	s->v.by_reason[ATTEST_DIGEST_MISMATCH]++;
 }
 
+static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
+{
+	struct name n = { .len = g->len };
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, buf, NAME_MAX_TEXT);
+	return buf;
+}
+
 void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e)
 {
 	struct rdesig *s = r->sig;
 	char name[NAME_MAX_TEXT];
-	struct name n = { .len = g->len };
-	memcpy(n.wire, g->wire, g->len);
-	name_to_text(&n, name, sizeof(name));
 	/* once a version: about a millisecond per 15,000 members (docs/NBRP.md, Attestations) */
 	if (!g->has_digest && attest_member_digest(members, g->digest) < 0) {
 		log_err("aggregate %s: out of memory for the digest of version %u: its signed routes are "
-			"neither checked nor passed on signed", name, g->version);
+			"neither checked nor passed on signed", agg_text(g, name), g->version);
 		return;
 	}
 	g->has_digest = true;
@@ -1121,7 +1126,7 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		if (j.state == ATTEST_VALID)
 			continue;
 		log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
-			 "(member digest mismatch)", name, g->version, p->name);
+			 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
 		rde_route_recheck(r, e, rt, &j);
 	}
 }
