@@ -1157,6 +1157,8 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 		changed = true;         /* a new version stored: the same route offers it */
 		g->adv_version = g->version;
 	}
+	if (a && e->adv && a->k.agg_version != e->adv->k.agg_version)
+		changed = true;         /* signed, the route names its version: passed on when it is stored */
 	if (a != e->adv) {
 		/* the same route under other attributes (a new session, a preference) is not news */
 		if (a)
