@@ -102,3 +102,26 @@ def run(args, work, wait_until, k):
     return {"signed_aggs": args.signed_aggs, "signed_agg_size": args.signed_agg_size,
             "signed_agg_names_per_s": round(rates[True]), "unsigned_agg_names_per_s": round(rates[False]),
             "signed_agg_ratio": round(rates[True] / rates[False], 3)}
+
+
+if __name__ == "__main__":
+    # alone: bench/bench_nbrp_signed_agg.py [--signed-aggs A] [--signed-agg-size M] [--signed-sinks K]
+    import argparse
+    import shutil
+    import tempfile
+    from bench_nbrp import wait_until
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--signed-aggs", type=int, default=20)
+    ap.add_argument("--signed-agg-size", type=int, default=15_000)
+    ap.add_argument("--signed-sinks", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    args = ap.parse_args()
+    args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
+    args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
+    args.updgen = os.path.join(args.build, "updgen", "nbrp-updgen")
+    work = tempfile.mkdtemp(prefix="bench-signed-agg-")
+    try:
+        print(json.dumps(run(args, work, wait_until, args.signed_sinks)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
