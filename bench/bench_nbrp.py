@@ -53,7 +53,8 @@ and a synced version per change on a disk would bound it); nbrpd's
 state-dir is in the work directory.  When nbrpd has no aggregates
 (`nbrc show aggregates` fails) these rows are null and agg_skipped says why.
 
-With --signed, first the signed-route figures of bench/bench_nbrp_signed.py.
+With --signed, first the signed-route figures of bench/bench_nbrp_signed.py
+and the signed-aggregate figures of bench/bench_nbrp_signed_agg.py.
 
 Writes build/bench/nbrp.csv and build/bench/nbrp.png; the last line of
 output is one JSON object.
@@ -510,6 +511,8 @@ def main():
     ap.add_argument("--signed", action="store_true", help="also signed routes (bench/bench_nbrp_signed.py)")
     ap.add_argument("--signed-names", type=int, default=20_000, help="signed routes, one name each")
     ap.add_argument("--signed-sinks", type=int, default=2, help="K sinks the signed routes are passed on to")
+    ap.add_argument("--signed-aggs", type=int, default=20, help="signed aggregates (bench/bench_nbrp_signed_agg.py)")
+    ap.add_argument("--signed-agg-size", type=int, default=15_000, help="names per signed aggregate")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
     args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
@@ -529,6 +532,9 @@ def main():
             import bench_nbrp_signed
             extra.update(bench_nbrp_signed.run(args, work, wait_until, nbrc, reap))
             print(f"signed: {extra}", flush=True)
+            import bench_nbrp_signed_agg
+            extra.update(bench_nbrp_signed_agg.run(args, work, wait_until, args.signed_sinks))
+            print(f"signed aggregates: {extra}", flush=True)
         skip = "--skip-agg" if args.skip_agg else nbrpd_aggregates(args, work)
         if skip:
             print(f"rows (b) and (c) skipped: {skip}", flush=True)

@@ -199,7 +199,7 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
 		if (g)
-			rdesig_export_digest(e, a, rt);
+			rdesig_export_digest(pk.r, e, a, rt);
 	}
 	u->routes[k] = rt;
 	u->n_routes++;

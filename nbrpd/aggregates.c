@@ -26,6 +26,7 @@
 #define FETCH_TIMEOUT_MS        10000   /* no byte for this long ends a fetch */
 #define RETRY_MIN_MS            1000    /* after a failed fetch; doubles up to */
 #define RETRY_MAX_MS            60000
+#define FETCH_MAX               4       /* fetches at once; a transfer server refuses more than its bound (8) */
 
 struct aggregate {
 	struct aggregates *owner;
@@ -38,6 +39,8 @@ struct aggregate {
 	uint32_t offered_version;
 	struct ip_endpoint offered_source;
 	struct xfrcli *fetch;           /* running */
+	bool waiting;                   /* in the queue for a fetch */
+	struct aggregate *wnext;
 	bool fetch_had;                 /* the version held when it began */
 	uint32_t fetch_from;
 	uv_timer_t retry;               /* after a failure */
@@ -60,6 +63,8 @@ struct aggregates {
 	struct prefix *acl;
 	unsigned nacl;
 	uint64_t fetch_bytes;
+	unsigned fetching;              /* fetches running, at most FETCH_MAX */
+	struct aggregate *waitq, **waitq_tail;  /* aggregates to fetch when one ends, in order */
 	bool stopping;
 };
 
@@ -193,12 +198,25 @@ static void tell_stored(struct aggregates *a, struct aggregate *g)
 	uint32_t v;
 	if (!g->store || !aggstore_version(g->store, &v))
 		return;
-	a->ops.stored(a->ops.arg, &g->name, v, aggstore_members(g->store)->count);
+	a->ops.stored(a->ops.arg, &g->name, v, aggstore_members(g->store));
 }
 
 /* ---- fetching what peers offer ---- */
 
 static void fetch_start(struct aggregates *a, struct aggregate *g);
+
+/* Slots free: the aggregates waiting start their fetches, in order (those that still need one). */
+static void fetch_next(struct aggregates *a)
+{
+	while (a->fetching < FETCH_MAX && a->waitq) {
+		struct aggregate *g = a->waitq;
+		a->waitq = g->wnext;
+		if (!a->waitq)
+			a->waitq_tail = &a->waitq;
+		g->waiting = false;
+		fetch_start(a, g);
+	}
+}
 
 static void on_retry(uv_timer_t *t)
 {
@@ -211,6 +229,7 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 	struct aggregate *g = ctx;
 	struct aggregates *a = g->owner;
 	g->fetch = NULL;
+	a->fetching--;
 	g->has_last = true;
 	g->last = *r;
 	g->last_unix = (uint64_t)time(NULL);
@@ -228,10 +247,11 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 		g->failures++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);
 		g->retry_ms = g->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : g->retry_ms * 2;
-		return;
+	} else {
+		g->retry_ms = RETRY_MIN_MS;
+		fetch_start(a, g);      /* a newer version offered meanwhile: its slot first */
 	}
-	g->retry_ms = RETRY_MIN_MS;
-	fetch_start(a, g);              /* a newer version offered meanwhile */
+	fetch_next(a);
 }
 
 static void fetch_start(struct aggregates *a, struct aggregate *g)
@@ -243,6 +263,16 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 	bool had = aggstore_version(g->store, &held);
 	if (had && !serial_gt(g->offered_version, held))
 		return;                 /* held, or what is offered is older (or undefined, 2^31 apart) */
+	if (a->fetching >= FETCH_MAX) {
+		/* a new session offering many aggregates: a few transfers at a time, not a refused herd */
+		if (!g->waiting) {
+			g->waiting = true;
+			g->wnext = NULL;
+			*a->waitq_tail = g;
+			a->waitq_tail = &g->wnext;
+		}
+		return;
+	}
 	struct sockaddr_storage ss;
 	ip_endpoint_sockaddr(&g->offered_source, &ss);
 	g->fetch_had = had;
@@ -252,7 +282,9 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 		g->fetch = NULL;
 		g->failures++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);
+		return;
 	}
+	a->fetching++;
 }
 
 void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t version,
@@ -310,6 +342,8 @@ static bool define(struct aggregates *a, const struct nbrpd_content *c)
 	if (g->fetch) {
 		xfrcli_cancel(g->fetch);        /* defined here now: ours wins */
 		g->fetch = NULL;
+		a->fetching--;
+		fetch_next(a);
 	}
 	uv_timer_stop(&g->retry);
 	if (!g->store)
@@ -451,6 +485,7 @@ struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cf
 	a->loop = loop;
 	a->cfg = cfg;
 	a->ops = *ops;
+	a->waitq_tail = &a->waitq;
 	char e[256];
 	if (serve(a, cfg, e, sizeof(e)) < 0) {
 		char at[ENDPOINT_TEXT_MAX];
@@ -495,10 +530,14 @@ unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *c
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		if (cfg->content[i].aggregate && !define(a, &cfg->content[i]))
 			bad++;
-	/* one no longer defined here may now be fetched from peers */
+	/* one no longer defined here may now be fetched from peers; a learned version is told
+	 * again (nothing new for the RDE, unless signatures just started: it takes its digest) */
 	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext)
+		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
+			if (!g->local)
+				tell_stored(a, g);
 			fetch_start(a, g);
+		}
 	return bad;
 }
 

@@ -21,6 +21,7 @@
 #include "addr.h"
 #include "config.h"
 #include "name.h"
+#include "nameset.h"
 #include "route.h"
 #include "xfrcli.h"
 
@@ -28,8 +29,9 @@ struct fibpush;
 struct aggregates;
 
 struct aggregates_ops {
-	/* A version is stored, its members pushed to inrpd: peers may be told it. */
-	void (*stored)(void *arg, const struct name *agg, uint32_t version, uint32_t members);
+	/* A version is stored, its members pushed to inrpd: peers may be told it.  members are
+	 * the version's, for the call only (with signatures on, the RDE takes their digest). */
+	void (*stored)(void *arg, const struct name *agg, uint32_t version, const struct nameset *members);
 	/* The aggregate's ranked FIB routes (0: none), for the Updates carrying its members. */
 	unsigned (*routes)(void *arg, const struct name *agg, struct route *out);
 	void *arg;

@@ -266,7 +266,7 @@ static void aggregate_offered(void *arg, const struct name *agg, uint32_t versio
 		aggregates_offered(d->aggs, agg, version, source);
 }
 
-static void aggregate_stored(void *arg, const struct name *agg, uint32_t version, uint32_t members)
+static void aggregate_stored(void *arg, const struct name *agg, uint32_t version, const struct nameset *members)
 {
 	struct nbrpd *d = arg;
 	rde_aggregate_stored(d->rde, agg, version, members);

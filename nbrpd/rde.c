@@ -154,6 +154,11 @@ struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e)
 	return entry_is_aggregate(e) ? agg_find(r, e->wire + 1, e->len - 1u) : NULL;
 }
 
+struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len)
+{
+	return agg_find(r, wire, len);
+}
+
 /* ---- the decision applied to an entry ---- */
 
 static bool route_usable(const struct rib_route *rt)
@@ -1212,6 +1217,8 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 		changed = true;         /* a new version stored: the same route offers it */
 		g->adv_version = g->version;
 	}
+	if (a && e->adv && a->k.agg_version != e->adv->k.agg_version)
+		changed = true;         /* signed, the route names its version: passed on when it is stored */
 	if (a != e->adv) {
 		/* the same route under other attributes (a new session, a preference) is not news */
 		if (a)
@@ -1586,7 +1593,7 @@ static void check_aggregate_limits(struct rde *r, struct rib_entry *e)
 		notify(r, shut[i], NBRP_ERR_CEASE, NBRP_CEASE_MAX_NAMES, "more names than max-names allows");
 }
 
-void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, uint32_t members)
+void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members)
 {
 	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
 		return;
@@ -1595,12 +1602,19 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 		log_err("out of memory for aggregates: the version stored is not passed on");
 		return;
 	}
+	/* a version is one set of members for the life of the store: told again, nothing is new */
+	bool same = g->held && g->version == version;
+	if (same && (g->has_digest || !r->sig))
+		return;
 	g->held = true;
 	g->version = version;
-	g->members = members;
+	g->members = members->count;
+	g->has_digest = same && g->has_digest;
 	uint8_t key[NAME_MAX_WIRE];
 	size_t len = agg_key(key, agg->wire, agg->len);
 	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
+	if (r->sig)
+		rdesig_aggregate_stored(r, g, members, e);
 	if (e) {
 		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
 		schedule(r);

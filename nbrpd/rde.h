@@ -36,6 +36,7 @@ struct nexthop;
 struct nexthop_table;
 struct wq_buf;
 struct sigkey;
+struct nameset;
 
 /* How the RDE reaches the rest of nbrpd; `owner` is what rde_peer_add was given. */
 struct rde_ops {
@@ -135,8 +136,10 @@ void rde_redecide_all(struct rde *r);
 
 /* ---- aggregates (docs/NBRP.md, "Aggregates") ---- */
 
-/* A version of the aggregate is stored here, its members in inrpd's FIB: peers are told it. */
-void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, uint32_t members);
+/* A version of the aggregate is stored here, its members in inrpd's FIB: peers are told it.
+ * With signatures on, its member digest is taken here (once a version) for our origin
+ * attestation and to check the routes that name this version. */
+void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

@@ -40,13 +40,15 @@ struct hop {
 	uint8_t wire[];                 /* the RIB key of the name */
 };
 
-/* Our origin attestation for a content name of ours. */
+/* Our origin attestation for a content name or an aggregate of ours (its RIB key). */
 struct origin {
 	struct origin *next;
 	uint8_t len;
 	uint8_t wire[NAME_MAX_WIRE];
 	struct attest_wire w;
 	Nbrp__Attestation pb, *ptr;
+	uint32_t version;               /* an aggregate's: the version and members signed */
+	uint8_t digest[ATTEST_DIGEST_LEN];
 };
 
 struct sig_table {
@@ -287,8 +289,17 @@ static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u,
 	return pending;
 }
 
-static void apply(struct rde_peer *p, const Nbrp__Update *u, const struct attest_job *jobs)
+static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
+			  const ProtobufCBinaryData *digest, struct attest_job *j);
+
+static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
 {
+	for (size_t i = 0; i < u->n_routes; i++) {
+		const Nbrp__Route *rt = u->routes[i];
+		if (rt->aggregate.len)
+			members_check(p->rde->sig, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
+				      &rt->aggregate_digest, &jobs[i]);
+	}
 	p->sig_jobs = jobs;
 	rde_peer_update(p, u);
 	p->sig_jobs = NULL;
@@ -542,11 +553,17 @@ void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
 	to->chain = d;
 }
 
-void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
+void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
+			  Nbrp__Route *rt)
 {
-	(void)e;
-	if (a->chain && a->chain->digest.len)
+	const struct rde_agg *g;
+	if (a->chain && a->chain->digest.len) {
 		rt->aggregate_digest = a->chain->digest;
+	} else if (!a->k.peer && (g = rde_agg_of(r, e)) && g->has_digest) {
+		/* ours: rdesig_export signed this version's digest */
+		rt->aggregate_digest.data = (uint8_t *)g->digest;
+		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
+	}
 }
 
 /* ---- our signatures: hops by (prev, target), origins by name ---- */
@@ -637,8 +654,10 @@ static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t 
 	return h;
 }
 
-/* Our origin attestation for a content name (its RIB key), signed on the loop once per period. */
-static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, uint64_t now)
+/* Our origin attestation for a content name (its RIB key), or for an aggregate's version stored
+ * here (g), signed on the loop once per period and version. */
+static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, const struct rde_agg *g,
+				 uint64_t now)
 {
 	if (!s->origins.nb)
 		table_grow(&s->origins, origin_slot_of);
@@ -660,9 +679,19 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, ui
 		s->origins.b[k] = o;
 		s->origins.n++;
 	}
-	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW) {
+	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW ||
+	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0))) {
 		/* one signature per name and period: what an origin costs (docs/SIGNATURES.md) */
 		struct attest_subject sub = { .name = o->wire, .name_len = o->len };
+		if (g) {
+			/* the aggregate's name (the key without its mark), its version and members */
+			sub.name = o->wire + 1;
+			sub.name_len = (uint8_t)(o->len - 1);
+			sub.aggregate = true;
+			sub.version = o->version = g->version;
+			memcpy(sub.digest, g->digest, ATTEST_DIGEST_LEN);
+			memcpy(o->digest, g->digest, ATTEST_DIGEST_LEN);
+		}
 		attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
 		attest_to_pb(&o->pb, &o->w);
 		o->ptr = &o->pb;
@@ -701,16 +730,19 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
+	const struct rde_agg *g = rde_agg_of(to->rde, e);      /* an aggregate's: the version stored */
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
+		if (g && (!g->has_digest || g->version != a->k.agg_version))
+			return -1;      /* the version signed is offered once stored here and checked */
 		chain = a->chain->ptrs;
 		n = a->chain->n;
 		prev = a->chain->head;
 	} else {
-		if (entry_is_aggregate(e))
-			return 0;       /* our aggregates need their member digest: not signed yet */
-		struct origin *o = origin_get(s, e, now);
+		if (g && !g->has_digest)
+			return 0;       /* no member digest (out of memory): passed on unsigned */
+		struct origin *o = origin_get(s, e, g, now);
 		if (!o)
 			return 0;
 		chain = &o->ptr;
@@ -931,6 +963,9 @@ static void on_rechecked(struct attest_batch *b)
 		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
+				if (entry_is_aggregate(e))
+					members_check(s, e->wire + 1, e->len - 1u, it->a->k.agg_version,
+						      &it->a->chain->digest, &run->b.jobs[i]);
 				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
 				break;
 			}
@@ -968,6 +1003,9 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		enum attest_state st = attest_prepare(&s->v, &route, p->server_mode ? NULL : p->name, x->now, &j);
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
+			if (route.aggregate.len)
+				members_check(s, route.aggregate.data, route.aggregate.len, route.aggregate_version,
+					      &route.aggregate_digest, &j);
 			rde_route_recheck(r, e, rt, &j);
 			continue;
 		}
@@ -1037,4 +1075,58 @@ static void recheck_start(struct rdesig *s)
 	s->rechecking = true;
 	s->next_expiry = UINT64_MAX;    /* found again by the walk, and by chains kept meanwhile */
 	uv_timer_start(&s->recheck, on_recheck, 0, 0);
+}
+
+/* ---- aggregates: the members of a version against the digest its routes were signed with ---- */
+
+/* A valid route of aggregate agg naming this version, if that version is stored here (else it is
+ * checked when it is: rdesig_aggregate_stored); a mismatch makes it invalid. */
+static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
+			  const ProtobufCBinaryData *digest, struct attest_job *j)
+{
+	const struct rde_agg *g;
+	if (j->state != ATTEST_VALID || !(g = rde_agg_find(s->rde, agg, len)) || !g->held || !g->has_digest ||
+	    g->version != version)
+		return;
+	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0)
+		return;
+	j->state = ATTEST_INVALID;
+	j->reason = ATTEST_DIGEST_MISMATCH;
+	j->where = -1;
+	s->v.by_reason[ATTEST_DIGEST_MISMATCH]++;
+}
+
+static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
+{
+	struct name n = { .len = g->len };
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, buf, NAME_MAX_TEXT);
+	return buf;
+}
+
+void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e)
+{
+	struct rdesig *s = r->sig;
+	char name[NAME_MAX_TEXT];
+	/* once a version: about a millisecond per 15,000 members (docs/NBRP.md, Attestations) */
+	if (!g->has_digest && attest_member_digest(members, g->digest) < 0) {
+		log_err("aggregate %s: out of memory for the digest of version %u: its signed routes are "
+			"neither checked nor passed on signed", agg_text(g, name), g->version);
+		return;
+	}
+	g->has_digest = true;
+	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
+		next = rt->next;        /* rt may be replaced */
+		struct rib_attrs *a = rt->a;
+		struct rde_peer *p = a->k.peer;
+		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1 || route_stale(rt))
+			continue;
+		struct attest_job j = { .state = ATTEST_VALID, .reason = ATTEST_OK, .where = -1 };
+		members_check(s, g->wire, g->len, a->k.agg_version, &a->chain->digest, &j);
+		if (j.state == ATTEST_VALID)
+			continue;
+		log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
+			 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
+		rde_route_recheck(r, e, rt, &j);
+	}
 }

@@ -33,12 +33,20 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
  * Export to `to` (signatures on): the attestations of e's route with
  * attributes a, our hop for `to` first, into out (at most max); 0: sent
  * unsigned (not valid here, not checked, no key for `to`); -1: our
- * signature is being made, the name is sent to `to` when it is.
+ * signature is being made, the name is sent to `to` when it is (or an
+ * aggregate's route names a version not stored here yet: sent when it is).
  */
 int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
 		  Nbrp__Attestation **out, size_t max);
-/* An aggregate's route passed on signed: the member digest it was signed with. */
-void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt);
+/* An aggregate's route passed on signed: the member digest it was signed with (ours: of the version stored). */
+void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
+			  Nbrp__Route *rt);
+/*
+ * A version of aggregate g stored (e: its entry, or NULL): its member
+ * digest taken, and the signed routes that name this version checked
+ * against it (a mismatch: invalid, member digest mismatch).
+ */
+void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
 /* A route's chain, kept for attributes that were given a new state. */
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
 /* Checks a signed route again with its new state (rde.c). */

@@ -316,6 +316,8 @@ struct rde_agg {
 	uint32_t version, members;
 	uint32_t adv_version;                   /* the version peers were last told */
 	bool held;                              /* a version is stored */
+	bool has_digest;                        /* digest is of that version's members (signatures on) */
+	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
 	uint8_t len;
 	uint8_t wire[NAME_MAX_WIRE];
 };
@@ -375,6 +377,8 @@ void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
 void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
 /* An aggregate's entry's record of its stored version, or NULL. */
 struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
+/* The same by the aggregate's name (wire form), or NULL. */
+struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
 
 /* ---- what peers are told (adjout.c) ---- */
 

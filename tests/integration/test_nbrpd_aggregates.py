@@ -244,6 +244,25 @@ def test_kill_9_while_a_large_diff_is_fetched_never_loses_a_version_or_refetches
     assert axfr_members(xfr["r1"]) == axfr_members(xfr["r2"])
 
 
+def test_many_aggregates_offered_at_once_are_fetched_a_few_at_a_time(net, tmp_path):
+    """A new session offering 24 aggregates: the receiver's fetches stay under the server's bound
+    on transfers (8), so none is refused and waits for a retry."""
+    extra, _ = routers_with_state(tmp_path, ["r1", "r2"])
+    defs = ""
+    for i in range(24):
+        path = tmp_path / f"a{i}.names"
+        write_members(path, [f"m{j}.a{i}.example" for j in range(3000)])
+        defs += f'aggregate "a{i}.agg" {{ server {SERVER_FAR}; file "{path}"; }}\n'
+    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": defs}, extra=extra)
+
+    def stored():
+        return [a for a in rs["r1"].nbrpd.json("show", "aggregates") if a["version"] is not None]
+    wait_for(lambda: len(stored()) == 24, 30, "r1 to store every aggregate")
+    assert sum(a["fetch_failures"] for a in stored()) == 0
+    assert "refused" not in rs["r2"].nbrpd.log()
+    wait_for(lambda: answer(rs["r1"], "m2999.a23.example") == [SERVER_FAR], 10, "a member answered")
+
+
 def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net, tmp_path):
     limits = {("r1", "r2"): "max-names 1000 refuse; ", ("r3", "r2"): f'import deny "{AGG}"; '}
     rs, _, _ = line_with_aggregate(net, tmp_path, ["r1", "r2", "r3"], "r2", [f"c{i}.example" for i in range(5000)],

@@ -449,6 +449,22 @@ static void a_walk_sees_every_name_once_while_the_table_grows_under_it(void **st
 }
 
 /* peer p offers aggregate "agg.example" at this version from 192.0.2.<src> port 5300 */
+/* aggregates.c storing a version of `count` members. */
+static void store_aggregate(struct world *w, const struct name *agg, uint32_t version, unsigned count)
+{
+	struct nameset set;
+	nameset_init(&set);
+	for (unsigned i = 0; i < count; i++) {
+		char text[32];
+		struct name m;
+		snprintf(text, sizeof(text), "m%u.example", i);
+		assert_int_equal(name_from_text(&m, text, strlen(text)), NAME_OK);
+		assert_true(nameset_add(&set, m.wire, m.len) >= 0);
+	}
+	rde_aggregate_stored(w->rde, agg, version, &set);
+	nameset_free(&set);
+}
+
 static void offer_aggregate(struct world *w, unsigned p, uint32_t version, unsigned src)
 {
 	static uint8_t agg[] = { 3, 'a', 'g', 'g', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0 };
@@ -496,13 +512,13 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	assert_int_equal(w->peers[1].agg_routes + w->peers[2].agg_routes, 0);
 	struct name agg;
 	assert_int_equal(name_from_text(&agg, "agg.example", 11), NAME_OK);
-	rde_aggregate_stored(w->rde, &agg, 6, 1000);    /* an older one, say, while 7 is fetched */
+	store_aggregate(w, &agg, 6, 1000);    /* an older one, say, while 7 is fetched */
 	run(w, 10);
 	assert_int_equal(w->peers[1].agg_routes, 1);
 	assert_int_equal(w->peers[1].agg_version, 6);
 	assert_string_equal(w->peers[1].agg_source, "192.0.2.1 5300");
 	assert_int_equal(w->peers[0].agg_routes, 0);   /* not back to where it came from */
-	rde_aggregate_stored(w->rde, &agg, 7, 1001);
+	store_aggregate(w, &agg, 7, 1001);
 	run(w, 10);
 	assert_int_equal(w->peers[2].agg_routes, 2);
 	assert_int_equal(w->peers[2].agg_version, 7);

@@ -1,0 +1,119 @@
+"""Signed aggregates (docs/SIGNATURES.md, docs/NBRP.md Attestations): the
+origin signs an aggregate's name, version and member digest; a router
+checks the digest against the members when it has stored that version.
+Real nbrpd and inrpd, the fixtures of the signature and aggregate tests."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import wait_for
+import nbrp_client as nc
+import sigtest as st
+from test_aggregate_xfr import AGG as XAGG, names, served  # noqa: F401  (served: a fixture)
+from test_nbrpd import SERVER_FAR, answer, establish, net  # noqa: F401  (net: a fixture)
+from test_nbrpd_aggregates import AGG, agg_view, line_with_aggregate, version_of, write_members
+from test_nbrpd_signatures import GOOD, signed, sroute  # noqa: F401  (signed: a fixture)
+
+MISMATCH = "member digest mismatch"
+
+
+def agg_routes(n, agg):
+    """The aggregate's routes as `show route` gives them, best first ([] if none)."""
+    for e in n.json("show", "route") or []:
+        if e["aggregate"] and e["name"].rstrip(".") == agg:
+            return e["routes"]
+    return []
+
+
+def with_extra(net, more):
+    """The net fixture with more configuration for each router."""
+    return lambda names_, edges, extra=None, **kw: net(
+        names_, edges, extra={n: (extra or {}).get(n, "") + more[n] for n in names_}, **kw)
+
+
+def test_a_chain_of_routers_passes_a_signed_aggregate_and_its_new_versions(net, tmp_path):
+    """r3 defines and signs the aggregate; r2 and r1 verify it, fetch it, check its members and
+    sign their hops; r1's inrpd answers a member through the chain."""
+    routers = ["r1", "r2", "r3"]
+    anchor, keys = st.Key(), {n: st.Key() for n in routers}
+    trust = tmp_path / "trust"
+    st.trust_file(trust, anchor, keys, [(AGG, keys["r3"])])
+    extra = {}
+    for n in routers:
+        keys[n].write(tmp_path / f"{n}.key")
+        extra[n] = f'key-file "{tmp_path}/{n}.key";\ntrust-anchor "{anchor.text}";\ntrust-file "{trust}";\n'
+    edges = list(zip(routers, routers[1:]))
+    peer_extra = {(a, b): "signatures require; " for x, y in edges for a, b in ((x, y), (y, x))}
+    members = [f"m{i}.site{i % 13}.example" for i in range(2000)]
+    rs, defs, _ = line_with_aggregate(with_extra(net, extra), tmp_path, routers, "r3", members,
+                                      peer_extra=peer_extra)
+    v1 = version_of(rs["r3"])
+    wait_for(lambda: version_of(rs["r1"]) == v1, 30, "r1 to store the aggregate")
+    wait_for(lambda: answer(rs["r1"], "www.m1999.site10.example") == [SERVER_FAR], 10, "r1's inrpd to answer")
+    for n, path in (("r2", ["r3"]), ("r1", ["r2", "r3"])):
+        best = agg_routes(rs[n].nbrpd, AGG)[0]
+        assert best["path"] == path and best["signatures"] == "valid", (n, best)
+        assert best["aggregate_version"] == v1
+
+    # a new version: signed again at r3, checked at each router when stored
+    write_members(defs, members[100:] + ["fresh.example"])
+    assert rs["r3"].nbrpd.nbrc("reload").returncode == 0
+    v2 = version_of(rs["r3"])
+    assert v2 == (v1 + 1) % 2**32
+    wait_for(lambda: (agg_routes(rs["r1"].nbrpd, AGG) or [{}])[0].get("aggregate_version") == v2, 30,
+             "r1 to be offered the new version")
+    wait_for(lambda: answer(rs["r1"], "fresh.example") == [SERVER_FAR], 10, "the new member answered")
+    assert agg_routes(rs["r1"].nbrpd, AGG)[0]["signatures"] == "valid"
+    assert agg_view(rs["r1"])["version"] == v2
+    assert rs["r3"].nbrpd.json("show", "status")["origins_signed"] >= 2
+    for n, peer in (("r1", "r2"), ("r2", "r3")):
+        p = rs[n].nbrpd.peers()[peer]
+        assert p["state"] == "Established" and p["invalid_by_reason"][MISMATCH] == 0, (n, p)
+        assert p["routes_by_state"]["invalid"] == 0, (n, p)
+
+
+@pytest.mark.parametrize("mode", ["require", "prefer"])
+def test_an_aggregate_whose_members_do_not_match_its_digest_is_invalid(signed, served, tmp_path, mode):
+    """A hand-written peer signs version 3 of agg.example over other members than its transfer
+    server (aggtool) serves: invalid once the version is stored, and at import once it is."""
+    start_server, _, _ = served                     # versions 1..3, version 3 = names(20, 1020)
+    server = start_server()
+    n = signed(mode, extra=f'state-dir "{tmp_path}/state";\n')
+    fed = n.fed
+    fed.write_trust(origins=[(GOOD, fed.origin), (XAGG, fed.origin)])
+    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    p = establish(n)
+    source = f"{server.addr} {server.port}"
+
+    def agg(members):
+        return sroute(n, XAGG, aggregate=XAGG, version=3, source=source, digest=st.member_digest(members))[0]
+    bad, good = agg(names(0, 1000)), agg(names(20, 1020))
+    p.send(nc.update(routes=[bad, sroute(n, f"a.{GOOD}")[0]]))
+
+    # checked when version 3 is stored
+    wait_for(lambda: n.peers()["x"]["invalid_by_reason"][MISMATCH] == 1, 20, "the members checked")
+    assert n.json("show", "aggregate", XAGG)["version"] == 3
+    assert "its members are not the ones signed (member digest mismatch)" in n.log()
+    if mode == "require":
+        wait_for(lambda: agg_routes(n, XAGG) == [], 10, "the aggregate withdrawn")
+        wait_for(lambda: answer(SimpleNamespace(addr=n.addr, dns_port=n.inrpd.port), "m500.example") == "REFUSED", 10, "its members not routed")
+    else:
+        r = agg_routes(n, XAGG)[0]
+        assert r["signatures"] == "invalid" and r["signature_reason"] == MISMATCH and r["local_pref"] == 0, r
+    # the right digest for the version stored: valid at import
+    p.send(nc.update(routes=[good]))
+    wait_for(lambda: (agg_routes(n, XAGG) or [{}])[0].get("signatures") == "valid", 10, "the good route")
+    # and a wrong one now that it is stored: invalid at import
+    p.send(nc.update(routes=[bad]))
+    wait_for(lambda: n.peers()["x"]["invalid_by_reason"][MISMATCH] == 2, 10, "the bad route at import")
+    if mode == "require":
+        wait_for(lambda: agg_routes(n, XAGG) == [], 10, "the aggregate withdrawn again")
+    else:
+        assert agg_routes(n, XAGG)[0]["signature_reason"] == MISMATCH
+    # nothing else moved; each check counted once (the first bad route was valid when received)
+    peer = n.peers()["x"]
+    assert peer["state"] == "Established" and peer["routes_by_state"]["valid"] == 3, peer
+    assert peer["routes_by_state"]["invalid"] == 2, peer
+    assert n.route(f"a.{GOOD}")[0]["signatures"] == "valid"
+    p.close()
