@@ -19,8 +19,8 @@ RAW = serialization.Encoding.Raw
 
 
 class Key:
-    def __init__(self):
-        self.sk = Ed25519PrivateKey.generate()
+    def __init__(self, seed=None):
+        self.sk = Ed25519PrivateKey.from_private_bytes(seed) if seed else Ed25519PrivateKey.generate()
         self.pk = self.sk.public_key().public_bytes(RAW, serialization.PublicFormat.Raw)
         self.text = base64.b64encode(self.pk).decode()
 
@@ -57,10 +57,22 @@ def link(msg, sig):
 
 
 def member_digest(members):
+    """An aggregate's member digest, and a name set's digest (the same)."""
     h = hashlib.blake2b(tag("NBRPv1 members"), digest_size=32)
     for w in sorted(wire_name(m) for m in members):
         h.update(w)
     return h.digest()
+
+
+def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None):
+    """The bytes an origin signs; name a list: a name set's (digest over its names)."""
+    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
+    if isinstance(name, (list, tuple)):
+        return msg + bytes([3]) + digest
+    msg += bytes([2 if aggregate else 1]) + wire_name(name)
+    if aggregate:
+        msg += struct.pack(">I", version) + digest
+    return msg
 
 
 def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
@@ -73,19 +85,21 @@ def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
 
 
 def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
-                 aggregate=None, version=0, source="", digest=None):
+                 aggregate=None, version=0, source="", digest=None, others=()):
     """A Route for `name` with path (the sender first), every hop signed by
     keys[router] for the next one, the last for `receiver` (a Key), and the
-    origin attestation by `origin` (a Key).  Returns (route bytes, atts)
-    where atts is the list of attestation bodies (to tamper with)."""
+    origin attestation by `origin` (a Key).  `name` a list: a signed name
+    set of those names and `others` (the set's names this Route is not
+    for), its digest in field 10 and the others in field 11.  Returns
+    (route bytes, atts) where atts is the list of attestation bodies (to
+    tamper with)."""
     now = int(time.time())
     expiry = now + 3600 if expiry is None else expiry
     timestamp = now if timestamp is None else timestamp
     first = keys[path[-1]].pk if path else receiver.pk
-    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
-    msg += bytes([2 if aggregate else 1]) + wire_name(name)
-    if aggregate:
-        msg += struct.pack(">I", version) + digest
+    if isinstance(name, (list, tuple)) and digest is None:
+        digest = member_digest(list(name) + list(others))
+    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest)
     sig = origin.sign(msg)
     atts = [attestation(sig, expiry, signer=origin.pk, timestamp=timestamp)]
     prev = link(msg, sig)
@@ -96,13 +110,16 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
         sig = signer.sign(msg)
         atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
         prev = link(msg, sig)
-    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest), atts
+    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others), atts
 
 
-def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None):
-    body = nc.route([name], next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
+def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None,
+               others=()):
+    names = list(name) if isinstance(name, (list, tuple)) else [name]
+    body = nc.route(names, next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
                     source=source)
     body += b"".join(_len_field(9, a) for a in atts)
     if digest is not None:
         body += _len_field(10, digest)
+    body += b"".join(_len_field(11, wire_name(n)) for n in others)
     return body
