@@ -22,7 +22,9 @@
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
-#define BATCH_SIGNED    256     /* signed names per UPDATE: each has its own Route */
+#define BATCH_SIGNED    256     /* signed Routes per UPDATE: a name's, or a name set's */
+#define BATCH_SET_NAMES ATTEST_SET_MAX_NAMES    /* signed names per UPDATE: a set's whole */
+#define BATCH_SET_BYTES (512 * 1024)    /* a set's names and others, at most, per UPDATE */
 #define MAX_ATTS        (NBRP_MAX_PATH + 1)
 
 bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
@@ -62,7 +64,7 @@ static struct {
 	ProtobufCBinaryData withdrawn_aggs[BATCH_NAMES];
 	Nbrp__Route *route_ptrs[BATCH_NAMES];
 	Nbrp__Route routes[BATCH_NAMES];
-	ProtobufCBinaryData names[BATCH_NAMES];
+	ProtobufCBinaryData names[BATCH_SET_NAMES];
 	size_t nnames;
 	uint64_t last_sig;              /* of the last Route: sig ^ load */
 	bool last_shared;               /* the last Route may take more names */
@@ -70,6 +72,11 @@ static struct {
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
 	struct rde_peer *sign_for;      /* NULL: not signed */
 	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
+	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
+	const struct rib_attrs *set_of[BATCH_SIGNED];
+	const struct rib_attrs *last_set;
+	size_t set_bytes, others_need, others_cap;
+	ProtobufCBinaryData *others;
 } pk;
 
 static void reset(void)
@@ -81,12 +88,32 @@ static void reset(void)
 	pk.nnames = 0;
 	pk.last_sig = 0;
 	pk.last_shared = false;
+	pk.last_set = NULL;
+	pk.set_bytes = pk.others_need = 0;
+}
+
+/* Each set Route's others: the set's names it does not carry. */
+static void fill_others(void)
+{
+	size_t used = 0;
+	for (size_t k = 0; k < pk.u.n_routes; k++) {
+		const struct rib_attrs *a = pk.set_of[k];
+		if (!a)
+			continue;
+		Nbrp__Route *rt = &pk.routes[k];
+		rt->set_others = pk.others + used;
+		rt->n_set_others = rdesig_set_others(a, rt->names, rt->n_names, rt->set_others);
+		used += rt->n_set_others;
+		pk.set_of[k] = NULL;
+	}
 }
 
 static void send_batch(void)
 {
 	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0 && pk.u.n_withdrawn_aggregates == 0)
 		return;
+	if (pk.others_need)
+		fill_others();
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
 	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
 	m.update = &pk.u;
@@ -151,7 +178,8 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
-	pk.last_shared = !g && !pk.sign_for;    /* an aggregate's or a signed Route has one name */
+	pk.last_shared = !g && !pk.sign_for;    /* an aggregate's or a signed name's Route has one name */
+	pk.last_set = NULL;
 	if (g) {
 		rt->aggregate = *name;
 		rt->aggregate_version = g->version;
@@ -174,25 +202,65 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	if (natts > 0) {
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
-		if (g)
-			rdesig_export_digest(e, a, rt);
+		if (g || rdesig_is_set(a))
+			rdesig_export_digest(e, a, rt);         /* an aggregate's member digest, a set's */
 	}
 	u->routes[k] = rt;
 	u->n_routes++;
 }
 
+/* A set's names and others, at most (the set's size), in bytes on the wire. */
+static size_t set_wire(const struct rib_attrs *a, size_t *n)
+{
+	size_t bytes;
+	*n = rdesig_set_size(a, &bytes);
+	return bytes + 3 * *n;          /* a field's tag and length */
+}
+
+/* Room in this UPDATE for a Route of a's set: the UPDATE is sent first if it has not. */
+static void set_room(const struct rib_attrs *a)
+{
+	size_t n, bytes = set_wire(a, &n);
+	if (pk.u.n_routes && (pk.set_bytes + bytes > BATCH_SET_BYTES || pk.nnames + n > BATCH_SET_NAMES))
+		send_batch();
+}
+
+/* Keeps the room made for a set Route's others; false if out of memory. */
+static bool set_reserve(const struct rib_attrs *a)
+{
+	size_t n, bytes = set_wire(a, &n);
+	if (pk.others_need + n > pk.others_cap) {
+		size_t cap = pk.others_need + n > 2 * pk.others_cap ? pk.others_need + n : 2 * pk.others_cap;
+		ProtobufCBinaryData *v = realloc(pk.others, cap * sizeof(*v));
+		if (!v)
+			return false;
+		pk.others = v;
+		pk.others_cap = cap;
+	}
+	pk.set_bytes += bytes;
+	pk.others_need += n;
+	return true;
+}
+
 /* A Route of its own: an aggregate's (with the version stored here; none: not exported, export_now),
- * or any name told to a peer that wants signatures (not yet if its hop is being signed). */
+ * or a name told to a peer that wants signatures (not yet if its hop is being signed); a name
+ * set's Route takes the set's names that follow it (packer_advertise). */
 static __attribute__((noinline)) void own_route(const struct rib_entry *e, const struct rib_attrs *a,
 						uint32_t load)
 {
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
+	bool set = false;
 	if (pk.sign_for) {
+		set = rdesig_is_set(a);
+		if (set)
+			set_room(a);
 		atts = pk.atts[pk.u.n_routes];
 		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
 		if (natts < 0)
 			return;         /* sent when signed */
+		if (set && natts > 0 && !set_reserve(a))
+			natts = 0;      /* out of memory for its others: sent unsigned */
 	}
 	const struct rde_agg *g = NULL;
 	if (entry_is_aggregate(e) && !(g = rde_agg_of(pk.r, e)))
@@ -200,19 +268,33 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
 	name->data = (uint8_t *)e->wire + (g != NULL);
 	name->len = e->len - (g != NULL);
-	new_route(e, name, a, load, 0, g, atts, natts);
-	if (++pk.nnames == (pk.sign_for ? BATCH_SIGNED : BATCH_NAMES))
+	new_route(e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
+	if (set && natts > 0) {
+		pk.set_of[pk.u.n_routes - 1] = a;
+		pk.last_set = a;
+	}
+	if (++pk.nnames == (pk.sign_for ? BATCH_SET_NAMES : BATCH_NAMES))
 		send_batch();
 }
 
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
 {
+	Nbrp__Update *u = &pk.u;
+	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
 	if (__builtin_expect(entry_is_aggregate(e) || pk.sign_for, 0)) {
+		if (pk.last_set == a && sig == pk.last_sig && pk.nnames < BATCH_SET_NAMES) {
+			/* a name of the set the last Route is for: it joins it, under the same signatures */
+			pk.names[pk.nnames].data = (uint8_t *)e->wire;
+			pk.names[pk.nnames].len = e->len;
+			u->routes[u->n_routes - 1]->n_names++;
+			pk.nnames++;
+			return;         /* its room was made for the whole set */
+		}
+		if (pk.sign_for && pk.u.n_routes == BATCH_SIGNED)
+			send_batch();
 		own_route(e, a, load);
 		return;
 	}
-	Nbrp__Update *u = &pk.u;
-	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
 	name->data = (uint8_t *)e->wire;
 	name->len = e->len;

@@ -24,16 +24,21 @@ struct sig_chain {
 	size_t n;
 	ProtobufCBinaryData digest;
 	uint8_t digest_buf[ATTEST_DIGEST_LEN];
+	/* a name set's: its names in byte order, each [len][wire] at set + set_off[i] */
+	uint32_t set_n, set_bytes;
+	uint32_t *set_off;
+	uint8_t *set;
 	Nbrp__Attestation **ptrs;
 	Nbrp__Attestation pb[];
 };
 
-/* Our hop signature over prev (a chain head: one name's) for target (a peer's key). */
+/* Our hop signature over prev (a chain head: one name's, or a set's) for target (a peer's key). */
 struct hop {
 	struct hop *next;
 	uint8_t prev[ATTEST_DIGEST_LEN];
 	uint8_t target[SIGKEY_PUBLIC_LEN];
 	bool pending, have;
+	struct rib_attrs *set;          /* while pending, a set's: every name of it is sent when signed */
 	struct attest_wire w;
 	Nbrp__Attestation pb;
 	uint8_t len;
@@ -79,6 +84,7 @@ struct rdesig {
 	struct hop **asked;
 	size_t nasked, asked_cap;
 	uint64_t signed_hops, signed_origins;
+	uint64_t chain_bytes;           /* kept chains (and sets' names) */
 	struct stat seen;               /* of the trust file last read (or tried) */
 	bool stopping;
 };
@@ -231,6 +237,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->signed_origins = s->signed_origins;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
+	out->chain_bytes = s->chain_bytes;
 }
 
 void rdesig_stop(struct rdesig *s)
@@ -481,10 +488,25 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		const Nbrp__Attestation *x = rt->attestations[i];
 		bytes += x->signer.len + x->signature.len + x->for_key.len;
 	}
-	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes;
+	/* a set's names, sorted: for the others of each Route we pass its names on in */
+	struct attest_name *set = NULL;
+	size_t set_n = 0, set_bytes = 0;
+	uint8_t d[ATTEST_DIGEST_LEN];
+	if (attest_route_is_set(rt)) {
+		if (attest_set_digest(rt, d, &set) != 0)
+			return;         /* out of memory (it checked valid): passed on unsigned */
+		set_n = rt->n_names + rt->n_set_others;
+		for (size_t i = 0; i < set_n; i++)
+			set_bytes += 1 + set[i].len;
+	}
+	bytes = (bytes + 3) & ~(size_t)3;
+	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes +
+		      set_n * sizeof(uint32_t) + set_bytes;
 	struct sig_chain *c = malloc(size);
-	if (!c)
+	if (!c) {
+		free(set);
 		return;                 /* passed on unsigned */
+	}
 	c->size = size;
 	memcpy(c->head, j->head, sizeof(c->head));
 	c->expiry = j->expiry;
@@ -509,8 +531,20 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		c->digest.data = c->digest_buf;
 		c->digest.len = ATTEST_DIGEST_LEN;
 	}
+	c->set_n = (uint32_t)set_n;
+	c->set_bytes = (uint32_t)set_bytes;
+	c->set_off = (uint32_t *)((uint8_t *)(c->ptrs + n) + bytes);
+	c->set = (uint8_t *)(c->set_off + set_n);
+	for (size_t i = 0, off = 0; i < set_n; i++) {
+		c->set_off[i] = (uint32_t)off;
+		c->set[off] = (uint8_t)set[i].len;
+		memcpy(c->set + off + 1, set[i].wire, set[i].len);
+		off += 1 + set[i].len;
+	}
+	free(set);
 	a->chain = c;
 	struct rdesig *s = a->k.peer->rde->sig;
+	s->chain_bytes += size;
 	if (c->expiry < s->next_expiry)
 		s->next_expiry = c->expiry;
 }
@@ -539,7 +573,79 @@ void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
 	}
 	if (d->digest.data)
 		d->digest.data = d->digest_buf;
+	d->set_off = (uint32_t *)((uint8_t *)c->set_off + shift);
+	d->set = c->set + shift;
 	to->chain = d;
+	to->k.peer->rde->sig->chain_bytes += d->size;
+}
+
+void rdesig_chain_free(struct rde *r, struct sig_chain *c)
+{
+	if (!c)
+		return;
+	if (r->sig)
+		r->sig->chain_bytes -= c->size;
+	free(c);
+}
+
+bool rdesig_is_set(const struct rib_attrs *a)
+{
+	return a->chain && a->chain->set_n;
+}
+
+size_t rdesig_set_size(const struct rib_attrs *a, size_t *bytes)
+{
+	*bytes = a->chain ? a->chain->set_bytes : 0;
+	return a->chain ? a->chain->set_n : 0;
+}
+
+/* The index of name in a's set, or -1. */
+static long set_find(const struct sig_chain *c, const uint8_t *wire, size_t len)
+{
+	size_t lo = 0, hi = c->set_n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const uint8_t *m = c->set + c->set_off[mid];
+		int cmp = memcmp(m + 1, wire, m[0] < len ? m[0] : len);
+		if (!cmp)
+			cmp = (m[0] > len) - (m[0] < len);
+		if (!cmp)
+			return (long)mid;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+size_t rdesig_set_others(const struct rib_attrs *a, const ProtobufCBinaryData *names, size_t n,
+			 ProtobufCBinaryData *others)
+{
+	const struct sig_chain *c = a->chain;
+	static uint8_t *in;
+	static size_t cap;
+	if (c->set_n > cap) {
+		uint8_t *v = realloc(in, c->set_n);
+		if (!v)
+			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
+		in = v;
+		cap = c->set_n;
+	}
+	memset(in, 0, c->set_n);
+	for (size_t i = 0; i < n; i++) {
+		long k = set_find(c, names[i].data, names[i].len);
+		if (k >= 0)
+			in[k] = 1;
+	}
+	size_t m = 0;
+	for (uint32_t i = 0; i < c->set_n; i++)
+		if (!in[i]) {
+			const uint8_t *w = c->set + c->set_off[i];
+			others[m].data = (uint8_t *)w + 1;
+			others[m++].len = w[0];
+		}
+	return m;
 }
 
 void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
@@ -673,8 +779,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, ui
 
 static void on_kick(uv_timer_t *t);
 
-/* Our hop h is to be signed (again), for peer `to` and the name e. */
-static void hop_request(struct rdesig *s, struct hop *h)
+/* Our hop h is to be signed (again); set: a name set's attributes, whose names are sent when it is. */
+static void hop_request(struct rdesig *s, struct hop *h, struct rib_attrs *set)
 {
 	if (s->nasked == s->asked_cap) {
 		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
@@ -685,6 +791,10 @@ static void hop_request(struct rdesig *s, struct hop *h)
 		s->asked_cap = cap;
 	}
 	h->pending = true;
+	if (set) {
+		h->set = set;
+		set->refs++;
+	}
 	s->asked[s->nasked++] = h;
 	if (!uv_is_active((uv_handle_t *)&s->kick))
 		uv_timer_start(&s->kick, on_kick, 0, 0);
@@ -721,7 +831,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	if (!h)
 		return 0;
 	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
-		hop_request(s, h);
+		hop_request(s, h, rdesig_is_set(a) ? (struct rib_attrs *)a : NULL);
 	if (!h->have || h->w.expiry <= now)
 		return -1;
 	out[0] = &h->pb;
@@ -762,6 +872,20 @@ static struct rde_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
 	return NULL;
 }
 
+/* A hop signed for p: its name, or every name of its set, sent to p now. */
+static void resend_hop(struct rdesig *s, struct rde_peer *p, struct hop *h)
+{
+	if (!h->set) {
+		resend(s, p, h->wire, h->len);
+		return;
+	}
+	const struct sig_chain *c = h->set->chain;
+	for (uint32_t i = 0; i < c->set_n; i++) {
+		const uint8_t *w = c->set + c->set_off[i];
+		resend(s, p, w + 1, w[0]);
+	}
+}
+
 static void on_signed(struct attest_sign_batch *b)
 {
 	struct sign_run *run = b->arg;
@@ -770,28 +894,32 @@ static void on_signed(struct attest_sign_batch *b)
 		struct hop *h = run->hops[i];
 		h->w = b->req[i].out;
 		attest_to_pb(&h->pb, &h->w);
-		h->have = true;
-		h->pending = false;
+		h->have = true;         /* still pending: not yet sent */
 	}
 	s->signed_hops += b->n;
 	/* each peer hears of its names in one packing */
-	for (size_t i = 0; i < b->n && !s->stopping; i++) {
-		if (!run->hops[i])
+	for (size_t i = 0; i < b->n; i++) {
+		if (!run->hops[i]->pending)
 			continue;
 		const uint8_t *target = run->hops[i]->target;
-		struct rde_peer *p = peer_of_key(s, target);
-		if (!p) {
-			run->hops[i] = NULL;
-			continue;
+		struct rde_peer *p = s->stopping ? NULL : peer_of_key(s, target);
+		if (p) {
+			packer_begin(s->rde, rde_emit_to_peer, p);
+			packer_sign_for(p);
 		}
-		packer_begin(s->rde, rde_emit_to_peer, p);
-		packer_sign_for(p);
-		for (size_t k = i; k < b->n; k++)
-			if (run->hops[k] && memcmp(run->hops[k]->target, target, SIGKEY_PUBLIC_LEN) == 0) {
-				resend(s, p, run->hops[k]->wire, run->hops[k]->len);
-				run->hops[k] = NULL;
-			}
-		packer_end();
+		for (size_t k = i; k < b->n; k++) {
+			struct hop *h = run->hops[k];
+			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
+				continue;
+			if (p)
+				resend_hop(s, p, h);
+			h->pending = false;
+			if (h->set)
+				attrs_put(s->rde, h->set);
+			h->set = NULL;
+		}
+		if (p)
+			packer_end();
 	}
 	free(b->req);
 	free(run->hops);
@@ -808,8 +936,11 @@ static void on_kick(uv_timer_t *t)
 	struct attest_hop_request *req = run ? calloc(n, sizeof(*req)) : NULL;
 	if (!req) {
 		free(run);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			s->asked[i]->pending = false;   /* asked again at the next export */
+			attrs_put(s->rde, s->asked[i]->set);
+			s->asked[i]->set = NULL;
+		}
 		s->nasked = 0;
 		return;
 	}
@@ -849,8 +980,10 @@ static void sweep(struct rdesig *s)
 					     ? peer_of_key(s, h->target) : NULL;
 			if (p) {
 				struct rib_entry *e = rib_lookup(&s->rde->rib, h->wire, h->len, rib_hash(h->wire, h->len));
-				if (e && e->adv)
-					hop_request(s, h);
+				struct rib_attrs *a = e ? e->adv : NULL;
+				if (a)
+					hop_request(s, h, rdesig_is_set(a) && !memcmp(a->chain->head, h->prev,
+										      ATTEST_DIGEST_LEN) ? a : NULL);
 			}
 			pp = &h->next;
 		}
@@ -913,6 +1046,8 @@ static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp_
 	rt->n_path = a->k.npath;
 	rt->attestations = a->chain->ptrs;
 	rt->n_attestations = a->chain->n;
+	if (a->chain->set_n)
+		rt->aggregate_digest = a->chain->digest;        /* the set's, checked when received */
 	if (agg) {
 		rt->aggregate = *name;
 		rt->aggregate_version = a->k.agg_version;
@@ -965,7 +1100,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		char *path[NBRP_MAX_PATH];
 		route_of(e, a, &route, &name, path);
 		struct attest_job j;
-		enum attest_state st = attest_prepare(&s->v, &route, p->server_mode ? NULL : p->name, x->now, &j);
+		enum attest_state st = attest_prepare_stored(&s->v, &route, p->server_mode ? NULL : p->name,
+							     a->chain->set_n != 0, x->now, &j);
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
 			rde_route_recheck(r, e, rt, &j);

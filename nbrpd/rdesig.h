@@ -39,6 +39,18 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 		  Nbrp__Attestation **out, size_t max);
 /* An aggregate's route passed on signed: the member digest it was signed with. */
 void rdesig_export_digest(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt);
+/* A chain's memory given back (attrs_free). */
+void rdesig_chain_free(struct rde *r, struct sig_chain *c);
+/*
+ * A name set's chain (docs/NBRP.md, Attestations): its names may share a
+ * Route to a peer, which carries the set's others.  rdesig_set_size: its
+ * names and their bytes; rdesig_set_others: the set's names not among
+ * names[0..n) into others (room for the set's size), their count.
+ */
+bool rdesig_is_set(const struct rib_attrs *a);
+size_t rdesig_set_size(const struct rib_attrs *a, size_t *bytes);
+size_t rdesig_set_others(const struct rib_attrs *a, const ProtobufCBinaryData *names, size_t n,
+			 ProtobufCBinaryData *others);
 /* A route's chain, kept for attributes that were given a new state. */
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
 /* Checks a signed route again with its new state (rde.c). */

@@ -10,7 +10,7 @@ import struct
 import time
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from fibchan_client import _int_field, _len_field, wire_name
 import nbrp_client as nc
@@ -58,8 +58,12 @@ def link(msg, sig):
 
 def member_digest(members):
     """An aggregate's member digest, and a name set's digest (the same)."""
+    return wire_digest([wire_name(m) for m in members])
+
+
+def wire_digest(wires):
     h = hashlib.blake2b(tag("NBRPv1 members"), digest_size=32)
-    for w in sorted(wire_name(m) for m in members):
+    for w in sorted(wires):
         h.update(w)
     return h.digest()
 
@@ -123,3 +127,40 @@ def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, vers
         body += _len_field(10, digest)
     body += b"".join(_len_field(11, wire_name(n)) for n in others)
     return body
+
+
+def parse_route(body):
+    """A Route's fields: names, path, attestations (dicts by field number), digest, set_others."""
+    f = nc.fields(body)
+    return {"names": [v for k, v in f if k == 1], "path": [v.decode() for k, v in f if k == 4],
+            "atts": [dict(nc.fields(v)) for k, v in f if k == 9],
+            "digest": next((v for k, v in f if k == 10), None), "others": [v for k, v in f if k == 11]}
+
+
+def verify(body, keys, receiver):
+    """Checks every signature of a received Route (not an aggregate's) as
+    docs/NBRP.md says, for `receiver` (a Key), with keys[router] the trust
+    file's keys; raises on any failure.  Returns the parsed Route."""
+    r = parse_route(body)
+    path, atts, n = r["path"], r["atts"], len(r["path"])
+    assert len(atts) == n + 1, "not one attestation per router and the origin's"
+    o = atts[n]
+    first = keys[path[-1]].pk if n else receiver.pk
+    if r["digest"] is not None:
+        assert len(set(r["names"] + r["others"])) == len(r["names"]) + len(r["others"]), "a name twice"
+        assert wire_digest(r["names"] + r["others"]) == r["digest"], "member digest mismatch"
+        subject = bytes([3]) + r["digest"]
+    else:
+        assert len(r["names"]) == 1 and not r["others"]
+        subject = bytes([1]) + r["names"][0]
+    msg = tag("NBRPv1 origin") + o[1] + first + struct.pack(">QQ", o.get(3, 0), o.get(4, 0)) + subject
+    Ed25519PublicKey.from_public_bytes(o[1]).verify(o[2], msg)
+    prev = link(msg, o[2])
+    for i in range(n - 1, -1, -1):
+        a, signer = atts[i], keys[path[i]].pk
+        target = keys[path[i - 1]].pk if i else receiver.pk
+        assert a[6] == target[:4], "for_key not the next router's"
+        msg = tag("NBRPv1 hop") + prev + struct.pack(">Q", a.get(4, 0)) + signer + target
+        Ed25519PublicKey.from_public_bytes(signer).verify(a[2], msg)
+        prev = link(msg, a[2])
+    return r

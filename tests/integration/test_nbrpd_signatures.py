@@ -299,3 +299,76 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     for n in names[:-1]:
         peers = rs[n].nbrpd.peers()
         assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
+
+
+def routes_to(p, want):
+    """The Routes a hand-written peer is sent until it has heard of every name in want."""
+    got, heard = [], set()
+    while not want <= heard:
+        m = p.recv()
+        assert m is not None, f"closed before {want - heard}"
+        if m[0] == nc.UPDATE:
+            for k, v in m[1]:
+                if k == 2:
+                    got.append(v)
+                    heard |= {nc.text_name(w) for kk, w in nc.fields(v) if kk == 1}
+    return got
+
+
+def test_a_name_set_is_verified_once_and_passed_on_packed(inrpd_factory, nbrpd_factory, tmp_path):
+    """x sends a signed set of names in one Route; r1 verifies its chain once, and tells z
+    the names z may hear in one Route with the others listed, which z checks with the
+    test's own implementation; altered sets are refused with their reason."""
+    fed = Fed(tmp_path)
+    x_addr, z_addr, r1_addr = unique_addrs(3)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+    n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                      f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
+                      f'peer "x" {{ address {x_addr} port 1; passive; signatures require; }}\n'
+                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; '
+                      f'export deny "c.{GOOD}"; }}\n')
+    z = nc.Peer(r1_addr, port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    assert z.recv_until(nc.END_OF_RIB) is not None
+    x = nc.Peer(r1_addr, port, x_addr)
+    x.send(nc.open_msg("x"))
+    assert x.recv_until(nc.OPEN) is not None and x.recv_until(nc.KEEPALIVE) is not None
+    x.send(nc.keepalive())
+
+    routed = [f"{c}.{GOOD}" for c in "abcd"] + ["www.nowhere.example"]
+    ok, _ = st.signed_route(routed[:4], x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"],
+                            others=[f"e.{GOOD}", routed[4]])
+    # a name changed after signing, and a name added that the origin did not sign
+    fg = [f"f.{GOOD}", f"g.{GOOD}"]
+    _, atts = st.signed_route(fg, x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"])
+    digest = st.member_digest(fg)
+    changed = st.route_with([f"f.{GOOD}", f"h.{GOOD}"], x_addr, 5353, ["x", "y"], atts, digest=digest)
+    added = st.route_with(fg + [f"i.{GOOD}"], x_addr, 5353, ["x", "y"], atts, digest=digest)
+    # a valid route of one name, the old subject, behind them
+    single, _ = st.signed_route(f"j.{GOOD}", x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"])
+    x.send(nc.update(routes=[ok, changed, added, single]))
+    wait_for(lambda: n.route(f"j.{GOOD}") is not None, 10, "the routes")
+    for name in routed[:4]:
+        r = n.route(name)[0]
+        assert r["signatures"] == "valid" and r["path"] == ["x", "y"], (name, r)
+    for name in ("f", "g", "h", "i", "e"):
+        assert n.route(f"{name}.{GOOD}") is None, name
+    got = invalid_by_reason(n)
+    assert got["member digest mismatch"] == 2, got
+    st_ = n.json("show", "status")
+    assert st_["signatures_verified"] == 6, st_     # each chain once: the set's and j's, 3 each
+    assert st_["chain_bytes"] > 0
+
+    # z: the set's names it may hear in one Route, c (export deny) and e among the others
+    routes = routes_to(z, {f"a.{GOOD}.", f"b.{GOOD}.", f"d.{GOOD}.", f"j.{GOOD}."})
+    sets = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes]
+    by_names = {tuple(sorted(nc.text_name(w) for w in r["names"])): r for r in sets}
+    r = by_names[(f"a.{GOOD}.", f"b.{GOOD}.", f"d.{GOOD}.")]
+    assert sorted(nc.text_name(w) for w in r["others"]) == [f"c.{GOOD}.", f"e.{GOOD}.", "www.nowhere.example."]
+    assert r["path"] == ["r1", "x", "y"] and len(r["atts"]) == 4
+    assert by_names[(f"j.{GOOD}.",)]["digest"] is None
+    assert n.json("show", "status")["hops_signed"] == 2      # one for the set, one for j
+    x.close()
+    z.close()
