@@ -73,8 +73,8 @@ static struct {
 	struct rde_peer *sign_for;      /* NULL: not signed */
 	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
 	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
-	const struct rib_attrs *set_of[BATCH_SIGNED];
-	const struct rib_attrs *last_set;
+	const struct sig_set *set_of[BATCH_SIGNED];
+	const struct sig_set *last_set;
 	size_t set_bytes, others_need, others_cap;
 	ProtobufCBinaryData *others;
 } pk;
@@ -97,12 +97,13 @@ static void fill_others(void)
 {
 	size_t used = 0;
 	for (size_t k = 0; k < pk.u.n_routes; k++) {
-		const struct rib_attrs *a = pk.set_of[k];
-		if (!a)
+		const struct sig_set *set = pk.set_of[k];
+		if (!set)
 			continue;
 		Nbrp__Route *rt = &pk.routes[k];
 		rt->set_others = pk.others + used;
-		rt->n_set_others = rdesig_set_others(a, rt->names, rt->n_names, rt->set_others);
+		rt->n_set_others = rdesig_set_others(set, rt->names, rt->n_names, rt->set_others);
+		rdesig_set_digest(set, rt);
 		used += rt->n_set_others;
 		pk.set_of[k] = NULL;
 	}
@@ -202,33 +203,33 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	if (natts > 0) {
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
-		if (g || rdesig_is_set(a))
-			rdesig_export_digest(e, a, rt);         /* an aggregate's member digest, a set's */
+		if (g)
+			rdesig_export_digest(e, a, rt);
 	}
 	u->routes[k] = rt;
 	u->n_routes++;
 }
 
 /* A set's names and others, at most (the set's size), in bytes on the wire. */
-static size_t set_wire(const struct rib_attrs *a, size_t *n)
+static size_t set_wire(const struct sig_set *set, size_t *n)
 {
 	size_t bytes;
-	*n = rdesig_set_size(a, &bytes);
+	*n = rdesig_set_size(set, &bytes);
 	return bytes + 3 * *n;          /* a field's tag and length */
 }
 
 /* Room in this UPDATE for a Route of a's set: the UPDATE is sent first if it has not. */
-static void set_room(const struct rib_attrs *a)
+static void set_room(const struct sig_set *set)
 {
-	size_t n, bytes = set_wire(a, &n);
+	size_t n, bytes = set_wire(set, &n);
 	if (pk.u.n_routes && (pk.set_bytes + bytes > BATCH_SET_BYTES || pk.nnames + n > BATCH_SET_NAMES))
 		send_batch();
 }
 
 /* Keeps the room made for a set Route's others; false if out of memory. */
-static bool set_reserve(const struct rib_attrs *a)
+static bool set_reserve(const struct sig_set *set)
 {
-	size_t n, bytes = set_wire(a, &n);
+	size_t n, bytes = set_wire(set, &n);
 	if (pk.others_need + n > pk.others_cap) {
 		size_t cap = pk.others_need + n > 2 * pk.others_cap ? pk.others_need + n : 2 * pk.others_cap;
 		ProtobufCBinaryData *v = realloc(pk.others, cap * sizeof(*v));
@@ -246,20 +247,18 @@ static bool set_reserve(const struct rib_attrs *a)
  * or a name told to a peer that wants signatures (not yet if its hop is being signed); a name
  * set's Route takes the set's names that follow it (packer_advertise). */
 static __attribute__((noinline)) void own_route(const struct rib_entry *e, const struct rib_attrs *a,
-						uint32_t load)
+						uint32_t load, const struct sig_set *set)
 {
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
-	bool set = false;
 	if (pk.sign_for) {
-		set = rdesig_is_set(a);
 		if (set)
-			set_room(a);
+			set_room(set);
 		atts = pk.atts[pk.u.n_routes];
 		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
 		if (natts < 0)
 			return;         /* sent when signed */
-		if (set && natts > 0 && !set_reserve(a))
+		if (set && natts > 0 && !set_reserve(set))
 			natts = 0;      /* out of memory for its others: sent unsigned */
 	}
 	const struct rde_agg *g = NULL;
@@ -270,8 +269,8 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 	name->len = e->len - (g != NULL);
 	new_route(e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
 	if (set && natts > 0) {
-		pk.set_of[pk.u.n_routes - 1] = a;
-		pk.last_set = a;
+		pk.set_of[pk.u.n_routes - 1] = set;
+		pk.last_set = set;
 	}
 	if (++pk.nnames == (pk.sign_for ? BATCH_SET_NAMES : BATCH_NAMES))
 		send_batch();
@@ -282,7 +281,8 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 	Nbrp__Update *u = &pk.u;
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
 	if (__builtin_expect(entry_is_aggregate(e) || pk.sign_for, 0)) {
-		if (pk.last_set == a && sig == pk.last_sig && pk.nnames < BATCH_SET_NAMES) {
+		const struct sig_set *set = pk.sign_for ? rdesig_set_of(pk.r, e, a) : NULL;
+		if (set && pk.last_set == set && sig == pk.last_sig && pk.nnames < BATCH_SET_NAMES) {
 			/* a name of the set the last Route is for: it joins it, under the same signatures */
 			pk.names[pk.nnames].data = (uint8_t *)e->wire;
 			pk.names[pk.nnames].len = e->len;
@@ -292,7 +292,7 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 		}
 		if (pk.sign_for && pk.u.n_routes == BATCH_SIGNED)
 			send_batch();
-		own_route(e, a, load);
+		own_route(e, a, load, set);
 		return;
 	}
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];

@@ -281,7 +281,7 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     for n, path in (("r3", ["r4"]), ("r2", ["r3", "r4"]), ("r1", ["r2", "r3", "r4"])):
         best = rs[n].nbrpd.route("svc.content")[0]
         assert best["path"] == path and best["signatures"] == "valid", (n, best)
-    # each name its own chain: two names from one origin both verify
+    # two names r4 may originate, signed as one set: both verify through one chain
     wait_for(lambda: (rs["r1"].nbrpd.route("two.svc.content") or [{}])[0].get("signatures") == "valid", 10,
              "two.svc.content valid at r1")
     assert rs["r1"].nbrpd.peers()["r2"]["invalid_by_reason"]["bad signature"] == 0
@@ -294,8 +294,10 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
              "r2 to refuse rogue.content")
     assert rs["r2"].nbrpd.route("rogue.content") is None
     st2 = rs["r2"].nbrpd.json("show", "status")
-    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 2 and st2["signatures_verified"] >= 3
+    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 1 and st2["signatures_verified"] >= 3
+    # r4: the set of svc.content and two.svc.content, and other.content (no origin line) alone
     assert rs["r4"].nbrpd.json("show", "status")["origins_signed"] >= 2
+    assert rs["r1"].nbrpd.route("svc.content")[0]["signatures"] == "valid"
     for n in names[:-1]:
         peers = rs[n].nbrpd.peers()
         assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
@@ -371,4 +373,45 @@ def test_a_name_set_is_verified_once_and_passed_on_packed(inrpd_factory, nbrpd_f
     assert by_names[(f"j.{GOOD}.",)]["digest"] is None
     assert n.json("show", "status")["hops_signed"] == 2      # one for the set, one for j
     x.close()
+    z.close()
+
+
+def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
+    """r1 originates three names as one signed set (one origin signature, one hop for z);
+    a reload that adds a name re-signs that set only; z checks what it gets with sigtest."""
+    fed = Fed(tmp_path)
+    fed.write_trust([(GOOD, fed.keys["r1"])])
+    z_addr, r1_addr = unique_addrs(2)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+
+    def body(names):
+        return (f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
+                f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n'
+                + "".join(f'content "{n}" {{ server {SERVER_FAR}; }}\n' for n in names)
+                + f'content "elsewhere.example" {{ server {SERVER_FAR}; }}\n')
+    names = [f"{c}.{GOOD}" for c in "abc"]
+    n = nbrpd_factory("r1", body(names))
+    z = nc.Peer(r1_addr, port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    want = {f"{x}." for x in names}
+    got = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes_to(z, want | {"elsewhere.example."})]
+    sets = [r for r in got if r["digest"] is not None]
+    assert len(sets) == 1 and {nc.text_name(w) for w in sets[0]["names"]} == want and not sets[0]["others"]
+    assert sets[0]["digest"] == st.member_digest(names) and sets[0]["path"] == ["r1"]
+    # a name no origin line gives us: signed alone (not in a set that it would make invalid)
+    alone = [r for r in got if r["digest"] is None]
+    assert [nc.text_name(r["names"][0]) for r in alone] == ["elsewhere.example."]
+    status = n.json("show", "status")
+    assert status["origins_signed"] == 2 and status["hops_signed"] == 2, status
+    # a name more: its set signed again, and z told the four names under the new signature
+    names.append(f"d.{GOOD}")
+    n.conf.write_text(f'control "{n.ctl}";\n' + body(names))
+    assert n.nbrc("reload").returncode == 0
+    got = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes_to(z, {f"d.{GOOD}."})]
+    r = [r for r in got if r["digest"] is not None][-1]
+    assert r["digest"] == st.member_digest(names)
+    wait_for(lambda: n.json("show", "status")["origins_signed"] == 3, 10, "the set signed again")
     z.close()
