@@ -71,22 +71,25 @@ static int name_qcmp(const void *a, const void *b)
 	return name_cmp(a, b);
 }
 
-/* Sorts v (unless it already is) and digests it: the member digest. false: a name twice. */
+/* Sorts v (unless it already is) and digests it (out NULL: not): the member digest. false: a name twice. */
 static bool sorted_digest(struct attest_name *v, size_t n, uint8_t out[ATTEST_DIGEST_LEN])
 {
 	size_t i = 1;
 	while (i < n && name_cmp(&v[i - 1], &v[i]) < 0)
 		i++;
-	if (i < n)
+	if (i < n) {
 		qsort(v, n, sizeof(*v), name_qcmp);     /* senders usually send them in order */
+		for (i = 1; i < n; i++)
+			if (name_cmp(&v[i - 1], &v[i]) == 0)
+				return false;
+	}
+	if (!out)
+		return true;
 	crypto_generichash_state st;
 	crypto_generichash_init(&st, NULL, 0, ATTEST_DIGEST_LEN);
 	crypto_generichash_update(&st, members_tag, sizeof(members_tag));
-	for (i = 0; i < n; i++) {
-		if (i && name_cmp(&v[i - 1], &v[i]) == 0)
-			return false;
+	for (i = 0; i < n; i++)
 		crypto_generichash_update(&st, v[i].wire, v[i].len);
-	}
 	crypto_generichash_final(&st, out, ATTEST_DIGEST_LEN);
 	return true;
 }

@@ -92,8 +92,9 @@ int attest_member_digest(const struct nameset *members, uint8_t out[ATTEST_DIGES
 
 /*
  * A signed set's names (r's names and set_others together) in byte order,
- * and their digest: attest_member_digest's, over the same names.
- * sorted (if not NULL) gets them, malloc'd, pointing into r.  Returns 0;
+ * and their digest (out NULL: not computed): attest_member_digest's,
+ * over the same names.  sorted (if not NULL) gets them, malloc'd,
+ * pointing into r.  Returns 0;
  * -1 if a name is not canonical or is there twice, or the set is over
  * ATTEST_SET_MAX_NAMES or ATTEST_SET_MAX_BYTES; -2 if out of memory.
  */

@@ -535,10 +535,10 @@ static void set_put(struct rdesig *s, struct sig_set *set)
 static struct sig_set *set_of_route(struct rdesig *s, const Nbrp__Route *rt)
 {
 	struct attest_name *v;
-	uint8_t d[ATTEST_DIGEST_LEN];
-	if (attest_set_digest(rt, d, &v) != 0)
+	if (attest_set_digest(rt, NULL, &v) != 0)
 		return NULL;
-	struct sig_set *set = set_new(s, v, rt->n_names + rt->n_set_others, d);
+	/* the digest was checked against the Route's (attest_prepare) */
+	struct sig_set *set = set_new(s, v, rt->n_names + rt->n_set_others, rt->aggregate_digest.data);
 	free(v);
 	return set;
 }
@@ -702,6 +702,8 @@ size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *n
 {
 	static uint8_t *in;
 	static size_t cap;
+	if (n >= set->n)
+		return 0;               /* the set whole (a Route holds no name twice) */
 	if (set->n > cap) {
 		uint8_t *v = realloc(in, set->n);
 		if (!v)
@@ -710,8 +712,14 @@ size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *n
 		cap = set->n;
 	}
 	memset(in, 0, set->n);
+	long k = -1;
 	for (size_t i = 0; i < n; i++) {
-		long k = set_find(set, names[i].data, names[i].len);
+		/* names usually come in the set's order: the one after the last found, else a search */
+		const uint8_t *w = k + 1 < (long)set->n ? set->names + set->off[k + 1] : NULL;
+		if (w && w[0] == names[i].len && memcmp(w + 1, names[i].data, w[0]) == 0)
+			k++;
+		else
+			k = set_find(set, names[i].data, names[i].len);
 		if (k >= 0)
 			in[k] = 1;
 	}
