@@ -54,7 +54,7 @@ struct hop {
 	uint8_t prev[ATTEST_DIGEST_LEN];
 	uint8_t target[SIGKEY_PUBLIC_LEN];
 	bool pending, have;
-	struct sig_set *set;            /* while pending, a set's (a reference): its names are sent when signed */
+	struct sig_set *set;            /* a set's (a reference): its names are sent when signed */
 	struct attest_wire w;
 	Nbrp__Attestation pb;
 	uint8_t len;
@@ -985,7 +985,7 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *s
 		s->asked_cap = cap;
 	}
 	h->pending = true;
-	if (set) {
+	if (set && !h->set) {
 		h->set = (struct sig_set *)set;
 		h->set->refs++;
 	}
@@ -1114,8 +1114,6 @@ static void on_signed(struct attest_sign_batch *b)
 			if (p)
 				resend_hop(s, p, h);
 			h->pending = false;
-			set_put(s, h->set);
-			h->set = NULL;
 		}
 		if (p)
 			packer_end();
@@ -1137,8 +1135,6 @@ static void on_kick(uv_timer_t *t)
 		free(run);
 		for (size_t i = 0; i < n; i++) {
 			s->asked[i]->pending = false;   /* asked again at the next export */
-			set_put(s, s->asked[i]->set);
-			s->asked[i]->set = NULL;
 		}
 		s->nasked = 0;
 		return;
@@ -1161,6 +1157,23 @@ static void on_kick(uv_timer_t *t)
 	attest_sign_batch_submit(&s->pool, &run->b);
 }
 
+/* Whether a name the hop is for (its own, or one of its set's) is still told to peers. */
+static bool hop_in_use(struct rdesig *s, const struct hop *h)
+{
+	struct rib *t = &s->rde->rib;
+	if (!h->set) {
+		const struct rib_entry *e = rib_lookup(t, h->wire, h->len, rib_hash(h->wire, h->len));
+		return e && e->adv;
+	}
+	for (uint32_t i = 0; i < h->set->n; i++) {
+		const uint8_t *w = h->set->names + h->set->off[i];
+		const struct rib_entry *e = rib_lookup(t, w + 1, w[0], rib_hash(w + 1, w[0]));
+		if (e && e->adv)
+			return true;
+	}
+	return false;
+}
+
 /* A slice of the caches a poll: expired entries go, hops near their expiry are signed again
  * (sent to their peer when made), origins are re-signed when next exported. */
 static void sweep(struct rdesig *s)
@@ -1172,16 +1185,14 @@ static void sweep(struct rdesig *s)
 			if (!h->pending && h->have && h->w.expiry <= now) {
 				*pp = h->next;
 				s->hops.n--;
+				set_put(s, h->set);
 				free(h);
 				continue;
 			}
 			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
 					     ? peer_of_key(s, h->target) : NULL;
-			if (p) {
-				struct rib_entry *e = rib_lookup(&s->rde->rib, h->wire, h->len, rib_hash(h->wire, h->len));
-				if (e && e->adv)
-					hop_request(s, h, rdesig_set_of(s->rde, e, e->adv));
-			}
+			if (p && hop_in_use(s, h))
+				hop_request(s, h, NULL);
 			pp = &h->next;
 		}
 	}
