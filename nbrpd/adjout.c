@@ -218,7 +218,7 @@ static size_t set_wire(const struct sig_set *set, size_t *n)
 	return bytes + 3 * *n;          /* a field's tag and length */
 }
 
-/* Room in this UPDATE for a Route of a's set: the UPDATE is sent first if it has not. */
+/* Room in this UPDATE for a Route of the set: the UPDATE is sent first if it has not. */
 static void set_room(const struct sig_set *set)
 {
 	size_t n, bytes = set_wire(set, &n);
