@@ -258,6 +258,27 @@ def test_prefer_routes_change_state_with_the_trust_file(signed):
     p.close()
 
 
+def test_a_name_set_changes_state_with_the_trust_file_name_by_name(signed):
+    """A stored set's names are checked again one by one with the set's digest as stored:
+    revoking one suffix moves only its names, and they come back valid without a verification."""
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    names = [f"a.{GOOD}", f"b.{GOOD}", "c.other.example"]
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", fed.origin)])
+    wait_for(lambda: "routers" in n.log(), 10, "the new trust file read")
+    p.send(nc.update(routes=[sroute(n, names)[0]]))
+    wait_for(lambda: all((n.route(x) or [{}])[0].get("signatures") == "valid" for x in names), 10, "the set")
+    verified = n.json("show", "status")["signatures_verified"]
+    fed.write_trust(origins=[(GOOD, fed.origin)])
+    wait_for(lambda: n.route("c.other.example")[0]["signatures"] == "not-found", 10, "c not-found")
+    assert all(n.route(x)[0]["signatures"] == "valid" for x in names[:2])
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", fed.origin)])
+    wait_for(lambda: n.route("c.other.example")[0]["signatures"] == "valid", 10, "c valid again")
+    assert n.json("show", "status")["signatures_verified"] == verified
+    p.close()
+
+
 def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     """r4 originates; r3, r2, r1 each verify what they get and sign a hop for the next."""
     names = ["r1", "r2", "r3", "r4"]
