@@ -843,13 +843,6 @@ static void own_sign(struct rdesig *s, struct own_set *o, uint64_t now)
 	s->signed_origins++;
 }
 
-static int wire_cmp(const void *x, const void *y)
-{
-	const ProtobufCBinaryData *a = x, *b = y;
-	return memcmp(a->data, b->data, a->len < b->len ? a->len : b->len) ?:
-	       (a->len > b->len) - (a->len < b->len);
-}
-
 /*
  * Our content names (not aggregates) that the trust file lets us
  * originate into sets by the hash of a name: about OWN_SET_NAMES a set,
@@ -906,8 +899,7 @@ static void own_build(struct rdesig *s)
 		struct sig_set *set = NULL;
 		size_t n = start && by ? start[b + 1] - start[b] : 0;
 		if (n) {
-			qsort(by + start[b], n, sizeof(*by), wire_cmp);
-			Nbrp__Route rt = NBRP__ROUTE__INIT;
+			Nbrp__Route rt = NBRP__ROUTE__INIT;     /* attest_set_digest sorts them */
 			rt.names = by + start[b];
 			rt.n_names = n;
 			struct attest_name *sorted;
