@@ -53,7 +53,7 @@ enum attest_reason {
 	ATTEST_EXPIRED,                 /* or not yet valid */
 	ATTEST_REPLAYED,                /* signed for another router */
 	ATTEST_UNKNOWN_KEY,             /* a router in the path has no key */
-	ATTEST_MALFORMED,               /* a field of the wrong size, several names */
+	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
 	ATTEST_REASONS
 };
