@@ -33,6 +33,7 @@ struct sig_chain {
  * chains that carry it and the hops being signed for it, freed with the last reference. */
 struct sig_set {
 	uint32_t refs, n, bytes;        /* bytes: of names */
+	uint32_t holders;               /* of the references, the chains' and our own sets': the set is used */
 	size_t size;                    /* of this allocation */
 	uint8_t digest[ATTEST_DIGEST_LEN];
 	uint32_t *off;
@@ -142,6 +143,7 @@ struct recheck_run {
 static void recheck_start(struct rdesig *s);
 static void own_build(struct rdesig *s);
 static void set_put(struct rdesig *s, struct sig_set *set);
+static void set_release(struct rdesig *s, struct sig_set *set);
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -281,7 +283,7 @@ void rdesig_free(struct rdesig *s)
 	table_free(s, &s->hops);
 	table_free(s, &s->origins);
 	for (size_t b = 0; b < s->nown; b++)
-		set_put(s, s->own[b].set);
+		set_release(s, s->own[b].set);
 	free(s->own);
 	free(s->asked);
 	if (s->have_trust)
@@ -506,7 +508,7 @@ static struct sig_set *set_new(struct rdesig *s, const struct attest_name *v, si
 	struct sig_set *set = malloc(size);
 	if (!set)
 		return NULL;
-	set->refs = 1;
+	set->refs = set->holders = 1;
 	set->n = (uint32_t)n;
 	set->bytes = (uint32_t)bytes;
 	set->size = size;
@@ -521,6 +523,14 @@ static struct sig_set *set_new(struct rdesig *s, const struct attest_name *v, si
 	}
 	s->chain_bytes += size;
 	return set;
+}
+
+/* A holder (a chain, one of our sets) lets go: hops still referring to it are swept. */
+static void set_release(struct rdesig *s, struct sig_set *set)
+{
+	if (set)
+		set->holders--;
+	set_put(s, set);
 }
 
 static void set_put(struct rdesig *s, struct sig_set *set)
@@ -571,7 +581,7 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes;
 	struct sig_chain *c = malloc(size);
 	if (!c) {
-		set_put(s, set);
+		set_release(s, set);
 		return;                 /* passed on unsigned */
 	}
 	c->size = size;
@@ -629,8 +639,10 @@ void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
 	}
 	if (d->digest.data)
 		d->digest.data = d->digest_buf;
-	if (d->set)
+	if (d->set) {
 		d->set->refs++;
+		d->set->holders++;
+	}
 	to->chain = d;
 	to->k.peer->rde->sig->chain_bytes += d->size;
 }
@@ -641,7 +653,7 @@ void rdesig_chain_free(struct rde *r, struct sig_chain *c)
 		return;
 	if (r->sig) {
 		r->sig->chain_bytes -= c->size;
-		set_put(r->sig, c->set);
+		set_release(r->sig, c->set);
 	}
 	free(c);
 }
@@ -912,13 +924,13 @@ static void own_build(struct rdesig *s)
 				free(sorted);
 			}
 		}
-		set_put(s, o->set);
+		set_release(s, o->set);
 		memset(o, 0, sizeof(*o));
 		o->set = set;           /* signed when first passed on */
 	}
 	if (own != s->own) {
 		for (size_t b = 0; b < s->nown; b++)
-			set_put(s, s->own[b].set);
+			set_release(s, s->own[b].set);
 		free(s->own);
 		s->own = own;
 		s->nown = nb;
@@ -1174,7 +1186,8 @@ static void sweep(struct rdesig *s)
 	for (size_t i = 0; i < SWEEP_BUCKETS && s->hops.nb; i++) {
 		size_t k = s->hops.sweep++ & (s->hops.nb - 1);
 		for (struct hop **pp = (struct hop **)&s->hops.b[k], *h; (h = *pp);) {
-			if (!h->pending && h->have && h->w.expiry <= now) {
+			/* expired, or for a set no route is signed in any more (it keeps the set's memory) */
+			if (!h->pending && ((h->have && h->w.expiry <= now) || (h->set && !h->set->holders))) {
 				*pp = h->next;
 				s->hops.n--;
 				set_put(s, h->set);

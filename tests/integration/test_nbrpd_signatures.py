@@ -435,4 +435,6 @@ def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
     r = [r for r in got if r["digest"] is not None][-1]
     assert r["digest"] == st.member_digest(names)
     wait_for(lambda: n.json("show", "status")["origins_signed"] == 3, 10, "the set signed again")
+    # the old set's hop signature is not kept once no route is signed in the set
+    wait_for(lambda: n.json("show", "status")["hop_signatures_kept"] == 2, 10, "the old set's hop dropped")
     z.close()
