@@ -14,7 +14,7 @@ static const uint8_t origin_tag[16] = "NBRPv1 origin";      /* NUL-padded to 16 
 static const uint8_t hop_tag[16] = "NBRPv1 hop";
 static const uint8_t members_tag[16] = "NBRPv1 members";
 
-enum { SUBJECT_NAME = 1, SUBJECT_AGGREGATE = 2 };
+enum { SUBJECT_NAME = 1, SUBJECT_AGGREGATE = 2, SUBJECT_SET = 3 };
 
 const char *attest_state_name(enum attest_state s)
 {
@@ -58,33 +58,87 @@ static uint8_t *put(uint8_t *p, const void *src, size_t len)
 	return p + len;
 }
 
-/* Members in byte order; wire names end at their root label, so no name is
+/* Names in byte order; wire names end at their root label, so no name is
  * a prefix of another and memcmp over the shorter length orders them. */
-static int member_cmp(const void *a, const void *b)
+static int name_cmp(const struct attest_name *x, const struct attest_name *y)
 {
-	const uint8_t *x = *(const uint8_t *const *)a, *y = *(const uint8_t *const *)b;
-	int c = memcmp(x + 1, y + 1, x[0] < y[0] ? x[0] : y[0]);
-	return c ? c : (x[0] > y[0]) - (x[0] < y[0]);
+	int c = memcmp(x->wire, y->wire, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int name_qcmp(const void *a, const void *b)
+{
+	return name_cmp(a, b);
+}
+
+/* Sorts v (unless it already is) and digests it (out NULL: not): the member digest. false: a name twice. */
+static bool sorted_digest(struct attest_name *v, size_t n, uint8_t out[ATTEST_DIGEST_LEN])
+{
+	size_t i = 1;
+	while (i < n && name_cmp(&v[i - 1], &v[i]) < 0)
+		i++;
+	if (i < n) {
+		qsort(v, n, sizeof(*v), name_qcmp);     /* senders usually send them in order */
+		for (i = 1; i < n; i++)
+			if (name_cmp(&v[i - 1], &v[i]) == 0)
+				return false;
+	}
+	if (!out)
+		return true;
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, ATTEST_DIGEST_LEN);
+	crypto_generichash_update(&st, members_tag, sizeof(members_tag));
+	for (i = 0; i < n; i++)
+		crypto_generichash_update(&st, v[i].wire, v[i].len);
+	crypto_generichash_final(&st, out, ATTEST_DIGEST_LEN);
+	return true;
 }
 
 int attest_member_digest(const struct nameset *members, uint8_t out[ATTEST_DIGEST_LEN])
 {
-	const uint8_t **v = malloc((members->count ? members->count : 1) * sizeof(*v));
+	struct attest_name *v = malloc((members->count ? members->count : 1) * sizeof(*v));
 	if (!v)
 		return -1;
 	size_t pos = 0, n = 0;
 	const uint8_t *w;
 	uint8_t l;
 	while (nameset_next(members, &pos, &w, &l))
-		v[n++] = w - 1;         /* the [len] byte before the wire form */
-	qsort(v, n, sizeof(*v), member_cmp);
-	crypto_generichash_state st;
-	crypto_generichash_init(&st, NULL, 0, ATTEST_DIGEST_LEN);
-	crypto_generichash_update(&st, members_tag, sizeof(members_tag));
-	for (size_t i = 0; i < n; i++)
-		crypto_generichash_update(&st, v[i] + 1, v[i][0]);
-	crypto_generichash_final(&st, out, ATTEST_DIGEST_LEN);
+		v[n++] = (struct attest_name){ w, l };
+	sorted_digest(v, n, out);       /* a nameset holds no name twice */
 	free(v);
+	return 0;
+}
+
+bool attest_route_is_set(const Nbrp__Route *r)
+{
+	return r->aggregate_digest.len && !r->aggregate.len;
+}
+
+int attest_set_digest(const Nbrp__Route *r, uint8_t out[ATTEST_DIGEST_LEN], struct attest_name **sorted)
+{
+	size_t n = r->n_names + r->n_set_others, bytes = 0;
+	if (n == 0 || n > ATTEST_SET_MAX_NAMES)
+		return -1;
+	struct attest_name *v = malloc(n * sizeof(*v));
+	if (!v)
+		return -2;
+	for (size_t i = 0; i < n; i++) {
+		const ProtobufCBinaryData *b = i < r->n_names ? &r->names[i] : &r->set_others[i - r->n_names];
+		bytes += b->len;
+		if (!nbrp_name_valid(b) || bytes > ATTEST_SET_MAX_BYTES) {
+			free(v);
+			return -1;
+		}
+		v[i] = (struct attest_name){ b->data, b->len };
+	}
+	if (!sorted_digest(v, n, out)) {
+		free(v);
+		return -1;
+	}
+	if (sorted)
+		*sorted = v;
+	else
+		free(v);
 	return 0;
 }
 
@@ -97,6 +151,10 @@ size_t attest_origin_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LE
 	p = put(p, first, SIGKEY_PUBLIC_LEN);
 	p = be64(p, timestamp);
 	p = be64(p, expiry);
+	if (s->set) {
+		*p++ = SUBJECT_SET;
+		return (size_t)(put(p, s->digest, ATTEST_DIGEST_LEN) - msg);
+	}
 	*p++ = s->aggregate ? SUBJECT_AGGREGATE : SUBJECT_NAME;
 	p = put(p, s->name, s->name_len);
 	if (s->aggregate) {
@@ -333,8 +391,27 @@ static bool bytes_len(const ProtobufCBinaryData *b, size_t len)
 	return b->len == len;
 }
 
-enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
-				 uint64_t now, struct attest_job *job)
+/*
+ * The names a Route routes against the origin's key (NULL: not usable):
+ * TRUST_NOT_FOUND if no origin line covers any of them, TRUST_AUTHORISED
+ * if the key may originate every one, else TRUST_UNAUTHORISED.
+ */
+static enum trust_origin_result names_check(const struct trust *t, const Nbrp__Route *r, const uint8_t *signer)
+{
+	bool covered = false, all = true;
+	for (size_t i = 0; i < r->n_names; i++) {
+		const ProtobufCBinaryData *b = &r->names[i];
+		enum trust_origin_result o = signer ? trust_origin_check(t, b->data, b->len, signer)
+						    : trust_origin_keys(t, b->data, b->len, NULL, 0) ? TRUST_UNAUTHORISED
+						    : TRUST_NOT_FOUND;
+		covered |= o != TRUST_NOT_FOUND;
+		all &= o == TRUST_AUTHORISED;
+	}
+	return !covered ? TRUST_NOT_FOUND : all ? TRUST_AUTHORISED : TRUST_UNAUTHORISED;
+}
+
+static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+				 bool stored_set, uint64_t now, struct attest_job *job)
 {
 	const struct trust *t = v->trust;
 	struct attest_subject s = {0};
@@ -345,32 +422,54 @@ enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r
 	job->expiry = UINT64_MAX;
 	if (!t || !trust_current(t, now))
 		return done(v, job, ATTEST_UNVERIFIED, ATTEST_OK, -1);
-	/* the subject: one name, or the aggregate */
-	if (r->n_names != 1 || !nbrp_name_valid(&r->names[0]) || n > NBRP_MAX_PATH)
+	/* the subject: one name, the aggregate, or a set of names */
+	if (r->n_names == 0 || n > NBRP_MAX_PATH)
 		return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
-	s.name = r->names[0].data;
-	s.name_len = (uint8_t)r->names[0].len;
-	if (r->aggregate.len) {
-		if (r->aggregate.len != r->names[0].len || memcmp(r->aggregate.data, s.name, s.name_len) != 0 ||
-		    r->aggregate_version > UINT32_MAX || !bytes_len(&r->aggregate_digest, ATTEST_DIGEST_LEN))
+	if (stored_set || attest_route_is_set(r)) {
+		if (!bytes_len(&r->aggregate_digest, ATTEST_DIGEST_LEN) || r->aggregate.len)
 			return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
-		s.aggregate = true;
-		s.version = (uint32_t)r->aggregate_version;
+		s.set = true;
 		memcpy(s.digest, r->aggregate_digest.data, ATTEST_DIGEST_LEN);
+		if (!stored_set) {
+			/* the names the origin signed: the routed ones and the others */
+			uint8_t d[ATTEST_DIGEST_LEN];
+			int rc = attest_set_digest(r, d, NULL);
+			if (rc == -2)
+				return done(v, job, ATTEST_UNVERIFIED, ATTEST_OK, -1);
+			if (rc < 0)
+				return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
+			if (memcmp(d, s.digest, ATTEST_DIGEST_LEN) != 0)
+				return done(v, job, ATTEST_INVALID, ATTEST_DIGEST_MISMATCH, -1);
+		}
+	} else {
+		if (r->n_names != 1 || r->n_set_others || !nbrp_name_valid(&r->names[0]))
+			return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
+		s.name = r->names[0].data;
+		s.name_len = (uint8_t)r->names[0].len;
+		if (r->aggregate.len) {
+			if (r->aggregate.len != r->names[0].len || memcmp(r->aggregate.data, s.name, s.name_len) != 0 ||
+			    r->aggregate_version > UINT32_MAX || !bytes_len(&r->aggregate_digest, ATTEST_DIGEST_LEN))
+				return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
+			s.aggregate = true;
+			s.version = (uint32_t)r->aggregate_version;
+			memcpy(s.digest, r->aggregate_digest.data, ATTEST_DIGEST_LEN);
+		}
 	}
-	/* RFC 6811's order: a name nothing covers is not-found, signed or not */
-	if (trust_origin_keys(t, s.name, s.name_len, NULL, 0) == 0)
+	/* RFC 6811's order: names nothing covers are not-found, signed or not */
+	const Nbrp__Attestation *o = r->n_attestations == n + 1 ? r->attestations[n] : NULL;
+	const uint8_t *signer = o && bytes_len(&o->signer, SIGKEY_PUBLIC_LEN) ? o->signer.data : NULL;
+	enum trust_origin_result auth = names_check(t, r, signer);
+	if (auth == TRUST_NOT_FOUND)
 		return done(v, job, ATTEST_NOT_FOUND, ATTEST_OK, -1);
-	if (r->n_attestations != n + 1)
+	if (!o)
 		return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
 	if (peer && (n == 0 || strcmp(r->path[0], peer) != 0))
 		return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
 
 	/* the origin */
-	const Nbrp__Attestation *o = r->attestations[n];
-	if (!bytes_len(&o->signer, SIGKEY_PUBLIC_LEN) || !bytes_len(&o->signature, SIGKEY_SIG_LEN))
+	if (!signer || !bytes_len(&o->signature, SIGKEY_SIG_LEN))
 		return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, (int)n);
-	if (trust_origin_check(t, s.name, s.name_len, o->signer.data) != TRUST_AUTHORISED)
+	if (auth != TRUST_AUTHORISED)
 		return done(v, job, ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, (int)n);
 	if (o->expiry < now || o->timestamp > now + ATTEST_MAX_SKEW || o->timestamp > o->expiry)
 		return done(v, job, ATTEST_INVALID, ATTEST_EXPIRED, (int)n);
@@ -438,6 +537,18 @@ enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r
 	job->where = (int)(n - from);
 	job->state = ATTEST_PENDING;
 	return ATTEST_PENDING;
+}
+
+enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+				 uint64_t now, struct attest_job *job)
+{
+	return prepare(v, r, peer, false, now, job);
+}
+
+enum attest_state attest_prepare_stored(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+					bool set, uint64_t now, struct attest_job *job)
+{
+	return prepare(v, r, peer, set, now, job);
 }
 
 enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *job, uint64_t now)

@@ -11,8 +11,10 @@
  * still to check in the job; attest_finish records their results.  The
  * cache belongs to the caller's thread; workers only run crypto.
  *
- * The subject of a route is one name, or one aggregate (name, version,
- * member digest): one signature per hop covers every member.
+ * The subject of a route is one name, one aggregate (name, version,
+ * member digest), or one set of names (its digest): one signature per hop
+ * covers every member.  A Route for a set carries the names it routes and
+ * the set's others (set_others), so that a router may pass on any subset.
  */
 #ifndef CR_ATTEST_H
 #define CR_ATTEST_H
@@ -32,6 +34,8 @@
 #define ATTEST_HOP_MSG_LEN      120
 #define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 1 + 255 + 4 + 32)
 #define ATTEST_MAX_SKEW         300     /* seconds an origin's timestamp may be ahead */
+#define ATTEST_SET_MAX_NAMES    8192    /* names in a signed set */
+#define ATTEST_SET_MAX_BYTES    262144  /* their wire forms together: a Route stays far below a message */
 
 enum attest_state {
 	ATTEST_VALID,
@@ -49,7 +53,7 @@ enum attest_reason {
 	ATTEST_EXPIRED,                 /* or not yet valid */
 	ATTEST_REPLAYED,                /* signed for another router */
 	ATTEST_UNKNOWN_KEY,             /* a router in the path has no key */
-	ATTEST_MALFORMED,               /* a field of the wrong size, several names */
+	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
 	ATTEST_REASONS
 };
@@ -59,11 +63,18 @@ const char *attest_reason_name(enum attest_reason r);
 
 /* What an origin signs for. */
 struct attest_subject {
-	const uint8_t *name;            /* canonical wire form */
+	const uint8_t *name;            /* canonical wire form (not for a set) */
 	uint8_t name_len;
 	bool aggregate;
+	bool set;                       /* a set of names: digest is the set's */
 	uint32_t version;
 	uint8_t digest[ATTEST_DIGEST_LEN];
+};
+
+/* A name by pointer, as sets are sorted. */
+struct attest_name {
+	const uint8_t *wire;
+	size_t len;
 };
 
 /* One attestation as sent, and what Nbrp__Attestation points into. */
@@ -78,6 +89,18 @@ struct attest_wire {
 
 /* BLAKE2b-256 over the members in byte order of their wire forms. */
 int attest_member_digest(const struct nameset *members, uint8_t out[ATTEST_DIGEST_LEN]);
+
+/*
+ * A signed set's names (r's names and set_others together) in byte order,
+ * and their digest (out NULL: not computed): attest_member_digest's,
+ * over the same names.  sorted (if not NULL) gets them, malloc'd,
+ * pointing into r.  Returns 0;
+ * -1 if a name is not canonical or is there twice, or the set is over
+ * ATTEST_SET_MAX_NAMES or ATTEST_SET_MAX_BYTES; -2 if out of memory.
+ */
+int attest_set_digest(const Nbrp__Route *r, uint8_t out[ATTEST_DIGEST_LEN], struct attest_name **sorted);
+/* Whether r is a name set's route: a digest and no aggregate. */
+bool attest_route_is_set(const Nbrp__Route *r);
 
 /*
  * The signed bytes.  The origin's: msg of up to ATTEST_ORIGIN_MSG_MAX
@@ -202,6 +225,13 @@ void attest_verifier_set_trust(struct attest_verifier *v, const struct trust *t)
  */
 enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
 				 uint64_t now, struct attest_job *job);
+/*
+ * The same for a stored route checked again whose set (set true) was
+ * checked against its digest when it was received: r holds only the
+ * names it routes here, and aggregate_digest is taken as theirs.
+ */
+enum attest_state attest_prepare_stored(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+					bool set, uint64_t now, struct attest_job *job);
 enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *job, uint64_t now);
 /* Frees a job's checks without finishing it (a route gone meanwhile). */
 void attest_job_drop(struct attest_job *job);

@@ -22,7 +22,9 @@
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
-#define BATCH_SIGNED    256     /* signed names per UPDATE: each has its own Route */
+#define BATCH_SIGNED    256     /* signed Routes per UPDATE: a name's, or a name set's */
+#define BATCH_SET_NAMES ATTEST_SET_MAX_NAMES    /* signed names per UPDATE: a set's whole */
+#define BATCH_SET_BYTES (512 * 1024)    /* a set's names and others, at most, per UPDATE */
 #define MAX_ATTS        (NBRP_MAX_PATH + 1)
 
 bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
@@ -62,7 +64,7 @@ static struct {
 	ProtobufCBinaryData withdrawn_aggs[BATCH_NAMES];
 	Nbrp__Route *route_ptrs[BATCH_NAMES];
 	Nbrp__Route routes[BATCH_NAMES];
-	ProtobufCBinaryData names[BATCH_NAMES];
+	ProtobufCBinaryData names[BATCH_SET_NAMES];
 	size_t nnames;
 	uint64_t last_sig;              /* of the last Route: sig ^ load */
 	bool last_shared;               /* the last Route may take more names */
@@ -71,6 +73,11 @@ static struct {
 	struct rde_peer *sign_for;      /* NULL: not signed */
 	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
 	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
+	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
+	const struct sig_set *set_of[BATCH_SIGNED];
+	const struct sig_set *last_set;
+	size_t set_bytes, others_need, others_cap;
+	ProtobufCBinaryData *others;
 } pk;
 
 static void reset(void)
@@ -83,6 +90,25 @@ static void reset(void)
 	pk.nnames = 0;
 	pk.last_sig = 0;
 	pk.last_shared = false;
+	pk.last_set = NULL;
+	pk.set_bytes = pk.others_need = 0;
+}
+
+/* Each set Route's others: the set's names it does not carry. */
+static void fill_others(void)
+{
+	size_t used = 0;
+	for (size_t k = 0; k < pk.u.n_routes; k++) {
+		const struct sig_set *set = pk.set_of[k];
+		if (!set)
+			continue;
+		Nbrp__Route *rt = &pk.routes[k];
+		rt->set_others = pk.others + used;
+		rt->n_set_others = rdesig_set_others(set, rt->names, rt->n_names, rt->set_others);
+		rdesig_set_digest(set, rt);
+		used += rt->n_set_others;
+		pk.set_of[k] = NULL;
+	}
 }
 
 static void send_batch(void)
@@ -90,6 +116,8 @@ static void send_batch(void)
 	if (pk.u.n_withdrawn == 0 && pk.u.n_routes == 0 && pk.u.n_withdrawn_aggregates == 0 &&
 	    pk.u.n_origin_withdrawals == 0)
 		return;
+	if (pk.others_need)
+		fill_others();
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
 	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
 	m.update = &pk.u;
@@ -174,7 +202,8 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	rt->n_names = 1;
 	rt->names = name;
 	pk.last_sig = sig;
-	pk.last_shared = !g && !pk.sign_for;    /* an aggregate's or a signed Route has one name */
+	pk.last_shared = !g && !pk.sign_for;    /* an aggregate's or a signed name's Route has one name */
+	pk.last_set = NULL;
 	if (g) {
 		rt->aggregate = *name;
 		rt->aggregate_version = g->version;
@@ -205,18 +234,56 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	u->n_routes++;
 }
 
+/* A set's names and others, at most (the set's size), in bytes on the wire. */
+static size_t set_wire(const struct sig_set *set, size_t *n)
+{
+	size_t bytes;
+	*n = rdesig_set_size(set, &bytes);
+	return bytes + 3 * *n;          /* a field's tag and length */
+}
+
+/* Room in this UPDATE for a Route of the set: the UPDATE is sent first if it has not. */
+static void set_room(const struct sig_set *set)
+{
+	size_t n, bytes = set_wire(set, &n);
+	if (pk.u.n_routes && (pk.set_bytes + bytes > BATCH_SET_BYTES || pk.nnames + n > BATCH_SET_NAMES))
+		send_batch();
+}
+
+/* Keeps the room made for a set Route's others; false if out of memory. */
+static bool set_reserve(const struct sig_set *set)
+{
+	size_t n, bytes = set_wire(set, &n);
+	if (pk.others_need + n > pk.others_cap) {
+		size_t cap = pk.others_need + n > 2 * pk.others_cap ? pk.others_need + n : 2 * pk.others_cap;
+		ProtobufCBinaryData *v = realloc(pk.others, cap * sizeof(*v));
+		if (!v)
+			return false;
+		pk.others = v;
+		pk.others_cap = cap;
+	}
+	pk.set_bytes += bytes;
+	pk.others_need += n;
+	return true;
+}
+
 /* A Route of its own: an aggregate's (with the version stored here; none: not exported, export_now),
- * or any name told to a peer that wants signatures (not yet if its hop is being signed). */
+ * or a name told to a peer that wants signatures (not yet if its hop is being signed); a name
+ * set's Route takes the set's names that follow it (packer_advertise). */
 static __attribute__((noinline)) void own_route(const struct rib_entry *e, const struct rib_attrs *a,
-						uint32_t load)
+						uint32_t load, const struct sig_set *set)
 {
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
 	if (pk.sign_for) {
+		if (set)
+			set_room(set);
 		atts = pk.atts[pk.u.n_routes];
 		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
 		if (natts < 0)
 			return;         /* sent when signed */
+		if (set && natts > 0 && !set_reserve(set))
+			natts = 0;      /* out of memory for its others: sent unsigned */
 	}
 	const struct rde_agg *g = NULL;
 	if (entry_is_aggregate(e) && !(g = rde_agg_of(pk.r, e)))
@@ -224,19 +291,34 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
 	name->data = (uint8_t *)e->wire + (g != NULL);
 	name->len = e->len - (g != NULL);
-	new_route(e, name, a, load, 0, g, atts, natts);
-	if (++pk.nnames == (pk.sign_for ? BATCH_SIGNED : BATCH_NAMES))
+	new_route(e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
+	if (set && natts > 0) {
+		pk.set_of[pk.u.n_routes - 1] = set;
+		pk.last_set = set;
+	}
+	if (++pk.nnames == (pk.sign_for ? BATCH_SET_NAMES : BATCH_NAMES))
 		send_batch();
 }
 
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
 {
-	if (__builtin_expect(entry_is_aggregate(e) || pk.sign_for, 0)) {
-		own_route(e, a, load);
-		return;
-	}
 	Nbrp__Update *u = &pk.u;
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
+	if (__builtin_expect(entry_is_aggregate(e) || pk.sign_for, 0)) {
+		const struct sig_set *set = pk.sign_for ? rdesig_set_of(pk.r, e, a) : NULL;
+		if (set && pk.last_set == set && sig == pk.last_sig && pk.nnames < BATCH_SET_NAMES) {
+			/* a name of the set the last Route is for: it joins it, under the same signatures */
+			pk.names[pk.nnames].data = (uint8_t *)e->wire;
+			pk.names[pk.nnames].len = e->len;
+			u->routes[u->n_routes - 1]->n_names++;
+			pk.nnames++;
+			return;         /* its room was made for the whole set */
+		}
+		if (pk.sign_for && pk.u.n_routes == BATCH_SIGNED)
+			send_batch();
+		own_route(e, a, load, set);
+		return;
+	}
 	ProtobufCBinaryData *name = &pk.names[pk.nnames];
 	name->data = (uint8_t *)e->wire;
 	name->len = e->len;

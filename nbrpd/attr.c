@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "nexthop.h"
+#include "rdesig.h"
 #include "rib.h"
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
@@ -139,7 +140,7 @@ void attrs_free(struct rde *r, struct rib_attrs *a)
 	}
 	ents_release(r, a);
 	free(a->path_peers);
-	free(a->chain);
+	rdesig_chain_free(r, a->chain);
 	struct rde_peer *p = a->k.peer;
 	free(a);
 	if (p && --p->refs == 0)
@@ -240,7 +241,7 @@ void attrs_free_all(struct rde *r)
 			struct rde_peer *p = a->k.peer;
 			free(a->ents);
 			free(a->path_peers);
-			free(a->chain);
+			rdesig_chain_free(r, a->chain);
 			free(a);
 			if (p && !p->configured && --p->refs == 0)
 				free(p);        /* removed, still purging */

@@ -46,7 +46,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
 			       "\"signature_cache_misses\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
-			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu}",
+			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0), birdmon_state(d->bird),
@@ -55,7 +55,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
 			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
-			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked);
+			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
+			       (unsigned long long)sg.chain_bytes);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -72,11 +73,11 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	if (sg.on)
 		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
 			       "%llu misses; signed %llu hops, %llu origins; %llu hop signatures kept; "
-			       "%llu routes checked again", sg.trust ? "in force" : "NONE",
+			       "%llu routes checked again; chains kept %llu bytes", sg.trust ? "in force" : "NONE",
 			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
 			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
-			       (unsigned long long)sg.rechecked);
+			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
 }
 
 static const char *const sig_policy_names[] = { "off", "prefer", "require" };

@@ -81,6 +81,7 @@ struct rde_sig_stats {
 	uint64_t signed_hops, signed_origins;   /* signatures made */
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
+	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
 };
 void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
 /* Reload: the trust file read again (it is also polled); new routes are checked against it. */

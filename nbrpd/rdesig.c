@@ -24,16 +24,38 @@ struct sig_chain {
 	size_t n;
 	ProtobufCBinaryData digest;
 	uint8_t digest_buf[ATTEST_DIGEST_LEN];
+	struct sig_set *set;            /* a name set's names (a reference), or NULL */
 	Nbrp__Attestation **ptrs;
 	Nbrp__Attestation pb[];
 };
 
-/* Our hop signature over prev (a chain head: one name's) for target (a peer's key). */
+/* A signed name set's names in byte order, each [len][wire] at names + off[i]; shared by the
+ * chains that carry it and the hops being signed for it, freed with the last reference. */
+struct sig_set {
+	uint32_t refs, n, bytes;        /* bytes: of names */
+	uint32_t holders;               /* of the references, the chains' and our own sets': the set is used */
+	size_t size;                    /* of this allocation */
+	uint8_t digest[ATTEST_DIGEST_LEN];
+	uint32_t *off;
+	uint8_t *names;
+};
+
+/* Our own content names, signed as sets: a name's set is the one its hash picks. */
+#define OWN_SET_NAMES   512     /* names a set holds, on average */
+
+struct own_set {
+	struct sig_set *set;            /* NULL: no names, or too many (then signed one by one) */
+	struct attest_wire w;           /* our origin attestation over its digest; expiry 0: not yet */
+	Nbrp__Attestation pb, *ptr;
+};
+
+/* Our hop signature over prev (a chain head: one name's, or a set's) for target (a peer's key). */
 struct hop {
 	struct hop *next;
 	uint8_t prev[ATTEST_DIGEST_LEN];
 	uint8_t target[SIGKEY_PUBLIC_LEN];
 	bool pending, have;
+	struct sig_set *set;            /* a set's (a reference): its names are sent when signed */
 	struct attest_wire w;
 	Nbrp__Attestation pb;
 	uint8_t len;
@@ -81,6 +103,9 @@ struct rdesig {
 	struct hop **asked;
 	size_t nasked, asked_cap;
 	uint64_t signed_hops, signed_origins;
+	uint64_t chain_bytes;           /* kept chains (and sets' names) */
+	struct own_set *own;            /* our content names' sets, by the hash of a name */
+	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
 	bool stopping;
 };
@@ -118,6 +143,9 @@ struct recheck_run {
 };
 
 static void recheck_start(struct rdesig *s);
+static void own_build(struct rdesig *s);
+static void set_put(struct rdesig *s, struct sig_set *set);
+static void set_release(struct rdesig *s, struct sig_set *set);
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -146,12 +174,13 @@ static void read_trust(struct rdesig *s, bool verbose)
 	s->have_trust = true;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
 	recheck_start(s);
+	own_build(s);           /* which of our names we may originate may have changed */
 	if (verbose)
 		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
 }
 
 static void sweep(struct rdesig *s);
-static void table_free(struct sig_table *t);
+static void table_free(struct rdesig *s, struct sig_table *t);
 static void on_kick(uv_timer_t *t);
 
 static void on_poll(uv_timer_t *h)
@@ -176,6 +205,7 @@ void rde_sig_reload(struct rde *r)
 	if (!s)
 		return;
 	read_trust(s, true);
+	own_build(s);           /* the configuration's content names */
 	uv_timer_set_repeat(&s->poll, r->cfg->trust_poll_ms);
 }
 
@@ -233,6 +263,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->signed_origins = s->signed_origins;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
+	out->chain_bytes = s->chain_bytes;
 }
 
 void rdesig_stop(struct rdesig *s)
@@ -251,8 +282,11 @@ void rdesig_free(struct rdesig *s)
 	if (!s)
 		return;
 	attest_verifier_free(&s->v);
-	table_free(&s->hops);
-	table_free(&s->origins);
+	table_free(s, &s->hops);
+	table_free(s, &s->origins);
+	for (size_t b = 0; b < s->nown; b++)
+		set_release(s, s->own[b].set);
+	free(s->own);
 	free(s->asked);
 	if (s->have_trust)
 		trust_free(&s->trust);
@@ -472,6 +506,64 @@ void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct r
 		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
 }
 
+/* ---- name sets ---- */
+
+/* A set of n names sorted (attest_set_digest's) with their digest, one reference. */
+static struct sig_set *set_new(struct rdesig *s, const struct attest_name *v, size_t n,
+			       const uint8_t digest[ATTEST_DIGEST_LEN])
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += 1 + v[i].len;
+	size_t size = sizeof(struct sig_set) + n * sizeof(uint32_t) + bytes;
+	struct sig_set *set = malloc(size);
+	if (!set)
+		return NULL;
+	set->refs = set->holders = 1;
+	set->n = (uint32_t)n;
+	set->bytes = (uint32_t)bytes;
+	set->size = size;
+	memcpy(set->digest, digest, ATTEST_DIGEST_LEN);
+	set->off = (uint32_t *)(set + 1);
+	set->names = (uint8_t *)(set->off + n);
+	for (size_t i = 0, off = 0; i < n; i++) {
+		set->off[i] = (uint32_t)off;
+		set->names[off] = (uint8_t)v[i].len;
+		memcpy(set->names + off + 1, v[i].wire, v[i].len);
+		off += 1 + v[i].len;
+	}
+	s->chain_bytes += size;
+	return set;
+}
+
+/* A holder (a chain, one of our sets) lets go: hops still referring to it are swept. */
+static void set_release(struct rdesig *s, struct sig_set *set)
+{
+	if (set)
+		set->holders--;
+	set_put(s, set);
+}
+
+static void set_put(struct rdesig *s, struct sig_set *set)
+{
+	if (!set || --set->refs)
+		return;
+	s->chain_bytes -= set->size;
+	free(set);
+}
+
+/* The set of a Route that checked valid (its names and others), or NULL if out of memory. */
+static struct sig_set *set_of_route(struct rdesig *s, const Nbrp__Route *rt)
+{
+	struct attest_name *v;
+	if (attest_set_digest(rt, NULL, &v) != 0)
+		return NULL;
+	/* the digest was checked against the Route's (attest_prepare) */
+	struct sig_set *set = set_new(s, v, rt->n_names + rt->n_set_others, rt->aggregate_digest.data);
+	free(v);
+	return set;
+}
+
 /* ---- a valid route's chain, kept to be passed on ---- */
 
 static ProtobufCBinaryData copy_bytes(uint8_t **at, ProtobufCBinaryData b)
@@ -492,10 +584,17 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		const Nbrp__Attestation *x = rt->attestations[i];
 		bytes += x->signer.len + x->signature.len + x->for_key.len;
 	}
+	/* a set's names, sorted: for the others of each Route we pass its names on in */
+	struct sig_set *set = NULL;
+	struct rdesig *s = a->k.peer->rde->sig;
+	if (attest_route_is_set(rt) && !(set = set_of_route(s, rt)))
+		return;                 /* out of memory (it checked valid): passed on unsigned */
 	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes;
 	struct sig_chain *c = malloc(size);
-	if (!c)
+	if (!c) {
+		set_release(s, set);
 		return;                 /* passed on unsigned */
+	}
 	c->size = size;
 	memcpy(c->head, j->head, sizeof(c->head));
 	c->expiry = j->expiry;
@@ -520,8 +619,9 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
 		c->digest.data = c->digest_buf;
 		c->digest.len = ATTEST_DIGEST_LEN;
 	}
+	c->set = set;
 	a->chain = c;
-	struct rdesig *s = a->k.peer->rde->sig;
+	s->chain_bytes += size;
 	if (c->expiry < s->next_expiry)
 		s->next_expiry = c->expiry;
 }
@@ -550,7 +650,23 @@ void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
 	}
 	if (d->digest.data)
 		d->digest.data = d->digest_buf;
+	if (d->set) {
+		d->set->refs++;
+		d->set->holders++;
+	}
 	to->chain = d;
+	to->k.peer->rde->sig->chain_bytes += d->size;
+}
+
+void rdesig_chain_free(struct rde *r, struct sig_chain *c)
+{
+	if (!c)
+		return;
+	if (r->sig) {
+		r->sig->chain_bytes -= c->size;
+		set_release(r->sig, c->set);
+	}
+	free(c);
 }
 
 void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
@@ -564,6 +680,86 @@ void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const 
 		rt->aggregate_digest.data = (uint8_t *)g->digest;
 		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
 	}
+}
+
+static struct own_set *own_of(struct rdesig *s, const uint8_t *wire, size_t len);
+
+const struct sig_set *rdesig_set_of(struct rde *r, const struct rib_entry *e, const struct rib_attrs *a)
+{
+	if (a->k.peer)
+		return a->chain ? a->chain->set : NULL;
+	if (!r->sig || entry_is_aggregate(e))
+		return NULL;
+	struct own_set *o = own_of(r->sig, e->wire, e->len);
+	return o ? o->set : NULL;
+}
+
+size_t rdesig_set_size(const struct sig_set *set, size_t *bytes)
+{
+	*bytes = set->bytes;
+	return set->n;
+}
+
+void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt)
+{
+	rt->aggregate_digest.data = (uint8_t *)set->digest;
+	rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
+}
+
+/* The index of a name in set, or -1. */
+static long set_find(const struct sig_set *set, const uint8_t *wire, size_t len)
+{
+	size_t lo = 0, hi = set->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const uint8_t *m = set->names + set->off[mid];
+		int cmp = memcmp(m + 1, wire, m[0] < len ? m[0] : len);
+		if (!cmp)
+			cmp = (m[0] > len) - (m[0] < len);
+		if (!cmp)
+			return (long)mid;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
+			 ProtobufCBinaryData *others)
+{
+	static uint8_t *in;
+	static size_t cap;
+	if (n >= set->n)
+		return 0;               /* the set whole (a Route holds no name twice) */
+	if (set->n > cap) {
+		uint8_t *v = realloc(in, set->n);
+		if (!v)
+			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
+		in = v;
+		cap = set->n;
+	}
+	memset(in, 0, set->n);
+	long k = -1;
+	for (size_t i = 0; i < n; i++) {
+		/* names usually come in the set's order: the one after the last found, else a search */
+		const uint8_t *w = k + 1 < (long)set->n ? set->names + set->off[k + 1] : NULL;
+		if (w && w[0] == names[i].len && memcmp(w + 1, names[i].data, w[0]) == 0)
+			k++;
+		else
+			k = set_find(set, names[i].data, names[i].len);
+		if (k >= 0)
+			in[k] = 1;
+	}
+	size_t m = 0;
+	for (uint32_t i = 0; i < set->n; i++)
+		if (!in[i]) {
+			const uint8_t *w = set->names + set->off[i];
+			others[m].data = (uint8_t *)w + 1;
+			others[m++].len = w[0];
+		}
+	return m;
 }
 
 /* ---- our signatures: hops by (prev, target), origins by name ---- */
@@ -654,6 +850,114 @@ static struct hop *hop_get(struct rdesig *s, const uint8_t *prev, const uint8_t 
 	return h;
 }
 
+/* The set of our content names that holds this one, or NULL (signed alone). */
+static struct own_set *own_of(struct rdesig *s, const uint8_t *wire, size_t len)
+{
+	if (!s->nown)
+		return NULL;
+	struct own_set *o = &s->own[slot(wire, len, NULL, 0, s->nown)];
+	return o->set && set_find(o->set, wire, len) >= 0 ? o : NULL;
+}
+
+/* Our origin attestation over a set, signed on the loop once per period and membership. */
+static void own_sign(struct rdesig *s, struct own_set *o, uint64_t now)
+{
+	if (o->w.expiry && o->w.expiry > now + SIG_RENEW)
+		return;
+	struct attest_subject sub = { .set = true };
+	memcpy(sub.digest, o->set->digest, ATTEST_DIGEST_LEN);
+	attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
+	attest_to_pb(&o->pb, &o->w);
+	o->ptr = &o->pb;
+	s->signed_origins++;
+}
+
+/*
+ * Our content names (not aggregates) that the trust file lets us
+ * originate into sets by the hash of a name: about OWN_SET_NAMES a set,
+ * so a change of names re-signs only the sets whose names changed (and
+ * all of them when the count of sets doubles or halves).  The others are
+ * signed one by one (a set with a name the receiver finds us not
+ * authorised for would be invalid whole), and so are the names of a set
+ * over the limits of one.
+ */
+static void own_build(struct rdesig *s)
+{
+	const struct nbrpd_config *cfg = s->rde->cfg;
+	size_t count = 0, nb = 1;
+	for (unsigned i = 0; i < cfg->ncontent; i++)
+		count += !cfg->content[i].aggregate;    /* at most */
+	while (nb * OWN_SET_NAMES < count)
+		nb <<= 1;
+	ProtobufCBinaryData *v = malloc((count ? count : 1) * sizeof(*v));
+	uint32_t *slot_of = malloc((count ? count : 1) * sizeof(*slot_of));
+	struct own_set *own = nb == s->nown ? s->own : calloc(nb, sizeof(*own));
+	if (!v || !slot_of || !own) {
+		free(v);
+		free(slot_of);
+		if (own != s->own)
+			free(own);
+		log_err("signatures: out of memory for the sets of our names: they are signed one by one");
+		return;
+	}
+	/* each set's names, by a counting sort on their slot */
+	size_t *start = calloc(nb + 1, sizeof(*start));
+	ProtobufCBinaryData *by = malloc((count ? count : 1) * sizeof(*by));
+	size_t k = 0;
+	for (unsigned i = 0; i < cfg->ncontent; i++) {
+		const struct nbrpd_content *c = &cfg->content[i];
+		if (c->aggregate || !s->have_trust ||
+		    trust_origin_check(&s->trust, c->name.wire, c->name.len, s->key.pk) != TRUST_AUTHORISED)
+			continue;
+		v[k] = (ProtobufCBinaryData){ c->name.len, (uint8_t *)c->name.wire };
+		slot_of[k] = (uint32_t)slot(c->name.wire, c->name.len, NULL, 0, nb);
+		if (start)
+			start[slot_of[k] + 1]++;
+		k++;
+	}
+	for (size_t b = 0; start && b < nb; b++)
+		start[b + 1] += start[b];
+	for (size_t i = 0; start && by && i < k; i++)
+		by[start[slot_of[i]]++] = v[i];
+	for (size_t b = nb; start && b > 0; b--)
+		start[b] = start[b - 1];
+	if (start)
+		start[0] = 0;
+	for (size_t b = 0; b < nb; b++) {
+		struct own_set *o = &own[b];
+		struct sig_set *set = NULL;
+		size_t n = start && by ? start[b + 1] - start[b] : 0;
+		if (n) {
+			Nbrp__Route rt = NBRP__ROUTE__INIT;     /* attest_set_digest sorts them */
+			rt.names = by + start[b];
+			rt.n_names = n;
+			struct attest_name *sorted;
+			uint8_t d[ATTEST_DIGEST_LEN];
+			if (o->set && o->set->n == n && attest_set_digest(&rt, d, NULL) == 0 &&
+			    memcmp(d, o->set->digest, ATTEST_DIGEST_LEN) == 0)
+				continue;       /* the same names: the same signature */
+			if (attest_set_digest(&rt, d, &sorted) == 0) {
+				set = set_new(s, sorted, n, d);
+				free(sorted);
+			}
+		}
+		set_release(s, o->set);
+		memset(o, 0, sizeof(*o));
+		o->set = set;           /* signed when first passed on */
+	}
+	if (own != s->own) {
+		for (size_t b = 0; b < s->nown; b++)
+			set_release(s, s->own[b].set);
+		free(s->own);
+		s->own = own;
+		s->nown = nb;
+	}
+	free(start);
+	free(by);
+	free(v);
+	free(slot_of);
+}
+
 /* Our origin attestation for a content name (its RIB key), or for an aggregate's version stored
  * here (g), signed on the loop once per period and version. */
 static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, const struct rde_agg *g,
@@ -702,8 +1006,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, co
 
 static void on_kick(uv_timer_t *t);
 
-/* Our hop h is to be signed (again), for peer `to` and the name e. */
-static void hop_request(struct rdesig *s, struct hop *h)
+/* Our hop h is to be signed (again); set: a name set's, whose names are sent when it is. */
+static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set)
 {
 	if (s->nasked == s->asked_cap) {
 		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
@@ -714,6 +1018,10 @@ static void hop_request(struct rdesig *s, struct hop *h)
 		s->asked_cap = cap;
 	}
 	h->pending = true;
+	if (set && !h->set) {
+		h->set = (struct sig_set *)set;
+		h->set->refs++;
+	}
 	s->asked[s->nasked++] = h;
 	if (!uv_is_active((uv_handle_t *)&s->kick))
 		uv_timer_start(&s->kick, on_kick, 0, 0);
@@ -742,18 +1050,25 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	} else {
 		if (g && !g->has_digest)
 			return 0;       /* no member digest (out of memory): passed on unsigned */
-		struct origin *o = origin_get(s, e, g, now);
-		if (!o)
-			return 0;
-		chain = &o->ptr;
+		struct own_set *os = g ? NULL : own_of(s, e->wire, e->len);
+		if (os) {
+			own_sign(s, os, now);
+			chain = &os->ptr;
+			prev = os->w.link;
+		} else {
+			struct origin *o = origin_get(s, e, g, now);
+			if (!o)
+				return 0;
+			chain = &o->ptr;
+			prev = o->w.link;
+		}
 		n = 1;
-		prev = o->w.link;
 	}
 	struct hop *h = n + 1 <= max ? hop_get(s, prev, target, e) : NULL;
 	if (!h)
 		return 0;
 	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
-		hop_request(s, h);
+		hop_request(s, h, rdesig_set_of(s->rde, e, a));
 	if (!h->have || h->w.expiry <= now)
 		return -1;
 	out[0] = &h->pb;
@@ -794,6 +1109,19 @@ static struct rde_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
 	return NULL;
 }
 
+/* A hop signed for p: its name, or every name of its set, sent to p now. */
+static void resend_hop(struct rdesig *s, struct rde_peer *p, struct hop *h)
+{
+	if (!h->set) {
+		resend(s, p, h->wire, h->len);
+		return;
+	}
+	for (uint32_t i = 0; i < h->set->n; i++) {
+		const uint8_t *w = h->set->names + h->set->off[i];
+		resend(s, p, w + 1, w[0]);
+	}
+}
+
 static void on_signed(struct attest_sign_batch *b)
 {
 	struct sign_run *run = b->arg;
@@ -802,28 +1130,29 @@ static void on_signed(struct attest_sign_batch *b)
 		struct hop *h = run->hops[i];
 		h->w = b->req[i].out;
 		attest_to_pb(&h->pb, &h->w);
-		h->have = true;
-		h->pending = false;
+		h->have = true;         /* still pending: not yet sent */
 	}
 	s->signed_hops += b->n;
 	/* each peer hears of its names in one packing */
-	for (size_t i = 0; i < b->n && !s->stopping; i++) {
-		if (!run->hops[i])
+	for (size_t i = 0; i < b->n; i++) {
+		if (!run->hops[i]->pending)
 			continue;
 		const uint8_t *target = run->hops[i]->target;
-		struct rde_peer *p = peer_of_key(s, target);
-		if (!p) {
-			run->hops[i] = NULL;
-			continue;
+		struct rde_peer *p = s->stopping ? NULL : peer_of_key(s, target);
+		if (p) {
+			packer_begin(s->rde, rde_emit_to_peer, p);
+			packer_sign_for(p);
 		}
-		packer_begin(s->rde, rde_emit_to_peer, p);
-		packer_sign_for(p);
-		for (size_t k = i; k < b->n; k++)
-			if (run->hops[k] && memcmp(run->hops[k]->target, target, SIGKEY_PUBLIC_LEN) == 0) {
-				resend(s, p, run->hops[k]->wire, run->hops[k]->len);
-				run->hops[k] = NULL;
-			}
-		packer_end();
+		for (size_t k = i; k < b->n; k++) {
+			struct hop *h = run->hops[k];
+			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
+				continue;
+			if (p)
+				resend_hop(s, p, h);
+			h->pending = false;
+		}
+		if (p)
+			packer_end();
 	}
 	free(b->req);
 	free(run->hops);
@@ -840,8 +1169,9 @@ static void on_kick(uv_timer_t *t)
 	struct attest_hop_request *req = run ? calloc(n, sizeof(*req)) : NULL;
 	if (!req) {
 		free(run);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			s->asked[i]->pending = false;   /* asked again at the next export */
+		}
 		s->nasked = 0;
 		return;
 	}
@@ -863,6 +1193,23 @@ static void on_kick(uv_timer_t *t)
 	attest_sign_batch_submit(&s->pool, &run->b);
 }
 
+/* Whether a name the hop is for (its own, or one of its set's) is still told to peers. */
+static bool hop_in_use(struct rdesig *s, const struct hop *h)
+{
+	struct rib *t = &s->rde->rib;
+	if (!h->set) {
+		const struct rib_entry *e = rib_lookup(t, h->wire, h->len, rib_hash(h->wire, h->len));
+		return e && e->adv;
+	}
+	for (uint32_t i = 0; i < h->set->n; i++) {
+		const uint8_t *w = h->set->names + h->set->off[i];
+		const struct rib_entry *e = rib_lookup(t, w + 1, w[0], rib_hash(w + 1, w[0]));
+		if (e && e->adv)
+			return true;
+	}
+	return false;
+}
+
 /* A slice of the caches a poll: expired entries go, hops near their expiry are signed again
  * (sent to their peer when made), origins are re-signed when next exported. */
 static void sweep(struct rdesig *s)
@@ -871,19 +1218,18 @@ static void sweep(struct rdesig *s)
 	for (size_t i = 0; i < SWEEP_BUCKETS && s->hops.nb; i++) {
 		size_t k = s->hops.sweep++ & (s->hops.nb - 1);
 		for (struct hop **pp = (struct hop **)&s->hops.b[k], *h; (h = *pp);) {
-			if (!h->pending && h->have && h->w.expiry <= now) {
+			/* expired, or for a set no route is signed in any more (it keeps the set's memory) */
+			if (!h->pending && ((h->have && h->w.expiry <= now) || (h->set && !h->set->holders))) {
 				*pp = h->next;
 				s->hops.n--;
+				set_put(s, h->set);
 				free(h);
 				continue;
 			}
 			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
 					     ? peer_of_key(s, h->target) : NULL;
-			if (p) {
-				struct rib_entry *e = rib_lookup(&s->rde->rib, h->wire, h->len, rib_hash(h->wire, h->len));
-				if (e && e->adv)
-					hop_request(s, h);
-			}
+			if (p && hop_in_use(s, h))
+				hop_request(s, h, NULL);
 			pp = &h->next;
 		}
 	}
@@ -912,13 +1258,34 @@ static void sweep(struct rdesig *s)
 			pp = &o->next;
 		}
 	}
+	/* our sets: passed on again near their expiry (re-signed on export) */
+	for (size_t b = 0; b < s->nown && !s->stopping; b++) {
+		struct own_set *o = &s->own[b];
+		if (!o->set || !o->w.expiry || o->w.expiry > now + SIG_RENEW)
+			continue;
+		struct rde *r = s->rde;
+		for (unsigned q = 0; q < r->npeers; q++) {
+			struct rde_peer *p = r->peers[q];
+			if (!peer_signed(p))
+				continue;
+			packer_begin(r, rde_emit_to_peer, p);
+			packer_sign_for(p);
+			for (uint32_t i = 0; i < o->set->n; i++) {
+				const uint8_t *w = o->set->names + o->set->off[i];
+				resend(s, p, w + 1, w[0]);
+			}
+			packer_end();
+		}
+	}
 }
 
-static void table_free(struct sig_table *t)
+static void table_free(struct rdesig *s, struct sig_table *t)
 {
 	for (size_t i = 0; i < t->nb; i++)
 		for (void *e = t->b[i], *n; e; e = n) {
 			n = *(void **)e;
+			if (t == &s->hops)
+				set_put(s, ((struct hop *)e)->set);
 			free(e);
 		}
 	free(t->b);
@@ -945,6 +1312,8 @@ static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp_
 	rt->n_path = a->k.npath;
 	rt->attestations = a->chain->ptrs;
 	rt->n_attestations = a->chain->n;
+	if (a->chain->set)
+		rt->aggregate_digest = a->chain->digest;        /* the set's, checked when received */
 	if (agg) {
 		rt->aggregate = *name;
 		rt->aggregate_version = a->k.agg_version;
@@ -1000,7 +1369,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		char *path[NBRP_MAX_PATH];
 		route_of(e, a, &route, &name, path);
 		struct attest_job j;
-		enum attest_state st = attest_prepare(&s->v, &route, p->server_mode ? NULL : p->name, x->now, &j);
+		enum attest_state st = attest_prepare_stored(&s->v, &route, p->server_mode ? NULL : p->name,
+							     a->chain->set != NULL, x->now, &j);
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
 			if (route.aggregate.len)

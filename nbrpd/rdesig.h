@@ -47,6 +47,22 @@ void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const 
  * against it (a mismatch: invalid, member digest mismatch).
  */
 void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
+/* A chain's memory given back (attrs_free). */
+void rdesig_chain_free(struct rde *r, struct sig_chain *c);
+/*
+ * The signed name set (docs/NBRP.md, Attestations) e's route with
+ * attributes a is signed in, or NULL: a received set's chain, or one of
+ * our own content names' sets.  Names of one set may share a Route to a
+ * peer, which carries the set's digest and its others (the set's names
+ * not among names[0..n), rdesig_set_others: into others, room for the
+ * set's size, their count returned).
+ */
+struct sig_set;
+const struct sig_set *rdesig_set_of(struct rde *r, const struct rib_entry *e, const struct rib_attrs *a);
+size_t rdesig_set_size(const struct sig_set *set, size_t *bytes);
+size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
+			 ProtobufCBinaryData *others);
+void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt);
 /* A route's chain, kept for attributes that were given a new state. */
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
 /* Checks a signed route again with its new state (rde.c). */

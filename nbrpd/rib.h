@@ -349,6 +349,7 @@ struct rde {
 	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
 	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
 	uint64_t last_stamp;                    /* our last origin_seq */
+	uint32_t stamp_flush;                   /* the flush_no it was given in */
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };

@@ -10,7 +10,7 @@ import struct
 import time
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from fibchan_client import _int_field, _len_field, wire_name
 import nbrp_client as nc
@@ -19,8 +19,8 @@ RAW = serialization.Encoding.Raw
 
 
 class Key:
-    def __init__(self):
-        self.sk = Ed25519PrivateKey.generate()
+    def __init__(self, seed=None):
+        self.sk = Ed25519PrivateKey.from_private_bytes(seed) if seed else Ed25519PrivateKey.generate()
         self.pk = self.sk.public_key().public_bytes(RAW, serialization.PublicFormat.Raw)
         self.text = base64.b64encode(self.pk).decode()
 
@@ -57,10 +57,26 @@ def link(msg, sig):
 
 
 def member_digest(members):
+    """An aggregate's member digest, and a name set's digest (the same)."""
+    return wire_digest([wire_name(m) for m in members])
+
+
+def wire_digest(wires):
     h = hashlib.blake2b(tag("NBRPv1 members"), digest_size=32)
-    for w in sorted(wire_name(m) for m in members):
+    for w in sorted(wires):
         h.update(w)
     return h.digest()
+
+
+def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None):
+    """The bytes an origin signs; name a list: a name set's (digest over its names)."""
+    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
+    if isinstance(name, (list, tuple)):
+        return msg + bytes([3]) + digest
+    msg += bytes([2 if aggregate else 1]) + wire_name(name)
+    if aggregate:
+        msg += struct.pack(">I", version) + digest
+    return msg
 
 
 def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
@@ -73,19 +89,21 @@ def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
 
 
 def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
-                 aggregate=None, version=0, source="", digest=None):
+                 aggregate=None, version=0, source="", digest=None, others=()):
     """A Route for `name` with path (the sender first), every hop signed by
     keys[router] for the next one, the last for `receiver` (a Key), and the
-    origin attestation by `origin` (a Key).  Returns (route bytes, atts)
-    where atts is the list of attestation bodies (to tamper with)."""
+    origin attestation by `origin` (a Key).  `name` a list: a signed name
+    set of those names and `others` (the set's names this Route is not
+    for), its digest in field 10 and the others in field 11.  Returns
+    (route bytes, atts) where atts is the list of attestation bodies (to
+    tamper with)."""
     now = int(time.time())
     expiry = now + 3600 if expiry is None else expiry
     timestamp = now if timestamp is None else timestamp
     first = keys[path[-1]].pk if path else receiver.pk
-    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
-    msg += bytes([2 if aggregate else 1]) + wire_name(name)
-    if aggregate:
-        msg += struct.pack(">I", version) + digest
+    if isinstance(name, (list, tuple)) and digest is None:
+        digest = member_digest(list(name) + list(others))
+    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest)
     sig = origin.sign(msg)
     atts = [attestation(sig, expiry, signer=origin.pk, timestamp=timestamp)]
     prev = link(msg, sig)
@@ -96,13 +114,53 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
         sig = signer.sign(msg)
         atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
         prev = link(msg, sig)
-    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest), atts
+    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others), atts
 
 
-def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None):
-    body = nc.route([name], next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
+def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None,
+               others=()):
+    names = list(name) if isinstance(name, (list, tuple)) else [name]
+    body = nc.route(names, next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
                     source=source)
     body += b"".join(_len_field(9, a) for a in atts)
     if digest is not None:
         body += _len_field(10, digest)
+    body += b"".join(_len_field(11, wire_name(n)) for n in others)
     return body
+
+
+def parse_route(body):
+    """A Route's fields: names, path, attestations (dicts by field number), digest, set_others."""
+    f = nc.fields(body)
+    return {"names": [v for k, v in f if k == 1], "path": [v.decode() for k, v in f if k == 4],
+            "atts": [dict(nc.fields(v)) for k, v in f if k == 9],
+            "digest": next((v for k, v in f if k == 10), None), "others": [v for k, v in f if k == 11]}
+
+
+def verify(body, keys, receiver):
+    """Checks every signature of a received Route (not an aggregate's) as
+    docs/NBRP.md says, for `receiver` (a Key), with keys[router] the trust
+    file's keys; raises on any failure.  Returns the parsed Route."""
+    r = parse_route(body)
+    path, atts, n = r["path"], r["atts"], len(r["path"])
+    assert len(atts) == n + 1, "not one attestation per router and the origin's"
+    o = atts[n]
+    first = keys[path[-1]].pk if n else receiver.pk
+    if r["digest"] is not None:
+        assert len(set(r["names"] + r["others"])) == len(r["names"]) + len(r["others"]), "a name twice"
+        assert wire_digest(r["names"] + r["others"]) == r["digest"], "member digest mismatch"
+        subject = bytes([3]) + r["digest"]
+    else:
+        assert len(r["names"]) == 1 and not r["others"]
+        subject = bytes([1]) + r["names"][0]
+    msg = tag("NBRPv1 origin") + o[1] + first + struct.pack(">QQ", o.get(3, 0), o.get(4, 0)) + subject
+    Ed25519PublicKey.from_public_bytes(o[1]).verify(o[2], msg)
+    prev = link(msg, o[2])
+    for i in range(n - 1, -1, -1):
+        a, signer = atts[i], keys[path[i]].pk
+        target = keys[path[i - 1]].pk if i else receiver.pk
+        assert a[6] == target[:4], "for_key not the next router's"
+        msg = tag("NBRPv1 hop") + prev + struct.pack(">Q", a.get(4, 0)) + signer + target
+        Ed25519PublicKey.from_public_bytes(signer).verify(a[2], msg)
+        prev = link(msg, a[2])
+    return r

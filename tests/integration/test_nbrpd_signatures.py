@@ -258,6 +258,27 @@ def test_prefer_routes_change_state_with_the_trust_file(signed):
     p.close()
 
 
+def test_a_name_set_changes_state_with_the_trust_file_name_by_name(signed):
+    """A stored set's names are checked again one by one with the set's digest as stored:
+    revoking one suffix moves only its names, and they come back valid without a verification."""
+    n = signed("prefer")
+    p = establish(n)
+    fed = n.fed
+    names = [f"a.{GOOD}", f"b.{GOOD}", "c.other.example"]
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", fed.origin)])
+    wait_for(lambda: "routers" in n.log(), 10, "the new trust file read")
+    p.send(nc.update(routes=[sroute(n, names)[0]]))
+    wait_for(lambda: all((n.route(x) or [{}])[0].get("signatures") == "valid" for x in names), 10, "the set")
+    verified = n.json("show", "status")["signatures_verified"]
+    fed.write_trust(origins=[(GOOD, fed.origin)])
+    wait_for(lambda: n.route("c.other.example")[0]["signatures"] == "not-found", 10, "c not-found")
+    assert all(n.route(x)[0]["signatures"] == "valid" for x in names[:2])
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", fed.origin)])
+    wait_for(lambda: n.route("c.other.example")[0]["signatures"] == "valid", 10, "c valid again")
+    assert n.json("show", "status")["signatures_verified"] == verified
+    p.close()
+
+
 def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     """r4 originates; r3, r2, r1 each verify what they get and sign a hop for the next."""
     names = ["r1", "r2", "r3", "r4"]
@@ -281,7 +302,7 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
     for n, path in (("r3", ["r4"]), ("r2", ["r3", "r4"]), ("r1", ["r2", "r3", "r4"])):
         best = rs[n].nbrpd.route("svc.content")[0]
         assert best["path"] == path and best["signatures"] == "valid", (n, best)
-    # each name its own chain: two names from one origin both verify
+    # two names r4 may originate, signed as one set: both verify through one chain
     wait_for(lambda: (rs["r1"].nbrpd.route("two.svc.content") or [{}])[0].get("signatures") == "valid", 10,
              "two.svc.content valid at r1")
     assert rs["r1"].nbrpd.peers()["r2"]["invalid_by_reason"]["bad signature"] == 0
@@ -294,8 +315,126 @@ def test_a_chain_of_four_routers_signs_and_verifies_end_to_end(net, tmp_path):
              "r2 to refuse rogue.content")
     assert rs["r2"].nbrpd.route("rogue.content") is None
     st2 = rs["r2"].nbrpd.json("show", "status")
-    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 2 and st2["signatures_verified"] >= 3
+    assert st2["signatures"] and st2["trust_file"] and st2["hops_signed"] >= 1 and st2["signatures_verified"] >= 3
+    # r4: the set of svc.content and two.svc.content, and other.content (no origin line) alone
     assert rs["r4"].nbrpd.json("show", "status")["origins_signed"] >= 2
+    assert rs["r1"].nbrpd.route("svc.content")[0]["signatures"] == "valid"
     for n in names[:-1]:
         peers = rs[n].nbrpd.peers()
         assert all(p["state"] == "Established" for p in peers.values()), (n, peers)
+
+
+def routes_to(p, want):
+    """The Routes a hand-written peer is sent until it has heard of every name in want."""
+    got, heard = [], set()
+    while not want <= heard:
+        m = p.recv()
+        assert m is not None, f"closed before {want - heard}"
+        if m[0] == nc.UPDATE:
+            for k, v in m[1]:
+                if k == 2:
+                    got.append(v)
+                    heard |= {nc.text_name(w) for kk, w in nc.fields(v) if kk == 1}
+    return got
+
+
+def test_a_name_set_is_verified_once_and_passed_on_packed(inrpd_factory, nbrpd_factory, tmp_path):
+    """x sends a signed set of names in one Route; r1 verifies its chain once, and tells z
+    the names z may hear in one Route with the others listed, which z checks with the
+    test's own implementation; altered sets are refused with their reason."""
+    fed = Fed(tmp_path)
+    x_addr, z_addr, r1_addr = unique_addrs(3)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+    n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                      f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
+                      f'peer "x" {{ address {x_addr} port 1; passive; signatures require; }}\n'
+                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; '
+                      f'export deny "c.{GOOD}"; }}\n')
+    z = nc.Peer(r1_addr, port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    assert z.recv_until(nc.END_OF_RIB) is not None
+    x = nc.Peer(r1_addr, port, x_addr)
+    x.send(nc.open_msg("x"))
+    assert x.recv_until(nc.OPEN) is not None and x.recv_until(nc.KEEPALIVE) is not None
+    x.send(nc.keepalive())
+
+    routed = [f"{c}.{GOOD}" for c in "abcd"] + ["www.nowhere.example"]
+    ok, _ = st.signed_route(routed[:4], x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"],
+                            others=[f"e.{GOOD}", routed[4]])
+    # a name changed after signing, and a name added that the origin did not sign
+    fg = [f"f.{GOOD}", f"g.{GOOD}"]
+    _, atts = st.signed_route(fg, x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"])
+    digest = st.member_digest(fg)
+    changed = st.route_with([f"f.{GOOD}", f"h.{GOOD}"], x_addr, 5353, ["x", "y"], atts, digest=digest)
+    added = st.route_with(fg + [f"i.{GOOD}"], x_addr, 5353, ["x", "y"], atts, digest=digest)
+    # a valid route of one name, the old subject, behind them
+    single, _ = st.signed_route(f"j.{GOOD}", x_addr, 5353, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"])
+    x.send(nc.update(routes=[ok, changed, added, single]))
+    wait_for(lambda: n.route(f"j.{GOOD}") is not None, 10, "the routes")
+    for name in routed[:4]:
+        r = n.route(name)[0]
+        assert r["signatures"] == "valid" and r["path"] == ["x", "y"], (name, r)
+    for name in ("f", "g", "h", "i", "e"):
+        assert n.route(f"{name}.{GOOD}") is None, name
+    got = invalid_by_reason(n)
+    assert got["member digest mismatch"] == 2, got
+    st_ = n.json("show", "status")
+    assert st_["signatures_verified"] == 6, st_     # each chain once: the set's and j's, 3 each
+    assert st_["chain_bytes"] > 0
+
+    # z: the set's names it may hear in one Route, c (export deny) and e among the others
+    routes = routes_to(z, {f"a.{GOOD}.", f"b.{GOOD}.", f"d.{GOOD}.", f"j.{GOOD}."})
+    sets = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes]
+    by_names = {tuple(sorted(nc.text_name(w) for w in r["names"])): r for r in sets}
+    r = by_names[(f"a.{GOOD}.", f"b.{GOOD}.", f"d.{GOOD}.")]
+    assert sorted(nc.text_name(w) for w in r["others"]) == [f"c.{GOOD}.", f"e.{GOOD}.", "www.nowhere.example."]
+    assert r["path"] == ["r1", "x", "y"] and len(r["atts"]) == 4
+    assert by_names[(f"j.{GOOD}.",)]["digest"] is None
+    assert n.json("show", "status")["hops_signed"] == 2      # one for the set, one for j
+    x.close()
+    z.close()
+
+
+def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
+    """r1 originates three names as one signed set (one origin signature, one hop for z);
+    a reload that adds a name re-signs that set only; z checks what it gets with sigtest."""
+    fed = Fed(tmp_path)
+    fed.write_trust([(GOOD, fed.keys["r1"])])
+    z_addr, r1_addr = unique_addrs(2)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+
+    def body(names):
+        return (f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
+                f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n'
+                + "".join(f'content "{n}" {{ server {SERVER_FAR}; }}\n' for n in names)
+                + f'content "elsewhere.example" {{ server {SERVER_FAR}; }}\n')
+    names = [f"{c}.{GOOD}" for c in "abc"]
+    n = nbrpd_factory("r1", body(names))
+    z = nc.Peer(r1_addr, port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    want = {f"{x}." for x in names}
+    got = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes_to(z, want | {"elsewhere.example."})]
+    sets = [r for r in got if r["digest"] is not None]
+    assert len(sets) == 1 and {nc.text_name(w) for w in sets[0]["names"]} == want and not sets[0]["others"]
+    assert sets[0]["digest"] == st.member_digest(names) and sets[0]["path"] == ["r1"]
+    # a name no origin line gives us: signed alone (not in a set that it would make invalid)
+    alone = [r for r in got if r["digest"] is None]
+    assert [nc.text_name(r["names"][0]) for r in alone] == ["elsewhere.example."]
+    status = n.json("show", "status")
+    assert status["origins_signed"] == 2 and status["hops_signed"] == 2, status
+    # a name more: its set signed again, and z told the four names under the new signature
+    names.append(f"d.{GOOD}")
+    n.conf.write_text(f'control "{n.ctl}";\n' + body(names))
+    assert n.nbrc("reload").returncode == 0
+    got = [st.verify(b, fed.keys, fed.keys["z"]) for b in routes_to(z, {f"d.{GOOD}."})]
+    r = [r for r in got if r["digest"] is not None][-1]
+    assert r["digest"] == st.member_digest(names)
+    wait_for(lambda: n.json("show", "status")["origins_signed"] == 3, 10, "the set signed again")
+    # the old set's hop signature is not kept once no route is signed in the set
+    wait_for(lambda: n.json("show", "status")["hop_signatures_kept"] == 2, 10, "the old set's hop dropped")
+    z.close()

@@ -637,6 +637,150 @@ static void aggregate_members_digest(void **state)
 	nameset_free(&b);
 }
 
+/* A signed name set: names routed, others the set's rest; built as build() does, the origin
+ * signing the set's digest. */
+static void build_set(struct fixture *f, const char *const *names, size_t n, const char *const *others, size_t no)
+{
+	static struct name nm[16];
+	static ProtobufCBinaryData routed[16], rest[16];
+	build(&f->b, "example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	for (size_t i = 0; i < n + no; i++) {
+		const char *t = i < n ? names[i] : others[i - n];
+		assert_int_equal(name_from_text(&nm[i], t, strlen(t)), NAME_OK);
+		ProtobufCBinaryData *b = i < n ? &routed[i] : &rest[i - n];
+		b->data = nm[i].wire;
+		b->len = nm[i].len;
+	}
+	f->b.r.names = routed;
+	f->b.r.n_names = n;
+	f->b.r.set_others = rest;
+	f->b.r.n_set_others = no;
+	struct attest_subject s = { .set = true };
+	assert_int_equal(attest_set_digest(&f->b.r, s.digest, NULL), 0);
+	memcpy(f->b.digest, s.digest, 32);
+	f->b.r.aggregate_digest.data = f->b.digest;
+	f->b.r.aggregate_digest.len = 32;
+	attest_sign_origin(&f->b.w[3], &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
+	const uint8_t *prev = f->b.w[3].link;
+	for (int h = 0; h < 3; h++) {
+		int i = 2 - h;
+		attest_sign_hop(&f->b.w[i], &keys[chain3[h]], prev, keys[h + 1 < 3 ? chain3[h + 1] : K_R4].pk, EXP);
+		prev = f->b.w[i].link;
+	}
+	for (int i = 0; i <= 3; i++)
+		attest_to_pb(&f->b.pb[i], &f->b.w[i]);
+}
+
+/* The set's digest and its origin's signature, as tests/integration/sigtest.py (Python's
+ * hashlib and cryptography) makes them for the same keys and names. */
+static void name_set_vector_of_the_second_implementation(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const names[] = { "b.example.com", "example.com", "a.example.com" };
+	build_set(f, names, 3, NULL, 0);
+	uint8_t want[64];
+	hex(want, "3edf631d2887e721919bd3757b9a4f2cec22150ffc6c3877a4411a2f44b13eb2");
+	assert_memory_equal(f->b.digest, want, 32);
+	/* the origin's bytes: tag, signer, first, timestamp, expiry, 3, the digest */
+	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
+	struct attest_subject s = { .set = true };
+	memcpy(s.digest, want, 32);
+	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 129);
+	assert_int_equal(msg[96], 3);
+	hex(want, "a062eac411cdd9256edddbf7e51d62e02c6a8a01c432ab4934bde0682e4cb4f7"
+		  "2858277e0880bd23552846c9e4bd9182f511229e2f33d1c14150971d6e1dc902");
+	assert_memory_equal(f->b.w[3].sig, want, 64);
+	/* the same names in another order, and split between names and others: the same digest */
+	static const char *const a[] = { "a.example.com" }, *const rest[] = { "example.com", "b.example.com" };
+	uint8_t d[32];
+	memcpy(d, f->b.digest, 32);
+	build_set(f, a, 1, rest, 2);
+	assert_memory_equal(f->b.digest, d, 32);
+}
+
+static void name_set_verifies_once_for_any_subset(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const all[] = { "a.example.com", "b.example.com", "c.example.com", "www.evil.net" };
+	/* routing the three example.com names; evil.net (not the origin's) only among the others */
+	build_set(f, all, 3, all + 3, 1);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, 4);
+	/* a router passing on a subset: b's Route, the rest as others: the same chain, cached */
+	ProtobufCBinaryData routed = f->b.r.names[1], rest[3] = { f->b.r.names[0], f->b.r.names[2],
+								    f->b.r.set_others[0] };
+	f->b.r.names = &routed;
+	f->b.r.n_names = 1;
+	f->b.r.set_others = rest;
+	f->b.r.n_set_others = 3;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	assert_int_equal(f->v.verified, 4);
+	/* the names of a stored route checked again: the digest as stored, no sort, no crypto */
+	f->b.r.n_set_others = 0;
+	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", true, NOW, &f->job), ATTEST_VALID);
+	/* a name routed that the origin may not originate: the Route is invalid */
+	build_set(f, all, 4, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
+	/* no routed name covered by the trust file: not-found */
+	static const char *const nowhere[] = { "a.nowhere.org", "b.nowhere.org", "www.example.com" };
+	build_set(f, nowhere, 2, nowhere + 2, 1);
+	check(f, "cr3", ATTEST_NOT_FOUND, ATTEST_OK, -1);
+}
+
+static void attack_name_set_altered(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const all[] = { "a.example.com", "b.example.com", "c.example.com" };
+	static struct name x;
+	assert_int_equal(name_from_text(&x, "x.example.com", 13), NAME_OK);
+	/* a name changed: the set is not the one signed */
+	build_set(f, all, 2, all + 2, 1);
+	f->b.r.names[1].data = x.wire;
+	f->b.r.names[1].len = x.len;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_DIGEST_MISMATCH, -1);
+	assert_int_equal(f->v.verified, 0);
+	/* ... and the digest made to match it: the origin's signature fails */
+	uint8_t d[32];
+	assert_int_equal(attest_set_digest(&f->b.r, d, NULL), 0);
+	memcpy(f->b.digest, d, 32);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	/* a name added that the origin did not sign, routed or among the others */
+	build_set(f, all, 3, NULL, 0);
+	static ProtobufCBinaryData more[4];
+	memcpy(more, f->b.r.names, 3 * sizeof(more[0]));
+	more[3] = (ProtobufCBinaryData){ x.len, x.wire };
+	f->b.r.names = more;
+	f->b.r.n_names = 4;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_DIGEST_MISMATCH, -1);
+	f->b.r.n_names = 3;
+	f->b.r.set_others = more + 3;
+	f->b.r.n_set_others = 1;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_DIGEST_MISMATCH, -1);
+	/* a name dropped without being listed among the others */
+	f->b.r.n_set_others = 0;
+	f->b.r.n_names = 2;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_DIGEST_MISMATCH, -1);
+	/* a name twice (routed and among the others): malformed */
+	f->b.r.n_names = 3;
+	f->b.r.set_others = more;
+	f->b.r.n_set_others = 1;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	/* others on a Route that is not a set's, a set's digest of the wrong size */
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.r.set_others = more;
+	f->b.r.n_set_others = 1;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	build_set(f, all, 3, NULL, 0);
+	f->b.r.aggregate_digest.len = 31;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	/* the set subject is not the name subject: a set of one does not pass for its name's route */
+	static const char *const one[] = { "www.example.com" };
+	build_set(f, one, 1, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	f->b.r.aggregate_digest.len = 0;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+}
+
 static void revoked_origin_without_crypto(void **state)
 {
 	struct fixture *f = *state;
@@ -845,6 +989,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attack_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_signature_over_another_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(aggregate_members_digest, setup, teardown),
+		cmocka_unit_test_setup_teardown(name_set_vector_of_the_second_implementation, setup, teardown),
+		cmocka_unit_test_setup_teardown(name_set_verifies_once_for_any_subset, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_name_set_altered, setup, teardown),
 		cmocka_unit_test_setup_teardown(revoked_origin_without_crypto, setup, teardown),
 		cmocka_unit_test(cache_bounded_lru_and_expiry),
 		cmocka_unit_test_setup_teardown(worker_pool_batches, setup, teardown),
