@@ -1210,6 +1210,26 @@ static bool hop_in_use(struct rdesig *s, const struct hop *h)
 	return false;
 }
 
+/* Every peer with signatures on hears the set's names (or one name) again: re-signed on export. */
+static void resend_signed(struct rdesig *s, const struct sig_set *set, const uint8_t *wire, uint8_t len)
+{
+	struct rde *r = s->rde;
+	for (unsigned q = 0; q < r->npeers; q++) {
+		struct rde_peer *p = r->peers[q];
+		if (!peer_signed(p))
+			continue;
+		packer_begin(r, rde_emit_to_peer, p);
+		packer_sign_for(p);
+		for (uint32_t i = 0; set && i < set->n; i++) {
+			const uint8_t *w = set->names + set->off[i];
+			resend(s, p, w + 1, w[0]);
+		}
+		if (!set)
+			resend(s, p, wire, len);
+		packer_end();
+	}
+}
+
 /* A slice of the caches a poll: expired entries go, hops near their expiry are signed again
  * (sent to their peer when made), origins are re-signed when next exported. */
 static void sweep(struct rdesig *s)
@@ -1242,40 +1262,16 @@ static void sweep(struct rdesig *s)
 				free(o);
 				continue;
 			}
-			if (o->w.expiry <= now + SIG_RENEW && !s->stopping) {
-				/* passed on again: re-signed on export, then a new hop for each peer */
-				struct rde *r = s->rde;
-				for (unsigned q = 0; q < r->npeers; q++) {
-					struct rde_peer *p = r->peers[q];
-					if (!peer_signed(p))
-						continue;
-					packer_begin(r, rde_emit_to_peer, p);
-					packer_sign_for(p);
-					resend(s, p, o->wire, o->len);
-					packer_end();
-				}
-			}
+			if (o->w.expiry <= now + SIG_RENEW && !s->stopping)
+				resend_signed(s, NULL, o->wire, o->len);
 			pp = &o->next;
 		}
 	}
 	/* our sets: passed on again near their expiry (re-signed on export) */
 	for (size_t b = 0; b < s->nown && !s->stopping; b++) {
 		struct own_set *o = &s->own[b];
-		if (!o->set || !o->w.expiry || o->w.expiry > now + SIG_RENEW)
-			continue;
-		struct rde *r = s->rde;
-		for (unsigned q = 0; q < r->npeers; q++) {
-			struct rde_peer *p = r->peers[q];
-			if (!peer_signed(p))
-				continue;
-			packer_begin(r, rde_emit_to_peer, p);
-			packer_sign_for(p);
-			for (uint32_t i = 0; i < o->set->n; i++) {
-				const uint8_t *w = o->set->names + o->set->off[i];
-				resend(s, p, w + 1, w[0]);
-			}
-			packer_end();
-		}
+		if (o->set && o->w.expiry && o->w.expiry <= now + SIG_RENEW)
+			resend_signed(s, o->set, NULL, 0);
 	}
 }
 
