@@ -23,8 +23,12 @@
  * label cost a probe per level, and the instructions of the cached top
  * level kept fewer lookups in flight (docs/BENCHMARKS.md).
  *
- * Slots are paired in 64-byte buckets; probing goes bucket by bucket and
- * tests both slots of a bucket without a branch between them.
+ * Slots are paired in 64-byte buckets, and a key has two buckets it may
+ * be in (two-choice hashing: a rebuild places keys by cuckoo moves, so
+ * nearly every key is in one of its two; bucket_other, rebuild_place).  A
+ * lookup fetches both at once and tests all four slots before its one
+ * branch that waits for them.  The few keys that found both full go on,
+ * bucket by bucket, from the first, as in linear probing.
  */
 #define KEY_INLINE      23
 #define KEY_LONG_PREFIX 19      /* a long key: its first bytes, then its arena id */
@@ -57,14 +61,14 @@ struct fib_bucket {
 /*
  * Tables stay between these loads; a large one grows in small steps.  A
  * large table is kept full enough for 40 bytes a name (32 / 0.82 plus the
- * route sets and aggregates); the lookup prefetches two buckets past the
- * home one to make up for the longer probes (docs/BENCHMARKS.md).
+ * route sets and aggregates); with two buckets a key, 97-99% of keys are
+ * still in one of the two a lookup fetches at this load (docs/BENCHMARKS.md).
  */
 #define LOAD_MAX        0.88
 #define LOAD_TARGET_BIG 0.82
 #define LOAD_TARGET     0.50
 #define BIG_TABLE       (1u << 20)
-#define MIN_BUCKETS     32u
+#define MIN_BUCKETS     256u    /* at least OTHER_WINDOW */
 
 #define SETS_MAX        (1u << 24)
 #define AGGS_MAX        (1u << 22)
@@ -252,6 +256,24 @@ static inline uint64_t bucket_index(const struct fib_table *t, uint64_t h)
 	return (uint64_t)(((__uint128_t)h * t->nbuckets) >> 64);
 }
 
+/*
+ * A key's second bucket: one of the OTHER_WINDOW after its first, chosen
+ * by the hash's low bits (the first comes from its high bits).  Being
+ * near, it is cheap for a writer, which mostly fills the table in bucket
+ * order (a rebuild), and no worse for a reader, which fetches both at once.
+ */
+#define OTHER_WINDOW    256u
+static inline uint64_t bucket_other(const struct fib_table *t, uint64_t h)
+{
+	uint64_t b = bucket_index(t, h) + 1 + (h & (OTHER_WINDOW - 1));
+	return b < t->nbuckets ? b : b - t->nbuckets;
+}
+
+static inline bool bucket_full(const struct fib_bucket *bk)
+{
+	return __atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) != KEY_EMPTY;
+}
+
 static ALWAYS_INLINE uint64_t slot_diff(const struct fib_slot *s, const struct key_words *k)
 {
 	/* words[0] carries the length: acquire, so the other words are the ones it published */
@@ -260,25 +282,35 @@ static ALWAYS_INLINE uint64_t slot_diff(const struct fib_slot *s, const struct k
 }
 
 /*
- * The probe for a key of up to KEY_INLINE bytes.  Both slots of a bucket
- * are tested before the one branch that waits for the cache miss, which
- * says "found" nearly always.  A bucket whose second slot is empty ends
- * the probe: slots fill in order and never become empty again.
+ * The probe for a key of up to KEY_INLINE bytes.  Both slots of both of
+ * the key's buckets are tested before the one branch that waits for the
+ * cache misses, which says "found" nearly always.  If neither has it and
+ * either is not full, the key is absent; else the probe goes on from the
+ * first bucket, and a bucket whose second slot is empty ends it (slots
+ * fill in order and never become empty again; see table_free_slot).
  */
 static ALWAYS_INLINE const struct fib_slot *find_short(const struct fib *f, const struct fib_table *t,
 						       const struct key_words *k)
 {
-	uint64_t b = bucket_index(t, short_key_hash(f, k));
+	uint64_t h = short_key_hash(f, k), b = bucket_index(t, h);
+	const struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	uint64_t d0 = slot_diff(&bk->s[0], k), d1 = slot_diff(&bk->s[1], k);
+	uint64_t d2 = slot_diff(&bk2->s[0], k), d3 = slot_diff(&bk2->s[1], k);
 
+	if (__builtin_expect(!d0 | !d1 | !d2 | !d3, 1))
+		return !d0 ? &bk->s[0] : !d1 ? &bk->s[1] : !d2 ? &bk2->s[0] : &bk2->s[1];
+	if (!bucket_full(bk) || !bucket_full(bk2))
+		return NULL;
 	for (;;) {
-		const struct fib_bucket *bk = &t->buckets[b];
-		uint64_t d0 = slot_diff(&bk->s[0], k), d1 = slot_diff(&bk->s[1], k);
-		if (__builtin_expect(!d0 | !d1, 1))
-			return d0 == 0 ? &bk->s[0] : &bk->s[1];
-		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
-			return NULL;
 		if (++b == t->nbuckets)
 			b = 0;
+		bk = &t->buckets[b];
+		d0 = slot_diff(&bk->s[0], k);
+		d1 = slot_diff(&bk->s[1], k);
+		if (!d0 | !d1)
+			return d0 == 0 ? &bk->s[0] : &bk->s[1];
+		if (!bucket_full(bk))
+			return NULL;
 	}
 }
 
@@ -295,24 +327,38 @@ static inline const uint8_t *slot_key(const struct fib *f, const struct fib_slot
 	return s->klen <= KEY_INLINE ? s->key : long_key(f, s);
 }
 
+static const struct fib_slot *bucket_find_long(const struct fib *f, const struct fib_bucket *bk,
+					       const uint8_t *key, unsigned klen)
+{
+	for (int j = 0; j < 2; j++) {
+		const struct fib_slot *s = &bk->s[j];
+		uint8_t l = __atomic_load_n(&s->klen, __ATOMIC_ACQUIRE);
+		if (l == klen && memcmp(s->key, key, KEY_LONG_PREFIX) == 0 && memcmp(long_key(f, s), key, klen) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+/* As find_short, for a key kept in the arena. */
 static __attribute__((noinline)) const struct fib_slot *find_long(const struct fib *f, const struct fib_table *t,
 								  const uint8_t *key, unsigned klen)
 {
-	uint64_t b = bucket_index(t, long_key_hash(f, key, klen));
+	uint64_t h = long_key_hash(f, key, klen), b = bucket_index(t, h);
+	const struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	const struct fib_slot *s;
 
+	if ((s = bucket_find_long(f, bk, key, klen)) || (s = bucket_find_long(f, bk2, key, klen)))
+		return s;
+	if (!bucket_full(bk) || !bucket_full(bk2))
+		return NULL;
 	for (;;) {
-		const struct fib_bucket *bk = &t->buckets[b];
-		for (int j = 0; j < 2; j++) {
-			const struct fib_slot *s = &bk->s[j];
-			uint8_t l = __atomic_load_n(&s->klen, __ATOMIC_ACQUIRE);
-			if (l == klen && memcmp(s->key, key, KEY_LONG_PREFIX) == 0 &&
-			    memcmp(long_key(f, s), key, klen) == 0)
-				return s;
-		}
-		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
-			return NULL;
 		if (++b == t->nbuckets)
 			b = 0;
+		bk = &t->buckets[b];
+		if ((s = bucket_find_long(f, bk, key, klen)))
+			return s;
+		if (!bucket_full(bk))
+			return NULL;
 	}
 }
 
@@ -534,14 +580,20 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 	res->suffix_labels = DEPTH_START;
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 	struct key_words k = short_key_words(q->wire + second, klen);
-	const struct fib_bucket *bk = &t->buckets[bucket_index(t, short_key_hash(f, &k))];
-	/* at the table's load ~71% of keys are in their home bucket, ~17% in the next two */
-	__builtin_prefetch(bk + 1);
-	__builtin_prefetch(bk + 2);
-	/* pick the slot by its first word, then check it whole (a rare tie goes the long way) */
+	uint64_t h = short_key_hash(f, &k);
+	const struct fib_bucket *bk = &t->buckets[bucket_index(t, h)], *bk2 = &t->buckets[bucket_other(t, h)];
+	/*
+	 * 97-99% of keys are in one of their two buckets, fetched at once.
+	 * Pick the slot by its first word without a branch, then check it
+	 * whole (a rare tie, or a key past both buckets, goes the long way).
+	 */
 	const struct fib_slot *s = &bk->s[0];
-	if (__atomic_load_n(&s->words[0], __ATOMIC_ACQUIRE) != k.w[0])
+	if (__atomic_load_n(&bk->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
 		s = &bk->s[1];
+	if (__atomic_load_n(&bk2->s[0].words[0], __ATOMIC_ACQUIRE) == k.w[0])
+		s = &bk2->s[0];
+	if (__atomic_load_n(&bk2->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
+		s = &bk2->s[1];
 	if (__builtin_expect(slot_diff(s, &k) == 0, 1) && fast_result(f, s, res))
 		return true;
 	return lookup_probe_on(f, q, res);
@@ -764,22 +816,106 @@ static uint64_t key_hash(const struct fib *f, const uint8_t *key, unsigned klen)
 	return short_key_hash(f, &k);
 }
 
+static unsigned bucket_free(const struct fib_bucket *bk)
+{
+	return (bk->s[0].klen == KEY_EMPTY) + (bk->s[1].klen == KEY_EMPTY);
+}
+
 /*
- * First empty slot on the probe path.  Tombstones are never reused within
- * a table: a reader may still be comparing the key a tombstone held, and
- * a slot that never turns empty again keeps "empty ends the probe" true.
+ * Where a new key goes in the live table: the emptier of its two buckets
+ * (the first on a tie), or when both are full, the first empty slot on from
+ * the first bucket.  Keys never move in a table readers see.  Tombstones
+ * are never reused within a table: a reader may still be comparing the key
+ * a tombstone held, and slots that never turn empty again keep true what
+ * find_short concludes from a bucket not being full.
  */
 static struct fib_slot *table_free_slot(struct fib_table *t, uint64_t h)
 {
 	uint64_t b = bucket_index(t, h);
-	for (;;) {
-		struct fib_bucket *bk = &t->buckets[b];
-		for (int j = 0; j < 2; j++)
-			if (bk->s[j].klen == KEY_EMPTY)
-				return &bk->s[j];
+	struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	unsigned free1 = bucket_free(bk), free2 = bucket_free(bk2);
+
+	if (free1 < free2)
+		bk = bk2;
+	while (bucket_free(bk) == 0) {
 		if (++b == t->nbuckets)
 			b = 0;
+		bk = &t->buckets[b];
 	}
+	return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
+}
+
+/*
+ * Where a key goes in a table being rebuilt, which no reader sees yet, so
+ * keys may still move: when both of its buckets are full, one of the four
+ * keys there moves to its own other bucket if that has room (the four are
+ * looked at together, so their buckets are fetched at once), else one of
+ * them is pushed out at random and takes the same road (cuckoo hashing).
+ * Below a load of about 0.89 that puts nearly every key in one of its two
+ * buckets; a walk that does not end soon leaves its last key to
+ * table_free_slot's probe, and a key placed that way is never moved again
+ * (its buckets are full, as lookups assume when they probe on).
+ */
+#define REBUILD_WALK 32
+
+/* Into the emptier of the key's two buckets, if either has room. */
+static bool rebuild_try(struct fib_table *t, const struct fib_slot *src, uint64_t h)
+{
+	struct fib_bucket *bk = &t->buckets[bucket_index(t, h)], *bk2 = &t->buckets[bucket_other(t, h)];
+	unsigned free1 = bucket_free(bk), free2 = bucket_free(bk2);
+	if (!(free1 | free2))
+		return false;
+	if (free1 < free2)
+		bk = bk2;
+	*(bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1]) = *src;
+	return true;
+}
+
+/* The other bucket of the key in slot i of bk, or NULL if it is in neither of its own (it stays). */
+static struct fib_bucket *resident_other(const struct fib *f, struct fib_table *t, struct fib_bucket *bk, int i,
+					 uint64_t *hash)
+{
+	const struct fib_slot *s = &bk->s[i];
+	uint64_t h = key_hash(f, slot_key(f, s), s->klen);
+	struct fib_bucket *b1 = &t->buckets[bucket_index(t, h)], *b2 = &t->buckets[bucket_other(t, h)];
+	*hash = h;
+	return b1 == bk ? b2 : b2 == bk ? b1 : NULL;
+}
+
+static void rebuild_place(const struct fib *f, struct fib_table *t, const struct fib_slot *src, uint64_t h)
+{
+	struct fib_slot cur = *src;
+	uint64_t r = h;                         /* the walk's choices: any well-mixed bits do */
+
+	for (int step = 0;; step++) {
+		if (rebuild_try(t, &cur, h))
+			return;
+		if (step == REBUILD_WALK)
+			break;
+		struct fib_bucket *bk[2] = { &t->buckets[bucket_index(t, h)], &t->buckets[bucket_other(t, h)] };
+		struct fib_bucket *other[4];
+		uint64_t oh[4];
+		for (int i = 0; i < 4; i++) {
+			struct fib_slot *vs = &bk[i >> 1]->s[i & 1];
+			other[i] = resident_other(f, t, bk[i >> 1], i & 1, &oh[i]);
+			if (other[i] && bucket_free(other[i])) {
+				*(other[i]->s[0].klen == KEY_EMPTY ? &other[i]->s[0] : &other[i]->s[1]) = *vs;
+				*vs = cur;
+				return;
+			}
+		}
+		/* none has room: push one out at random */
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		int i = (int)(r >> 62);
+		if (!other[i] && !other[i ^= 1] && !other[i ^= 3] && !other[i ^= 1])
+			break;
+		struct fib_slot *vs = &bk[i >> 1]->s[i & 1];
+		struct fib_slot victim = *vs;
+		*vs = cur;
+		cur = victim;
+		h = oh[i];
+	}
+	*table_free_slot(t, h) = cur;
 }
 
 /* Copies a slot in, publishing it last. */
@@ -825,8 +961,25 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 				n++;
 			}
 			if (n > GROUP - 2 || b == old->nbuckets) {
-				for (unsigned k = 0; k < n; k++)
-					slot_publish(table_free_slot(t, h[k]), g[k]);
+				/*
+				 * A key goes to its first bucket if that has room:
+				 * the old table's order is nearly the new one's, so
+				 * those fetches stream.  The others' second buckets
+				 * are fetched for all of them, then they are placed.
+				 */
+				unsigned nrest = 0;
+				for (unsigned k = 0; k < n; k++) {
+					struct fib_bucket *bk = &t->buckets[bucket_index(t, h[k])];
+					if (bucket_free(bk)) {
+						*(bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1]) = *g[k];
+						continue;
+					}
+					__builtin_prefetch(&t->buckets[bucket_other(t, h[k])], 1);
+					g[nrest] = g[k];
+					h[nrest++] = h[k];
+				}
+				for (unsigned k = 0; k < nrest; k++)
+					rebuild_place(f, t, g[k], h[k]);
 				n = 0;
 			}
 		}
@@ -1473,9 +1626,10 @@ static void prefetch_node(const struct fib *f, const struct name *nm)
 {
 	if (nm->len <= 1)
 		return;
-	const struct fib_bucket *bk = &f->table->buckets[bucket_index(f->table, key_hash(f, nm->wire, nm->len - 1u))];
-	__builtin_prefetch(bk, 1);
-	__builtin_prefetch(bk + 1, 1);
+	const struct fib_table *t = f->table;
+	uint64_t h = key_hash(f, nm->wire, nm->len - 1u);
+	__builtin_prefetch(&t->buckets[bucket_index(t, h)], 1);
+	__builtin_prefetch(&t->buckets[bucket_other(t, h)], 1);
 }
 
 static int members_apply(struct fib *f, uint32_t agg, const struct name *members, size_t count,
