@@ -543,7 +543,7 @@ static ALWAYS_INLINE bool fast_result(const struct fib *f, const struct fib_slot
 	return true;
 }
 
-/* The fast path's key was not in its home bucket: probe on from there. */
+/* The fast path did not answer (a key past its two buckets, a tie, not a leaf): the full probe. */
 static __attribute__((noinline)) bool lookup_probe_on(const struct fib *f, const struct name *q,
 						      struct fib_result *res)
 {
@@ -558,13 +558,13 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 {
 	/*
 	 * The common case, www.<name>.<tld> with <name>.<tld> a routed leaf
-	 * in its home bucket, needs only where the next-to-last label starts
-	 * (no offset array, no label count: second stays NO_LABEL with fewer
-	 * than two labels, and is 0 with exactly two) and one bucket.  It is
-	 * kept a leaf that tail-calls everything else and holds few values
-	 * (the suffix's place goes into res at once; every other path
-	 * overwrites it), so it saves no registers: fewer instructions per
-	 * lookup let more lookups wait on their cache misses at once.
+	 * in one of its two buckets, needs only where the next-to-last label
+	 * starts (no offset array, no label count: second stays NO_LABEL with
+	 * fewer than two labels, and is 0 with exactly two) and the two
+	 * buckets.  It is kept a leaf that tail-calls everything else and
+	 * holds few values (the suffix's place goes into res at once; every
+	 * other path overwrites it): fewer instructions per lookup let more
+	 * lookups wait on their cache misses at once.
 	 */
 	enum { NO_LABEL = 0x100 };
 	unsigned p = 0, last = NO_LABEL, second = NO_LABEL, len;
