@@ -627,9 +627,10 @@ static void long_labels_are_told_apart(void **state)
 }
 
 /*
- * The fast path picks a bucket's slot by its first key word (length and
- * first seven bytes) and leaves ties and keys past their home bucket to the
- * full probe.  Thousands of names alike in that word make both happen.
+ * The fast path picks one of its two buckets' four slots by its first key
+ * word (length and first seven bytes) and leaves ties and keys past both
+ * buckets to the full probe.  Thousands of names alike in that word make
+ * both happen.
  */
 static void names_alike_in_their_first_word_are_told_apart(void **state)
 {
