@@ -61,10 +61,13 @@ struct fib_bucket {
 /*
  * Tables stay between these loads; a large one grows in small steps.  A
  * large table is kept full enough for 40 bytes a name (32 / 0.82 plus the
- * route sets and aggregates); with two buckets a key, 97-99% of keys are
- * still in one of the two a lookup fetches at this load (docs/BENCHMARKS.md).
+ * route sets and aggregates); with two buckets a key, 95-99% of keys are
+ * still in one of the two a lookup fetches at these loads (the fewest
+ * just before a rebuild).  The upper bound is as high as that allows:
+ * each step up is a rebuild of the whole table, which was most of the
+ * cost of loading one (docs/BENCHMARKS.md).
  */
-#define LOAD_MAX        0.88
+#define LOAD_MAX        0.90
 #define LOAD_TARGET_BIG 0.82
 #define LOAD_TARGET     0.50
 #define BIG_TABLE       (1u << 20)
@@ -263,10 +266,15 @@ static inline uint64_t bucket_index(const struct fib_table *t, uint64_t h)
  * order (a rebuild), and no worse for a reader, which fetches both at once.
  */
 #define OTHER_WINDOW    256u
+static inline uint64_t bucket_second(const struct fib_table *t, uint64_t first, unsigned d)
+{
+	uint64_t b = first + 1 + d;
+	return b < t->nbuckets ? b : b - t->nbuckets;
+}
+
 static inline uint64_t bucket_other(const struct fib_table *t, uint64_t h)
 {
-	uint64_t b = bucket_index(t, h) + 1 + (h & (OTHER_WINDOW - 1));
-	return b < t->nbuckets ? b : b - t->nbuckets;
+	return bucket_second(t, bucket_index(t, h), (unsigned)(h & (OTHER_WINDOW - 1)));
 }
 
 static inline bool bucket_full(const struct fib_bucket *bk)
@@ -821,6 +829,24 @@ static unsigned bucket_free(const struct fib_bucket *bk)
 	return (bk->s[0].klen == KEY_EMPTY) + (bk->s[1].klen == KEY_EMPTY);
 }
 
+/* A bucket's slots fill in order and never turn empty again: it has room while its second is empty. */
+static inline bool bucket_room(const struct fib_bucket *bk)
+{
+	return bk->s[1].klen == KEY_EMPTY;
+}
+
+/* The first empty slot from bucket b on (both of a key's buckets were full). */
+static struct fib_slot *probe_free_slot(struct fib_table *t, uint64_t b)
+{
+	struct fib_bucket *bk = &t->buckets[b];
+	while (!bucket_room(bk)) {
+		if (++b == t->nbuckets)
+			b = 0;
+		bk = &t->buckets[b];
+	}
+	return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
+}
+
 /*
  * Where a new key goes in the live table: the emptier of its two buckets
  * (the first on a tie), or when both are full, the first empty slot on from
@@ -835,87 +861,110 @@ static struct fib_slot *table_free_slot(struct fib_table *t, uint64_t h)
 	struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
 	unsigned free1 = bucket_free(bk), free2 = bucket_free(bk2);
 
-	if (free1 < free2)
-		bk = bk2;
-	while (bucket_free(bk) == 0) {
-		if (++b == t->nbuckets)
-			b = 0;
-		bk = &t->buckets[b];
+	if (free1 | free2) {
+		if (free1 < free2)
+			bk = bk2;
+		return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
 	}
-	return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
+	return probe_free_slot(t, b);
 }
 
 /*
  * Where a key goes in a table being rebuilt, which no reader sees yet, so
  * keys may still move: when both of its buckets are full, one of the four
- * keys there moves to its own other bucket if that has room (the four are
- * looked at together, so their buckets are fetched at once), else one of
+ * keys there moves to its own other bucket if that has room, else one of
  * them is pushed out at random and takes the same road (cuckoo hashing).
- * Below a load of about 0.89 that puts nearly every key in one of its two
+ * Below a load of about 0.9 that puts nearly every key in one of its two
  * buckets; a walk that does not end soon leaves its last key to
- * table_free_slot's probe, and a key placed that way is never moved again
- * (its buckets are full, as lookups assume when they probe on).
+ * probe_free_slot, and a key placed that way is never moved again (its
+ * buckets are full, as lookups assume when they probe on).
+ *
+ * Each slot of the new table notes meanwhile where its key's other bucket
+ * is (struct rebuild's alt: the distance d of bucket_second, and which of
+ * the two the key is in), so looking at a key in the way, or moving it,
+ * needs no hash: the hashes of the keys in the way were most of the cost
+ * of a rebuild.
  */
 #define REBUILD_WALK 32
+#define ALT_SECOND   0x100u     /* the key is in its second bucket */
+#define ALT_NONE     0xffffu    /* in neither of its own: it stays */
 
-/* Into the emptier of the key's two buckets, if either has room. */
-static bool rebuild_try(struct fib_table *t, const struct fib_slot *src, uint64_t h)
+struct rebuild {
+	struct fib_table *t;
+	uint16_t *alt;          /* per slot of t */
+};
+
+/* Into bucket b, which has room; alt says where the key's other bucket is. */
+static void rebuild_put(struct rebuild *r, uint64_t b, const struct fib_slot *src, unsigned alt)
 {
-	struct fib_bucket *bk = &t->buckets[bucket_index(t, h)], *bk2 = &t->buckets[bucket_other(t, h)];
-	unsigned free1 = bucket_free(bk), free2 = bucket_free(bk2);
-	if (!(free1 | free2))
-		return false;
-	if (free1 < free2)
-		bk = bk2;
-	*(bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1]) = *src;
-	return true;
+	struct fib_bucket *bk = &r->t->buckets[b];
+	unsigned j = bk->s[0].klen != KEY_EMPTY;
+	bk->s[j] = *src;
+	r->alt[2 * b + j] = (uint16_t)alt;
 }
 
-/* The other bucket of the key in slot i of bk, or NULL if it is in neither of its own (it stays). */
-static struct fib_bucket *resident_other(const struct fib *f, struct fib_table *t, struct fib_bucket *bk, int i,
-					 uint64_t *hash)
+/* The other bucket of the key whose alt is a, in bucket b. */
+static inline uint64_t alt_bucket(const struct fib_table *t, uint64_t b, unsigned a)
 {
-	const struct fib_slot *s = &bk->s[i];
-	uint64_t h = key_hash(f, slot_key(f, s), s->klen);
-	struct fib_bucket *b1 = &t->buckets[bucket_index(t, h)], *b2 = &t->buckets[bucket_other(t, h)];
-	*hash = h;
-	return b1 == bk ? b2 : b2 == bk ? b1 : NULL;
+	unsigned d = a & (OTHER_WINDOW - 1);
+	if (!(a & ALT_SECOND))
+		return bucket_second(t, b, d);
+	return b >= 1 + d ? b - 1 - d : b + t->nbuckets - 1 - d;
 }
 
-static void rebuild_place(const struct fib *f, struct fib_table *t, const struct fib_slot *src, uint64_t h)
+/* Places a key whose buckets are first and bucket_second(first, d); seed drives the walk's choices. */
+static void rebuild_place(struct rebuild *r, const struct fib_slot *src, uint64_t first, unsigned d, uint64_t seed)
 {
+	struct fib_table *t = r->t;
 	struct fib_slot cur = *src;
-	uint64_t r = h;                         /* the walk's choices: any well-mixed bits do */
+	uint64_t b[2] = { first, bucket_second(t, first, d) };
 
 	for (int step = 0;; step++) {
-		if (rebuild_try(t, &cur, h))
+		unsigned free0 = bucket_free(&t->buckets[b[0]]), free1 = bucket_free(&t->buckets[b[1]]);
+		if (free0 | free1) {
+			unsigned side = free0 < free1;
+			rebuild_put(r, b[side], &cur, d | (side ? ALT_SECOND : 0));
 			return;
+		}
 		if (step == REBUILD_WALK)
 			break;
-		struct fib_bucket *bk[2] = { &t->buckets[bucket_index(t, h)], &t->buckets[bucket_other(t, h)] };
-		struct fib_bucket *other[4];
-		uint64_t oh[4];
+		uint64_t ob[4];
 		for (int i = 0; i < 4; i++) {
-			struct fib_slot *vs = &bk[i >> 1]->s[i & 1];
-			other[i] = resident_other(f, t, bk[i >> 1], i & 1, &oh[i]);
-			if (other[i] && bucket_free(other[i])) {
-				*(other[i]->s[0].klen == KEY_EMPTY ? &other[i]->s[0] : &other[i]->s[1]) = *vs;
+			uint64_t vb = b[i >> 1];
+			unsigned a = r->alt[2 * vb + (i & 1)];
+			if (a == ALT_NONE) {
+				ob[i] = UINT64_MAX;
+				continue;
+			}
+			ob[i] = alt_bucket(t, vb, a);
+			if (bucket_room(&t->buckets[ob[i]])) {
+				struct fib_slot *vs = &t->buckets[vb].s[i & 1];
+				rebuild_put(r, ob[i], vs, a ^ ALT_SECOND);
 				*vs = cur;
+				r->alt[2 * vb + (i & 1)] = (uint16_t)(d | (i >> 1 ? ALT_SECOND : 0));
 				return;
 			}
 		}
 		/* none has room: push one out at random */
-		r = r * 6364136223846793005ull + 1442695040888963407ull;
-		int i = (int)(r >> 62);
-		if (!other[i] && !other[i ^= 1] && !other[i ^= 3] && !other[i ^= 1])
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		int i = (int)(seed >> 62);
+		if (ob[i] == UINT64_MAX && ob[i ^= 1] == UINT64_MAX && ob[i ^= 3] == UINT64_MAX &&
+		    ob[i ^= 1] == UINT64_MAX)
 			break;
-		struct fib_slot *vs = &bk[i >> 1]->s[i & 1];
+		uint64_t vb = b[i >> 1];
+		struct fib_slot *vs = &t->buckets[vb].s[i & 1];
+		unsigned a = r->alt[2 * vb + (i & 1)];
 		struct fib_slot victim = *vs;
 		*vs = cur;
+		r->alt[2 * vb + (i & 1)] = (uint16_t)(d | (i >> 1 ? ALT_SECOND : 0));
 		cur = victim;
-		h = oh[i];
+		d = a & (OTHER_WINDOW - 1);
+		b[0] = a & ALT_SECOND ? ob[i] : vb;
+		b[1] = a & ALT_SECOND ? vb : ob[i];
 	}
-	*table_free_slot(t, h) = cur;
+	struct fib_slot *s = probe_free_slot(t, b[0]);
+	*s = cur;
+	r->alt[s - &t->buckets[0].s[0]] = ALT_NONE;
 }
 
 /* Copies a slot in, publishing it last. */
@@ -945,44 +994,49 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 	if (!t)
 		return -1;
 	if (old) {
+		struct rebuild r = { t, malloc(nbuckets * 2 * sizeof(uint16_t)) };
+		if (!r.alt) {
+			bigtable_free(t, t->bytes);
+			return -1;
+		}
 		/* a group of slots at a time: hashed and their new buckets fetched, then placed */
 		enum { GROUP = 16 };
 		const struct fib_slot *g[GROUP];
-		uint64_t h[GROUP];
-		unsigned n = 0;
-		for (uint64_t b = 0; b <= old->nbuckets; b++) {
-			for (int j = 0; j < 2 && b < old->nbuckets; j++) {
-				const struct fib_slot *s = &old->buckets[b].s[j];
+		uint64_t h[GROUP], first[GROUP];
+		const struct fib_slot *s = &old->buckets[0].s[0], *end = s + 2 * old->nbuckets;
+		while (s < end) {
+			unsigned n = 0;
+			for (; n < GROUP && s < end; s++) {
 				if (s->klen == KEY_EMPTY || s->klen == KEY_TOMB)
 					continue;
 				g[n] = s;
 				h[n] = key_hash(f, slot_key(f, s), s->klen);
-				__builtin_prefetch(&t->buckets[bucket_index(t, h[n])], 1);
+				first[n] = bucket_index(t, h[n]);
+				__builtin_prefetch(&t->buckets[first[n]], 1);
 				n++;
 			}
-			if (n > GROUP - 2 || b == old->nbuckets) {
-				/*
-				 * A key goes to its first bucket if that has room:
-				 * the old table's order is nearly the new one's, so
-				 * those fetches stream.  The others' second buckets
-				 * are fetched for all of them, then they are placed.
-				 */
-				unsigned nrest = 0;
-				for (unsigned k = 0; k < n; k++) {
-					struct fib_bucket *bk = &t->buckets[bucket_index(t, h[k])];
-					if (bucket_free(bk)) {
-						*(bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1]) = *g[k];
-						continue;
-					}
-					__builtin_prefetch(&t->buckets[bucket_other(t, h[k])], 1);
-					g[nrest] = g[k];
-					h[nrest++] = h[k];
+			/*
+			 * A key goes to its first bucket if that has room: the
+			 * old table's order is nearly the new one's, so those
+			 * fetches stream.  The others' second buckets are
+			 * fetched for all of them, then they are placed.
+			 */
+			unsigned nrest = 0;
+			for (unsigned k = 0; k < n; k++) {
+				unsigned d = (unsigned)(h[k] & (OTHER_WINDOW - 1));
+				if (bucket_room(&t->buckets[first[k]])) {
+					rebuild_put(&r, first[k], g[k], d);
+					continue;
 				}
-				for (unsigned k = 0; k < nrest; k++)
-					rebuild_place(f, t, g[k], h[k]);
-				n = 0;
+				__builtin_prefetch(&t->buckets[bucket_second(t, first[k], d)], 1);
+				g[nrest] = g[k];
+				h[nrest] = h[k];
+				first[nrest++] = first[k];
 			}
+			for (unsigned k = 0; k < nrest; k++)
+				rebuild_place(&r, g[k], first[k], (unsigned)(h[k] & (OTHER_WINDOW - 1)), h[k]);
 		}
+		free(r.alt);
 	}
 	__atomic_store_n(&f->table, t, __ATOMIC_RELEASE);
 	f->slots_tomb = 0;
