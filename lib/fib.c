@@ -23,8 +23,12 @@
  * label cost a probe per level, and the instructions of the cached top
  * level kept fewer lookups in flight (docs/BENCHMARKS.md).
  *
- * Slots are paired in 64-byte buckets; probing goes bucket by bucket and
- * tests both slots of a bucket without a branch between them.
+ * Slots are paired in 64-byte buckets, and a key has two buckets it may
+ * be in (two-choice hashing: a rebuild places keys by cuckoo moves, so
+ * nearly every key is in one of its two; bucket_other, rebuild_place).  A
+ * lookup fetches both at once and tests all four slots before its one
+ * branch that waits for them.  The few keys that found both full go on,
+ * bucket by bucket, from the first, as in linear probing.
  */
 #define KEY_INLINE      23
 #define KEY_LONG_PREFIX 19      /* a long key: its first bytes, then its arena id */
@@ -57,14 +61,17 @@ struct fib_bucket {
 /*
  * Tables stay between these loads; a large one grows in small steps.  A
  * large table is kept full enough for 40 bytes a name (32 / 0.82 plus the
- * route sets and aggregates); the lookup prefetches two buckets past the
- * home one to make up for the longer probes (docs/BENCHMARKS.md).
+ * route sets and aggregates); with two buckets a key, 95-99% of keys are
+ * still in one of the two a lookup fetches at these loads (the fewest
+ * just before a rebuild).  The upper bound is as high as that allows:
+ * each step up is a rebuild of the whole table, which was most of the
+ * cost of loading one (docs/BENCHMARKS.md).
  */
-#define LOAD_MAX        0.88
+#define LOAD_MAX        0.90
 #define LOAD_TARGET_BIG 0.82
 #define LOAD_TARGET     0.50
 #define BIG_TABLE       (1u << 20)
-#define MIN_BUCKETS     32u
+#define MIN_BUCKETS     256u    /* at least OTHER_WINDOW */
 
 #define SETS_MAX        (1u << 24)
 #define AGGS_MAX        (1u << 22)
@@ -252,6 +259,29 @@ static inline uint64_t bucket_index(const struct fib_table *t, uint64_t h)
 	return (uint64_t)(((__uint128_t)h * t->nbuckets) >> 64);
 }
 
+/*
+ * A key's second bucket: one of the OTHER_WINDOW after its first, chosen
+ * by the hash's low bits (the first comes from its high bits).  Being
+ * near, it is cheap for a writer, which mostly fills the table in bucket
+ * order (a rebuild), and no worse for a reader, which fetches both at once.
+ */
+#define OTHER_WINDOW    256u
+static inline uint64_t bucket_second(const struct fib_table *t, uint64_t first, unsigned d)
+{
+	uint64_t b = first + 1 + d;
+	return b < t->nbuckets ? b : b - t->nbuckets;
+}
+
+static inline uint64_t bucket_other(const struct fib_table *t, uint64_t h)
+{
+	return bucket_second(t, bucket_index(t, h), (unsigned)(h & (OTHER_WINDOW - 1)));
+}
+
+static inline bool bucket_full(const struct fib_bucket *bk)
+{
+	return __atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) != KEY_EMPTY;
+}
+
 static ALWAYS_INLINE uint64_t slot_diff(const struct fib_slot *s, const struct key_words *k)
 {
 	/* words[0] carries the length: acquire, so the other words are the ones it published */
@@ -260,25 +290,35 @@ static ALWAYS_INLINE uint64_t slot_diff(const struct fib_slot *s, const struct k
 }
 
 /*
- * The probe for a key of up to KEY_INLINE bytes.  Both slots of a bucket
- * are tested before the one branch that waits for the cache miss, which
- * says "found" nearly always.  A bucket whose second slot is empty ends
- * the probe: slots fill in order and never become empty again.
+ * The probe for a key of up to KEY_INLINE bytes.  Both slots of both of
+ * the key's buckets are tested before the one branch that waits for the
+ * cache misses, which says "found" nearly always.  If neither has it and
+ * either is not full, the key is absent; else the probe goes on from the
+ * first bucket, and a bucket whose second slot is empty ends it (slots
+ * fill in order and never become empty again; see table_free_slot).
  */
 static ALWAYS_INLINE const struct fib_slot *find_short(const struct fib *f, const struct fib_table *t,
 						       const struct key_words *k)
 {
-	uint64_t b = bucket_index(t, short_key_hash(f, k));
+	uint64_t h = short_key_hash(f, k), b = bucket_index(t, h);
+	const struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	uint64_t d0 = slot_diff(&bk->s[0], k), d1 = slot_diff(&bk->s[1], k);
+	uint64_t d2 = slot_diff(&bk2->s[0], k), d3 = slot_diff(&bk2->s[1], k);
 
+	if (__builtin_expect(!d0 | !d1 | !d2 | !d3, 1))
+		return !d0 ? &bk->s[0] : !d1 ? &bk->s[1] : !d2 ? &bk2->s[0] : &bk2->s[1];
+	if (!bucket_full(bk) || !bucket_full(bk2))
+		return NULL;
 	for (;;) {
-		const struct fib_bucket *bk = &t->buckets[b];
-		uint64_t d0 = slot_diff(&bk->s[0], k), d1 = slot_diff(&bk->s[1], k);
-		if (__builtin_expect(!d0 | !d1, 1))
-			return d0 == 0 ? &bk->s[0] : &bk->s[1];
-		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
-			return NULL;
 		if (++b == t->nbuckets)
 			b = 0;
+		bk = &t->buckets[b];
+		d0 = slot_diff(&bk->s[0], k);
+		d1 = slot_diff(&bk->s[1], k);
+		if (!d0 | !d1)
+			return d0 == 0 ? &bk->s[0] : &bk->s[1];
+		if (!bucket_full(bk))
+			return NULL;
 	}
 }
 
@@ -295,24 +335,38 @@ static inline const uint8_t *slot_key(const struct fib *f, const struct fib_slot
 	return s->klen <= KEY_INLINE ? s->key : long_key(f, s);
 }
 
+static const struct fib_slot *bucket_find_long(const struct fib *f, const struct fib_bucket *bk,
+					       const uint8_t *key, unsigned klen)
+{
+	for (int j = 0; j < 2; j++) {
+		const struct fib_slot *s = &bk->s[j];
+		uint8_t l = __atomic_load_n(&s->klen, __ATOMIC_ACQUIRE);
+		if (l == klen && memcmp(s->key, key, KEY_LONG_PREFIX) == 0 && memcmp(long_key(f, s), key, klen) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+/* As find_short, for a key kept in the arena. */
 static __attribute__((noinline)) const struct fib_slot *find_long(const struct fib *f, const struct fib_table *t,
 								  const uint8_t *key, unsigned klen)
 {
-	uint64_t b = bucket_index(t, long_key_hash(f, key, klen));
+	uint64_t h = long_key_hash(f, key, klen), b = bucket_index(t, h);
+	const struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	const struct fib_slot *s;
 
+	if ((s = bucket_find_long(f, bk, key, klen)) || (s = bucket_find_long(f, bk2, key, klen)))
+		return s;
+	if (!bucket_full(bk) || !bucket_full(bk2))
+		return NULL;
 	for (;;) {
-		const struct fib_bucket *bk = &t->buckets[b];
-		for (int j = 0; j < 2; j++) {
-			const struct fib_slot *s = &bk->s[j];
-			uint8_t l = __atomic_load_n(&s->klen, __ATOMIC_ACQUIRE);
-			if (l == klen && memcmp(s->key, key, KEY_LONG_PREFIX) == 0 &&
-			    memcmp(long_key(f, s), key, klen) == 0)
-				return s;
-		}
-		if (__atomic_load_n(&bk->s[1].klen, __ATOMIC_RELAXED) == KEY_EMPTY)
-			return NULL;
 		if (++b == t->nbuckets)
 			b = 0;
+		bk = &t->buckets[b];
+		if ((s = bucket_find_long(f, bk, key, klen)))
+			return s;
+		if (!bucket_full(bk))
+			return NULL;
 	}
 }
 
@@ -497,7 +551,7 @@ static ALWAYS_INLINE bool fast_result(const struct fib *f, const struct fib_slot
 	return true;
 }
 
-/* The fast path's key was not in its home bucket: probe on from there. */
+/* The fast path did not answer (a key past its two buckets, a tie, not a leaf): the full probe. */
 static __attribute__((noinline)) bool lookup_probe_on(const struct fib *f, const struct name *q,
 						      struct fib_result *res)
 {
@@ -512,13 +566,13 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 {
 	/*
 	 * The common case, www.<name>.<tld> with <name>.<tld> a routed leaf
-	 * in its home bucket, needs only where the next-to-last label starts
-	 * (no offset array, no label count: second stays NO_LABEL with fewer
-	 * than two labels, and is 0 with exactly two) and one bucket.  It is
-	 * kept a leaf that tail-calls everything else and holds few values
-	 * (the suffix's place goes into res at once; every other path
-	 * overwrites it), so it saves no registers: fewer instructions per
-	 * lookup let more lookups wait on their cache misses at once.
+	 * in one of its two buckets, needs only where the next-to-last label
+	 * starts (no offset array, no label count: second stays NO_LABEL with
+	 * fewer than two labels, and is 0 with exactly two) and the two
+	 * buckets.  It is kept a leaf that tail-calls everything else and
+	 * holds few values (the suffix's place goes into res at once; every
+	 * other path overwrites it): fewer instructions per lookup let more
+	 * lookups wait on their cache misses at once.
 	 */
 	enum { NO_LABEL = 0x100 };
 	unsigned p = 0, last = NO_LABEL, second = NO_LABEL, len;
@@ -534,14 +588,20 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 	res->suffix_labels = DEPTH_START;
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 	struct key_words k = short_key_words(q->wire + second, klen);
-	const struct fib_bucket *bk = &t->buckets[bucket_index(t, short_key_hash(f, &k))];
-	/* at the table's load ~71% of keys are in their home bucket, ~17% in the next two */
-	__builtin_prefetch(bk + 1);
-	__builtin_prefetch(bk + 2);
-	/* pick the slot by its first word, then check it whole (a rare tie goes the long way) */
+	uint64_t h = short_key_hash(f, &k);
+	const struct fib_bucket *bk = &t->buckets[bucket_index(t, h)], *bk2 = &t->buckets[bucket_other(t, h)];
+	/*
+	 * 97-99% of keys are in one of their two buckets, fetched at once.
+	 * Pick the slot by its first word without a branch, then check it
+	 * whole (a rare tie, or a key past both buckets, goes the long way).
+	 */
 	const struct fib_slot *s = &bk->s[0];
-	if (__atomic_load_n(&s->words[0], __ATOMIC_ACQUIRE) != k.w[0])
+	if (__atomic_load_n(&bk->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
 		s = &bk->s[1];
+	if (__atomic_load_n(&bk2->s[0].words[0], __ATOMIC_ACQUIRE) == k.w[0])
+		s = &bk2->s[0];
+	if (__atomic_load_n(&bk2->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
+		s = &bk2->s[1];
 	if (__builtin_expect(slot_diff(s, &k) == 0, 1) && fast_result(f, s, res))
 		return true;
 	return lookup_probe_on(f, q, res);
@@ -764,22 +824,147 @@ static uint64_t key_hash(const struct fib *f, const uint8_t *key, unsigned klen)
 	return short_key_hash(f, &k);
 }
 
+static unsigned bucket_free(const struct fib_bucket *bk)
+{
+	return (bk->s[0].klen == KEY_EMPTY) + (bk->s[1].klen == KEY_EMPTY);
+}
+
+/* A bucket's slots fill in order and never turn empty again: it has room while its second is empty. */
+static inline bool bucket_room(const struct fib_bucket *bk)
+{
+	return bk->s[1].klen == KEY_EMPTY;
+}
+
+/* The first empty slot from bucket b on (both of a key's buckets were full). */
+static struct fib_slot *probe_free_slot(struct fib_table *t, uint64_t b)
+{
+	struct fib_bucket *bk = &t->buckets[b];
+	while (!bucket_room(bk)) {
+		if (++b == t->nbuckets)
+			b = 0;
+		bk = &t->buckets[b];
+	}
+	return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
+}
+
 /*
- * First empty slot on the probe path.  Tombstones are never reused within
- * a table: a reader may still be comparing the key a tombstone held, and
- * a slot that never turns empty again keeps "empty ends the probe" true.
+ * Where a new key goes in the live table: the emptier of its two buckets
+ * (the first on a tie), or when both are full, the first empty slot on from
+ * the first bucket.  Keys never move in a table readers see.  Tombstones
+ * are never reused within a table: a reader may still be comparing the key
+ * a tombstone held, and slots that never turn empty again keep true what
+ * find_short concludes from a bucket not being full.
  */
 static struct fib_slot *table_free_slot(struct fib_table *t, uint64_t h)
 {
 	uint64_t b = bucket_index(t, h);
-	for (;;) {
-		struct fib_bucket *bk = &t->buckets[b];
-		for (int j = 0; j < 2; j++)
-			if (bk->s[j].klen == KEY_EMPTY)
-				return &bk->s[j];
-		if (++b == t->nbuckets)
-			b = 0;
+	struct fib_bucket *bk = &t->buckets[b], *bk2 = &t->buckets[bucket_other(t, h)];
+	unsigned free1 = bucket_free(bk), free2 = bucket_free(bk2);
+
+	if (free1 | free2) {
+		if (free1 < free2)
+			bk = bk2;
+		return bk->s[0].klen == KEY_EMPTY ? &bk->s[0] : &bk->s[1];
 	}
+	return probe_free_slot(t, b);
+}
+
+/*
+ * Where a key goes in a table being rebuilt, which no reader sees yet, so
+ * keys may still move: when both of its buckets are full, one of the four
+ * keys there moves to its own other bucket if that has room, else one of
+ * them is pushed out at random and takes the same road (cuckoo hashing).
+ * Below a load of about 0.9 that puts nearly every key in one of its two
+ * buckets; a walk that does not end soon leaves its last key to
+ * probe_free_slot, and a key placed that way is never moved again (its
+ * buckets are full, as lookups assume when they probe on).
+ *
+ * Each slot of the new table notes meanwhile where its key's other bucket
+ * is (struct rebuild's alt: the distance d of bucket_second, and which of
+ * the two the key is in), so looking at a key in the way, or moving it,
+ * needs no hash: the hashes of the keys in the way were most of the cost
+ * of a rebuild.
+ */
+#define REBUILD_WALK 32
+#define ALT_SECOND   0x100u     /* the key is in its second bucket */
+#define ALT_NONE     0xffffu    /* in neither of its own: it stays */
+
+struct rebuild {
+	struct fib_table *t;
+	uint16_t *alt;          /* per slot of t */
+};
+
+/* Into bucket b, which has room; alt says where the key's other bucket is. */
+static void rebuild_put(struct rebuild *r, uint64_t b, const struct fib_slot *src, unsigned alt)
+{
+	struct fib_bucket *bk = &r->t->buckets[b];
+	unsigned j = bk->s[0].klen != KEY_EMPTY;
+	bk->s[j] = *src;
+	r->alt[2 * b + j] = (uint16_t)alt;
+}
+
+/* The other bucket of the key whose alt is a, in bucket b. */
+static inline uint64_t alt_bucket(const struct fib_table *t, uint64_t b, unsigned a)
+{
+	unsigned d = a & (OTHER_WINDOW - 1);
+	if (!(a & ALT_SECOND))
+		return bucket_second(t, b, d);
+	return b >= 1 + d ? b - 1 - d : b + t->nbuckets - 1 - d;
+}
+
+/* Places a key whose buckets are first and bucket_second(first, d); seed drives the walk's choices. */
+static void rebuild_place(struct rebuild *r, const struct fib_slot *src, uint64_t first, unsigned d, uint64_t seed)
+{
+	struct fib_table *t = r->t;
+	struct fib_slot cur = *src;
+	uint64_t b[2] = { first, bucket_second(t, first, d) };
+
+	for (int step = 0;; step++) {
+		unsigned free0 = bucket_free(&t->buckets[b[0]]), free1 = bucket_free(&t->buckets[b[1]]);
+		if (free0 | free1) {
+			unsigned side = free0 < free1;
+			rebuild_put(r, b[side], &cur, d | (side ? ALT_SECOND : 0));
+			return;
+		}
+		if (step == REBUILD_WALK)
+			break;
+		uint64_t ob[4];
+		for (int i = 0; i < 4; i++) {
+			uint64_t vb = b[i >> 1];
+			unsigned a = r->alt[2 * vb + (i & 1)];
+			if (a == ALT_NONE) {
+				ob[i] = UINT64_MAX;
+				continue;
+			}
+			ob[i] = alt_bucket(t, vb, a);
+			if (bucket_room(&t->buckets[ob[i]])) {
+				struct fib_slot *vs = &t->buckets[vb].s[i & 1];
+				rebuild_put(r, ob[i], vs, a ^ ALT_SECOND);
+				*vs = cur;
+				r->alt[2 * vb + (i & 1)] = (uint16_t)(d | (i >> 1 ? ALT_SECOND : 0));
+				return;
+			}
+		}
+		/* none has room: push one out at random */
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		int i = (int)(seed >> 62);
+		if (ob[i] == UINT64_MAX && ob[i ^= 1] == UINT64_MAX && ob[i ^= 3] == UINT64_MAX &&
+		    ob[i ^= 1] == UINT64_MAX)
+			break;
+		uint64_t vb = b[i >> 1];
+		struct fib_slot *vs = &t->buckets[vb].s[i & 1];
+		unsigned a = r->alt[2 * vb + (i & 1)];
+		struct fib_slot victim = *vs;
+		*vs = cur;
+		r->alt[2 * vb + (i & 1)] = (uint16_t)(d | (i >> 1 ? ALT_SECOND : 0));
+		cur = victim;
+		d = a & (OTHER_WINDOW - 1);
+		b[0] = a & ALT_SECOND ? ob[i] : vb;
+		b[1] = a & ALT_SECOND ? vb : ob[i];
+	}
+	struct fib_slot *s = probe_free_slot(t, b[0]);
+	*s = cur;
+	r->alt[s - &t->buckets[0].s[0]] = ALT_NONE;
 }
 
 /* Copies a slot in, publishing it last. */
@@ -809,27 +994,49 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 	if (!t)
 		return -1;
 	if (old) {
+		struct rebuild r = { t, malloc(nbuckets * 2 * sizeof(uint16_t)) };
+		if (!r.alt) {
+			bigtable_free(t, t->bytes);
+			return -1;
+		}
 		/* a group of slots at a time: hashed and their new buckets fetched, then placed */
 		enum { GROUP = 16 };
 		const struct fib_slot *g[GROUP];
-		uint64_t h[GROUP];
-		unsigned n = 0;
-		for (uint64_t b = 0; b <= old->nbuckets; b++) {
-			for (int j = 0; j < 2 && b < old->nbuckets; j++) {
-				const struct fib_slot *s = &old->buckets[b].s[j];
+		uint64_t h[GROUP], first[GROUP];
+		const struct fib_slot *s = &old->buckets[0].s[0], *end = s + 2 * old->nbuckets;
+		while (s < end) {
+			unsigned n = 0;
+			for (; n < GROUP && s < end; s++) {
 				if (s->klen == KEY_EMPTY || s->klen == KEY_TOMB)
 					continue;
 				g[n] = s;
 				h[n] = key_hash(f, slot_key(f, s), s->klen);
-				__builtin_prefetch(&t->buckets[bucket_index(t, h[n])], 1);
+				first[n] = bucket_index(t, h[n]);
+				__builtin_prefetch(&t->buckets[first[n]], 1);
 				n++;
 			}
-			if (n > GROUP - 2 || b == old->nbuckets) {
-				for (unsigned k = 0; k < n; k++)
-					slot_publish(table_free_slot(t, h[k]), g[k]);
-				n = 0;
+			/*
+			 * A key goes to its first bucket if that has room: the
+			 * old table's order is nearly the new one's, so those
+			 * fetches stream.  The others' second buckets are
+			 * fetched for all of them, then they are placed.
+			 */
+			unsigned nrest = 0;
+			for (unsigned k = 0; k < n; k++) {
+				unsigned d = (unsigned)(h[k] & (OTHER_WINDOW - 1));
+				if (bucket_room(&t->buckets[first[k]])) {
+					rebuild_put(&r, first[k], g[k], d);
+					continue;
+				}
+				__builtin_prefetch(&t->buckets[bucket_second(t, first[k], d)], 1);
+				g[nrest] = g[k];
+				h[nrest] = h[k];
+				first[nrest++] = first[k];
 			}
+			for (unsigned k = 0; k < nrest; k++)
+				rebuild_place(&r, g[k], first[k], (unsigned)(h[k] & (OTHER_WINDOW - 1)), h[k]);
 		}
+		free(r.alt);
 	}
 	__atomic_store_n(&f->table, t, __ATOMIC_RELEASE);
 	f->slots_tomb = 0;
@@ -1473,9 +1680,10 @@ static void prefetch_node(const struct fib *f, const struct name *nm)
 {
 	if (nm->len <= 1)
 		return;
-	const struct fib_bucket *bk = &f->table->buckets[bucket_index(f->table, key_hash(f, nm->wire, nm->len - 1u))];
-	__builtin_prefetch(bk, 1);
-	__builtin_prefetch(bk + 1, 1);
+	const struct fib_table *t = f->table;
+	uint64_t h = key_hash(f, nm->wire, nm->len - 1u);
+	__builtin_prefetch(&t->buckets[bucket_index(t, h)], 1);
+	__builtin_prefetch(&t->buckets[bucket_other(t, h)], 1);
 }
 
 static int members_apply(struct fib *f, uint32_t agg, const struct name *members, size_t count,

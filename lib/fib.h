@@ -5,9 +5,10 @@
  *
  * A node is a 32-byte slot holding its key (wire bytes up to the root,
  * inline up to 23 bytes), its entry and its child count.  A lookup hashes
- * the query's last two labels and probes once; it goes one label deeper
- * only when that node has children, and shallower only when that suffix
- * does not exist, so the common name costs one probe and one cache line.
+ * the query's last two labels and probes once (the key's two buckets,
+ * fetched together); it goes one label deeper only when that node has
+ * children, and shallower only when that suffix does not exist, so the
+ * common name costs one probe and two cache lines read at once.
  *
  * A node's entry is a tagged 32-bit reference: the name's own route set,
  * the aggregate it belongs to (paper, Figure 5: the member points at the

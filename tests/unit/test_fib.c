@@ -627,9 +627,10 @@ static void long_labels_are_told_apart(void **state)
 }
 
 /*
- * The fast path picks a bucket's slot by its first key word (length and
- * first seven bytes) and leaves ties and keys past their home bucket to the
- * full probe.  Thousands of names alike in that word make both happen.
+ * The fast path picks one of its two buckets' four slots by its first key
+ * word (length and first seven bytes) and leaves ties and keys past both
+ * buckets to the full probe.  Thousands of names alike in that word make
+ * both happen.
  */
 static void names_alike_in_their_first_word_are_told_apart(void **state)
 {
@@ -649,6 +650,82 @@ static void names_alike_in_their_first_word_are_told_apart(void **state)
 		assert_string_equal(lookup_addr(f, query + 4, buf), addr);
 	}
 	assert_string_equal(lookup_addr(f, "www.sharedp99999.com", buf), "");
+}
+
+/*
+ * A table past a million names runs at its full load (0.82-0.90): rebuilds
+ * move keys between their two buckets, a few keys sit past both, and an
+ * absent name's probe goes on past full buckets.  Every name must still be
+ * found with its own route, through tombstones and growth, short keys and
+ * long ones (kept outside the slot) alike.
+ */
+static void name_of(char *text, size_t size, const char *prefix, unsigned i)
+{
+	if (i % 997 == 0)       /* a key longer than a slot holds */
+		snprintf(text, size, "%sa-label-longer-than-a-slot-holds-%u.com", prefix, i);
+	else
+		snprintf(text, size, "%sn%u.com", prefix, i);
+}
+
+/* names below `deleted` that are multiples of 3 were deleted */
+static void check_full_table(struct fib *f, unsigned count, unsigned deleted)
+{
+	char text[96];
+	for (unsigned i = 0; i < count; i++) {
+		name_of(text, sizeof(text), "www.", i);
+		struct name q = N(text);
+		struct fib_result res;
+		bool found = fib_lookup_longest_suffix(f, &q, &res);
+		bool want = i >= deleted || i % 3 != 0;
+		uint16_t v = (uint16_t)(i % 4099);
+		if (found != want)
+			fail_msg("%s: found %d, want %d", text, found, want);
+		if (found && (res.nsets != 1 || res.suffix_offset != 4 ||
+			      memcmp(&res.sets[0]->routes[0].addr[1], &v, 2) != 0))
+			fail_msg("%s: wrong route", text);
+		name_of(text, sizeof(text), "absent.", i);
+		q = N(text);
+		if (i % 16 == 0 && fib_lookup_exact(f, &q, &res))
+			fail_msg("%s: found", text);
+	}
+}
+
+static void a_full_table_finds_every_name(void **state)
+{
+	struct fib *f = *state;
+	enum { COUNT = 1680000, MORE = 150000 };
+	char text[96];
+	struct route r = server("10.0.0.0");
+
+	for (unsigned i = 0; i < COUNT; i++) {
+		name_of(text, sizeof(text), "", i);
+		struct name n = N(text);
+		uint16_t v = (uint16_t)(i % 4099);
+		memcpy(&r.addr[1], &v, 2);
+		assert_int_equal(fib_set_routes(f, &n, &r, 1), FIB_OK);
+		if (i % 4096 == 0)
+			rcu_quiescent_state();
+	}
+	struct fib_stats st;
+	fib_get_stats(f, &st);
+	assert_true((double)st.nodes / (double)st.table_slots > 0.86);
+	check_full_table(f, COUNT, 0);
+	/* tombstones, then growth past them: rebuilds drop them and move keys again */
+	for (unsigned i = 0; i < COUNT; i += 3) {
+		name_of(text, sizeof(text), "", i);
+		struct name n = N(text);
+		assert_int_equal(fib_delete(f, &n), FIB_OK);
+	}
+	check_full_table(f, COUNT, COUNT);
+	for (unsigned i = COUNT; i < COUNT + MORE; i++) {
+		name_of(text, sizeof(text), "", i);
+		struct name n = N(text);
+		uint16_t v = (uint16_t)(i % 4099);
+		memcpy(&r.addr[1], &v, 2);
+		assert_int_equal(fib_set_routes(f, &n, &r, 1), FIB_OK);
+	}
+	check_full_table(f, COUNT + MORE, COUNT);
+	fib_barrier(f);
 }
 
 /* Random inserts, deletes and overwrites against a plain array model. */
@@ -725,6 +802,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(long_labels_are_told_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(names_alike_in_their_first_word_are_told_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(random_operations_match_a_model, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_full_table_finds_every_name, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fib", tests, NULL, NULL);
 	rcu_unregister_thread();
