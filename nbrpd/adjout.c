@@ -164,7 +164,7 @@ void packer_withdraw(const struct rib_entry *e)
 
 void packer_origin_withdrawals(const struct rib_entry *e)
 {
-	if (pk.sign_for || entry_is_aggregate(e))
+	if (pk.sign_for)
 		return;                 /* a signed peer would not take them on our word */
 	size_t n;
 	const struct origin_wd_item *it = origin_wd_for(&pk.r->owd, e, &n);
