@@ -5,9 +5,13 @@
  * The epoch is sent a slice of names per loop turn; changes go out
  * meanwhile too (inrpd applies them to the FIB it is building, and a
  * name's slice sends what it is when the walk gets there).
- * After nbrpd starts, the first epoch waits until the RIB is ready (every
- * peer sent END-OF-RIB, or fib-sync-wait ran out): until then inrpd keeps
- * answering from the FIB the previous nbrpd left it (graceful restart).
+ * An epoch begins as soon as inrpd is there, but it ends (SyncEnd) only
+ * once the RIB is ready (every peer sent END-OF-RIB, or fib-sync-wait ran
+ * out): until then inrpd keeps answering from the FIB the previous nbrpd
+ * left it (graceful restart), and builds the new one from the changes as
+ * nbrpd learns them.  (Beginning at ready instead meant walking a RIB of
+ * 30M names in one go after the peers sent them: 25 s, most of the time
+ * inrpd took to have them all.)
  * When inrpd is not there, changes are dropped: the next connection
  * starts with a full sync, which is also what inrpd expects after either
  * side restarts.
@@ -49,6 +53,7 @@ struct fibpush {
 	bool connected;
 	bool synced;                    /* this connection's full sync began */
 	bool syncing;                   /* ... and is still being sent */
+	bool sync_open;                 /* ... and its SyncEnd was not sent */
 	void *sync_state;               /* the table callback's */
 	uv_idle_t sync_idle;            /* a slice each loop turn while syncing */
 	bool ready;                     /* the RIB is worth sending */
@@ -86,10 +91,10 @@ static void disconnect(struct fibpush *f, const char *why)
 	uv_close((uv_handle_t *)f->pipe, pipe_closed);
 	f->pipe = NULL;
 	f->connected = false;
-	f->synced = false;
+	f->synced = f->sync_open = false;
+	uv_idle_stop(&f->sync_idle);
 	if (f->syncing) {
 		f->syncing = false;
-		uv_idle_stop(&f->sync_idle);
 		f->table(f->table_arg, f, &f->sync_state, 0);
 		f->sync_state = NULL;
 	}
@@ -283,6 +288,19 @@ void fibpush_members_end(struct fibpush *f)
 	f->mem_replace = false;
 }
 
+static void sync_end(struct fibpush *f)
+{
+	f->sync_open = false;
+	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
+	Crfib__SyncEnd e = CRFIB__SYNC_END__INIT;
+	e.epoch = f->epoch;
+	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_END;
+	m.sync_end = &e;
+	send_message(f, &m);
+	f->syncs++;
+	log_info("fib-channel %s: epoch %llu sent", f->path, (unsigned long long)f->epoch);
+}
+
 static void sync_slice(uv_idle_t *h)
 {
 	struct fibpush *f = h->data;
@@ -295,20 +313,24 @@ static void sync_slice(uv_idle_t *h)
 	f->syncing = false;
 	f->sync_state = NULL;
 	uv_idle_stop(&f->sync_idle);
-	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
-	Crfib__SyncEnd e = CRFIB__SYNC_END__INIT;
-	e.epoch = f->epoch;
-	m.body_case = CRFIB__FIB_MESSAGE__BODY_SYNC_END;
-	m.sync_end = &e;
-	send_message(f, &m);
-	f->syncs++;
-	log_info("fib-channel %s: epoch %llu sent", f->path, (unsigned long long)f->epoch);
+	if (f->ready)
+		sync_end(f);
+}
+
+static void end_slice(uv_idle_t *h)
+{
+	struct fibpush *f = h->data;
+	uv_idle_stop(&f->sync_idle);
+	if (f->sync_open && !f->syncing && f->ready) {
+		fibpush_flush(f);
+		sync_end(f);
+	}
 }
 
 static void full_sync(struct fibpush *f)
 {
 	f->synced = true;               /* changes go out from now on, beside the slices */
-	f->syncing = true;
+	f->syncing = f->sync_open = true;
 	f->sync_state = NULL;
 	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
 	Crfib__SyncBegin b = CRFIB__SYNC_BEGIN__INIT;
@@ -356,8 +378,7 @@ static void on_connect(uv_connect_t *req, int status)
 	f->wq.failed = on_write_failed;
 	log_info("fib-channel %s: connected to inrpd", f->path);
 	uv_read_start((uv_stream_t *)f->pipe, on_alloc, on_read);
-	if (f->ready)
-		full_sync(f);
+	full_sync(f);
 }
 
 static void connect_now(struct fibpush *f)
@@ -423,8 +444,9 @@ void fibpush_ready(struct fibpush *f)
 	if (f->ready)
 		return;
 	f->ready = true;
-	if (f->connected && !f->synced)
-		full_sync(f);
+	/* the end at the next turn: after the flush of this one (the END-OF-RIB's UPDATEs) */
+	if (f->sync_open && !f->syncing)
+		uv_idle_start(&f->sync_idle, end_slice);
 }
 
 bool fibpush_connected(const struct fibpush *f)

@@ -157,6 +157,38 @@ def test_a_peer_that_stops_reading_costs_bounded_memory_and_is_ended_by_its_hold
         kill_all([src])
 
 
+def test_inrpd_builds_the_new_fib_while_peers_send_their_tables_and_serves_it_at_end_of_rib(nbrpd_factory,
+                                                                                           inrpd_factory, tmp_path):
+    """The epoch begins when inrpd is there and takes the routes as nbrpd learns them; it is
+    put in service when every peer sent END-OF-RIB, with nothing sent again then."""
+    base = f"127.8.{random.randint(1, 250)}"
+    chan, ctl = tmp_path / "fib.sock", tmp_path / "inrpd.ctl"
+    inrpd_factory(f'fib-channel "{chan}";\ncontrol "{ctl}";\n')
+    n = router(nbrpd_factory, "dut", f"{base}.1", [("x", f"{base}.9")],
+               f'hold-time 30s;\nfib-channel "{chan}";\nfib-sync-wait 600s;\n')
+    fib = lambda: fib_status(ctl)   # noqa: E731
+    wait_for(lambda: fib()["connected"] and fib()["syncing"], 20, "an epoch to begin at once")
+    p = nc.Peer(f"{base}.1", 1790, f"{base}.9")
+    try:
+        p.send(nc.open_msg("x"))
+        assert p.recv_until(nc.OPEN) is not None
+        p.send(nc.keepalive())
+        names = [f"n{i}.early" for i in range(3000)]
+        p.send(nc.update(routes=[nc.route(names, "192.0.2.7", 53, ["x"])]))
+        wait_for(lambda: n.json("show", "status")["names"] == 3000, 20, "the names in nbrpd")
+        wait_for(lambda: fib()["updates"] >= 1, 20, "the names on their way to the FIB being built")
+        st = fib()
+        assert st["syncing"] and not st["in_service"] and st["syncs"] == 0
+        updates = st["updates"]
+        p.send(nc.end_of_rib())
+        wait_for(lambda: fib()["syncs"] == 1, 20, "the epoch in service")
+        st = fib()
+        assert st["names"] == 3000 and st["in_service"] and not st["syncing"]
+        assert st["updates"] == updates             # no walk of the table sent them again
+    finally:
+        p.close()
+
+
 def test_a_big_table_reaches_inrpd_in_slices_and_changes_during_the_sync_are_not_lost(nbrpd_factory,
                                                                                       inrpd_factory, tmp_path):
     names = 50000 if SANITIZED else 300000
