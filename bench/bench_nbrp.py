@@ -512,6 +512,8 @@ def main():
     ap.add_argument("--signed-names", type=int, default=20_000, help="signed routes, one name each")
     ap.add_argument("--signed-sinks", type=int, default=2, help="K sinks the signed routes are passed on to")
     ap.add_argument("--set-names", type=int, default=1024, help="names per signed set (re-advertisement)")
+    ap.add_argument("--readvert-names", type=int, default=1_000_000,
+                    help="names of the name-set, re-advertisement and unsigned phases of --signed")
     ap.add_argument("--signed-aggs", type=int, default=20, help="signed aggregates (bench/bench_nbrp_signed_agg.py)")
     ap.add_argument("--signed-agg-size", type=int, default=15_000, help="names per signed aggregate")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
