@@ -466,12 +466,26 @@ void rde_peer_remove(struct rde_peer *p)
 		free(p);
 }
 
+void rde_peer_eor(struct rde_peer *p)
+{
+	if (!p->eor_owed || p->hops_pending || !p->up)
+		return;
+	p->eor_owed = false;
+	struct wq_buf *eor = adjout_end_of_rib();
+	if (eor) {
+		p->rde->ops.send(p->rde->ops.arg, p->owner, eor);
+		wq_buf_put(eor);
+	}
+}
+
 void rde_peer_up(struct rde_peer *p)
 {
 	struct rde *r = p->rde;
 	cancel_peer_jobs(r, p);
 	p->up = true;
 	p->max_warned = false;
+	p->eor_owed = false;
+	p->hops_pending = 0;
 	p->dumping = true;
 	rib_cursor_start(&r->rib, &p->dump);
 	job_new(r, JOB_DUMP, p);
@@ -1077,11 +1091,9 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 			return seen;
 		if (j->kind == JOB_DUMP) {
 			p->dumping = false;
-			struct wq_buf *eor = adjout_end_of_rib();
-			if (eor) {
-				r->ops.send(r->ops.arg, p->owner, eor);
-				wq_buf_put(eor);
-			}
+			/* names waiting for our signature are part of the table: they go first */
+			p->eor_owed = true;
+			rde_peer_eor(p);
 		} else {
 			p->reexporting = false;
 			free(p->export_old.rules);

@@ -1006,8 +1006,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, co
 
 static void on_kick(uv_timer_t *t);
 
-/* Our hop h is to be signed (again); set: a name set's, whose names are sent when it is. */
-static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set)
+/* Our hop h for peer p is to be signed (again); set: a name set's, whose names are sent when it is. */
+static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set, struct rde_peer *p)
 {
 	if (s->nasked == s->asked_cap) {
 		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
@@ -1018,6 +1018,8 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *s
 		s->asked_cap = cap;
 	}
 	h->pending = true;
+	if (p)
+		p->hops_pending++;
 	if (set && !h->set) {
 		h->set = (struct sig_set *)set;
 		h->set->refs++;
@@ -1068,7 +1070,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	if (!h)
 		return 0;
 	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
-		hop_request(s, h, rdesig_set_of(s->rde, e, a));
+		hop_request(s, h, rdesig_set_of(s->rde, e, a), to);
 	if (!h->have || h->w.expiry <= now)
 		return -1;
 	out[0] = &h->pb;
@@ -1147,12 +1149,17 @@ static void on_signed(struct attest_sign_batch *b)
 			struct hop *h = run->hops[k];
 			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
 				continue;
-			if (p)
+			if (p) {
 				resend_hop(s, p, h);
+				if (p->hops_pending)
+					p->hops_pending--;
+			}
 			h->pending = false;
 		}
-		if (p)
+		if (p) {
 			packer_end();
+			rde_peer_eor(p);
+		}
 	}
 	free(b->req);
 	free(run->hops);
@@ -1171,6 +1178,9 @@ static void on_kick(uv_timer_t *t)
 		free(run);
 		for (size_t i = 0; i < n; i++) {
 			s->asked[i]->pending = false;   /* asked again at the next export */
+			struct rde_peer *p = peer_of_key(s, s->asked[i]->target);
+			if (p && p->hops_pending && !--p->hops_pending)
+				rde_peer_eor(p);        /* its table without those names: it is told them later */
 		}
 		s->nasked = 0;
 		return;
@@ -1249,7 +1259,7 @@ static void sweep(struct rdesig *s)
 			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
 					     ? peer_of_key(s, h->target) : NULL;
 			if (p && hop_in_use(s, h))
-				hop_request(s, h, NULL);
+				hop_request(s, h, NULL, p);
 			pp = &h->next;
 		}
 	}

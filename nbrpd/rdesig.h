@@ -67,6 +67,8 @@ void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt);
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
 /* Checks a signed route again with its new state (rde.c). */
 void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
+/* END-OF-RIB to p if its dump is done and none of its names waits for our signature (rde.c). */
+void rde_peer_eor(struct rde_peer *p);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */
 void rdesig_peer_down(struct rde_peer *p);
 

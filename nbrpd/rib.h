@@ -57,6 +57,8 @@ struct rde_peer {
 	bool up;                        /* established: told routes */
 	bool max_warned;
 	bool dumping;                   /* its table is being sent (cursor `dump`) */
+	bool eor_owed;                  /* the dump is done; END-OF-RIB waits for hops_pending */
+	uint32_t hops_pending;          /* our hop signatures for it being made (rdesig.c) */
 	bool reexporting;               /* a new export policy is being applied (cursor `reexport`) */
 	struct rib_cursor dump, reexport;
 	struct nbrpd_policy import, export;

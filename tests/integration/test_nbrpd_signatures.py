@@ -397,6 +397,40 @@ def test_a_name_set_is_verified_once_and_passed_on_packed(inrpd_factory, nbrpd_f
     z.close()
 
 
+def test_end_of_rib_comes_after_the_routes_that_wait_for_our_signature(nbrpd_factory, tmp_path):
+    """A new signed peer's table is complete at END-OF-RIB (a restarting peer sweeps what it was
+    not told by then), also for the names whose hop for it the workers are still signing."""
+    fed = Fed(tmp_path)
+    fed.write_trust([(GOOD, fed.keys["r1"])])
+    z_addr, r1_addr = unique_addrs(2)
+    port, dns_port = free_port(r1_addr), free_port(r1_addr)
+    names = [f"n{i}.{GOOD}" for i in range(20)] + [f"alone{i}.example" for i in range(20)]
+    n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
+                      f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
+                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n'
+                      + "".join(f'content "{x}" {{ server {SERVER_FAR}; }}\n' for x in names))
+    z = nc.Peer(r1_addr, port, z_addr)
+    try:
+        z.send(nc.open_msg("z"))
+        assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+        z.send(nc.keepalive())
+        heard = set()
+        while True:
+            m = z.recv()
+            assert m is not None, f"closed before END-OF-RIB, heard {len(heard)}"
+            if m[0] == nc.END_OF_RIB:
+                break
+            if m[0] == nc.UPDATE:
+                for k, v in m[1]:
+                    if k == 2:
+                        assert st.verify(v, fed.keys, fed.keys["z"])["path"] == ["r1"]
+                        heard |= {nc.text_name(w) for kk, w in nc.fields(v) if kk == 1}
+        assert heard == {f"{x}." for x in names}
+        assert n.json("show", "status")["hops_signed"] >= 21      # the set's and one a lone name
+    finally:
+        z.close()
+
+
 def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
     """r1 originates three names as one signed set (one origin signature, one hop for z);
     a reload that adds a name re-signs that set only; z checks what it gets with sigtest."""
