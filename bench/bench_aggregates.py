@@ -51,7 +51,7 @@ import dns.rcode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_aggxfr import free_port, gen_names, kdig_axfr, nsd_config, wait_serving  # noqa: E402
-from bench_nbrp import wait_until  # noqa: E402
+from bench_nbrp import binaries, wait_until  # noqa: E402
 
 AGG = "hosted.bench"
 SERVER = "127.0.0.99"
@@ -211,9 +211,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the routers' files and logs")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
-    args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
-    args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
-    args.inrpd = os.path.join(args.build, "inrpd", "inrpd")
+    binaries(args)
     work = tempfile.mkdtemp(prefix="bench-aggregates-")
     names = gen_names(args.names, args.seed)
     pct = args.names // 100

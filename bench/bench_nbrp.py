@@ -77,6 +77,14 @@ BASE = "127.0.6"            # addresses: .1 router, .9 source, .11.. sinks
 BIRD_BASE = "127.0.7"       # .1 origin, .2 router under test, .11.. sinks
 
 
+def binaries(args):
+    """The programs under test, from args.build."""
+    args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
+    args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
+    args.inrpd = os.path.join(args.build, "inrpd", "inrpd")
+    args.updgen = os.path.join(args.build, "updgen", "nbrp-updgen")
+
+
 def wait_until(cond, timeout, what, interval=0.01):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -518,9 +526,7 @@ def main():
     ap.add_argument("--signed-agg-size", type=int, default=15_000, help="names per signed aggregate")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
-    args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
-    args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
-    args.updgen = os.path.join(args.build, "updgen", "nbrp-updgen")
+    binaries(args)
     args.bird = shutil.which("bird") or "/usr/sbin/bird"
     if not os.path.exists(args.bird):
         sys.exit("bench nbrp: bird2 is missing (scripts/setup installs it)")

@@ -92,7 +92,6 @@ def run_once(args, work, tag, k, signed, base):
 
 def run(args, work, wait_until, k):
     args.wait_until = wait_until
-    args.inrpd = getattr(args, "inrpd", None) or os.path.join(args.build, "inrpd", "inrpd")
     rates = {True: 0.0, False: 0.0}
     for i in range(args.repeat):
         for signed in (True, False):
@@ -109,7 +108,7 @@ if __name__ == "__main__":
     import argparse
     import shutil
     import tempfile
-    from bench_nbrp import wait_until
+    from bench_nbrp import binaries, wait_until
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--signed-aggs", type=int, default=20)
     ap.add_argument("--signed-agg-size", type=int, default=15_000)
@@ -117,9 +116,7 @@ if __name__ == "__main__":
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
-    args.nbrpd = os.path.join(args.build, "nbrpd", "nbrpd")
-    args.nbrc = os.path.join(args.build, "nbrpd", "nbrc")
-    args.updgen = os.path.join(args.build, "updgen", "nbrp-updgen")
+    binaries(args)
     work = tempfile.mkdtemp(prefix="bench-signed-agg-")
     try:
         print(json.dumps(run(args, work, wait_until, args.signed_sinks)))

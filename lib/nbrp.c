@@ -171,38 +171,17 @@ struct fast_update {
 	char *chars;
 };
 
-/* A varint of at most 5 bytes with no bit above 32 (protobuf-c reads those as this number). */
-static inline bool pb_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
-{
-	const uint8_t *p = *pp;
-	if (p < end && *p < 0x80) {
-		*v = *p;
-		*pp = p + 1;
-		return true;
-	}
-	uint32_t x = 0;
-	for (unsigned i = 0; i < 5 && p < end; i++) {
-		uint8_t c = *p++;
-		if (i == 4 && c > 0x0f)
-			return false;
-		x |= (uint32_t)(c & 0x7f) << (7 * i);
-		if (!(c & 0x80)) {
-			*pp = p;
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* A varint protobuf-c reads as this 64-bit number (at most 10 bytes, nothing above bit 63). */
-static bool pb_u64(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+/*
+ * A varint of at most `bytes` bytes whose last may be at most `last_max`:
+ * what protobuf-c reads as the same number of the field's width.
+ */
+static inline bool pb_varint(const uint8_t **pp, const uint8_t *end, unsigned bytes, uint8_t last_max, uint64_t *v)
 {
 	const uint8_t *p = *pp;
 	uint64_t x = 0;
-	for (unsigned i = 0; i < 10 && p < end; i++) {
+	for (unsigned i = 0; i < bytes && p < end; i++) {
 		uint8_t c = *p++;
-		if (i == 9 && c > 0x01)
+		if (i == bytes - 1 && c > last_max)
 			return false;
 		x |= (uint64_t)(c & 0x7f) << (7 * i);
 		if (!(c & 0x80)) {
@@ -212,6 +191,28 @@ static bool pb_u64(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 		}
 	}
 	return false;
+}
+
+/* A varint of at most 5 bytes with no bit above 32 (protobuf-c reads those as this number). */
+static inline bool pb_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
+{
+	const uint8_t *p = *pp;
+	if (p < end && *p < 0x80) {
+		*v = *p;
+		*pp = p + 1;
+		return true;
+	}
+	uint64_t x;
+	if (!pb_varint(pp, end, 5, 0x0f, &x))
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+/* A varint protobuf-c reads as this 64-bit number (at most 10 bytes, nothing above bit 63). */
+static bool pb_u64(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	return pb_varint(pp, end, 10, 0x01, v);
 }
 
 /* A length-delimited field's bytes. */

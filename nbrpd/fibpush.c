@@ -51,9 +51,8 @@ struct fibpush {
 	uv_connect_t connect_req;
 	uv_timer_t retry;
 	bool connected;
-	bool synced;                    /* this connection's full sync began */
-	bool syncing;                   /* ... and is still being sent */
-	bool sync_open;                 /* ... and its SyncEnd was not sent */
+	bool syncing;                   /* this connection's full sync is still being sent */
+	bool sync_open;                 /* ... or its SyncEnd was not */
 	void *sync_state;               /* the table callback's */
 	uv_idle_t sync_idle;            /* a slice each loop turn while syncing */
 	bool ready;                     /* the RIB is worth sending */
@@ -91,7 +90,7 @@ static void disconnect(struct fibpush *f, const char *why)
 	uv_close((uv_handle_t *)f->pipe, pipe_closed);
 	f->pipe = NULL;
 	f->connected = false;
-	f->synced = f->sync_open = false;
+	f->sync_open = false;
 	uv_idle_stop(&f->sync_idle);
 	if (f->syncing) {
 		f->syncing = false;
@@ -204,7 +203,7 @@ static void pending_set(struct pending_name *pn, const struct name *n, const str
 
 void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count)
 {
-	if (!f->synced)
+	if (!f->connected)
 		return;
 	pending_set(&f->pending[f->npending++], n, routes, count);
 	if (f->npending == CHUNK_NAMES)
@@ -213,7 +212,7 @@ void fibpush_name(struct fibpush *f, const struct name *n, const struct route *r
 
 void fibpush_aggregate(struct fibpush *f, const struct name *agg, const struct route *routes, unsigned count)
 {
-	if (!f->synced)
+	if (!f->connected)
 		return;
 	pending_set(&f->pending_aggs[f->npending_aggs++], agg, routes, count);
 	if (f->npending_aggs == CHUNK_AGGS)
@@ -269,7 +268,7 @@ void fibpush_members_begin(struct fibpush *f, const struct name *agg, const stru
 
 void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t len)
 {
-	if (!f->synced)
+	if (!f->connected)
 		return;
 	/* inrpd adds a Membership's members before it removes any: one kind per Update */
 	if (f->mem_len && (add != f->mem_add || f->mem_len + 1u + len > CHUNK_MEMBERS))
@@ -282,7 +281,7 @@ void fibpush_member(struct fibpush *f, bool add, const uint8_t *wire, uint8_t le
 
 void fibpush_members_end(struct fibpush *f)
 {
-	if (f->synced && (f->mem_len || f->mem_replace))
+	if (f->connected && (f->mem_len || f->mem_replace))
 		members_send(f);
 	f->mem_len = 0;
 	f->mem_replace = false;
@@ -329,8 +328,7 @@ static void end_slice(uv_idle_t *h)
 
 static void full_sync(struct fibpush *f)
 {
-	f->synced = true;               /* changes go out from now on, beside the slices */
-	f->syncing = f->sync_open = true;
+	f->syncing = f->sync_open = true;      /* changes go out from now on, beside the slices */
 	f->sync_state = NULL;
 	Crfib__FibMessage m = CRFIB__FIB_MESSAGE__INIT;
 	Crfib__SyncBegin b = CRFIB__SYNC_BEGIN__INIT;
