@@ -19,6 +19,9 @@
  *                                every type, so the router next to the
  *                                servers answers it
  *   routes, all excluded         SERVFAIL
+ *   no route, a router asking    SERVFAIL, INRP status "no route": it routed
+ *                                the name to us, so one of us is behind
+ *                                (routes converging); it asks again
  *   no route                     upstream resolvers, for clients in
  *                                allow-recursion; REFUSED otherwise
  *
@@ -80,6 +83,9 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(badcookie);
 	ADD(cached);
 	ADD(stale);
+	ADD(no_route);
+	ADD(hop_behind);
+	ADD(other_origin);
 #undef ADD
 }
 
@@ -358,6 +364,7 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 	for (unsigned i = 0; i < req->ncand; i++)
 		if (req->cand[i].kind == ROUTE_SERVER) {
 			resp.load_ms = req->cand[i].load_ms;
+			resp.origin = req->cand[i].origin;
 			break;
 		}
 	CNT_INC(cnt, local);
@@ -686,6 +693,11 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return INRPD_FORWARD;
 	}
 
+	if (req->client_inrp) {
+		CNT_INC(cnt, servfail);
+		CNT_INC(cnt, no_route);
+		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_NO_ROUTE, out, limit);
+	}
 	/* no route: ordinary DNS */
 	if (rt->nupstreams == 0)
 		return refuse(req, WHY_NO_UPSTREAM, out, limit, cnt);

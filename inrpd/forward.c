@@ -21,6 +21,16 @@
  * loop).  When none is left the client gets our SERVFAIL, with the INRP
  * status the last hop gave.  NXDOMAIN and NODATA are answers.
  *
+ * A hop out of step with our route while routes converge (INRP status
+ * no-route: it has none for a name it gave us a route for; or an answer
+ * from another origin than the one our route ends at, kept in its cache
+ * under its old route) is asked again after a pause (FWD_BEHIND_PAUSE_MS,
+ * doubling, FWD_BEHIND_WAITS times): its inrpd may be a few scheduler
+ * slices behind its nbrpd, which told us first.  Then its answer stands:
+ * a no-route is a failure like any other, another origin's answer goes to
+ * the client but not into the cache, where it would be served under our
+ * route for its whole TTL.
+ *
  * Time budget: a query has query-timeout (or what the previous router
  * granted, budget-ms in the INRP option) for all its attempts.  Each
  * attempt gets the remaining time divided by the alternates left, so a
@@ -103,6 +113,8 @@
 #define FWD_TIMEOUT_PENALTY_US  (60ull * 1000 * 1000)
 #define FWD_READS_PER_WAKE      64
 #define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
+#define FWD_BEHIND_PAUSE_MS     4       /* a hop behind us is asked again after this, doubling */
+#define FWD_BEHIND_WAITS        4       /* ... at most this many times: 60 ms in all */
 
 enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
 
@@ -146,6 +158,8 @@ struct fwd_pending {
 	bool asked;                     /* an attempt was sent: no probe for this query */
 	bool probing;                   /* the attempt in flight is a probe */
 	bool cookie_retried;            /* asked again after BADCOOKIE */
+	bool pausing;                   /* the deadline ends a pause, not an attempt: ask again */
+	uint8_t pauses;                 /* for hops behind us (FWD_BEHIND_WAITS) */
 	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
 	uint64_t end_us;                /* of the whole query */
@@ -679,6 +693,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->asked = false;
 	p->probing = false;
 	p->cookie_retried = false;
+	p->pausing = false;
+	p->pauses = 0;
 	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
 	p->rounds_left = req->fallback ? FWD_UPSTREAM_ROUNDS - 1 : 0;
@@ -759,6 +775,31 @@ static int answer_cookie(struct fwd_hop *h, const uint8_t *pkt, const struct dns
 }
 
 /* A checked answer for p, which is out of the heap: relayed, or asked again over TCP. */
+/*
+ * The hop is behind us (or ahead): it has no route for a name it gave us a
+ * route for, or answers from another origin than the one our route ends
+ * at.  Routes are converging, and its inrpd may be a few scheduler slices
+ * behind its nbrpd, which told us first: it is asked again after a pause,
+ * a few times, rather than the client getting a SERVFAIL or an answer the
+ * cache would keep under the wrong origin.  False: no more pauses, or no
+ * time for one.
+ */
+static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t now)
+{
+	uint64_t pause_us = (uint64_t)FWD_BEHIND_PAUSE_MS * 1000 << p->pauses;
+	if (p->pauses >= FWD_BEHIND_WAITS || now + pause_us >= p->end_us)
+		return false;
+	CNT_INC(e->cnt, hop_behind);
+	p->pauses++;
+	p->pausing = true;
+	p->tried &= ~(1u << p->cur);
+	if (e->idmap[p->id] == (uint16_t)(p - e->slots) + 1)
+		e->idmap[p->id] = 0;    /* a second answer to this attempt is not taken */
+	p->deadline_us = now + pause_us;
+	heap_push(e, (uint32_t)(p - e->slots));
+	return true;
+}
+
 static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 			  const struct dns_upstream_answer *a, bool over_tcp)
 {
@@ -792,8 +833,14 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		attempt(e, p, router_id);
 		return;
 	}
-	if (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED ||
-	    a->rcode == DNS_RCODE_BADCOOKIE) {
+	bool failed = a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED ||
+		      a->rcode == DNS_RCODE_BADCOOKIE;
+	uint32_t origin = p->req.cand[p->cur].origin;
+	bool other_origin = !failed && from_hop && from_hop->origin && origin && from_hop->origin != origin;
+	bool no_route = failed && from_hop && from_hop->status == INRP_STATUS_NO_ROUTE;
+	if ((other_origin || no_route) && !over_tcp && pause_for_hop(e, p, now))
+		return;
+	if (failed) {
 		/* the hop cannot deliver: the next alternate, this one not again */
 		CNT_INC(e->cnt, hop_failed);
 		if (h)
@@ -815,8 +862,10 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		return;
 	}
 	/* a probe's answer is the client's, but not the cache's: the next
-	 * query goes the preferred way */
-	bool keep = !p->probing;
+	 * query goes the preferred way; nor is one from another origin */
+	bool keep = !p->probing && !other_origin;
+	if (other_origin)
+		CNT_INC(e->cnt, other_origin);
 	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
 	if (keep)
@@ -917,6 +966,12 @@ int fwd_expire(struct fwd_engine *e)
 		if (p->deadline_us > now)
 			return (int)((p->deadline_us - now + 999) / 1000);
 		heap_remove(e, slot);
+		if (p->pausing) {
+			p->pausing = false;
+			attempt(e, p, p->req.router_id);
+			now = now_us();
+			continue;
+		}
 		tcp_drop(e, p);                 /* a TCP exchange that took too long */
 		if (p->hop) {
 			RELAXED_ADD(&hop_counts(e, p->hop)->timeouts, 1);

@@ -196,6 +196,9 @@ struct inrpd_counters {
 	uint64_t badcookie;             /* ... with a server cookie not ours or too old */
 	uint64_t cached;                /* answered from the packet cache */
 	uint64_t stale;                 /* ... with an expired answer, every hop failing */
+	uint64_t no_route;              /* a router asked for a name we have no route for */
+	uint64_t hop_behind;            /* a hop said no route, or answered from another origin: asked again */
+	uint64_t other_origin;          /* relayed from another origin than our route's: not cached */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \

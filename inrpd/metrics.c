@@ -93,6 +93,9 @@ static const struct {
 	{ "bad_upstream", "Responses from hops that were not ours or did not decode." },
 	{ "upstream_tcp", "Truncated answers asked again over TCP." },
 	{ "upstream_tcp_full", "Truncated answers relayed as they were: no TCP connection to be had." },
+	{ "no_route", "Routers' queries for names without a route here: SERVFAIL, INRP status no-route." },
+	{ "hop_behind", "Next hops asked again after a pause: no route, or an answer from another origin." },
+	{ "other_origin", "Answers relayed from another origin than the route's: not cached." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

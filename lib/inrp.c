@@ -74,7 +74,7 @@ int inrp_query_opt_parse(const uint8_t *d, size_t len, struct inrp_query_opt *o,
 int inrp_response_opt_parse(const uint8_t *d, size_t len, struct inrp_response_opt *o,
 			    const char **err)
 {
-	if (len != INRP_RESPONSE_OPT_LEN) {
+	if (len != INRP_RESPONSE_OPT_LEN && len != INRP_RESPONSE_OPT_LEN_V1) {
 		*err = "INRP response option has the wrong length";
 		return -1;
 	}
@@ -92,6 +92,7 @@ int inrp_response_opt_parse(const uint8_t *d, size_t len, struct inrp_response_o
 	wire_u8(&r);                    /* reserved */
 	o->load_ms = wire_u32(&r);
 	o->router_id = wire_u64(&r);
+	o->origin = len == INRP_RESPONSE_OPT_LEN ? wire_u32(&r) : 0;
 	return 0;
 }
 
@@ -126,6 +127,7 @@ size_t inrp_response_opt_write(const struct inrp_response_opt *o, uint8_t *out)
 	wire_put8(&w, 0);
 	wire_put32(&w, o->load_ms);
 	wire_put64(&w, o->router_id);
+	wire_put32(&w, o->origin);
 	return wire_written(&w);
 }
 

@@ -9,13 +9,16 @@
  *             npath x router-id(8)
  *             nexclude x { family(1: 1=IPv4, 2=IPv6) address(4|16) }
  *   response: version(1) kind=2(1) status(1) reserved(1) load-ms(4)
- *             router-id(8)
+ *             router-id(8) [origin(4)]
  *
  * All integers big-endian.  A router id is the 64-bit FNV-1a hash of the
  * router's name (inrp_router_id): loop detection needs identity, not
  * secrecy, and any implementation can compute it.  budget-ms is how long
  * the asking router waits for this hop's answer (0: not said); a router
- * gives up on its own alternates in time to answer within it.
+ * gives up on its own alternates in time to answer within it.  origin is
+ * the tag (inrp_origin_tag) of the NBRP router whose servers gave the
+ * answer, 0 if not known; a response option without it (16 bytes, as the
+ * first routers sent) says 0.
  */
 #ifndef CR_INRP_H
 #define CR_INRP_H
@@ -34,13 +37,15 @@
 #define INRP_MAX_EXCLUDE        16
 #define INRP_DEFAULT_HOP_LIMIT  16
 #define INRP_QUERY_OPT_MAX      (8 + INRP_MAX_PATH * 8 + INRP_MAX_EXCLUDE * 17)
-#define INRP_RESPONSE_OPT_LEN   16
+#define INRP_RESPONSE_OPT_LEN   20
+#define INRP_RESPONSE_OPT_LEN_V1 16     /* without origin */
 
 enum inrp_status {
 	INRP_STATUS_OK = 0,
 	INRP_STATUS_LOOP = 1,           /* the query came back to a router on its path */
 	INRP_STATUS_HOP_LIMIT = 2,      /* hop limit reached */
 	INRP_STATUS_UNREACHABLE = 3,    /* every alternate failed */
+	INRP_STATUS_NO_ROUTE = 4,       /* a router asked us for a name we have no route for */
 };
 
 struct inrp_query_opt {
@@ -56,9 +61,15 @@ struct inrp_response_opt {
 	uint8_t status;                 /* enum inrp_status */
 	uint32_t load_ms;               /* the answering server's load, 0 if unknown */
 	uint64_t router_id;             /* the router that answered */
+	uint32_t origin;                /* inrp_origin_tag of the servers' router, 0 if not known */
 };
 
 uint64_t inrp_router_id(const char *name);
+/* A router's tag as a route's origin (route.h): the low half of its id, from its NBRP router-name. */
+static inline uint32_t inrp_origin_tag(const char *name)
+{
+	return (uint32_t)inrp_router_id(name);
+}
 
 /*
  * Parses the option data (without code and length).  Returns 0, or -1

@@ -28,9 +28,11 @@ struct route {
 	uint16_t port;          /* host order; INRP port of a router, unused for servers */
 	uint32_t load_ms;       /* expected response latency, 0 if unknown */
 	uint8_t addr[16];       /* IPv4 in the first 4 bytes */
-	/* a router's route: a tag of the router at the end of its path (0:
-	 * unknown), so an answer cached at every router on the way is known
-	 * stale when the name moves to another origin behind the same hop */
+	/* the router at the end of the route's path (this one for its own
+	 * servers) as inrp_origin_tag names it, 0 if not known: an answer
+	 * cached at every router on the way is known stale when the name
+	 * moves to another origin behind the same hop, and one from another
+	 * origin (INRP's response option says) is not cached under it */
 	uint32_t origin;
 };
 

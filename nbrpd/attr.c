@@ -8,6 +8,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "inrp.h"
 #include "log.h"
 #include "nexthop.h"
 #include "rdesig.h"
@@ -48,14 +49,11 @@ const char *attrs_origin(const struct rib_attrs *a)
 	return a->path + start;
 }
 
-/* The path's last router, hashed for the FIB (route.h); 0: an empty path. */
-static uint32_t origin_tag(const struct rib_attrs *a)
+/* The path's last router as the FIB tags it (route.h); an empty path ends here. */
+static uint32_t origin_tag(const struct rde *r, const struct rib_attrs *a)
 {
 	const char *o = attrs_origin(a);
-	if (!o)
-		return 0;
-	uint32_t tag = (uint32_t)XXH3_64bits(o, strlen(o));
-	return tag ? tag : 1;
+	return inrp_origin_tag(o ? o : r->cfg->router_name);
 }
 
 struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path)
@@ -80,7 +78,7 @@ struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const 
 	a->hash = hash;
 	memcpy(&a->k, k, sizeof(*k));  /* padding too: keys are compared as bytes */
 	memcpy(a->path, path, k->path_bytes);
-	a->origin = origin_tag(a);
+	a->origin = origin_tag(r, a);
 	/* what the UPDATE Route says: the path and who it came from, not the session or preference */
 	a->sig = XXH3_64bits_withSeed(path, k->path_bytes, (uint64_t)(uintptr_t)k->peer);
 	if (k->sig_state)

@@ -108,7 +108,7 @@ struct rib_attrs {
 	struct rib_attrs *nh_next, **nh_pprev;  /* the next hop's list of attributes through it */
 	uint32_t refs;                          /* routes, exports (adv), an UPDATE being applied */
 	uint32_t hash;
-	uint32_t origin;                        /* a tag of the path's last router, for the FIB (route.h) */
+	uint32_t origin;                        /* the path's last router (us for an empty path) as the FIB tags it (route.h) */
 	uint64_t sig;                           /* path and peer as one number: equal sig, equal UPDATE Route */
 	struct nexthop *nh;                     /* the next hop, as IP routing sees it; NULL: local */
 	/* The next-hop index: every name that had a route with these attributes.

@@ -85,19 +85,21 @@ static void check_response(const uint8_t *data, size_t size)
 		CHECK(err != NULL);
 		return;
 	}
-	CHECK(size == INRP_RESPONSE_OPT_LEN);
+	CHECK(size == INRP_RESPONSE_OPT_LEN || size == INRP_RESPONSE_OPT_LEN_V1);
+	CHECK(size == INRP_RESPONSE_OPT_LEN || o.origin == 0);     /* the first routers' form: not known */
 	uint8_t out[INRP_RESPONSE_OPT_LEN];
 	CHECK(inrp_response_opt_write(&o, out) == INRP_RESPONSE_OPT_LEN);
 	CHECK(out[RESPONSE_RESERVED_AT] == 0);
 	CHECK(memcmp(out, data, RESPONSE_RESERVED_AT) == 0);
 	CHECK(memcmp(out + RESPONSE_RESERVED_AT + 1, data + RESPONSE_RESERVED_AT + 1,
-		     INRP_RESPONSE_OPT_LEN - RESPONSE_RESERVED_AT - 1) == 0);
+		     size - RESPONSE_RESERVED_AT - 1) == 0);
 
 	struct inrp_response_opt back;
 	err = NULL;
 	CHECK(inrp_response_opt_parse(out, sizeof(out), &back, &err) == 0);
 	CHECK(back.status == o.status);
 	CHECK(back.load_ms == o.load_ms);
+	CHECK(back.origin == o.origin);
 	CHECK(back.router_id == o.router_id);
 }
 

@@ -73,13 +73,14 @@ def inrp_query_option(exclude=(), hop_limit=16, path=(), budget_ms=0):
 
 
 def inrp_response(resp):
-    """(status, load_ms, router_id) from the INRP option of a response, or None."""
+    """(status, load_ms, router_id, origin) from the INRP option of a response, or None."""
     for o in resp.options:
         if o.otype == INRP_OPTION:
             data = o.to_wire() if hasattr(o, "to_wire") else o.data
             data = bytes(data)
-            assert len(data) == 16 and data[0] == 1 and data[1] == 2
-            return data[2], struct.unpack(">I", data[4:8])[0], struct.unpack(">Q", data[8:16])[0]
+            assert len(data) == 20 and data[0] == 1 and data[1] == 2
+            return (data[2], struct.unpack(">I", data[4:8])[0], struct.unpack(">Q", data[8:16])[0],
+                    struct.unpack(">I", data[16:20])[0])
     return None
 
 
@@ -128,7 +129,7 @@ def test_inrp_option_in_the_answer_names_the_answering_router(chain):
                                options=[inrp_query_option()])
     r = dns.query.udp(q, chain[0].addr, port=chain[0].port, timeout=5)
     assert addrs(r) == [SERVER]
-    status, load, rid = inrp_response(r)
+    status, load, rid, origin = inrp_response(r)
     assert (status, load, rid) == (0, 9, fnv1a64("r0"))
     # a plain client gets no INRP option back
     r = chain[0].udp("www.svc.chain.content", use_edns=0)
@@ -583,12 +584,13 @@ def test_truncated_upstream_answers_are_asked_again_over_tcp_for_tcp_clients(
 
 
 def test_each_router_on_the_path_asks_over_tcp_for_its_tcp_client(inrpd_factory, tmp_path, unbound):
-    """client -TCP-> r0 -UDP-> r1 -UDP-> Unbound: r1 relays TC to r0 (a UDP
-    client), r0 asks r1 again over TCP, and r1, now with a TCP client, asks
-    Unbound over TCP: the whole answer comes back along the path."""
+    """client -TCP-> r0 -UDP-> r1 -UDP-> Unbound (r1 is r0's upstream): r1
+    relays TC to r0 (a UDP client), r0 asks r1 again over TCP, and r1, now
+    with a TCP client, asks Unbound over TCP: the whole answer comes back
+    along the path."""
     u = unbound(LOCAL_DATA + big_txt("big.upstream.test.", 40, 100))
     r1 = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
-    r0 = router(inrpd_factory, tmp_path, route_via("big.upstream.test", r1))
+    r0 = router(inrpd_factory, tmp_path, f"upstream {r1.addr} port {r1.port};\n")
     r = r0.tcp("big.upstream.test", "TXT", timeout=5)
     assert not r.flags & dns.flags.TC and txt_count(r) == 40
     assert counters(r0)["upstream_tcp"] == 1 and counters(r1)["upstream_tcp"] == 1

@@ -447,16 +447,16 @@ def test_a_held_servfail_is_asked_again_soon_and_never_given_to_a_router(inrpd_f
     # held for an hour, but asked again within a fraction of a second: a
     # path that heals while routes converge is used at once
     d = router(inrpd_factory, tmp_path, f"query-timeout 100ms;\ncache-servfail-ttl 1h;\n"
-               f"upstream {dead} port {free_port(dead)};\n", workers=1)
-    assert d.udp("x.upstream.test", timeout=5).rcode() == dns.rcode.SERVFAIL
-    n = counters(d)["fallback"]
-    wait_for(lambda: d.udp("x.upstream.test", timeout=5).rcode() == dns.rcode.SERVFAIL and
-             counters(d)["fallback"] > n, 5, "the name asked again")
+               f'route "x.dead.content" {{ router {dead} port {free_port(dead)}; }}\n', workers=1)
+    assert d.udp("x.dead.content", timeout=5).rcode() == dns.rcode.SERVFAIL
+    n = counters(d)["forwarded"]
+    wait_for(lambda: d.udp("x.dead.content", timeout=5).rcode() == dns.rcode.SERVFAIL and
+             counters(d)["forwarded"] > n, 5, "the name asked again")
     # a router client holds its own: it is not given ours
-    n = counters(d)["fallback"]
-    q = dns.message.make_query("x.upstream.test", "A", options=[inrp_query_option()])
+    n = counters(d)["forwarded"]
+    q = dns.message.make_query("x.dead.content", "A", options=[inrp_query_option()])
     assert dns.query.udp(q, d.addr, port=d.port, timeout=5).rcode() == dns.rcode.SERVFAIL
-    assert counters(d)["fallback"] == n + 1
+    assert counters(d)["forwarded"] == n + 1
 
 
 def test_serve_stale_when_every_upstream_is_down(inrpd_factory, tmp_path, unbound_for_cache):

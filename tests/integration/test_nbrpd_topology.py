@@ -8,10 +8,13 @@ connecting to router r1, which has it configured as a passive peer."""
 import random
 
 import dns.exception
+import dns.message
+import dns.query
 import pytest
 
 from conftest import free_port, wait_for
 import nbrp_client as nc
+from test_inrpd_forward import fnv1a64, inrp_query_option, inrp_response
 from test_nbrpd import SERVER_FAR, answer, net, path_of, wait_path  # noqa: F401  (net: the fixture)
 
 SERVER = SERVER_FAR
@@ -129,6 +132,10 @@ def test_a_line_of_ten_forwards_hop_by_hop(net):
     # r10's inrpd -> r9's -> ... -> r1's, which answers from its content
     wait_for(lambda: answers(far, "www.far.content", [SERVER], timeout=10), 30,
              "r10's inrpd to answer through nine hops")
+    # the answer says whose servers gave it, as nbrpd names r1 (docs/INRP.md)
+    q = dns.message.make_query("www.far.content", "A", use_edns=0, options=[inrp_query_option()])
+    r = dns.query.udp(q, far.addr, port=far.dns_port, timeout=10)
+    assert inrp_response(r)[3] == fnv1a64("r1") & 0xFFFFFFFF
 
 
 def test_a_withdrawal_at_the_origin_reaches_every_router(net, origin, inrpd_factory):

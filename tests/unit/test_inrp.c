@@ -387,7 +387,8 @@ static void test_response_round_trip(void **state)
 		{ INRP_STATUS_OK, 0, 0 },
 		{ INRP_STATUS_LOOP, 1, 0x0102030405060708ull },
 		{ INRP_STATUS_HOP_LIMIT, 0xdeadbeef, UINT64_MAX },
-		{ INRP_STATUS_UNREACHABLE, UINT32_MAX, 0xaf63dc4c8601ec8cull },
+		{ INRP_STATUS_UNREACHABLE, UINT32_MAX, 0xaf63dc4c8601ec8cull, 7 },
+		{ INRP_STATUS_NO_ROUTE, 0, 1, UINT32_MAX },
 		{ 200, 12345, 42 },     /* unknown status values are carried, not judged */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -400,17 +401,19 @@ static void test_response_round_trip(void **state)
 		assert_int_equal(back.status, cases[i].status);
 		assert_int_equal(back.load_ms, cases[i].load_ms);
 		assert_true(back.router_id == cases[i].router_id);
+		assert_int_equal(back.origin, cases[i].origin);
 	}
 }
 
 static void test_response_byte_layout(void **state)
 {
 	(void)state;
-	struct inrp_response_opt o = { INRP_STATUS_UNREACHABLE, 0x01020304, 0x1112131415161718ull };
+	struct inrp_response_opt o = { INRP_STATUS_UNREACHABLE, 0x01020304, 0x1112131415161718ull, 0x21222324 };
 	uint8_t buf[INRP_RESPONSE_OPT_LEN];
 	inrp_response_opt_write(&o, buf);
 	static const uint8_t want[INRP_RESPONSE_OPT_LEN] = {
 		1, 2, 3, 0, 1, 2, 3, 4, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+		0x21, 0x22, 0x23, 0x24,
 	};
 	assert_memory_equal(buf, want, sizeof(want));
 
@@ -424,6 +427,12 @@ static void test_response_byte_layout(void **state)
 	assert_int_equal(back.status, 3);
 	assert_int_equal(back.load_ms, 0x01020304);
 	assert_true(back.router_id == 0x1112131415161718ull);
+	assert_int_equal(back.origin, 0x21222324);
+
+	/* the first routers' 16 bytes, without origin: not known */
+	assert_int_equal(response_parse(in, INRP_RESPONSE_OPT_LEN_V1, &back, &err), 0);
+	assert_true(back.router_id == 0x1112131415161718ull);
+	assert_int_equal(back.origin, 0);
 }
 
 static void expect_response_reject(const uint8_t *d, size_t len)
@@ -445,7 +454,7 @@ static void test_response_reject(void **state)
 
 	/* wrong length, both ways */
 	for (size_t len = 0; len < sizeof(d); len++)
-		if (len != INRP_RESPONSE_OPT_LEN)
+		if (len != INRP_RESPONSE_OPT_LEN && len != INRP_RESPONSE_OPT_LEN_V1)
 			expect_response_reject(d, len);
 
 	/* bad version */
@@ -468,8 +477,8 @@ static void test_response_reject(void **state)
 	memset(&q, 0, sizeof(q));
 	q.npath = 1;
 	uint8_t qbuf[INRP_QUERY_OPT_MAX];
-	assert_int_equal(inrp_query_opt_write(&q, qbuf), INRP_RESPONSE_OPT_LEN);
-	expect_response_reject(qbuf, INRP_RESPONSE_OPT_LEN);
+	assert_int_equal(inrp_query_opt_write(&q, qbuf), INRP_RESPONSE_OPT_LEN_V1);
+	expect_response_reject(qbuf, INRP_RESPONSE_OPT_LEN_V1);
 }
 
 /* ---- path and exclusions ---- */
