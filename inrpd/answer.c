@@ -618,6 +618,15 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		int v = rate_limit(rt, req, rrl, len, &from, cnt);
 		if (v == RRL_DROP)
 			return 0;
+		if (v == RRL_SLIP && req->cookie && !cookie_bad) {
+			/* RFC 7873 5.2.3: a client cookie alone, over the limit: our
+			 * cookie, so it asks again as a proven client (a router
+			 * asking a new next hop in a burst of route changes) */
+			struct opt_bufs ob;
+			CNT_INC(cnt, badcookie);
+			start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
+			return finish(&b, req, cnt);
+		}
 		if (v == RRL_SLIP) {
 			dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
 			dns_response_truncate(&b);

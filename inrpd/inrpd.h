@@ -190,10 +190,10 @@ struct inrpd_counters {
 	uint64_t notimp;                /* opcodes other than QUERY */
 	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
 	uint64_t rrl_dropped;           /* over the rate limit: no answer */
-	uint64_t rrl_slipped;           /* over the rate limit: a truncated answer */
+	uint64_t rrl_slipped;           /* over the rate limit: a truncated answer (BADCOOKIE for a client cookie) */
 	uint64_t amp_truncated;         /* TC: too big for an unproven client's query */
 	uint64_t cookies;               /* queries with a valid server cookie */
-	uint64_t badcookie;             /* ... with a server cookie not ours or too old */
+	uint64_t badcookie;             /* BADCOOKIE: a server cookie not ours or too old, or a client cookie alone over the rate limit */
 	uint64_t cached;                /* answered from the packet cache */
 	uint64_t stale;                 /* ... with an expired answer, every hop failing */
 	uint64_t no_route;              /* a router asked for a name we have no route for */
