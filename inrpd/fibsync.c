@@ -18,6 +18,10 @@
  *
  * Runs on the main thread, a QSBR thread that is online only while it
  * writes a FIB and offline while it waits for readers or destroys a FIB.
+ * What the updates free goes to RCU (fib_commit) FIBSYNC_COMMIT_MS after
+ * the first of them, not after each: a grace period wakes urcu's call_rcu
+ * thread, and routes converging send one name at a time, each costing a
+ * wakeup of ours already.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +38,7 @@
 
 #define FIBSYNC_READ_BUF (64 * 1024)
 #define FIBSYNC_MAX_RESERVE (64u << 20)     /* names a SyncBegin may size the new FIB for */
+#define FIBSYNC_COMMIT_MS   100             /* freed memory handed to RCU this long after a write */
 
 struct fib *inrpd_chan_fib;
 
@@ -42,6 +47,7 @@ struct fibsync {
 	uv_pipe_t listener;
 	uv_pipe_t *client;              /* NULL: nbrpd not connected */
 	uv_timer_t grace_timer;
+	uv_timer_t commit_timer;
 	char path[UNIX_PATH_MAX + 1];
 	uint64_t grace_ms;
 	unsigned open_handles;
@@ -62,7 +68,8 @@ struct fibsync {
 static void handle_closed(uv_handle_t *h)
 {
 	struct fibsync *f = h->data;
-	if (h != (uv_handle_t *)&f->listener && h != (uv_handle_t *)&f->grace_timer)
+	if (h != (uv_handle_t *)&f->listener && h != (uv_handle_t *)&f->grace_timer &&
+	    h != (uv_handle_t *)&f->commit_timer)
 		free(h);
 	f->open_handles--;
 }
@@ -141,6 +148,16 @@ static void note_routers(const Crfib__Route *const *routes, size_t n)
 	}
 }
 
+static void on_commit(uv_timer_t *t)
+{
+	struct fibsync *f = t->data;
+	if (f->building)
+		fib_commit(f->building);
+	struct fib *in_service = rcu_dereference(inrpd_chan_fib);
+	if (in_service)
+		fib_commit(in_service);
+}
+
 static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 {
 	char err[256];
@@ -167,9 +184,9 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 		}
 		rcu_thread_online();
 		int rc = fibchan_apply_update(target, m->update, err, sizeof(err));
-		if (rc == 0)
-			fib_commit(target);
 		rcu_thread_offline();
+		if (!uv_is_active((uv_handle_t *)&f->commit_timer))
+			uv_timer_start(&f->commit_timer, on_commit, FIBSYNC_COMMIT_MS, 0);
 		if (rc < 0)
 			return protocol_error(f, "bad Update: %s", err);
 		for (size_t i = 0; i < m->update->n_names; i++)
@@ -298,9 +315,11 @@ struct fibsync *fibsync_open(uv_loop_t *loop, const char *path, uint64_t grace_m
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	uv_timer_init(loop, &f->grace_timer);
 	f->grace_timer.data = f;
+	uv_timer_init(loop, &f->commit_timer);
+	f->commit_timer.data = f;
 	uv_pipe_init(loop, &f->listener, 0);
 	f->listener.data = f;
-	f->open_handles = 2;
+	f->open_handles = 3;
 	/* a socket left by a previous run (kill -9) would make bind fail */
 	(void)unlink(path);
 	int rc = uv_pipe_bind(&f->listener, path);
@@ -329,6 +348,7 @@ void fibsync_close(struct fibsync *f)
 	client_close(f, NULL);
 	uv_close((uv_handle_t *)&f->listener, handle_closed);
 	uv_close((uv_handle_t *)&f->grace_timer, handle_closed);
+	uv_close((uv_handle_t *)&f->commit_timer, handle_closed);
 	unlink(f->path);
 }
 

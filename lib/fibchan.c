@@ -350,6 +350,5 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 				return nomem("names_packed", i, rc, err, err_len);
 		}
 	}
-	fib_commit(fib);
 	return 0;
 }

@@ -48,7 +48,8 @@ uint8_t *fibchan_encode(const Crfib__FibMessage *msg, size_t *len);
  * checked first; on a check failure nothing changes and err says which
  * field is wrong (-1).  Out of memory part-way returns -1 with the Update
  * partly applied: the caller must resynchronise.  Returns 0 on success.
- * The caller is a registered QSBR thread (fib.h).
+ * The caller is a registered QSBR thread (fib.h), and hands what the
+ * Update freed to RCU with fib_commit() when it sees fit.
  */
 int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, size_t err_len);
 
