@@ -86,6 +86,7 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(no_route);
 	ADD(hop_behind);
 	ADD(other_origin);
+	ADD(rerouted);
 #undef ADD
 }
 
@@ -302,6 +303,44 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 		*all_excluded = seen > 0 && req->ncand == 0;
 		return 0;
 	}
+}
+
+static uint64_t route_fingerprint(const struct fwd_request *req);
+
+bool inrpd_reroute(struct fwd_request *req)
+{
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
+	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	struct fib_result res;
+	struct route now[ROUTESET_MAX_ROUTES];
+	unsigned n = 0;
+	bool routers_only = rt && lookup(rt, &req->target, &res) && !res.sets[0]->has_redirect;
+	for (unsigned s = 0; routers_only && s < res.nsets; s++)
+		for (unsigned i = 0; i < res.sets[s]->count && routers_only; i++) {
+			const struct route *r = &res.sets[s]->routes[i];
+			routers_only = r->kind == ROUTE_ROUTER;
+			bool dup = false;
+			for (unsigned k = 0; k < n && !dup; k++)
+				dup = route_equal(&now[k], r);
+			if (!dup && n < ROUTESET_MAX_ROUTES)
+				now[n++] = *r;
+		}
+	if (!online)
+		rcu_thread_offline();
+	if (!routers_only || n == 0)
+		return false;
+	bool same = n == req->ncand;
+	for (unsigned i = 0; i < n && same; i++)
+		same = route_equal(&now[i], &req->cand[i]);
+	if (same)
+		return false;
+	memcpy(req->cand, now, n * sizeof(now[0]));
+	req->ncand = (uint8_t)n;
+	if (req->cacheable)
+		req->cache_fp = route_fingerprint(req);     /* the answer is stored under the route it came by */
+	return true;
 }
 
 static size_t finish(struct dns_builder *b, const struct fwd_request *req,

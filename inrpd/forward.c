@@ -26,7 +26,9 @@
  * from another origin than the one our route ends at, kept in its cache
  * under its old route) is asked again after a pause (FWD_BEHIND_PAUSE_MS,
  * doubling, FWD_BEHIND_WAITS times): its inrpd may be a few scheduler
- * slices behind its nbrpd, which told us first.  Then its answer stands:
+ * slices behind its nbrpd, which told us first.  Each time it is asked
+ * the name's routes again, which may have moved meanwhile (the hop had
+ * withdrawn the route, and so have we now).  Then its answer stands:
  * a no-route is a failure like any other, another origin's answer goes to
  * the client but not into the cache, where it would be served under our
  * route for its whole TTL.
@@ -968,6 +970,11 @@ int fwd_expire(struct fwd_engine *e)
 		heap_remove(e, slot);
 		if (p->pausing) {
 			p->pausing = false;
+			/* our own route may have moved meanwhile (the hop had withdrawn it) */
+			if (inrpd_reroute(&p->req)) {
+				CNT_INC(e->cnt, rerouted);
+				p->tried = p->failed = 0;
+			}
 			attempt(e, p, p->req.router_id);
 			now = now_us();
 			continue;

@@ -199,6 +199,7 @@ struct inrpd_counters {
 	uint64_t no_route;              /* a router asked for a name we have no route for */
 	uint64_t hop_behind;            /* a hop said no route, or answered from another origin: asked again */
 	uint64_t other_origin;          /* relayed from another origin than our route's: not cached */
+	uint64_t rerouted;              /* paused for a hop behind us, gone on by the name's new routes */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -291,6 +292,12 @@ extern struct cache_flush *inrpd_cache_flush;
 uint64_t inrpd_now_ms(void);
 /* A SERVFAIL (with INRP status if the client is a router, and an extended
  * DNS error saying why) for a request. */
+/*
+ * A query paused for a next router out of step (forward.c): its
+ * candidates replaced by the name's routes as they are now, if those
+ * changed and still go to next routers only.  Returns whether they did.
+ */
+bool inrpd_reroute(struct fwd_request *req);
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
 			     uint8_t *out, size_t cap);
 /* The client's answer built from a checked upstream answer; 0 if it does not decode. */

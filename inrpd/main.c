@@ -78,7 +78,7 @@ static const struct {
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
-	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin),
+	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F
 };

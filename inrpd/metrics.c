@@ -96,6 +96,7 @@ static const struct {
 	{ "no_route", "Routers' queries for names without a route here: SERVFAIL, INRP status no-route." },
 	{ "hop_behind", "Next hops asked again after a pause: no route, or an answer from another origin." },
 	{ "other_origin", "Answers relayed from another origin than the route's: not cached." },
+	{ "rerouted", "Queries paused for a next hop behind us that went on by the name's new routes." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

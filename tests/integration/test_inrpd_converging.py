@@ -17,9 +17,9 @@ import dns.rcode
 import dns.rrset
 import pytest
 
-from conftest import free_port, loopback_addr
+from conftest import free_port, loopback_addr, wait_for
 import fibchan_client as fc
-from test_inrpd_fibchan import wait_synced
+from test_inrpd_fibchan import status, wait_synced
 from test_inrpd_forward import INRP_OPTION, addrs, counters, inrp_query_option, inrp_response, router
 from test_inrpd_resolver import ede_of
 
@@ -32,8 +32,9 @@ def inrp_answer_option(status=0, origin=0, router_id=7):
 
 class NextRouter:
     """A next content router that answers each query as its script says:
-    ("no-route",) SERVFAIL with INRP status no-route; ("answer", addr,
-    origin) that address from that origin.  The last line is repeated."""
+    ("no-route",) SERVFAIL with INRP status no-route; ("hold", event) the
+    same once the event is set; ("answer", addr, origin) that address from
+    that origin.  The last line is repeated."""
 
     def __init__(self, script):
         self.script, self.asked = list(script), 0
@@ -55,7 +56,9 @@ class NextRouter:
             step = self.script[min(self.asked, len(self.script) - 1)]
             self.asked += 1
             r = dns.message.make_response(q)
-            if step[0] == "no-route":
+            if step[0] == "hold":                   # no route, once the test says
+                step[1].wait(10)
+            if step[0] in ("no-route", "hold"):
                 r.set_rcode(dns.rcode.SERVFAIL)
                 opt = inrp_answer_option(status=4)
             else:
@@ -88,6 +91,7 @@ def via_next(inrpd_factory, tmp_path):
         ch.full_sync(1, fc.update(names=[fc.name_routes(
             "mv.content", [fc.route(nxt.addr, fc.ROUTER, nxt.port, origin=NEW)])]))
         wait_synced(d, 1)
+        d.channel = ch
         return d, nxt
     yield start
     for m in made:
@@ -129,6 +133,31 @@ def test_an_answer_that_stays_from_another_origin_is_relayed_but_never_cached(vi
     assert nxt.asked == 10                     # asked again: nothing was cached
     c = counters(d)
     assert c["other_origin"] == 2 and c["cached"] == 0
+
+
+def test_a_paused_query_goes_on_by_our_new_route(via_next):
+    # the next router had withdrawn the name, and so have we meanwhile: the
+    # name comes back by another router while the query waits
+    released = threading.Event()
+    d, old = via_next(("hold", released))
+    new = NextRouter([("answer", "192.0.2.14", NEW)])
+    try:
+        result = []
+        client = threading.Thread(target=lambda: result.append(d.udp("www.mv.content", timeout=5)))
+        client.start()
+        wait_for(lambda: old.asked == 1, 5, "the query at the old next router")
+        updates = status(d)["updates"]
+        d.channel.send(fc.update(names=[fc.name_routes(
+            "mv.content", [fc.route(new.addr, fc.ROUTER, new.port, origin=NEW)])]))
+        wait_for(lambda: status(d)["updates"] > updates, 5, "the new route in the FIB")
+        released.set()
+        client.join(10)
+        assert addrs(result[0]) == ["192.0.2.14"]
+        assert old.asked == 1 and new.asked == 1
+        c = counters(d)
+        assert c["hop_behind"] == 1 and c["rerouted"] == 1
+    finally:
+        new.close()
 
 
 def test_answers_of_unknown_origin_are_cached_as_before(via_next):
