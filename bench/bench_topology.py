@@ -10,25 +10,26 @@ sessions run along every link.
 
   nbrp: bench.content is originated at a leaf X of the first ISP; then X
         withdraws it and a leaf Y of the ISP farthest away announces it
-        (both by `reload` on nbrpd's control socket, back to back).  nbrp_converge_ms runs from
-        the reloads to the moment the last router's inrpd answers with Y's
-        server; nbrp_updates_total is the UPDATEs all routers sent for it
+        (`reload` on nbrpd's control socket at X, then at Y without waiting
+        for X's reply).  nbrp_converge_ms runs from the first reload to the
+        moment the last router's inrpd answers with Y's server; nbrp_updates_total is the UPDATEs all routers sent for it
         (updates_out of every peer, before and after, once they stay put).
   bird: the same graph carries one IPv4 prefix over BGP: a table of its
         own in every BIRD, an eBGP session along every link (each router
         its own private AS), the prefix a static route at X, then disabled
-        at X and enabled at Y.  bird_converge_ms runs from the two birdc
-        commands to the moment the last router's best route comes from Y;
+        at X and enabled at Y (the same way, over BIRD's control sockets).
+        bird_converge_ms runs from the first command to the moment the
+        last router's best route comes from Y;
         bird_updates_total is the export updates and withdraws accepted by
         all those sessions.
 
-Both are polled in rounds, every 20 ms: inrpd by one DNS query to every
-router at once (a UDP socket made in each namespace, kept open), BIRD by
-one `show route for` after the other over its control socket; a router
-counts as converged at the moment its own answer showed the new origin
-(and stayed so).  The mean round time of each (nbrp_poll_round_ms,
-bird_poll_round_ms) bounds how late that can be seen.  rss_mb_per_router
-is BIRD + nbrpd + inrpd.
+Every router is polled on its own, again 20 ms after its last answer:
+inrpd by a DNS query (a UDP socket made in its namespace, kept open), BIRD
+by `show route for` over a control connection kept open.  A router counts
+as converged at the moment its own answer showed the new origin (and
+stayed so); the mean time between one router's answers
+(nbrp_poll_interval_ms, bird_poll_interval_ms) bounds how late that can be
+seen.  rss_mb_per_router is BIRD + nbrpd + inrpd.
 The last line of output is one JSON object.
 """
 import argparse
@@ -37,6 +38,7 @@ import pathlib
 import random
 import re
 import select
+import socket
 import sys
 import time
 
@@ -52,6 +54,8 @@ NAME = "bench.content"
 PREFIX = "203.0.113.0/24"       # in the bench's own BIRD table only
 PROBE = "203.0.113.1"
 ASN0 = 4200000000               # private 4-byte ASNs, one per router
+INTERVAL = 0.02                 # a router is asked again this long after its answer
+ASK_TIMEOUT = 0.1               # ... or after this long without one
 
 
 def graph(n, seed):
@@ -99,56 +103,164 @@ def bench_bird_config(lab, r, origin):
     return "".join(out)
 
 
-class Poller:
-    """Asks every router at once, over sockets kept open."""
+class DnsProbe:
+    """inrpd at one router: a UDP socket in its namespace, kept open."""
+    resend = True               # a datagram may be lost
 
-    def __init__(self, lab):
-        self.lab = lab
-        self.dns = {r: netlab.ns_socket(lab.routers[r].ns) for r in lab.routers}
+    def __init__(self, lab, r):
+        self.addr = (lab.routers[r].addr, netlab.DNS_PORT)
+        self.sock = netlab.ns_socket(lab.routers[r].ns)
+        self.id = None
+
+    def send(self):
+        q = dns.message.make_query(NAME, "A")
+        self.id = q.id
+        try:
+            self.sock.sendto(q.to_wire(), self.addr)
+        except OSError:
+            pass
+
+    def read(self):
+        """The answer's addresses, or None if what came is not it."""
+        try:
+            m = dns.message.from_wire(self.sock.recv(4096))
+        except Exception:
+            return None
+        if m.id != self.id:
+            return None
+        return sorted(rd.address for rr in m.answer if rr.rdtype == dns.rdatatype.A for rd in rr)
 
     def close(self):
-        for s in self.dns.values():
-            s.close()
+        self.sock.close()
 
-    def inrpd_answers(self, timeout=0.1):
-        """{router: ([addresses], when received)}; a router that did not
-        answer within the timeout is left out (asked again next round)"""
-        ids, out = {}, {}
-        for r, s in self.dns.items():
-            q = dns.message.make_query(NAME, "A")
-            ids[q.id] = r
-            try:
-                s.sendto(q.to_wire(), (self.lab.routers[r].addr, netlab.DNS_PORT))
-            except OSError:
-                pass
-        deadline = time.monotonic() + timeout
-        socks = list(self.dns.values())
-        while len(out) < len(ids) and time.monotonic() < deadline:
-            ready, _, _ = select.select(socks, [], [], max(0, deadline - time.monotonic()))
-            for s in ready:
-                try:
-                    m = dns.message.from_wire(s.recv(4096))
-                except (OSError, Exception):
-                    continue
-                r = ids.get(m.id)
-                if r:
-                    out[r] = (sorted(rd.address for rr in m.answer if rr.rdtype == dns.rdatatype.A for rd in rr),
-                              time.monotonic())
-        return out
 
-    def bird_best_as(self, r):
-        """The last AS of the best route for the bench prefix at r, or None."""
+class BirdProbe:
+    """BIRD at one router: `show route for` the bench prefix, over one
+    control connection kept open.  The answer: the last AS of the best
+    route's path, "self" for the static route, or () for none."""
+    resend = False              # a stream: the answer comes
+
+    def __init__(self, lab, r):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(lab.routers[r].bird_ctl))
+        self.buf = b""
+        self.greeted = False
+        self.sock.setblocking(False)
+
+    def send(self):
+        self.sock.sendall(f"show route for {PROBE} table benchtab all\n".encode())
+
+    def read(self):
         try:
-            text = netlab.bird_cmd(self.lab.routers[r].bird_ctl, f"show route for {PROBE} table benchtab all")
-        except OSError:
+            chunk = self.sock.recv(65536)
+        except BlockingIOError:
             return None
+        if not chunk:
+            raise ConnectionError("BIRD closed its control socket")
+        self.buf += chunk
+        ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
+        if not self.greeted:
+            if not ends:
+                return None
+            self.buf = self.buf[self.buf.index(b"\n", ends[0].start()) + 1:]
+            self.greeted = True
+            ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
+        if not ends:
+            return None
+        text = self.buf[:self.buf.index(b"\n", ends[0].start()) + 1].decode(errors="replace")
+        self.buf = b""
         if "unicast" in text or "blackhole" in text:
             if "[borigin" in text.split("\n", 2)[1]:
                 return "self"
             m = re.search(r"BGP\.as_path: ([\d ]+)", text)
             if m:
                 return int(m.group(1).split()[-1])
-        return None
+        return ()               # no route: an answer all the same
+
+    def close(self):
+        self.sock.close()
+
+
+class Control:
+    """A control socket (BIRD's, or nbrpd's, which speaks the same), connected and greeted."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(str(path))
+        self.buf = b""
+        self.reply()                    # the greeting
+
+    def send(self, command):
+        self.sock.sendall(command.encode() + b"\n")
+
+    def reply(self):
+        while True:
+            ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
+            if ends:
+                end = self.buf.index(b"\n", ends[0].start()) + 1
+                text, self.buf = self.buf[:end].decode(errors="replace"), self.buf[end:]
+                return text
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("control socket closed")
+            self.buf += chunk
+
+
+def back_to_back(commands):
+    """Sends each (control socket, command) in turn without waiting for a
+    reply, the origin's withdrawal first; returns (the time before the
+    first was sent, the replies).  Connected beforehand, so the time
+    covers the commands only."""
+    ctls = [(Control(path), cmd) for path, cmd in commands]
+    t0 = time.monotonic()
+    for c, cmd in ctls:
+        c.send(cmd)
+    replies = [c.reply() for c, _ in ctls]
+    for c, _ in ctls:
+        c.sock.close()
+    return t0, replies
+
+
+def converge(probes, ok, timeout=60, t0=None):
+    """Asks every router on its own, again INTERVAL after each answer (and
+    after ASK_TIMEOUT without one), until every router's last answer is
+    ok(); returns ms from t0 (default now) to the answer that showed the
+    last of them ok (and stayed so).  converge.interval_ms: the mean time
+    between one router's answers, the resolution of the result."""
+    t0 = t0 or time.monotonic()
+    first, sent, next_at, gaps, last_answer = {}, {}, {}, [], {}
+    by_sock = {p.sock: r for r, p in probes.items()}
+    for r in probes:
+        next_at[r] = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        now = time.monotonic()
+        for r, p in probes.items():
+            if r not in sent and now >= next_at[r] or p.resend and r in sent and now - sent[r] > ASK_TIMEOUT:
+                p.send()
+                sent[r] = now
+        wake = min([next_at[r] for r in probes if r not in sent] +
+                   [sent[r] + ASK_TIMEOUT for r in sent if probes[r].resend] + [now + ASK_TIMEOUT])
+        ready, _, _ = select.select(list(by_sock), [], [], max(0, wake - time.monotonic()))
+        for s in ready:
+            r = by_sock[s]
+            answer = probes[r].read()
+            if answer is None or r not in sent:
+                continue
+            when = time.monotonic()
+            del sent[r]
+            next_at[r] = when + INTERVAL
+            if r in last_answer:
+                gaps.append(when - last_answer[r])
+            last_answer[r] = when
+            if ok(answer):
+                first.setdefault(r, when)
+            else:
+                first.pop(r, None)          # it moved away again: not converged
+        if len(first) == len(probes):
+            converge.interval_ms = sum(gaps) / len(gaps) * 1000 if gaps else 0
+            return (max(first.values()) - t0) * 1000
+    raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
 
 
 def nbrp_updates(lab):
@@ -180,30 +292,6 @@ def settle(fn, quiet=1.0, timeout=60):
         elif time.monotonic() - since >= quiet:
             return v
     return last
-
-
-def converge(routers, done, timeout=60, t0=None):
-    """Polls done() -> {router: (ok, when its answer came)} until every
-    router is ok; returns ms from t0 (default now) to the answer that
-    showed the last of them ok (and stayed ok)."""
-    t0 = t0 or time.monotonic()
-    first, last = {}, {}
-    rounds = []
-    while len(first) < len(routers) and time.monotonic() - t0 < timeout:
-        t = time.monotonic()
-        last = done()
-        rounds.append(time.monotonic() - t)
-        for r, (ok, when) in last.items():
-            if ok and r not in first:
-                first[r] = when
-            elif not ok:
-                first.pop(r, None)          # it moved away again: not converged
-        time.sleep(0.02)
-    if len(first) < len(routers):
-        raise RuntimeError(f"not converged in {timeout}s: {sorted(set(routers) - set(first))[:10]}; "
-                           f"last poll: {last}")
-    converge.round_ms = sum(rounds) / len(rounds) * 1000     # the resolution
-    return (max(first.values()) - t0) * 1000
 
 
 def rss_mb(pids):
@@ -239,21 +327,20 @@ def main():
     lab = netlab.Lab(topo)
     for r in lab.routers.values():
         topo.setdefault("bird_extra", {})[r.name] = bench_bird_config(lab, r, r.name == x)
-    poller = None
+    dns_probes, bird_probes = {}, {}
     try:
         lab.up(timeout=300)
         up_s = time.monotonic() - t
         print(f"{args.routers} routers, {len(links)} links, ISPs {sorted(set(v['isp'] for v in routers.values()))}; "
               f"X={x} Y={y}; up in {up_s:.1f} s", file=sys.stderr)
         sx, sy = lab.hosts["sx"].addr, lab.hosts["sy"].addr
-        poller = Poller(lab)
         names = list(lab.routers)
+        dns_probes = {r: DnsProbe(lab, r) for r in names}
+        bird_probes = {r: BirdProbe(lab, r) for r in names}
         # the start: everyone answers with X's server, every BIRD has X's prefix
-        new_answer = lambda addr: {r: (a == [addr], t) for r, (a, t) in poller.inrpd_answers().items()}  # noqa: E731
-        converge(names, lambda: new_answer(sx), 120)
-        wait_bgp = lambda asn: {r: (poller.bird_best_as(r) in (asn, "self"), time.monotonic())  # noqa: E731
-                                for r in names}
-        converge(names, lambda: wait_bgp(ASN0 + names.index(x)), 120)
+        converge(dns_probes, lambda a: a == [sx], 120)
+        from_as = lambda asn: lambda a: a in (asn, "self")     # noqa: E731
+        converge(bird_probes, from_as(ASN0 + names.index(x)), 120)
         nbrp0, bird0 = settle(lambda: nbrp_updates(lab)), settle(lambda: bird_updates(lab))
 
         # NBRP: X withdraws, Y announces
@@ -261,34 +348,35 @@ def main():
         rx.nbrpd.conf.write_text(rx.nbrpd.conf.read_text().replace(
             f'content "{NAME}" {{ server {sx} load 5; }}\n', ""))
         ry.nbrpd.conf.write_text(ry.nbrpd.conf.read_text() + f'content "{NAME}" {{ server {sy} load 5; }}\n')
-        t0 = time.monotonic()
-        for r in (rx, ry):      # over the control socket, as birdc below: no process to start
-            out = netlab.bird_cmd(r.nbrpd.ctl, "reload")
+        t0, replies = back_to_back([(rx.nbrpd.ctl, "reload"), (ry.nbrpd.ctl, "reload")])
+        for r, out in zip((rx, ry), replies):
             if not re.search(r"^0\d{3} ", out, re.M):
                 raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
         reload_ms = (time.monotonic() - t0) * 1000
-        nbrp_ms = converge(names, lambda: new_answer(sy), t0=t0)
-        nbrp_round = converge.round_ms
+        nbrp_ms = converge(dns_probes, lambda a: a == [sy], t0=t0)
+        nbrp_interval = converge.interval_ms
         nbrp_upd = settle(lambda: nbrp_updates(lab)) - nbrp0
 
         # BGP: the prefix moves from X to Y
-        t0 = time.monotonic()
-        rx.birdc("disable borigin")
-        ry.birdc("enable borigin")
-        bird_ms = converge(names, lambda: wait_bgp(ASN0 + names.index(y)), t0=t0)
-        bird_round = converge.round_ms
+        t0, replies = back_to_back([(rx.bird_ctl, "disable borigin"), (ry.bird_ctl, "enable borigin")])
+        for r, out in zip((rx, ry), replies):
+            if "abled" not in out:
+                raise RuntimeError(f"BIRD {r.name}: {out}")
+        bird_ms = converge(bird_probes, from_as(ASN0 + names.index(y)), t0=t0)
+        bird_interval = converge.interval_ms
         bird_upd = settle(lambda: bird_updates(lab)) - bird0
 
         pids = [d.proc.pid for r in lab.routers.values() for d in (r.bird, r.nbrpd, r.inrpd)]
         result = {"routers": args.routers, "links": len(links), "seed": args.seed,
                   "nbrp_converge_ms": round(nbrp_ms), "nbrp_updates_total": nbrp_upd,
                   "bird_converge_ms": round(bird_ms), "bird_updates_total": bird_upd,
-                  "nbrp_reload_ms": round(reload_ms, 1), "nbrp_poll_round_ms": round(nbrp_round), "bird_poll_round_ms": round(bird_round),
+                  "nbrp_reload_ms": round(reload_ms, 1), "nbrp_poll_interval_ms": round(nbrp_interval),
+                  "bird_poll_interval_ms": round(bird_interval),
                   "rss_mb_per_router": round(rss_mb(pids) / args.routers, 1),
                   "up_s": round(up_s, 1)}
     finally:
-        if poller:
-            poller.close()
+        for p in list(dns_probes.values()) + list(bird_probes.values()):
+            p.close()
         errors = lab.close()
         for e in errors:
             print(e[:2000], file=sys.stderr)
