@@ -220,13 +220,29 @@ size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
 }
 
 /* Appends a candidate unless an equal route is already there. */
-static void add_candidate(struct fwd_request *req, const struct route *r)
+/*
+ * The routes of a lookup as candidates, in rank order, once each, at most
+ * ROUTESET_MAX_ROUTES; servers the client excludes left out.  Returns how
+ * many; *seen counts every route.
+ */
+static unsigned candidates(const struct fib_result *res, const struct inrp_query_opt *in,
+			   struct route *out, unsigned *seen)
 {
-	for (unsigned i = 0; i < req->ncand; i++)
-		if (route_equal(&req->cand[i], r))
-			return;
-	if (req->ncand < ROUTESET_MAX_ROUTES)
-		req->cand[req->ncand++] = *r;
+	unsigned n = 0;
+	*seen = 0;
+	for (unsigned s = 0; s < res->nsets; s++)
+		for (unsigned i = 0; i < res->sets[s]->count; i++) {
+			const struct route *r = &res->sets[s]->routes[i];
+			bool dup = false;
+			++*seen;
+			if (r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
+				continue;
+			for (unsigned k = 0; k < n && !dup; k++)
+				dup = route_equal(&out[k], r);
+			if (!dup && n < ROUTESET_MAX_ROUTES)
+				out[n++] = *r;
+		}
+	return n;
 }
 
 /*
@@ -288,17 +304,8 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 		}
 		apex->len = (uint8_t)(cur->len - res.suffix_offset);
 		memcpy(apex->wire, cur->wire + res.suffix_offset, apex->len);
-		unsigned seen = 0;
-		for (unsigned s = 0; s < res.nsets; s++) {
-			const struct routeset *set = res.sets[s];
-			for (unsigned i = 0; i < set->count; i++) {
-				const struct route *r = &set->routes[i];
-				seen++;
-				if (r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
-					continue;
-				add_candidate(req, r);
-			}
-		}
+		unsigned seen;
+		req->ncand = (uint8_t)candidates(&res, in, req->cand, &seen);
 		*found = seen > 0;
 		*all_excluded = seen > 0 && req->ncand == 0;
 		return 0;
@@ -315,21 +322,15 @@ bool inrpd_reroute(struct fwd_request *req)
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
 	struct fib_result res;
 	struct route now[ROUTESET_MAX_ROUTES];
-	unsigned n = 0;
-	bool routers_only = rt && lookup(rt, &req->target, &res) && !res.sets[0]->has_redirect;
-	for (unsigned s = 0; routers_only && s < res.nsets; s++)
-		for (unsigned i = 0; i < res.sets[s]->count && routers_only; i++) {
-			const struct route *r = &res.sets[s]->routes[i];
-			routers_only = r->kind == ROUTE_ROUTER;
-			bool dup = false;
-			for (unsigned k = 0; k < n && !dup; k++)
-				dup = route_equal(&now[k], r);
-			if (!dup && n < ROUTESET_MAX_ROUTES)
-				now[n++] = *r;
-		}
+	unsigned n = 0, seen;
+	if (rt && lookup(rt, &req->target, &res) && !res.sets[0]->has_redirect)
+		n = candidates(&res, &req->inrp, now, &seen);
 	if (!online)
 		rcu_thread_offline();
-	if (!routers_only || n == 0)
+	bool routers_only = n > 0;
+	for (unsigned i = 0; i < n; i++)
+		routers_only = routers_only && now[i].kind == ROUTE_ROUTER;
+	if (!routers_only)
 		return false;
 	bool same = n == req->ncand;
 	for (unsigned i = 0; i < n && same; i++)

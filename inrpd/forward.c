@@ -776,7 +776,6 @@ static int answer_cookie(struct fwd_hop *h, const uint8_t *pkt, const struct dns
 	return 0;
 }
 
-/* A checked answer for p, which is out of the heap: relayed, or asked again over TCP. */
 /*
  * The hop is behind us (or ahead): it has no route for a name it gave us a
  * route for, or answers from another origin than the one our route ends
@@ -802,6 +801,7 @@ static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t 
 	return true;
 }
 
+/* A checked answer for p, which is out of the heap: relayed, or asked again over TCP. */
 static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 			  const struct dns_upstream_answer *a, bool over_tcp)
 {

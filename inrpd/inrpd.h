@@ -290,14 +290,14 @@ void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const
 /* Flushes, shared by every thread's cache; created by main before the workers. */
 extern struct cache_flush *inrpd_cache_flush;
 uint64_t inrpd_now_ms(void);
-/* A SERVFAIL (with INRP status if the client is a router, and an extended
- * DNS error saying why) for a request. */
 /*
  * A query paused for a next router out of step (forward.c): its
  * candidates replaced by the name's routes as they are now, if those
  * changed and still go to next routers only.  Returns whether they did.
  */
 bool inrpd_reroute(struct fwd_request *req);
+/* A SERVFAIL (with INRP status if the client is a router, and an extended
+ * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,
 			     uint8_t *out, size_t cap);
 /* The client's answer built from a checked upstream answer; 0 if it does not decode. */
