@@ -91,10 +91,18 @@ def wait_for(cond, timeout, what, interval=0.01):
 TEST_PORTS = (20000, 32767)
 
 
+_handed_out = set()
+
+
 def free_port(addr):
-    """A port free for both UDP and TCP on addr right now."""
+    """A port free for both UDP and TCP on addr right now, and never handed
+    out before by this process: two ports asked for one after the other
+    (a router's NBRP and DNS ports) are bound only later, and were once the
+    same (nbrpd: address already in use)."""
     for _ in range(200):
         port = random.randint(*TEST_PORTS)
+        if (addr, port) in _handed_out:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t, \
                 socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
             try:
@@ -102,6 +110,7 @@ def free_port(addr):
                 u.bind((addr, port))
             except OSError:
                 continue
+        _handed_out.add((addr, port))
         return port
     raise RuntimeError("no free port")
 
