@@ -1388,20 +1388,6 @@ static void flush(struct rde *r)
 			mark_excluded(r, e->adv, &src);
 		}
 	}
-	/* our inrpd first: a peer that hears of a route may ask us for its names at once */
-	for (size_t i = 0; i < dirty.n; i++) {
-		struct rib_entry *e = items[i].e;
-		if (entry_is_aggregate(e))
-			aggregate_flushed(r, e);
-		else if (r->ops.fib_name) {
-			struct name n;
-			struct route routes[ROUTESET_MAX_ROUTES];
-			rde_entry_name(e, &n);
-			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
-		}
-	}
-	if (r->ops.fib_flush)
-		r->ops.fib_flush(r->ops.arg);
 	/* the update group: peers for which every name here is decided alike */
 	static struct rde_peer **members;
 	static unsigned members_cap;
@@ -1443,6 +1429,23 @@ static void flush(struct rde *r)
 		}
 		packer_end();
 	}
+	/* our inrpd after the peers: writing to it wakes it, and it would run
+	 * first, on the path of the change through the network.  A peer that
+	 * asks us before our inrpd has the route hears "no route" or another
+	 * origin, and asks again (docs/INRP.md, Routes converging). */
+	for (size_t i = 0; i < dirty.n; i++) {
+		struct rib_entry *e = items[i].e;
+		if (entry_is_aggregate(e))
+			aggregate_flushed(r, e);
+		else if (r->ops.fib_name) {
+			struct name n;
+			struct route routes[ROUTESET_MAX_ROUTES];
+			rde_entry_name(e, &n);
+			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		}
+	}
+	if (r->ops.fib_flush)
+		r->ops.fib_flush(r->ops.arg);
 	origin_wd_clear(&r->owd);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
