@@ -134,53 +134,6 @@ class DnsProbe:
         self.sock.close()
 
 
-class BirdProbe:
-    """BIRD at one router: `show route for` the bench prefix, over one
-    control connection kept open.  The answer: the last AS of the best
-    route's path, "self" for the static route, or () for none."""
-    resend = False              # a stream: the answer comes
-
-    def __init__(self, lab, r):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(lab.routers[r].bird_ctl))
-        self.buf = b""
-        self.greeted = False
-        self.sock.setblocking(False)
-
-    def send(self):
-        self.sock.sendall(f"show route for {PROBE} table benchtab all\n".encode())
-
-    def read(self):
-        try:
-            chunk = self.sock.recv(65536)
-        except BlockingIOError:
-            return None
-        if not chunk:
-            raise ConnectionError("BIRD closed its control socket")
-        self.buf += chunk
-        ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
-        if not self.greeted:
-            if not ends:
-                return None
-            self.buf = self.buf[self.buf.index(b"\n", ends[0].start()) + 1:]
-            self.greeted = True
-            ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
-        if not ends:
-            return None
-        text = self.buf[:self.buf.index(b"\n", ends[0].start()) + 1].decode(errors="replace")
-        self.buf = b""
-        if "unicast" in text or "blackhole" in text:
-            if "[borigin" in text.split("\n", 2)[1]:
-                return "self"
-            m = re.search(r"BGP\.as_path: ([\d ]+)", text)
-            if m:
-                return int(m.group(1).split()[-1])
-        return ()               # no route: an answer all the same
-
-    def close(self):
-        self.sock.close()
-
-
 class Control:
     """A control socket (BIRD's, or nbrpd's, which speaks the same), connected and greeted."""
 
@@ -194,17 +147,47 @@ class Control:
     def send(self, command):
         self.sock.sendall(command.encode() + b"\n")
 
+    def read(self):
+        """The next reply if it is all there, after one read; else None."""
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("control socket closed")
+        text, self.buf = netlab.bird_reply_split(self.buf + chunk)
+        return text
+
     def reply(self):
-        while True:
-            ends = [m for m in netlab.BIRD_LINE.finditer(self.buf) if m.group(2) == b" "]
-            if ends:
-                end = self.buf.index(b"\n", ends[0].start()) + 1
-                text, self.buf = self.buf[:end].decode(errors="replace"), self.buf[end:]
-                return text
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("control socket closed")
-            self.buf += chunk
+        text, self.buf = netlab.bird_reply_split(self.buf)
+        while text is None:
+            text = self.read()
+        return text
+
+
+class BirdProbe(Control):
+    """BIRD at one router: `show route for` the bench prefix, over one
+    control connection kept open.  The answer: the last AS of the best
+    route's path, "self" for the static route, or () for none."""
+    resend = False              # a stream: the answer comes
+
+    def __init__(self, lab, r):
+        super().__init__(lab.routers[r].bird_ctl)
+
+    def send(self):
+        super().send(f"show route for {PROBE} table benchtab all")
+
+    def read(self):
+        text = super().read()
+        if text is None:
+            return None
+        if "unicast" in text or "blackhole" in text:
+            if "[borigin" in text.split("\n", 2)[1]:
+                return "self"
+            m = re.search(r"BGP\.as_path: ([\d ]+)", text)
+            if m:
+                return int(m.group(1).split()[-1])
+        return ()               # no route: an answer all the same
+
+    def close(self):
+        self.sock.close()
 
 
 def back_to_back(commands):

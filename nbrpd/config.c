@@ -67,7 +67,6 @@
 #include <sys/socket.h>
 
 #include "conf.h"
-#include "inrp.h"
 #include "service_conf.h"
 #include "config.h"
 #include "sigpool.h"
@@ -820,10 +819,6 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 		rc = -1;
 	}
 	metrics_conf_finish(&cfg->metrics);
-	/* our servers' answers name us as their origin (INRP), as our peers' routes to them do */
-	for (unsigned i = 0; rc == 0 && i < cfg->ncontent; i++)
-		for (unsigned k = 0; k < cfg->content[i].nservers; k++)
-			cfg->content[i].servers[k].origin = inrp_origin_tag(cfg->router_name);
 	if (rc == 0)
 		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0)

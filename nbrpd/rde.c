@@ -1663,8 +1663,10 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 			const struct nbrpd_content *c = a->k.content;
 			uint32_t usable = content_usable(c);
 			for (unsigned s = 0; s < c->nservers && n < ROUTESET_MAX_ROUTES; s++)
-				if (usable & (1u << s))
-					out[n++] = c->servers[s];
+				if (usable & (1u << s)) {
+					out[n] = c->servers[s];
+					out[n++].origin = a->origin;    /* us: our servers' answers say so (INRP) */
+				}
 			continue;
 		}
 		struct route *r = &out[n++];

@@ -156,6 +156,18 @@ def _remove_ns(ns):
 
 # ---- BIRD's control socket ----
 
+def bird_reply_split(buf):
+    """(the first whole reply of a BIRD control socket in buf, as text,
+    and the bytes after it), or (None, buf) while it is not all there."""
+    for m in BIRD_LINE.finditer(buf):
+        if m.group(2) == b" ":
+            end = buf.find(b"\n", m.start()) + 1
+            if end == 0:
+                break
+            return buf[:end].decode(errors="replace"), buf[end:]
+    return None, buf
+
+
 def bird_cmd(path, command, timeout=5.0):
     """One command to BIRD; returns the reply's text (the greeting dropped)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -169,16 +181,14 @@ def bird_cmd(path, command, timeout=5.0):
                 raise ConnectionError(f"BIRD {path} closed")
             buf += chunk
             while True:
-                ends = [m for m in BIRD_LINE.finditer(buf) if m.group(2) == b" "]
-                if not ends:
+                reply, buf = bird_reply_split(buf)
+                if reply is None:
                     break
-                end = buf.index(b"\n", ends[0].start()) + 1
-                reply, buf = buf[:end], buf[end:]
                 if not sent:            # the greeting
                     s.sendall(command.encode() + b"\n")
                     sent = True
                     continue
-                return reply.decode(errors="replace")
+                return reply
 
 
 def bird_route(path, addr, table=None):
