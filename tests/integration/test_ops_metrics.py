@@ -13,13 +13,21 @@ from test_nbrpd import net  # noqa: F401  (fixture)
 SERVER = "127.0.0.99"
 
 
+def settled(text):
+    """The samples, once every UDP query so far (all local) is in the histogram."""
+    timed = value(text, "inrpd_answer_duration_seconds_count", transport="udp", path="local")
+    return text if timed == value(text, "inrpd_queries_total", transport="udp") else None
+
+
 def test_inrpd_metrics_move_with_queries(inrpd_factory, tmp_path):
     mport = free_port("127.0.0.1")
     dead = ("127.0.0.1", free_port("127.0.0.1"))       # a next router that never answers
     d = inrpd_factory(f"metrics 127.0.0.1 port {mport};\nquery-timeout 200ms;\n"
                       'route "www.example.content" { server 127.0.0.10; }\n'
                       f'route "far.example.content" {{ router {dead[0]} port {dead[1]}; }}\n')
-    before = scrape("127.0.0.1", mport)
+    # The readiness probe's answer is counted when it arrives and timed after it
+    # is sent, so wait until the histogram has it too.
+    before = wait_for(lambda: settled(scrape("127.0.0.1", mport)), 5, "the probe's latency")
     assert value(before, "inrpd_build_info", version="0.1.0") == 1
     assert value(before, "inrpd_fib_names", table="static") == 2
     assert value(before, "inrpd_fib_channel_configured") == 0
