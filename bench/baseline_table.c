@@ -140,7 +140,7 @@ static uint64_t capacity_for(size_t expected)
 
 static int alloc_slots(struct baseline_table *t, uint64_t capacity)
 {
-	struct slot *s = bigtable_alloc((size_t)capacity * sizeof(struct slot));
+	struct slot *s = bigtable_alloc((size_t)capacity * sizeof(struct slot), BIGTABLE_HUGE_PAGES);
 	if (!s)
 		return -1;
 	t->slots = s;

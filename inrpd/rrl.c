@@ -49,7 +49,7 @@ struct rrl {
 /* Fresh pages: a router no outsider asks keeps none of the table resident. */
 struct rrl *rrl_create(unsigned share)
 {
-	struct rrl *r = bigtable_alloc(sizeof(*r));
+	struct rrl *r = bigtable_alloc(sizeof(*r), BIGTABLE_SMALL_PAGES);
 	if (r)
 		r->share = share ? share : 1;
 	return r;

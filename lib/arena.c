@@ -51,13 +51,13 @@ void region_free(struct region *r)
 	r->reserved = r->committed = 0;
 }
 
-void *bigtable_alloc(size_t bytes)
+void *bigtable_alloc(size_t bytes, enum bigtable_pages pages)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	if (bytes >= REGION_STEP)
-		madvise(p, bytes, MADV_HUGEPAGE);
+		madvise(p, bytes, pages == BIGTABLE_HUGE_PAGES ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	return p;
 }
 

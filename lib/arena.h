@@ -25,10 +25,16 @@ void region_free(struct region *r);
 
 /*
  * A plain zeroed allocation for big tables (hash slots), backed by its own
- * mapping so freeing it returns the memory to the system at once, and
- * eligible for transparent huge pages, which matters for random probes.
+ * mapping so freeing it returns the memory to the system at once.
+ *
+ * BIGTABLE_HUGE_PAGES makes it eligible for transparent huge pages, which
+ * matters for random probes.  BIGTABLE_SMALL_PAGES keeps it on 4 KiB pages,
+ * for memory first written on a latency path (a query storing its answer):
+ * the first write to a huge page zeroes 2 MiB, a stall of 100 us or more
+ * for that one query, and puts 2 MiB in RSS for a few bytes.
  */
-void *bigtable_alloc(size_t bytes);
+enum bigtable_pages { BIGTABLE_HUGE_PAGES, BIGTABLE_SMALL_PAGES };
+void *bigtable_alloc(size_t bytes, enum bigtable_pages pages);
 void bigtable_free(void *p, size_t bytes);
 
 #endif

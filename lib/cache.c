@@ -501,13 +501,14 @@ struct cache *cache_create(size_t bytes, struct cache_flush *flush)
 	size_t idx_bytes = slots * sizeof(uint64_t);
 	size_t cap = (bytes - idx_bytes) & ~(size_t)7;
 	/* fresh pages: the scratch area counts only once something is stored */
-	struct cache *c = bigtable_alloc(sizeof(*c));
+	struct cache *c = bigtable_alloc(sizeof(*c), BIGTABLE_SMALL_PAGES);
 	if (!c)
 		return NULL;
 	c->map_len = cap + idx_bytes;
-	/* untouched pages cost nothing until entries reach them; huge pages
-	 * spare every lookup a TLB miss on its random index slot */
-	void *m = bigtable_alloc(c->map_len);
+	/* untouched pages cost nothing until entries reach them; small pages,
+	 * because a query's store writes them: a huge page would stall it while
+	 * 2 MiB are zeroed (a TLB miss on a hit costs far less than its system calls) */
+	void *m = bigtable_alloc(c->map_len, BIGTABLE_SMALL_PAGES);
 	if (!m) {
 		bigtable_free(c, sizeof(*c));
 		return NULL;

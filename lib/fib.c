@@ -802,7 +802,7 @@ static void key_release(struct fib *f, uint32_t id)
 static struct fib_table *table_alloc(uint64_t nbuckets)
 {
 	size_t bytes = sizeof(struct fib_table) + nbuckets * sizeof(struct fib_bucket);
-	struct fib_table *t = bigtable_alloc(bytes);
+	struct fib_table *t = bigtable_alloc(bytes, BIGTABLE_HUGE_PAGES);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
