@@ -711,7 +711,21 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 	/*
 	 * A name that does not parse cannot be withdrawn either, so what the
 	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
+	 *
+	 * Origin withdrawals first: the sender's own route to the origin goes
+	 * by them, not by its withdrawal, so a router it was the only route
+	 * of passes them on too.
 	 */
+	for (size_t i = 0; i < u->n_origin_withdrawals; i++) {
+		const Nbrp__OriginWithdrawal *w = u->origin_withdrawals[i];
+		if (!nbrp_name_valid(&w->name) || !nbrp_router_name_valid(w->origin)) {
+			notify(r, p, NBRP_ERR_UPDATE, 1, "an origin withdrawal's name or origin is not valid");
+			return;
+		}
+		/* a signed peer's would be unsigned word against signed routes; a server originates */
+		if (p->sig == SIG_OFF && !p->server_mode && w->origin_seq)
+			origin_withdrawn(r, w->name.data, w->name.len, w->origin, w->origin_seq);
+	}
 	for (size_t i = 0; i < u->n_withdrawn; i++) {
 		const ProtobufCBinaryData *b = &u->withdrawn[i];
 		if (!nbrp_name_valid(b)) {
@@ -730,16 +744,6 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		}
 		p->withdrawn_in++;
 		withdraw_name(r, p, key, agg_key(key, b->data, b->len));
-	}
-	for (size_t i = 0; i < u->n_origin_withdrawals; i++) {
-		const Nbrp__OriginWithdrawal *w = u->origin_withdrawals[i];
-		if (!nbrp_name_valid(&w->name) || !nbrp_router_name_valid(w->origin)) {
-			notify(r, p, NBRP_ERR_UPDATE, 1, "an origin withdrawal's name or origin is not valid");
-			return;
-		}
-		/* a signed peer's would be unsigned word against signed routes; a server originates */
-		if (p->sig == SIG_OFF && !p->server_mode && w->origin_seq)
-			origin_withdrawn(r, w->name.data, w->name.len, w->origin, w->origin_seq);
 	}
 	bool import_all = nbrpd_policy_open(&p->import);
 	bool import_none = p->import.nrules == 0 && p->import.default_deny;

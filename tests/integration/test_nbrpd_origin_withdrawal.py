@@ -123,6 +123,21 @@ def test_stale_paths_from_the_same_origin_go_at_once_and_the_withdrawal_is_passe
         p.close()
 
 
+def test_a_router_whose_only_route_went_passes_the_withdrawal_on(hub):
+    """The peer that withdraws carried our only route: it goes by the origin
+    withdrawal too, so downstream routers, which may hold stale paths to o
+    through others, hear it."""
+    n = hub(content=False)
+    a, lis = establish(n, "a"), establish(n, "l")
+    a.send(nc.update(routes=[nc.route(["svc.content"], n.peer_addrs["a"], 53, ["a", "o"], origin_seq=5)]))
+    routes_until(lis, "svc.content", lambda u: any(r["names"] == ["svc.content."] for r in u[0]))
+    a.send(nc.update(withdrawn=["svc.content"], origin_withdrawals=[("svc.content", "o", 5)]))
+    routes, withdrawn, owd = routes_until(lis, "svc.content", lambda u: "svc.content." in u[1])
+    assert owd == [("svc.content.", "o", 5)]
+    for p in (a, lis):
+        p.close()
+
+
 def test_our_own_withdrawal_is_stamped(hub):
     n = hub()
     dump = []
