@@ -596,13 +596,20 @@ static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, stru
  */
 static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
 				   struct rrl *rrl, size_t len, const struct ip_addr *from,
-				   struct inrpd_counters *cnt)
+				   bool client_cookie, struct inrpd_counters *cnt)
 {
 	if (prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
 	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
 	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
 		return RRL_PASS;
 	enum rrl_verdict v = rrl_check(rrl, rt, from->family, from->addr, inrpd_now_ms());
+	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
+	 * hardly larger than the query, and the client asks again proven.
+	 * Dropped, it waits out its whole timeout: a router asking a next hop
+	 * it has no cookie of yet, in a burst of route changes, from the /24
+	 * all the ISP's routers share. */
+	if (v == RRL_DROP && client_cookie)
+		v = RRL_SLIP;
 	if (v == RRL_DROP) {
 		CNT_INC(cnt, rrl_dropped);
 		CNT_INC(cnt, dropped);
@@ -655,13 +662,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	if (rc == DNS_PARSE_OK && q->has_edns)
 		rc = read_options(rt, pkt, req, &from, &cookie_valid, &cookie_bad);
 	if (rc == DNS_PARSE_OK && limit_udp && from.family && !cookie_valid) {
-		int v = rate_limit(rt, req, rrl, len, &from, cnt);
+		int v = rate_limit(rt, req, rrl, len, &from, req->cookie && !cookie_bad, cnt);
 		if (v == RRL_DROP)
 			return 0;
 		if (v == RRL_SLIP && req->cookie && !cookie_bad) {
 			/* RFC 7873 5.2.3: a client cookie alone, over the limit: our
-			 * cookie, so it asks again as a proven client (a router
-			 * asking a new next hop in a burst of route changes) */
+			 * cookie, so it asks again as a proven client */
 			struct opt_bufs ob;
 			CNT_INC(cnt, badcookie);
 			start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);

@@ -25,7 +25,7 @@
  *     cache-serve-stale 0;                 RFC 8767 window; 0: off
  *     rrl-rate 20;                         answers/s per /24 or /56 outside
  *                                          allow-recursion, unproven; 0: off
- *     rrl-slip 2;                          every 2nd limited query: TC
+ *     rrl-slip 2;                          every 2nd limited query: TC (a cookie: BADCOOKIE, always)
  *     rrl-exempt 192.0.2.0/24;             repeatable
  *     rrl-exempt-routers yes;              next-hop routers are not limited
  *     cookie-secret "0123...ef";           16 bytes in hex; default: random
