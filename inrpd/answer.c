@@ -662,10 +662,11 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	if (rc == DNS_PARSE_OK && q->has_edns)
 		rc = read_options(rt, pkt, req, &from, &cookie_valid, &cookie_bad);
 	if (rc == DNS_PARSE_OK && limit_udp && from.family && !cookie_valid) {
-		int v = rate_limit(rt, req, rrl, len, &from, req->cookie && !cookie_bad, cnt);
+		bool client_cookie = req->cookie && !cookie_bad;
+		int v = rate_limit(rt, req, rrl, len, &from, client_cookie, cnt);
 		if (v == RRL_DROP)
 			return 0;
-		if (v == RRL_SLIP && req->cookie && !cookie_bad) {
+		if (v == RRL_SLIP && client_cookie) {
 			/* RFC 7873 5.2.3: a client cookie alone, over the limit: our
 			 * cookie, so it asks again as a proven client */
 			struct opt_bufs ob;
