@@ -11,28 +11,45 @@ sessions run along every link.
   nbrp: bench.content is originated at a leaf X of the first ISP; then X
         withdraws it and a leaf Y of the ISP farthest away announces it
         (`reload` on nbrpd's control socket at X, then at Y without waiting
-        for X's reply).  nbrp_converge_ms runs from the first reload to the
-        moment the last router's inrpd answers with Y's server;
-        nbrp_updates_total is the UPDATEs all routers sent for it
-        (updates_out of every peer, before and after, once they stay put).
+        for X's reply).  A round's time runs from the first reload to the
+        moment the last router's inrpd answers with Y's server; its
+        UPDATEs are those all routers sent for it (updates_out of every
+        peer, before and after, once they stay put).
   bird: the same graph carries one IPv4 prefix over BGP: a table of its
         own in every BIRD, an eBGP session along every link (each router
         its own private AS), the prefix a static route at X, then disabled
         at X and enabled at Y (the same way, over BIRD's control sockets).
-        bird_converge_ms runs from the first command to the moment the
-        last router's best route comes from Y;
-        bird_updates_total is the export updates and withdraws accepted by
-        all those sessions.
+        A round's time runs from the first command to the moment the last
+        router's best route comes from Y; its updates are the export
+        updates and withdraws accepted by all those sessions.
+
+A run makes --rounds (5) moves each way in turn, X to Y, Y to X, ...,
+a move of the name by NBRP then of the prefix by BGP each time, so that
+both meet the machine as it then is; nbrp_converge_ms,
+nbrp_updates_total, bird_converge_ms and bird_updates_total are the
+medians over the rounds (on two shared CPUs one move of either varies
+by a factor of two), and the *_rounds lists are every round's.  Then as
+many NBRP moves again, with nbrpd asked as BIRD is (`show route` over
+its control socket, kept open): nbrp_rib_converge_ms, until the last
+router's best route ends at the new origin; the difference from
+nbrp_converge_ms is inrpd's data path under the polls.
 
 Every router is polled on its own from the moment the commands went out
 (their replies are read meanwhile; nbrp_reload_ms is when both reloads
-had answered), again 20 ms after its last answer:
+had answered, the median), again 20 ms after its last answer:
 inrpd by a DNS query (a UDP socket made in its namespace, kept open), BIRD
-by `show route for` over a control connection kept open.  A router counts
+by `show route for` over a control connection kept open (nbrpd the same
+way by `show route`).  A router counts
 as converged at the moment its own answer showed the new origin (and
 stayed so); the mean time between one router's answers
 (nbrp_poll_interval_ms, bird_poll_interval_ms) bounds how late that can be
-seen.  rss_mb_per_router is BIRD + nbrpd + inrpd.
+seen.  With answers 20 ms apart, that interval, not the protocols, sets
+a round's time when both converge within it; nbrp_converge_polls and
+bird_converge_polls (medians; *_rounds) count the answers it took, at
+most, of any router to show it converged, 1 for the answer to the
+question sent with the commands, so that a DNS answer's trip through
+the data path does not count against NBRP where BIRD's probe is a
+lookup in its own table.  rss_mb_per_router is BIRD + nbrpd + inrpd.
 The last line of output is one JSON object.
 """
 import argparse
@@ -42,6 +59,7 @@ import random
 import re
 import select
 import socket
+import statistics
 import struct
 import sys
 import threading
@@ -223,6 +241,33 @@ class BirdProbe(Control):
         self.sock.close()
 
 
+class NbrpdProbe(Control):
+    """nbrpd at one router: `show route` the name over its control socket,
+    kept open, as BirdProbe asks BIRD.  The answer: the origin of the best
+    route (the end of its path; the router itself for its own content),
+    or () for none."""
+    resend = False
+
+    def __init__(self, lab, r):
+        super().__init__(lab.routers[r].nbrpd.ctl)
+        self.name = r
+
+    def send(self):
+        super().send(f"show route {NAME}")
+
+    def read(self):
+        text = super().read()
+        if text is None:
+            return None
+        m = re.search(r"^\S*\s+\* ranked (?:via .*?path \[([^\]]*)\]|local content)", text, re.M)
+        if not m:
+            return ()
+        return m.group(1).split()[-1] if m.group(1) else self.name
+
+    def close(self):
+        self.sock.close()
+
+
 class BackToBack(threading.Thread):
     """Sends each (control socket, command) in turn without waiting for a
     reply, the origin's withdrawal first, and reads the replies on a thread
@@ -262,9 +307,13 @@ def converge(probes, ok, timeout=60, t0=None):
     after ASK_TIMEOUT without one), until every router's last answer is
     ok(); returns ms from t0 (default now) to the answer that showed the
     last of them ok (and stayed so).  converge.interval_ms: the mean time
-    between one router's answers, the resolution of the result."""
+    between one router's answers, the resolution of the result;
+    converge.polls: how many answers it took, at most, of any router to
+    show it ok (and stay so), 1 for the answer to the question sent at t0:
+    the same for both protocols whatever each answer's latency."""
     t0 = t0 or time.monotonic()
     first, sent, next_at, gaps, last_answer = {}, {}, {}, [], {}
+    answers, first_n = dict.fromkeys(probes, 0), {}
     by_sock = {p.sock: r for r, p in probes.items()}
     for r in probes:
         next_at[r] = time.monotonic()
@@ -288,14 +337,58 @@ def converge(probes, ok, timeout=60, t0=None):
             if r in last_answer:
                 gaps.append(when - last_answer[r])
             last_answer[r] = when
+            answers[r] += 1
             if ok(answer):
-                first.setdefault(r, when)
+                if r not in first:
+                    first[r], first_n[r] = when, answers[r]
             else:
                 first.pop(r, None)          # it moved away again: not converged
         if len(first) == len(probes):
             converge.interval_ms = sum(gaps) / len(gaps) * 1000 if gaps else 0
+            converge.polls = max(first_n[r] for r in first)
             return (max(first.values()) - t0) * 1000
     raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
+
+
+def nbrp_move(lab, probes, a, b, servers):
+    """The name moves from a to b: a's nbrpd stops originating it, b's
+    starts (`reload` at both, b's sent without waiting for a's reply).
+    ms: from the first reload to the answer that showed the last router's
+    inrpd answering with b's server (DnsProbe), or the last nbrpd's best
+    route ending at b (NbrpdProbe)."""
+    line = lambda r: f'content "{NAME}" {{ server {servers[r]} load 5; }}\n'     # noqa: E731
+    ra, rb = lab.routers[a], lab.routers[b]
+    ra.nbrpd.conf.write_text(ra.nbrpd.conf.read_text().replace(line(a), ""))
+    rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
+    cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
+    ok = (lambda ans: ans == b) if isinstance(next(iter(probes.values())), NbrpdProbe) \
+        else (lambda ans: ans == [servers[b]])
+    ms = converge(probes, ok, t0=cmds.t0)
+    interval, polls = converge.interval_ms, converge.polls
+    for r, out in zip((ra, rb), cmds.join()):
+        if not re.search(r"^0\d{3} ", out, re.M):
+            raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
+    return {"ms": ms, "polls": polls, "interval_ms": interval, "reload_ms": (cmds.done - cmds.t0) * 1000}
+
+
+def from_origin(names, r):
+    """ok() for a BIRD probe: the best route comes from r (or is r's own)."""
+    asn = ASN0 + names.index(r)
+    return lambda ans: ans in (asn, "self")
+
+
+def bird_move(lab, probes, a, b, servers):
+    """The prefix moves from a to b: `disable borigin` at a, `enable
+    borigin` at b, the same way.  ms: until the last router's best route
+    has b's AS at the end of its path."""
+    ra, rb = lab.routers[a], lab.routers[b]
+    cmds = BackToBack([(ra.bird_ctl, "disable borigin"), (rb.bird_ctl, "enable borigin")])
+    ms = converge(probes, from_origin(list(lab.routers), b), t0=cmds.t0)
+    interval, polls = converge.interval_ms, converge.polls
+    for r, out in zip((ra, rb), cmds.join()):
+        if "abled" not in out:
+            raise RuntimeError(f"BIRD {r.name}: {out}")
+    return {"ms": ms, "polls": polls, "interval_ms": interval}
 
 
 def nbrp_updates(lab):
@@ -345,6 +438,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--routers", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="moves of the name, each way in turn, for each protocol (default 5)")
     args = ap.parse_args()
     reason = netlab.can_run()
     if reason:
@@ -362,55 +457,66 @@ def main():
     lab = netlab.Lab(topo)
     for r in lab.routers.values():
         topo.setdefault("bird_extra", {})[r.name] = bench_bird_config(lab, r, r.name == x)
-    dns_probes, bird_probes = {}, {}
+    dns_probes, bird_probes, nbrpd_probes = {}, {}, {}
     try:
         lab.up(timeout=300)
         up_s = time.monotonic() - t
         print(f"{args.routers} routers, {len(links)} links, ISPs {sorted(set(v['isp'] for v in routers.values()))}; "
               f"X={x} Y={y}; up in {up_s:.1f} s", file=sys.stderr)
-        sx, sy = lab.hosts["sx"].addr, lab.hosts["sy"].addr
+        servers = {x: lab.hosts["sx"].addr, y: lab.hosts["sy"].addr}
         names = list(lab.routers)
         dns_probes = {r: DnsProbe(lab, r) for r in names}
         bird_probes = {r: BirdProbe(lab, r) for r in names}
         # the start: everyone answers with X's server, every BIRD has X's prefix
-        converge(dns_probes, lambda a: a == [sx], 120)
-        from_as = lambda asn: lambda a: a in (asn, "self")     # noqa: E731
-        converge(bird_probes, from_as(ASN0 + names.index(x)), 120)
-        nbrp0, bird0 = settle(lambda: nbrp_updates(lab)), settle(lambda: bird_updates(lab))
+        converge(dns_probes, lambda a: a == [servers[x]], 120)
+        converge(bird_probes, from_origin(names, x), 120)
+        counts = {"nbrp": settle(lambda: nbrp_updates(lab)), "bird": settle(lambda: bird_updates(lab))}
+        rounds = {"nbrp": [], "bird": []}
+        for i in range(args.rounds):
+            a, b = (x, y) if i % 2 == 0 else (y, x)
+            for proto, move, probes, count in (("nbrp", nbrp_move, dns_probes, nbrp_updates),
+                                               ("bird", bird_move, bird_probes, bird_updates)):
+                r = move(lab, probes, a, b, servers)
+                now = settle(lambda: count(lab))     # noqa: B023  called here
+                r["updates"], counts[proto] = now - counts[proto], now
+                rounds[proto].append(r)
+            n, g = rounds["nbrp"][-1], rounds["bird"][-1]
+            print(f"round {i + 1}, {a} -> {b}: NBRP {n['ms']:.0f} ms (answer {n['polls']}), {n['updates']} UPDATEs; "
+                  f"BGP {g['ms']:.0f} ms (answer {g['polls']}), {g['updates']} updates", file=sys.stderr)
 
-        # NBRP: X withdraws, Y announces
-        rx, ry = lab.routers[x], lab.routers[y]
-        rx.nbrpd.conf.write_text(rx.nbrpd.conf.read_text().replace(
-            f'content "{NAME}" {{ server {sx} load 5; }}\n', ""))
-        ry.nbrpd.conf.write_text(ry.nbrpd.conf.read_text() + f'content "{NAME}" {{ server {sy} load 5; }}\n')
-        cmds = BackToBack([(rx.nbrpd.ctl, "reload"), (ry.nbrpd.ctl, "reload")])
-        nbrp_ms = converge(dns_probes, lambda a: a == [sy], t0=cmds.t0)
-        nbrp_interval = converge.interval_ms
-        for r, out in zip((rx, ry), cmds.join()):
-            if not re.search(r"^0\d{3} ", out, re.M):
-                raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
-        reload_ms = (cmds.done - cmds.t0) * 1000
-        nbrp_upd = settle(lambda: nbrp_updates(lab)) - nbrp0
+        # nbrpd's own tables, asked as BIRD's are: the same moves, after
+        # the rounds above (asking both would load the data path's run)
+        nbrpd_probes = {r: NbrpdProbe(lab, r) for r in names}
+        rounds["nbrp_rib"] = []
+        for i in range(args.rounds, 2 * args.rounds):
+            a, b = (x, y) if i % 2 == 0 else (y, x)
+            rounds["nbrp_rib"].append(nbrp_move(lab, nbrpd_probes, a, b, servers))
+            settle(lambda: nbrp_updates(lab))
+        print(f"nbrpd's tables: {[round(r['ms']) for r in rounds['nbrp_rib']]} ms", file=sys.stderr)
 
-        # BGP: the prefix moves from X to Y
-        cmds = BackToBack([(rx.bird_ctl, "disable borigin"), (ry.bird_ctl, "enable borigin")])
-        bird_ms = converge(bird_probes, from_as(ASN0 + names.index(y)), t0=cmds.t0)
-        bird_interval = converge.interval_ms
-        for r, out in zip((rx, ry), cmds.join()):
-            if "abled" not in out:
-                raise RuntimeError(f"BIRD {r.name}: {out}")
-        bird_upd = settle(lambda: bird_updates(lab)) - bird0
+        def med(proto, key):
+            return statistics.median(r[key] for r in rounds[proto])
 
         pids = [d.proc.pid for r in lab.routers.values() for d in (r.bird, r.nbrpd, r.inrpd)]
-        result = {"routers": args.routers, "links": len(links), "seed": args.seed,
-                  "nbrp_converge_ms": round(nbrp_ms), "nbrp_updates_total": nbrp_upd,
-                  "bird_converge_ms": round(bird_ms), "bird_updates_total": bird_upd,
-                  "nbrp_reload_ms": round(reload_ms, 1), "nbrp_poll_interval_ms": round(nbrp_interval),
-                  "bird_poll_interval_ms": round(bird_interval),
+        result = {"routers": args.routers, "links": len(links), "seed": args.seed, "rounds": args.rounds,
+                  "nbrp_converge_ms": round(med("nbrp", "ms")), "nbrp_updates_total": med("nbrp", "updates"),
+                  "bird_converge_ms": round(med("bird", "ms")), "bird_updates_total": med("bird", "updates"),
+                  "nbrp_converge_ms_rounds": [round(r["ms"]) for r in rounds["nbrp"]],
+                  "bird_converge_ms_rounds": [round(r["ms"]) for r in rounds["bird"]],
+                  "nbrp_updates_rounds": [r["updates"] for r in rounds["nbrp"]],
+                  "bird_updates_rounds": [r["updates"] for r in rounds["bird"]],
+                  "nbrp_converge_polls": med("nbrp", "polls"), "bird_converge_polls": med("bird", "polls"),
+                  "nbrp_converge_polls_rounds": [r["polls"] for r in rounds["nbrp"]],
+                  "bird_converge_polls_rounds": [r["polls"] for r in rounds["bird"]],
+                  "nbrp_rib_converge_ms": round(med("nbrp_rib", "ms")),
+                  "nbrp_rib_converge_ms_rounds": [round(r["ms"]) for r in rounds["nbrp_rib"]],
+                  "nbrp_reload_ms": round(med("nbrp", "reload_ms"), 1),
+                  "nbrp_poll_interval_ms": round(med("nbrp", "interval_ms")),
+                  "bird_poll_interval_ms": round(med("bird", "interval_ms")),
                   "rss_mb_per_router": round(rss_mb(pids) / args.routers, 1),
                   "up_s": round(up_s, 1)}
     finally:
-        for p in list(dns_probes.values()) + list(bird_probes.values()):
+        for p in [*dns_probes.values(), *bird_probes.values(), *nbrpd_probes.values()]:
             p.close()
         errors = lab.close()
         for e in errors:
