@@ -69,8 +69,12 @@ static void on_drained(struct wqueue *q)
 	if (s->closing)
 		return;
 	if (s->close_after_write) {
+		/* below the low mark is not empty: writes ahead of the NOTIFICATION
+		 * may complete first, so ask to be called again until the last */
 		if (q->queued == 0)
 			nbrp_session_close(s);
+		else
+			q->full = true;
 		return;
 	}
 	if (s->ops->drained)

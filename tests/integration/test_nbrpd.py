@@ -295,6 +295,22 @@ def test_a_name_that_does_not_parse_resets_the_session(lone):
     p.close()
 
 
+def test_a_notification_behind_writes_in_flight_still_closes(lone):
+    """OPEN, KEEPALIVE and a bad UPDATE in one segment: nbrpd's KEEPALIVE
+    and table are still being written when it sends the NOTIFICATION.  The
+    connection must still close (it stayed open for good, read by no one,
+    and kept nbrpd from exiting on SIGTERM)."""
+    n = lone()
+    p = connect(n)
+    upper = nc._len_field(1, b"\x02OK\x07content\x00") + nc._len_field(2, b"\x7f\x00\x00\x01") + \
+        nc._int_field(3, 53) + nc._len_field(4, b"x")
+    p.send(nc.open_msg("x"), nc.keepalive(), nc.update(routes=[upper]))
+    assert p.notification()[:2] == (3, 1)
+    assert p.closed()
+    p.close()
+    assert n.stop() == 0
+
+
 def test_show_route_json_holds_the_longest_paths(lone):
     n = lone()
     p = establish(n)
