@@ -213,22 +213,34 @@ class Control:
         return text
 
 
-class BirdProbe(Control):
-    """BIRD at one router: `show route for` the bench prefix, over one
-    control connection kept open.  The answer: the last AS of the best
-    route's path, "self" for the static route, or () for none."""
+class TableProbe(Control):
+    """A daemon's table at one router, asked by one command over its
+    control connection, kept open; answer(text) reads the reply."""
     resend = False              # a stream: the answer comes
 
-    def __init__(self, lab, r):
-        super().__init__(lab.routers[r].bird_ctl)
+    def __init__(self, path, command):
+        super().__init__(path)
+        self.command = command
 
     def send(self):
-        super().send(f"show route for {PROBE} table benchtab all")
+        super().send(self.command)
 
     def read(self):
         text = super().read()
-        if text is None:
-            return None
+        return None if text is None else self.answer(text)
+
+    def close(self):
+        self.sock.close()
+
+
+class BirdProbe(TableProbe):
+    """BIRD: `show route for` the bench prefix.  The answer: the last AS of
+    the best route's path, "self" for the static route, or () for none."""
+
+    def __init__(self, lab, r):
+        super().__init__(lab.routers[r].bird_ctl, f"show route for {PROBE} table benchtab all")
+
+    def answer(self, text):
         if "unicast" in text or "blackhole" in text:
             if "[borigin" in text.split("\n", 2)[1]:
                 return "self"
@@ -237,35 +249,21 @@ class BirdProbe(Control):
                 return int(m.group(1).split()[-1])
         return ()               # no route: an answer all the same
 
-    def close(self):
-        self.sock.close()
 
-
-class NbrpdProbe(Control):
-    """nbrpd at one router: `show route` the name over its control socket,
-    kept open, as BirdProbe asks BIRD.  The answer: the origin of the best
-    route (the end of its path; the router itself for its own content),
-    or () for none."""
-    resend = False
+class NbrpdProbe(TableProbe):
+    """nbrpd: `show route` the name, as BirdProbe asks BIRD.  The answer:
+    the origin of the best route (the end of its path; the router itself
+    for its own content), or () for none."""
 
     def __init__(self, lab, r):
-        super().__init__(lab.routers[r].nbrpd.ctl)
+        super().__init__(lab.routers[r].nbrpd.ctl, f"show route {NAME}")
         self.name = r
 
-    def send(self):
-        super().send(f"show route {NAME}")
-
-    def read(self):
-        text = super().read()
-        if text is None:
-            return None
+    def answer(self, text):
         m = re.search(r"^\S*\s+\* ranked (?:via .*?path \[([^\]]*)\]|local content)", text, re.M)
         if not m:
             return ()
         return m.group(1).split()[-1] if m.group(1) else self.name
-
-    def close(self):
-        self.sock.close()
 
 
 class BackToBack(threading.Thread):
