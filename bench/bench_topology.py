@@ -53,6 +53,7 @@ lookup in its own table.  rss_mb_per_router is BIRD + nbrpd + inrpd.
 The last line of output is one JSON object.
 """
 import argparse
+import functools
 import json
 import pathlib
 import random
@@ -311,7 +312,7 @@ def converge(probes, ok, timeout=60, t0=None):
     the same for both protocols whatever each answer's latency."""
     t0 = t0 or time.monotonic()
     first, sent, next_at, gaps, last_answer = {}, {}, {}, [], {}
-    answers, first_n = dict.fromkeys(probes, 0), {}
+    answers = dict.fromkeys(probes, 0)
     by_sock = {p.sock: r for r, p in probes.items()}
     for r in probes:
         next_at[r] = time.monotonic()
@@ -337,30 +338,27 @@ def converge(probes, ok, timeout=60, t0=None):
             last_answer[r] = when
             answers[r] += 1
             if ok(answer):
-                if r not in first:
-                    first[r], first_n[r] = when, answers[r]
+                first.setdefault(r, (when, answers[r]))
             else:
                 first.pop(r, None)          # it moved away again: not converged
         if len(first) == len(probes):
             converge.interval_ms = sum(gaps) / len(gaps) * 1000 if gaps else 0
-            converge.polls = max(first_n[r] for r in first)
-            return (max(first.values()) - t0) * 1000
+            converge.polls = max(n for _, n in first.values())
+            return (max(when for when, _ in first.values()) - t0) * 1000
     raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
 
 
-def nbrp_move(lab, probes, a, b, servers):
+def nbrp_move(lab, probes, a, b, ok, servers):
     """The name moves from a to b: a's nbrpd stops originating it, b's
     starts (`reload` at both, b's sent without waiting for a's reply).
-    ms: from the first reload to the answer that showed the last router's
-    inrpd answering with b's server (DnsProbe), or the last nbrpd's best
-    route ending at b (NbrpdProbe)."""
+    ms: from the first reload to the answer that showed the last router
+    ok() (inrpd answering with b's server, or nbrpd's best route ending
+    at b)."""
     line = lambda r: f'content "{NAME}" {{ server {servers[r]} load 5; }}\n'     # noqa: E731
     ra, rb = lab.routers[a], lab.routers[b]
     ra.nbrpd.conf.write_text(ra.nbrpd.conf.read_text().replace(line(a), ""))
     rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
     cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
-    ok = (lambda ans: ans == b) if isinstance(next(iter(probes.values())), NbrpdProbe) \
-        else (lambda ans: ans == [servers[b]])
     ms = converge(probes, ok, t0=cmds.t0)
     interval, polls = converge.interval_ms, converge.polls
     for r, out in zip((ra, rb), cmds.join()):
@@ -375,13 +373,13 @@ def from_origin(names, r):
     return lambda ans: ans in (asn, "self")
 
 
-def bird_move(lab, probes, a, b, servers):
+def bird_move(lab, probes, a, b, ok):
     """The prefix moves from a to b: `disable borigin` at a, `enable
     borigin` at b, the same way.  ms: until the last router's best route
     has b's AS at the end of its path."""
     ra, rb = lab.routers[a], lab.routers[b]
     cmds = BackToBack([(ra.bird_ctl, "disable borigin"), (rb.bird_ctl, "enable borigin")])
-    ms = converge(probes, from_origin(list(lab.routers), b), t0=cmds.t0)
+    ms = converge(probes, ok, t0=cmds.t0)
     interval, polls = converge.interval_ms, converge.polls
     for r, out in zip((ra, rb), cmds.join()):
         if "abled" not in out:
@@ -466,15 +464,20 @@ def main():
         dns_probes = {r: DnsProbe(lab, r) for r in names}
         bird_probes = {r: BirdProbe(lab, r) for r in names}
         # the start: everyone answers with X's server, every BIRD has X's prefix
-        converge(dns_probes, lambda a: a == [servers[x]], 120)
-        converge(bird_probes, from_origin(names, x), 120)
+        at_dns = lambda r: lambda ans: ans == [servers[r]]     # noqa: E731  ok() once r originates
+        at_bird = lambda r: from_origin(names, r)               # noqa: E731
+        at_rib = lambda r: lambda ans: ans == r                 # noqa: E731
+        direction = lambda i: (x, y) if i % 2 == 0 else (y, x)  # noqa: E731
+        converge(dns_probes, at_dns(x), 120)
+        converge(bird_probes, at_bird(x), 120)
         counts = {"nbrp": settle(lambda: nbrp_updates(lab)), "bird": settle(lambda: bird_updates(lab))}
         rounds = {"nbrp": [], "bird": []}
         for i in range(args.rounds):
-            a, b = (x, y) if i % 2 == 0 else (y, x)
-            for proto, move, probes, count in (("nbrp", nbrp_move, dns_probes, nbrp_updates),
-                                               ("bird", bird_move, bird_probes, bird_updates)):
-                r = move(lab, probes, a, b, servers)
+            a, b = direction(i)
+            for proto, move, probes, at, count in (
+                    ("nbrp", functools.partial(nbrp_move, servers=servers), dns_probes, at_dns, nbrp_updates),
+                    ("bird", bird_move, bird_probes, at_bird, bird_updates)):
+                r = move(lab, probes, a, b, at(b))
                 now = settle(lambda: count(lab))     # noqa: B023  called here
                 r["updates"], counts[proto] = now - counts[proto], now
                 rounds[proto].append(r)
@@ -487,8 +490,8 @@ def main():
         nbrpd_probes = {r: NbrpdProbe(lab, r) for r in names}
         rounds["nbrp_rib"] = []
         for i in range(args.rounds, 2 * args.rounds):
-            a, b = (x, y) if i % 2 == 0 else (y, x)
-            rounds["nbrp_rib"].append(nbrp_move(lab, nbrpd_probes, a, b, servers))
+            a, b = direction(i)
+            rounds["nbrp_rib"].append(nbrp_move(lab, nbrpd_probes, a, b, at_rib(b), servers))
             settle(lambda: nbrp_updates(lab))
         print(f"nbrpd's tables: {[round(r['ms']) for r in rounds['nbrp_rib']]} ms", file=sys.stderr)
 
