@@ -87,6 +87,7 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(hop_behind);
 	ADD(other_origin);
 	ADD(rerouted);
+	ADD(refreshed);
 #undef ADD
 }
 

@@ -64,6 +64,7 @@
 #include "service_conf.h"
 #include "log.h"
 #include "inrpd.h"
+#include "refresh.h"
 
 #define DEFAULT_ANSWER_TTL      5
 #define DEFAULT_EDNS_UDP_SIZE   1232    /* avoids fragmentation (DNS flag day 2020) */
@@ -72,6 +73,7 @@
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
 #define DEFAULT_HOP_PROBE_MS    5000
 #define DEFAULT_MAX_PENDING     4096
+#define DEFAULT_REFRESH_SLOTS   256
 #define DEFAULT_FIB_GRACE_MS    60000
 #define DEFAULT_CACHE_SIZE      (64u << 20)
 #define DEFAULT_CACHE_MAX_TTL   86400
@@ -104,7 +106,7 @@ struct cfg_ctx {
 	bool seen_fib_channel, seen_grace, seen_nsid;
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
-	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending;
+	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending, seen_refresh;
 };
 
 static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -469,6 +471,17 @@ static int kw_max_pending(const struct conf_stmt *s, void *arg, char *err, size_
 	return 0;
 }
 
+static int kw_refresh(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t n;
+	if (conf_once(&x->seen_refresh, s, err, err_len) < 0 ||
+	    conf_arg_uint(s, 1, 0, REFRESH_MAX_SLOTS, &n, err, err_len) < 0)
+		return -1;
+	x->cfg->refresh_slots = (unsigned)n;
+	return 0;
+}
+
 static int kw_fib_channel(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
@@ -636,6 +649,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "hop-probe-interval", 2, 2, CONF_NO_BLOCK, kw_hop_probe },
 	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
 	{ "max-pending", 2, 2, CONF_NO_BLOCK, kw_max_pending },
+	{ "refresh-on-route-change", 2, 2, CONF_NO_BLOCK, kw_refresh },
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
@@ -722,6 +736,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hop_probe_ms = DEFAULT_HOP_PROBE_MS;
 	cfg->hop_limit = INRP_DEFAULT_HOP_LIMIT;
 	cfg->max_pending = DEFAULT_MAX_PENDING;
+	cfg->refresh_slots = DEFAULT_REFRESH_SLOTS;
 	cfg->fib_grace_ms = DEFAULT_FIB_GRACE_MS;
 	cfg->cache_size = DEFAULT_CACHE_SIZE;
 	cfg->cache.max_ttl = DEFAULT_CACHE_MAX_TTL;

@@ -62,6 +62,8 @@ struct fibsync {
 
 	uint64_t connections, messages, syncs, updates, errors;
 	char last_error[320];
+	void (*changed)(void *arg);
+	void *changed_arg;
 	uint8_t rbuf[FIBSYNC_READ_BUF];
 };
 
@@ -158,6 +160,12 @@ static void on_commit(uv_timer_t *t)
 		fib_commit(in_service);
 }
 
+static void routes_changed(struct fibsync *f)
+{
+	if (f->changed)
+		f->changed(f->changed_arg);
+}
+
 static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 {
 	char err[256];
@@ -199,6 +207,8 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 			note_routers((const Crfib__Route *const *)m->update->aggregates[i]->routes,
 				     m->update->aggregates[i]->n_routes);
 		f->updates++;
+		if (!f->building)
+			routes_changed(f);
 		return 0;
 	}
 	case CRFIB__FIB_MESSAGE__BODY_SYNC_END: {
@@ -217,6 +227,7 @@ static int handle_message(struct fibsync *f, const Crfib__FibMessage *m)
 		f->stale = false;
 		uv_timer_stop(&f->grace_timer);
 		publish(fresh);
+		routes_changed(f);
 		f->syncs++;
 		log_info("fib-channel: epoch %llu in service: %llu names, %llu aggregates",
 			 (unsigned long long)f->epoch, (unsigned long long)st.entries,
@@ -339,6 +350,13 @@ void fibsync_set_grace(struct fibsync *f, uint64_t grace_ms)
 {
 	f->grace_ms = grace_ms;
 }
+
+void fibsync_on_change(struct fibsync *f, void (*fn)(void *arg), void *arg)
+{
+	f->changed = fn;
+	f->changed_arg = arg;
+}
+
 
 void fibsync_close(struct fibsync *f)
 {

@@ -418,7 +418,8 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 		CNT_INC(e->cnt, dropped);
 		return;
 	}
-	inrpd_latency_observe(e->cnt, path, now_us() - started, 1);
+	if (!c.refresh)                 /* clients' answers only */
+		inrpd_latency_observe(e->cnt, path, now_us() - started, 1);
 	e->deliver(e->ctx, &c, e->obuf, len);
 }
 
@@ -441,7 +442,8 @@ static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id
 	/* held briefly, so a burst for a failing name does not go out again; a
 	 * router client's failure may be its short budget, not the name's */
 	finish_query(e, p, n);
-	if (!p->req.client_inrp)
+	/* ... not a refresh's: a failure while routes converge is not the clients' */
+	if (!p->req.client_inrp && !p->client.refresh)
 		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
 }
 

@@ -127,6 +127,7 @@ struct inrpd_config {
 	struct cache_limits cache;
 	uint32_t cache_stale_s;
 	unsigned max_pending;           /* forwarded queries in flight per worker */
+	unsigned refresh_slots;         /* questions per worker fetched again on a route change (refresh.h) */
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
@@ -200,6 +201,7 @@ struct inrpd_counters {
 	uint64_t hop_behind;            /* a hop said no route, or answered from another origin: asked again */
 	uint64_t other_origin;          /* relayed from another origin than our route's: not cached */
 	uint64_t rerouted;              /* paused for a hop behind us, gone on by the name's new routes */
+	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -327,6 +329,9 @@ struct fwd_client {
 	/* TCP: the connection and its serial (a closed connection's is stale) */
 	void *conn;
 	uint64_t serial;
+	/* >0: no client, a question fetched again after a route change
+	 * (refresh.h), its slot + 1: the answer is for the cache only */
+	uint32_t refresh;
 };
 
 struct fwd_engine;
@@ -409,6 +414,8 @@ int udp_workers_start(struct udp_workers *w, char *err, size_t err_len);
  * closes the sockets, frees. */
 void udp_workers_stop(struct udp_workers *w, struct inrpd_counters *final);
 void udp_workers_counters(const struct udp_workers *w, struct inrpd_counters *sum);
+/* Any route changed (main thread): each worker's questions asked lately are looked up again. */
+void udp_workers_routes_changed(struct udp_workers *w);
 void udp_workers_hops(const struct udp_workers *w, fwd_hop_fn fn, void *arg);
 void udp_workers_cache_stats(const struct udp_workers *w, struct cache_stats *st);
 
@@ -440,6 +447,8 @@ extern struct fib *inrpd_chan_fib;
 struct fibsync *fibsync_open(struct uv_loop_s *loop, const char *path, uint64_t grace_ms,
 			     char *err, size_t err_len);
 void fibsync_set_grace(struct fibsync *f, uint64_t grace_ms);
+/* changed(arg) after the routes in service changed (an Update applied, a sync ended). */
+void fibsync_on_change(struct fibsync *f, void (*changed)(void *arg), void *arg);
 /* Closes the socket and connection; run the loop afterwards to finish. */
 void fibsync_close(struct fibsync *f);
 /* After the loop ended; the caller is offline. */

@@ -78,7 +78,7 @@ static const struct {
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
-	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted),
+	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F
 };
@@ -188,10 +188,11 @@ static int reload_config(char *msg, size_t msg_len)
 	if (!listen_equal(cfg, g.cfg) || cfg->workers != g.cfg->workers ||
 	    !same_string(cfg->pid_file, g.cfg->pid_file) || !same_string(cfg->control_path, g.cfg->control_path) ||
 	    !same_string(cfg->fib_channel_path, g.cfg->fib_channel_path) || cfg->max_pending != g.cfg->max_pending ||
+	    cfg->refresh_slots != g.cfg->refresh_slots ||
 	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) ||
 	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
 		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
-			 "'max-pending', 'metrics', 'user' and 'group' take effect on restart");
+			 "'max-pending', 'refresh-on-route-change', 'metrics', 'user' and 'group' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
@@ -207,6 +208,7 @@ static int reload_config(char *msg, size_t msg_len)
 	struct inrpd_runtime *old = rcu_xchg_pointer(&inrpd_rt, rt);
 	synchronize_rcu();
 	inrpd_runtime_free(old);
+	udp_workers_routes_changed(g.udp);
 	log_info("reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	snprintf(msg, msg_len, "reloaded %s: %u routes", g.conf_path, rt->nroutes);
 	return 0;
@@ -426,6 +428,13 @@ static void collect_metrics(void *ctx, struct prom *p)
 		.udp = g.udp, .tcp = g.tcp, .fibsync = g.fibsync, .metrics = g.metrics });
 }
 
+/* The FIB channel changed routes in service: the workers' questions asked lately are looked up again. */
+static void routes_changed(void *arg)
+{
+	(void)arg;
+	udp_workers_routes_changed(g.udp);
+}
+
 static void stop(void)
 {
 	if (g.stopping)
@@ -557,6 +566,8 @@ int main(int argc, char **argv)
 	if (cfg->fib_channel_path &&
 	    !(g.fibsync = fibsync_open(&g.loop, cfg->fib_channel_path, cfg->fib_grace_ms, err, sizeof(err))))
 		daemon_fail(err);
+	if (g.fibsync)
+		fibsync_on_change(g.fibsync, routes_changed, NULL);
 	if (cfg->metrics.enabled &&
 	    !(g.metrics = metrics_server_open(&g.loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);

@@ -97,6 +97,7 @@ static const struct {
 	{ "hop_behind", "Next hops asked again after a pause: no route, or an answer from another origin." },
 	{ "other_origin", "Answers relayed from another origin than the route's: not cached." },
 	{ "rerouted", "Queries paused for a next hop behind us that went on by the name's new routes." },
+	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

@@ -30,6 +30,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "refresh.h"
 
 #define UDP_BATCH               32
 #define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
@@ -49,6 +50,9 @@ struct udp_worker {
 	struct fwd_engine *fwd;
 	struct cache *cache;            /* this worker's shard of the packet cache */
 	struct rrl *rrl;                /* its rate limits */
+	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
+	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
+	bool wake_pending;              /* ... and wake_fd was written since we read it */
 	struct fwd_request req;         /* scratch for the query being answered */
 
 	struct mmsghdr in[UDP_BATCH];
@@ -158,6 +162,49 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
 	return 0;
 }
 
+/* A question that went to next content routers (forwarded), or was answered
+ * from the cache for them (only such a request is cacheable and not
+ * fallback): asked lately. */
+static void note(struct udp_worker *w, uint64_t now_us, bool forwarded)
+{
+	if (!w->refresh || !w->req.cacheable || w->req.fallback)
+		return;
+	uint64_t now_ms = now_us / 1000;
+	unsigned slot = refresh_note(w->refresh, w->req.cache_key.hash, &w->req.q, now_ms);
+	if (forwarded)
+		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+}
+
+/*
+ * Routes changed: the questions asked lately go through the query path
+ * again, as a client's that may not fall back; those that now miss the
+ * cache go out along their new routes, their answers for the cache.
+ */
+static void refresh_pass(struct udp_worker *w)
+{
+	uint64_t now_ms = inrpd_now_ms();
+	if (!refresh_begin(w->refresh, now_ms))
+		return;
+	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
+	struct inrpd_counters scratch;  /* not clients' queries: counted as refreshed */
+	uint8_t query[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN];
+	unsigned slot;
+	size_t qlen;
+	while ((qlen = refresh_next(w->refresh, now_ms, query, sizeof(query), &slot))) {
+		memset(&scratch, 0, sizeof(scratch));
+		size_t len = inrpd_answer(rt, query, qlen, (const struct sockaddr *)&self, w->outbuf[0], false,
+					  &w->req, w->cache, NULL, &scratch);
+		if (len != INRPD_FORWARD || w->req.fallback ||
+		    !refresh_wanted(w->refresh, slot, w->req.cache_fp, now_ms, rt->query_timeout_ms))
+			continue;
+		struct fwd_client c = { .refresh = slot + 1 };
+		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+		CNT_INC(&w->cnt, refreshed);
+		fwd_start(w->fwd, &w->req, &c);
+	}
+}
+
 /* One recvmmsg batch on fd; returns the number of messages received. */
 static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
@@ -201,11 +248,14 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			c.ctl_len = pktinfo ? (uint8_t)reply_pktinfo(h, c.ctl.buf, sizeof(c.ctl.buf)) : 0;
 			c.conn = NULL;
 			c.serial = 0;
+			c.refresh = 0;
+			note(w, arrived, true);
 			fwd_start(w->fwd, &w->req, &c);
 			continue;
 		}
 		if (len == 0)
 			continue;
+		note(w, arrived, false);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;
@@ -250,8 +300,9 @@ static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
 	struct udp_workers *ws = w->parent;
-	struct pollfd pfd[INRPD_MAX_LISTEN + 3];
+	struct pollfd pfd[INRPD_MAX_LISTEN + 4];
 	int fwd_fds[2];
+	const unsigned wake = w->nfds + 3;
 
 	rcu_register_thread();
 	for (unsigned i = 0; i < w->nfds; i++)
@@ -260,11 +311,17 @@ static void *worker_main(void *arg)
 	fwd_engine_fds(w->fwd, fwd_fds);
 	for (unsigned i = 0; i < 2; i++)
 		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
+	pfd[wake] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
 
 	for (;;) {
 		int timeout = fwd_expire(w->fwd);
+		if (w->refresh) {
+			int due = refresh_timeout(w->refresh, inrpd_now_ms());
+			if (due >= 0 && (timeout < 0 || due < timeout))
+				timeout = due;
+		}
 		rcu_thread_offline();
-		int n = poll(pfd, w->nfds + 3, timeout);
+		int n = poll(pfd, w->nfds + 4, timeout);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -275,9 +332,20 @@ static void *worker_main(void *arg)
 			}
 			continue;
 		}
+		if (pfd[wake].revents & POLLIN) {
+			uint64_t v;
+			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
+			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
+			refresh_routes_changed(w->refresh, inrpd_now_ms());
+		}
 		for (unsigned i = 0; i < 2; i++)
 			if (pfd[w->nfds + 1 + i].revents & (POLLIN | POLLERR))
 				fwd_on_readable(w->fwd, fwd_fds[i]);
+		if (w->refresh) {
+			refresh_pass(w);
+			rcu_quiescent_state();
+		}
 		for (unsigned i = 0; i < w->nfds; i++) {
 			if (!(pfd[i].revents & (POLLIN | POLLERR)))
 				continue;
@@ -297,6 +365,10 @@ static void *worker_main(void *arg)
 static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *msg, size_t len)
 {
 	struct udp_worker *w = ctx;
+	if (c->refresh) {               /* the cache has it: no one to tell */
+		refresh_done(w->refresh, c->refresh - 1);
+		return;
+	}
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
 	struct msghdr h = {
 		.msg_name = (void *)&c->peer,
@@ -342,6 +414,13 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
+		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w->wake_fd < 0) {
+			snprintf(err, err_len, "eventfd: %s", strerror(errno));
+			goto fail;
+		}
+		if (cfg->refresh_slots && !(w->refresh = refresh_create(cfg->refresh_slots)))
+			goto nomem;
 		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
@@ -416,12 +495,27 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 		fwd_engine_free(w->fwd);
 		cache_destroy(w->cache);
 		rrl_free(w->rrl);
+		refresh_free(w->refresh);
+		if (w->wake_fd >= 0)
+			close(w->wake_fd);
 		free(w);
 	}
 	if (ws->stop_fd >= 0)
 		close(ws->stop_fd);
 	free(ws->w);
 	free(ws);
+}
+
+void udp_workers_routes_changed(struct udp_workers *ws)
+{
+	uint64_t one = 1;
+	for (unsigned i = 0; i < ws->n; i++) {
+		struct udp_worker *w = ws->w[i];
+		if (!w->refresh || __atomic_exchange_n(&w->wake_pending, true, __ATOMIC_RELAXED))
+			continue;
+		if (write(w->wake_fd, &one, sizeof(one)) != sizeof(one))
+			log_debug("udp worker %u: waking for routes: %s", w->idx, strerror(errno));
+	}
 }
 
 void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *sum)

@@ -153,10 +153,58 @@ def test_a_paused_query_goes_on_by_our_new_route(via_next):
         released.set()
         client.join(10)
         assert addrs(result[0]) == ["192.0.2.14"]
-        assert old.asked == 1 and new.asked == 1
+        # the new router is also asked once for the cache: the question was
+        # asked lately and its route changed (the next test)
+        wait_for(lambda: new.asked == 2, 5, "the refresh at the new router")
+        assert old.asked == 1
         c = counters(d)
-        assert c["hop_behind"] == 1 and c["rerouted"] == 1
+        assert c["hop_behind"] == 1 and c["rerouted"] == 1 and c["refreshed"] == 1
     finally:
+        new.close()
+
+
+def route_via(d, nxt, origin):
+    updates = status(d)["updates"]
+    d.channel.send(fc.update(names=[fc.name_routes(
+        "mv.content", [fc.route(nxt.addr, fc.ROUTER, nxt.port, origin=origin)])]))
+    wait_for(lambda: status(d)["updates"] > updates, 5, "the new route in the FIB")
+
+
+def test_a_question_asked_lately_is_fetched_again_when_its_route_changes(via_next):
+    d, old = via_next(("answer", "192.0.2.11", NEW))
+    assert addrs(d.udp("www.mv.content")) == ["192.0.2.11"]
+    assert addrs(d.udp("www.mv.content")) == ["192.0.2.11"]         # from the cache
+    new = NextRouter([("answer", "192.0.2.14", OLD)])
+    try:
+        route_via(d, new, OLD)
+        # asked by us, no client asking: the answer waits in the cache
+        wait_for(lambda: counters(d)["refreshed"] == 1 and new.asked == 1, 5, "the refresh")
+        cached = counters(d)["cached"]
+        assert addrs(d.udp("www.mv.content")) == ["192.0.2.14"]
+        assert new.asked == 1 and old.asked == 1
+        assert counters(d)["cached"] == cached + 1
+    finally:
+        new.close()
+
+
+def test_no_refresh_when_turned_off(inrpd_factory, tmp_path):
+    old, new = NextRouter([("answer", "192.0.2.11", NEW)]), NextRouter([("answer", "192.0.2.14", OLD)])
+    sock, ctl = tmp_path / "fib.sock", tmp_path / "inrpd.ctl"
+    d = inrpd_factory(f'fib-channel "{sock}";\ncontrol "{ctl}";\nrefresh-on-route-change 0;\n', workers=1)
+    d.ctl = ctl
+    d.channel = fc.FibChannel(sock)
+    try:
+        d.channel.full_sync(1, fc.update(names=[fc.name_routes(
+            "mv.content", [fc.route(old.addr, fc.ROUTER, old.port, origin=NEW)])]))
+        wait_synced(d, 1)
+        assert addrs(d.udp("www.mv.content")) == ["192.0.2.11"]
+        route_via(d, new, OLD)
+        assert addrs(d.udp("www.mv.content")) == ["192.0.2.14"]      # the client pays the trip
+        c = counters(d)
+        assert new.asked == 1 and c["refreshed"] == 0 and c["cached"] == 0
+    finally:
+        d.channel.close()
+        old.close()
         new.close()
 
 
