@@ -50,19 +50,11 @@ most, of any router to show it converged, 1 for the answer to the
 question sent with the commands, so that a DNS answer's trip through
 the data path does not count against NBRP where BIRD's probe is a
 lookup in its own table.  rss_mb_per_router is BIRD + nbrpd + inrpd.
-
-The poller runs ahead of the daemons while a move lasts (SCHED_FIFO,
-poller_realtime; its children at normal priority): at normal priority
-it waited behind them for the CPU, and its 100 questions took 16-20 ms
-to go out while NBRP's routers changed (7 ms while BGP's did), so the
-first answer measured the poller's place in the run queue.
 The last line of output is one JSON object.
 """
 import argparse
-import contextlib
 import functools
 import json
-import os
 import pathlib
 import random
 import re
@@ -356,24 +348,6 @@ def converge(probes, ok, timeout=60, t0=None):
     raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
 
 
-@contextlib.contextmanager
-def ahead_of_the_daemons():
-    """SCHED_FIFO for this thread (and the threads it starts) while the
-    block runs, if it may: the poller asks and reads the moment it can.
-    It blocks in select() between answers, so the daemons keep the CPUs
-    meanwhile; processes it forks start at normal priority."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(1))
-        ahead_of_the_daemons.ok = True
-    except (PermissionError, AttributeError, OSError):
-        ahead_of_the_daemons.ok = False
-    try:
-        yield
-    finally:
-        if ahead_of_the_daemons.ok:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-
-
 def nbrp_move(lab, probes, a, b, ok, servers):
     """The name moves from a to b: a's nbrpd stops originating it, b's
     starts (`reload` at both, b's sent without waiting for a's reply).
@@ -384,10 +358,9 @@ def nbrp_move(lab, probes, a, b, ok, servers):
     ra, rb = lab.routers[a], lab.routers[b]
     ra.nbrpd.conf.write_text(ra.nbrpd.conf.read_text().replace(line(a), ""))
     rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
-    with ahead_of_the_daemons():
-        cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
-        ms = converge(probes, ok, t0=cmds.t0)
-        interval, polls = converge.interval_ms, converge.polls
+    cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
+    ms = converge(probes, ok, t0=cmds.t0)
+    interval, polls = converge.interval_ms, converge.polls
     for r, out in zip((ra, rb), cmds.join()):
         if not re.search(r"^0\d{3} ", out, re.M):
             raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
@@ -405,10 +378,9 @@ def bird_move(lab, probes, a, b, ok):
     borigin` at b, the same way.  ms: until the last router's best route
     has b's AS at the end of its path."""
     ra, rb = lab.routers[a], lab.routers[b]
-    with ahead_of_the_daemons():
-        cmds = BackToBack([(ra.bird_ctl, "disable borigin"), (rb.bird_ctl, "enable borigin")])
-        ms = converge(probes, ok, t0=cmds.t0)
-        interval, polls = converge.interval_ms, converge.polls
+    cmds = BackToBack([(ra.bird_ctl, "disable borigin"), (rb.bird_ctl, "enable borigin")])
+    ms = converge(probes, ok, t0=cmds.t0)
+    interval, polls = converge.interval_ms, converge.polls
     for r, out in zip((ra, rb), cmds.join()):
         if "abled" not in out:
             raise RuntimeError(f"BIRD {r.name}: {out}")
@@ -543,7 +515,6 @@ def main():
                   "nbrp_poll_interval_ms": round(med("nbrp", "interval_ms")),
                   "bird_poll_interval_ms": round(med("bird", "interval_ms")),
                   "rss_mb_per_router": round(rss_mb(pids) / args.routers, 1),
-                  "poller_realtime": ahead_of_the_daemons.ok,
                   "up_s": round(up_s, 1)}
     finally:
         for p in [*dns_probes.values(), *bird_probes.values(), *nbrpd_probes.values()]:
