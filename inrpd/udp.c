@@ -312,6 +312,7 @@ static void *worker_main(void *arg)
 	for (unsigned i = 0; i < 2; i++)
 		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
 	pfd[wake] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
+	const unsigned npfd = w->refresh ? wake + 1 : wake;    /* off: nothing writes it */
 
 	for (;;) {
 		int timeout = fwd_expire(w->fwd);
@@ -321,7 +322,7 @@ static void *worker_main(void *arg)
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = poll(pfd, w->nfds + 4, timeout);
+		int n = poll(pfd, npfd, timeout);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -332,7 +333,7 @@ static void *worker_main(void *arg)
 			}
 			continue;
 		}
-		if (pfd[wake].revents & POLLIN) {
+		if (w->refresh && pfd[wake].revents & POLLIN) {
 			uint64_t v;
 			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
