@@ -516,6 +516,8 @@ def test_check_config_ok():
     ('listen 127.0.0.1 port 53;\nrouter-id "";\n', 2, "router-id"),
     ('listen 127.0.0.1 port 53;\nfib-channel "relative/path";\n', 2, "absolute"),
     ('listen 127.0.0.1 port 53;\nmax-pending 0;\n', 2, ""),
+    ('listen 127.0.0.1 port 53;\nrefresh-on-route-change 65537;\n', 2, "between 0 and 65536"),
+    ('listen 127.0.0.1 port 53;\nrefresh-on-route-change 1;\nrefresh-on-route-change 2;\n', 3, "given twice"),
 ])
 def test_check_config_errors(tmp_path, body, line, reason):
     conf = tmp_path / "broken.conf"
