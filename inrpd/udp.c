@@ -312,7 +312,6 @@ static void *worker_main(void *arg)
 	for (unsigned i = 0; i < 2; i++)
 		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
 	pfd[wake] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
-	const unsigned npfd = w->refresh ? wake + 1 : wake;    /* off: nothing writes it */
 
 	for (;;) {
 		int timeout = fwd_expire(w->fwd);
@@ -322,7 +321,7 @@ static void *worker_main(void *arg)
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = poll(pfd, npfd, timeout);
+		int n = poll(pfd, w->nfds + 4, timeout);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -333,7 +332,7 @@ static void *worker_main(void *arg)
 			}
 			continue;
 		}
-		if (w->refresh && pfd[wake].revents & POLLIN) {
+		if (pfd[wake].revents & POLLIN) {
 			uint64_t v;
 			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -415,13 +414,16 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
-		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (w->wake_fd < 0) {
-			snprintf(err, err_len, "eventfd: %s", strerror(errno));
-			goto fail;
+		w->wake_fd = -1;                /* refresh off: poll() passes over it */
+		if (cfg->refresh_slots) {
+			if (!(w->refresh = refresh_create(cfg->refresh_slots)))
+				goto nomem;
+			w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			if (w->wake_fd < 0) {
+				snprintf(err, err_len, "eventfd: %s", strerror(errno));
+				goto fail;
+			}
 		}
-		if (cfg->refresh_slots && !(w->refresh = refresh_create(cfg->refresh_slots)))
-			goto nomem;
 		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
