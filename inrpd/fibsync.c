@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 #include <urcu-qsbr.h>
@@ -59,6 +60,7 @@ struct fibsync {
 	bool synced;                    /* this connection completed a sync */
 	bool stale;                     /* the FIB in service outlived its sender */
 	uint64_t stale_since;           /* uv_now, ms */
+	uint64_t last_change_us;        /* wall clock of the last change to the routes in service; 0: none */
 
 	uint64_t connections, messages, syncs, updates, errors;
 	char last_error[320];
@@ -88,6 +90,15 @@ static void publish(struct fib *fib)
 	struct fib *old = rcu_xchg_pointer(&inrpd_chan_fib, fib);
 	synchronize_rcu();
 	destroy_fib(old);
+}
+
+/* Wall clock, taken when the change is made (not the loop's cached time), so that
+ * it can be set beside other daemons' logs: how routes converged over routers. */
+static void stamp_change(struct fibsync *f)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	f->last_change_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static void on_grace_over(uv_timer_t *t);
@@ -126,6 +137,7 @@ static void on_grace_over(uv_timer_t *t)
 		 (unsigned long long)f->grace_ms, (unsigned long long)st.entries);
 	f->stale = false;
 	publish(NULL);
+	stamp_change(f);
 }
 
 static int protocol_error(struct fibsync *f, const char *fmt, const char *detail)
@@ -162,6 +174,7 @@ static void on_commit(uv_timer_t *t)
 
 static void routes_changed(struct fibsync *f)
 {
+	stamp_change(f);
 	if (f->changed)
 		f->changed(f->changed_arg);
 }
@@ -401,5 +414,6 @@ void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t
 	st->syncs = f->syncs;
 	st->updates = f->updates;
 	st->errors = f->errors;
+	st->last_change_us = f->last_change_us;
 	snprintf(st->last_error, sizeof(st->last_error), "%s", f->last_error);
 }

@@ -284,6 +284,15 @@ static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct 
 	inrpd_hops_free(&l);
 }
 
+/* Unix time in microseconds as a JSON number of seconds; 0 is null. */
+static const char *unix_us_json(uint64_t us, char *buf, size_t len)
+{
+	if (!us)
+		return "null";
+	snprintf(buf, len, "%llu.%06u", (unsigned long long)(us / 1000000u), (unsigned)(us % 1000000u));
+	return buf;
+}
+
 static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
@@ -297,16 +306,18 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		char fsj[512] = "null";
 		if (g.fibsync) {
 			struct fibsync_status fs;
+			char when[32];
 			fibsync_status(g.fibsync, &fs, uv_now(&g.loop));
 			snprintf(fsj, sizeof(fsj), "{\"connected\": %s, \"syncing\": %s, \"in_service\": %s, "
 				 "\"stale\": %s, \"epoch\": %llu, \"names\": %llu, \"aggregates\": %llu, "
-				 "\"connections\": %llu, \"syncs\": %llu, \"updates\": %llu, \"errors\": %llu}",
+				 "\"connections\": %llu, \"syncs\": %llu, \"updates\": %llu, \"errors\": %llu, "
+				 "\"last_change\": %s}",
 				 fs.connected ? "true" : "false", fs.syncing ? "true" : "false",
 				 fs.in_service ? "true" : "false", fs.stale ? "true" : "false",
 				 (unsigned long long)fs.epoch, (unsigned long long)fs.names,
 				 (unsigned long long)fs.aggregates, (unsigned long long)fs.connections,
 				 (unsigned long long)fs.syncs, (unsigned long long)fs.updates,
-				 (unsigned long long)fs.errors);
+				 (unsigned long long)fs.errors, unix_us_json(fs.last_change_us, when, sizeof(when)));
 		}
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"config\": \"%s\", \"routes\": %u, \"fib_names\": %llu, \"fib_route_sets\": %llu, "
@@ -346,6 +357,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)fs.messages, (unsigned long long)fs.syncs,
 			       (unsigned long long)fs.updates, (unsigned long long)fs.errors,
 			       fs.last_error[0] ? ", last: " : "", fs.last_error);
+		if (fs.last_change_us) {
+			time_t secs = (time_t)(fs.last_change_us / 1000000u);
+			struct tm tm;
+			char day[32];
+			strftime(day, sizeof(day), "%F %T", localtime_r(&secs, &tm));
+			ctl_reply_line(r, CTL_DATA, "fib-channel last change %s.%06u", day,
+				       (unsigned)(fs.last_change_us % 1000000u));
+		}
 	}
 }
 

@@ -216,6 +216,8 @@ static void write_fibsync(struct prom *p, const struct fibsync *f, uint64_t now_
 	prom_one(p, "inrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs completed.", (double)fs.syncs);
 	prom_one(p, "inrpd_fib_channel_updates_total", PROM_COUNTER, "Incremental updates applied.", (double)fs.updates);
 	prom_one(p, "inrpd_fib_channel_errors_total", PROM_COUNTER, "Protocol errors (connection closed).", (double)fs.errors);
+	prom_one(p, "inrpd_fib_channel_last_change_timestamp_seconds", PROM_GAUGE,
+		 "Unix time of the last change to nbrpd's routes in service (0: none yet).", fs.last_change_us / 1e6);
 }
 
 void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)

@@ -7,6 +7,7 @@ import os
 import socket
 import struct
 import subprocess
+import time
 
 import dns.rcode
 import dns.rdatatype
@@ -55,18 +56,23 @@ def wait_synced(d, epoch, syncs=None):
 def test_full_sync_then_incremental_updates(router):
     d = router()
     assert answer(d, "www.svc.content") == "REFUSED"
+    assert status(d)["last_change"] is None
     ch = fc.FibChannel(d.fib_sock)
+    before = time.time()
     ch.full_sync(1, fc.update(names=[fc.name_routes("svc.content", [fc.route("127.0.0.98")])]))
     wait_synced(d, 1)
     assert answer(d, "www.svc.content") == ["127.0.0.98"]
     st = status(d)
     assert st["connected"] and st["names"] == 1 and st["errors"] == 0
+    assert before <= st["last_change"] <= time.time()      # the moment the epoch went into service
 
     # incremental: a new name, a changed one, then a withdrawal
+    synced_at = st["last_change"]
     ch.send(fc.update(names=[fc.name_routes("other.content", [fc.route("127.0.0.97")]),
                              fc.name_routes("svc.content", [fc.route("127.0.0.96"), fc.route("127.0.0.95")])]))
     wait_for(lambda: answer(d, "other.content") == ["127.0.0.97"], 10, "the added name")
     assert answer(d, "svc.content") == ["127.0.0.96", "127.0.0.95"]
+    assert status(d)["last_change"] > synced_at
     ch.send(fc.update(names=[fc.name_routes("other.content")]))
     wait_for(lambda: answer(d, "other.content") == "REFUSED", 10, "the withdrawal")
     ch.close()
@@ -140,9 +146,11 @@ def test_routes_dropped_after_the_grace_time(router):
     ch = fc.FibChannel(d.fib_sock)
     ch.full_sync(1, fc.update(names=[fc.name_routes("gone.content", [fc.route("127.0.0.41")])]))
     wait_synced(d, 1)
+    synced_at = status(d)["last_change"]
     ch.close()
     wait_for(lambda: not status(d)["in_service"], 10, "the grace time to run out")
     assert answer(d, "gone.content") == "REFUSED"
+    assert status(d)["last_change"] > synced_at      # dropping them was a change too
     d.wait_log("no sync within fib-grace-time")
 
 
