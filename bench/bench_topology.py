@@ -32,7 +32,12 @@ by a factor of two), and the *_rounds lists are every round's.  Then as
 many NBRP moves again, with nbrpd asked as BIRD is (`show route` over
 its control socket, kept open): nbrp_rib_converge_ms, until the last
 router's best route ends at the new origin; the difference from
-nbrp_converge_ms is inrpd's data path under the polls.
+nbrp_converge_ms is inrpd's data path under the polls.  And from each
+NBRP move itself, nbrp_settled_ms: until the last change to any router's
+inrpd routes, as inrpd stamped it (`show status`), read once the move
+settled; no poll decides it, so it shows how much of nbrp_converge_ms is
+the polls.  (BIRD's log stamps are not fine enough to set beside it:
+nbrp_settled.)
 
 Every router is polled on its own from the moment the commands went out
 (their replies are read meanwhile; nbrp_reload_ms is when both reloads
@@ -279,7 +284,7 @@ class BackToBack(threading.Thread):
         super().__init__(daemon=True)
         self.ctls = [(Control(path), cmd) for path, cmd in commands]
         self.replies, self.done, self.error = [], None, None
-        self.t0 = time.monotonic()
+        self.t0, self.t0_wall = time.monotonic(), time.time()
         for c, cmd in self.ctls:
             c.send(cmd)
         self.start()
@@ -364,7 +369,8 @@ def nbrp_move(lab, probes, a, b, ok, servers):
     for r, out in zip((ra, rb), cmds.join()):
         if not re.search(r"^0\d{3} ", out, re.M):
             raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
-    return {"ms": ms, "polls": polls, "interval_ms": interval, "reload_ms": (cmds.done - cmds.t0) * 1000}
+    return {"ms": ms, "polls": polls, "interval_ms": interval, "reload_ms": (cmds.done - cmds.t0) * 1000,
+            "t0_wall": cmds.t0_wall}
 
 
 def from_origin(names, r):
@@ -385,6 +391,25 @@ def bird_move(lab, probes, a, b, ok):
         if "abled" not in out:
             raise RuntimeError(f"BIRD {r.name}: {out}")
     return {"ms": ms, "polls": polls, "interval_ms": interval}
+
+
+def nbrp_settled(lab, move):
+    """ms from the first command to the last change to any router's inrpd
+    routes, stamped by inrpd as it makes it (`show status`), read once the
+    move settled: finer than converge()'s answers, and no trip through the
+    data path; but when the routes stopped changing, not when an answer
+    showed it.  A router none of whose routes changed (its next hop the
+    same whatever the origin) is passed over.  BIRD has no such stamp: its
+    log's is the time its loop took before it last slept, so a change made
+    on waking can carry an earlier turn's time (here, stamps up to 20 ms
+    before probe answers that still showed the old route)."""
+    last = []
+    for r in lab.routers.values():
+        text = netlab.bird_cmd(r.dir / "inrpd.ctl", "show status json")
+        when = json.loads(text[text.index("{"):text.rindex("}") + 1])["fib_channel"]["last_change"]
+        if when and when >= move["t0_wall"]:
+            last.append(when)
+    return (max(last) - move["t0_wall"]) * 1000
 
 
 def nbrp_updates(lab):
@@ -480,10 +505,13 @@ def main():
                 r = move(lab, probes, a, b, at(b))
                 now = settle(lambda: count(lab))     # noqa: B023  called here
                 r["updates"], counts[proto] = now - counts[proto], now
+                if proto == "nbrp":
+                    r["settled_ms"] = nbrp_settled(lab, r)
                 rounds[proto].append(r)
             n, g = rounds["nbrp"][-1], rounds["bird"][-1]
-            print(f"round {i + 1}, {a} -> {b}: NBRP {n['ms']:.0f} ms (answer {n['polls']}), {n['updates']} UPDATEs; "
-                  f"BGP {g['ms']:.0f} ms (answer {g['polls']}), {g['updates']} updates", file=sys.stderr)
+            print(f"round {i + 1}, {a} -> {b}: NBRP {n['ms']:.0f} ms (answer {n['polls']}), {n['updates']} UPDATEs, "
+                  f"routes settled at {n['settled_ms']:.1f} ms; BGP {g['ms']:.0f} ms (answer {g['polls']}), "
+                  f"{g['updates']} updates", file=sys.stderr)
 
         # nbrpd's own tables, asked as BIRD's are: the same moves, after
         # the rounds above (asking both would load the data path's run)
@@ -509,6 +537,8 @@ def main():
                   "nbrp_converge_polls": med("nbrp", "polls"), "bird_converge_polls": med("bird", "polls"),
                   "nbrp_converge_polls_rounds": [r["polls"] for r in rounds["nbrp"]],
                   "bird_converge_polls_rounds": [r["polls"] for r in rounds["bird"]],
+                  "nbrp_settled_ms": round(med("nbrp", "settled_ms"), 1),
+                  "nbrp_settled_ms_rounds": [round(r["settled_ms"], 1) for r in rounds["nbrp"]],
                   "nbrp_rib_converge_ms": round(med("nbrp_rib", "ms")),
                   "nbrp_rib_converge_ms_rounds": [round(r["ms"]) for r in rounds["nbrp_rib"]],
                   "nbrp_reload_ms": round(med("nbrp", "reload_ms"), 1),
