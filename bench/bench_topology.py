@@ -54,7 +54,13 @@ bird_converge_polls (medians; *_rounds) count the answers it took, at
 most, of any router to show it converged, 1 for the answer to the
 question sent with the commands, so that a DNS answer's trip through
 the data path does not count against NBRP where BIRD's probe is a
-lookup in its own table.  rss_mb_per_router is BIRD + nbrpd + inrpd.
+lookup in its own table.  nbrp_floor_ms and bird_floor_ms (medians;
+*_rounds): the soonest the same answers could have shown a round
+converged had the protocol been done at once, when the last router whose
+first answer was not ok gave its second; a round at its floor says
+nothing of the protocol but that it was done within one interval, and
+there the two probes' latency decides.  rss_mb_per_router is BIRD +
+nbrpd + inrpd.
 The last line of output is one JSON object.
 """
 import argparse
@@ -314,9 +320,13 @@ def converge(probes, ok, timeout=60, t0=None):
     between one router's answers, the resolution of the result;
     converge.polls: how many answers it took, at most, of any router to
     show it ok (and stay so), 1 for the answer to the question sent at t0:
-    the same for both protocols whatever each answer's latency."""
+    the same for both protocols whatever each answer's latency.
+    converge.floor_ms: the soonest these answers could have shown it, had
+    the protocol been done the moment its commands went out: when the
+    last router whose first answer was not ok gave its second."""
     t0 = t0 or time.monotonic()
     first, sent, next_at, gaps, last_answer = {}, {}, {}, [], {}
+    late, second = set(), {}        # routers whose first answer was not ok; second answers
     answers = dict.fromkeys(probes, 0)
     by_sock = {p.sock: r for r, p in probes.items()}
     for r in probes:
@@ -342,6 +352,10 @@ def converge(probes, ok, timeout=60, t0=None):
                 gaps.append(when - last_answer[r])
             last_answer[r] = when
             answers[r] += 1
+            if answers[r] == 1 and not ok(answer):
+                late.add(r)
+            elif answers[r] == 2:
+                second[r] = when
             if ok(answer):
                 first.setdefault(r, (when, answers[r]))
             else:
@@ -349,7 +363,9 @@ def converge(probes, ok, timeout=60, t0=None):
         if len(first) == len(probes):
             converge.interval_ms = sum(gaps) / len(gaps) * 1000 if gaps else 0
             converge.polls = max(n for _, n in first.values())
-            return (max(when for when, _ in first.values()) - t0) * 1000
+            done = max(when for when, _ in first.values())
+            converge.floor_ms = (max((second[r] for r in late), default=done) - t0) * 1000
+            return (done - t0) * 1000
     raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
 
 
@@ -365,11 +381,12 @@ def nbrp_move(lab, probes, a, b, ok, servers):
     rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
     cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
     ms = converge(probes, ok, t0=cmds.t0)
-    interval, polls = converge.interval_ms, converge.polls
+    interval, polls, floor = converge.interval_ms, converge.polls, converge.floor_ms
     for r, out in zip((ra, rb), cmds.join()):
         if not re.search(r"^0\d{3} ", out, re.M):
             raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
-    return {"ms": ms, "polls": polls, "interval_ms": interval, "reload_ms": (cmds.done - cmds.t0) * 1000,
+    return {"ms": ms, "polls": polls, "interval_ms": interval, "floor_ms": floor,
+            "reload_ms": (cmds.done - cmds.t0) * 1000,
             "t0_wall": cmds.t0_wall}
 
 
@@ -386,11 +403,11 @@ def bird_move(lab, probes, a, b, ok):
     ra, rb = lab.routers[a], lab.routers[b]
     cmds = BackToBack([(ra.bird_ctl, "disable borigin"), (rb.bird_ctl, "enable borigin")])
     ms = converge(probes, ok, t0=cmds.t0)
-    interval, polls = converge.interval_ms, converge.polls
+    interval, polls, floor = converge.interval_ms, converge.polls, converge.floor_ms
     for r, out in zip((ra, rb), cmds.join()):
         if "abled" not in out:
             raise RuntimeError(f"BIRD {r.name}: {out}")
-    return {"ms": ms, "polls": polls, "interval_ms": interval}
+    return {"ms": ms, "polls": polls, "interval_ms": interval, "floor_ms": floor}
 
 
 def nbrp_settled(lab, move):
@@ -509,9 +526,10 @@ def main():
                     r["settled_ms"] = nbrp_settled(lab, r)
                 rounds[proto].append(r)
             n, g = rounds["nbrp"][-1], rounds["bird"][-1]
-            print(f"round {i + 1}, {a} -> {b}: NBRP {n['ms']:.0f} ms (answer {n['polls']}), {n['updates']} UPDATEs, "
-                  f"routes settled at {n['settled_ms']:.1f} ms; BGP {g['ms']:.0f} ms (answer {g['polls']}), "
-                  f"{g['updates']} updates", file=sys.stderr)
+            print(f"round {i + 1}, {a} -> {b}: NBRP {n['ms']:.0f} ms (answer {n['polls']}, floor {n['floor_ms']:.0f}), "
+                  f"{n['updates']} UPDATEs, routes settled at {n['settled_ms']:.1f} ms; "
+                  f"BGP {g['ms']:.0f} ms (answer {g['polls']}, floor {g['floor_ms']:.0f}), {g['updates']} updates",
+                  file=sys.stderr)
 
         # nbrpd's own tables, asked as BIRD's are: the same moves, after
         # the rounds above (asking both would load the data path's run)
@@ -537,6 +555,9 @@ def main():
                   "nbrp_converge_polls": med("nbrp", "polls"), "bird_converge_polls": med("bird", "polls"),
                   "nbrp_converge_polls_rounds": [r["polls"] for r in rounds["nbrp"]],
                   "bird_converge_polls_rounds": [r["polls"] for r in rounds["bird"]],
+                  "nbrp_floor_ms": round(med("nbrp", "floor_ms")), "bird_floor_ms": round(med("bird", "floor_ms")),
+                  "nbrp_floor_ms_rounds": [round(r["floor_ms"]) for r in rounds["nbrp"]],
+                  "bird_floor_ms_rounds": [round(r["floor_ms"]) for r in rounds["bird"]],
                   "nbrp_settled_ms": round(med("nbrp", "settled_ms"), 1),
                   "nbrp_settled_ms_rounds": [round(r["settled_ms"], 1) for r in rounds["nbrp"]],
                   "nbrp_rib_converge_ms": round(med("nbrp_rib", "ms")),
