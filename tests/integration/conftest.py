@@ -135,6 +135,11 @@ class Daemon:
         except FileNotFoundError:
             return ""
 
+    def wait_log(self, pattern, timeout=10.0, start=0):
+        """Waits until the log (from offset start) matches the regex."""
+        rx = re.compile(pattern)
+        return wait_for(lambda: rx.search(self.log()[start:]), timeout, f"log line /{pattern}/")
+
     def signal(self, sig):
         self.proc.send_signal(sig)
 
@@ -236,11 +241,6 @@ class Inrpd(Daemon):
             except (dns.exception.Timeout, OSError):
                 return False
         wait_for(answers, START_TIMEOUT, f"inrpd on {self.addr}:{self.port} to answer")
-
-    def wait_log(self, pattern, timeout=10.0, start=0):
-        """Waits until the log (from offset start) matches the regex."""
-        rx = re.compile(pattern)
-        return wait_for(lambda: rx.search(self.log()[start:]), timeout, f"log line /{pattern}/")
 
     def reload(self, body, listen=True, workers=2):
         """Writes a new config and sends SIGHUP; returns the log offset before it."""
