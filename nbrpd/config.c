@@ -9,6 +9,7 @@
  *                                          (default 0: they drop them at once)
  *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
  *                                          while peers send their tables
+ *     fib-send-hold-time 60s;              an inrpd that reads nothing this long is let go
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
@@ -80,6 +81,7 @@
 #define DEFAULT_MAX_ROUTES      4
 #define DEFAULT_LOCAL_PREF      100
 #define DEFAULT_FIB_SYNC_WAIT   20000
+#define DEFAULT_FIB_SEND_HOLD   60000
 #define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
 #define DEFAULT_TRUST_POLL      10000
 #define DEFAULT_SIG_CACHE       (1u << 20)
@@ -87,7 +89,7 @@
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait, seen_restart, seen_load_interval, seen_bird;
+	bool seen_sync_wait, seen_send_hold, seen_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer;
 	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
@@ -156,6 +158,12 @@ static int kw_sync_wait(const struct conf_stmt *s, void *arg, char *err, size_t 
 {
 	struct cfg_ctx *x = arg;
 	return conf_once_duration_ms(s, &x->seen_sync_wait, 0, 3600000, &x->cfg->fib_sync_wait_ms, err, err_len);
+}
+
+static int kw_send_hold(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_send_hold, 1000, 3600000, &x->cfg->fib_send_hold_ms, err, err_len);
 }
 
 static int kw_load_interval(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -717,6 +725,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "hold-time", 2, 2, CONF_NO_BLOCK, kw_hold },
 	{ "connect-retry", 2, 2, CONF_NO_BLOCK, kw_retry },
 	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
+	{ "fib-send-hold-time", 2, 2, CONF_NO_BLOCK, kw_send_hold },
 	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
 	{ "load-interval", 2, 2, CONF_NO_BLOCK, kw_load_interval },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
@@ -785,6 +794,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->hold_time_s = DEFAULT_HOLD_TIME_S;
 	cfg->connect_retry_ms = DEFAULT_CONNECT_RETRY;
 	cfg->fib_sync_wait_ms = DEFAULT_FIB_SYNC_WAIT;
+	cfg->fib_send_hold_ms = DEFAULT_FIB_SEND_HOLD;
 	cfg->restart_time_s = DEFAULT_RESTART_TIME_S;
 	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;

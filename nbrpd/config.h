@@ -85,6 +85,7 @@ struct nbrpd_config {
 	uint32_t hold_time_s;
 	uint64_t connect_retry_ms;      /* first retry; doubles up to 32x */
 	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */
+	uint64_t fib_send_hold_ms;      /* the FIB channel is closed when inrpd reads nothing this long */
 	uint32_t restart_time_s;        /* peers keep our routes this long if we vanish (0: not) */
 	uint32_t load_ms_per_hop;
 	uint32_t load_radius;           /* hops a load figure travels */

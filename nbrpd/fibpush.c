@@ -15,6 +15,11 @@
  * When inrpd is not there, changes are dropped: the next connection
  * starts with a full sync, which is also what inrpd expects after either
  * side restarts.
+ * The walk of a full sync waits while more than SYNC_HIGH bytes are queued
+ * for inrpd (a table of 30M names is a gigabyte on the wire), changes never
+ * wait; an inrpd that reads nothing for fib-send-hold-time (stopped, hung)
+ * is let go, as a peer is by its send hold timer, and what was queued for
+ * it with the connection: the next one syncs it anew.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +36,10 @@
 #define CHUNK_AGGS      64      /* aggregates' routes per Update */
 #define CHUNK_MEMBERS   (1u << 20)      /* bytes of packed members per Update */
 #define SYNC_SLICE      2048    /* names of a full sync per loop turn */
+#define SYNC_HIGH       (4u << 20)      /* queued bytes: the walk waits above this */
+#define SYNC_LOW        (1u << 20)      /* ... until the queue is below this */
 #define RETRY_MS        1000
+#define HOLD_CHECK_MS   1000
 
 struct pending_name {
 	uint8_t name_len;
@@ -50,6 +58,9 @@ struct fibpush {
 	uv_pipe_t *pipe;
 	uv_connect_t connect_req;
 	uv_timer_t retry;
+	uv_timer_t hold;                /* while connected: is inrpd reading? */
+	uint64_t hold_ms;
+	uint64_t hold_closes;
 	bool connected;
 	bool syncing;                   /* this connection's full sync is still being sent */
 	bool sync_open;                 /* ... or its SyncEnd was not */
@@ -92,6 +103,7 @@ static void disconnect(struct fibpush *f, const char *why)
 	f->connected = false;
 	f->sync_open = false;
 	uv_idle_stop(&f->sync_idle);
+	uv_timer_stop(&f->hold);
 	if (f->syncing) {
 		f->syncing = false;
 		f->table(f->table_arg, f, &f->sync_state, 0);
@@ -305,6 +317,10 @@ static void sync_slice(uv_idle_t *h)
 	struct fibpush *f = h->data;
 	if (!f->syncing)
 		return;
+	if (f->wq.full) {
+		uv_idle_stop(&f->sync_idle);    /* on_drained starts it again */
+		return;
+	}
 	bool done = f->table(f->table_arg, f, &f->sync_state, SYNC_SLICE);
 	fibpush_flush(f);
 	if (!done || !f->syncing)
@@ -358,6 +374,25 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		disconnect(f, n == UV_EOF ? "inrpd closed the channel" : uv_strerror((int)n));
 }
 
+static void on_drained(struct wqueue *q)
+{
+	struct fibpush *f = q->data;
+	if (f->syncing)
+		uv_idle_start(&f->sync_idle, sync_slice);
+}
+
+static void on_hold(uv_timer_t *t)
+{
+	struct fibpush *f = t->data;
+	if (!f->connected || !wqueue_stalled(&f->wq, f->hold_ms))
+		return;
+	char why[160];
+	snprintf(why, sizeof(why), "inrpd read nothing for %llu ms (fib-send-hold-time), %zu bytes waiting; "
+		 "closing, to sync it anew", (unsigned long long)f->hold_ms, f->wq.queued);
+	f->hold_closes++;
+	disconnect(f, why);
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
 	struct fibpush *f = req->data;
@@ -371,9 +406,11 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	f->connected = true;
-	wqueue_init(&f->wq, (uv_stream_t *)f->pipe, SIZE_MAX, 0);
+	wqueue_init(&f->wq, (uv_stream_t *)f->pipe, SYNC_HIGH, SYNC_LOW);
 	f->wq.data = f;
 	f->wq.failed = on_write_failed;
+	f->wq.drained = on_drained;
+	uv_timer_start(&f->hold, on_hold, HOLD_CHECK_MS, HOLD_CHECK_MS);
 	log_info("fib-channel %s: connected to inrpd", f->path);
 	uv_read_start((uv_stream_t *)f->pipe, on_alloc, on_read);
 	full_sync(f);
@@ -392,8 +429,8 @@ static void connect_now(struct fibpush *f)
 	uv_pipe_connect(&f->connect_req, f->pipe, f->path, on_connect);
 }
 
-struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, fibpush_count_fn count,
-			     void *arg)
+struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms, fibpush_table_fn table,
+			     fibpush_count_fn count, void *arg)
 {
 	struct fibpush *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -407,6 +444,9 @@ struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn
 	f->epoch = (uint64_t)time(NULL) << 16;
 	uv_timer_init(loop, &f->retry);
 	f->retry.data = f;
+	uv_timer_init(loop, &f->hold);
+	f->hold.data = f;
+	f->hold_ms = hold_ms;
 	uv_idle_init(loop, &f->sync_idle);
 	f->sync_idle.data = f;
 	connect_now(f);
@@ -420,6 +460,7 @@ void fibpush_close(struct fibpush *f)
 	f->closing = true;
 	uv_timer_stop(&f->retry);
 	uv_close((uv_handle_t *)&f->retry, NULL);
+	uv_close((uv_handle_t *)&f->hold, NULL);
 	if (f->syncing) {
 		f->syncing = false;
 		f->table(f->table_arg, f, &f->sync_state, 0);
@@ -455,4 +496,14 @@ bool fibpush_connected(const struct fibpush *f)
 uint64_t fibpush_syncs(const struct fibpush *f)
 {
 	return f->syncs;
+}
+
+void fibpush_set_hold(struct fibpush *f, uint64_t hold_ms)
+{
+	f->hold_ms = hold_ms;
+}
+
+uint64_t fibpush_hold_closes(const struct fibpush *f)
+{
+	return f->hold_closes;
 }

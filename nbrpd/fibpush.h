@@ -23,8 +23,12 @@ typedef bool (*fibpush_table_fn)(void *arg, struct fibpush *f, void **state, uns
 /* About how many names and members a full sync will send (inrpd sizes its new table for them). */
 typedef uint64_t (*fibpush_count_fn)(void *arg);
 
-struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, fibpush_table_fn table, fibpush_count_fn count,
-			     void *arg);
+/* hold_ms: fib-send-hold-time. */
+struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms, fibpush_table_fn table,
+			     fibpush_count_fn count, void *arg);
+void fibpush_set_hold(struct fibpush *f, uint64_t hold_ms);
+/* Connections closed because inrpd read nothing for the hold time. */
+uint64_t fibpush_hold_closes(const struct fibpush *f);
 void fibpush_close(struct fibpush *f);
 void fibpush_free(struct fibpush *f);
 /* Queues a name's routes (count 0: withdrawn); sent at the next flush. */

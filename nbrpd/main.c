@@ -151,6 +151,8 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	d->cfg = cfg;
 	sessions_set_config(d->sessions, cfg);
 	rde_set_config(d->rde, cfg);
+	if (d->fib)
+		fibpush_set_hold(d->fib, cfg->fib_send_hold_ms);
 	for (unsigned i = sessions_count(d->sessions); i-- > 0;) {
 		struct peer *p = sessions_peer(d->sessions, i);
 		bool kept = false;
@@ -536,7 +538,8 @@ int main(int argc, char **argv)
 	if (privdrop_apply(&cfg->run_as, own, 1, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
-	if (cfg->fib_channel && !(d->fib = fibpush_open(d->loop, cfg->fib_channel, fib_table, fib_count, d)))
+	if (cfg->fib_channel &&
+	    !(d->fib = fibpush_open(d->loop, cfg->fib_channel, cfg->fib_send_hold_ms, fib_table, fib_count, d)))
 		daemon_fail("out of memory");
 	aggregates_set_fib(d->aggs, d->fib);
 	if (!(d->health = health_start(d->loop, cfg, d->rde)))

@@ -165,6 +165,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 d->fib && fibpush_connected(d->fib));
 	prom_one(p, "nbrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs sent to inrpd.",
 		 d->fib ? (double)fibpush_syncs(d->fib) : 0);
+	prom_one(p, "nbrpd_fib_channel_hold_closes_total", PROM_COUNTER,
+		 "Connections to inrpd closed because it read nothing for fib-send-hold-time.",
+		 d->fib ? (double)fibpush_hold_closes(d->fib) : 0);
 	prom_one(p, "nbrpd_bird_configured", PROM_GAUGE, "1 if a BIRD socket is configured.", d->bird != NULL);
 	prom_one(p, "nbrpd_bird_up", PROM_GAUGE, "1 while BIRD's control socket answers.",
 		 strcmp(birdmon_state(d->bird), "up") == 0);

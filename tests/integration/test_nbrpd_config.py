@@ -37,6 +37,8 @@ def test_example_config_is_valid():
      5, "shorter"),
     (BASE + "max-routes 17;\n", 3, ""),
     (BASE + 'fib-channel "relative";\n', 3, "absolute"),
+    (BASE + "fib-send-hold-time 500ms;\n", 3, "fib-send-hold-time"),
+    (BASE + "fib-send-hold-time 2s;\nfib-send-hold-time 3s;\n", 4, "twice"),
     ('router-name "r1";\n', None, "inrp-address"),
 ])
 def test_config_errors_name_the_line(tmp_path, body, line, reason):

@@ -218,3 +218,35 @@ def test_a_big_table_reaches_inrpd_in_slices_and_changes_during_the_sync_are_not
         wait_for(lambda: fib()["names"] == 20000, 60, "the first table withdrawn in inrpd")
     finally:
         kill_all([src, src2])
+
+
+def test_an_inrpd_that_stops_reading_is_let_go_and_synced_anew_when_it_reads_again(nbrpd_factory,
+                                                                                  inrpd_factory, tmp_path):
+    """What nbrpd queues for a stopped inrpd is bounded by fib-send-hold-time: the channel is
+    closed with it, and the next connection, once inrpd reads again, brings it the whole table."""
+    names = 50000 if SANITIZED else 200000      # well past what the socket's buffers hold
+    base = f"127.8.{random.randint(1, 250)}"
+    chan, ctl = tmp_path / "fib.sock", tmp_path / "inrpd.ctl"
+    d = inrpd_factory(f'fib-channel "{chan}";\ncontrol "{ctl}";\nfib-grace-time 600s;\n')
+    n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9")],
+               f'hold-time 30s;\nfib-channel "{chan}";\nfib-sync-wait 1s;\nfib-send-hold-time 2s;\n')
+    fib = lambda: fib_status(ctl)   # noqa: E731
+    wait_for(lambda: fib()["syncs"] == 1, 20, "the first epoch in service")
+    src = None
+    d.signal(signal.SIGSTOP)
+    try:
+        src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9",
+                     "--names", str(names), "--seed", "5", "--linger", "600", "--json")
+        wait_for(lambda: n.peers()["gen"]["names"] == names, 60, "the table in nbrpd")
+        wait_for(lambda: n.json("show", "status")["fib_hold_closes"] >= 1, 30, "nbrpd to let inrpd go")
+        n.wait_log(r"inrpd read nothing for 2000 ms \(fib-send-hold-time\), \d+ bytes waiting")
+        assert n.json("show", "status")["names"] == names       # the routes themselves are kept
+    finally:
+        d.signal(signal.SIGCONT)
+    try:
+        wait_for(lambda: fib()["in_service"] and not fib()["syncing"] and fib()["names"] == names, 60,
+                 "inrpd synced anew with the whole table")
+        assert fib()["syncs"] >= 2
+        assert n.json("show", "status")["fib_channel"] == "connected"
+    finally:
+        kill_all([src])
