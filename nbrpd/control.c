@@ -41,7 +41,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
-			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
+			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
@@ -50,7 +50,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
-			       (unsigned long long)(d->fib ? fibpush_hold_closes(d->fib) : 0), birdmon_state(d->bird),
+			       (unsigned long long)(d->fib ? fibpush_hold_closes(d->fib) : 0),
+			       d->fib ? fibpush_queued(d->fib) : (size_t)0, birdmon_state(d->bird),
 			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
 			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
@@ -64,8 +65,9 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       d->cfg->router_name, (int)getpid(), uptime);
 	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", n, up, (unsigned long long)st.names);
 	if (d->fib)
-		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %llu syncs, %llu closed for fib-send-hold-time",
-			       d->cfg->fib_channel, fib ? "connected" : "down", (unsigned long long)fibpush_syncs(d->fib),
+		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %zu bytes queued, %llu syncs, "
+			       "%llu closed for fib-send-hold-time", d->cfg->fib_channel, fib ? "connected" : "down",
+			       fibpush_queued(d->fib), (unsigned long long)fibpush_syncs(d->fib),
 			       (unsigned long long)fibpush_hold_closes(d->fib));
 	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
 		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",

@@ -15,11 +15,14 @@
  * When inrpd is not there, changes are dropped: the next connection
  * starts with a full sync, which is also what inrpd expects after either
  * side restarts.
- * The walk of a full sync waits while more than SYNC_HIGH bytes are queued
- * for inrpd (a table of 30M names is a gigabyte on the wire), changes never
- * wait; an inrpd that reads nothing for fib-send-hold-time (stopped, hung)
- * is let go, as a peer is by its send hold timer, and what was queued for
- * it with the connection: the next one syncs it anew.
+ * inrpd sets the pace: while more than SYNC_HIGH bytes wait for it, the
+ * walk of a full sync waits, and nbrpd reads no more UPDATEs (fibpush_behind)
+ * until the queue is below SYNC_LOW (the caught_up callback): a router
+ * taking 30M names holds a few MiB for inrpd, not a backlog.  Only while
+ * inrpd reads: one that read nothing for STALL_MS holds nobody back, and
+ * one that read nothing for fib-send-hold-time (stopped, hung) is let go,
+ * as a peer is by its send hold timer, with what was queued for it; the
+ * next connection syncs it anew.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,7 @@
 #define SYNC_LOW        (1u << 20)      /* ... until the queue is below this */
 #define RETRY_MS        1000
 #define HOLD_CHECK_MS   1000
+#define STALL_MS        1000    /* inrpd reading nothing this long holds no input back */
 
 struct pending_name {
 	uint8_t name_len;
@@ -61,6 +65,8 @@ struct fibpush {
 	uv_timer_t hold;                /* while connected: is inrpd reading? */
 	uint64_t hold_ms;
 	uint64_t hold_closes;
+	void (*caught_up)(void *arg);   /* fibpush_behind is over */
+	void *caught_up_arg;
 	bool connected;
 	bool syncing;                   /* this connection's full sync is still being sent */
 	bool sync_open;                 /* ... or its SyncEnd was not */
@@ -111,8 +117,11 @@ static void disconnect(struct fibpush *f, const char *why)
 	}
 	f->npending = f->npending_aggs = 0;
 	f->mem_len = 0;
-	if (!f->closing)
+	if (!f->closing) {
 		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
+		if (f->caught_up)
+			f->caught_up(f->caught_up_arg);
+	}
 }
 
 static void on_write_failed(struct wqueue *q, int status)
@@ -379,12 +388,18 @@ static void on_drained(struct wqueue *q)
 	struct fibpush *f = q->data;
 	if (f->syncing)
 		uv_idle_start(&f->sync_idle, sync_slice);
+	if (f->caught_up)
+		f->caught_up(f->caught_up_arg);
 }
 
 static void on_hold(uv_timer_t *t)
 {
 	struct fibpush *f = t->data;
-	if (!f->connected || !wqueue_stalled(&f->wq, f->hold_ms))
+	if (!f->connected || !wqueue_stalled(&f->wq, STALL_MS))
+		return;
+	if (f->wq.full && f->caught_up)
+		f->caught_up(f->caught_up_arg);        /* fibpush_behind no longer holds the peers */
+	if (!wqueue_stalled(&f->wq, f->hold_ms))
 		return;
 	char why[160];
 	snprintf(why, sizeof(why), "inrpd read nothing for %llu ms (fib-send-hold-time), %zu bytes waiting; "
@@ -506,4 +521,20 @@ void fibpush_set_hold(struct fibpush *f, uint64_t hold_ms)
 uint64_t fibpush_hold_closes(const struct fibpush *f)
 {
 	return f->hold_closes;
+}
+
+size_t fibpush_queued(const struct fibpush *f)
+{
+	return f->connected ? f->wq.queued : 0;
+}
+
+bool fibpush_behind(const struct fibpush *f)
+{
+	return f->connected && f->wq.full && !wqueue_stalled(&f->wq, STALL_MS);
+}
+
+void fibpush_on_caught_up(struct fibpush *f, void (*fn)(void *arg), void *arg)
+{
+	f->caught_up = fn;
+	f->caught_up_arg = arg;
 }

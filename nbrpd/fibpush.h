@@ -29,6 +29,12 @@ struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms
 void fibpush_set_hold(struct fibpush *f, uint64_t hold_ms);
 /* Connections closed because inrpd read nothing for the hold time. */
 uint64_t fibpush_hold_closes(const struct fibpush *f);
+/* Bytes queued for inrpd and not yet written: how far behind it is. */
+size_t fibpush_queued(const struct fibpush *f);
+/* inrpd reads, but more than the high-water mark waits for it: read no more UPDATEs until
+ * the caught-up callback (also called when inrpd stops reading, or goes). */
+bool fibpush_behind(const struct fibpush *f);
+void fibpush_on_caught_up(struct fibpush *f, void (*fn)(void *arg), void *arg);
 void fibpush_close(struct fibpush *f);
 void fibpush_free(struct fibpush *f);
 /* Queues a name's routes (count 0: withdrawn); sent at the next flush. */

@@ -287,6 +287,18 @@ static void fib_flush(void *arg)
 		fibpush_flush(d->fib);
 }
 
+static bool fib_behind(void *arg)
+{
+	struct nbrpd *d = arg;
+	return d->fib && fibpush_behind(d->fib);
+}
+
+static void fib_caught_up(void *arg)
+{
+	struct nbrpd *d = arg;
+	rde_input_resume(d->rde);
+}
+
 static void sync_one(const struct rib_entry *e, void *arg)
 {
 	struct fibpush *f = arg;
@@ -496,7 +508,7 @@ int main(int argc, char **argv)
 		.send = session_send, .full = session_full, .notify = session_notify,
 		.fib_name = cfg->fib_channel ? fib_name : NULL, .fib_flush = cfg->fib_channel ? fib_flush : NULL,
 		.fib_aggregate = cfg->fib_channel ? fib_aggregate : NULL, .aggregate_offered = aggregate_offered,
-		.input_ready = input_ready, .arg = d,
+		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready, .arg = d,
 	};
 	const struct aggregates_ops agg_ops = { .stored = aggregate_stored, .routes = aggregate_routes, .arg = d };
 	d->nexthops = nexthop_table_new(d->loop);
@@ -541,6 +553,8 @@ int main(int argc, char **argv)
 	if (cfg->fib_channel &&
 	    !(d->fib = fibpush_open(d->loop, cfg->fib_channel, cfg->fib_send_hold_ms, fib_table, fib_count, d)))
 		daemon_fail("out of memory");
+	if (d->fib)
+		fibpush_on_caught_up(d->fib, fib_caught_up, d);
 	aggregates_set_fib(d->aggs, d->fib);
 	if (!(d->health = health_start(d->loop, cfg, d->rde)))
 		daemon_fail("out of memory");

@@ -165,6 +165,8 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 d->fib && fibpush_connected(d->fib));
 	prom_one(p, "nbrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs sent to inrpd.",
 		 d->fib ? (double)fibpush_syncs(d->fib) : 0);
+	prom_one(p, "nbrpd_fib_channel_queued_bytes", PROM_GAUGE, "Bytes queued for inrpd and not yet written.",
+		 d->fib ? (double)fibpush_queued(d->fib) : 0);
 	prom_one(p, "nbrpd_fib_channel_hold_closes_total", PROM_COUNTER,
 		 "Connections to inrpd closed because it read nothing for fib-send-hold-time.",
 		 d->fib ? (double)fibpush_hold_closes(d->fib) : 0);

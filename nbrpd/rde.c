@@ -521,6 +521,8 @@ void rde_peer_drained(struct rde_peer *p)
 
 bool rde_busy(struct rde *r)
 {
+	if (r->ops.fib_behind && r->ops.fib_behind(r->ops.arg))
+		return true;            /* until inrpd catches up: rde_input_resume */
 	if (r->dirty.n < INPUT_BUDGET)
 		return false;
 	r->input_paused = true;

@@ -56,6 +56,8 @@ struct rde_ops {
 	 * it is newer than the one stored (rde_aggregate_stored). */
 	void (*aggregate_offered)(void *arg, const struct name *agg, uint32_t version,
 				  const struct ip_endpoint *source);
+	/* inrpd is behind (fibpush_behind): rde_busy says so until rde_input_resume. */
+	bool (*fib_behind)(void *arg);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
 	void (*input_ready)(void *arg);
 	void *arg;
@@ -110,9 +112,11 @@ void rde_peer_refresh(struct rde_peer *p);
 void rde_peer_drained(struct rde_peer *p);
 /* Its UPDATEs wait for their signatures' checks: its session should not read. */
 bool rde_peer_waiting(const struct rde_peer *p);
-/* This turn has changed enough names: the sessions should stop reading until input_ready,
- * so that no loop turn decides and sends more than a bounded batch. */
+/* This turn has changed enough names, or inrpd is behind: the sessions should stop reading
+ * until input_ready, so that no loop turn decides and sends more than a bounded batch. */
 bool rde_busy(struct rde *r);
+/* The sessions may read again after this turn (paused by rde_busy or a peer's checks). */
+void rde_input_resume(struct rde *r);
 
 struct rde_peer_stats {
 	uint64_t names;                 /* names with a route from it */

@@ -356,9 +356,6 @@ struct rde {
 	bool stopping;
 };
 
-/* The sessions may read again after this turn (they were paused by rde_busy or a peer's checks). */
-void rde_input_resume(struct rde *r);
-
 /* Marks e for the next flush. */
 static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
 {

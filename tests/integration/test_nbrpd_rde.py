@@ -7,6 +7,7 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import nbrp_client as nc
@@ -250,3 +251,47 @@ def test_an_inrpd_that_stops_reading_is_let_go_and_synced_anew_when_it_reads_aga
         assert n.json("show", "status")["fib_channel"] == "connected"
     finally:
         kill_all([src])
+
+
+def test_an_inrpd_slower_than_its_peers_sets_the_pace_without_a_backlog(nbrpd_factory, tmp_path):
+    """nbrpd reads no more UPDATEs while more than 4 MiB wait for inrpd: what it holds for an
+    inrpd that reads, however slowly, stays a few MiB, and every name gets there."""
+    names = 600000 if SANITIZED else 1000000        # 10-16 MB on the FIB channel
+    base = f"127.8.{random.randint(1, 250)}"
+    chan = tmp_path / "fib.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(chan))
+    listener.listen(1)
+    got = {"bytes": 0}
+
+    def slow_inrpd():                               # 2 MB/s, whatever comes
+        conn, _ = listener.accept()
+        with conn:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                got["bytes"] += len(chunk)
+                time.sleep(0.03)
+
+    reader = threading.Thread(target=slow_inrpd, daemon=True)
+    reader.start()
+    n = router(nbrpd_factory, "dut", f"{base}.1", [("gen", f"{base}.9")],
+               f'hold-time 30s;\nfib-channel "{chan}";\nfib-sync-wait 1s;\n')
+    src = updgen("source", "--router", f"{base}.1", "--name", "gen", "--local", f"{base}.9",
+                 "--names", str(names), "--seed", "6", "--linger", "600", "--json")
+    try:
+        most = 0
+
+        def loaded():
+            nonlocal most
+            st = n.json("show", "status")
+            most = max(most, st["fib_queued_bytes"])
+            return st["names"] == names and st["fib_queued_bytes"] == 0
+        wait_for(loaded, 120, "every name through the slow reader")
+        assert got["bytes"] > 8 << 20                  # it did have to wait for the reader
+        assert most <= 6 << 20, most                    # 4 MiB and a turn's flush, not the table
+        assert n.json("show", "status")["fib_hold_closes"] == 0
+    finally:
+        kill_all([src])
+        listener.close()
