@@ -386,8 +386,7 @@ def nbrp_move(lab, probes, a, b, ok, servers):
         if not re.search(r"^0\d{3} ", out, re.M):
             raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
     return {"ms": ms, "polls": polls, "interval_ms": interval, "floor_ms": floor,
-            "reload_ms": (cmds.done - cmds.t0) * 1000,
-            "t0_wall": cmds.t0_wall}
+            "reload_ms": (cmds.done - cmds.t0) * 1000, "t0_wall": cmds.t0_wall}
 
 
 def from_origin(names, r):

@@ -361,8 +361,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			time_t secs = (time_t)(fs.last_change_us / 1000000u);
 			struct tm tm;
 			char day[32];
-			strftime(day, sizeof(day), "%F %T", localtime_r(&secs, &tm));
-			ctl_reply_line(r, CTL_DATA, "fib-channel last change %s.%06u", day,
+			strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
+			ctl_reply_line(r, CTL_DATA, "fib-channel last change %s.%06uZ", day,
 				       (unsigned)(fs.last_change_us % 1000000u));
 		}
 	}

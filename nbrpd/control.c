@@ -41,7 +41,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
-			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, \"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
+			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, "
+			       "\"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "

@@ -65,8 +65,7 @@ struct fibpush {
 	uv_timer_t hold;                /* while connected: is inrpd reading? */
 	uint64_t hold_ms;
 	uint64_t hold_closes;
-	void (*caught_up)(void *arg);   /* fibpush_behind is over */
-	void *caught_up_arg;
+	void (*caught_up)(void *arg);   /* fibpush_behind is over; called with table_arg */
 	bool connected;
 	bool syncing;                   /* this connection's full sync is still being sent */
 	bool sync_open;                 /* ... or its SyncEnd was not */
@@ -119,8 +118,7 @@ static void disconnect(struct fibpush *f, const char *why)
 	f->mem_len = 0;
 	if (!f->closing) {
 		uv_timer_start(&f->retry, on_retry, RETRY_MS, 0);
-		if (f->caught_up)
-			f->caught_up(f->caught_up_arg);
+		f->caught_up(f->table_arg);
 	}
 }
 
@@ -388,8 +386,7 @@ static void on_drained(struct wqueue *q)
 	struct fibpush *f = q->data;
 	if (f->syncing)
 		uv_idle_start(&f->sync_idle, sync_slice);
-	if (f->caught_up)
-		f->caught_up(f->caught_up_arg);
+	f->caught_up(f->table_arg);
 }
 
 static void on_hold(uv_timer_t *t)
@@ -397,8 +394,8 @@ static void on_hold(uv_timer_t *t)
 	struct fibpush *f = t->data;
 	if (!f->connected || !wqueue_stalled(&f->wq, STALL_MS))
 		return;
-	if (f->wq.full && f->caught_up)
-		f->caught_up(f->caught_up_arg);        /* fibpush_behind no longer holds the peers */
+	if (f->wq.full)
+		f->caught_up(f->table_arg);        /* fibpush_behind no longer holds the peers */
 	if (!wqueue_stalled(&f->wq, f->hold_ms))
 		return;
 	char why[160];
@@ -445,7 +442,7 @@ static void connect_now(struct fibpush *f)
 }
 
 struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms, fibpush_table_fn table,
-			     fibpush_count_fn count, void *arg)
+			     fibpush_count_fn count, void (*caught_up)(void *arg), void *arg)
 {
 	struct fibpush *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -453,6 +450,7 @@ struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms
 	f->loop = loop;
 	f->table = table;
 	f->count = count;
+	f->caught_up = caught_up;
 	f->table_arg = arg;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	/* epochs only need to differ across our restarts */
@@ -533,8 +531,3 @@ bool fibpush_behind(const struct fibpush *f)
 	return f->connected && f->wq.full && !wqueue_stalled(&f->wq, STALL_MS);
 }
 
-void fibpush_on_caught_up(struct fibpush *f, void (*fn)(void *arg), void *arg)
-{
-	f->caught_up = fn;
-	f->caught_up_arg = arg;
-}

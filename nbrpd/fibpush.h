@@ -23,18 +23,18 @@ typedef bool (*fibpush_table_fn)(void *arg, struct fibpush *f, void **state, uns
 /* About how many names and members a full sync will send (inrpd sizes its new table for them). */
 typedef uint64_t (*fibpush_count_fn)(void *arg);
 
-/* hold_ms: fib-send-hold-time. */
+/* hold_ms: fib-send-hold-time; caught_up(arg): fibpush_behind is over (also when inrpd stops
+ * reading, or goes). */
 struct fibpush *fibpush_open(uv_loop_t *loop, const char *path, uint64_t hold_ms, fibpush_table_fn table,
-			     fibpush_count_fn count, void *arg);
+			     fibpush_count_fn count, void (*caught_up)(void *arg), void *arg);
 void fibpush_set_hold(struct fibpush *f, uint64_t hold_ms);
 /* Connections closed because inrpd read nothing for the hold time. */
 uint64_t fibpush_hold_closes(const struct fibpush *f);
 /* Bytes queued for inrpd and not yet written: how far behind it is. */
 size_t fibpush_queued(const struct fibpush *f);
 /* inrpd reads, but more than the high-water mark waits for it: read no more UPDATEs until
- * the caught-up callback (also called when inrpd stops reading, or goes). */
+ * caught_up. */
 bool fibpush_behind(const struct fibpush *f);
-void fibpush_on_caught_up(struct fibpush *f, void (*fn)(void *arg), void *arg);
 void fibpush_close(struct fibpush *f);
 void fibpush_free(struct fibpush *f);
 /* Queues a name's routes (count 0: withdrawn); sent at the next flush. */

@@ -551,10 +551,9 @@ int main(int argc, char **argv)
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (cfg->fib_channel &&
-	    !(d->fib = fibpush_open(d->loop, cfg->fib_channel, cfg->fib_send_hold_ms, fib_table, fib_count, d)))
+	    !(d->fib = fibpush_open(d->loop, cfg->fib_channel, cfg->fib_send_hold_ms, fib_table, fib_count,
+				    fib_caught_up, d)))
 		daemon_fail("out of memory");
-	if (d->fib)
-		fibpush_on_caught_up(d->fib, fib_caught_up, d);
 	aggregates_set_fib(d->aggs, d->fib);
 	if (!(d->health = health_start(d->loop, cfg, d->rde)))
 		daemon_fail("out of memory");
