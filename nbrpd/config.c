@@ -56,7 +56,7 @@
  *     transfer-idle-timeout 10s;           a transfer connection idle this long is closed,
  *     transfer-time-limit 600s;            and one open this long
  *     fetch-max-names 4000000;             a fetched aggregate's names, and bytes (default:
- *     fetch-max-bytes 512000000;           128 a name): more is refused, nothing stored
+ *     fetch-max-bytes 256000000;           64 a name): more is refused, nothing stored
  *     fetch-idle-timeout 10s;              a fetch with no byte this long ends,
  *     fetch-time-limit 300s;               and one that runs this long
  *     aggregate "hosted.example" {         one route for many names (an aggregate
@@ -94,12 +94,15 @@
 /*
  * Transfers (docs/AGGREGATES.md "Limits"): 4 million names is four times
  * the largest aggregate measured; a member's record is 12 bytes and its
- * name, so 128 bytes a name leaves room for names three times the usual.
- * A fetch at the byte cap in the time limit needs about 14 Mbit/s; the
- * server's limit is the longer, so a client's own limit ends first.
+ * name (about 30 bytes in all, the snapshot's 17 a member measured), so 64
+ * bytes a name leaves twice the room.  The byte cap is also what a fetch
+ * may hold in memory while it streams (the names' wire forms), for each
+ * of the 4 fetches at once.  A fetch at the byte cap within the time
+ * limit needs about 7 Mbit/s; the server's limit is the longer, so a
+ * client's own limit ends first.
  */
 #define DEFAULT_FETCH_MAX_NAMES 4000000
-#define FETCH_BYTES_PER_NAME    128
+#define FETCH_BYTES_PER_NAME    64
 #define DEFAULT_FETCH_IDLE      10000
 #define DEFAULT_FETCH_TIME      300000
 #define DEFAULT_TRANSFER_IDLE   10000
