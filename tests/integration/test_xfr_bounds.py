@@ -358,8 +358,9 @@ def test_clients_outside_allow_transfer_cannot_hold_the_server(net, tmp_path):
     r1 = rs["r1"]
     addr, port = xfr["r1"]
     assert version_of(r1) is not None
+    kdig_axfr(addr, port)                   # warm: the times below compare like with like
     alone = []
-    for _ in range(3):
+    for _ in range(5):
         secs, ptrs, r = kdig_axfr(addr, port)
         assert ptrs == 50000, r.stdout[-500:] + r.stderr
         alone.append(secs)
@@ -370,7 +371,7 @@ def test_clients_outside_allow_transfer_cannot_hold_the_server(net, tmp_path):
     try:
         wait_for(lambda: stats["connects"] >= 64, 30, "64 attacking connections")
         attacked = []
-        for _ in range(3):
+        for _ in range(5):
             secs, ptrs, r = kdig_axfr(addr, port)
             assert ptrs == 50000, r.stdout[-500:] + r.stderr
             attacked.append(secs)
@@ -381,7 +382,7 @@ def test_clients_outside_allow_transfer_cannot_hold_the_server(net, tmp_path):
             t.join(10)
     st = status(r1.nbrpd)
     assert st["transfer_closed_acl"] >= 64 and st["transfer_closed_full"] == 0
-    assert st["transfers_served"] >= 6
+    assert st["transfers_served"] >= 11
     assert metric(maddr, mport, "nbrpd_aggregate_transfer_connections_closed_acl_total") >= 64
     assert "not in allow-transfer" in r1.nbrpd.log()
     assert re.search(r"connections closed: outside allow-transfer \d+", r1.nbrpd.nbrc("show", "status").stdout)
