@@ -721,7 +721,7 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 		out->served_axfr = st.axfr + st.ixfr_full;
 		out->served_ixfr = st.ixfr;
 		out->served_bytes = st.bytes;
-		out->refused = st.refused_acl + st.refused_busy;
+		out->refused = st.closed_acl + st.refused_acl + st.refused_busy;
 		out->closed_acl = st.closed_acl;
 		out->closed_full = st.closed_full;
 		out->closed_idle = st.closed_idle;
