@@ -13,11 +13,15 @@ attack on a real nbrpd:
   default caps.
 - Sources sending one byte a second hold every fetch slot: fetch-time-limit
   ends them, and an aggregate waiting for a slot is fetched.
+- The library's client (aggtool fetch): a diff that would leave more names
+  than the cap is refused, the version held kept; the byte cap spans an
+  IXFR and the AXFR after it.
 """
 
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -30,7 +34,7 @@ import pytest
 
 from conftest import ENV, NBRPD, SANITIZED, free_port, loopback_addr, rss_kib, wait_for
 import nbrp_client as nc
-from test_aggregate_xfr import AGG as GOOD_AGG, served  # noqa: F401  (served: a fixture)
+from test_aggregate_xfr import AGG as GOOD_AGG, AGGTOOL, served  # noqa: F401  (served: a fixture)
 from test_nbrpd import answer, establish, lone, net  # noqa: F401  (lone, net: fixtures)
 from test_nbrpd_aggregates import AGG, line_with_aggregate, version_of
 
@@ -265,6 +269,41 @@ def test_an_endless_transfer_is_cut_at_the_cap_nothing_stored_and_retried_later(
     print(f"RSS after {len(t)} attempts: {after} KiB")
     assert after - base < bound, f"RSS grew by {after - base} KiB over {len(t)} attempts"
     p.close()
+
+
+# ---- the library's client (aggtool fetch) ----
+
+def test_a_diff_that_would_leave_too_many_names_is_refused_and_the_byte_cap_spans_attempts(served, tmp_path):
+    from test_aggregate_xfr import fetch, members_of, names, write_members
+    start, _, members = served                       # version 3: 1000 members
+    s = start()
+    client = tmp_path / "client"
+    first, _ = fetch(client, s, "--max-names", "1005")
+    assert first["status"] == 0 and first["kind"] == "AXFR" and first["to"] == 3
+    # version 4 removes 5 names and adds 15: the diff carries 20, but would leave 1010
+    write_members(members, names(25, 1020) + [f"more{i}.example." for i in range(15)])
+    s.signal(signal.SIGHUP)
+    wait_for(lambda: s.soa_serial() == 4, 10, "version 4 served")
+    over, r = fetch(client, s, "--max-names", "1005")
+    assert over["status"] == -1 and over["cut"] == "names" and over["to"] == 3
+    assert "diff 3 -> 4 would leave more than 1005 names" in over["why"]
+    assert members_of(client) == set(names(20, 1020))
+    assert "holding version 3" in r.stderr
+    ok, _ = fetch(client, s, "--max-names", "1010")
+    assert ok["status"] == 0 and ok["kind"] == "IXFR" and ok["to"] == 4
+
+    # a client whose version 3 is not the server's: the IXFR does not apply and the AXFR after it
+    # gets what the IXFR left of the byte cap
+    other = tmp_path / "other"
+    odd = tmp_path / "odd.txt"
+    write_members(odd, names(5000, 5010))
+    subprocess.run([AGGTOOL, "define", str(other), GOOD_AGG, str(odd), "3"], check=True, env=ENV,
+                   capture_output=True)
+    whole, _ = fetch(tmp_path / "fresh", s)
+    capped, _ = fetch(other, s, "--max-bytes", str(whole["bytes"]))
+    assert capped["status"] == -1 and capped["cut"] == "bytes" and capped["kind"].startswith("AXFR (fallback")
+    assert capped["bytes"] <= whole["bytes"]
+    assert members_of(other) == set(names(5000, 5010))
 
 
 # ---- the client's time limit ----

@@ -171,10 +171,11 @@ static int fetch_status = 1;
 
 static void fetched(void *ctx, const struct xfrcli_result *r)
 {
-	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"had_version\": %s, \"from\": %u, \"to\": %u, "
-	       "\"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
-	       r->status, r->kind, r->why, r->had_version ? "true" : "false", r->from, r->to, r->versions,
-	       (unsigned long long)r->bytes, r->seconds);
+	static const char *const cuts[] = { "", "names", "bytes", "idle", "time" };
+	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"cut\": \"%s\", \"had_version\": %s, "
+	       "\"from\": %u, \"to\": %u, \"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
+	       r->status, r->kind, r->why, cuts[r->cut], r->had_version ? "true" : "false", r->from, r->to,
+	       r->versions, (unsigned long long)r->bytes, r->seconds);
 	fetch_status = r->status == 0 ? 0 : 1;
 }
 
