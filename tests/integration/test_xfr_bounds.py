@@ -240,6 +240,9 @@ def test_an_endless_transfer_is_cut_at_the_cap_nothing_stored_and_retried_later(
     assert answer(n, "n0000005.x0.bad.example" if cap == "names" else "nobody.bad.example") == "REFUSED"
     assert v["last_transfer"]["ok"] is False and v["fetch_failures"] >= 1
     assert status(n)[counter] >= 1
+    some, none = r"[1-9]\d*", "0"
+    assert re.search(rf"failed {some} \(over fetch-max-names {some if cap == 'names' else none}, over fetch-max-bytes "
+                     rf"{some if cap == 'bytes' else none},", n.nbrc("show", "aggregates").stdout)
     what = r"more than \d+ names" if cap == "names" else r"more than \d+ bytes"
     line = re.search(rf"aggregate {BAD}\. from {re.escape(src.addr)}#{src.port}: AXFR failed after (\d+) bytes "
                      rf"in ([\d.]+) s: over the cap: {what}; refused; holding version none", n.log())
