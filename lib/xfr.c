@@ -420,6 +420,12 @@ int xfr_in_init(struct xfr_in *x, uint16_t id, const struct name *agg, uint16_t 
 	return x->msg ? 0 : -1;
 }
 
+void xfr_in_limit(struct xfr_in *x, uint64_t max_names, uint64_t max_bytes)
+{
+	x->max_names = max_names;
+	x->max_bytes = max_bytes;
+}
+
 void xfr_in_free(struct xfr_in *x)
 {
 	free(x->msg);
@@ -450,6 +456,10 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 {
 	int cb = 0;
 	x->records++;
+	if (!soa && x->max_names && ++x->names > x->max_names) {
+		x->over = XFR_IN_OVER_NAMES;
+		return in_fail(x, "more than %llu names", (unsigned long long)x->max_names);
+	}
 	switch (x->state) {
 	case I_START:
 		if (!soa)
@@ -635,6 +645,11 @@ int xfr_in_feed(struct xfr_in *x, const uint8_t *data, size_t len)
 				x->have = 0;
 				if (x->need < DNS_HEADER_LEN)
 					return in_fail(x, "message of %zu bytes", x->need);
+				/* the cap holds before the message is read, not after */
+				if (x->max_bytes && x->bytes + 2 + x->need > x->max_bytes) {
+					x->over = XFR_IN_OVER_BYTES;
+					return in_fail(x, "more than %llu bytes", (unsigned long long)x->max_bytes);
+				}
 			}
 			continue;
 		}

@@ -118,6 +118,9 @@ enum xfr_in_result {
 
 enum xfr_in_form { XFR_IN_NONE, XFR_IN_FULL, XFR_IN_DIFFS, XFR_IN_CURRENT };
 
+/* Which cap ended a reply (xfr_in_limit). */
+enum xfr_in_over { XFR_IN_UNDER, XFR_IN_OVER_NAMES, XFR_IN_OVER_BYTES };
+
 struct xfr_in {
 	uint16_t id;
 	uint16_t qtype;
@@ -136,6 +139,9 @@ struct xfr_in {
 	enum xfr_in_form form;
 	bool gap;                       /* the error: diffs that do not chain from what we hold */
 	uint64_t bytes, messages, records;
+	uint64_t names;                 /* member records: a full set's, a diff's removed and added */
+	uint64_t max_names, max_bytes;  /* 0: no cap */
+	enum xfr_in_over over;          /* the error: a cap reached */
 	char err[256];
 };
 
@@ -146,6 +152,13 @@ struct xfr_in {
 int xfr_in_init(struct xfr_in *x, uint16_t id, const struct name *agg, uint16_t qtype, uint32_t held,
 		const struct xfr_in_ops *ops, void *ctx);
 void xfr_in_free(struct xfr_in *x);
+/*
+ * Caps on the reply (0: none): more member records than max_names, or a
+ * message that would take the bytes read (framing included) over
+ * max_bytes, is an error before the names reach the callbacks or the
+ * message is read.
+ */
+void xfr_in_limit(struct xfr_in *x, uint64_t max_names, uint64_t max_bytes);
 /* Bytes from the TCP stream, as received. */
 int xfr_in_feed(struct xfr_in *x, const uint8_t *data, size_t len);
 /* One whole message (without the length prefix). */

@@ -27,7 +27,8 @@ struct xfrcli {
 	struct sockaddr_storage server;
 	char server_text[INET6_ADDRSTRLEN + 8];
 	char agg[NAME_MAX_TEXT];
-	unsigned timeout_ms;
+	struct xfrcli_limits lim;
+	uint64_t deadline;              /* uv_now when time_ms runs out; 0: none */
 	xfrcli_done_fn done;
 	void *ctx;
 
@@ -45,6 +46,7 @@ struct xfrcli {
 	struct namelist dels, adds;
 	bool not_applied;               /* a diff did not apply to the store */
 	bool store_failed;
+	bool over_names;                /* a diff would take the set over max_names */
 	char store_err[300];
 
 	char fallback[300];             /* why this attempt is an AXFR after an IXFR */
@@ -90,6 +92,14 @@ static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
 	struct xfrcli *c = ctx;
 	if (full && full_flush(c) < 0)
 		return -1;
+	/* the reader caps the names a reply carries; this, the set a diff leaves */
+	uint64_t held = aggstore_members(c->store)->count;
+	if (!full && c->lim.max_names && held + c->adds.count > c->lim.max_names + c->dels.count) {
+		c->over_names = true;
+		snprintf(c->store_err, sizeof(c->store_err), "diff %u -> %u would leave more than %llu names",
+			 from, to, (unsigned long long)c->lim.max_names);
+		return -1;
+	}
 	int rc = full ? aggstore_replace(c->store, to, &c->set)
 		      : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
 	if (rc == -ESTALE) {
@@ -154,17 +164,19 @@ static void finish(struct xfrcli *c, int status, const char *fmt, ...)
 	bool has = aggstore_version(c->store, &v);
 	c->res.to = v;
 	c->res.seconds = (double)(uv_hrtime() - c->t0) / 1e9;
-	char held[32] = "none";
+	char held[32] = "none", now[32] = "none";
 	if (c->res.had_version)
 		snprintf(held, sizeof(held), "%u", c->res.from);
+	if (has)
+		snprintf(now, sizeof(now), "%u", v);
 	if (status == 0)
 		log_info("aggregate %s from %s: %s, version %s -> %u (%u versions stored), %llu bytes in %.3f s",
 			 c->agg, c->server_text, c->res.kind, held, v, c->res.versions,
 			 (unsigned long long)c->res.bytes, c->res.seconds);
 	else
-		log_warn("aggregate %s from %s: %s failed after %llu bytes in %.3f s: %s; holding version %s%s",
+		log_warn("aggregate %s from %s: %s failed after %llu bytes in %.3f s: %s; holding version %s",
 			 c->agg, c->server_text, c->res.kind, (unsigned long long)c->res.bytes, c->res.seconds,
-			 c->res.why, has ? "" : "none", has ? "" : "");
+			 c->res.why, now);
 	if (has && status != 0 && c->res.versions)
 		log_info("aggregate %s: now at version %u", c->agg, v);
 	if (!c->cancelled && c->done)
@@ -177,12 +189,26 @@ static void start_attempt(struct xfrcli *c, uint16_t qtype);
 static void on_timeout(uv_timer_t *t)
 {
 	struct xfrcli *c = t->data;
-	finish(c, -1, "no data for %u ms", c->timeout_ms);
+	if (c->deadline && uv_now(c->loop) >= c->deadline) {
+		c->res.cut = XFRCLI_CUT_TIME;
+		finish(c, -1, "over the time limit: not done in %u ms", c->lim.time_ms);
+		return;
+	}
+	c->res.cut = XFRCLI_CUT_IDLE;
+	finish(c, -1, "no data for %u ms", c->lim.idle_ms);
 }
 
+/* The idle timer again, or the time limit if it comes first: one timer for both. */
 static void progress(struct xfrcli *c)
 {
-	uv_timer_start(&c->timer, on_timeout, c->timeout_ms, 0);
+	uint64_t ms = c->lim.idle_ms;
+	if (c->deadline) {
+		uint64_t now = uv_now(c->loop);
+		uint64_t left = c->deadline > now ? c->deadline - now : 0;
+		if (left < ms)
+			ms = left;
+	}
+	uv_timer_start(&c->timer, on_timeout, ms, 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -212,6 +238,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		else if (c->qtype == DNS_TYPE_IXFR && c->in.form == XFR_IN_FULL)
 			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR answered as AXFR");
 		finish(c, 0, NULL);
+		return;
+	}
+	if (c->in.over != XFR_IN_UNDER || c->over_names) {
+		c->res.cut = c->in.over == XFR_IN_OVER_BYTES ? XFRCLI_CUT_BYTES : XFRCLI_CUT_NAMES;
+		finish(c, -1, "over the cap: %s; refused", c->over_names ? c->store_err : c->in.err);
 		return;
 	}
 	if (c->qtype == DNS_TYPE_IXFR && (c->not_applied || c->in.gap)) {
@@ -255,6 +286,11 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	c->in_ready = true;
+	/* the byte cap spans the fetch: an AXFR after an IXFR gets what the IXFR left */
+	uint64_t max_bytes = c->lim.max_bytes;
+	if (max_bytes)
+		max_bytes = c->res.bytes < max_bytes ? max_bytes - c->res.bytes : 1;
+	xfr_in_limit(&c->in, c->lim.max_names, max_bytes);
 	uv_buf_t b = uv_buf_init((char *)c->query, (unsigned)(len + 2));
 	a->wreq.data = a;
 	int rc = uv_write(&a->wreq, (uv_stream_t *)&a->tcp, &b, 1, on_write);
@@ -267,7 +303,7 @@ static void on_connect(uv_connect_t *req, int status)
 static void start_attempt(struct xfrcli *c, uint16_t qtype)
 {
 	c->qtype = qtype;
-	c->not_applied = c->store_failed = false;
+	c->not_applied = c->store_failed = c->over_names = false;
 	if (qtype == DNS_TYPE_IXFR)
 		snprintf(c->res.kind, sizeof(c->res.kind), "IXFR");
 	else if (c->fallback[0])
@@ -290,14 +326,16 @@ static void start_attempt(struct xfrcli *c, uint16_t qtype)
 }
 
 int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
-		 const struct sockaddr *server, unsigned timeout_ms, xfrcli_done_fn done, void *ctx)
+		 const struct sockaddr *server, const struct xfrcli_limits *lim, xfrcli_done_fn done, void *ctx)
 {
 	struct xfrcli *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -1;
 	c->loop = loop;
 	c->store = store;
-	c->timeout_ms = timeout_ms ? timeout_ms : 10000;
+	c->lim = *lim;
+	if (!c->lim.idle_ms)
+		c->lim.idle_ms = 10000;
 	c->done = done;
 	c->ctx = ctx;
 	nameset_init(&c->set);
@@ -319,6 +357,8 @@ int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	c->t0 = uv_hrtime();
+	if (c->lim.time_ms)
+		c->deadline = uv_now(loop) + c->lim.time_ms;
 	c->res.had_version = aggstore_version(store, &c->res.from);
 	*out = c;
 	start_attempt(c, c->res.had_version ? DNS_TYPE_IXFR : DNS_TYPE_AXFR);

@@ -4,9 +4,12 @@
  * held, and AXFR again when a diff does not apply (a gap in the versions,
  * a member to remove that is absent).  Each complete version received is
  * stored (fsync'ed) as it ends, so a broken connection keeps what came
- * whole.  The timeout is on progress (no byte for timeout_ms), never on
- * the whole transfer.  Each fetch is logged once: kind, why, versions,
- * bytes, time.
+ * whole.  Limits (struct xfrcli_limits): a fetch ends when no byte came
+ * for idle_ms, or when it has run for time_ms; a reply with more member
+ * records than max_names, or more bytes than max_bytes (all attempts
+ * together), is cut off while it streams, before its version is stored,
+ * and so is a diff that would take the set over max_names.  Each fetch
+ * is logged once: kind, why, versions, bytes, time.
  */
 #ifndef CR_XFRCLI_H
 #define CR_XFRCLI_H
@@ -17,8 +20,19 @@
 
 #include "aggstore.h"
 
+struct xfrcli_limits {
+	uint64_t max_names;             /* 0: no cap */
+	uint64_t max_bytes;             /* 0: no cap */
+	unsigned idle_ms;               /* 0: 10000 */
+	unsigned time_ms;               /* 0: no limit */
+};
+
+/* Which limit ended a fetch. */
+enum xfrcli_cut { XFRCLI_CUT_NONE, XFRCLI_CUT_NAMES, XFRCLI_CUT_BYTES, XFRCLI_CUT_IDLE, XFRCLI_CUT_TIME };
+
 struct xfrcli_result {
 	int status;                     /* 0, or -1 (why says it) */
+	enum xfrcli_cut cut;            /* with -1: the limit that ended it, if one did */
 	char why[300];
 	char kind[340];                 /* "IXFR", "AXFR", "AXFR (fallback: ...)", "IXFR answered as AXFR", "current" */
 	bool had_version;
@@ -37,7 +51,7 @@ struct xfrcli;
  * The store must stay open until then.  0, or -1 out of memory.
  */
 int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
-		 const struct sockaddr *server, unsigned timeout_ms, xfrcli_done_fn done, void *ctx);
+		 const struct sockaddr *server, const struct xfrcli_limits *lim, xfrcli_done_fn done, void *ctx);
 /* Stops a fetch in progress without calling done (what was stored stays). */
 void xfrcli_cancel(struct xfrcli *c);
 

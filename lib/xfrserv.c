@@ -32,6 +32,8 @@ struct xfrserv {
 	unsigned open_handles;
 	bool stopping;
 	struct xfrserv_stats st;
+	uint64_t acl_logged_at;         /* uv_now of the last "outside allow-transfer" line */
+	uint64_t acl_unlogged;          /* closed since, not logged one by one */
 	uint8_t udp_buf[DNS_EDNS_MAX];
 	uint8_t udp_out[512];
 };
@@ -55,6 +57,8 @@ struct conn {
 	struct xfr_out out;
 	char agg[NAME_MAX_TEXT];
 	uint64_t t0;
+	uint64_t deadline;              /* uv_now when time_limit_ms runs out */
+	bool linked;                    /* in srv->conns, counted in nconns */
 };
 
 static void server_handle_closed(uv_handle_t *h)
@@ -112,10 +116,12 @@ static void conn_close(struct conn *c, const char *why)
 		return;
 	c->closing = true;
 	end_transfer(c, why ? why : "connection closed");
-	*c->pprev = c->next;
-	if (c->next)
-		c->next->pprev = c->pprev;
-	c->srv->nconns--;
+	if (c->linked) {
+		*c->pprev = c->next;
+		if (c->next)
+			c->next->pprev = c->pprev;
+		c->srv->nconns--;
+	}
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
@@ -124,12 +130,26 @@ static void conn_close(struct conn *c, const char *why)
 static void on_idle(uv_timer_t *t)
 {
 	struct conn *c = t->data;
+	struct xfrserv *s = c->srv;
+	if (uv_now(s->loop) >= c->deadline) {
+		s->st.closed_time++;
+		log_info("transfer connection from %s closed: open for %u ms", c->peer, s->cfg.time_limit_ms);
+		conn_close(c, "open too long");
+		return;
+	}
+	s->st.closed_idle++;
+	if (!c->transferring)
+		log_debug("transfer connection from %s closed: no progress for %u ms", c->peer, s->cfg.idle_timeout_ms);
 	conn_close(c, "no progress, timed out");
 }
 
+/* The idle timer again, or the connection's time limit if it comes first. */
 static void progress(struct conn *c)
 {
-	uv_timer_start(&c->timer, on_idle, c->srv->cfg.idle_timeout_ms, 0);
+	uint64_t now = uv_now(c->srv->loop);
+	uint64_t ms = c->srv->cfg.idle_timeout_ms;
+	uint64_t left = c->deadline > now ? c->deadline - now : 0;
+	uv_timer_start(&c->timer, on_idle, left < ms ? left : ms, 0);
 }
 
 static void process(struct conn *c);
@@ -320,6 +340,24 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	process(c);
 }
 
+/* One line for the first connection from outside allow-transfer, then at most one a minute. */
+static void log_outside(struct xfrserv *s, const struct conn *c)
+{
+	uint64_t now = uv_now(s->loop);
+	if (s->acl_logged_at && now - s->acl_logged_at < 60000) {
+		s->acl_unlogged++;
+		log_debug("transfer connection from %s closed: not in allow-transfer", c->peer);
+		return;
+	}
+	if (s->acl_unlogged)
+		log_warn("transfer connection from %s closed: not in allow-transfer (and %llu more since the last "
+			 "such line)", c->peer, (unsigned long long)s->acl_unlogged);
+	else
+		log_warn("transfer connection from %s closed: not in allow-transfer", c->peer);
+	s->acl_logged_at = now;
+	s->acl_unlogged = 0;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct xfrserv *s = server->data;
@@ -334,18 +372,12 @@ static void on_connection(uv_stream_t *server, int status)
 	c->tcp.data = c->timer.data = c;
 	c->handles = 2;
 	s->open_handles++;
-	c->next = s->conns;
-	c->pprev = &s->conns;
-	if (s->conns)
-		s->conns->pprev = &c->next;
-	s->conns = c;
-	s->nconns++;
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) {
+	int alen = sizeof(c->peer_addr);
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 ||
+	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer_addr, &alen) < 0) {
 		conn_close(c, NULL);
 		return;
 	}
-	int alen = sizeof(c->peer_addr);
-	uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer_addr, &alen);
 	uint16_t port = 0;
 	if (c->peer_addr.ss_family == AF_INET6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&c->peer_addr;
@@ -357,11 +389,27 @@ static void on_connection(uv_stream_t *server, int status)
 		port = ntohs(a->sin_port);
 	}
 	snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), "#%u", port);
-	if (s->nconns > s->cfg.max_connections) {
-		log_warn("transfer connection from %s closed: %u connections open", c->peer, s->nconns - 1);
+	/* before a slot is taken or a byte read: outsiders cannot hold the connections */
+	if (!prefix_list_contains(s->acl, s->cfg.nacl, (struct sockaddr *)&c->peer_addr)) {
+		s->st.closed_acl++;
+		log_outside(s, c);
 		conn_close(c, NULL);
 		return;
 	}
+	if (s->nconns >= s->cfg.max_connections) {
+		s->st.closed_full++;
+		log_warn("transfer connection from %s closed: %u connections open", c->peer, s->nconns);
+		conn_close(c, NULL);
+		return;
+	}
+	c->next = s->conns;
+	c->pprev = &s->conns;
+	if (s->conns)
+		s->conns->pprev = &c->next;
+	s->conns = c;
+	s->nconns++;
+	c->linked = true;
+	c->deadline = uv_now(s->loop) + s->cfg.time_limit_ms;
 	progress(c);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
 		conn_close(c, NULL);
@@ -439,6 +487,8 @@ int xfrserv_start(struct xfrserv **out, uv_loop_t *loop, const struct xfrserv_co
 		s->cfg.max_connections = 64;
 	if (!s->cfg.idle_timeout_ms)
 		s->cfg.idle_timeout_ms = 10000;
+	if (!s->cfg.time_limit_ms)
+		s->cfg.time_limit_ms = 600000;
 	s->lookup = lookup;
 	s->ctx = ctx;
 

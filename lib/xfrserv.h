@@ -8,11 +8,15 @@
  * current SOA alone (RFC 1995 2: the client then asks over TCP); AXFR over
  * UDP is NOTIMP.
  *
- * A client outside allow-transfer gets REFUSED; an aggregate not served,
- * NOTAUTH; one with no version yet, SERVFAIL.  At most max_transfers run
- * at once (REFUSED beyond); a connection that makes no progress (no query
- * read, no message taken) for idle_timeout_ms is closed.  Each transfer is
- * logged once: kind, versions, records, bytes, time.
+ * A TCP connection from outside allow-transfer is closed as soon as it is
+ * accepted, before a byte is read, and never takes one of the
+ * max_connections slots; a UDP query from outside gets REFUSED.  An
+ * aggregate not served gets NOTAUTH; one with no version yet, SERVFAIL.
+ * At most max_transfers run at once (REFUSED beyond).  A connection that
+ * makes no progress (no query read, no message taken) for idle_timeout_ms
+ * is closed, and so is one open for time_limit_ms, whatever it does: a
+ * client trickling bytes holds a slot for a bounded time.  Each transfer
+ * is logged once: kind, versions, records, bytes, time.
  */
 #ifndef CR_XFRSERV_H
 #define CR_XFRSERV_H
@@ -33,6 +37,7 @@ struct xfrserv_config {
 	unsigned max_transfers;         /* 0: 8 */
 	unsigned max_connections;       /* 0: 64 */
 	unsigned idle_timeout_ms;       /* 0: 10000 */
+	unsigned time_limit_ms;         /* a connection's whole life; 0: 600000 */
 };
 
 /* The store serving an aggregate, or NULL if it is not served here. */
@@ -42,6 +47,9 @@ struct xfrserv_stats {
 	uint64_t axfr, ixfr, ixfr_full, ixfr_current, soa;
 	uint64_t refused_acl, refused_busy, notauth, servfail, formerr, notimp;
 	uint64_t aborted;               /* transfers cut short */
+	/* TCP connections closed: outside allow-transfer (at accept), over max_connections,
+	 * idle for idle_timeout_ms, open for time_limit_ms */
+	uint64_t closed_acl, closed_full, closed_idle, closed_time;
 	uint64_t bytes;                 /* transfer messages sent */
 	unsigned active;                /* transfers running now */
 };

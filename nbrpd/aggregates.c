@@ -23,7 +23,6 @@
 #include "prefix.h"
 #include "xfrserv.h"
 
-#define FETCH_TIMEOUT_MS        10000   /* no byte for this long ends a fetch */
 #define RETRY_MIN_MS            1000    /* after a failed fetch; doubles up to */
 #define RETRY_MAX_MS            60000
 #define FETCH_MAX               4       /* fetches at once; a transfer server refuses more than its bound (8) */
@@ -46,6 +45,7 @@ struct aggregate {
 	uv_timer_t retry;               /* after a failure */
 	uint64_t retry_ms;
 	uint64_t fetches, failures;
+	uint64_t cuts[XFRCLI_CUT_TIME + 1];    /* failures by the limit that ended them */
 	bool has_last;
 	struct xfrcli_result last;
 	uint64_t last_unix;
@@ -62,6 +62,7 @@ struct aggregates {
 	struct ip_endpoint serv_at;
 	struct prefix *acl;
 	unsigned nacl;
+	uint64_t serv_idle_ms, serv_time_ms;
 	uint64_t fetch_bytes;
 	unsigned fetching;              /* fetches running, at most FETCH_MAX */
 	struct aggregate *waitq, **waitq_tail;  /* aggregates to fetch when one ends, in order */
@@ -245,6 +246,7 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 		return;
 	if (r->status < 0) {
 		g->failures++;
+		g->cuts[r->cut]++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);
 		g->retry_ms = g->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : g->retry_ms * 2;
 	} else {
@@ -278,7 +280,11 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 	g->fetch_had = had;
 	g->fetch_from = held;
 	g->fetches++;
-	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, FETCH_TIMEOUT_MS, fetch_done, g) < 0) {
+	struct xfrcli_limits lim = {
+		.max_names = a->cfg->fetch_max_names, .max_bytes = a->cfg->fetch_max_bytes,
+		.idle_ms = (unsigned)a->cfg->fetch_idle_ms, .time_ms = (unsigned)a->cfg->fetch_time_ms,
+	};
+	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, &lim, fetch_done, g) < 0) {
 		g->fetch = NULL;
 		g->failures++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);
@@ -437,7 +443,8 @@ static int serve(struct aggregates *a, const struct nbrpd_config *cfg, char *err
 		return -1;
 	}
 	bool same = a->serv && memcmp(&a->serv_at, &cfg->transfer, sizeof(cfg->transfer)) == 0 &&
-		    nacl == a->nacl && memcmp(acl, a->acl, nacl * sizeof(*acl)) == 0;
+		    nacl == a->nacl && memcmp(acl, a->acl, nacl * sizeof(*acl)) == 0 &&
+		    a->serv_idle_ms == cfg->transfer_idle_ms && a->serv_time_ms == cfg->transfer_time_ms;
 	if (same || (!cfg->has_transfer && !a->serv)) {
 		free(acl);
 		return 0;
@@ -453,6 +460,7 @@ static int serve(struct aggregates *a, const struct nbrpd_config *cfg, char *err
 		return 0;
 	struct xfrserv_config sc = {
 		.family = cfg->transfer.family, .port = cfg->transfer.port, .acl = acl, .nacl = nacl,
+		.idle_timeout_ms = (unsigned)cfg->transfer_idle_ms, .time_limit_ms = (unsigned)cfg->transfer_time_ms,
 	};
 	memcpy(sc.addr, cfg->transfer.addr, 16);
 	if (xfrserv_start(&a->serv, a->loop, &sc, serve_lookup, a, err, err_len) < 0) {
@@ -460,6 +468,8 @@ static int serve(struct aggregates *a, const struct nbrpd_config *cfg, char *err
 		return -1;
 	}
 	a->serv_at = cfg->transfer;
+	a->serv_idle_ms = cfg->transfer_idle_ms;
+	a->serv_time_ms = cfg->transfer_time_ms;
 	return 0;
 }
 
@@ -631,6 +641,10 @@ static void view_of(const struct aggregate *g, struct aggregate_view *v)
 	v->fetching = g->fetch != NULL;
 	v->fetches = g->fetches;
 	v->failures = g->failures;
+	v->over_names = g->cuts[XFRCLI_CUT_NAMES];
+	v->over_bytes = g->cuts[XFRCLI_CUT_BYTES];
+	v->idle_cuts = g->cuts[XFRCLI_CUT_IDLE];
+	v->time_cuts = g->cuts[XFRCLI_CUT_TIME];
 	v->has_last = g->has_last;
 	v->last = g->last;
 	v->last_unix = g->last_unix;
@@ -692,6 +706,10 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
 			out->fetches += g->fetches;
 			out->fetch_failures += g->failures;
+			out->fetch_over_names += g->cuts[XFRCLI_CUT_NAMES];
+			out->fetch_over_bytes += g->cuts[XFRCLI_CUT_BYTES];
+			out->fetch_idle += g->cuts[XFRCLI_CUT_IDLE];
+			out->fetch_time += g->cuts[XFRCLI_CUT_TIME];
 			if (g->store)
 				out->members += aggstore_members(g->store)->count;
 		}
@@ -703,6 +721,10 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 		out->served_axfr = st.axfr + st.ixfr_full;
 		out->served_ixfr = st.ixfr;
 		out->served_bytes = st.bytes;
-		out->refused = st.refused_acl + st.refused_busy;
+		out->refused = st.closed_acl + st.refused_acl + st.refused_busy;
+		out->closed_acl = st.closed_acl;
+		out->closed_full = st.closed_full;
+		out->closed_idle = st.closed_idle;
+		out->closed_time = st.closed_time;
 	}
 }

@@ -76,6 +76,8 @@ struct aggregate_view {
 	struct ip_endpoint offered_source;
 	bool fetching;
 	uint64_t fetches, failures;
+	/* failures ended by a limit: fetch-max-names, fetch-max-bytes, fetch-idle-timeout, fetch-time-limit */
+	uint64_t over_names, over_bytes, idle_cuts, time_cuts;
 	bool has_last;                  /* the last fetch */
 	struct xfrcli_result last;
 	uint64_t last_unix;
@@ -89,9 +91,12 @@ bool aggregates_view(struct aggregates *a, const struct name *agg, struct aggreg
 struct aggregates_stats {
 	uint64_t aggregates, members;
 	uint64_t fetches, fetch_failures, fetch_bytes;
+	uint64_t fetch_over_names, fetch_over_bytes, fetch_idle, fetch_time;   /* failures by limit */
 	bool serving;
 	uint16_t transfer_port;
 	uint64_t served_axfr, served_ixfr, served_bytes, refused;
+	/* transfer connections closed: outside allow-transfer, over the bound, idle, open too long */
+	uint64_t closed_acl, closed_full, closed_idle, closed_time;
 };
 void aggregates_stats(struct aggregates *a, struct aggregates_stats *out);
 

@@ -53,6 +53,12 @@
  *     transfer-listen 192.0.2.1 port 5300; aggregates served as AXFR/IXFR, over TCP and UDP
  *     allow-transfer 198.51.100.0/24;      who may transfer (repeatable; default: the
  *                                          configured peers' addresses and loopback)
+ *     transfer-idle-timeout 10s;           a transfer connection idle this long is closed,
+ *     transfer-time-limit 600s;            and one open this long
+ *     fetch-max-names 4000000;             a fetched aggregate's names, and bytes (default:
+ *     fetch-max-bytes 256000000;           64 a name): more is refused, nothing stored
+ *     fetch-idle-timeout 10s;              a fetch with no byte this long ends,
+ *     fetch-time-limit 300s;               and one that runs this long
  *     aggregate "hosted.example" {         one route for many names (an aggregate
  *         server 192.0.2.10 load 20;       this router originates), as content { }
  *         member "shop.example.com" "blog.example.org";
@@ -85,12 +91,29 @@
 #define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
 #define DEFAULT_TRUST_POLL      10000
 #define DEFAULT_SIG_CACHE       (1u << 20)
+/*
+ * Transfers (docs/AGGREGATES.md "Limits"): 4 million names is four times
+ * the largest aggregate measured; a member's record is 12 bytes and its
+ * name (about 30 bytes in all, the snapshot's 17 a member measured), so 64
+ * bytes a name leaves twice the room.  The byte cap is also what a fetch
+ * may hold in memory while it streams (the names' wire forms), for each
+ * of the 4 fetches at once.  A fetch at the byte cap within the time
+ * limit needs about 7 Mbit/s; the server's limit is the longer, so a
+ * client's own limit ends first.
+ */
+#define DEFAULT_FETCH_MAX_NAMES 4000000
+#define FETCH_BYTES_PER_NAME    64
+#define DEFAULT_FETCH_IDLE      10000
+#define DEFAULT_FETCH_TIME      300000
+#define DEFAULT_TRANSFER_IDLE   10000
+#define DEFAULT_TRANSFER_TIME   600000
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
 	bool seen_sync_wait, seen_send_hold, seen_restart, seen_load_interval, seen_bird;
-	bool seen_state_dir, seen_transfer;
+	bool seen_state_dir, seen_transfer, seen_xfr_idle, seen_xfr_time;
+	bool seen_fetch_names, seen_fetch_bytes, seen_fetch_idle, seen_fetch_time;
 	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
@@ -591,6 +614,42 @@ static int kw_allow_transfer(const struct conf_stmt *s, void *arg, char *err, si
 	return 0;
 }
 
+static int kw_transfer_idle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_xfr_idle, 100, 3600000, &x->cfg->transfer_idle_ms, err, err_len);
+}
+
+static int kw_transfer_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_xfr_time, 1000, 86400000, &x->cfg->transfer_time_ms, err, err_len);
+}
+
+static int kw_fetch_names(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_uint(s, &x->seen_fetch_names, 1, 1000000000, &x->cfg->fetch_max_names, err, err_len);
+}
+
+static int kw_fetch_bytes(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_uint(s, &x->seen_fetch_bytes, 65536, 1ull << 40, &x->cfg->fetch_max_bytes, err, err_len);
+}
+
+static int kw_fetch_idle(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_fetch_idle, 100, 3600000, &x->cfg->fetch_idle_ms, err, err_len);
+}
+
+static int kw_fetch_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_fetch_time, 1000, 86400000, &x->cfg->fetch_time_ms, err, err_len);
+}
+
 /* ---- signatures ---- */
 
 static int kw_key_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -743,6 +802,12 @@ static const struct conf_keyword top_keywords[] = {
 	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
 	{ "transfer-listen", 2, 4, CONF_NO_BLOCK, kw_transfer },
 	{ "allow-transfer", 2, 2, CONF_NO_BLOCK, kw_allow_transfer },
+	{ "transfer-idle-timeout", 2, 2, CONF_NO_BLOCK, kw_transfer_idle },
+	{ "transfer-time-limit", 2, 2, CONF_NO_BLOCK, kw_transfer_time },
+	{ "fetch-max-names", 2, 2, CONF_NO_BLOCK, kw_fetch_names },
+	{ "fetch-max-bytes", 2, 2, CONF_NO_BLOCK, kw_fetch_bytes },
+	{ "fetch-idle-timeout", 2, 2, CONF_NO_BLOCK, kw_fetch_idle },
+	{ "fetch-time-limit", 2, 2, CONF_NO_BLOCK, kw_fetch_time },
 	{ "key-file", 2, 2, CONF_NO_BLOCK, kw_key_file },
 	{ "trust-anchor", 2, 2, CONF_NO_BLOCK, kw_trust_anchor },
 	{ "trust-file", 2, 2, CONF_NO_BLOCK, kw_trust_file },
@@ -810,6 +875,11 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->trust_poll_ms = DEFAULT_TRUST_POLL;
 	cfg->signature_workers = SIGPOOL_DEFAULT_WORKERS;
 	cfg->signature_cache = DEFAULT_SIG_CACHE;
+	cfg->transfer_idle_ms = DEFAULT_TRANSFER_IDLE;
+	cfg->transfer_time_ms = DEFAULT_TRANSFER_TIME;
+	cfg->fetch_max_names = DEFAULT_FETCH_MAX_NAMES;
+	cfg->fetch_idle_ms = DEFAULT_FETCH_IDLE;
+	cfg->fetch_time_ms = DEFAULT_FETCH_TIME;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {
@@ -829,6 +899,8 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 		rc = -1;
 	}
 	metrics_conf_finish(&cfg->metrics);
+	if (!x.seen_fetch_bytes)
+		cfg->fetch_max_bytes = cfg->fetch_max_names * FETCH_BYTES_PER_NAME;
 	if (rc == 0)
 		rc = privdrop_conf_check(&cfg->run_as, path, err, err_len);
 	if (rc == 0)

@@ -113,6 +113,13 @@ struct nbrpd_config {
 	bool has_transfer;
 	struct prefix *allow_transfer;  /* who may transfer; NULL: the peers and loopback */
 	unsigned nallow_transfer;
+	uint64_t transfer_idle_ms;      /* a transfer connection without progress this long is closed */
+	uint64_t transfer_time_ms;      /* and one open this long */
+	/* each fetch of an aggregate (docs/AGGREGATES.md "Limits") */
+	uint64_t fetch_max_names;       /* member records in a reply, and members a diff may leave */
+	uint64_t fetch_max_bytes;       /* bytes of the replies */
+	uint64_t fetch_idle_ms;         /* no byte this long ends a fetch */
+	uint64_t fetch_time_ms;         /* nor may it last longer */
 	/* signatures (docs/SIGNATURES.md) */
 	char *key_file;                 /* this router's key pair */
 	uint8_t trust_anchor[SIGKEY_PUBLIC_LEN];

@@ -24,6 +24,25 @@
 #define NBRPD_VERSION "unknown"
 #endif
 
+/* show status's transfer counters, as JSON members with a trailing ", " (a static buffer). */
+static const char *agg_status_json(const struct aggregates_stats *as)
+{
+	static char buf[1024];
+	snprintf(buf, sizeof(buf), "\"aggregates\": %llu, \"aggregate_members\": %llu, \"fetches\": %llu, "
+		 "\"fetch_failures\": %llu, \"fetch_over_names\": %llu, \"fetch_over_bytes\": %llu, "
+		 "\"fetch_idle_timeouts\": %llu, \"fetch_time_limits\": %llu, \"transfers_served\": %llu, "
+		 "\"transfers_refused\": %llu, \"transfer_closed_acl\": %llu, \"transfer_closed_full\": %llu, "
+		 "\"transfer_closed_idle\": %llu, \"transfer_closed_time\": %llu, ",
+		 (unsigned long long)as->aggregates, (unsigned long long)as->members,
+		 (unsigned long long)as->fetches, (unsigned long long)as->fetch_failures,
+		 (unsigned long long)as->fetch_over_names, (unsigned long long)as->fetch_over_bytes,
+		 (unsigned long long)as->fetch_idle, (unsigned long long)as->fetch_time,
+		 (unsigned long long)(as->served_axfr + as->served_ixfr), (unsigned long long)as->refused,
+		 (unsigned long long)as->closed_acl, (unsigned long long)as->closed_full,
+		 (unsigned long long)as->closed_idle, (unsigned long long)as->closed_time);
+	return buf;
+}
+
 static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	struct nbrpd *d = ctx;
@@ -38,11 +57,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	rde_stats(d->rde, &st);
 	struct rde_sig_stats sg;
 	rde_sig_stats(d->rde, &sg);
+	struct aggregates_stats as = { 0 };
+	if (d->aggs)
+		aggregates_stats(d->aggs, &as);
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, "
-			       "\"bird\": \"%s\", \"nexthops\": %u, \"rib_entries\": %llu, "
+			       "\"bird\": \"%s\", \"nexthops\": %u, %s\"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
@@ -53,7 +75,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
 			       (unsigned long long)(d->fib ? fibpush_hold_closes(d->fib) : 0),
 			       d->fib ? fibpush_queued(d->fib) : (size_t)0, birdmon_state(d->bird),
-			       nexthop_count(d->nexthops), (unsigned long long)st.entries, (unsigned long long)st.attrs,
+			       nexthop_count(d->nexthops), agg_status_json(&as), (unsigned long long)st.entries, (unsigned long long)st.attrs,
 			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
 			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
@@ -73,6 +95,18 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_line(r, CTL_DATA, "BIRD: %s%s%s, %u addresses followed", birdmon_state(d->bird),
 		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
 		       nexthop_count(d->nexthops));
+	ctl_reply_line(r, CTL_DATA, "aggregates %llu, %llu members; fetches %llu, failed %llu (over fetch-max-names %llu, "
+		       "over fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu)",
+		       (unsigned long long)as.aggregates, (unsigned long long)as.members,
+		       (unsigned long long)as.fetches, (unsigned long long)as.fetch_failures,
+		       (unsigned long long)as.fetch_over_names, (unsigned long long)as.fetch_over_bytes,
+		       (unsigned long long)as.fetch_idle, (unsigned long long)as.fetch_time);
+	if (as.serving)
+		ctl_reply_line(r, CTL_DATA, "transfers served %llu, refused %llu; connections closed: outside "
+			       "allow-transfer %llu, over the bound %llu, idle %llu, open too long %llu",
+			       (unsigned long long)(as.served_axfr + as.served_ixfr), (unsigned long long)as.refused,
+			       (unsigned long long)as.closed_acl, (unsigned long long)as.closed_full,
+			       (unsigned long long)as.closed_idle, (unsigned long long)as.closed_time);
 	ctl_reply_line(r, CTL_DATA, "table jobs %u; longest loop turn %.1f ms (%.1f ms of CPU) in %llu turns",
 		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
 	if (sg.on)
@@ -339,9 +373,13 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 			strbuf_addf(&b, "%u, \"offered_by\": \"%s\"", v->offered_version, src);
 		else
 			strbuf_addf(&b, "null, \"offered_by\": null");
-		strbuf_addf(&b, ", \"fetching\": %s, \"fetches\": %llu, \"fetch_failures\": %llu, \"last_transfer\": ",
+		strbuf_addf(&b, ", \"fetching\": %s, \"fetches\": %llu, \"fetch_failures\": %llu, "
+			    "\"fetch_over_names\": %llu, \"fetch_over_bytes\": %llu, \"fetch_idle_timeouts\": %llu, "
+			    "\"fetch_time_limits\": %llu, \"last_transfer\": ",
 			    v->fetching ? "true" : "false", (unsigned long long)v->fetches,
-			    (unsigned long long)v->failures);
+			    (unsigned long long)v->failures, (unsigned long long)v->over_names,
+			    (unsigned long long)v->over_bytes, (unsigned long long)v->idle_cuts,
+			    (unsigned long long)v->time_cuts);
 		if (v->has_last) {
 			strbuf_addf(&b, "{\"kind\": \"");
 			strbuf_add_json(&b, v->last.kind);
@@ -370,13 +408,16 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	if (v->offered)
 		ctl_reply_line(r, CTL_DATA, "  offered: version %u by %s%s", v->offered_version, src,
 			       v->fetching ? ", fetching" : "");
-	if (w->detail) {
+	if (w->detail)
 		ctl_reply_line(r, CTL_DATA, "  stored: snapshot %llu bytes, journal %llu bytes (%u versions for IXFR)",
 			       (unsigned long long)v->snapshot_bytes, (unsigned long long)v->journal_bytes,
 			       v->journal_versions);
-		ctl_reply_line(r, CTL_DATA, "  fetches %llu, failed %llu", (unsigned long long)v->fetches,
-			       (unsigned long long)v->failures);
-	}
+	if (w->detail || v->failures)
+		ctl_reply_line(r, CTL_DATA, "  fetches %llu, failed %llu (over fetch-max-names %llu, over "
+			       "fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu)",
+			       (unsigned long long)v->fetches, (unsigned long long)v->failures,
+			       (unsigned long long)v->over_names, (unsigned long long)v->over_bytes,
+			       (unsigned long long)v->idle_cuts, (unsigned long long)v->time_cuts);
 	if (v->has_last) {
 		char when[32] = "";
 		time_t t = (time_t)v->last_unix;

@@ -196,6 +196,22 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 (double)as.served_bytes);
 	prom_one(p, "nbrpd_aggregate_transfers_refused_total", PROM_COUNTER,
 		 "Transfers refused (allow-transfer, or too many at once).", (double)as.refused);
+	prom_one(p, "nbrpd_aggregate_fetch_over_names_total", PROM_COUNTER,
+		 "Aggregate fetches refused for more names than fetch-max-names.", (double)as.fetch_over_names);
+	prom_one(p, "nbrpd_aggregate_fetch_over_bytes_total", PROM_COUNTER,
+		 "Aggregate fetches refused for more bytes than fetch-max-bytes.", (double)as.fetch_over_bytes);
+	prom_one(p, "nbrpd_aggregate_fetch_idle_timeouts_total", PROM_COUNTER,
+		 "Aggregate fetches ended by fetch-idle-timeout.", (double)as.fetch_idle);
+	prom_one(p, "nbrpd_aggregate_fetch_time_limits_total", PROM_COUNTER,
+		 "Aggregate fetches ended by fetch-time-limit.", (double)as.fetch_time);
+	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_acl_total", PROM_COUNTER,
+		 "Transfer connections from outside allow-transfer, closed when accepted.", (double)as.closed_acl);
+	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_full_total", PROM_COUNTER,
+		 "Transfer connections closed for want of a free slot.", (double)as.closed_full);
+	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_idle_total", PROM_COUNTER,
+		 "Transfer connections closed by transfer-idle-timeout.", (double)as.closed_idle);
+	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_time_total", PROM_COUNTER,
+		 "Transfer connections closed by transfer-time-limit.", (double)as.closed_time);
 
 	struct metrics_server_stats ms_st = { 0 };
 	if (ms)

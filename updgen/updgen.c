@@ -652,7 +652,7 @@ static void report_aggregates(struct app *a, double seconds)
 		       (unsigned long long)a->agg.names_changed, cps, nps, a->agg.source,
 		       (unsigned long long)x.axfr, (unsigned long long)x.ixfr, (unsigned long long)x.ixfr_full,
 		       (unsigned long long)x.ixfr_current, (unsigned long long)x.soa,
-		       (unsigned long long)(x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
+		       (unsigned long long)(x.closed_acl + x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
 		       (unsigned long long)x.bytes);
 	else
 		printf("%u aggregates of %llu names in all; %llu changes (%.0f/s), %llu member names changed "
@@ -661,7 +661,7 @@ static void report_aggregates(struct app *a, double seconds)
 		       (unsigned long long)a->agg.changes, cps, (unsigned long long)a->agg.names_changed, nps,
 		       a->agg.source, (unsigned long long)x.axfr, (unsigned long long)x.ixfr,
 		       (unsigned long long)x.ixfr_full, (unsigned long long)x.ixfr_current,
-		       (unsigned long long)(x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
+		       (unsigned long long)(x.closed_acl + x.refused_acl + x.refused_busy), (unsigned long long)x.aborted,
 		       (unsigned long long)x.bytes);
 }
 

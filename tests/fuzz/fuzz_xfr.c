@@ -63,6 +63,9 @@ static void reader(const uint8_t *data, size_t size)
 	uint16_t qtype = data[0] & 1 ? DNS_TYPE_IXFR : DNS_TYPE_AXFR;
 	uint32_t held = (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4];
 	size_t piece = 1 + data[5] * 16u;
+	/* the other bits of the first byte: small caps on names and bytes */
+	uint64_t max_names = data[0] & 2 ? (data[0] >> 2) & 7 : 0;
+	uint64_t max_bytes = data[0] & 32 ? 12 + (uint64_t)data[4] * 64 : 0;
 	data += 6;
 	size -= 6;
 	struct rx r = { .open = 0 };
@@ -70,12 +73,18 @@ static void reader(const uint8_t *data, size_t size)
 	struct xfr_in in;
 	if (xfr_in_init(&in, 0x1234, &agg, qtype, held, &ops, &r) < 0)
 		return;
+	xfr_in_limit(&in, max_names, max_bytes);
 	int rc = XFR_IN_MORE;
 	for (size_t off = 0; off < size && rc == XFR_IN_MORE; off += piece) {
 		size_t n = size - off < piece ? size - off : piece;
 		rc = xfr_in_feed(&in, data + off, n);
 	}
 	if (rc == XFR_IN_ERROR && !in.err[0])
+		abort();
+	/* a cap is never passed: the names delivered, the bytes read */
+	if (max_names && in.names > max_names && in.over != XFR_IN_OVER_NAMES)
+		abort();
+	if (max_bytes && in.bytes > max_bytes)
 		abort();
 	if (rc == XFR_IN_DONE && (r.open || in.form == XFR_IN_NONE))
 		abort();

@@ -147,14 +147,18 @@ def test_ixfr_from_a_version_the_journal_dropped_gives_the_whole_set(served, tmp
 def test_client_outside_allow_transfer_is_refused(served):
     start, _, _ = served
     s = start(allow=("127.0.0.1/32",))
+    # over TCP the connection is closed when accepted, before the query is read
     r = subprocess.run(["kdig", "-b", "127.0.0.2", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
                        capture_output=True, text=True, timeout=30)
-    assert "REFUSED" in r.stdout + r.stderr
+    assert r.returncode != 0 and "failed to query server" in r.stdout + r.stderr
     r = subprocess.run(["dig", "-b", "127.0.0.2", "-p", str(s.port), f"@{s.addr}", AGG, "IXFR=1"],
                        capture_output=True, text=True, timeout=30)
-    assert "Transfer failed" in r.stdout
+    assert "IN\tPTR" not in r.stdout
     q = dns.message.make_query(AGG, "AXFR")
-    resp = dns.query.tcp(q, s.addr, port=s.port, source="127.0.0.2", timeout=5)
+    with pytest.raises((EOFError, ConnectionError)):
+        dns.query.tcp(q, s.addr, port=s.port, source="127.0.0.2", timeout=5)
+    # over UDP, REFUSED
+    resp = dns.query.udp(dns.message.make_query(AGG, "SOA"), s.addr, port=s.port, source="127.0.0.2", timeout=5)
     assert resp.rcode() == dns.rcode.REFUSED
     # from the allowed address it works
     resp = dns.query.tcp(dns.message.make_query(AGG, "SOA"), s.addr, port=s.port, source="127.0.0.1", timeout=5)

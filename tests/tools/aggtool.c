@@ -7,7 +7,7 @@
  *                 [--max-transfers N] [--idle-timeout-ms N]
  *                                           serve AGG over TCP/UDP; SIGHUP
  *                                           re-reads FILE as the next version
- *   aggtool fetch DIR AGG ADDR PORT [--timeout-ms N]
+ *   aggtool fetch DIR AGG ADDR PORT [--timeout-ms N] [--time-limit-ms N] [--max-names N] [--max-bytes N]
  *                                           fetch AGG into DIR; one JSON line
  *   aggtool show DIR AGG [--members]        version, members, sizes (JSON)
  */
@@ -31,7 +31,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: aggtool define DIR AGG FILE SERIAL\n"
 			"       aggtool serve DIR AGG ADDR PORT [--allow PREFIX]... [--file FILE] [--max-transfers N] [--idle-timeout-ms N]\n"
-			"       aggtool fetch DIR AGG ADDR PORT [--timeout-ms N]\n"
+			"       aggtool fetch DIR AGG ADDR PORT [--timeout-ms N] [--time-limit-ms N]\n"
+			"                 [--max-names N] [--max-bytes N]\n"
 			"       aggtool show DIR AGG [--members]\n");
 	exit(2);
 }
@@ -170,10 +171,11 @@ static int fetch_status = 1;
 
 static void fetched(void *ctx, const struct xfrcli_result *r)
 {
-	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"had_version\": %s, \"from\": %u, \"to\": %u, "
-	       "\"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
-	       r->status, r->kind, r->why, r->had_version ? "true" : "false", r->from, r->to, r->versions,
-	       (unsigned long long)r->bytes, r->seconds);
+	static const char *const cuts[] = { "", "names", "bytes", "idle", "time" };
+	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"cut\": \"%s\", \"had_version\": %s, "
+	       "\"from\": %u, \"to\": %u, \"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
+	       r->status, r->kind, r->why, cuts[r->cut], r->had_version ? "true" : "false", r->from, r->to,
+	       r->versions, (unsigned long long)r->bytes, r->seconds);
 	fetch_status = r->status == 0 ? 0 : 1;
 }
 
@@ -181,10 +183,16 @@ static int fetch(int argc, char **argv)
 {
 	if (argc < 6)
 		usage();
-	unsigned timeout = 10000;
+	struct xfrcli_limits lim = { .idle_ms = 10000 };
 	for (int i = 6; i < argc; i++) {
 		if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc)
-			timeout = (unsigned)atoi(argv[++i]);
+			lim.idle_ms = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--time-limit-ms") && i + 1 < argc)
+			lim.time_ms = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--max-names") && i + 1 < argc)
+			lim.max_names = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+			lim.max_bytes = strtoull(argv[++i], NULL, 10);
 		else
 			usage();
 	}
@@ -196,7 +204,7 @@ static int fetch(int argc, char **argv)
 	struct aggstore *s = open_store(argv[2], argv[3]);
 	uv_loop_t *loop = uv_default_loop();
 	struct xfrcli *c;
-	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, timeout, fetched, NULL) < 0)
+	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, &lim, fetched, NULL) < 0)
 		return 1;
 	uv_run(loop, UV_RUN_DEFAULT);
 	aggstore_close(s);

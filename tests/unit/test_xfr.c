@@ -415,6 +415,110 @@ static void reader_rejects_malformed_replies(void **state)
 	}
 }
 
+static unsigned names_seen;
+
+static int count_name(void *ctx, bool add, const uint8_t *w, uint8_t l)
+{
+	names_seen++;
+	return cb_name(ctx, add, w, l);
+}
+
+static const struct xfr_in_ops counting = { cb_begin, count_name, cb_end };
+
+/* Feeds the whole reply to q to a reader with the caps, until it ends; the reader's last result. */
+static int capped(struct aggstore *s, const struct xfr_query *q, uint64_t max_names, uint64_t max_bytes,
+		  struct seen *seen, struct xfr_in *in, uint64_t *total)
+{
+	struct xfr_out x;
+	assert_int_equal(xfr_out_start(&x, s, q), 0);
+	assert_int_equal(xfr_in_init(in, q->id, &agg, q->qtype, q->has_serial ? q->serial : 0, &counting, seen), 0);
+	xfr_in_limit(in, max_names, max_bytes);
+	uint8_t *buf = malloc(2 + DNS_TCP_MAX);
+	size_t len;
+	int rc = XFR_IN_MORE;
+	*total = 0;
+	names_seen = 0;
+	while (rc == XFR_IN_MORE && (len = xfr_out_next(&x, buf + 2, 1000)) > 0) {
+		buf[0] = (uint8_t)(len >> 8);
+		buf[1] = (uint8_t)len;
+		*total += len + 2;
+		rc = xfr_in_feed(in, buf, len + 2);
+	}
+	free(buf);
+	xfr_out_free(&x);
+	return rc;
+}
+
+/* The caps end a reply while it streams: no name past max_names reaches the receiver, no version ends. */
+static void caps_cut_the_reply(void **state)
+{
+	struct aggstore *s = build(2);
+	struct xfr_query q = query(DNS_TYPE_AXFR, 0, false);
+	struct seen seen = { 0 };
+	nameset_init(&seen.set);
+	struct xfr_in in;
+	uint64_t total, whole;
+
+	/* exactly at the caps: whole */
+	assert_int_equal(capped(s, &q, SIZE, 0, &seen, &in, &whole), XFR_IN_DONE);
+	assert_int_equal(names_seen, SIZE);
+	xfr_in_free(&in);
+	assert_int_equal(capped(s, &q, 0, whole, &seen, &in, &total), XFR_IN_DONE);
+	assert_int_equal(in.bytes, whole);
+	assert_int_equal(in.over, XFR_IN_UNDER);
+	xfr_in_free(&in);
+	assert_int_equal(seen.fulls, 2);
+
+	/* one name over: refused at that name, the set never ends */
+	seen.fulls = 0;
+	assert_int_equal(capped(s, &q, SIZE - 1, 0, &seen, &in, &total), XFR_IN_ERROR);
+	assert_int_equal(in.over, XFR_IN_OVER_NAMES);
+	assert_string_equal(in.err, "more than 2999 names");
+	assert_int_equal(names_seen, SIZE - 1);
+	assert_int_equal(seen.fulls, 0);
+	xfr_in_free(&in);
+
+	/* one byte short of the reply: its last message is not read */
+	assert_int_equal(capped(s, &q, 0, whole - 1, &seen, &in, &total), XFR_IN_ERROR);
+	assert_int_equal(in.over, XFR_IN_OVER_BYTES);
+	assert_true(in.bytes < whole - 1);
+	assert_int_equal(seen.fulls, 0);
+	xfr_in_free(&in);
+
+	/* a small byte cap: the first message over it is not read */
+	assert_int_equal(capped(s, &q, 0, 1500, &seen, &in, &total), XFR_IN_ERROR);
+	assert_int_equal(in.over, XFR_IN_OVER_BYTES);
+	assert_string_equal(in.err, "more than 1500 bytes");
+	assert_true(in.bytes <= 1500);
+	assert_int_equal(seen.fulls, 0);
+	xfr_in_free(&in);
+
+	/* IXFR: removed and added members both count (2 versions, STEP each way) */
+	struct xfr_query iq = query(DNS_TYPE_IXFR, 100, false);
+	struct seen d = { 0 };
+	nameset_init(&d.set);
+	for (unsigned i = 0; i < SIZE; i++) {   /* version 100 */
+		struct name n = nm(i);
+		nameset_add(&d.set, n.wire, n.len);
+	}
+	assert_int_equal(capped(s, &iq, 4 * STEP, 0, &d, &in, &total), XFR_IN_DONE);
+	assert_int_equal(d.diffs, 2);
+	xfr_in_free(&in);
+	nameset_clear(&d.set);
+	for (unsigned i = 0; i < SIZE; i++) {
+		struct name n = nm(i);
+		nameset_add(&d.set, n.wire, n.len);
+	}
+	assert_int_equal(capped(s, &iq, 4 * STEP - 1, 0, &d, &in, &total), XFR_IN_ERROR);
+	assert_int_equal(in.over, XFR_IN_OVER_NAMES);
+	assert_int_equal(d.diffs, 3);   /* the first version ended whole; the second did not */
+	xfr_in_free(&in);
+
+	nameset_free(&seen.set);
+	nameset_free(&d.set);
+	aggstore_close(s);
+}
+
 static int setup(void **state)
 {
 	snprintf(dir, sizeof(dir), "/tmp/test_xfr.%d", (int)getpid());
@@ -438,6 +542,7 @@ int main(void)
 		cmocka_unit_test(ixfr_chain_fallback_and_current),
 		cmocka_unit_test(query_checks),
 		cmocka_unit_test(reader_rejects_malformed_replies),
+		cmocka_unit_test(caps_cut_the_reply),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
