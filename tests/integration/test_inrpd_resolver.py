@@ -643,7 +643,7 @@ def getent_in_namespace(tmp_path, server, name, edns):
                           capture_output=True, text=True, timeout=30)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace and port 53 need root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="not root: a mount namespace and port 53 need it")
 @pytest.mark.parametrize("edns", [False, True])
 def test_glibc_resolves_a_routed_and_a_fallback_name(inrpd_factory, tmp_path, upstream, edns):
     addr = loopback_addr()

@@ -12,7 +12,7 @@ import pytest
 from conftest import Inrpd, Nbrpd, free_port, loopback_addr, run_inrpd, stop_all, wait_for
 from test_inrpd_control import inrpc
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give it up")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="not root: nothing to give up")
 
 NOBODY = 65534
 
