@@ -115,6 +115,32 @@ def free_port(addr):
     raise RuntimeError("no free port")
 
 
+def tcp_listeners(pid):
+    """The (address, port) of every listening TCP socket the process holds,
+    from /proc: what it listens on, whether or not a client could connect."""
+    import ipaddress
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in pathlib.Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:         # 0A: LISTEN
+                continue
+            hexaddr, hexport = f[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            # /proc prints the address as 32-bit words in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found.add((str(ipaddress.ip_address(raw)), int(hexport, 16)))
+    return found
+
+
 def loopback_addr():
     """A 127.0.0.x address other than 127.0.0.1, to keep tests apart."""
     return f"127.0.0.{random.randint(2, 250)}"
@@ -405,9 +431,7 @@ def netlab():
     routers in network namespaces with real BIRD, nbrpd and inrpd.  Every
     lab is removed at teardown; a daemon that did not exit 0 fails the test."""
     import netlab as nl
-    reason = nl.can_run()
-    if reason:
-        pytest.skip(reason)
+    nl.require()
     labs = []
 
     def start(topology):
