@@ -277,8 +277,13 @@ def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net
     # r3: denied by name before anything is fetched
     wait_for(lambda: rs["r3"].nbrpd.peers()["r2"]["state"] == "Established", 10, "r3's session")
     wait_for(lambda: "hosted.agg." in rs["r2"].nbrpd.nbrc("show", "aggregates").stdout, 10, "r2's aggregate")
+    # a marker r2 announces after the aggregate: once r3 has it, r3 has had the aggregate's route
+    r2 = rs["r2"].nbrpd
+    r2.conf.write_text(r2.conf.read_text() + f'content "marker.content" {{ server {SERVER_FAR}; }}\n')
+    assert r2.nbrc("reload").returncode == 0
+    wait_for(lambda: rs["r3"].nbrpd.route("marker.content"), 20, "the marker at r3")
     assert rs["r3"].nbrpd.json("show", "aggregates") == []
-    assert rs["r3"].nbrpd.peers()["r2"]["names"] == 0
+    assert rs["r3"].nbrpd.peers()["r2"]["names"] == 1          # the marker alone
 
 
 # ---- a hand-written peer offering the aggregate, served by the library's server (aggtool) ----
