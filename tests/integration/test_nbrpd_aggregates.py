@@ -18,7 +18,7 @@ import pytest
 
 from conftest import SANITIZED, free_port, wait_for
 import nbrp_client as nc
-from test_aggregate_xfr import records, served  # noqa: F401  (served: a fixture)
+from test_aggregate_xfr import records, served, servers  # noqa: F401  (served, servers: fixtures)
 from test_nbrpd import SERVER_FAR, answer, establish, lone, net  # noqa: F401  (lone, net: fixtures)
 
 AGG = "hosted.agg"
