@@ -14,6 +14,11 @@ daemon that does not exit cleanly (status 0) on SIGTERM fails the test, so
 sanitizer reports at exit (leaks included) are caught.
 
 The binary is $INRPD, or build/inrpd/inrpd under the repository root.
+
+Every process a test starts carries CR_TEST_OWNER=PID:START (this pytest
+process, its start time) in its environment: a run killed before its
+teardown (CI's timeout) leaves its daemons behind, and the next run's
+start kills those whose owner is gone (sweep_leftovers).
 """
 
 import os
@@ -61,13 +66,50 @@ def reap_orphans():
             return
         if pid == 0:
             return
+def owner_tag(pid):
+    """PID:START, START the process's start time: a recycled pid is another owner."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid}:{stat.rsplit(')', 1)[1].split()[19]}"
+
+
+OWNER = owner_tag(os.getpid())
+
+
+def sweep_leftovers():
+    """Kills the processes of test runs whose owner is gone; returns their pids."""
+    killed = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        tag = next((e[len(b"CR_TEST_OWNER="):].decode() for e in env if e.startswith(b"CR_TEST_OWNER=")), None)
+        if tag is None or owner_tag(tag.split(":")[0]) == tag:
+            continue
+        try:
+            os.kill(int(proc.name), signal.SIGKILL)
+            killed.append(int(proc.name))
+        except ProcessLookupError:
+            pass
+    return killed
+
+
+def pytest_sessionstart(session):
+    sweep_leftovers()
+
+
 INRPD = os.environ.get("INRPD", str(REPO / "build" / "inrpd" / "inrpd"))
 START_TIMEOUT = 15.0    # generous: sanitizer builds start slowly
 STOP_TIMEOUT = 15.0
 
 # In a sanitizer build, any report makes inrpd exit non-zero (UBSan only
 # warns by default), which fails the test at teardown.
-ENV = dict(os.environ)
+ENV = dict(os.environ, CR_TEST_OWNER=OWNER)
 ENV.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
 ENV.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
 
