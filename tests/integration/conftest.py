@@ -145,8 +145,9 @@ def free_port(addr):
         port = random.randint(*TEST_PORTS)
         if (addr, port) in _handed_out:
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t, \
-                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as t, \
+                socket.socket(family, socket.SOCK_DGRAM) as u:
             try:
                 t.bind((addr, port))
                 u.bind((addr, port))
