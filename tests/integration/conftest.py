@@ -14,6 +14,11 @@ daemon that does not exit cleanly (status 0) on SIGTERM fails the test, so
 sanitizer reports at exit (leaks included) are caught.
 
 The binary is $INRPD, or build/inrpd/inrpd under the repository root.
+
+Every process a test starts carries CR_TEST_OWNER=PID:START (this pytest
+process, its start time) in its environment: a run killed before its
+teardown (CI's timeout) leaves its daemons behind, and the next run's
+start kills those whose owner is gone (sweep_leftovers).
 """
 
 import os
@@ -61,13 +66,50 @@ def reap_orphans():
             return
         if pid == 0:
             return
+def owner_tag(pid):
+    """PID:START, START the process's start time: a recycled pid is another owner."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid}:{stat.rsplit(')', 1)[1].split()[19]}"
+
+
+OWNER = owner_tag(os.getpid())
+
+
+def sweep_leftovers():
+    """Kills the processes of test runs whose owner is gone; returns their pids."""
+    killed = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        tag = next((e[len(b"CR_TEST_OWNER="):].decode() for e in env if e.startswith(b"CR_TEST_OWNER=")), None)
+        if tag is None or owner_tag(tag.split(":")[0]) == tag:
+            continue
+        try:
+            os.kill(int(proc.name), signal.SIGKILL)
+            killed.append(int(proc.name))
+        except ProcessLookupError:
+            pass
+    return killed
+
+
+def pytest_sessionstart(session):
+    sweep_leftovers()
+
+
 INRPD = os.environ.get("INRPD", str(REPO / "build" / "inrpd" / "inrpd"))
 START_TIMEOUT = 15.0    # generous: sanitizer builds start slowly
 STOP_TIMEOUT = 15.0
 
 # In a sanitizer build, any report makes inrpd exit non-zero (UBSan only
 # warns by default), which fails the test at teardown.
-ENV = dict(os.environ)
+ENV = dict(os.environ, CR_TEST_OWNER=OWNER)
 ENV.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
 ENV.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
 
@@ -103,8 +145,9 @@ def free_port(addr):
         port = random.randint(*TEST_PORTS)
         if (addr, port) in _handed_out:
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t, \
-                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as t, \
+                socket.socket(family, socket.SOCK_DGRAM) as u:
             try:
                 t.bind((addr, port))
                 u.bind((addr, port))
@@ -113,6 +156,32 @@ def free_port(addr):
         _handed_out.add((addr, port))
         return port
     raise RuntimeError("no free port")
+
+
+def tcp_listeners(pid):
+    """The (address, port) of every listening TCP socket the process holds,
+    from /proc: what it listens on, whether or not a client could connect."""
+    import ipaddress
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in pathlib.Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:         # 0A: LISTEN
+                continue
+            hexaddr, hexport = f[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            # /proc prints the address as 32-bit words in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found.add((str(ipaddress.ip_address(raw)), int(hexport, 16)))
+    return found
 
 
 def loopback_addr():
@@ -405,9 +474,7 @@ def netlab():
     routers in network namespaces with real BIRD, nbrpd and inrpd.  Every
     lab is removed at teardown; a daemon that did not exit 0 fails the test."""
     import netlab as nl
-    reason = nl.can_run()
-    if reason:
-        pytest.skip(reason)
+    nl.require()
     labs = []
 
     def start(topology):

@@ -24,6 +24,10 @@ def end_of_rib():
     return _len_field(END_OF_RIB, b"")
 
 
+def route_refresh():
+    return _len_field(ROUTE_REFRESH, b"")
+
+
 def route(names, next_hop, port, path, load_ms=0, aggregate=None, version=0, source="", origin_seq=0):
     """A Route; with aggregate, that aggregate's (names should then be [aggregate])."""
     body = b"".join(_len_field(1, wire_name(n)) for n in names)

@@ -107,11 +107,22 @@ def sh(*args, check=True, input=None):
 def can_run():
     """Why the testbed cannot run here, or None."""
     if os.geteuid() != 0:
-        return "network namespaces need root"
+        return "not root: network namespaces need root"
     for tool in ("ip", "bird", "birdc"):
         if not shutil.which(tool):
             return f"{tool} is not installed (scripts/setup installs it)"
     return None
+
+
+def require():
+    """For a test: skips it when not root (the machine's choice), fails it
+    when a tool scripts/setup installs is missing (ours)."""
+    import pytest
+    reason = can_run()
+    if reason and os.geteuid() != 0:
+        pytest.skip(reason)
+    if reason:
+        pytest.fail(reason)
 
 
 def _alive(pid):

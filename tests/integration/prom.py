@@ -10,9 +10,11 @@ SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-def get(addr, port, path="/metrics", method="GET", timeout=5):
-    """(status, body text); no proxy, whatever the environment says."""
-    c = http.client.HTTPConnection(addr, port, timeout=timeout)
+def get(addr, port, path="/metrics", method="GET", timeout=5, source=None):
+    """(status, body text); no proxy, whatever the environment says.
+    source: the client's address."""
+    c = http.client.HTTPConnection(addr, port, timeout=timeout,
+                                   source_address=(source, 0) if source else None)
     try:
         c.request(method, path)
         r = c.getresponse()
@@ -41,9 +43,9 @@ def parse(text):
     return samples
 
 
-def scrape(addr, port):
+def scrape(addr, port, source=None):
     """Checks the text with promtool and returns the samples."""
-    status, text = get(addr, port)
+    status, text = get(addr, port, source=source)
     assert status == 200, (status, text)
     problems = promtool(text)
     assert problems == "", problems

@@ -43,15 +43,18 @@ class Server(Daemon):
     label = "aggtool serve"
 
     def __init__(self, tmp_path, state, members_file, allow=(), extra=()):
+        """Started by start(), once the caller can stop it."""
         self.addr = loopback_addr()
         self.port = free_port(self.addr)
         self.logfile = tmp_path / f"serve-{self.port}.log"
-        self._log = open(self.logfile, "w")
-        args = [AGGTOOL, "serve", state, AGG, self.addr, str(self.port), "--file", str(members_file)]
+        self.args = [AGGTOOL, "serve", state, AGG, self.addr, str(self.port), "--file", str(members_file)]
         for p in allow:
-            args += ["--allow", p]
-        args += list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._log, text=True, env=ENV)
+            self.args += ["--allow", p]
+        self.args += list(extra)
+
+    def start(self):
+        self._log = open(self.logfile, "w")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._log, text=True, env=ENV)
         line = self.proc.stdout.readline()
         assert line.startswith("ready"), f"server did not start: {line!r}\n{self.log()}"
 
@@ -62,21 +65,29 @@ class Server(Daemon):
 
 
 @pytest.fixture
-def served(tmp_path):
+def servers(tmp_path):
+    """factory(state, members, allow=(), extra=()) -> a started Server; all
+    are stopped at teardown, also one whose start failed."""
+    started = []
+
+    def start(state, members, allow=(), extra=()):
+        s = Server(tmp_path, state, members, allow, extra)
+        started.append(s)
+        s.start()
+        return s
+    yield start
+    stop_all(started)
+
+
+@pytest.fixture
+def served(tmp_path, servers):
     """Versions 1..3 of a 1000-member aggregate, 10 names out and 10 in each time."""
     state = tmp_path / "server"
     members = tmp_path / "members.txt"
     for v in range(1, 4):
         write_members(members, names(10 * (v - 1), 10 * (v - 1) + 1000))
         aggtool("define", state, AGG, members, v)
-    started = []
-
-    def start(allow=()):
-        s = Server(tmp_path, state, members, allow)
-        started.append(s)
-        return s
-    yield start, state, members
-    stop_all(started)
+    yield (lambda allow=(): servers(state, members, allow)), state, members
 
 
 def records(output, agg=AGG):
@@ -264,7 +275,7 @@ def test_half_closed_client_still_gets_the_transfer(served):
     assert (ptrs, soas) == (1000, 2)
 
 
-def test_transfers_at_once_are_bounded(tmp_path):
+def test_transfers_at_once_are_bounded(tmp_path, servers):
     """With --max-transfers 1, a transfer stalled by a client that does not
     read makes the next AXFR REFUSED; SOA queries are still answered; once
     the stalled client goes, transfers work again."""
@@ -274,40 +285,34 @@ def test_transfers_at_once_are_bounded(tmp_path):
     # far more than loopback's socket buffers hold: the first transfer stays open
     write_members(members, [f"member-with-a-longish-label-{i}.example." for i in range(400000)])
     aggtool("define", state, AGG, members, 1)
-    s = Server(tmp_path, state, members, extra=("--max-transfers", "1"))
-    try:
-        q = dns.message.make_query(AGG, "AXFR").to_wire()
-        stalled = socket.create_connection((s.addr, s.port), timeout=10)
-        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        stalled.sendall(struct.pack("!H", len(q)) + q)
-        stalled.recv(2)         # the transfer has started
-        resp = dns.query.tcp(dns.message.make_query(AGG, "AXFR"), s.addr, port=s.port, timeout=10)
-        assert resp.rcode() == dns.rcode.REFUSED
-        assert s.soa_serial() == 1
-        assert "refused: 1 transfers running" in s.log()
-        stalled.close()
-        # the stalled transfer ends (logged once, with why) when the reset reaches it
-        wait_for(lambda: "transfer of agg.example. to" in s.log(), START_TIMEOUT, "the stalled transfer to end")
-        r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
-                           capture_output=True, text=True, timeout=60)
-        assert r.stdout.count("\tPTR\t") == 400000
-    finally:
-        stop_all([s])
+    s = servers(state, members, extra=("--max-transfers", "1"))
+    q = dns.message.make_query(AGG, "AXFR").to_wire()
+    stalled = socket.create_connection((s.addr, s.port), timeout=10)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.sendall(struct.pack("!H", len(q)) + q)
+    stalled.recv(2)         # the transfer has started
+    resp = dns.query.tcp(dns.message.make_query(AGG, "AXFR"), s.addr, port=s.port, timeout=10)
+    assert resp.rcode() == dns.rcode.REFUSED
+    assert s.soa_serial() == 1
+    assert "refused: 1 transfers running" in s.log()
+    stalled.close()
+    # the stalled transfer ends (logged once, with why) when the reset reaches it
+    wait_for(lambda: "transfer of agg.example. to" in s.log(), START_TIMEOUT, "the stalled transfer to end")
+    r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout.count("\tPTR\t") == 400000
 
 
-def test_server_closes_a_connection_without_progress(served, tmp_path):
+def test_server_closes_a_connection_without_progress(served, servers):
     """A client that connects and sends nothing, or sends half a query, is closed after the idle timeout."""
     import socket
     start, state, members = served
-    s = Server(tmp_path, state, members, extra=("--idle-timeout-ms", "300"))
-    try:
-        for payload in (b"", b"\x00\x40\x12\x34"):
-            with socket.create_connection((s.addr, s.port), timeout=10) as sock:
-                sock.sendall(payload)
-                assert sock.recv(1) == b""      # closed by the server, not by our timeout
-        # a client that keeps asking is not cut off
-        r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
-                           capture_output=True, text=True, timeout=30)
-        assert r.stdout.count("\tPTR\t") == 1000
-    finally:
-        stop_all([s])
+    s = servers(state, members, extra=("--idle-timeout-ms", "300"))
+    for payload in (b"", b"\x00\x40\x12\x34"):
+        with socket.create_connection((s.addr, s.port), timeout=10) as sock:
+            sock.sendall(payload)
+            assert sock.recv(1) == b""      # closed by the server, not by our timeout
+    # a client that keeps asking is not cut off
+    r = subprocess.run(["kdig", "-p", str(s.port), f"@{s.addr}", "AXFR", AGG],
+                       capture_output=True, text=True, timeout=30)
+    assert r.stdout.count("\tPTR\t") == 1000

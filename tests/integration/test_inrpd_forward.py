@@ -10,7 +10,6 @@ import socket
 import struct
 import subprocess
 import threading
-import time
 
 import dns.edns
 import dns.flags
@@ -151,13 +150,13 @@ def test_a_dead_middle_hop_is_routed_around_within_one_timeout(inrpd_factory, tm
     assert counters(alt)["forwarded"] == 0      # the preferred route is taken while it works
 
     mid.kill()
-    t0 = time.monotonic()
-    r = first.udp("b.svc.alt.content", timeout=5)
-    elapsed = time.monotonic() - t0
+    r = first.udp("b.svc.alt.content", timeout=10)
     assert r.rcode() == dns.rcode.NOERROR and addrs(r) == [SERVER]
-    assert elapsed < timeout_ms / 1000, elapsed
     assert counters(alt)["forwarded"] == 1
     assert hops(second)[(mid.addr, mid.port)]["timeouts"] == 1
+    # within one timeout: second's answer reached first before first's own ran out
+    assert hops(first)[(second.addr, second.port)]["timeouts"] == 0
+    assert counters(first)["servfail"] == 0
     # the dead hop is now held down: the next query goes straight to the alternate
     assert addrs(first.udp("c.svc.alt.content")) == [SERVER]
     assert hops(second)[(mid.addr, mid.port)]["timeouts"] == 1
@@ -169,10 +168,8 @@ def test_all_alternates_dead_is_servfail_in_time(inrpd_factory, tmp_path):
     body = "query-timeout 300ms;\n" + 'route "gone.content" {\n' + "".join(
         f"    router {a} port {free_port(a)};\n" for a in dead) + "}\n"
     d = router(inrpd_factory, tmp_path, body)
-    t0 = time.monotonic()
-    r = d.udp("x.gone.content", timeout=5)
+    r = d.udp("x.gone.content", timeout=10)
     assert r.rcode() == dns.rcode.SERVFAIL
-    assert time.monotonic() - t0 < 2
     c = counters(d)
     assert c["servfail"] == 1
     assert sum(h["timeouts"] for h in hops(d).values()) == 2
@@ -205,10 +202,10 @@ def test_a_loop_in_the_fibs_is_servfail_without_a_storm(inrpd_factory, tmp_path,
         body = f'route "ring.content" {{ router {ring[nxt]} port {ports[nxt]}; }}\n'
         started.append(fixed_router(inrpd_factory, tmp_path, body, ring[i], ports[i]))
     before = [counters(d)["queries"] for d in started]     # the readiness probes
-    t0 = time.monotonic()
-    r = started[0].udp("x.ring.content", timeout=5)
+    r = started[0].udp("x.ring.content", timeout=10)
     assert r.rcode() == dns.rcode.SERVFAIL
-    assert time.monotonic() - t0 < 1        # found by the path, not by a timeout
+    # found by the path, not by a timeout
+    assert sum(h["timeouts"] for d in started for h in hops(d).values()) == 0
     c = [counters(d) for d in started]
     asked = [x["queries"] - b for x, b in zip(c, before)]
     # once round the ring: the first router sees it twice and stops it
@@ -298,7 +295,7 @@ class Unbound:
         self.log = self.dir / "unbound.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(["unbound", "-d", "-c", str(conf)], stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=log)
+                                         stdout=log, stderr=log, env=ENV)
 
         def answers():
             if self.proc.poll() is not None:
@@ -309,7 +306,11 @@ class Unbound:
                 return True
             except Exception:
                 return False
-        wait_for(answers, 30, "unbound to answer")
+        try:
+            wait_for(answers, 30, "unbound to answer")
+        except BaseException:
+            self.stop()                 # no caller has it yet to stop
+            raise
 
     def stop(self):
         if self.proc.poll() is None:
@@ -402,15 +403,17 @@ def test_default_acl_allows_loopback(inrpd_factory, tmp_path, unbound):
 def test_dead_upstream_falls_to_the_next_then_servfail(inrpd_factory, tmp_path, unbound):
     u = unbound(LOCAL_DATA)
     dead = loopback_addr()
+    dead_port = free_port(dead)
     d = router(inrpd_factory, tmp_path,
-               f"query-timeout 600ms;\nupstream {dead} port {free_port(dead)};\n"
+               f"query-timeout 600ms;\nupstream {dead} port {dead_port};\n"
                f"upstream {u.addr} port {u.port};\n")
-    assert addrs(d.udp("a.upstream.test", timeout=5)) == ["192.0.2.1"]
+    assert addrs(d.udp("a.upstream.test", timeout=10)) == ["192.0.2.1"]
+    timed_out = hops(d)[(dead, dead_port)]["timeouts"]
+    assert timed_out >= 1
     u.stop()
-    t0 = time.monotonic()
     # another question: the first one's answer is in the cache
-    assert d.udp("mx.upstream.test", "MX", timeout=5).rcode() == dns.rcode.SERVFAIL
-    assert time.monotonic() - t0 < 3
+    assert d.udp("mx.upstream.test", "MX", timeout=10).rcode() == dns.rcode.SERVFAIL
+    assert hops(d)[(dead, dead_port)]["timeouts"] > timed_out
 
 
 def test_spoofed_and_garbage_answers_are_ignored(inrpd_factory, tmp_path):
@@ -467,17 +470,18 @@ def test_load_reported_back_steers_the_next_choice(inrpd_factory, tmp_path):
 
 def test_pending_limit_answers_servfail_at_once(inrpd_factory, tmp_path):
     dead = loopback_addr()
-    d = router(inrpd_factory, tmp_path, f"max-pending 1;\nquery-timeout 3s;\n"
+    d = router(inrpd_factory, tmp_path, f"max-pending 1;\nquery-timeout 20s;\n"
                f'route "slow.content" {{ router {dead} port {free_port(dead)}; }}\n', workers=1)
     result = {}
-    t = threading.Thread(target=lambda: result.setdefault("r", d.udp("a.slow.content", timeout=10)))
+    t = threading.Thread(target=lambda: result.setdefault("r", d.udp("a.slow.content", timeout=40)))
     t.start()
     wait_for(lambda: counters(d)["forwarded"] == 1, 10, "the first query in flight")
-    t0 = time.monotonic()
     r = d.udp("b.slow.content", timeout=10)
-    assert r.rcode() == dns.rcode.SERVFAIL and time.monotonic() - t0 < 2
+    assert r.rcode() == dns.rcode.SERVFAIL
+    # at once: the first query is still waiting for its hop
+    assert t.is_alive() and counters(d)["servfail"] == 1
     assert counters(d)["pending_full"] == 1
-    t.join(15)
+    t.join(45)
     assert result["r"].rcode() == dns.rcode.SERVFAIL
 
 
@@ -775,9 +779,7 @@ def test_a_tcp_answer_that_never_comes_moves_on_to_the_next_upstream(inrpd_facto
     silent, good = truncating_upstream("silent"), truncating_upstream("answer")
     d = router(inrpd_factory, tmp_path, "query-timeout 2s;\n"
                f"upstream {silent.addr} port {silent.port};\nupstream {good.addr} port {good.port};\n")
-    t0 = time.monotonic()
-    r = d.tcp("slow.fake.test", "TXT", timeout=5)
-    assert time.monotonic() - t0 < 2
+    r = d.tcp("slow.fake.test", "TXT", timeout=10)
     assert txt_count(r) == TruncatingUpstream.RECORDS
     assert len(silent.queries("slow.fake.test")[1]) == 1 and len(good.queries("slow.fake.test")[1]) == 1
     assert hops(d)[(silent.addr, silent.port)]["timeouts"] == 1
@@ -790,10 +792,8 @@ def test_a_tcp_answer_that_never_comes_is_servfail_within_the_budget(inrpd_facto
                                                                     truncating_upstream):
     u = truncating_upstream("silent")
     d = router(inrpd_factory, tmp_path, f"query-timeout 600ms;\nupstream {u.addr} port {u.port};\n")
-    t0 = time.monotonic()
-    r = d.tcp("never.fake.test", "TXT", timeout=5)
+    r = d.tcp("never.fake.test", "TXT", timeout=10)
     assert r.rcode() == dns.rcode.SERVFAIL
-    assert time.monotonic() - t0 < 1.5
     # asked twice, as any upstream: each round UDP then TCP, each connection closed
     assert [len(x) for x in u.queries("never.fake.test")] == [2, 2]
     wait_for(lambda: u.closed_by_peer == 2, 5, "both connections to be closed")
@@ -806,10 +806,8 @@ def test_a_failed_tcp_exchange_is_not_taken_and_does_not_wait(inrpd_factory, tmp
     u = truncating_upstream(mode)
     d = router(inrpd_factory, tmp_path, f"query-timeout 3s;\nupstream {u.addr} port {u.port};\n")
     before = counters(d)
-    t0 = time.monotonic()
-    r = d.tcp("bad.fake.test", "TXT", timeout=5)
+    r = d.tcp("bad.fake.test", "TXT", timeout=10)
     assert r.rcode() == dns.rcode.SERVFAIL and r.answer == []
-    assert time.monotonic() - t0 < 1            # no timeout was needed
     assert [len(x) for x in u.queries("bad.fake.test")] == [2, 2]
     c = counters(d)
     assert c["bad_upstream"] - before["bad_upstream"] == 2
@@ -848,13 +846,14 @@ def reset(s):
 
 def test_a_client_going_away_closes_its_upstream_tcp(inrpd_factory, tmp_path, truncating_upstream):
     u = truncating_upstream("silent")
-    d = router(inrpd_factory, tmp_path, f"query-timeout 10s;\nupstream {u.addr} port {u.port};\n")
+    d = router(inrpd_factory, tmp_path, f"query-timeout 60s;\nupstream {u.addr} port {u.port};\n")
     with socket.create_connection((d.addr, d.port), timeout=10) as s:
         tcp_send(s, "gone.fake.test", 1)
-        wait_for(lambda: len(u.queries("gone.fake.test")[1]) == 1, 5, "the upstream TCP query")
+        wait_for(lambda: len(u.queries("gone.fake.test")[1]) == 1, 10, "the upstream TCP query")
         reset(s)
-    # long before the query's 10 s (5 s for this attempt)
-    wait_for(lambda: u.closed_by_peer == 1, 3, "inrpd to close the upstream connection")
+    # long before the query's 60 s (30 s for this attempt): closed for the client, not by a timeout
+    wait_for(lambda: u.closed_by_peer == 1, 20, "inrpd to close the upstream connection")
+    assert hops(d)[(u.addr, u.port)]["timeouts"] == 0
     assert d.udp("x.fake.test", timeout=5).flags & dns.flags.TC    # still serving
 
 

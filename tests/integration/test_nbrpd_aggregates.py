@@ -18,7 +18,7 @@ import pytest
 
 from conftest import SANITIZED, free_port, wait_for
 import nbrp_client as nc
-from test_aggregate_xfr import records, served  # noqa: F401  (served: a fixture)
+from test_aggregate_xfr import records, served, servers  # noqa: F401  (served, servers: fixtures)
 from test_nbrpd import SERVER_FAR, answer, establish, lone, net  # noqa: F401  (lone, net: fixtures)
 
 AGG = "hosted.agg"
@@ -279,8 +279,13 @@ def test_max_names_counts_members_and_import_policy_applies_to_the_aggregate(net
     # r3: denied by name before anything is fetched
     wait_for(lambda: rs["r3"].nbrpd.peers()["r2"]["state"] == "Established", 10, "r3's session")
     wait_for(lambda: "hosted.agg." in rs["r2"].nbrpd.nbrc("show", "aggregates").stdout, 10, "r2's aggregate")
+    # a marker r2 announces after the aggregate: once r3 has it, r3 has had the aggregate's route
+    r2 = rs["r2"].nbrpd
+    r2.conf.write_text(r2.conf.read_text() + f'content "marker.content" {{ server {SERVER_FAR}; }}\n')
+    assert r2.nbrc("reload").returncode == 0
+    wait_for(lambda: rs["r3"].nbrpd.route("marker.content"), 20, "the marker at r3")
     assert rs["r3"].nbrpd.json("show", "aggregates") == []
-    assert rs["r3"].nbrpd.peers()["r2"]["names"] == 0
+    assert rs["r3"].nbrpd.peers()["r2"]["names"] == 1          # the marker alone
 
 
 # ---- a hand-written peer offering the aggregate, served by the library's server (aggtool) ----
@@ -326,4 +331,41 @@ def test_a_peer_offers_withdraws_and_garbles_an_aggregate_and_the_session_stays(
     wait_for(lambda: view()["routes"] == 0, 10, "withdrawn_aggregates")
     assert n.route(XAGG)[0]["from"] == "x"                # the name route stays
     assert n.peers()["x"]["names"] == 1
+    p.close()
+
+
+def test_an_ixfr_the_source_cannot_serve_comes_as_a_whole_and_is_stored(lone, servers, tmp_path):
+    """r1 holds version 1 and is offered version 5 by a source whose history
+    starts at 5: its IXFR from 1 is answered with the whole set (RFC 1995
+    section 4), which r1 takes as the new version."""
+    from test_aggregate_xfr import AGG as XAGG, aggtool, names
+    old_state, new_state = tmp_path / "old", tmp_path / "new"
+    old_members, new_members = tmp_path / "old.txt", tmp_path / "new.txt"
+    write_members(old_members, names(0, 1000))
+    aggtool("define", old_state, XAGG, old_members, 1)
+    write_members(new_members, names(500, 1200))
+    aggtool("define", new_state, XAGG, new_members, 5)
+    first, second = servers(old_state, old_members), servers(new_state, new_members)
+    n = lone(extra=f'state-dir "{tmp_path}/state";\n')
+    p = establish(n)
+    p.send(nc.end_of_rib())
+
+    def view():
+        r = n.nbrc("--json", "show", "aggregate", XAGG)
+        return json.loads(r.stdout) if r.returncode == 0 else {}
+
+    def offer(version, server):
+        p.send(nc.update(routes=[nc.route([XAGG], n.x_addr, 5353, ["x"], aggregate=XAGG, version=version,
+                                          source=f"{server.addr} {server.port}")]))
+    offer(1, first)
+    wait_for(lambda: view().get("version") == 1, 20, "r1 to fetch version 1")
+    assert view()["last_transfer"]["kind"] == "AXFR"
+    offer(5, second)
+    wait_for(lambda: view().get("version") == 5, 20, "r1 to fetch version 5")
+    last = view()["last_transfer"]
+    assert last["kind"] == "IXFR answered as AXFR" and last["ok"]
+    assert (last["from_version"], last["to_version"]) == (1, 5)
+    assert view()["members"] == 700
+    assert "IXFR as AXFR (journal does not reach back)" in second.log()
+    assert view()["fetch_failures"] == 0
     p.close()

@@ -10,7 +10,7 @@ import pytest
 from conftest import wait_for
 import nbrp_client as nc
 import sigtest as st
-from test_aggregate_xfr import AGG as XAGG, names, served  # noqa: F401  (served: a fixture)
+from test_aggregate_xfr import AGG as XAGG, names, served, servers  # noqa: F401  (served, servers: fixtures)
 from test_nbrpd import SERVER_FAR, answer, establish, net  # noqa: F401  (net: a fixture)
 from test_nbrpd_aggregates import AGG, agg_view, line_with_aggregate, version_of, write_members
 from test_nbrpd_signatures import GOOD, signed, sroute  # noqa: F401  (signed: a fixture)

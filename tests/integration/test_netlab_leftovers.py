@@ -7,14 +7,11 @@ import pathlib
 import subprocess
 import tempfile
 
-import pytest
-
 import netlab
 
 
 def test_a_dead_owners_leftovers_go_and_a_live_ones_stay():
-    if netlab.can_run():
-        pytest.skip(netlab.can_run())
+    netlab.require()
     dead = subprocess.Popen(["true"])
     dead.wait()                         # its pid: an owner that is gone
     mine = f"{netlab.PREFIX}{os.getpid()}x000001-x"

@@ -2,11 +2,11 @@
 serve, the values follow what the test does, and the ACL and the HTTP
 surface behave."""
 
-import http.client
+import socket
 
 import pytest
 
-from conftest import free_port, wait_for
+from conftest import free_port, loopback_addr, tcp_listeners, wait_for
 from prom import get, scrape, value
 from test_nbrpd import net  # noqa: F401  (fixture)
 
@@ -68,26 +68,59 @@ def test_inrpd_metrics_move_with_queries(inrpd_factory, tmp_path):
 
 def test_metrics_http_surface(inrpd_factory):
     mport = free_port("127.0.0.1")
-    inrpd_factory(f"metrics 127.0.0.1 port {mport};\n")
+    d = inrpd_factory(f"metrics 127.0.0.1 port {mport};\n")
+    assert tcp_listeners(d.proc.pid) == {(d.addr, d.port), ("127.0.0.1", mport)}
     assert get("127.0.0.1", mport, "/")[0] == 404
     assert get("127.0.0.1", mport, "/metrics", method="POST")[0] == 405
     status, text = get("127.0.0.1", mport, "/metrics", method="HEAD")
     assert status == 200 and text == ""
 
 
-def test_metrics_allow_refuses_other_clients(inrpd_factory):
-    """Only the ACL's prefixes may connect: here a range the client is not in."""
-    mport = free_port("127.0.0.1")
-    inrpd_factory(f"metrics 127.0.0.1 port {mport};\nmetrics-allow 192.0.2.0/24;\n")
-    with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
-        get("127.0.0.1", mport)
+def denied(addr, port, source):
+    """A client from source connects (the listener is there) and is then
+    closed on without an answer."""
+    with socket.socket() as s:
+        s.settimeout(5)
+        s.bind((source, 0))
+        s.connect((addr, port))
+        try:
+            s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            return s.recv(4096) == b""
+        except ConnectionResetError:
+            return True
 
 
-def test_metrics_off_by_default(inrpd_factory):
-    mport = free_port("127.0.0.1")
-    inrpd_factory('route "www.example.content" { server 127.0.0.10; }\n')
-    with pytest.raises(ConnectionRefusedError):
-        get("127.0.0.1", mport)
+def start_with_acl(kind, inrpd_factory, nbrpd_factory, maddr, mport, allowed):
+    acl = f"metrics {maddr} port {mport};\nmetrics-allow {allowed}/32;\n"
+    if kind == "inrpd":
+        return inrpd_factory(acl)
+    addr = loopback_addr()
+    return nbrpd_factory("r1", f'router-name "r1";\ninrp-address 127.0.0.1 port 53;\n'
+                               f"listen {addr} port {free_port(addr)};\n" + acl)
+
+
+@pytest.mark.parametrize("kind", ["inrpd", "nbrpd"])
+def test_metrics_allow_admits_its_prefix_and_counts_the_others(kind, inrpd_factory, nbrpd_factory):
+    """metrics-allow: a client in the prefix gets the metrics, one outside is
+    closed on after accept, and the refusal is counted."""
+    maddr, allowed, other = loopback_addr(), "127.0.0.251", "127.0.0.252"
+    mport = free_port(maddr)
+    start_with_acl(kind, inrpd_factory, nbrpd_factory, maddr, mport, allowed)
+    counter = f"{kind}_metrics_denied_total"
+    assert value(scrape(maddr, mport, source=allowed), counter) == 0
+    assert denied(maddr, mport, other)
+    assert denied(maddr, mport, "127.0.0.1")
+    assert value(scrape(maddr, mport, source=allowed), counter) == 2
+
+
+def test_metrics_off_by_default(inrpd_factory, nbrpd_factory):
+    """Without a metrics line neither daemon listens on anything but its own port."""
+    d = inrpd_factory('route "www.example.content" { server 127.0.0.10; }\n')
+    assert tcp_listeners(d.proc.pid) == {(d.addr, d.port)}
+    addr = loopback_addr()
+    port = free_port(addr)
+    n = nbrpd_factory("r1", f'router-name "r1";\ninrp-address 127.0.0.1 port 53;\nlisten {addr} port {port};\n')
+    assert tcp_listeners(n.proc.pid) == {(addr, port)}
 
 
 def test_nbrpd_metrics_follow_a_peer_going_down(net):

@@ -4,15 +4,18 @@ routing; a reload that would need root again is refused."""
 
 import os
 import pathlib
+import random
 import shutil
+import subprocess
 import tempfile
 
 import pytest
 
+import netlab
 from conftest import Inrpd, Nbrpd, free_port, loopback_addr, run_inrpd, stop_all, wait_for
 from test_inrpd_control import inrpc
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give it up")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="not root: nothing to give up")
 
 NOBODY = 65534
 
@@ -24,6 +27,26 @@ def world_dir():
     d.chmod(0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def own_netns():
+    """A network namespace of the test's own where ports below 1024 need
+    root, whatever the host's ip_unprivileged_port_start (0 in many
+    containers).  Named as netlab names its own, so a killed run's is
+    removed by the next."""
+    ns = f"{netlab.PREFIX}{os.getpid()}x{random.randrange(1 << 24):06x}-privdrop"
+    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"no network namespaces: {r.stderr.strip()}")
+    try:
+        for cmd in (["ip", "link", "set", "lo", "up"],
+                    ["sysctl", "-q", "-w", "net.ipv4.ip_unprivileged_port_start=1024"]):
+            subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True)
+        with netlab.netns(ns):
+            yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 def status(pid):
@@ -49,7 +72,8 @@ def assert_nobody(pid):
             assert int(st[cap][0], 16) == 0, (cap, st[cap])
 
 
-def test_both_daemons_run_as_nobody(world_dir):
+def test_both_daemons_run_as_nobody(world_dir, own_netns):
+    """In a namespace of its own: daemons, queries and sessions all there."""
     started = []
     try:
         fib = world_dir / "inrpd.fib"
@@ -92,18 +116,17 @@ def test_both_daemons_run_as_nobody(world_dir):
         assert inrpc(ctl, "reload").returncode == 0
         assert n["r1"].nbrc("reload").returncode == 0
         # ... unless the file wants a privileged port again: refused, the old one kept
-        if int(pathlib.Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text()) > 53:
-            i1.write_config(f'user "nobody";\ncontrol "{ctl}";\nfib-channel "{fib}";\n'
-                            f"listen {i1.addr} port 53;\n")
-            r = inrpc(ctl, "reload")
-            assert r.returncode != 0
-            assert "reload refused" in r.stderr and f"listen {i1.addr} port 53 needs root" in r.stderr, r.stderr
-            assert i1.udp("a.content").answer
-            conf = n["r1"].conf.read_text()
-            n["r1"].conf.write_text(conf.replace(f"listen {addr} port {p1};", f"listen {addr} port 179;"))
-            r = n["r1"].nbrc("reload")
-            assert r.returncode != 0 and "reload refused" in r.stderr, r.stderr
-            assert n["r1"].route("b.content")
+        i1.write_config(f'user "nobody";\ncontrol "{ctl}";\nfib-channel "{fib}";\n'
+                        f"listen {i1.addr} port 53;\n")
+        r = inrpc(ctl, "reload")
+        assert r.returncode != 0
+        assert "reload refused" in r.stderr and f"listen {i1.addr} port 53 needs root" in r.stderr, r.stderr
+        assert i1.udp("a.content").answer
+        conf = n["r1"].conf.read_text()
+        n["r1"].conf.write_text(conf.replace(f"listen {addr} port {p1};", f"listen {addr} port 179;"))
+        r = n["r1"].nbrc("reload")
+        assert r.returncode != 0 and "reload refused" in r.stderr, r.stderr
+        assert n["r1"].route("b.content")
         assert_nobody(i1.proc.pid)
     finally:
         stop_all(started)
