@@ -34,7 +34,7 @@ import pytest
 
 from conftest import ENV, NBRPD, SANITIZED, free_port, loopback_addr, rss_kib, wait_for
 import nbrp_client as nc
-from test_aggregate_xfr import AGG as GOOD_AGG, AGGTOOL, served  # noqa: F401  (served: a fixture)
+from test_aggregate_xfr import AGG as GOOD_AGG, AGGTOOL, served, servers  # noqa: F401  (served, servers: fixtures)
 from test_nbrpd import answer, establish, lone, net  # noqa: F401  (lone, net: fixtures)
 from test_nbrpd_aggregates import AGG, line_with_aggregate, version_of
 
