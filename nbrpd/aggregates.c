@@ -644,6 +644,8 @@ static void view_of(const struct aggregate *g, struct aggregate_view *v)
 		v->snapshot_bytes = st.snapshot_bytes;
 		v->journal_bytes = st.journal_bytes;
 		v->journal_versions = st.journal_versions;
+		v->store_errors = st.errors;
+		v->read_only = st.read_only;
 		if (!g->error[0])
 			v->error = aggstore_error(g->store);
 	}
@@ -692,8 +694,12 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
 			out->fetches += g->fetches;
 			out->fetch_failures += g->failures;
-			if (g->store)
-				out->members += aggstore_members(g->store)->count;
+			if (g->store) {
+				struct aggstore_stats st;
+				aggstore_stats(g->store, &st);
+				out->members += st.members;
+				out->store_errors += st.errors;
+			}
 		}
 	if (a->serv) {
 		struct xfrserv_stats st;
