@@ -644,6 +644,7 @@ static void view_of(const struct aggregate *g, struct aggregate_view *v)
 		v->snapshot_bytes = st.snapshot_bytes;
 		v->journal_bytes = st.journal_bytes;
 		v->journal_versions = st.journal_versions;
+		v->compactions = st.compactions;
 		v->store_errors = st.errors;
 		v->read_only = st.read_only;
 		if (!g->error[0])

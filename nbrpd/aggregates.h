@@ -71,6 +71,7 @@ struct aggregate_view {
 	uint32_t version, members;
 	uint64_t snapshot_bytes, journal_bytes;
 	uint32_t journal_versions;
+	uint64_t compactions;           /* since the store was opened */
 	uint64_t store_errors;          /* writes and compactions that failed */
 	bool read_only;                 /* the state-dir was read-only at open */
 	bool offered;                   /* learned: what the routes offer */

@@ -332,11 +332,12 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		strbuf_add_json(&b, name);
 		strbuf_addf(&b, "\", \"origin\": \"%s\", \"version\": %s, \"members\": %u, "
 			    "\"snapshot_bytes\": %llu, \"journal_bytes\": %llu, \"journal_versions\": %u, "
-			    "\"store_errors\": %llu, \"read_only\": %s, "
+			    "\"compactions\": %llu, \"store_errors\": %llu, \"read_only\": %s, "
 			    "\"offered_version\": ", v->local ? "local" : v->offered ? "learned" : "none",
 			    v->has_version ? version : "null", v->members, (unsigned long long)v->snapshot_bytes,
 			    (unsigned long long)v->journal_bytes, v->journal_versions,
-			    (unsigned long long)v->store_errors, v->read_only ? "true" : "false");
+			    (unsigned long long)v->compactions, (unsigned long long)v->store_errors,
+			    v->read_only ? "true" : "false");
 		if (v->offered)
 			strbuf_addf(&b, "%u, \"offered_by\": \"%s\"", v->offered_version, src);
 		else
