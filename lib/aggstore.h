@@ -21,7 +21,7 @@
  * Versions are SOA serials compared with RFC 1982 arithmetic: a new version
  * must be greater than the current one, across wraparound.
  *
- * One thread at a time; one process per state directory.
+ * One thread at a time; one process per state directory (aggstore_lock_dir).
  */
 #ifndef CR_AGGSTORE_H
 #define CR_AGGSTORE_H

@@ -558,6 +558,12 @@ static void next_version(struct aggstore *s, unsigned k)
 	namelist_free(&a);
 }
 
+static void count_listed(void *ctx, const struct name *n)
+{
+	assert_true(name_equal(n, &agg));
+	(*(unsigned *)ctx)++;
+}
+
 /*
  * A new history (a full transfer of a version not newer than the one
  * held) with each write, sync and rename failing in turn: refused with the
@@ -595,6 +601,10 @@ static void new_history_all_or_nothing(void **state)
 					refused++;
 				else if (reached)
 					accepted_late++;        /* committed; finished later */
+				/* listed once, whether its snapshot is NAME.snap, NAME.snap.new or both */
+				unsigned listed = 0;
+				assert_int_equal(aggstore_list(dir, count_listed, &listed), 0);
+				assert_int_equal(listed, 1);
 				unsigned k = rc == 0 ? 1 : 3;
 				if (reopen)
 					s = assert_kept(s, k);
