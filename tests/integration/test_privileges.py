@@ -111,14 +111,18 @@ def test_a_socket_path_that_is_not_a_socket_is_refused_and_kept(tmp_path):
 
 
 def test_a_fib_channel_another_inrpd_listens_on_is_refused(tmp_path, inrpd_factory):
+    """A second inrpd on a live FIB channel exits at start; the first keeps its
+    socket and its connected sender."""
     fib = tmp_path / "shared.fib"
     first = inrpd_factory(f'fib-channel "{fib}";\n')
+    ch = fc.FibChannel(fib)
+    wait_for(lambda: "sender connected" in first.log(), 10, "the sender")
     d = inrpd_conf(tmp_path, "second", f'fib-channel "{fib}";\n')
     r = run_inrpd("-f", "-c", str(d.conf))
     assert r.returncode == 1
     assert f"fib-channel {fib} is in use by another process" in r.stderr
-    # the first still has its socket: a sender gets routes into it
-    ch = fc.FibChannel(fib)
+    # the first still has its socket and its sender, undisturbed by the second's look
+    assert "replaces" not in first.log()
     ch.full_sync(1, fc.update(names=[fc.name_routes("kept.content", [fc.route("127.0.0.66")])]))
     wait_for(lambda: [a.address for rr in first.udp("kept.content").answer for a in rr] == ["127.0.0.66"],
              10, "the first inrpd to answer from its channel")
