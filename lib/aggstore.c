@@ -964,42 +964,40 @@ static int make_dir(const char *path)
 int aggstore_lock_dir(const char *state_dir, char *err, size_t err_len)
 {
 	int rc = make_dir(state_dir);
-	if (rc < 0) {
+	int fd = rc < 0 ? -1 : open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = rc < 0 ? rc : -errno;
 		snprintf(err, err_len, "state-dir %s: %s", state_dir, strerror(-rc));
 		return rc;
 	}
+	/* the directory itself is locked, so a read-only one can be too; STATE-DIR/pid names the holder */
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/lock", state_dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 && (errno == EROFS || errno == EACCES))
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);    /* a read-only state-dir is still ours */
-	if (fd < 0) {
-		rc = -errno;
-		if (rc == -ENOENT)
-			snprintf(err, err_len, "state-dir %s is read-only and has no lock file", state_dir);
-		else
-			snprintf(err, err_len, "state-dir %s: lock file %s: %s", state_dir, path, strerror(-rc));
-		return rc;
-	}
+	snprintf(path, sizeof(path), "%s/pid", state_dir);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		rc = -errno;
 		char pid[32] = "";
-		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+		int pfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		ssize_t n = pfd >= 0 ? read(pfd, pid, sizeof(pid) - 1) : 0;
+		if (pfd >= 0)
+			close(pfd);
 		pid[n > 0 ? n : 0] = 0;
 		pid[strcspn(pid, "\n")] = 0;
 		if (rc == -EWOULDBLOCK)
 			snprintf(err, err_len, "state-dir %s is in use by another process (pid %s)", state_dir,
 				 pid[0] ? pid : "unknown");
 		else
-			snprintf(err, err_len, "state-dir %s: lock %s: %s", state_dir, path, strerror(-rc));
+			snprintf(err, err_len, "state-dir %s: lock: %s", state_dir, strerror(-rc));
 		close(fd);
 		return rc;
 	}
-	/* whose lock it is, for the message the next one prints */
-	char pid[32];
-	int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) == n)
-		(void)fdatasync(fd);
+	int pfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (pfd >= 0) {
+		char pid[32];
+		int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+		if (write(pfd, pid, (size_t)n) != n)
+			log_warn("state-dir %s: writing %s: %s", state_dir, path, strerror(errno));
+		close(pfd);
+	}
 	return fd;
 }
 

@@ -58,10 +58,10 @@ int aggstore_open(struct aggstore **out, const char *state_dir, const struct nam
 void aggstore_close(struct aggstore *s);
 /*
  * Creates state_dir (0700, its parent synced) if missing and locks it for
- * this process (flock on state_dir/lock, which records our pid): one
- * process per state directory.  Returns the lock's descriptor, to be kept
- * open for the process's life, or -errno with err set ("state-dir /x is in
- * use by another process (pid 123)").
+ * this process (flock on the directory; state_dir/pid records our pid):
+ * one process per state directory.  Returns the lock's descriptor, to be
+ * kept open for the process's life, or -errno with err set ("state-dir /x
+ * is in use by another process (pid 123)").
  */
 int aggstore_lock_dir(const char *state_dir, char *err, size_t err_len);
 /* The aggregates state_dir holds (a snapshot each): fn for each name.  0 (also when the
