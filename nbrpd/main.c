@@ -553,6 +553,9 @@ int main(int argc, char **argv)
 	if (cfg->metrics.enabled &&
 	    !(g.metrics = metrics_server_open(d->loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);
+	/* written as root, where root may write (as inrpd does) */
+	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		daemon_fail(err);
 	/* what is written after the drop: the control socket, the state-dir and its stores */
 	const char *own[] = { cfg->control_path, cfg->state_dir };
 	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
@@ -569,8 +572,6 @@ int main(int argc, char **argv)
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
 	on_eor(d);                      /* no peers: ready at once */
-	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
-		daemon_fail(err);
 	log_info("nbrpd %s started: router %s, %u peers, %u content names", NBRPD_VERSION,
 		 cfg->router_name, cfg->npeers, cfg->ncontent);
 	daemon_ready();

@@ -57,7 +57,8 @@ def agg(n, name):
 def test_nbrpd_as_nobody_stores_compacts_and_creates_stores_after_the_drop(world_dir, daemons):
     """Started as root with `user "nobody"`: the state-dir it creates and the store it
     opens before the drop are handed to nobody, so new versions, compactions (new
-    files in the directory) and a store first opened after the drop all work."""
+    files in the directory) and a store first opened after the drop all work; its
+    pid file is written before the drop, where only root may write."""
     n = 3000
     defs, defs2 = world_dir / "one.names", world_dir / "two.names"
     defs.write_text(members(0, n))
@@ -67,8 +68,9 @@ def test_nbrpd_as_nobody_stores_compacts_and_creates_stores_after_the_drop(world
     state = world_dir / "state"
     r = Nbrpd(world_dir, "r1")
     daemons.append(r)
-    body = nbrpd_body("r1", state, defs)
-    r.start(body)
+    pid_file = world_dir / "nbrpd.pid"          # in a directory only root may write to
+    r.start(nbrpd_body("r1", state, defs, f'pid-file "{pid_file}";\n'))
+    assert pid_file.read_text().strip() == str(r.proc.pid)
     st = state.stat()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (NOBODY, NOBODY, 0o700)
     first = agg(r, "one.agg")["version"]
