@@ -29,9 +29,9 @@ KILLS = 200 if os.environ.get("CR_FULL_ATTACKS") == "1" else 20
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")
 
 
-def members(gen, n):
-    """Version gen of the aggregate: each generation renames a fifth of the n members."""
-    return [f"m{i}.t{(gen + i) // 5}.example" for i in range(n)]
+def members(gen, n, period=5):
+    """Version gen of the aggregate: each generation renames 1/period of the n members."""
+    return [f"m{i}.t{(gen + i) // period}.example" for i in range(n)]
 
 
 def not_older(a, b):
@@ -53,9 +53,9 @@ def version(r):
     return v["version"] if v else None
 
 
-def start_line(net, tmp_path, names, origin, n, more=None):
+def start_line(net, tmp_path, names, origin, n, more=None, period=5):
     defs = tmp_path / "hosted.names"
-    write_members(defs, members(0, n))
+    write_members(defs, members(0, n, period))
     extra, _ = routers_with_state(tmp_path, names)
     for name, text in (more or {}).items():
         extra[name] += text
@@ -63,9 +63,9 @@ def start_line(net, tmp_path, names, origin, n, more=None):
     return rs, defs
 
 
-def publish(origin, defs, gen, n):
+def publish(origin, defs, gen, n, period=5):
     """The origin stores generation gen; its version, or None when it is down."""
-    write_members(defs, members(gen, n))
+    write_members(defs, members(gen, n, period))
     if origin.nbrpd.nbrc("reload").returncode != 0:
         return None
     return version(origin)
@@ -74,9 +74,9 @@ def publish(origin, defs, gen, n):
 class Changer(threading.Thread):
     """Publishes a new generation at the origin every few tens of milliseconds."""
 
-    def __init__(self, origin, defs, n):
+    def __init__(self, origin, defs, n, period):
         super().__init__(daemon=True)
-        self.origin, self.defs, self.n = origin, defs, n
+        self.origin, self.defs, self.n, self.period = origin, defs, n, period
         self.gen = 0
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -85,7 +85,7 @@ class Changer(threading.Thread):
         while not self.done.is_set():
             with self.lock:
                 self.gen += 1
-                publish(self.origin, self.defs, self.gen, self.n)
+                publish(self.origin, self.defs, self.gen, self.n, self.period)
             self.done.wait(random.uniform(0.03, 0.12))
 
     def stop(self):
@@ -98,18 +98,18 @@ def state_dir(tmp_path, name):
 
 
 def test_kill9_during_transfers_compactions_and_new_histories(net, tmp_path):
-    """r1 - r2 (origin) - r3: r2 publishes a version every few tens of ms, each a
-    fifth of 20,000 members renamed (r1 and r3 fetch IXFRs, AXFRs when behind, and
-    compact every few versions).  r1 (mostly) or r2 is killed with SIGKILL at
+    """r1 - r2 (origin) - r3: r2 publishes a version every few tens of ms, each half
+    of 20,000 members renamed (r1 and r3 fetch IXFRs, AXFRs when behind, and
+    compact every other version).  r1 (mostly) or r2 is killed with SIGKILL at
     random moments, right after a poll of the version it reports; sometimes r1's
     state-dir is wiped, so the next fetch is a full one into an empty store (a new
     history).  After each restart the version read back is not older than the
     last one reported; at the end r1 and r3 (never killed) hold the origin's
     version and answer alike."""
-    n = 20000
-    rs, defs = start_line(net, tmp_path, ["r1", "r2", "r3"], "r2", n)
+    n, period = 20000, 2
+    rs, defs = start_line(net, tmp_path, ["r1", "r2", "r3"], "r2", n, period=period)
     wait_for(lambda: version(rs["r1"]) == version(rs["r2"]) is not None, 60, "r1 to fetch the aggregate")
-    changer = Changer(rs["r2"], defs, n)
+    changer = Changer(rs["r2"], defs, n, period)
     changer.start()
     rng = random.Random(os.environ.get("CR_SEED", "27"))
     stats = {"checked": 0, "wiped": 0, "origin": 0, "compactions": 0, "full": 0}
@@ -145,12 +145,12 @@ def test_kill9_during_transfers_compactions_and_new_histories(net, tmp_path):
                 stats["checked"] += 1
     finally:
         changer.stop()
-    final = publish(rs["r2"], defs, changer.gen + 1, n)
+    final = publish(rs["r2"], defs, changer.gen + 1, n, period)
     assert final is not None
     for name in ("r1", "r3"):
         wait_for(lambda: version(rs[name]) == final, 120, f"{name} to converge to version {final}")
     gen = changer.gen + 1
-    now, gone = members(gen, n), members(gen - 5, n)
+    now, gone = members(gen, n, period), members(gen - period, n, period)
     for i in (0, 1, 7, n - 1):
         wait_for(lambda: answer(rs["r1"], now[i]) == answer(rs["r3"], now[i]) == [SERVER_FAR], 20,
                  f"{now[i]} answered at r1 and r3")
