@@ -13,8 +13,11 @@
  * When nbrpd goes away (it restarted, or crashed) the FIB in service stays
  * for fib-grace-time, so inrpd keeps answering while nbrpd comes back and
  * resyncs; if it does not complete a sync in time, its routes are dropped.
- * One sender at a time: a new connection replaces the old one.  Any
- * protocol error closes the connection (nbrpd reconnects and resyncs).
+ * One sender at a time: a new connection replaces the old one, with a
+ * warning naming both (pid, uid) and a counter, so that a restarted nbrpd
+ * is never locked out by a predecessor that hangs; who may connect at all
+ * is the socket's permissions' business.  Any protocol error closes the
+ * connection (nbrpd reconnects and resyncs).
  *
  * Runs on the main thread, a QSBR thread that is online only while it
  * writes a FIB and offline while it waits for readers or destroys a FIB.
@@ -25,6 +28,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +40,7 @@
 #include "fibchan.h"
 #include "log.h"
 #include "inrpd.h"
+#include "sockpath.h"
 
 #define FIBSYNC_READ_BUF (64 * 1024)
 #define FIBSYNC_MAX_RESERVE (64u << 20)     /* names a SyncBegin may size the new FIB for */
@@ -63,6 +68,7 @@ struct fibsync {
 	uint64_t last_change_us;        /* wall clock of the last change to the routes in service; 0: none */
 
 	uint64_t connections, messages, syncs, updates, errors;
+	uint64_t replaced;              /* senders a new connection replaced */
 	char last_error[320];
 	void (*changed)(void *arg);
 	void *changed_arg;
@@ -295,6 +301,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 }
 
+static void peer_of(uv_pipe_t *p, struct ucred *cr)
+{
+	uv_os_fd_t fd;
+	socklen_t len = sizeof(*cr);
+	if (uv_fileno((uv_handle_t *)p, &fd) < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) < 0)
+		memset(cr, 0, sizeof(*cr));
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct fibsync *f = server->data;
@@ -314,8 +328,16 @@ static void on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)c, handle_closed);
 		return;
 	}
-	if (f->client)
-		client_close(f, "a new sender connected");
+	if (f->client) {
+		struct ucred was = { 0 }, now = { 0 };
+		peer_of(f->client, &was);
+		peer_of(c, &now);
+		char why[128];
+		snprintf(why, sizeof(why), "a new sender (pid %d, uid %u) replaces the connected one (pid %d, uid %u)",
+			 (int)now.pid, (unsigned)now.uid, (int)was.pid, (unsigned)was.uid);
+		f->replaced++;
+		client_close(f, why);
+	}
 	f->client = c;
 	f->synced = false;
 	f->connections++;
@@ -329,6 +351,8 @@ static void on_connection(uv_stream_t *server, int status)
 struct fibsync *fibsync_open(uv_loop_t *loop, const char *path, uint64_t grace_ms,
 			     char *err, size_t err_len)
 {
+	if (sockpath_clear(path, "fib-channel", err, err_len) < 0)
+		return NULL;
 	struct fibsync *f = calloc(1, sizeof(*f));
 	if (!f) {
 		snprintf(err, err_len, "out of memory");
@@ -344,8 +368,6 @@ struct fibsync *fibsync_open(uv_loop_t *loop, const char *path, uint64_t grace_m
 	uv_pipe_init(loop, &f->listener, 0);
 	f->listener.data = f;
 	f->open_handles = 3;
-	/* a socket left by a previous run (kill -9) would make bind fail */
-	(void)unlink(path);
 	int rc = uv_pipe_bind(&f->listener, path);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&f->listener, 4, on_connection);
@@ -414,6 +436,7 @@ void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t
 	st->syncs = f->syncs;
 	st->updates = f->updates;
 	st->errors = f->errors;
+	st->replaced = f->replaced;
 	st->last_change_us = f->last_change_us;
 	snprintf(st->last_error, sizeof(st->last_error), "%s", f->last_error);
 }

@@ -440,6 +440,7 @@ struct fibsync_status {
 	uint64_t epoch;
 	uint64_t names, aggregates;
 	uint64_t connections, messages, syncs, updates, errors;
+	uint64_t replaced;              /* connected senders a new one replaced */
 	uint64_t last_change_us;        /* unix time of the last change to the routes in service; 0: none */
 	char last_error[320];
 };

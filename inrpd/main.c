@@ -310,13 +310,13 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			fibsync_status(g.fibsync, &fs, uv_now(&g.loop));
 			snprintf(fsj, sizeof(fsj), "{\"connected\": %s, \"syncing\": %s, \"in_service\": %s, "
 				 "\"stale\": %s, \"epoch\": %llu, \"names\": %llu, \"aggregates\": %llu, "
-				 "\"connections\": %llu, \"syncs\": %llu, \"updates\": %llu, \"errors\": %llu, "
-				 "\"last_change\": %s}",
+				 "\"connections\": %llu, \"replaced\": %llu, \"syncs\": %llu, \"updates\": %llu, "
+				 "\"errors\": %llu, \"last_change\": %s}",
 				 fs.connected ? "true" : "false", fs.syncing ? "true" : "false",
 				 fs.in_service ? "true" : "false", fs.stale ? "true" : "false",
 				 (unsigned long long)fs.epoch, (unsigned long long)fs.names,
 				 (unsigned long long)fs.aggregates, (unsigned long long)fs.connections,
-				 (unsigned long long)fs.syncs, (unsigned long long)fs.updates,
+				 (unsigned long long)fs.replaced, (unsigned long long)fs.syncs, (unsigned long long)fs.updates,
 				 (unsigned long long)fs.errors, unix_us_json(fs.last_change_us, when, sizeof(when)));
 		}
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
@@ -352,8 +352,9 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       g.cfg->fib_channel_path, fs.connected ? "connected" : "not connected",
 			       fs.syncing ? ", syncing" : fs.stale ? ", stale" : "", (unsigned long long)fs.epoch,
 			       (unsigned long long)fs.names, (unsigned long long)fs.aggregates);
-		ctl_reply_line(r, CTL_DATA, "fib-channel connections %llu messages %llu syncs %llu updates %llu "
-			       "errors %llu%s%s", (unsigned long long)fs.connections,
+		ctl_reply_line(r, CTL_DATA, "fib-channel connections %llu (%llu replaced) messages %llu syncs %llu "
+			       "updates %llu errors %llu%s%s", (unsigned long long)fs.connections,
+			       (unsigned long long)fs.replaced,
 			       (unsigned long long)fs.messages, (unsigned long long)fs.syncs,
 			       (unsigned long long)fs.updates, (unsigned long long)fs.errors,
 			       fs.last_error[0] ? ", last: " : "", fs.last_error);

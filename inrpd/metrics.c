@@ -212,6 +212,8 @@ static void write_fibsync(struct prom *p, const struct fibsync *f, uint64_t now_
 	prom_one(p, "inrpd_fib_channel_stale", PROM_GAUGE, "1 while nbrpd's routes are kept after it left.", fs.stale);
 	prom_one(p, "inrpd_fib_channel_epoch", PROM_GAUGE, "Epoch of the last full sync.", (double)fs.epoch);
 	prom_one(p, "inrpd_fib_channel_connections_total", PROM_COUNTER, "Connections from nbrpd.", (double)fs.connections);
+	prom_one(p, "inrpd_fib_channel_senders_replaced_total", PROM_COUNTER,
+		 "Connected senders replaced by a new connection.", (double)fs.replaced);
 	prom_one(p, "inrpd_fib_channel_messages_total", PROM_COUNTER, "FIB channel messages received.", (double)fs.messages);
 	prom_one(p, "inrpd_fib_channel_syncs_total", PROM_COUNTER, "Full syncs completed.", (double)fs.syncs);
 	prom_one(p, "inrpd_fib_channel_updates_total", PROM_COUNTER, "Incremental updates applied.", (double)fs.updates);

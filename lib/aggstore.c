@@ -12,10 +12,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,6 +51,10 @@ struct aggstore {
 	struct aggstore_jrec *recs;
 	size_t nrecs, caprecs;
 	uint64_t compactions;
+	uint64_t errors;                /* failed writes and compactions */
+	bool read_only;                 /* the state-dir refused writing at open */
+	bool dir_unsynced;              /* a rename whose directory sync failed: synced before acknowledging */
+	bool pending;                   /* a new history in NAME.snap.new, journal not yet reset */
 	char err[512];
 };
 
@@ -255,8 +261,11 @@ static int fail(struct aggstore *s, int err, const char *fmt, ...)
 	int n = vsnprintf(s->err, sizeof(s->err), fmt, ap);
 	va_end(ap);
 	/* a diff that does not apply or an out-of-order version is no system error */
-	if (n >= 0 && (size_t)n < sizeof(s->err) && err > 0 && err != ESTALE && err != EINVAL)
+	bool system = err > 0 && err != ESTALE && err != EINVAL;
+	if (n >= 0 && (size_t)n < sizeof(s->err) && system)
 		snprintf(s->err + n, sizeof(s->err) - (size_t)n, ": %s", strerror(err));
+	if (system)
+		s->errors++;
 	return -err;
 }
 
@@ -292,7 +301,16 @@ int aggstore_list(const char *state_dir, void (*fn)(void *ctx, const struct name
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
-		if (len <= 5 || strcmp(e->d_name + len - 5, ".snap") != 0)
+		/* a new history not yet finished is a snapshot too (open finishes it), listed once */
+		if (len > 9 && strcmp(e->d_name + len - 9, ".snap.new") == 0) {
+			char snap[NAME_MAX + 1];
+			struct stat st;
+			snprintf(snap, sizeof(snap), "%.*s", (int)(len - 4), e->d_name);
+			if (fstatat(dirfd(d), snap, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;
+			len -= 4;
+		}
+		if (len <= 5 || strncmp(e->d_name + len - 5, ".snap", 5) != 0)
 			continue;
 		/* the file name back to the name's text (base_name in reverse), then checked both ways */
 		char text[NAME_MAX_TEXT + 1], back[NAME_MAX_TEXT * 3 + 8];
@@ -382,12 +400,31 @@ static void path_of(const struct aggstore *s, char *out, size_t cap, const char 
 	snprintf(out, cap, "%s%s", s->base, suffix);
 }
 
-/* Writes and syncs a new snapshot of the current set, then renames it into place. */
-static int snapshot_write(struct aggstore *s)
+/*
+ * Syncs the directory after a rename.  A failure is remembered: nothing is
+ * acknowledged until a later sync succeeds (the rename may not be on disk).
+ */
+static int dir_sync(struct aggstore *s)
+{
+	if (fsync(s->dirfd) < 0) {
+		s->dir_unsynced = true;
+		return -errno;
+	}
+	s->dir_unsynced = false;
+	return 0;
+}
+
+/*
+ * Writes and syncs a snapshot of the current set, then renames it to
+ * NAME + suffix.  *renamed says whether the file is at its name, also when
+ * the directory's sync then failed.
+ */
+static int snapshot_write(struct aggstore *s, const char *suffix, bool *renamed)
 {
 	char tmp[sizeof(s->base) + 16], dst[sizeof(s->base) + 16];
+	*renamed = false;
 	path_of(s, tmp, sizeof(tmp), ".snap.tmp");
-	path_of(s, dst, sizeof(dst), ".snap");
+	path_of(s, dst, sizeof(dst), suffix);
 	int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return fail(s, errno, "%s: create", tmp);
@@ -464,13 +501,16 @@ static int snapshot_write(struct aggstore *s)
 	close(fd);
 	if (rc == 0 && renameat(s->dirfd, tmp, s->dirfd, dst) < 0)
 		rc = -errno;
-	if (rc == 0 && fsync(s->dirfd) < 0)
-		rc = -errno;
-	if (rc < 0) {
-		unlinkat(s->dirfd, tmp, 0);
-		return fail(s, -rc, "%s: write snapshot", dst);
+	else if (rc == 0) {
+		*renamed = true;
+		s->snap_bytes = off;
 	}
-	s->snap_bytes = off;
+	if (rc < 0)
+		unlinkat(s->dirfd, tmp, 0);
+	else
+		rc = dir_sync(s);
+	if (rc < 0)
+		return fail(s, -rc, "%s: write snapshot", dst);
 	return 0;
 }
 
@@ -507,13 +547,13 @@ static int journal_rewrite(struct aggstore *s, size_t first)
 		rc = -errno;
 	if (rc == 0 && renameat(s->dirfd, tmp, s->dirfd, dst) < 0)
 		rc = -errno;
-	if (rc == 0 && fsync(s->dirfd) < 0)
-		rc = -errno;
 	if (rc < 0) {
 		close(fd);
 		unlinkat(s->dirfd, tmp, 0);
 		return fail(s, -rc, "%s: rewrite journal", dst);
 	}
+	/* the new file is the journal now: appending to the old, unlinked one would lose versions */
+	rc = dir_sync(s);
 	close(s->jfd);
 	s->jfd = fd;
 	memmove(s->recs, s->recs + first, (s->nrecs - first) * sizeof(*s->recs));
@@ -521,7 +561,7 @@ static int journal_rewrite(struct aggstore *s, size_t first)
 	for (size_t i = 0; i < s->nrecs; i++)
 		s->recs[i].off -= start;
 	s->jnl_bytes = len;
-	return 0;
+	return rc < 0 ? fail(s, -rc, "%s: rewrite journal", dst) : 0;
 }
 
 static uint64_t journal_limit(const struct aggstore *s)
@@ -533,11 +573,13 @@ static uint64_t journal_limit(const struct aggstore *s)
 /*
  * A new snapshot, then a journal of the newest diffs that fit in the
  * snapshot's size.  A crash between the two leaves the old journal, whose
- * chain reaches the new snapshot's version: still consistent.
+ * chain reaches the new snapshot's version: still consistent.  Either step
+ * failing leaves files that open at the current version.
  */
 static void compact(struct aggstore *s)
 {
-	if (snapshot_write(s) < 0) {
+	bool renamed;
+	if (snapshot_write(s, ".snap", &renamed) < 0) {
 		log_warn("aggregate %s: compaction failed, the journal keeps growing: %s", s->base, s->err);
 		return;
 	}
@@ -552,6 +594,43 @@ static void compact(struct aggstore *s)
 		return;
 	}
 	s->compactions++;
+}
+
+/*
+ * The second half of a new history (start_history): an empty journal, then
+ * the snapshot in NAME.snap.new moved to NAME.snap.  Until both are done
+ * the store takes no diff (it would go to the old journal); open finishes
+ * what a crash interrupted.
+ */
+static int history_finish(struct aggstore *s)
+{
+	char src[sizeof(s->base) + 16], dst[sizeof(s->base) + 16];
+	path_of(s, src, sizeof(src), ".snap.new");
+	path_of(s, dst, sizeof(dst), ".snap");
+	int rc = s->jnl_bytes > 0 ? journal_rewrite(s, s->nrecs) : 0;
+	if (rc < 0 && s->jnl_bytes > 0)
+		return rc;      /* not renamed: the old journal is still there */
+	if (renameat(s->dirfd, src, s->dirfd, dst) < 0)
+		return fail(s, errno, "%s: rename to %s", src, dst);
+	s->pending = false;
+	rc = dir_sync(s);
+	return rc < 0 ? fail(s, -rc, "state-dir %s: fsync", s->dir) : 0;
+}
+
+/* Whether a version may be written now: the last ones' renames synced, a new history finished. */
+static int writable(struct aggstore *s)
+{
+	if (s->read_only)
+		return fail(s, EROFS, "aggregate %s: state-dir %s was read-only at open", s->base, s->dir);
+	int rc = s->pending ? history_finish(s) : 0;
+	if (rc < 0)
+		return rc;
+	if (s->dir_unsynced) {
+		rc = dir_sync(s);
+		if (rc < 0)
+			return fail(s, -rc, "state-dir %s: fsync", s->dir);
+	}
+	return 0;
 }
 
 /* The diff is checked against the set without changing it. */
@@ -610,7 +689,10 @@ int aggstore_apply(struct aggstore *s, uint32_t from, uint32_t to,
 	uint64_t plen = DIFF_FIXED + (uint64_t)dels->len + adds->len;
 	if (plen > REC_MAX)
 		return fail(s, EFBIG, "aggregate %s: diff of %llu bytes", s->base, (unsigned long long)plen);
-	int rc = diff_applies(s, dels, adds);
+	int rc = writable(s);
+	if (rc < 0)
+		return rc;
+	rc = diff_applies(s, dels, adds);
 	if (rc == -ESTALE)
 		return fail(s, ESTALE, "aggregate %s: diff %u -> %u does not apply", s->base, from, to);
 	if (rc < 0 || nameset_reserve(&s->members, adds->count, adds->len) < 0)
@@ -655,16 +737,20 @@ int aggstore_apply(struct aggstore *s, uint32_t from, uint32_t to,
 	return 0;
 }
 
-/* A new history: empty journal first, so no old diff can meet the new snapshot. */
+/*
+ * A new history.  Its snapshot is written as NAME.snap.new (temporary
+ * file, fsync, rename, fsync of the directory): that rename is the commit.
+ * Before it the files open at the old version, after it at the new one
+ * (open prefers NAME.snap.new and empties the journal), so no crash or
+ * failed write can go back to a version older than one acknowledged.
+ */
 static int start_history(struct aggstore *s, uint32_t serial, const struct nameset *members)
 {
-	if (ftruncate(s->jfd, 0) < 0 || fdatasync(s->jfd) < 0)
-		return fail(s, errno, "aggregate %s: journal truncate", s->base);
-	s->jnl_bytes = 0;
-	s->nrecs = 0;
+	if (s->read_only)
+		return fail(s, EROFS, "aggregate %s: state-dir %s was read-only at open", s->base, s->dir);
 	struct nameset old = s->members;
 	uint32_t old_serial = s->serial;
-	bool old_has = s->has_version;
+	uint64_t old_snap = s->snap_bytes;
 	nameset_init(&s->members);
 	if (nameset_copy(&s->members, members) < 0) {
 		nameset_free(&s->members);
@@ -672,16 +758,29 @@ static int start_history(struct aggstore *s, uint32_t serial, const struct names
 		return fail(s, ENOMEM, "aggregate %s", s->base);
 	}
 	s->serial = serial;
-	int rc = snapshot_write(s);
+	bool renamed;
+	int rc = snapshot_write(s, ".snap.new", &renamed);
 	if (rc < 0) {
+		if (renamed) {
+			/* not known to be on disk: not acknowledged, so not to be found at open either */
+			char p[sizeof(s->base) + 16];
+			path_of(s, p, sizeof(p), ".snap.new");
+			unlinkat(s->dirfd, p, 0);
+			(void)dir_sync(s);
+		}
 		nameset_free(&s->members);
 		s->members = old;
 		s->serial = old_serial;
-		s->has_version = old_has;
+		s->snap_bytes = old_snap;
 		return rc;
 	}
 	nameset_free(&old);
 	s->has_version = true;
+	s->nrecs = 0;           /* the old diffs lead to the old history: not served */
+	s->pending = true;
+	if (history_finish(s) < 0)
+		log_warn("aggregate %s: version %u stored, its journal not yet reset (retried before the next "
+			 "version): %s", s->base, serial, s->err);
 	return 0;
 }
 
@@ -707,7 +806,9 @@ static void journal_cut(struct aggstore *s, uint64_t off, uint64_t size, const c
 {
 	log_warn("aggregate %s: journal damaged at byte %llu (%s): cut %llu bytes, the versions before it kept",
 		 s->base, (unsigned long long)off, why, (unsigned long long)(size - off));
-	if (ftruncate(s->jfd, (off_t)off) < 0 || fdatasync(s->jfd) < 0)
+	if (s->read_only)
+		log_warn("aggregate %s: state-dir read-only: the journal is cut in memory only", s->base);
+	else if (ftruncate(s->jfd, (off_t)off) < 0 || fdatasync(s->jfd) < 0)
 		log_err("aggregate %s: journal cut: %s", s->base, strerror(errno));
 }
 
@@ -744,12 +845,15 @@ static int load(struct aggstore *s)
 	}
 
 	path_of(s, path, sizeof(path), ".jnl");
-	s->jfd = openat(s->dirfd, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (s->jfd < 0)
+	if (s->read_only)
+		s->jfd = openat(s->dirfd, path, O_RDONLY | O_CLOEXEC);
+	else
+		s->jfd = openat(s->dirfd, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->jfd < 0 && !(s->read_only && errno == ENOENT))
 		return fail(s, errno, "%s/%s", s->dir, path);
-	uint8_t *buf;
-	size_t len;
-	int rc = read_all(s->jfd, &buf, &len);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc = s->jfd >= 0 ? read_all(s->jfd, &buf, &len) : 0;
 	if (rc < 0)
 		return fail(s, -rc, "%s/%s: read", s->dir, path);
 	const char *why;
@@ -805,6 +909,98 @@ static int load(struct aggstore *s)
 	return 0;
 }
 
+/*
+ * A new history committed (NAME.snap.new) but not finished when the
+ * process stopped: its journal emptied, its snapshot moved into place.
+ */
+static int history_roll_forward(struct aggstore *s)
+{
+	char src[sizeof(s->base) + 16], dst[sizeof(s->base) + 16];
+	path_of(s, src, sizeof(src), ".snap.new");
+	path_of(s, dst, sizeof(dst), ".jnl");
+	struct stat st;
+	if (fstatat(s->dirfd, src, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : fail(s, errno, "%s/%s", s->dir, src);
+	if (s->read_only)
+		return fail(s, EROFS, "%s/%s: a new version to finish, but the state-dir is read-only", s->dir, src);
+	log_info("aggregate %s: finishing the new version in %s", s->base, src);
+	int fd = openat(s->dirfd, dst, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return fail(s, errno, "%s/%s", s->dir, dst);
+	if (fd >= 0) {
+		int rc = ftruncate(fd, 0) < 0 || fsync(fd) < 0 ? -errno : 0;
+		close(fd);
+		if (rc < 0)
+			return fail(s, -rc, "%s/%s: truncate", s->dir, dst);
+	}
+	path_of(s, dst, sizeof(dst), ".snap");
+	if (renameat(s->dirfd, src, s->dirfd, dst) < 0 || fsync(s->dirfd) < 0)
+		return fail(s, errno, "%s/%s: rename to %s", s->dir, src, dst);
+	return 0;
+}
+
+/* mkdir with mode 0700, and the parent synced so the new entry survives a crash. */
+static int make_dir(const char *path)
+{
+	if (mkdir(path, 0700) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (slash == parent)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(parent, sizeof(parent), ".");
+	int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+int aggstore_lock_dir(const char *state_dir, char *err, size_t err_len)
+{
+	int rc = make_dir(state_dir);
+	int fd = rc < 0 ? -1 : open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = rc < 0 ? rc : -errno;
+		snprintf(err, err_len, "state-dir %s: %s", state_dir, strerror(-rc));
+		return rc;
+	}
+	/* the directory itself is locked, so a read-only one can be too; STATE-DIR/pid names the holder */
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/pid", state_dir);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = -errno;
+		char pid[32] = "";
+		int pfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		ssize_t n = pfd >= 0 ? read(pfd, pid, sizeof(pid) - 1) : 0;
+		if (pfd >= 0)
+			close(pfd);
+		pid[n > 0 ? n : 0] = 0;
+		pid[strcspn(pid, "\n")] = 0;
+		if (rc == -EWOULDBLOCK)
+			snprintf(err, err_len, "state-dir %s is in use by another process (pid %s)", state_dir,
+				 pid[0] ? pid : "unknown");
+		else
+			snprintf(err, err_len, "state-dir %s: lock: %s", state_dir, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	int pfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (pfd >= 0) {
+		char pid[32];
+		int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+		if (write(pfd, pid, (size_t)n) != n)
+			log_warn("state-dir %s: writing %s: %s", state_dir, path, strerror(errno));
+		close(pfd);
+	}
+	return fd;
+}
+
 int aggstore_open(struct aggstore **out, const char *state_dir, const struct name *agg,
 		  char *err, size_t err_len)
 {
@@ -819,9 +1015,9 @@ int aggstore_open(struct aggstore **out, const char *state_dir, const struct nam
 	nameset_init(&s->members);
 	base_name(agg, s->base);
 
-	int rc = 0;
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-		rc = fail(s, errno, "state-dir %s", state_dir);
+	int rc = make_dir(state_dir);
+	if (rc < 0)
+		rc = fail(s, -rc, "state-dir %s", state_dir);
 	if (rc == 0) {
 		s->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (s->dirfd < 0)
@@ -833,13 +1029,21 @@ int aggstore_open(struct aggstore **out, const char *state_dir, const struct nam
 		struct stat st;
 		if (fstat(s->dirfd, &st) == 0 && (st.st_mode & 022))
 			log_warn("state-dir %s is writable by others than its owner", state_dir);
+		/* read-only (a mount, or a file system that went read-only on errors): versions
+		 * held are served, new ones refused */
+		s->read_only = faccessat(s->dirfd, ".", W_OK, AT_EACCESS) < 0;
+		if (s->read_only)
+			log_warn("aggregate %s: state-dir %s is read-only: versions held are kept, new ones refused",
+				 s->base, state_dir);
 		char tmp[sizeof(s->base) + 16];
 		path_of(s, tmp, sizeof(tmp), ".snap.tmp");
 		unlinkat(s->dirfd, tmp, 0);     /* an interrupted compaction's */
 		path_of(s, tmp, sizeof(tmp), ".jnl.tmp");
 		unlinkat(s->dirfd, tmp, 0);
-		rc = load(s);
-		if (rc == 0 && fsync(s->dirfd) < 0)     /* a journal just created */
+		rc = history_roll_forward(s);
+		if (rc == 0)
+			rc = load(s);
+		if (rc == 0 && !s->read_only && fsync(s->dirfd) < 0)   /* a journal just created */
 			rc = fail(s, errno, "state-dir %s: fsync", state_dir);
 	}
 	if (rc < 0) {
@@ -897,6 +1101,8 @@ void aggstore_stats(const struct aggstore *s, struct aggstore_stats *st)
 	st->journal_versions = (uint32_t)s->nrecs;
 	st->oldest_serial = s->nrecs ? s->recs[0].from : s->serial;
 	st->compactions = s->compactions;
+	st->errors = s->errors;
+	st->read_only = s->read_only;
 }
 
 int aggstore_diffs_open(struct aggstore *s, uint32_t from, struct aggstore_diffs *d)

@@ -21,7 +21,7 @@
  * Versions are SOA serials compared with RFC 1982 arithmetic: a new version
  * must be greater than the current one, across wraparound.
  *
- * One thread at a time; one process per state directory.
+ * One thread at a time; one process per state directory (aggstore_lock_dir).
  */
 #ifndef CR_AGGSTORE_H
 #define CR_AGGSTORE_H
@@ -46,6 +46,8 @@ struct aggstore;
 /*
  * Opens (creating what is missing) the aggregate agg in state_dir.  The
  * directory is created with mode 0700 if absent; its parent must exist.
+ * A read-only state_dir opens with the versions it holds and refuses new
+ * ones (-EROFS).
  * A snapshot that fails its checksums is moved aside (NAME.snap.bad) with
  * a log line, and the store opens holding no version (to be fetched
  * whole).  Returns 0, or -errno with a message in err (e.g. "state-dir
@@ -54,6 +56,14 @@ struct aggstore;
 int aggstore_open(struct aggstore **out, const char *state_dir, const struct name *agg,
 		  char *err, size_t err_len);
 void aggstore_close(struct aggstore *s);
+/*
+ * Creates state_dir (0700, its parent synced) if missing and locks it for
+ * this process (flock on the directory; state_dir/pid records our pid):
+ * one process per state directory.  Returns the lock's descriptor, to be
+ * kept open for the process's life, or -errno with err set ("state-dir /x
+ * is in use by another process (pid 123)").
+ */
+int aggstore_lock_dir(const char *state_dir, char *err, size_t err_len);
 /* The aggregates state_dir holds (a snapshot each): fn for each name.  0 (also when the
  * directory does not exist yet), or -errno. */
 int aggstore_list(const char *state_dir, void (*fn)(void *ctx, const struct name *agg), void *ctx);
@@ -74,6 +84,8 @@ struct aggstore_stats {
 	uint32_t journal_versions;      /* diffs held for IXFR */
 	uint32_t oldest_serial;         /* the oldest version a diff starts from */
 	uint64_t compactions;           /* since open */
+	uint64_t errors;                /* writes, compactions that failed since open */
+	bool read_only;                 /* the state-dir was read-only at open: no new version */
 };
 void aggstore_stats(const struct aggstore *s, struct aggstore_stats *st);
 
@@ -94,7 +106,8 @@ int aggstore_apply(struct aggstore *s, uint32_t from, uint32_t to,
  * from a file).  With a current version older than serial this is the
  * diff between the two, stored as one version (so it can be served as an
  * IXFR); otherwise (no version, or one not older) a new history starts
- * with a snapshot.  0 or -errno as for aggstore_apply.
+ * with a snapshot, which replaces the journal only once it is on disk.
+ * 0 or -errno as for aggstore_apply.
  */
 int aggstore_replace(struct aggstore *s, uint32_t serial, const struct nameset *members);
 

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "ctl.h"
+#include "sockpath.h"
 #include "log.h"
 
 /* ---- replies ---------------------------------------------------------- */
@@ -349,6 +350,9 @@ struct ctl_server *ctl_server_open(uv_loop_t *loop, const char *path, const char
 		snprintf(err, err_len, "control socket path too long: %s", path);
 		return NULL;
 	}
+	/* a socket file left by a daemon that died is replaced; anything else is not */
+	if (sockpath_clear(path, "control socket", err, err_len) < 0)
+		return NULL;
 	struct ctl_server *s = calloc(1, sizeof(*s));
 	if (!s || !(s->path = strdup(path)) || !(s->name = strdup(name))) {
 		if (s)
@@ -362,10 +366,6 @@ struct ctl_server *ctl_server_open(uv_loop_t *loop, const char *path, const char
 	s->ctx = ctx;
 	uv_pipe_init(loop, &s->listener, 0);
 	s->open_handles = 1;
-	/* a socket file left by a daemon that died is replaced; anything else is not */
-	struct stat st;
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-		unlink(path);
 	mode_t old = umask(0117);
 	int rc = uv_pipe_bind(&s->listener, path);
 	umask(old);

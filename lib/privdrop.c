@@ -1,12 +1,15 @@
 /*
  * Giving up root after startup (privdrop.h).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cap-ng.h>
 
@@ -71,11 +74,48 @@ bool privdrop_config_equal(const struct privdrop_config *a, const struct privdro
 	return same(a->user, b->user) && same(a->group, b->group);
 }
 
+/*
+ * Hands path to uid:gid and, for a directory, the files in it (one level:
+ * a state-dir's stores).  Symbolic links are not followed and a file with
+ * other hard links is left alone, so nothing outside can be given away.
+ */
+static int hand_over(const char *path, uid_t uid, gid_t gid, char *err, size_t err_len)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0 || lchown(path, uid, gid) < 0) {
+		snprintf(err, err_len, "chown %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	DIR *d = opendir(path);
+	if (!d) {
+		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !(S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) || st.st_nlink != 1)
+			continue;
+		if (fchownat(dirfd(d), e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			snprintf(err, err_len, "chown %s/%s: %s", path, e->d_name, strerror(errno));
+			rc = -1;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
 int privdrop_apply(const struct privdrop_config *c, const char *const *paths, unsigned npaths,
 		   char *err, size_t err_len)
 {
-	if (!c->user)
+	if (!c->user) {
+		if (geteuid() == 0)
+			log_warn("running as root: set 'user' to give up root after startup");
 		return 0;
+	}
 	const struct passwd *pw = getpwnam(c->user);
 	if (!pw) {
 		snprintf(err, err_len, "user '%s': no such user", c->user);
@@ -97,9 +137,10 @@ int privdrop_apply(const struct privdrop_config *c, const char *const *paths, un
 		snprintf(err, err_len, "user '%s': only root can become another user", c->user);
 		return -1;
 	}
+	char why[512];
 	for (unsigned i = 0; i < npaths; i++)
-		if (paths[i] && chown(paths[i], uid, gid) < 0) {
-			snprintf(err, err_len, "chown %s to user '%s': %s", paths[i], c->user, strerror(errno));
+		if (paths[i] && hand_over(paths[i], uid, gid, why, sizeof(why)) < 0) {
+			snprintf(err, err_len, "%s, to user '%s'", why, c->user);
 			return -1;
 		}
 	/* the user's own supplementary groups (e.g. bird's for its socket), or none with 'group' */

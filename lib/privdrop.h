@@ -32,10 +32,12 @@ void privdrop_conf_free(struct privdrop_config *c);
 bool privdrop_config_equal(const struct privdrop_config *a, const struct privdrop_config *b);
 
 /*
- * Hands the files at paths (sockets the daemon made as root, NULL entries
- * skipped) to the user and group, then becomes them.  Nothing to do
- * without 'user'; already running as that user is fine, another non-root
- * user is an error.  Returns 0, or -1 with err set.
+ * Hands the files at paths (sockets and directories the daemon made as
+ * root, a directory with the files in it; NULL entries skipped) to the
+ * user and group, then becomes them, so what the daemon writes after
+ * startup it may write.  Without 'user' there is nothing to do but warn
+ * when running as root; already running as that user is fine, another
+ * non-root user is an error.  Returns 0, or -1 with err set.
  */
 int privdrop_apply(const struct privdrop_config *c, const char *const *paths, unsigned npaths,
 		   char *err, size_t err_len);

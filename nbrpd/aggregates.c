@@ -658,6 +658,9 @@ static void view_of(const struct aggregate *g, struct aggregate_view *v)
 		v->snapshot_bytes = st.snapshot_bytes;
 		v->journal_bytes = st.journal_bytes;
 		v->journal_versions = st.journal_versions;
+		v->compactions = st.compactions;
+		v->store_errors = st.errors;
+		v->read_only = st.read_only;
 		if (!g->error[0])
 			v->error = aggstore_error(g->store);
 	}
@@ -710,8 +713,12 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 			out->fetch_over_bytes += g->cuts[XFRCLI_CUT_BYTES];
 			out->fetch_idle += g->cuts[XFRCLI_CUT_IDLE];
 			out->fetch_time += g->cuts[XFRCLI_CUT_TIME];
-			if (g->store)
-				out->members += aggstore_members(g->store)->count;
+			if (g->store) {
+				struct aggstore_stats st;
+				aggstore_stats(g->store, &st);
+				out->members += st.members;
+				out->store_errors += st.errors;
+			}
 		}
 	if (a->serv) {
 		struct xfrserv_stats st;

@@ -71,6 +71,9 @@ struct aggregate_view {
 	uint32_t version, members;
 	uint64_t snapshot_bytes, journal_bytes;
 	uint32_t journal_versions;
+	uint64_t compactions;           /* since the store was opened */
+	uint64_t store_errors;          /* writes and compactions that failed */
+	bool read_only;                 /* the state-dir was read-only at open */
 	bool offered;                   /* learned: what the routes offer */
 	uint32_t offered_version;
 	struct ip_endpoint offered_source;
@@ -92,6 +95,7 @@ struct aggregates_stats {
 	uint64_t aggregates, members;
 	uint64_t fetches, fetch_failures, fetch_bytes;
 	uint64_t fetch_over_names, fetch_over_bytes, fetch_idle, fetch_time;   /* failures by limit */
+	uint64_t store_errors;
 	bool serving;
 	uint16_t transfer_port;
 	uint64_t served_axfr, served_ixfr, served_bytes, refused;

@@ -366,9 +366,12 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		strbuf_add_json(&b, name);
 		strbuf_addf(&b, "\", \"origin\": \"%s\", \"version\": %s, \"members\": %u, "
 			    "\"snapshot_bytes\": %llu, \"journal_bytes\": %llu, \"journal_versions\": %u, "
+			    "\"compactions\": %llu, \"store_errors\": %llu, \"read_only\": %s, "
 			    "\"offered_version\": ", v->local ? "local" : v->offered ? "learned" : "none",
 			    v->has_version ? version : "null", v->members, (unsigned long long)v->snapshot_bytes,
-			    (unsigned long long)v->journal_bytes, v->journal_versions);
+			    (unsigned long long)v->journal_bytes, v->journal_versions,
+			    (unsigned long long)v->compactions, (unsigned long long)v->store_errors,
+			    v->read_only ? "true" : "false");
 		if (v->offered)
 			strbuf_addf(&b, "%u, \"offered_by\": \"%s\"", v->offered_version, src);
 		else
@@ -412,12 +415,13 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		ctl_reply_line(r, CTL_DATA, "  stored: snapshot %llu bytes, journal %llu bytes (%u versions for IXFR)",
 			       (unsigned long long)v->snapshot_bytes, (unsigned long long)v->journal_bytes,
 			       v->journal_versions);
-	if (w->detail || v->failures)
+	if (w->detail || v->failures || v->store_errors)
 		ctl_reply_line(r, CTL_DATA, "  fetches %llu, failed %llu (over fetch-max-names %llu, over "
-			       "fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu)",
+			       "fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu); store errors %llu%s",
 			       (unsigned long long)v->fetches, (unsigned long long)v->failures,
 			       (unsigned long long)v->over_names, (unsigned long long)v->over_bytes,
-			       (unsigned long long)v->idle_cuts, (unsigned long long)v->time_cuts);
+			       (unsigned long long)v->idle_cuts, (unsigned long long)v->time_cuts,
+			       (unsigned long long)v->store_errors, v->read_only ? " (state-dir read-only)" : "");
 	if (v->has_last) {
 		char when[32] = "";
 		time_t t = (time_t)v->last_unix;

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "aggregates.h"
+#include "aggstore.h"
 #include "birdmon.h"
 #include "conf.h"
 #include "ctl.h"
@@ -39,6 +40,7 @@ static struct {
 	uv_signal_t sig_int, sig_term, sig_hup;
 	struct ctl_server *ctl;
 	struct metrics_server *metrics;
+	int state_lock;                 /* held for the process's life: one nbrpd per state-dir */
 	bool foreground, debug;
 } g;
 
@@ -128,9 +130,10 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
 	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
 	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket) ||
+	    !same_string(cfg->state_dir, old->state_dir) ||
 	    !metrics_config_equal(&cfg->metrics, &old->metrics) || !privdrop_config_equal(&cfg->run_as, &old->run_as))
 		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
-			 "metrics, user, group and the BIRD socket take effect on restart");
+			 "state-dir, metrics, user, group and the BIRD socket take effect on restart");
 	cfg->metrics = old->metrics;
 	if (!g.debug)
 		log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
@@ -142,6 +145,7 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	swap_str(&cfg->control_path, &old->control_path);
 	swap_str(&cfg->pid_file, &old->pid_file);
 	swap_str(&cfg->bird_socket, &old->bird_socket);
+	swap_str(&cfg->state_dir, &old->state_dir);     /* the one locked, its files the user's */
 	bool redecide = cfg->max_routes != old->max_routes || cfg->load_ms_per_hop != old->load_ms_per_hop ||
 			cfg->load_radius != old->load_radius || cfg->load_threshold_ms != old->load_threshold_ms;
 	unsigned added = 0, removed = 0, reset = 0, refreshed = 0;
@@ -524,6 +528,9 @@ int main(int argc, char **argv)
 			daemon_fail("out of memory");
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		rde_content_changed(d->rde, &cfg->content[i]);
+	g.state_lock = -1;
+	if (cfg->state_dir && (g.state_lock = aggstore_lock_dir(cfg->state_dir, err, sizeof(err))) < 0)
+		daemon_fail(err);
 	if (!(d->aggs = aggregates_new(d->loop, cfg, &agg_ops, err, sizeof(err))))
 		daemon_fail(err);
 	aggregates_configure(d->aggs, cfg);
@@ -546,8 +553,12 @@ int main(int argc, char **argv)
 	if (cfg->metrics.enabled &&
 	    !(g.metrics = metrics_server_open(d->loop, &cfg->metrics, collect_metrics, NULL, err, sizeof(err))))
 		daemon_fail(err);
-	const char *own[] = { cfg->control_path };
-	if (privdrop_apply(&cfg->run_as, own, 1, err, sizeof(err)) < 0 ||
+	/* written as root, where root may write (as inrpd does) */
+	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
+		daemon_fail(err);
+	/* what is written after the drop: the control socket, the state-dir and its stores */
+	const char *own[] = { cfg->control_path, cfg->state_dir };
+	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (cfg->fib_channel &&
@@ -561,8 +572,6 @@ int main(int argc, char **argv)
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
 	on_eor(d);                      /* no peers: ready at once */
-	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
-		daemon_fail(err);
 	log_info("nbrpd %s started: router %s, %u peers, %u content names", NBRPD_VERSION,
 		 cfg->router_name, cfg->npeers, cfg->ncontent);
 	daemon_ready();

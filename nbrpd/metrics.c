@@ -190,6 +190,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 (double)as.fetch_failures);
 	prom_one(p, "nbrpd_aggregate_fetched_bytes_total", PROM_COUNTER, "Bytes received in aggregate transfers.",
 		 (double)as.fetch_bytes);
+	prom_one(p, "nbrpd_aggregate_store_errors_total", PROM_COUNTER,
+		 "Aggregate versions and compactions the state-dir failed to store (full, read-only, I/O error).",
+		 (double)as.store_errors);
 	prom_one(p, "nbrpd_aggregate_transfers_served_total", PROM_COUNTER, "AXFR and IXFR transfers served.",
 		 (double)(as.served_axfr + as.served_ixfr));
 	prom_one(p, "nbrpd_aggregate_transfer_bytes_total", PROM_COUNTER, "Bytes of aggregate transfers served.",

@@ -6,6 +6,10 @@
  *
  * The model: version k of the test aggregate holds members m(10k) ..
  * m(10k + 999); its serial is BASE + k, crossing 2^32.
+ *
+ * Faults are injected below the store: this test is linked with
+ * -Wl,--wrap for pwritev64, fsync, fdatasync and renameat, so any one call
+ * can be made to fail as a full disk or a failing device would.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +38,71 @@
 
 static char dir[256];
 static struct name agg;
+
+enum op { OP_WRITE, OP_FSYNC, OP_FDATASYNC, OP_RENAME, OP_N };
+static struct {
+	unsigned calls[OP_N];           /* since fault_reset */
+	unsigned fail_at[OP_N];         /* this call (1-based) fails; 0: none */
+	bool fail_on[OP_N];             /* every call from fail_at on */
+	int err;
+	ino_t synced[64];               /* inodes fsync'ed, newest last */
+	unsigned nsynced;
+} F;
+
+static void fault_reset(void)
+{
+	memset(&F, 0, sizeof(F));
+}
+
+static void fault_arm(enum op o, unsigned at, bool on, int err)
+{
+	fault_reset();
+	F.fail_at[o] = at;
+	F.fail_on[o] = on;
+	F.err = err;
+}
+
+static bool faulted(enum op o)
+{
+	unsigned n = ++F.calls[o];
+	if (F.fail_at[o] && (n == F.fail_at[o] || (F.fail_on[o] && n > F.fail_at[o]))) {
+		errno = F.err;
+		return true;
+	}
+	return false;
+}
+
+ssize_t __real_pwritev64(int fd, const struct iovec *iov, int n, off_t off);
+int __real_fsync(int fd);
+int __real_fdatasync(int fd);
+int __real_renameat(int a, const char *b, int c, const char *d);
+ssize_t __wrap_pwritev64(int fd, const struct iovec *iov, int n, off_t off);
+int __wrap_fsync(int fd);
+int __wrap_fdatasync(int fd);
+int __wrap_renameat(int a, const char *b, int c, const char *d);
+
+ssize_t __wrap_pwritev64(int fd, const struct iovec *iov, int n, off_t off)
+{
+	return faulted(OP_WRITE) ? -1 : __real_pwritev64(fd, iov, n, off);
+}
+
+int __wrap_fsync(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && F.nsynced < 64)
+		F.synced[F.nsynced++] = st.st_ino;
+	return faulted(OP_FSYNC) ? -1 : __real_fsync(fd);
+}
+
+int __wrap_fdatasync(int fd)
+{
+	return faulted(OP_FDATASYNC) ? -1 : __real_fdatasync(fd);
+}
+
+int __wrap_renameat(int a, const char *b, int c, const char *d)
+{
+	return faulted(OP_RENAME) ? -1 : __real_renameat(a, b, c, d);
+}
 
 static struct name nm(unsigned i)
 {
@@ -465,6 +536,298 @@ static void kill9_writer(void **state)
 	}
 }
 
+/* The store holds version k, and so do its files. */
+static struct aggstore *assert_kept(struct aggstore *s, unsigned k)
+{
+	assert_at(s, k);
+	aggstore_close(s);
+	s = open_store();
+	assert_at(s, k);
+	return s;
+}
+
+/* Stores version k + 1 of the model on top of version k. */
+static void next_version(struct aggstore *s, unsigned k)
+{
+	struct namelist d, a;
+	namelist_init(&d);
+	namelist_init(&a);
+	step_lists(k + 1, &d, &a);
+	assert_int_equal(aggstore_apply(s, BASE + k, BASE + k + 1, &d, &a), 0);
+	namelist_free(&d);
+	namelist_free(&a);
+}
+
+static void count_listed(void *ctx, const struct name *n)
+{
+	assert_true(name_equal(n, &agg));
+	(*(unsigned *)ctx)++;
+}
+
+/*
+ * A new history (a full transfer of a version not newer than the one
+ * held) with each write, sync and rename failing in turn: refused with the
+ * old version kept, in memory and on disk, or accepted and found on disk;
+ * never an older version, never the old diffs replayed on the new
+ * snapshot.  The store goes on from there, reopened or not.
+ */
+static void new_history_all_or_nothing(void **state)
+{
+	struct nameset m;
+	nameset_init(&m);
+	model(1, &m);
+	unsigned refused = 0, accepted_late = 0;
+	for (int reopen = 0; reopen < 2; reopen++)
+		for (enum op o = 0; o < OP_N; o++)
+			for (unsigned at = 1; at <= 4; at++) {
+				fault_reset();
+				wipe();
+				struct aggstore *s = build(3);
+				struct aggstore_stats st0, st;
+				aggstore_stats(s, &st0);
+				fault_arm(o, at, false, o == OP_WRITE ? ENOSPC : EIO);
+				int rc = aggstore_replace(s, BASE + 1, &m);
+				bool reached = F.calls[o] >= at;
+				fault_reset();
+				aggstore_stats(s, &st);
+				if (!reached) {
+					assert_int_equal(rc, 0);
+					assert_int_equal(st.errors, st0.errors);
+				} else {
+					assert_int_equal(st.errors, st0.errors + 1);
+					assert_non_null(strstr(aggstore_error(s), strerror(o == OP_WRITE ? ENOSPC : EIO)));
+				}
+				if (rc < 0)
+					refused++;
+				else if (reached)
+					accepted_late++;        /* committed; finished later */
+				/* listed once, whether its snapshot is NAME.snap, NAME.snap.new or both */
+				unsigned listed = 0;
+				assert_int_equal(aggstore_list(dir, count_listed, &listed), 0);
+				assert_int_equal(listed, 1);
+				unsigned k = rc == 0 ? 1 : 3;
+				if (reopen)
+					s = assert_kept(s, k);
+				next_version(s, k);
+				s = assert_kept(s, k + 1);
+				aggstore_close(s);
+			}
+	/* both outcomes were met: before the commit and after it */
+	assert_true(refused >= 8);
+	assert_true(accepted_late >= 4);
+	nameset_free(&m);
+}
+
+/* A version whose journal write or sync fails is refused and leaves no trace. */
+static void failed_write_or_sync_changes_nothing(void **state)
+{
+	for (enum op o = OP_WRITE; o <= OP_FDATASYNC; o += OP_FDATASYNC - OP_WRITE) {
+		int err = o == OP_WRITE ? ENOSPC : EIO;
+		wipe();
+		struct aggstore *s = build(2);
+		off_t size = file_size(path(".jnl"));
+		struct namelist d, a;
+		namelist_init(&d);
+		namelist_init(&a);
+		step_lists(3, &d, &a);
+		fault_arm(o, 1, false, err);
+		assert_int_equal(aggstore_apply(s, BASE + 2, BASE + 3, &d, &a), -err);
+		fault_reset();
+		struct aggstore_stats st;
+		aggstore_stats(s, &st);
+		assert_int_equal(st.errors, 1);
+		assert_non_null(strstr(aggstore_error(s), "journal write"));
+		assert_int_equal(file_size(path(".jnl")), size);
+		s = assert_kept(s, 2);
+		next_version(s, 2);
+		s = assert_kept(s, 3);
+		aggstore_close(s);
+		namelist_free(&d);
+		namelist_free(&a);
+	}
+}
+
+/*
+ * A compaction with each of its writes, syncs and renames failing in turn
+ * (once, then for good): the version that started it is kept, and later
+ * versions are either refused while the directory cannot be synced or
+ * land in the journal that is on disk, never in an unlinked one.
+ */
+static void compaction_faults_lose_nothing(void **state)
+{
+	/* the version whose storing compacts */
+	wipe();
+	struct aggstore *s = build(0);
+	unsigned n = 0;
+	struct aggstore_stats st;
+	do {
+		next_version(s, n++);
+		aggstore_stats(s, &st);
+	} while (st.compactions == 0);
+	aggstore_close(s);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s.keep && mkdir %s.keep", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	wipe();
+	s = build(0);
+	for (unsigned k = 0; k < n - 1; k++)
+		next_version(s, k);
+	aggstore_close(s);
+	snprintf(cmd, sizeof(cmd), "cp -a %s/. %s.keep/", dir, dir);
+	assert_int_equal(system(cmd), 0);
+
+	unsigned compaction_failed = 0;
+	for (int persist = 0; persist < 2; persist++)
+		for (enum op o = 0; o < OP_N; o++)
+			for (unsigned at = 1; at <= 4; at++) {
+				wipe();
+				snprintf(cmd, sizeof(cmd), "cp -a %s.keep %s", dir, dir);
+				assert_int_equal(system(cmd), 0);
+				s = open_store();
+				assert_at(s, n - 1);
+				int err = o == OP_WRITE ? ENOSPC : EIO;
+				fault_arm(o, at, persist, err);
+				struct namelist d, a;
+				namelist_init(&d);
+				namelist_init(&a);
+				step_lists(n, &d, &a);
+				int rc = aggstore_apply(s, BASE + n - 1, BASE + n, &d, &a);
+				unsigned k = rc == 0 ? n : n - 1;
+				aggstore_stats(s, &st);
+				if (rc == 0 && st.errors > 0)
+					compaction_failed++;
+				assert_at(s, k);
+				/* while the fault lasts: refused, or stored for good */
+				step_lists(k + 1, &d, &a);
+				rc = aggstore_apply(s, BASE + k, BASE + k + 1, &d, &a);
+				if (rc == 0)
+					k++;
+				fault_reset();
+				s = assert_kept(s, k);
+				next_version(s, k);
+				s = assert_kept(s, k + 1);
+				aggstore_close(s);
+				namelist_free(&d);
+				namelist_free(&a);
+			}
+	assert_true(compaction_failed >= 8);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s.keep", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* One process per state-dir: a second lock is refused, naming the holder. */
+static void state_dir_is_locked_and_its_parent_synced(void **state)
+{
+	wipe();
+	char parent[256], err[512];
+	snprintf(parent, sizeof(parent), "%s", dir);
+	*strrchr(parent, '/') = 0;
+	struct stat pst;
+	assert_int_equal(stat(parent, &pst), 0);
+	fault_reset();
+	int fd = aggstore_lock_dir(dir, err, sizeof(err));
+	assert_true(fd >= 0);
+	bool parent_synced = false;
+	for (unsigned i = 0; i < F.nsynced; i++)
+		parent_synced |= F.synced[i] == pst.st_ino;
+	assert_true(parent_synced);
+	struct stat st;
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+
+	assert_int_equal(aggstore_lock_dir(dir, err, sizeof(err)), -EWOULDBLOCK);
+	char want[600];
+	snprintf(want, sizeof(want), "state-dir %s is in use by another process (pid %d)", dir, (int)getpid());
+	assert_string_equal(err, want);
+	close(fd);
+	fd = aggstore_lock_dir(dir, err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* The kill9 writer's steps: diffs (a compaction near 170), then a new history every 5th. */
+static bool history_step(unsigned i)
+{
+	return i > 180 && i % 5 == 0;
+}
+
+/* The serial the writer of the kill9 test stores at step i; its members are model(i). */
+static uint32_t history_serial(unsigned i)
+{
+	uint32_t x = BASE;
+	for (unsigned j = 1; j <= i; j++)
+		x = history_step(j) ? x - 1000 : x + 1;
+	return x;
+}
+
+/*
+ * A writer killed with SIGKILL at random moments while it stores diffs,
+ * compacts, and starts new histories (a version not newer): the store
+ * opens at the step it last reported or the one it was writing, never an
+ * older one.
+ */
+static void kill9_writer_histories(void **state)
+{
+	srandom(13);
+	unsigned histories = 0;
+	for (int round = 0; round < 20; round++) {
+		wipe();
+		struct aggstore *s = build(0);
+		aggstore_close(s);
+		int fds[2];
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[0]);
+			s = open_store();
+			struct namelist d, a;
+			struct nameset m;
+			namelist_init(&d);
+			namelist_init(&a);
+			nameset_init(&m);
+			for (unsigned v = 1;; v++) {
+				int rc;
+				if (history_step(v)) {
+					model(v, &m);
+					rc = aggstore_replace(s, history_serial(v), &m);
+				} else {
+					step_lists(v, &d, &a);
+					rc = aggstore_apply(s, history_serial(v - 1), history_serial(v), &d, &a);
+				}
+				if (rc != 0 || write(fds[1], &v, sizeof(v)) != sizeof(v))
+					_exit(1);
+			}
+		}
+		close(fds[1]);
+		unsigned want = 150 + (unsigned)random() % 120, got = 0, v;
+		while (got < want && read(fds[0], &v, sizeof(v)) == sizeof(v))
+			got = v;
+		usleep((useconds_t)(random() % 3000));
+		kill(pid, SIGKILL);
+		while (read(fds[0], &v, sizeof(v)) == sizeof(v))
+			got = v;
+		close(fds[0]);
+		int status;
+		waitpid(pid, &status, 0);
+		assert_true(WIFSIGNALED(status));
+		histories += got > 180;
+		s = open_store();
+		uint32_t serial;
+		assert_true(aggstore_version(s, &serial));
+		unsigned at = serial == history_serial(got) ? got : got + 1;
+		assert_int_equal(serial, history_serial(at));
+		const struct nameset *mem = aggstore_members(s);
+		assert_int_equal(mem->count, SIZE);
+		for (unsigned i = 10 * at; i < 10 * at + SIZE; i++) {
+			struct name nn = nm(i);
+			assert_true(nameset_contains(mem, nn.wire, nn.len));
+		}
+		aggstore_close(s);
+	}
+	assert_true(histories > 0);
+}
+
 int main(void)
 {
 	log_init("test_aggstore", getenv("TEST_LOG") ? LOG_LVL_DEBUG : LOG_LVL_ERR, false);
@@ -478,6 +841,11 @@ int main(void)
 		cmocka_unit_test(damaged_snapshot_is_moved_aside),
 		cmocka_unit_test(failed_write_leaves_store_usable),
 		cmocka_unit_test(kill9_writer),
+		cmocka_unit_test(new_history_all_or_nothing),
+		cmocka_unit_test(failed_write_or_sync_changes_nothing),
+		cmocka_unit_test(compaction_faults_lose_nothing),
+		cmocka_unit_test(state_dir_is_locked_and_its_parent_synced),
+		cmocka_unit_test(kill9_writer_histories),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
