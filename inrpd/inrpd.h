@@ -202,6 +202,8 @@ struct inrpd_counters {
 	uint64_t other_origin;          /* relayed from another origin than our route's: not cached */
 	uint64_t rerouted;              /* paused for a hop behind us, gone on by the name's new routes */
 	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
+	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
+	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \

@@ -98,6 +98,8 @@ static const struct {
 	{ "other_origin", "Answers relayed from another origin than the route's: not cached." },
 	{ "rerouted", "Queries paused for a next hop behind us that went on by the name's new routes." },
 	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
+	{ "tcp_evicted", "TCP connections closed, idle the longest, to make room for a new one." },
+	{ "tcp_full", "TCP connections refused: every open one had a query in flight." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
