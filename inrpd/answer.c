@@ -90,6 +90,7 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(refreshed);
 	ADD(tcp_evicted);
 	ADD(tcp_full);
+	ADD(in_flight);
 #undef ADD
 }
 

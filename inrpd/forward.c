@@ -399,6 +399,7 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 		e->idmap[p->id] = 0;
 	p->used = false;
 	e->free_slots[e->nfree++] = slot;
+	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
 }
 
 /*
@@ -690,6 +691,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 		return;
 	}
 	uint32_t slot = e->free_slots[--e->nfree];
+	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;

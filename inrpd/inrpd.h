@@ -204,12 +204,14 @@ struct inrpd_counters {
 	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
 	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
 	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
+	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
 	__atomic_store_n(&(c)->field, __atomic_load_n(&(c)->field, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
 #define CNT_ADD(c, field, n) \
 	__atomic_store_n(&(c)->field, __atomic_load_n(&(c)->field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define CNT_SET(c, field, v) __atomic_store_n(&(c)->field, (v), __ATOMIC_RELAXED)
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c);
 

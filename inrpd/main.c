@@ -79,7 +79,7 @@ static const struct {
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
 	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
-	F(tcp_evicted), F(tcp_full),
+	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F
 };
