@@ -677,15 +677,22 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 	}
 }
 
+bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out, size_t cap, size_t *len)
+{
+	if (e->nfree > 0)
+		return false;
+	CNT_INC(e->cnt, pending_full);
+	CNT_INC(e->cnt, servfail);
+	/* answer from the request itself: no slot to borrow */
+	*len = inrpd_answer_servfail(req, req->router_id, INRP_STATUS_UNREACHABLE, out, cap);
+	return true;
+}
+
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client)
 {
 	uint64_t router_id = req->router_id;
-	if (e->nfree == 0) {
-		CNT_INC(e->cnt, pending_full);
-		CNT_INC(e->cnt, servfail);
-		/* answer from the request itself: no slot to borrow */
-		size_t n = inrpd_answer_servfail(req, router_id, INRP_STATUS_UNREACHABLE,
-						 e->obuf, sizeof(e->obuf));
+	size_t n;
+	if (fwd_shed(e, req, e->obuf, sizeof(e->obuf), &n)) {
 		if (n)
 			e->deliver(e->ctx, client, e->obuf, n);
 		return;

@@ -349,6 +349,13 @@ void fwd_engine_free(struct fwd_engine *e);
 void fwd_engine_fds(const struct fwd_engine *e, int fds[2]);
 /* Takes over a request; the client gets its answer through deliver(). */
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client);
+/*
+ * With every max-pending slot taken: the request's SERVFAIL in out (len 0 if
+ * it did not fit), counted pending_full, and true.  fwd_start sheds the same
+ * way; asking first lets a UDP worker send it in its batch, so that shedding
+ * costs no more than a local answer.
+ */
+bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out, size_t cap, size_t *len);
 /* Reads answers from fd; call when it polls readable. */
 void fwd_on_readable(struct fwd_engine *e, int fd);
 /* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */
