@@ -73,7 +73,8 @@ class Probe(threading.Thread):
             n += 1
             q = dns.message.make_query(f"probe{n}.local.test", "A")
             try:
-                r = dns.query.udp(q, self.d.addr, port=self.d.port, timeout=0.5)
+                # a late answer to an earlier probe may come to a new socket on the same port
+                r = dns.query.udp(q, self.d.addr, port=self.d.port, timeout=0.5, ignore_unexpected=True)
                 ok = r.rcode() == dns.rcode.NOERROR and \
                     [rd.address for rs in r.answer for rd in rs] == ["127.0.0.10"]
                 self.results.append((time.monotonic(), ok))
@@ -129,7 +130,7 @@ def test_overload_sheds_the_dead_half_and_keeps_answering_the_rest(inrpd_factory
     mport = free_port("127.0.0.1")
     try:
         d = inrpd_factory(f'control "{ctl}";\nmetrics 127.0.0.1 port {mport};\n'
-                          f"max-pending {MAX_PENDING};\nquery-timeout 1s;\n"
+                          f"max-pending {MAX_PENDING};\nquery-timeout 1s;\ncache-size 1M;\n"
                           'route "local.test" { server 127.0.0.10; }\n'
                           f'route "far.test" {{ router 127.0.0.1 port {hole.port}; }}\n', workers=WORKERS)
         local_q, mixed_q = tmp_path / "local", tmp_path / "mixed"
@@ -178,13 +179,15 @@ def test_overload_sheds_the_dead_half_and_keeps_answering_the_rest(inrpd_factory
         assert value(m, "inrpd_queries_in_flight", transport="udp") == 0
         assert value(m, "inrpd_pending_full_total", transport="udp") == after["pending_full"]
 
-        # RSS: flat once the slots are in use, whatever the length of the attack
+        # RSS: flat once the slots and the packet cache (which keeps the SERVFAILs a while,
+        # RFC 9520) are full, whatever the length of the attack; ASan's quarantine holds
+        # what the cache evicts
         rss = [(t, r) for t, _, r in sampler.samples]
         first = max(r for t, r in rss if t < start + (end - start) / 3)
         last = max(r for t, r in rss if t >= start + 2 * (end - start) / 3)
-        slack = 64 * 1024 if SANITIZED else 8 * 1024
+        slack = 64 * 1024 if SANITIZED else 2 * 1024
         assert last <= first + slack, f"RSS grew from {first} KiB to {last} KiB during the attack"
-        assert rss_kib(d.proc.pid) <= rss_before + (256 if SANITIZED else 64) * 1024
+        assert rss_kib(d.proc.pid) <= rss_before + (256 if SANITIZED else 32) * 1024
 
         # and it answers as before
         assert dns.query.udp(dns.message.make_query("after.local.test", "A"), d.addr, port=d.port,
