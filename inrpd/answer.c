@@ -88,6 +88,9 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(other_origin);
 	ADD(rerouted);
 	ADD(refreshed);
+	ADD(tcp_evicted);
+	ADD(tcp_full);
+	ADD(in_flight);
 #undef ADD
 }
 

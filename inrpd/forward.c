@@ -399,6 +399,7 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 		e->idmap[p->id] = 0;
 	p->used = false;
 	e->free_slots[e->nfree++] = slot;
+	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
 }
 
 /*
@@ -676,20 +677,28 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 	}
 }
 
+bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out, size_t cap, size_t *len)
+{
+	if (e->nfree > 0)
+		return false;
+	CNT_INC(e->cnt, pending_full);
+	CNT_INC(e->cnt, servfail);
+	/* answer from the request itself: no slot to borrow */
+	*len = inrpd_answer_servfail(req, req->router_id, INRP_STATUS_UNREACHABLE, out, cap);
+	return true;
+}
+
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client)
 {
 	uint64_t router_id = req->router_id;
-	if (e->nfree == 0) {
-		CNT_INC(e->cnt, pending_full);
-		CNT_INC(e->cnt, servfail);
-		/* answer from the request itself: no slot to borrow */
-		size_t n = inrpd_answer_servfail(req, router_id, INRP_STATUS_UNREACHABLE,
-						 e->obuf, sizeof(e->obuf));
+	size_t n;
+	if (fwd_shed(e, req, e->obuf, sizeof(e->obuf), &n)) {
 		if (n)
 			e->deliver(e->ctx, client, e->obuf, n);
 		return;
 	}
 	uint32_t slot = e->free_slots[--e->nfree];
+	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;

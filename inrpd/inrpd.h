@@ -202,12 +202,16 @@ struct inrpd_counters {
 	uint64_t other_origin;          /* relayed from another origin than our route's: not cached */
 	uint64_t rerouted;              /* paused for a hop behind us, gone on by the name's new routes */
 	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
+	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
+	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
+	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
 	__atomic_store_n(&(c)->field, __atomic_load_n(&(c)->field, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
 #define CNT_ADD(c, field, n) \
 	__atomic_store_n(&(c)->field, __atomic_load_n(&(c)->field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define CNT_SET(c, field, v) __atomic_store_n(&(c)->field, (v), __ATOMIC_RELAXED)
 
 void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c);
 
@@ -345,6 +349,13 @@ void fwd_engine_free(struct fwd_engine *e);
 void fwd_engine_fds(const struct fwd_engine *e, int fds[2]);
 /* Takes over a request; the client gets its answer through deliver(). */
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client);
+/*
+ * With every max-pending slot taken: the request's SERVFAIL in out (len 0 if
+ * it did not fit), counted pending_full, and true.  fwd_start sheds the same
+ * way; asking first lets a UDP worker send it in its batch, so that shedding
+ * costs no more than a local answer.
+ */
+bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out, size_t cap, size_t *len);
 /* Reads answers from fd; call when it polls readable. */
 void fwd_on_readable(struct fwd_engine *e, int fd);
 /* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */

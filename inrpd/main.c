@@ -79,6 +79,7 @@ static const struct {
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
 	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
+	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F
 };
@@ -120,7 +121,7 @@ static void format_counters(const struct inrpd_counters *c, bool json, char *buf
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
 {
-	char ub[1024], tb[1024];
+	char ub[2048], tb[2048];
 	format_counters(u, false, ub, sizeof(ub));
 	format_counters(t, false, tb, sizeof(tb));
 	log_info("%s: udp: %s; tcp: %s", when, ub, tb);
@@ -239,7 +240,7 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	(void)args;
 	(void)nargs;
 	struct inrpd_counters u, t;
-	char ub[1024], tb[1024];
+	char ub[2048], tb[2048];
 	counters_now(&u, &t);
 	format_counters(&u, json, ub, sizeof(ub));
 	format_counters(&t, json, tb, sizeof(tb));

@@ -98,6 +98,8 @@ static const struct {
 	{ "other_origin", "Answers relayed from another origin than the route's: not cached." },
 	{ "rerouted", "Queries paused for a next hop behind us that went on by the name's new routes." },
 	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
+	{ "tcp_evicted", "TCP connections closed, idle the longest, to make room for a new one." },
+	{ "tcp_full", "TCP connections refused: every open one had a query in flight." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
@@ -105,6 +107,8 @@ static void write_counters(struct prom *p, const struct inrpd_counters *udp, con
 	for (unsigned i = 0; i < inrpd_counter_count(); i++) {
 		const char *c = inrpd_counter_name(i);
 		char name[96], help[128];
+		if (strcmp(c, "in_flight") == 0)        /* a gauge: write_in_flight */
+			continue;
 		snprintf(name, sizeof(name), "inrpd_%s_total", c);
 		snprintf(help, sizeof(help), "The '%s' counter of inrpc show counters.", c);
 		for (size_t k = 0; k < sizeof(counter_help) / sizeof(counter_help[0]); k++)
@@ -114,6 +118,14 @@ static void write_counters(struct prom *p, const struct inrpd_counters *udp, con
 		prom_u64(p, name, &(struct prom_label){ "transport", "udp" }, 1, inrpd_counter_value(udp, i));
 		prom_u64(p, name, &(struct prom_label){ "transport", "tcp" }, 1, inrpd_counter_value(tcp, i));
 	}
+}
+
+static void write_in_flight(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+{
+	const char *name = "inrpd_queries_in_flight";
+	prom_family(p, name, PROM_GAUGE, "Queries waiting for a next hop or an upstream now (at most max-pending per worker).");
+	prom_u64(p, name, &(struct prom_label){ "transport", "udp" }, 1, udp->in_flight);
+	prom_u64(p, name, &(struct prom_label){ "transport", "tcp" }, 1, tcp->in_flight);
 }
 
 static void write_latency(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
@@ -232,6 +244,7 @@ void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
 	udp_workers_counters(src->udp, &u);
 	tcp_server_counters(src->tcp, &t);
 	write_counters(p, &u, &t);
+	write_in_flight(p, &u, &t);
 	write_latency(p, &u, &t);
 
 	const struct inrpd_runtime *rt = inrpd_rt;      /* the main thread is the only writer */

@@ -6,10 +6,15 @@
  * as soon as a message is complete, and written in order).  A connection
  * is closed after tcp-idle-timeout without a complete query, on a
  * zero-length message, when the client closes its side (once our answers
- * are written), and at shutdown.  Connections over tcp-max-connections are
- * accepted and closed at once, so they do not linger in the backlog.  A
- * client that does not read its answers stops being read once
- * TCP_WRITE_QUEUE_MAX bytes are queued, until the queue drains.
+ * are written), and at shutdown.  Bytes that do not complete a query do
+ * not restart the idle clock, so a client trickling them is closed too.
+ * At tcp-max-connections, a new connection closes the one idle the
+ * longest (RFC 7766 6.2.3: slow or idle clients must not lock others
+ * out); one with a query in the forwarding engine is not idle.  When
+ * every connection has one, the newcomer is accepted and closed at once,
+ * so it does not linger in the backlog.  A client that does not read its
+ * answers stops being read once TCP_WRITE_QUEUE_MAX bytes are queued,
+ * until the queue drains.
  *
  * Queries that go to another router or an upstream resolver are handed to
  * the main thread's forwarding engine, whose sockets and deadline this
@@ -99,8 +104,10 @@ struct tcp_server {
 	uv_loop_t *loop;
 	unsigned nlisten;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct tcp_conn *conns;
-	unsigned nconns;
+	struct tcp_conn *conns;         /* most recently active first */
+	struct tcp_conn *conns_tail;    /* ... idle the longest */
+	unsigned nconns;                /* on the list, closing ones included */
+	unsigned nopen;                 /* not closing: what max_conns bounds */
 	unsigned max_conns;
 	uint64_t idle_ms;
 	unsigned open_listeners;
@@ -121,18 +128,45 @@ static void fwd_rearm(struct tcp_server *s);
 
 static void conn_close(struct tcp_conn *c);
 
-static void conn_handle_closed(uv_handle_t *h)
+static void conn_link(struct tcp_server *s, struct tcp_conn *c)
 {
-	struct tcp_conn *c = h->data;
-	if (--c->open_handles > 0)
-		return;
-	struct tcp_server *s = c->srv;
+	c->prev = NULL;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	else
+		s->conns_tail = c;
+	s->conns = c;
+}
+
+static void conn_unlink(struct tcp_server *s, struct tcp_conn *c)
+{
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		s->conns_tail = c->prev;
+}
+
+/* A query or an answer: the connection is the most recently active. */
+static void conn_touch(struct tcp_conn *c)
+{
+	if (c->srv->conns == c)
+		return;
+	conn_unlink(c->srv, c);
+	conn_link(c->srv, c);
+}
+
+static void conn_handle_closed(uv_handle_t *h)
+{
+	struct tcp_conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	struct tcp_server *s = c->srv;
+	conn_unlink(s, c);
 	s->nconns--;
 	free(c->rbuf);
 	free(c);
@@ -143,6 +177,7 @@ static void conn_close(struct tcp_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	c->srv->nopen--;
 	if (c->forwarded) {
 		fwd_cancel_conn(c->srv->fwd, c);
 		c->forwarded = 0;
@@ -293,6 +328,7 @@ static void conn_process(struct tcp_conn *c)
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
 		uv_timer_again(&c->timer);      /* idle counts from the last query */
+		conn_touch(c);
 	}
 	if (o.w) {
 		o.w->conn = c;
@@ -349,6 +385,7 @@ static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *m
 		return;
 	}
 	CNT_INC(&s->cnt, answered);
+	conn_touch(c);
 	if (c->eof && c->forwarded == 0)
 		conn_shutdown(c);
 	else if (!c->eof)
@@ -406,6 +443,20 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	conn_close(c);
 }
 
+/* Closes the connection idle the longest to make room; false if every one has a query in flight. */
+static bool conn_evict_idle(struct tcp_server *s)
+{
+	for (struct tcp_conn *c = s->conns_tail; c; c = c->prev) {
+		if (c->closing || c->forwarded)
+			continue;
+		log_debug("tcp: %u connections, closing the one idle the longest", s->nopen);
+		CNT_INC(&s->cnt, tcp_evicted);
+		conn_close(c);
+		return true;
+	}
+	return false;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct tcp_server *s = server->data;
@@ -422,18 +473,17 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_tcp_init(s->loop, &c->handle);
 	c->handle.data = c;
 	c->open_handles = 1;
-	if (uv_accept(server, (uv_stream_t *)&c->handle) < 0 || s->closing ||
-	    s->nconns >= s->max_conns || !(c->rbuf = malloc(TCP_RBUF_INIT))) {
-		if (s->nconns >= s->max_conns)
-			log_debug("tcp: %u connections, refusing another", s->nconns);
-		/* close alone: not yet on the list nor counted */
+	bool ok = uv_accept(server, (uv_stream_t *)&c->handle) == 0 && !s->closing;
+	if (ok && s->nopen >= s->max_conns && !conn_evict_idle(s)) {
+		log_debug("tcp: %u connections, each with a query in flight: refusing another", s->nopen);
+		CNT_INC(&s->cnt, tcp_full);
+		ok = false;
+	}
+	if (!ok || !(c->rbuf = malloc(TCP_RBUF_INIT))) {
+		/* close alone: on the list (for tcp_server_free's count) but not open */
 		c->closing = true;
 		s->nconns++;
-		c->prev = NULL;
-		c->next = s->conns;
-		if (s->conns)
-			s->conns->prev = c;
-		s->conns = c;
+		conn_link(s, c);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
@@ -441,11 +491,9 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
+	conn_link(s, c);
 	s->nconns++;
+	s->nopen++;
 	uv_tcp_nodelay(&c->handle, 1);
 	uv_timer_start(&c->timer, on_idle, s->idle_ms, s->idle_ms);
 	int rc = uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);

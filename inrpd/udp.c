@@ -240,6 +240,9 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
 					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
 					  &w->req, w->cache, w->rrl, &w->cnt);
+		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
+		if (len == INRPD_FORWARD)
+			fwd_shed(w->fwd, &w->req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
 		if (len == INRPD_FORWARD) {
 			struct fwd_client c;
 			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
