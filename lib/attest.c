@@ -40,6 +40,7 @@ const char *attest_reason_name(enum attest_reason r)
 	case ATTEST_UNKNOWN_KEY: return "unknown key";
 	case ATTEST_MALFORMED: return "malformed attestation";
 	case ATTEST_DIGEST_MISMATCH: return "member digest mismatch";
+	case ATTEST_UNAUTHORISED_MEMBER: return "unauthorised member";
 	case ATTEST_REASONS: break;
 	}
 	return "?";

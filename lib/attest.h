@@ -55,6 +55,7 @@ enum attest_reason {
 	ATTEST_UNKNOWN_KEY,             /* a router in the path has no key */
 	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
+	ATTEST_UNAUTHORISED_MEMBER,     /* an aggregate member its origin may not originate */
 	ATTEST_REASONS
 };
 

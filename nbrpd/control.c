@@ -326,6 +326,11 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	static struct rde_route_view views[1024];
 	const struct rib_entry *e = rde_find_aggregate(w->d->rde, &v->name);
 	unsigned nroutes = e ? rde_entry_routes(e, views, 1024) : 0;
+	struct name first;
+	char first_text[NAME_MAX_TEXT] = "";
+	uint32_t unauthorised = rde_aggregate_unauthorised(w->d->rde, &v->name, &first);
+	if (unauthorised)
+		name_to_text(&first, first_text, sizeof(first_text));
 	struct strbuf b = { 0 };
 	if (w->json) {
 		strbuf_addf(&b, "%s{\"name\": \"", w->n++ ? "," : "");
@@ -358,6 +363,14 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		} else {
 			strbuf_addf(&b, "null");
 		}
+		strbuf_addf(&b, ", \"unauthorised_members\": %u, \"unauthorised_first\": ", unauthorised);
+		if (unauthorised) {
+			strbuf_addf(&b, "\"");
+			strbuf_add_json(&b, first_text);
+			strbuf_addf(&b, "\"");
+		} else {
+			strbuf_addf(&b, "null");
+		}
 		strbuf_addf(&b, ", \"routes\": %u, \"error\": \"", nroutes);
 		strbuf_add_json(&b, v->error);
 		strbuf_addf(&b, "\"}");
@@ -387,6 +400,9 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 			       v->last.kind, v->last.versions, (unsigned long long)v->last.bytes, v->last.seconds,
 			       v->last.status == 0 ? "" : "; failed: ", v->last.status == 0 ? "" : v->last.why);
 	}
+	if (unauthorised)
+		ctl_reply_line(r, CTL_DATA, "  %u members its origin may not originate, %s the first: its signed "
+			       "routes are invalid (unauthorised member)", unauthorised, first_text);
 	if (v->error[0])
 		ctl_reply_line(r, CTL_DATA, "  error: %s", v->error);
 }

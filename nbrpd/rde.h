@@ -56,6 +56,8 @@ struct rde_ops {
 	 * it is newer than the one stored (rde_aggregate_stored). */
 	void (*aggregate_offered)(void *arg, const struct name *agg, uint32_t version,
 				  const struct ip_endpoint *source);
+	/* The members of the aggregate's version stored (NULL: none), for checks of its signed routes. */
+	const struct nameset *(*aggregate_members)(void *arg, const struct name *agg);
 	/* inrpd is behind (fibpush_behind): rde_busy says so until rde_input_resume. */
 	bool (*fib_behind)(void *arg);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
@@ -145,6 +147,13 @@ void rde_redecide_all(struct rde *r);
  * With signatures on, its member digest is taken here (once a version) for our origin
  * attestation and to check the routes that name this version. */
 void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members);
+/*
+ * The members of the aggregate's version stored that the origin of its
+ * signed routes may not originate, as last counted under the trust file in
+ * force (its routes are then invalid, unauthorised member), and the first
+ * of them; 0: none.
+ */
+uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

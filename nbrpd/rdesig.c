@@ -107,6 +107,7 @@ struct rdesig {
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
+	uint64_t trust_gen;             /* counts the trust files installed */
 	bool stopping;
 };
 
@@ -172,6 +173,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 		trust_free(&s->trust);
 	s->trust = t;
 	s->have_trust = true;
+	s->trust_gen++;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
@@ -323,16 +325,17 @@ static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u,
 	return pending;
 }
 
-static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
-			  const ProtobufCBinaryData *digest, struct attest_job *j);
+static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
+			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
+			  size_t n_att, struct attest_job *j);
 
 static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
 {
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *rt = u->routes[i];
 		if (rt->aggregate.len)
-			members_check(p->rde->sig, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
-				      &rt->aggregate_digest, &jobs[i]);
+			members_check(p->rde->sig, p, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
+				      &rt->aggregate_digest, rt->attestations, rt->n_attestations, &jobs[i]);
 	}
 	p->sig_jobs = jobs;
 	rde_peer_update(p, u);
@@ -1339,8 +1342,9 @@ static void on_rechecked(struct attest_batch *b)
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
 				if (entry_is_aggregate(e))
-					members_check(s, e->wire + 1, e->len - 1u, it->a->k.agg_version,
-						      &it->a->chain->digest, &run->b.jobs[i]);
+					members_check(s, p, e->wire + 1, e->len - 1u, it->a->k.agg_version,
+						      &it->a->chain->digest, it->a->chain->ptrs, it->a->chain->n,
+						      &run->b.jobs[i]);
 				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
 				break;
 			}
@@ -1380,8 +1384,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
 			if (route.aggregate.len)
-				members_check(s, route.aggregate.data, route.aggregate.len, route.aggregate_version,
-					      &route.aggregate_digest, &j);
+				members_check(s, p, route.aggregate.data, route.aggregate.len, route.aggregate_version,
+					      &route.aggregate_digest, route.attestations, route.n_attestations, &j);
 			rde_route_recheck(r, e, rt, &j);
 			continue;
 		}
@@ -1455,21 +1459,74 @@ static void recheck_start(struct rdesig *s)
 
 /* ---- aggregates: the members of a version against the digest its routes were signed with ---- */
 
-/* A valid route of aggregate agg naming this version, if that version is stored here (else it is
- * checked when it is: rdesig_aggregate_stored); a mismatch makes it invalid. */
-static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
-			  const ProtobufCBinaryData *digest, struct attest_job *j)
+static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT]);
+
+/*
+ * The members of g's version stored that key may not originate (no trust
+ * file line lets it: docs/NBRP.md, "An aggregate's members"), counted
+ * once per version, key and trust file, and logged then.
+ */
+static uint32_t members_unauthorised(struct rdesig *s, const struct rde_peer *p, struct rde_agg *g,
+				     const uint8_t key[SIGKEY_PUBLIC_LEN])
 {
-	const struct rde_agg *g;
+	if (g->auth_gen == s->trust_gen && g->auth_version == g->version &&
+	    memcmp(g->auth_key, key, SIGKEY_PUBLIC_LEN) == 0)
+		return g->unauthorised;
+	struct name agg = { .len = g->len };
+	memcpy(agg.wire, g->wire, g->len);
+	const struct nameset *m = s->rde->ops.aggregate_members ?
+				  s->rde->ops.aggregate_members(s->rde->ops.arg, &agg) : NULL;
+	if (!m || !s->have_trust)
+		return 0;       /* no members here: nothing they could route */
+	uint32_t bad = 0;
+	size_t pos = 0;
+	const uint8_t *wire;
+	uint8_t len;
+	while (nameset_next(m, &pos, &wire, &len))
+		if (trust_origin_check(&s->trust, wire, len, key) != TRUST_AUTHORISED && bad++ == 0) {
+			g->unauth_len = len;
+			memcpy(g->unauth_wire, wire, len);
+		}
+	g->auth_gen = s->trust_gen;
+	g->auth_version = g->version;
+	memcpy(g->auth_key, key, SIGKEY_PUBLIC_LEN);
+	g->unauthorised = bad;
+	if (bad) {
+		char name[NAME_MAX_TEXT], first[NAME_MAX_TEXT];
+		struct name f = { .len = g->unauth_len };
+		memcpy(f.wire, g->unauth_wire, f.len);
+		name_to_text(&f, first, sizeof(first));
+		log_warn("aggregate %s: version %u from peer %s: %u members its origin may not originate, "
+			 "%s the first (unauthorised member)", agg_text(g, name), g->version, p->name, bad, first);
+	}
+	return bad;
+}
+
+/*
+ * A valid route of aggregate agg naming this version, if that version is
+ * stored here (else it is checked when it is: rdesig_aggregate_stored): a
+ * mismatch of its digest, or a member its origin (att[n_att - 1], checked
+ * valid) may not originate, makes it invalid.
+ */
+static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
+			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
+			  size_t n_att, struct attest_job *j)
+{
+	struct rde_agg *g;
 	if (j->state != ATTEST_VALID || !(g = rde_agg_find(s->rde, agg, len)) || !g->held || !g->has_digest ||
 	    g->version != version)
 		return;
-	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0)
-		return;
+	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
+	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0) {
+		if (!n_att || att[n_att - 1]->signer.len != SIGKEY_PUBLIC_LEN ||
+		    !members_unauthorised(s, p, g, att[n_att - 1]->signer.data))
+			return;
+		why = ATTEST_UNAUTHORISED_MEMBER;
+	}
 	j->state = ATTEST_INVALID;
-	j->reason = ATTEST_DIGEST_MISMATCH;
+	j->reason = why;
 	j->where = -1;
-	s->v.by_reason[ATTEST_DIGEST_MISMATCH]++;
+	s->v.by_reason[why]++;
 }
 
 static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
@@ -1498,11 +1555,24 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1 || route_stale(rt))
 			continue;
 		struct attest_job j = { .state = ATTEST_VALID, .reason = ATTEST_OK, .where = -1 };
-		members_check(s, g->wire, g->len, a->k.agg_version, &a->chain->digest, &j);
+		members_check(s, p, g->wire, g->len, a->k.agg_version, &a->chain->digest, a->chain->ptrs,
+			      a->chain->n, &j);
 		if (j.state == ATTEST_VALID)
 			continue;
-		log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
-			 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
+		if (j.reason == ATTEST_DIGEST_MISMATCH)
+			log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
+				 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
 		rde_route_recheck(r, e, rt, &j);
 	}
+}
+
+uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first)
+{
+	const struct rdesig *s = r->sig;
+	const struct rde_agg *g = rde_agg_find(r, agg->wire, agg->len);
+	if (!s || !g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
+		return 0;
+	first->len = g->unauth_len;
+	memcpy(first->wire, g->unauth_wire, g->unauth_len);
+	return g->unauthorised;
 }
