@@ -126,6 +126,7 @@ struct rde_peer_stats {
 	uint64_t withdrawn_in;
 	uint64_t bad_routes;            /* treated as withdrawn */
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
+	uint64_t owd_refused;           /* routes of peers with signatures on its origin withdrawals left */
 	bool dumping;                   /* its table is still being sent */
 	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
 	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */

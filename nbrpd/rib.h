@@ -69,6 +69,8 @@ struct rde_peer {
 	uint64_t names;
 	uint64_t updates_out, withdrawn_in, bad_routes;
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
+	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
+	uint64_t owd_log_ms;            /* the last line logged about them */
 	struct rde_peer *hnext;         /* by name (rde.c) */
 	/* signatures (rdesig.c) */
 	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */

@@ -89,7 +89,7 @@ def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
 
 
 def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
-                 aggregate=None, version=0, source="", digest=None, others=()):
+                 aggregate=None, version=0, source="", digest=None, others=(), origin_seq=0):
     """A Route for `name` with path (the sender first), every hop signed by
     keys[router] for the next one, the last for `receiver` (a Key), and the
     origin attestation by `origin` (a Key).  `name` a list: a signed name
@@ -114,14 +114,15 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
         sig = signer.sign(msg)
         atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
         prev = link(msg, sig)
-    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others), atts
+    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others,
+                      origin_seq), atts
 
 
 def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None,
-               others=()):
+               others=(), origin_seq=0):
     names = list(name) if isinstance(name, (list, tuple)) else [name]
     body = nc.route(names, next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
-                    source=source)
+                    source=source, origin_seq=origin_seq)
     body += b"".join(_len_field(9, a) for a in atts)
     if digest is not None:
         body += _len_field(10, digest)

@@ -472,3 +472,29 @@ def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
     # the old set's hop signature is not kept once no route is signed in the set
     wait_for(lambda: n.json("show", "status")["hop_signatures_kept"] == 2, 10, "the old set's hop dropped")
     z.close()
+
+
+def test_an_unsigned_origin_withdrawal_leaves_signed_routes(signed):
+    """Peer u (signatures off) sends an origin withdrawal of y's stamp 10 for a name x (signatures
+    require) has a valid route for, ending at y with stamp 5: u's own route of it goes, x's stays,
+    counted for u, logged and in `show peers`."""
+    u_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "u" {{ address {u_addr} port 1; passive; }}\n')
+    x = establish(n)
+    u = nc.Peer(n.addr, n.port, u_addr)
+    u.send(nc.open_msg("u"))
+    assert u.recv_until(nc.OPEN) is not None and u.recv_until(nc.KEEPALIVE) is not None
+    u.send(nc.keepalive())
+    name = f"a.{GOOD}"
+    x.send(nc.update(routes=[sroute(n, name, origin_seq=5)[0]]))
+    u.send(nc.update(routes=[nc.route([name], u_addr, 5353, ["u", "y"], origin_seq=5)]))
+    wait_for(lambda: len(n.route(name) or []) == 2, 10, "both routes")
+    u.send(nc.update(origin_withdrawals=[(name, "y", 10)]))
+    wait_for(lambda: n.peers()["u"]["origin_withdrawals_refused"] == 1, 10, "the withdrawal counted")
+    routes = n.route(name)
+    assert [r["from"] for r in routes] == ["x"] and routes[0]["signatures"] == "valid", routes
+    assert "peer u: origin withdrawal of a.good.example. by y (stamp 10) not applied to 1 routes" in n.log()
+    assert "unsigned origin withdrawals left 1 signed routes" in n.nbrc("show", "peers").stdout
+    assert n.peers()["x"]["state"] == "Established" and n.peers()["u"]["state"] == "Established"
+    x.close()
+    u.close()
