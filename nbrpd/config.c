@@ -7,6 +7,7 @@
  *     hold-time 90s;  connect-retry 1s;
  *     restart-time 120s;                   peers keep our routes this long if we vanish
  *                                          (default 0: they drop them at once)
+ *     max-peer-restart-time 300s;          we keep a vanished peer's routes at most this long
  *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
  *                                          while peers send their tables
  *     fib-send-hold-time 60s;              an inrpd that reads nothing this long is let go
@@ -83,13 +84,14 @@
 #define DEFAULT_FIB_SYNC_WAIT   20000
 #define DEFAULT_FIB_SEND_HOLD   60000
 #define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
+#define DEFAULT_MAX_PEER_RESTART_S 300  /* a peer's ask is capped: its stale routes are its word */
 #define DEFAULT_TRUST_POLL      10000
 #define DEFAULT_SIG_CACHE       (1u << 20)
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait, seen_send_hold, seen_restart, seen_load_interval, seen_bird;
+	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer;
 	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
@@ -181,6 +183,17 @@ static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size
 	    conf_arg_duration_ms(s, 1, 0, 3600000, &ms, err, err_len) < 0)
 		return -1;
 	x->cfg->restart_time_s = (uint32_t)(ms / 1000);
+	return 0;
+}
+
+static int kw_max_peer_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once(&x->seen_max_restart, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 0, 3600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->max_peer_restart_s = (uint32_t)(ms / 1000);
 	return 0;
 }
 
@@ -727,6 +740,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
 	{ "fib-send-hold-time", 2, 2, CONF_NO_BLOCK, kw_send_hold },
 	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
+	{ "max-peer-restart-time", 2, 2, CONF_NO_BLOCK, kw_max_peer_restart_time },
 	{ "load-interval", 2, 2, CONF_NO_BLOCK, kw_load_interval },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
 	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
@@ -796,6 +810,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->fib_sync_wait_ms = DEFAULT_FIB_SYNC_WAIT;
 	cfg->fib_send_hold_ms = DEFAULT_FIB_SEND_HOLD;
 	cfg->restart_time_s = DEFAULT_RESTART_TIME_S;
+	cfg->max_peer_restart_s = DEFAULT_MAX_PEER_RESTART_S;
 	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;
 	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;

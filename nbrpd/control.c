@@ -135,14 +135,17 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
 				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
 				       "\"notifications_out\": %llu, \"flaps\": %llu, \"dumping\": %s, \"queued\": %zu, "
-				       "\"origin_withdrawals_refused\": %llu, "
+				       "\"origin_withdrawals_refused\": %llu, \"restart_time_s\": %u, "
+				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
 				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
 				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
-				       (unsigned long long)rs.owd_refused, strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
+				       (unsigned long long)rs.owd_refused, p->restart_time_s, p->restart_time_asked_s,
+				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
+				       strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
 				       i + 1 < n ? "," : "");
 		} else {
 			if (rs.owd_refused)

@@ -46,6 +46,7 @@ static uint64_t v_withdrawn_in(const struct peer_view *v) { return v->rs.withdra
 static uint64_t v_withdrawn_out(const struct peer_view *v) { return v->rs.withdrawn_out; }
 static uint64_t v_bad_routes(const struct peer_view *v) { return v->rs.bad_routes; }
 static uint64_t v_owd_refused(const struct peer_view *v) { return v->rs.owd_refused; }
+static uint64_t v_restart_capped(const struct peer_view *v) { return v->p->restart_capped; }
 static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
 static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
@@ -67,6 +68,9 @@ static const struct {
 	{ "nbrpd_peer_bad_routes_total", "Malformed routes from the peer (treated as withdrawn).", PROM_COUNTER,
 	  v_bad_routes },
 	{ "nbrpd_peer_flaps_total", "Times the session left Established.", PROM_COUNTER, v_flaps },
+	{ "nbrpd_peer_restart_time_capped_total",
+	  "OPENs of the peer asking a graceful restart time over max-peer-restart-time.", PROM_COUNTER,
+	  v_restart_capped },
 	{ "nbrpd_peer_origin_withdrawals_refused_total",
 	  "Routes of peers with signatures on that the peer's unsigned origin withdrawals did not remove.",
 	  PROM_COUNTER, v_owd_refused },

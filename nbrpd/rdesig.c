@@ -1370,7 +1370,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
 		struct rde_peer *p = a->k.peer;
-		if (!a->chain || !p || p->sig == SIG_OFF || route_stale(rt))
+		/* stale ones too: a restarting peer's routes are no more valid than its others */
+		if (!a->chain || !p || p->sig == SIG_OFF)
 			continue;
 		if (a->chain->expiry >= x->now && a->chain->expiry < s->next_expiry)
 			s->next_expiry = a->chain->expiry;
@@ -1552,7 +1553,7 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
 		struct rde_peer *p = a->k.peer;
-		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1 || route_stale(rt))
+		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1)
 			continue;
 		struct attest_job j = { .state = ATTEST_VALID, .reason = ATTEST_OK, .where = -1 };
 		members_check(s, p, g->wire, g->len, a->k.agg_version, &a->chain->digest, a->chain->ptrs,

@@ -12,7 +12,7 @@ from conftest import NBRPD, free_port, wait_for
 import nbrp_client as nc
 from prom import scrape, value
 import sigtest as st
-from test_nbrpd import SERVER_FAR, answer, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
+from test_nbrpd import SERVER_FAR, answer, connect, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
 
 GOOD = "good.example"
 
@@ -498,3 +498,35 @@ def test_an_unsigned_origin_withdrawal_leaves_signed_routes(signed):
     assert n.peers()["x"]["state"] == "Established" and n.peers()["u"]["state"] == "Established"
     x.close()
     u.close()
+
+
+def test_a_huge_restart_time_is_capped_and_stale_routes_are_checked_again(signed):
+    """x asks 2^32-1 s of graceful restart and is granted max-peer-restart-time (15 s); it vanishes
+    without a NOTIFICATION: its routes stay, stale, and a trust file revoking one's origin withdraws
+    that one at once (a stale route is checked again like any other); the rest go at the cap."""
+    n = signed("require", extra="max-peer-restart-time 15s;\n")
+    fed = n.fed
+    other = st.Key()
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    p = connect(n)
+    p.send(nc.open_msg("x", restart_time=2**32 - 1))
+    assert p.recv_until(nc.OPEN) is not None and p.recv_until(nc.KEEPALIVE) is not None
+    p.send(nc.keepalive())
+    assert p.recv_until(nc.END_OF_RIB) is not None
+    peer = n.peers()["x"]
+    assert peer["restart_time_asked_s"] == 2**32 - 1 and peer["restart_time_s"] == 15, peer
+    assert peer["restart_time_capped"] == 1
+    assert "peer x: asks 4294967295 s of graceful restart; 15 s granted (max-peer-restart-time)" in n.log()
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") and n.route(f"a.{GOOD}"), 10, "the routes")
+    p.close()                       # no NOTIFICATION: x may be restarting
+    wait_for(lambda: n.peers()["x"]["restarting"], 10, "x restarting")
+    assert n.route("c.other.example")[0]["stale"] and n.route(f"a.{GOOD}")[0]["stale"]
+    # good.example's origin revoked: its stale route is checked again and withdrawn (require)
+    fed.write_trust(origins=[("other.example", other)])
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "the stale route checked again")
+    assert n.route(f"a.{GOOD}") is None
+    # the others go at the cap, not after 2^32-1 s
+    wait_for(lambda: n.route("c.other.example") is None, 40, "the stale routes dropped at the cap")
+    assert "peer x: restart time over, dropping its stale routes" in n.log()
