@@ -38,6 +38,7 @@
  *     trust-poll 10s;                      how often its modification time is looked at
  *     signature-workers 2;                 threads for Ed25519
  *     signature-cache 1048576;             verified links kept
+ *     signature-min-lifetime 5m;           a chain received must be valid this much longer
  *     bird {                               IP reachability and metrics from BIRD
  *         socket "/run/bird/bird.ctl";
  *         poll-interval 1s;
@@ -87,13 +88,14 @@
 #define DEFAULT_MAX_PEER_RESTART_S 300  /* a peer's ask is capped: its stale routes are its word */
 #define DEFAULT_TRUST_POLL      10000
 #define DEFAULT_SIG_CACHE       (1u << 20)
+#define DEFAULT_SIG_MIN_LIFE    300000  /* ms; chains are re-signed with 6 hours left */
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
 	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer;
-	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
+	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache, seen_min_life;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -651,6 +653,16 @@ static int kw_sig_cache(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return conf_once_uint(s, &x->seen_sig_cache, 8, 1u << 28, &x->cfg->signature_cache, err, err_len);
 }
 
+static int kw_sig_min_lifetime(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once_duration_ms(s, &x->seen_min_life, 0, 21600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->signature_min_lifetime_s = ms / 1000;
+	return 0;
+}
+
 /* A peer with signatures on needs our key, the anchor and the trust file. */
 static int check_signatures(struct nbrpd_config *cfg, const char *path, char *err, size_t err_len)
 {
@@ -761,6 +773,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "trust-anchor", 2, 2, CONF_NO_BLOCK, kw_trust_anchor },
 	{ "trust-file", 2, 2, CONF_NO_BLOCK, kw_trust_file },
 	{ "trust-poll", 2, 2, CONF_NO_BLOCK, kw_trust_poll },
+	{ "signature-min-lifetime", 2, 2, CONF_NO_BLOCK, kw_sig_min_lifetime },
 	{ "signature-workers", 2, 2, CONF_NO_BLOCK, kw_sig_workers },
 	{ "signature-cache", 2, 2, CONF_NO_BLOCK, kw_sig_cache },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
@@ -825,6 +838,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->trust_poll_ms = DEFAULT_TRUST_POLL;
 	cfg->signature_workers = SIGPOOL_DEFAULT_WORKERS;
 	cfg->signature_cache = DEFAULT_SIG_CACHE;
+	cfg->signature_min_lifetime_s = DEFAULT_SIG_MIN_LIFE / 1000;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {

@@ -120,6 +120,7 @@ struct nbrpd_config {
 	bool has_trust_anchor;
 	char *trust_file;               /* polled; reload and SIGHUP read it too */
 	uint64_t trust_poll_ms;
+	uint64_t signature_min_lifetime_s;      /* a chain received must be valid this much longer */
 	unsigned signature_workers;
 	uint64_t signature_cache;       /* verified links kept */
 	bool signatures;                /* some peer's signatures are not off */

@@ -46,7 +46,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
-			       "\"signature_cache_misses\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
+			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
 			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
@@ -57,6 +57,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
 			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
+			       (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
 			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
 			       (unsigned long long)sg.chain_bytes);
@@ -77,10 +78,12 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
 	if (sg.on)
 		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
-			       "%llu misses; signed %llu hops, %llu origins; %llu hop signatures kept; "
-			       "%llu routes checked again; chains kept %llu bytes", sg.trust ? "in force" : "NONE",
+			       "%llu misses; %llu refused by a link that failed before; signed %llu hops, %llu origins; "
+			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes",
+			       sg.trust ? "in force" : "NONE",
 			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
-			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.signed_hops,
+			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.bad_cached,
+			       (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
 			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
 }

@@ -82,6 +82,7 @@ struct rde_sig_stats {
 	bool trust;                     /* a trust file is in force */
 	uint64_t verified;              /* signatures verified */
 	uint64_t cache_hits, cache_misses;      /* verified links looked up */
+	uint64_t bad_cached;            /* chains refused by a link that failed before: no crypto */
 	uint64_t signed_hops, signed_origins;   /* signatures made */
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */

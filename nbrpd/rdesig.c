@@ -206,6 +206,7 @@ void rde_sig_reload(struct rde *r)
 	struct rdesig *s = r->sig;
 	if (!s)
 		return;
+	s->v.min_lifetime = r->cfg->signature_min_lifetime_s;
 	read_trust(s, true);
 	own_build(s);           /* the configuration's content names */
 	uv_timer_set_repeat(&s->poll, r->cfg->trust_poll_ms);
@@ -230,6 +231,7 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->rde = r;
 	s->key = *key;
 	s->next_expiry = UINT64_MAX;
+	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	attest_verifier_set_trust(&s->v, NULL);
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
@@ -261,6 +263,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->verified = s->v.verified;
 	out->cache_hits = s->v.cache.hits;
 	out->cache_misses = s->v.cache.misses;
+	out->bad_cached = s->v.bad_hits;
 	out->signed_hops = s->signed_hops;
 	out->signed_origins = s->signed_origins;
 	out->hops_kept = s->hops.n;
@@ -320,8 +323,8 @@ static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u,
 	uint64_t now = unix_now();
 	bool pending = false;
 	for (size_t i = 0; i < u->n_routes; i++)
-		pending |= attest_prepare(&s->v, u->routes[i], p->server_mode ? NULL : p->name, now,
-					  &jobs[i]) == ATTEST_PENDING;
+		pending |= attest_prepare_flags(&s->v, u->routes[i], p->name, p->server_mode ? ATTEST_SERVER : 0,
+						now, &jobs[i]) == ATTEST_PENDING;
 	return pending;
 }
 
@@ -1380,8 +1383,9 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		char *path[NBRP_MAX_PATH];
 		route_of(e, a, &route, &name, path);
 		struct attest_job j;
-		enum attest_state st = attest_prepare_stored(&s->v, &route, p->server_mode ? NULL : p->name,
-							     a->chain->set != NULL, x->now, &j);
+		unsigned flags = ATTEST_STORED | (a->chain->set ? ATTEST_STORED_SET : 0) |
+				 (p->server_mode ? ATTEST_SERVER : 0);
+		enum attest_state st = attest_prepare_flags(&s->v, &route, p->name, flags, x->now, &j);
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
 			if (route.aggregate.len)

@@ -445,6 +445,83 @@ static void server_mode_origin_for_its_router(void **state)
 	check(f, NULL, ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
 }
 
+/* A content server's route must be its own: the origin is the trust file's key for its name. */
+static void server_mode_checked_against_its_key(void **state)
+{
+	struct fixture *f = *state;
+	const unsigned srv = ATTEST_SERVER;
+	/* cr1's key originates example.com nowhere: rx's key and evil.net are its own */
+	build(&f->b, "www.evil.net", K_X, NULL, 0, K_R4, EXP, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_PENDING);
+	attest_job_drop(&f->job);
+	/* the origin's chain (captured, made for us) replayed through server rx: refused, no crypto */
+	build(&f->b, "www.example.com", K_ORIGIN, NULL, 0, K_R4, EXP, NULL, 0);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
+	/* a server the trust file has no key for */
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "nobody", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_UNKNOWN_KEY);
+	/* a path from a server */
+	build(&f->b, "www.evil.net", K_X, chain3, 3, K_R4, EXP, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
+	assert_int_equal(f->v.verified, verified);
+}
+
+/* The origin's for_key is signed by nobody: anything in it is refused, not kept and passed on. */
+static void origin_for_key_must_be_empty(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	static uint8_t junk[1 << 20];
+	f->b.pb[3].for_key.data = junk;
+	f->b.pb[3].for_key.len = sizeof(junk);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, 3);
+	f->b.pb[3].for_key.len = 1;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, 3);
+	assert_int_equal(f->v.verified, 0);
+	f->b.pb[3].for_key.len = 0;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
+/* A chain received with less than min_lifetime left is refused; a stored one is valid to its end. */
+static void chain_about_to_expire_is_refused_at_import(void **state)
+{
+	struct fixture *f = *state;
+	f->v.min_lifetime = 300;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 299, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, -1);
+	assert_int_equal(f->v.verified, 0);
+	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", false, NOW, &f->job), ATTEST_PENDING);
+	attest_job_drop(&f->job);
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 300, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
+/* A forgery sent again costs no verification: its failed link is remembered, until a new trust file. */
+static void failed_links_are_remembered(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.w[1].sig[5] ^= 1;          /* cr2's hop */
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(verified, 3);  /* the origin, cr1, cr2 */
+	for (int i = 0; i < 100; i++)
+		check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	assert_int_equal(f->v.verified, verified);
+	assert_int_equal(f->v.bad_hits, 100);
+	/* the good chain is not held back by it */
+	f->b.w[1].sig[5] ^= 1;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	/* a new trust file: the verdict is taken again */
+	f->b.w[1].sig[5] ^= 1;
+	attest_verifier_set_trust(&f->v, &f->trust);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	assert_int_equal(f->v.verified, verified + 2 + 1);
+}
+
 static void states_without_trust_or_cover(void **state)
 {
 	struct fixture *f = *state;
@@ -979,6 +1056,10 @@ int main(void)
 		cmocka_unit_test(trust_file_errors),
 		cmocka_unit_test_setup_teardown(chain_verifies_once_then_from_the_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(server_mode_origin_for_its_router, setup, teardown),
+		cmocka_unit_test_setup_teardown(server_mode_checked_against_its_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(origin_for_key_must_be_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(chain_about_to_expire_is_refused_at_import, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_links_are_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_origin_not_authorised, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_changed_byte, setup, teardown),
