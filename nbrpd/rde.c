@@ -170,7 +170,7 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 {
 	const struct rib_attrs *a = rt->a;
 	c->local_pref = a->k.local_pref;
-	c->distance = (uint64_t)a->k.npath * r->cfg->load_ms_per_hop + a->k.load_ms;
+	decide_distance(c, a->k.npath, a->k.load_ms, r->cfg->load_ms_per_hop, a->k.sig_state == ATTEST_VALID + 1);
 	c->igp_metric = a->nh ? a->nh->igp_metric : 0;
 	c->as_path_len = a->nh ? a->nh->as_path_len : 0;
 	c->seq = rt->seq;

@@ -611,3 +611,27 @@ def test_a_flood_of_forgeries_and_a_huge_for_key_leave_a_good_peer_flowing(signe
     assert n.route(f"loaded9-99.{GOOD}")[0]["signatures"] == "valid"
     x.close()
     z.close()
+
+
+def test_a_zero_load_does_not_make_a_longer_signed_path_win(signed):
+    """x announces a.good.example over 2 routers with load 200 ms, z over 3 with load 0: by
+    path length * 50 + load z would win (150 < 300); signed, the path length ranks first."""
+    z_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    x = establish(n)
+    z = nc.Peer(n.addr, n.port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    name = f"a.{GOOD}"
+    z.send(nc.update(routes=[sroute(n, name, path=("z", "x", "y"), load_ms=0)[0]]))
+    x.send(nc.update(routes=[sroute(n, name, load_ms=200)[0]]))
+    wait_for(lambda: len(n.route(name) or []) == 2, 10, "both routes")
+    routes = n.route(name)
+    assert all(r["signatures"] == "valid" for r in routes), routes
+    assert [(r["from"], r["rank"]) for r in routes if r["rank"]] == [("x", 1), ("z", 2)], routes
+    # two signed paths of one length: the load breaks the tie
+    z.send(nc.update(routes=[sroute(n, name, path=("z", "y"), load_ms=100)[0]]))
+    wait_for(lambda: [r["from"] for r in n.route(name) if r["rank"] == 1] == ["z"], 10, "z's lower load first")
+    x.close()
+    z.close()
