@@ -38,6 +38,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	rde_stats(d->rde, &st);
 	struct rde_sig_stats sg;
 	rde_sig_stats(d->rde, &sg);
+	static const uint64_t none[TRUST_REFUSALS];
+	const uint64_t *refused = sg.trust_refused ? sg.trust_refused : none;
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
@@ -47,7 +49,9 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
 			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
-			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu}",
+			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
+			       "\"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
+			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
@@ -60,7 +64,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
 			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
-			       (unsigned long long)sg.chain_bytes);
+			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.trust_serial,
+			       (unsigned long long)sg.trust_valid_until, sg.trust_expiring ? "true" : "false",
+			       rde_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
+			       rde_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
+			       rde_trust_refusal_name(TRUST_REFUSED_NOT_YET),
+			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
+			       rde_trust_refusal_name(TRUST_REFUSED_EXPIRED),
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -86,6 +97,20 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
 			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
+	if (sg.on) {
+		char until[32] = "";
+		time_t t = (time_t)sg.trust_valid_until;
+		struct tm tm;
+		if (sg.trust && gmtime_r(&t, &tm))
+			strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply_line(r, CTL_DATA, "trust file: serial %llu, valid until %s%s; refused: %llu bad, "
+			       "%llu not newer, %llu not yet valid, %llu expired", (unsigned long long)sg.trust_serial,
+			       sg.trust ? until : "-", sg.trust_expiring ? " (EXPIRING)" : "",
+			       (unsigned long long)refused[TRUST_REFUSED_BAD],
+			       (unsigned long long)refused[TRUST_REFUSED_OLDER],
+			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+	}
 }
 
 static const char *const sig_policy_names[] = { "off", "prefer", "require" };

@@ -184,6 +184,23 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 	prom_one(p, "nbrpd_nexthops", PROM_GAUGE, "Addresses whose IP reachability is followed.",
 		 nexthop_count(d->nexthops));
 
+	struct rde_sig_stats sg;
+	rde_sig_stats(d->rde, &sg);
+	if (sg.on) {
+		prom_one(p, "nbrpd_trust_file_serial", PROM_GAUGE, "The serial of the trust file in force (0: none).",
+			 (double)sg.trust_serial);
+		prom_one(p, "nbrpd_trust_file_valid_until_seconds", PROM_GAUGE,
+			 "Unix time the trust file in force ends (0: none).", (double)sg.trust_valid_until);
+		prom_one(p, "nbrpd_trust_file_expiring", PROM_GAUGE,
+			 "1 when the trust file in force ends within 7 days, or has ended.", sg.trust_expiring);
+		prom_family(p, "nbrpd_trust_files_refused_total", PROM_COUNTER,
+			    "Trust files read and not installed, by reason (the one in force stays).");
+		for (int k = 0; k < TRUST_REFUSALS; k++)
+			prom_u64(p, "nbrpd_trust_files_refused_total",
+				 &(struct prom_label){ "reason", rde_trust_refusal_name((enum rde_trust_refusal)k) }, 1,
+				 sg.trust_refused[k]);
+	}
+
 	/* aggregates: totals, not a series per aggregate (there may be thousands) */
 	struct aggregates_stats as = { 0 };
 	if (d->aggs)

@@ -87,7 +87,21 @@ struct rde_sig_stats {
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
 	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
+	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
+	bool trust_expiring;            /* it expires within TRUST_WARN_S (or has) */
+	const uint64_t *trust_refused;  /* trust files read and not installed, by enum rde_trust_refusal */
 };
+
+/* Why a trust file read was not installed (the one in force stays). */
+enum rde_trust_refusal {
+	TRUST_REFUSED_BAD,              /* does not read, parse or verify */
+	TRUST_REFUSED_OLDER,            /* serial not larger than the one in force's (and another file) */
+	TRUST_REFUSED_NOT_YET,          /* valid-from is still to come */
+	TRUST_REFUSED_EXPIRED,          /* valid-until has passed */
+	TRUST_REFUSALS
+};
+const char *rde_trust_refusal_name(enum rde_trust_refusal r);
+#define TRUST_WARN_S    (7 * 86400)     /* a trust file this close to its end is warned about */
 void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
 /* Reload: the trust file read again (it is also polled); new routes are checked against it. */
 void rde_sig_reload(struct rde *r);

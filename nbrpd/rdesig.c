@@ -108,6 +108,10 @@ struct rdesig {
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
 	uint64_t trust_gen;             /* counts the trust files installed */
+	uint64_t trust_refused[TRUST_REFUSALS];
+	bool trust_warned;              /* of the one in force: its end is near */
+	bool trust_expired;             /* ... has passed: routes checked again then */
+	uint64_t trust_not_yet;         /* a file refused as not valid yet: read again from then (0: none) */
 	bool stopping;
 };
 
@@ -154,7 +158,39 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* Reads the trust file; a good one replaces the one in force, a bad one is logged and changes nothing. */
+const char *rde_trust_refusal_name(enum rde_trust_refusal r)
+{
+	static const char *const names[TRUST_REFUSALS] = { "bad", "not newer", "not yet valid", "expired" };
+	return r < TRUST_REFUSALS ? names[r] : "?";
+}
+
+static void utc_text(uint64_t t, char buf[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	buf[0] = 0;
+	if (gmtime_r(&tt, &tm))
+		strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/*
+ * Whether t may replace the trust file in force: it must be valid now and
+ * newer (a larger serial), so that an old file, with keys revoked since,
+ * never comes back, and an expired or future one never makes every route
+ * unverified.  Returns TRUST_REFUSALS to install it.
+ */
+static enum rde_trust_refusal trust_acceptable(const struct rdesig *s, const struct trust *t, uint64_t now)
+{
+	if (now < t->valid_from)
+		return TRUST_REFUSED_NOT_YET;
+	if (now > t->valid_until)
+		return TRUST_REFUSED_EXPIRED;
+	if (s->have_trust && t->serial <= s->trust.serial)
+		return TRUST_REFUSED_OLDER;
+	return TRUST_REFUSALS;
+}
+
+/* Reads the trust file; a good one replaces the one in force, any other is logged, counted and changes nothing. */
 static void read_trust(struct rdesig *s, bool verbose)
 {
 	const struct nbrpd_config *cfg = s->rde->cfg;
@@ -164,9 +200,37 @@ static void read_trust(struct rdesig *s, bool verbose)
 		memset(&s->seen, 0, sizeof(s->seen));
 	struct trust t;
 	char err[512];
+	const char *keeping = s->have_trust ? "keeping the trust data in force"
+			      : "routes are unverified until it can be read";
 	if (trust_read(cfg->trust_file, cfg->trust_anchor, &t, err, sizeof(err)) < 0) {
-		log_err("signatures: %s: %s", err, s->have_trust ? "keeping the trust data in force"
-			: "routes are unverified until it can be read");
+		s->trust_refused[TRUST_REFUSED_BAD]++;
+		log_err("signatures: %s: %s", err, keeping);
+		return;
+	}
+	if (s->have_trust && trust_equal(&t, &s->trust)) {
+		/* read again (a reload, a touch): nothing new */
+		if (verbose)
+			log_info("signatures: %s read: %zu routers, %zu origins; serial %llu, in force already",
+				 cfg->trust_file, t.n_routers, t.n_origins, (unsigned long long)t.serial);
+		trust_free(&t);
+		return;
+	}
+	uint64_t now = unix_now();
+	enum rde_trust_refusal why = trust_acceptable(s, &t, now);
+	if (why != TRUST_REFUSALS) {
+		char from[32], until[32];
+		utc_text(t.valid_from, from);
+		utc_text(t.valid_until, until);
+		s->trust_refused[why]++;
+		s->trust_not_yet = why == TRUST_REFUSED_NOT_YET ? t.valid_from : 0;
+		if (why == TRUST_REFUSED_OLDER)
+			log_err("signatures: %s: serial %llu is not larger than %llu, the file in force's "
+				"(refused: not newer); %s", cfg->trust_file, (unsigned long long)t.serial,
+				(unsigned long long)s->trust.serial, keeping);
+		else
+			log_err("signatures: %s: valid from %s until %s, not now (refused: %s); %s", cfg->trust_file,
+				from, until, rde_trust_refusal_name(why), keeping);
+		trust_free(&t);
 		return;
 	}
 	if (s->have_trust)
@@ -174,11 +238,34 @@ static void read_trust(struct rdesig *s, bool verbose)
 	s->trust = t;
 	s->have_trust = true;
 	s->trust_gen++;
+	s->trust_warned = s->trust_expired = false;
+	s->trust_not_yet = 0;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
 	if (verbose)
-		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
+		log_info("signatures: %s read: %zu routers, %zu origins; serial %llu", cfg->trust_file,
+			 t.n_routers, t.n_origins, (unsigned long long)t.serial);
+}
+
+/* The trust file in force near or past its end: a warning well before, every route checked again after. */
+static void trust_watch(struct rdesig *s, uint64_t now)
+{
+	if (!s->have_trust)
+		return;
+	char until[32];
+	utc_text(s->trust.valid_until, until);
+	if (!s->trust_warned && now + TRUST_WARN_S > s->trust.valid_until) {
+		s->trust_warned = true;
+		log_warn("signatures: the trust file in force (serial %llu) expires at %s: a newer one is needed "
+			 "before then", (unsigned long long)s->trust.serial, until);
+	}
+	if (!s->trust_expired && now > s->trust.valid_until) {
+		s->trust_expired = true;
+		log_err("signatures: the trust file in force (serial %llu) expired at %s: every route is "
+			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
+		recheck_start(s);
+	}
 }
 
 static void sweep(struct rdesig *s);
@@ -189,6 +276,7 @@ static void on_poll(uv_timer_t *h)
 {
 	struct rdesig *s = h->data;
 	sweep(s);
+	trust_watch(s, unix_now());
 	if (!s->rechecking && s->next_expiry < unix_now())
 		recheck_start(s);       /* a chain expired (valid up to its expiry second): checked again */
 	struct stat st;
@@ -197,7 +285,7 @@ static void on_poll(uv_timer_t *h)
 		return;
 	if (stat(path, &st) < 0)
 		memset(&st, 0, sizeof(st));
-	if (!same_file(&st, &s->seen))
+	if (!same_file(&st, &s->seen) || (s->trust_not_yet && unix_now() >= s->trust_not_yet))
 		read_trust(s, true);
 }
 
@@ -269,6 +357,10 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
 	out->chain_bytes = s->chain_bytes;
+	out->trust_serial = s->have_trust ? s->trust.serial : 0;
+	out->trust_valid_until = s->have_trust ? s->trust.valid_until : 0;
+	out->trust_expiring = s->trust_warned;
+	out->trust_refused = s->trust_refused;
 }
 
 void rdesig_stop(struct rdesig *s)

@@ -39,10 +39,17 @@ def tag(text):
     return text.encode().ljust(16, b"\0")
 
 
+_serial = [int(time.time())]
+
+
 def trust_file(path, anchor, routers, origins, valid_from="2020-01-01T00:00:00Z",
-               valid_until="2099-01-01T00:00:00Z"):
-    """routers: {name: Key}; origins: [(suffix, Key)]; signed by anchor."""
-    body = f"# test trust anchors\nvalid-from {valid_from}\nvalid-until {valid_until}\n"
+               valid_until="2099-01-01T00:00:00Z", serial=None):
+    """routers: {name: Key}; origins: [(suffix, Key)]; signed by anchor.  serial: by default
+    one more than the last file's (a router takes only a newer file); returns it."""
+    if serial is None:
+        _serial[0] += 1
+        serial = _serial[0]
+    body = f"# test trust anchors\nserial {serial}\nvalid-from {valid_from}\nvalid-until {valid_until}\n"
     body += "".join(f"router {n} {k.text}\n" for n, k in routers.items())
     body += "".join(f"origin {s} {k.text}\n" for s, k in origins)
     sig = anchor.sign(tag("NBRPv1 trust") + body.encode())
@@ -50,6 +57,7 @@ def trust_file(path, anchor, routers, origins, valid_from="2020-01-01T00:00:00Z"
     with open(tmp, "w") as f:
         f.write(body + f"signature {base64.b64encode(sig).decode()}\n")
     os.replace(tmp, path)
+    return serial
 
 
 def link(msg, sig):

@@ -34,9 +34,9 @@ class Fed:
         self.key_file = tmp_path / "r1.key"
         self.keys["r1"].write(self.key_file)
 
-    def write_trust(self, origins=None):
-        st.trust_file(self.trust, self.anchor, self.keys,
-                      [(GOOD, self.origin)] if origins is None else origins)
+    def write_trust(self, origins=None, **kw):
+        return st.trust_file(self.trust, self.anchor, self.keys,
+                             [(GOOD, self.origin)] if origins is None else origins, **kw)
 
     def config(self, poll="200ms"):
         return (f'key-file "{self.key_file}";\ntrust-anchor "{self.anchor.text}";\n'
@@ -635,3 +635,55 @@ def test_a_zero_load_does_not_make_a_longer_signed_path_win(signed):
     wait_for(lambda: [r["from"] for r in n.route(name) if r["rank"] == 1] == ["z"], 10, "z's lower load first")
     x.close()
     z.close()
+
+
+def utc(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def test_a_trust_file_only_moves_forward(signed):
+    """An older file (its serial not larger: it would bring a revoked origin back), an expired one
+    and one not valid yet are each refused, counted and logged, the file in force kept; one near
+    its end is warned about, and when it ends every route is checked again (unverified, withdrawn
+    under require)."""
+    n = signed("require")
+    fed = n.fed
+    other = st.Key()
+    both = [(GOOD, fed.origin), ("other.example", other)]
+    old = fed.write_trust(origins=both)
+    wait_for(lambda: f"read: 4 routers, 2 origins; serial {old}" in n.log(), 10, "the trust file polled")
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "the route")
+    current = fed.write_trust(origins=[("other.example", other)])         # good.example's origin revoked
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == current, 10, "the new file")
+
+    def refused():
+        return n.json("show", "status")["trust_files_refused"]
+    # the older file, good.example's origin in it
+    fed.write_trust(origins=both, serial=old)
+    wait_for(lambda: refused()["not newer"] == 1, 10, "the older file refused")
+    assert f"serial {old} is not larger than {current}, the file in force's (refused: not newer)" in n.log()
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "a revoked origin still revoked")
+    assert n.route(f"a.{GOOD}") is None
+    # expired, and not valid yet, each with a larger serial
+    now = int(time.time())
+    fed.write_trust(origins=both, serial=current + 10, valid_from=utc(now - 7200), valid_until=utc(now - 3600))
+    wait_for(lambda: refused()["expired"] == 1, 10, "the expired file refused")
+    fed.write_trust(origins=both, serial=current + 11, valid_from=utc(now + 3600), valid_until=utc(now + 7200))
+    wait_for(lambda: refused()["not yet valid"] == 1, 10, "the future file refused")
+    assert "(refused: not yet valid); keeping the trust data in force" in n.log()
+    status = n.json("show", "status")
+    assert status["trust_serial"] == current and not status["trust_expiring"], status
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    # a file that ends in a few seconds: warned about at once, every route checked again at its end
+    fed.write_trust(origins=[("other.example", other)], serial=current + 12, valid_until=utc(now + 4))
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == current + 12, 10, "the short file")
+    wait_for(lambda: "a newer one is needed before then" in n.log(), 10, "the warning")
+    assert n.json("show", "status")["trust_expiring"]
+    wait_for(lambda: n.route("c.other.example") is None, 30, "the route withdrawn when the file ended")
+    assert "every route is unverified until a newer one is read" in n.log()
+    assert n.peers()["x"]["routes_by_state"]["unverified"] == 1
+    assert n.peers()["x"]["state"] == "Established"
+    p.close()

@@ -177,7 +177,7 @@ static char *trust_text(size_t *len, bool with_origin)
 {
 	static char body[4096];
 	char t[SIGKEY_TEXT_LEN + 1];
-	int n = snprintf(body, sizeof(body), "# test trust\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
+	int n = snprintf(body, sizeof(body), "# test trust\nserial 7\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
 	for (int i = K_R1; i <= K_X; i++) {
 		sigkey_public_text(keys[i].pk, t);
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", rname[i], t);
@@ -267,7 +267,13 @@ static void trust_file_errors(void **state)
 		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n"
 		  "router a AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
 		  "router a BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "router a listed twice" },
-		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:3: no signature line" },
+		{ "serial 1\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:4: no signature line" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:3: serial is required" },
+		{ "serial 0\n", "t:1: serial: expected" },
+		{ "serial 012\n", "t:1: serial: expected" },
+		{ "serial 18446744073709551616\n", "t:1: serial: expected" },
+		{ "serial 1 2\n", "t:1: serial: expected" },
+		{ "serial 1\nserial 2\n", "t:2: serial given twice" },
 		{ "signature AAAA\n", "t:1: signature: not base64" },
 		{ "signature AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\nx\n",
 		  "t:2: nothing may follow" },
@@ -280,7 +286,7 @@ static void trust_file_errors(void **state)
 			fail_msg("case %zu: got \"%s\", want \"%s\"", i, err, cases[i].err);
 	}
 	/* signing replaces an old signature and fixes a missing final newline */
-	const char *body = "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
+	const char *body = "serial 18446744073709551615\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
 	char *s1 = trust_sign(body, strlen(body), "t", &keys[K_ANCHOR], &len, err, sizeof(err));
 	assert_non_null(s1);
 	size_t len2;
@@ -289,6 +295,7 @@ static void trust_file_errors(void **state)
 	assert_int_equal(len, len2);
 	assert_memory_equal(s1, s2, len);
 	assert_int_equal(trust_parse(s2, len2, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), 0);
+	assert_true(t.serial == UINT64_MAX);
 	trust_free(&t);
 	free(s1);
 	free(s2);
