@@ -1058,7 +1058,10 @@ static void own_build(struct rdesig *s)
 
 /* Our origin attestation for a content name (its RIB key), or for an aggregate's version stored
  * here (g), signed on the loop once per period and version. */
-static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, const struct rde_agg *g,
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
+				     const uint8_t key[SIGKEY_PUBLIC_LEN]);
+
+static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, struct rde_agg *g,
 				 uint64_t now)
 {
 	if (!s->origins.nb)
@@ -1093,6 +1096,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, co
 			sub.version = o->version = g->version;
 			memcpy(sub.digest, g->digest, ATTEST_DIGEST_LEN);
 			memcpy(o->digest, g->digest, ATTEST_DIGEST_LEN);
+			/* routers would refuse it whole: say so here (logged once a version and trust file) */
+			members_unauthorised(s, "this router", g, s->key.pk);
 		}
 		attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
 		attest_to_pb(&o->pb, &o->w);
@@ -1138,7 +1143,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
-	const struct rde_agg *g = rde_agg_of(to->rde, e);      /* an aggregate's: the version stored */
+	struct rde_agg *g = rde_agg_of(to->rde, e);    /* an aggregate's: the version stored */
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
@@ -1563,7 +1568,7 @@ static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT]);
  * file line lets it: docs/NBRP.md, "An aggregate's members"), counted
  * once per version, key and trust file, and logged then.
  */
-static uint32_t members_unauthorised(struct rdesig *s, const struct rde_peer *p, struct rde_agg *g,
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
 				     const uint8_t key[SIGKEY_PUBLIC_LEN])
 {
 	if (g->auth_gen == s->trust_gen && g->auth_version == g->version &&
@@ -1593,8 +1598,8 @@ static uint32_t members_unauthorised(struct rdesig *s, const struct rde_peer *p,
 		struct name f = { .len = g->unauth_len };
 		memcpy(f.wire, g->unauth_wire, f.len);
 		name_to_text(&f, first, sizeof(first));
-		log_warn("aggregate %s: version %u from peer %s: %u members its origin may not originate, "
-			 "%s the first (unauthorised member)", agg_text(g, name), g->version, p->name, bad, first);
+		log_warn("aggregate %s: version %u from %s: %u members its origin may not originate, "
+			 "%s the first (unauthorised member)", agg_text(g, name), g->version, from, bad, first);
 	}
 	return bad;
 }
@@ -1614,9 +1619,11 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 	    g->version != version)
 		return;
 	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
+	char from[NBRP_ROUTER_NAME_MAX + 8];
+	snprintf(from, sizeof(from), "peer %s", p->name);
 	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0) {
 		if (!n_att || att[n_att - 1]->signer.len != SIGKEY_PUBLIC_LEN ||
-		    !members_unauthorised(s, p, g, att[n_att - 1]->signer.data))
+		    !members_unauthorised(s, from, g, att[n_att - 1]->signer.data))
 			return;
 		why = ATTEST_UNAUTHORISED_MEMBER;
 	}
