@@ -204,6 +204,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 			      : "routes are unverified until it can be read";
 	if (trust_read(cfg->trust_file, cfg->trust_anchor, &t, err, sizeof(err)) < 0) {
 		s->trust_refused[TRUST_REFUSED_BAD]++;
+		s->trust_not_yet = 0;
 		log_err("signatures: %s: %s", err, keeping);
 		return;
 	}
