@@ -189,6 +189,15 @@ def test_a_member_its_origin_may_not_originate_does_not_take_the_name(signed, tm
         p.send(nc.update(routes=[agg(2, hijack)]))
         wait_for(lambda: (agg_routes(n, XAGG) or [{}])[0].get("signatures") == "valid", 10, "valid now")
         assert n.json("show", "aggregate", XAGG)["unauthorised_members"] == 0
+        # example.org revoked: the stored route is checked again, members included, with no UPDATE
+        fed.write_trust(origins=[(XAGG, fed.origin), ("cdn.example", fed.origin), ("shop.example", fed.origin)])
+        wait_for(lambda: n.peers()["x"]["invalid_by_reason"][UNAUTH] == 3, 10, "the member revoked")
+        view = n.json("show", "aggregate", XAGG)
+        assert view["unauthorised_members"] == 1 and view["unauthorised_first"] == "customer1.example.org.", view
+        if mode == "require":
+            wait_for(lambda: agg_routes(n, XAGG) == [], 10, "the aggregate withdrawn")
+        else:
+            assert agg_routes(n, XAGG)[0]["signature_reason"] == UNAUTH
         assert n.peers()["x"]["state"] == "Established"
         p.close()
     finally:
