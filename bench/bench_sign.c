@@ -158,7 +158,7 @@ static struct trust trust;
 static void make_trust(unsigned peers)
 {
 	char *body = malloc(8192), t[SIGKEY_TEXT_LEN + 1], err[256];
-	int n = snprintf(body, 8192, "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
+	int n = snprintf(body, 8192, "serial 1\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
 	static const char *const names[] = { "cr1", "cr2", "me" };
 	for (int i = 0; i < 3; i++) {
 		sigkey_public_text(keys[K_R1 + i].pk, t);

@@ -40,6 +40,7 @@ const char *attest_reason_name(enum attest_reason r)
 	case ATTEST_UNKNOWN_KEY: return "unknown key";
 	case ATTEST_MALFORMED: return "malformed attestation";
 	case ATTEST_DIGEST_MISMATCH: return "member digest mismatch";
+	case ATTEST_UNAUTHORISED_MEMBER: return "unauthorised member";
 	case ATTEST_REASONS: break;
 	}
 	return "?";
@@ -362,16 +363,24 @@ int attest_verifier_init(struct attest_verifier *v, const uint8_t me[SIGKEY_PUBL
 {
 	memset(v, 0, sizeof(*v));
 	memcpy(v->me, me, SIGKEY_PUBLIC_LEN);
-	return attest_cache_init(&v->cache, cache_entries);
+	if (attest_cache_init(&v->cache, cache_entries) < 0)
+		return -1;
+	if (attest_cache_init(&v->bad, ATTEST_BAD_CACHE) < 0) {
+		attest_cache_free(&v->cache);
+		return -1;
+	}
+	return 0;
 }
 
 void attest_verifier_free(struct attest_verifier *v)
 {
 	attest_cache_free(&v->cache);
+	attest_cache_free(&v->bad);
 }
 
 void attest_verifier_set_trust(struct attest_verifier *v, const struct trust *t)
 {
+	attest_cache_clear(&v->bad);    /* verdicts of the trust file they were reached under */
 	v->trust = t;
 }
 
@@ -411,8 +420,9 @@ static enum trust_origin_result names_check(const struct trust *t, const Nbrp__R
 }
 
 static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
-				 bool stored_set, uint64_t now, struct attest_job *job)
+				 unsigned flags, uint64_t now, struct attest_job *job)
 {
+	bool stored_set = flags & ATTEST_STORED_SET;
 	const struct trust *t = v->trust;
 	struct attest_subject s = {0};
 	size_t n = r->n_path;
@@ -463,11 +473,21 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 		return done(v, job, ATTEST_NOT_FOUND, ATTEST_OK, -1);
 	if (!o)
 		return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
-	if (peer && (n == 0 || strcmp(r->path[0], peer) != 0))
+	if (flags & ATTEST_SERVER) {
+		/* a content server originates its own names: nobody else's chain comes through it */
+		const uint8_t *own = trust_router_key(t, peer, strlen(peer));
+		if (n != 0)
+			return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
+		if (!own)
+			return done(v, job, ATTEST_INVALID, ATTEST_UNKNOWN_KEY, 0);
+		if (signer && memcmp(signer, own, SIGKEY_PUBLIC_LEN) != 0)
+			return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
+	} else if (peer && (n == 0 || strcmp(r->path[0], peer) != 0)) {
 		return done(v, job, ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
+	}
 
-	/* the origin */
-	if (!signer || !bytes_len(&o->signature, SIGKEY_SIG_LEN))
+	/* the origin; for_key is not signed in it, so it must be empty (it would travel unchecked) */
+	if (!signer || !bytes_len(&o->signature, SIGKEY_SIG_LEN) || o->for_key.len)
 		return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, (int)n);
 	if (auth != TRUST_AUTHORISED)
 		return done(v, job, ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, (int)n);
@@ -517,6 +537,11 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 	}
 	job->expiry = c[n].expiry;
 	memcpy(job->head, c[n].link, ATTEST_DIGEST_LEN);
+	/* a chain about to expire would cost a check now and a walk of the table at its expiry */
+	if (!(flags & ATTEST_STORED) && job->expiry < now + v->min_lifetime) {
+		free(c);
+		return done(v, job, ATTEST_INVALID, ATTEST_EXPIRED, -1);
+	}
 
 	/* the longest verified prefix: only the links after it need crypto */
 	size_t from = 0;
@@ -529,6 +554,13 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 		free(c);
 		return done(v, job, ATTEST_VALID, ATTEST_OK, -1);
 	}
+	/* a link that failed before fails again: no crypto for a forgery sent twice */
+	for (size_t k = from; k <= n; k++)
+		if (attest_cache_find(&v->bad, c[k].link, now)) {
+			free(c);
+			v->bad_hits++;
+			return done(v, job, ATTEST_INVALID, ATTEST_BAD_SIGNATURE, (int)(n - k));
+		}
 	if (from)
 		memmove(c, c + from, (n + 1 - from) * sizeof(*c));
 	job->checks = c;
@@ -542,13 +574,19 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
 				 uint64_t now, struct attest_job *job)
 {
-	return prepare(v, r, peer, false, now, job);
+	return prepare(v, r, peer, 0, now, job);
 }
 
 enum attest_state attest_prepare_stored(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
 					bool set, uint64_t now, struct attest_job *job)
 {
-	return prepare(v, r, peer, set, now, job);
+	return prepare(v, r, peer, ATTEST_STORED | (set ? ATTEST_STORED_SET : 0), now, job);
+}
+
+enum attest_state attest_prepare_flags(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+				       unsigned flags, uint64_t now, struct attest_job *job)
+{
+	return prepare(v, r, peer, flags, now, job);
 }
 
 enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *job, uint64_t now)
@@ -563,6 +601,7 @@ enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *jo
 			st = ATTEST_INVALID;
 			why = ATTEST_BAD_SIGNATURE;
 			where = top - (int)j;
+			attest_cache_add(&v->bad, job->checks[j].link, now + ATTEST_BAD_TTL, now);
 			break;
 		}
 		attest_cache_add(&v->cache, job->checks[j].link, job->checks[j].expiry, now);

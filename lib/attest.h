@@ -55,6 +55,7 @@ enum attest_reason {
 	ATTEST_UNKNOWN_KEY,             /* a router in the path has no key */
 	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
+	ATTEST_UNAUTHORISED_MEMBER,     /* an aggregate member its origin may not originate */
 	ATTEST_REASONS
 };
 
@@ -201,17 +202,25 @@ struct attest_job {
 	struct attest_sigcheck *checks; /* oldest first; malloc'd, freed by attest_finish */
 };
 
+#define ATTEST_BAD_CACHE        16384   /* link digests whose signature failed (56 bytes each) */
+#define ATTEST_BAD_TTL          3600    /* seconds a failed link is remembered */
+
 struct attest_verifier {
 	const struct trust *trust;      /* NULL: every route unverified */
 	uint8_t me[SIGKEY_PUBLIC_LEN];  /* this router's key */
 	struct attest_cache cache;
+	/* Links whose signature failed, under the trust file in force (emptied by a new one): the
+	 * same forgery again costs no verification. */
+	struct attest_cache bad;
+	uint64_t bad_hits;              /* chains refused by it */
+	uint64_t min_lifetime;          /* a chain received must be valid this many seconds more */
 	uint64_t verified;              /* signatures checked */
 	uint64_t by_reason[ATTEST_REASONS];
 };
 
 int attest_verifier_init(struct attest_verifier *v, const uint8_t me[SIGKEY_PUBLIC_LEN], size_t cache_entries);
 void attest_verifier_free(struct attest_verifier *v);
-/* A new trust file (or NULL).  The cache stays: its entries name their keys. */
+/* A new trust file (or NULL).  The cache stays: its entries name their keys; the failed links go. */
 void attest_verifier_set_trust(struct attest_verifier *v, const struct trust *t);
 
 /*
@@ -232,6 +241,19 @@ enum attest_state attest_prepare(struct attest_verifier *v, const Nbrp__Route *r
  */
 enum attest_state attest_prepare_stored(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
 					bool set, uint64_t now, struct attest_job *job);
+/*
+ * Either of them, by flags: ATTEST_STORED (as attest_prepare_stored: no
+ * minimum lifetime), ATTEST_STORED_SET (its set checked at import), and
+ * ATTEST_SERVER: peer is a content server in server mode (no path), whose
+ * route's origin must be its own key, the trust file's `router` line for
+ * peer (none: unknown key; another key: path mismatch, a chain signed by
+ * someone else replayed through it).
+ */
+#define ATTEST_STORED           1u
+#define ATTEST_STORED_SET       2u
+#define ATTEST_SERVER           4u
+enum attest_state attest_prepare_flags(struct attest_verifier *v, const Nbrp__Route *r, const char *peer,
+				       unsigned flags, uint64_t now, struct attest_job *job);
 enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *job, uint64_t now);
 /* Frees a job's checks without finishing it (a route gone meanwhile). */
 void attest_job_drop(struct attest_job *job);

@@ -197,12 +197,30 @@ void trust_free(struct trust *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* A decimal number 1..2^64-1 without leading zeros. */
+static int parse_serial(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (len == 0 || len > 20 || s[0] == '0')
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
 int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *anchor,
 		struct trust *out, char *err, size_t errlen)
 {
 	struct parser p = { .file = file, .err = err, .errlen = errlen };
 	struct trust t = {0};
-	bool have_from = false, have_until = false, have_sig = false;
+	bool have_from = false, have_until = false, have_sig = false, have_serial = false;
 	unsigned sig_line = 0;
 	uint8_t sig[SIGKEY_SIG_LEN];
 	size_t body = trust_body_len(buf, len);
@@ -264,6 +282,16 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 				t.valid_until = v;
 				have_until = true;
 			}
+		} else if (word_is(w[0], wl[0], "serial")) {
+			if (have_serial) {
+				fail(&p, "serial given twice");
+				goto bad;
+			}
+			if (n != 2 || parse_serial(w[1], wl[1], &t.serial) != 0) {
+				fail(&p, "serial: expected a number 1..18446744073709551615 without leading zeros");
+				goto bad;
+			}
+			have_serial = true;
 		} else if (word_is(w[0], wl[0], "router")) {
 			if (line_router(&p, &t, w, wl, n) != 0)
 				goto bad;
@@ -309,6 +337,10 @@ int trust_parse(const char *buf, size_t len, const char *file, const uint8_t *an
 				goto bad;
 			}
 		free(byk);
+	}
+	if (!have_serial) {
+		fail(&p, "serial is required (larger than the serial of the file it replaces)");
+		goto bad;
 	}
 	if (anchor) {
 		if (!have_sig) {
@@ -410,6 +442,18 @@ char *trust_sign(const char *buf, size_t len, const char *file, const struct sig
 	int n = sprintf(out + blen, SIG_KEYWORD " %s\n", b64);
 	*outlen = blen + (size_t)n;
 	return out;
+}
+
+bool trust_equal(const struct trust *a, const struct trust *b)
+{
+	if (a->serial != b->serial || a->valid_from != b->valid_from || a->valid_until != b->valid_until ||
+	    a->n_routers != b->n_routers || a->n_origins != b->n_origins)
+		return false;
+	for (size_t i = 0; i < a->n_routers; i++)      /* both sorted */
+		if (strcmp(a->routers[i].name, b->routers[i].name) != 0 ||
+		    memcmp(a->routers[i].pk, b->routers[i].pk, SIGKEY_PUBLIC_LEN) != 0)
+			return false;
+	return a->n_origins == 0 || memcmp(a->origins, b->origins, a->n_origins * sizeof(*a->origins)) == 0;
 }
 
 bool trust_current(const struct trust *t, uint64_t now)

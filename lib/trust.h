@@ -4,6 +4,7 @@
  * long, signed by the anchor key.  Like RPKI ROAs without the certificate
  * tree: one signed file, distributed by whatever means the operators like.
  *
+ *     serial 2026110101
  *     valid-from 2026-11-01T00:00:00Z
  *     valid-until 2026-12-01T00:00:00Z
  *     router cr1.example BASE64KEY
@@ -38,6 +39,7 @@ struct trust_origin {
 };
 
 struct trust {
+	uint64_t serial;                        /* a newer file has a larger one */
 	uint64_t valid_from, valid_until;       /* unix seconds, inclusive */
 	struct trust_router *routers;           /* sorted by name */
 	size_t n_routers;
@@ -73,6 +75,8 @@ char *trust_sign(const char *buf, size_t len, const char *file, const struct sig
 		 size_t *outlen, char *err, size_t errlen);
 
 bool trust_current(const struct trust *t, uint64_t now);
+/* The same serial, window, routers and origins. */
+bool trust_equal(const struct trust *a, const struct trust *b);
 /* The key of router name (len bytes), or NULL. */
 const uint8_t *trust_router_key(const struct trust *t, const char *name, size_t len);
 /* May pk originate the name (canonical wire)?  Any covering suffix counts. */

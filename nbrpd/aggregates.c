@@ -551,6 +551,13 @@ unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *c
 	return bad;
 }
 
+const struct nameset *aggregates_members(struct aggregates *a, const struct name *agg)
+{
+	struct aggregate *g = find(a, agg);
+	uint32_t v;
+	return g && g->store && aggstore_version(g->store, &v) ? aggstore_members(g->store) : NULL;
+}
+
 void aggregates_stop(struct aggregates *a)
 {
 	if (!a)

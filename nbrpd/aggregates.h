@@ -53,6 +53,8 @@ unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *c
 /* The RDE: an aggregate's routes offer this version from this source. */
 void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t version,
 			const struct ip_endpoint *source);
+/* The members of the version stored (NULL: none). */
+const struct nameset *aggregates_members(struct aggregates *a, const struct name *agg);
 void aggregates_stop(struct aggregates *a);
 void aggregates_free(struct aggregates *a);
 

@@ -7,6 +7,7 @@
  *     hold-time 90s;  connect-retry 1s;
  *     restart-time 120s;                   peers keep our routes this long if we vanish
  *                                          (default 0: they drop them at once)
+ *     max-peer-restart-time 300s;          we keep a vanished peer's routes at most this long
  *     fib-sync-wait 20s;                   after a start, how long inrpd keeps the old FIB
  *                                          while peers send their tables
  *     fib-send-hold-time 60s;              an inrpd that reads nothing this long is let go
@@ -37,6 +38,7 @@
  *     trust-poll 10s;                      how often its modification time is looked at
  *     signature-workers 2;                 threads for Ed25519
  *     signature-cache 1048576;             verified links kept
+ *     signature-min-lifetime 5m;           a chain received must be valid this much longer
  *     bird {                               IP reachability and metrics from BIRD
  *         socket "/run/bird/bird.ctl";
  *         poll-interval 1s;
@@ -89,6 +91,7 @@
 #define DEFAULT_FIB_SYNC_WAIT   20000
 #define DEFAULT_FIB_SEND_HOLD   60000
 #define DEFAULT_RESTART_TIME_S  0       /* graceful restart is asked for, not assumed */
+#define DEFAULT_MAX_PEER_RESTART_S 300  /* a peer's ask is capped: its stale routes are its word */
 #define DEFAULT_TRUST_POLL      10000
 #define DEFAULT_SIG_CACHE       (1u << 20)
 /*
@@ -107,14 +110,15 @@
 #define DEFAULT_FETCH_TIME      300000
 #define DEFAULT_TRANSFER_IDLE   10000
 #define DEFAULT_TRANSFER_TIME   600000
+#define DEFAULT_SIG_MIN_LIFE    300000  /* ms; chains are re-signed with 6 hours left */
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
-	bool seen_sync_wait, seen_send_hold, seen_restart, seen_load_interval, seen_bird;
+	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer, seen_xfr_idle, seen_xfr_time;
 	bool seen_fetch_names, seen_fetch_bytes, seen_fetch_idle, seen_fetch_time;
-	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache;
+	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache, seen_min_life;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
 	     seen_threshold, seen_max_routes, seen_max_msg, seen_fib, seen_control, seen_pid, seen_log;
 };
@@ -204,6 +208,17 @@ static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size
 	    conf_arg_duration_ms(s, 1, 0, 3600000, &ms, err, err_len) < 0)
 		return -1;
 	x->cfg->restart_time_s = (uint32_t)(ms / 1000);
+	return 0;
+}
+
+static int kw_max_peer_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once(&x->seen_max_restart, s, err, err_len) < 0 ||
+	    conf_arg_duration_ms(s, 1, 0, 3600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->max_peer_restart_s = (uint32_t)(ms / 1000);
 	return 0;
 }
 
@@ -697,6 +712,16 @@ static int kw_sig_cache(const struct conf_stmt *s, void *arg, char *err, size_t 
 	return conf_once_uint(s, &x->seen_sig_cache, 8, 1u << 28, &x->cfg->signature_cache, err, err_len);
 }
 
+static int kw_sig_min_lifetime(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	uint64_t ms;
+	if (conf_once_duration_ms(s, &x->seen_min_life, 0, 21600000, &ms, err, err_len) < 0)
+		return -1;
+	x->cfg->signature_min_lifetime_s = ms / 1000;
+	return 0;
+}
+
 /* A peer with signatures on needs our key, the anchor and the trust file. */
 static int check_signatures(struct nbrpd_config *cfg, const char *path, char *err, size_t err_len)
 {
@@ -786,6 +811,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-sync-wait", 2, 2, CONF_NO_BLOCK, kw_sync_wait },
 	{ "fib-send-hold-time", 2, 2, CONF_NO_BLOCK, kw_send_hold },
 	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
+	{ "max-peer-restart-time", 2, 2, CONF_NO_BLOCK, kw_max_peer_restart_time },
 	{ "load-interval", 2, 2, CONF_NO_BLOCK, kw_load_interval },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
 	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
@@ -812,6 +838,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "trust-anchor", 2, 2, CONF_NO_BLOCK, kw_trust_anchor },
 	{ "trust-file", 2, 2, CONF_NO_BLOCK, kw_trust_file },
 	{ "trust-poll", 2, 2, CONF_NO_BLOCK, kw_trust_poll },
+	{ "signature-min-lifetime", 2, 2, CONF_NO_BLOCK, kw_sig_min_lifetime },
 	{ "signature-workers", 2, 2, CONF_NO_BLOCK, kw_sig_workers },
 	{ "signature-cache", 2, 2, CONF_NO_BLOCK, kw_sig_cache },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
@@ -861,6 +888,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->fib_sync_wait_ms = DEFAULT_FIB_SYNC_WAIT;
 	cfg->fib_send_hold_ms = DEFAULT_FIB_SEND_HOLD;
 	cfg->restart_time_s = DEFAULT_RESTART_TIME_S;
+	cfg->max_peer_restart_s = DEFAULT_MAX_PEER_RESTART_S;
 	cfg->load_ms_per_hop = DEFAULT_LOAD_PER_HOP;
 	cfg->load_radius = DEFAULT_LOAD_RADIUS;
 	cfg->load_threshold_ms = DEFAULT_LOAD_THRESHOLD;
@@ -880,6 +908,7 @@ struct nbrpd_config *nbrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->fetch_max_names = DEFAULT_FETCH_MAX_NAMES;
 	cfg->fetch_idle_ms = DEFAULT_FETCH_IDLE;
 	cfg->fetch_time_ms = DEFAULT_FETCH_TIME;
+	cfg->signature_min_lifetime_s = DEFAULT_SIG_MIN_LIFE / 1000;
 
 	struct conf *c = conf_parse_file(path, err, err_len);
 	if (!c) {

@@ -87,6 +87,7 @@ struct nbrpd_config {
 	uint64_t fib_sync_wait_ms;      /* at most this long for END-OF-RIBs before the first FIB sync */
 	uint64_t fib_send_hold_ms;      /* the FIB channel is closed when inrpd reads nothing this long */
 	uint32_t restart_time_s;        /* peers keep our routes this long if we vanish (0: not) */
+	uint32_t max_peer_restart_s;    /* we keep a vanished peer's routes at most this long */
 	uint32_t load_ms_per_hop;
 	uint32_t load_radius;           /* hops a load figure travels */
 	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
@@ -126,6 +127,7 @@ struct nbrpd_config {
 	bool has_trust_anchor;
 	char *trust_file;               /* polled; reload and SIGHUP read it too */
 	uint64_t trust_poll_ms;
+	uint64_t signature_min_lifetime_s;      /* a chain received must be valid this much longer */
 	unsigned signature_workers;
 	uint64_t signature_cache;       /* verified links kept */
 	bool signatures;                /* some peer's signatures are not off */

@@ -60,6 +60,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	struct aggregates_stats as = { 0 };
 	if (d->aggs)
 		aggregates_stats(d->aggs, &as);
+	static const uint64_t none[TRUST_REFUSALS];
+	const uint64_t *refused = sg.trust_refused ? sg.trust_refused : none;
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
@@ -68,8 +70,10 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
-			       "\"signature_cache_misses\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
-			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu}",
+			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
+			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
+			       "\"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
+			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
@@ -79,9 +83,17 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
 			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
+			       (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
 			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
-			       (unsigned long long)sg.chain_bytes);
+			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.trust_serial,
+			       (unsigned long long)sg.trust_valid_until, sg.trust_expiring ? "true" : "false",
+			       rde_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
+			       rde_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
+			       rde_trust_refusal_name(TRUST_REFUSED_NOT_YET),
+			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
+			       rde_trust_refusal_name(TRUST_REFUSED_EXPIRED),
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -111,12 +123,28 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns);
 	if (sg.on)
 		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
-			       "%llu misses; signed %llu hops, %llu origins; %llu hop signatures kept; "
-			       "%llu routes checked again; chains kept %llu bytes", sg.trust ? "in force" : "NONE",
+			       "%llu misses; %llu refused by a link that failed before; signed %llu hops, %llu origins; "
+			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes",
+			       sg.trust ? "in force" : "NONE",
 			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
-			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.signed_hops,
+			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.bad_cached,
+			       (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
 			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
+	if (sg.on) {
+		char until[32] = "";
+		time_t t = (time_t)sg.trust_valid_until;
+		struct tm tm;
+		if (sg.trust && gmtime_r(&t, &tm))
+			strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply_line(r, CTL_DATA, "trust file: serial %llu, valid until %s%s; refused: %llu bad, "
+			       "%llu not newer, %llu not yet valid, %llu expired", (unsigned long long)sg.trust_serial,
+			       sg.trust ? until : "-", sg.trust_expiring ? " (EXPIRING)" : "",
+			       (unsigned long long)refused[TRUST_REFUSED_BAD],
+			       (unsigned long long)refused[TRUST_REFUSED_OLDER],
+			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+	}
 }
 
 static const char *const sig_policy_names[] = { "off", "prefer", "require" };
@@ -169,15 +197,22 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
 				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
 				       "\"notifications_out\": %llu, \"flaps\": %llu, \"dumping\": %s, \"queued\": %zu, "
+				       "\"origin_withdrawals_refused\": %llu, \"restart_time_s\": %u, "
+				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
 				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
 				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
+				       (unsigned long long)rs.owd_refused, p->restart_time_s, p->restart_time_asked_s,
+				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
 				       strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
 				       i + 1 < n ? "," : "");
 		} else {
+			if (rs.owd_refused)
+				strbuf_addf(&sig, "; unsigned origin withdrawals left %llu signed routes",
+					    (unsigned long long)rs.owd_refused);
 			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       (unsigned long long)p->updates_in, (unsigned long long)rs.updates_out,
@@ -360,6 +395,11 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	static struct rde_route_view views[1024];
 	const struct rib_entry *e = rde_find_aggregate(w->d->rde, &v->name);
 	unsigned nroutes = e ? rde_entry_routes(e, views, 1024) : 0;
+	struct name first;
+	char first_text[NAME_MAX_TEXT] = "";
+	uint32_t unauthorised = rde_aggregate_unauthorised(w->d->rde, &v->name, &first);
+	if (unauthorised)
+		name_to_text(&first, first_text, sizeof(first_text));
 	struct strbuf b = { 0 };
 	if (w->json) {
 		strbuf_addf(&b, "%s{\"name\": \"", w->n++ ? "," : "");
@@ -399,6 +439,14 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		} else {
 			strbuf_addf(&b, "null");
 		}
+		strbuf_addf(&b, ", \"unauthorised_members\": %u, \"unauthorised_first\": ", unauthorised);
+		if (unauthorised) {
+			strbuf_addf(&b, "\"");
+			strbuf_add_json(&b, first_text);
+			strbuf_addf(&b, "\"");
+		} else {
+			strbuf_addf(&b, "null");
+		}
 		strbuf_addf(&b, ", \"routes\": %u, \"error\": \"", nroutes);
 		strbuf_add_json(&b, v->error);
 		strbuf_addf(&b, "\"}");
@@ -432,6 +480,9 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 			       v->last.kind, v->last.versions, (unsigned long long)v->last.bytes, v->last.seconds,
 			       v->last.status == 0 ? "" : "; failed: ", v->last.status == 0 ? "" : v->last.why);
 	}
+	if (unauthorised)
+		ctl_reply_line(r, CTL_DATA, "  %u members its origin may not originate, %s the first: its signed "
+			       "routes are invalid (unauthorised member)", unauthorised, first_text);
 	if (v->error[0])
 		ctl_reply_line(r, CTL_DATA, "  error: %s", v->error);
 }

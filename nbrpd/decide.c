@@ -2,12 +2,21 @@
 
 #include "decide.h"
 
+void decide_distance(struct decide_cand *c, uint32_t path_len, uint32_t load_ms, uint32_t load_ms_per_hop,
+		     bool signed_valid)
+{
+	c->distance = (uint64_t)path_len * load_ms_per_hop + (signed_valid ? 0 : load_ms);
+	c->load_tie = signed_valid ? load_ms : 0;
+}
+
 int decide_cmp(const struct decide_cand *a, const struct decide_cand *b)
 {
 	if (a->local_pref != b->local_pref)
 		return a->local_pref > b->local_pref ? -1 : 1;
 	if (a->distance != b->distance)
 		return a->distance < b->distance ? -1 : 1;
+	if (a->load_tie != b->load_tie)
+		return a->load_tie < b->load_tie ? -1 : 1;
 	/* IP routing decides between routes that are equal at the content level */
 	if (a->igp_metric != b->igp_metric)
 		return a->igp_metric < b->igp_metric ? -1 : 1;

@@ -4,7 +4,9 @@
  * Best first, among usable routes (IP routing reaches the next hop):
  *
  *   higher local preference (local content above everything learned)
- *   shorter effective distance: path length * load-ms-per-hop + load
+ *   shorter effective distance: path length * load-ms-per-hop + load; a
+ *     route whose signatures are valid counts its path length alone, its
+ *     load (signed by nobody) only breaking a tie (decide_distance)
  *   lower IGP metric to the next hop, then shorter BGP AS path (BIRD)
  *   older route (arrival order)
  *   lower peer name
@@ -23,7 +25,8 @@
 
 struct decide_cand {
 	uint32_t local_pref;
-	uint64_t distance;              /* path length * load-ms-per-hop + load */
+	uint64_t distance;              /* decide_distance */
+	uint64_t load_tie;              /* a valid signed route's load: after distance */
 	uint32_t igp_metric;
 	uint32_t as_path_len;
 	uint64_t seq;                   /* arrival order: lower is older */
@@ -31,6 +34,14 @@ struct decide_cand {
 	bool usable;
 };
 
+/*
+ * A candidate's distance: path length * load-ms-per-hop + load, or for a
+ * route whose signatures are valid, path length * load-ms-per-hop with the
+ * load after it.  Its path length is proven, its load is anyone's word: a
+ * load of 0 must not make a longer signed path shorter.
+ */
+void decide_distance(struct decide_cand *c, uint32_t path_len, uint32_t load_ms, uint32_t load_ms_per_hop,
+		     bool signed_valid);
 /* <0: a is better, >0: b is better; 0 only for the same route. */
 int decide_cmp(const struct decide_cand *a, const struct decide_cand *b);
 /* The usable candidates, best first, at most keep: indexes into c in order[]; returns how many. */

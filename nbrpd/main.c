@@ -278,6 +278,12 @@ static void aggregate_stored(void *arg, const struct name *agg, uint32_t version
 	rde_aggregate_stored(d->rde, agg, version, members);
 }
 
+static const struct nameset *aggregate_members(void *arg, const struct name *agg)
+{
+	struct nbrpd *d = arg;
+	return d->aggs ? aggregates_members(d->aggs, agg) : NULL;
+}
+
 static unsigned aggregate_routes(void *arg, const struct name *agg, struct route *out)
 {
 	struct nbrpd *d = arg;
@@ -512,6 +518,7 @@ int main(int argc, char **argv)
 		.send = session_send, .full = session_full, .notify = session_notify,
 		.fib_name = cfg->fib_channel ? fib_name : NULL, .fib_flush = cfg->fib_channel ? fib_flush : NULL,
 		.fib_aggregate = cfg->fib_channel ? fib_aggregate : NULL, .aggregate_offered = aggregate_offered,
+		.aggregate_members = aggregate_members,
 		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready, .arg = d,
 	};
 	const struct aggregates_ops agg_ops = { .stored = aggregate_stored, .routes = aggregate_routes, .arg = d };

@@ -45,6 +45,8 @@ static uint64_t v_updates_out(const struct peer_view *v) { return v->rs.updates_
 static uint64_t v_withdrawn_in(const struct peer_view *v) { return v->rs.withdrawn_in; }
 static uint64_t v_withdrawn_out(const struct peer_view *v) { return v->rs.withdrawn_out; }
 static uint64_t v_bad_routes(const struct peer_view *v) { return v->rs.bad_routes; }
+static uint64_t v_owd_refused(const struct peer_view *v) { return v->rs.owd_refused; }
+static uint64_t v_restart_capped(const struct peer_view *v) { return v->p->restart_capped; }
 static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
 static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
@@ -66,6 +68,12 @@ static const struct {
 	{ "nbrpd_peer_bad_routes_total", "Malformed routes from the peer (treated as withdrawn).", PROM_COUNTER,
 	  v_bad_routes },
 	{ "nbrpd_peer_flaps_total", "Times the session left Established.", PROM_COUNTER, v_flaps },
+	{ "nbrpd_peer_restart_time_capped_total",
+	  "OPENs of the peer asking a graceful restart time over max-peer-restart-time.", PROM_COUNTER,
+	  v_restart_capped },
+	{ "nbrpd_peer_origin_withdrawals_refused_total",
+	  "Routes of peers with signatures on that the peer's unsigned origin withdrawals did not remove.",
+	  PROM_COUNTER, v_owd_refused },
 };
 
 static void write_peers(struct prom *p, struct nbrpd *d)
@@ -175,6 +183,23 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 strcmp(birdmon_state(d->bird), "up") == 0);
 	prom_one(p, "nbrpd_nexthops", PROM_GAUGE, "Addresses whose IP reachability is followed.",
 		 nexthop_count(d->nexthops));
+
+	struct rde_sig_stats sg;
+	rde_sig_stats(d->rde, &sg);
+	if (sg.on) {
+		prom_one(p, "nbrpd_trust_file_serial", PROM_GAUGE, "The serial of the trust file in force (0: none).",
+			 (double)sg.trust_serial);
+		prom_one(p, "nbrpd_trust_file_valid_until_seconds", PROM_GAUGE,
+			 "Unix time the trust file in force ends (0: none).", (double)sg.trust_valid_until);
+		prom_one(p, "nbrpd_trust_file_expiring", PROM_GAUGE,
+			 "1 when the trust file in force ends within 7 days, or has ended.", sg.trust_expiring);
+		prom_family(p, "nbrpd_trust_files_refused_total", PROM_COUNTER,
+			    "Trust files read and not installed, by reason (the one in force stays).");
+		for (int k = 0; k < TRUST_REFUSALS; k++)
+			prom_u64(p, "nbrpd_trust_files_refused_total",
+				 &(struct prom_label){ "reason", rde_trust_refusal_name((enum rde_trust_refusal)k) }, 1,
+				 sg.trust_refused[k]);
+	}
 
 	/* aggregates: totals, not a series per aggregate (there may be thousands) */
 	struct aggregates_stats as = { 0 };

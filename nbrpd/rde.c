@@ -170,7 +170,7 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 {
 	const struct rib_attrs *a = rt->a;
 	c->local_pref = a->k.local_pref;
-	c->distance = (uint64_t)a->k.npath * r->cfg->load_ms_per_hop + a->k.load_ms;
+	decide_distance(c, a->k.npath, a->k.load_ms, r->cfg->load_ms_per_hop, a->k.sig_state == ATTEST_VALID + 1);
 	c->igp_metric = a->nh ? a->nh->igp_metric : 0;
 	c->as_path_len = a->nh ? a->nh->as_path_len : 0;
 	c->seq = rt->seq;
@@ -539,6 +539,7 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->names_in = p->names_in;
 	out->names_out = p->names_out;
 	out->withdrawn_out = p->withdrawn_out;
+	out->owd_refused = p->owd_refused;
 	out->dumping = p->dumping;
 	out->sig_state = p->sig_state;
 	out->sig_invalid = p->sig_invalid;
@@ -558,23 +559,45 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
 }
 
 /*
- * origin withdrew its announcement of the name up to stamp seq: every route
- * for it that ends at origin with that stamp or an older one goes, whoever
- * sent it, and is passed on with the name's next UPDATE (origin_wd.h).
+ * origin withdrew its announcement of the name up to stamp seq, says peer
+ * from (signatures off): every route for it that ends at origin with that
+ * stamp or an older one goes, whoever sent it, but for routes of peers with
+ * signatures on (the withdrawal is signed by nobody; they are counted), and
+ * is passed on with the name's next UPDATE (origin_wd.h).
  */
-static void origin_withdrawn(struct rde *r, const uint8_t *wire, size_t len, const char *origin, uint64_t seq)
+static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t *wire, size_t len,
+			     const char *origin, uint64_t seq)
 {
 	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
 	bool dropped = false;
+	unsigned kept = 0;
 	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
 		next = rt->next;
 		struct rde_peer *q = rt->a->k.peer;
 		const char *o = attrs_origin(rt->a);
 		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq || !o || strcmp(o, origin) != 0)
 			continue;
+		if (q->sig != SIG_OFF) {
+			kept++;
+			continue;
+		}
 		route_free(r, route_remove(r, e, q));
 		q->names--;
 		dropped = true;
+	}
+	if (kept) {
+		from->owd_refused += kept;
+		uint64_t now = uv_now(r->loop);
+		if (now - from->owd_log_ms >= 1000) {   /* a line a second: the counter has the rest */
+			char name[NAME_MAX_TEXT];
+			struct name n = { .len = (uint8_t)len };
+			memcpy(n.wire, wire, len);
+			name_to_text(&n, name, sizeof(name));
+			log_warn("peer %s: origin withdrawal of %s by %s (stamp %llu) not applied to %u routes of "
+				 "peers with signatures on: it is unsigned (%llu so far)", from->name, name, origin,
+				 (unsigned long long)seq, kept, (unsigned long long)from->owd_refused);
+			from->owd_log_ms = now;
+		}
 	}
 	if (!dropped)
 		return;
@@ -726,7 +749,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		}
 		/* a signed peer's would be unsigned word against signed routes; a server originates */
 		if (p->sig == SIG_OFF && !p->server_mode && w->origin_seq)
-			origin_withdrawn(r, w->name.data, w->name.len, w->origin, w->origin_seq);
+			origin_withdrawn(r, p, w->name.data, w->name.len, w->origin, w->origin_seq);
 	}
 	for (size_t i = 0; i < u->n_withdrawn; i++) {
 		const ProtobufCBinaryData *b = &u->withdrawn[i];

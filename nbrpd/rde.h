@@ -56,6 +56,8 @@ struct rde_ops {
 	 * it is newer than the one stored (rde_aggregate_stored). */
 	void (*aggregate_offered)(void *arg, const struct name *agg, uint32_t version,
 				  const struct ip_endpoint *source);
+	/* The members of the aggregate's version stored (NULL: none), for checks of its signed routes. */
+	const struct nameset *(*aggregate_members)(void *arg, const struct name *agg);
 	/* inrpd is behind (fibpush_behind): rde_busy says so until rde_input_resume. */
 	bool (*fib_behind)(void *arg);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
@@ -80,11 +82,26 @@ struct rde_sig_stats {
 	bool trust;                     /* a trust file is in force */
 	uint64_t verified;              /* signatures verified */
 	uint64_t cache_hits, cache_misses;      /* verified links looked up */
+	uint64_t bad_cached;            /* chains refused by a link that failed before: no crypto */
 	uint64_t signed_hops, signed_origins;   /* signatures made */
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
 	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
+	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
+	bool trust_expiring;            /* it expires within TRUST_WARN_S (or has) */
+	const uint64_t *trust_refused;  /* trust files read and not installed, by enum rde_trust_refusal */
 };
+
+/* Why a trust file read was not installed (the one in force stays). */
+enum rde_trust_refusal {
+	TRUST_REFUSED_BAD,              /* does not read, parse or verify */
+	TRUST_REFUSED_OLDER,            /* serial not larger than the one in force's (and another file) */
+	TRUST_REFUSED_NOT_YET,          /* valid-from is still to come */
+	TRUST_REFUSED_EXPIRED,          /* valid-until has passed */
+	TRUST_REFUSALS
+};
+const char *rde_trust_refusal_name(enum rde_trust_refusal r);
+#define TRUST_WARN_S    (7 * 86400)     /* a trust file this close to its end is warned about */
 void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
 /* Reload: the trust file read again (it is also polled); new routes are checked against it. */
 void rde_sig_reload(struct rde *r);
@@ -124,6 +141,7 @@ struct rde_peer_stats {
 	uint64_t withdrawn_in;
 	uint64_t bad_routes;            /* treated as withdrawn */
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
+	uint64_t owd_refused;           /* routes of peers with signatures on its origin withdrawals left */
 	bool dumping;                   /* its table is still being sent */
 	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
 	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */
@@ -145,6 +163,13 @@ void rde_redecide_all(struct rde *r);
  * With signatures on, its member digest is taken here (once a version) for our origin
  * attestation and to check the routes that name this version. */
 void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members);
+/*
+ * The members of the aggregate's version stored that the origin of its
+ * signed routes may not originate, as last counted under the trust file in
+ * force (its routes are then invalid, unauthorised member), and the first
+ * of them; 0: none.
+ */
+uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

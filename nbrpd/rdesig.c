@@ -107,6 +107,11 @@ struct rdesig {
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
+	uint64_t trust_gen;             /* counts the trust files installed */
+	uint64_t trust_refused[TRUST_REFUSALS];
+	bool trust_warned;              /* of the one in force: its end is near */
+	bool trust_expired;             /* ... has passed: routes checked again then */
+	uint64_t trust_not_yet;         /* a file refused as not valid yet: read again from then (0: none) */
 	bool stopping;
 };
 
@@ -153,7 +158,39 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* Reads the trust file; a good one replaces the one in force, a bad one is logged and changes nothing. */
+const char *rde_trust_refusal_name(enum rde_trust_refusal r)
+{
+	static const char *const names[TRUST_REFUSALS] = { "bad", "not newer", "not yet valid", "expired" };
+	return r < TRUST_REFUSALS ? names[r] : "?";
+}
+
+static void utc_text(uint64_t t, char buf[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	buf[0] = 0;
+	if (gmtime_r(&tt, &tm))
+		strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/*
+ * Whether t may replace the trust file in force: it must be valid now and
+ * newer (a larger serial), so that an old file, with keys revoked since,
+ * never comes back, and an expired or future one never makes every route
+ * unverified.  Returns TRUST_REFUSALS to install it.
+ */
+static enum rde_trust_refusal trust_acceptable(const struct rdesig *s, const struct trust *t, uint64_t now)
+{
+	if (now < t->valid_from)
+		return TRUST_REFUSED_NOT_YET;
+	if (now > t->valid_until)
+		return TRUST_REFUSED_EXPIRED;
+	if (s->have_trust && t->serial <= s->trust.serial)
+		return TRUST_REFUSED_OLDER;
+	return TRUST_REFUSALS;
+}
+
+/* Reads the trust file; a good one replaces the one in force, any other is logged, counted and changes nothing. */
 static void read_trust(struct rdesig *s, bool verbose)
 {
 	const struct nbrpd_config *cfg = s->rde->cfg;
@@ -163,20 +200,73 @@ static void read_trust(struct rdesig *s, bool verbose)
 		memset(&s->seen, 0, sizeof(s->seen));
 	struct trust t;
 	char err[512];
+	const char *keeping = s->have_trust ? "keeping the trust data in force"
+			      : "routes are unverified until it can be read";
 	if (trust_read(cfg->trust_file, cfg->trust_anchor, &t, err, sizeof(err)) < 0) {
-		log_err("signatures: %s: %s", err, s->have_trust ? "keeping the trust data in force"
-			: "routes are unverified until it can be read");
+		s->trust_refused[TRUST_REFUSED_BAD]++;
+		s->trust_not_yet = 0;
+		log_err("signatures: %s: %s", err, keeping);
+		return;
+	}
+	if (s->have_trust && trust_equal(&t, &s->trust)) {
+		/* read again (a reload, a touch): nothing new */
+		if (verbose)
+			log_info("signatures: %s read: %zu routers, %zu origins; serial %llu, in force already",
+				 cfg->trust_file, t.n_routers, t.n_origins, (unsigned long long)t.serial);
+		trust_free(&t);
+		return;
+	}
+	uint64_t now = unix_now();
+	enum rde_trust_refusal why = trust_acceptable(s, &t, now);
+	if (why != TRUST_REFUSALS) {
+		char from[32], until[32];
+		utc_text(t.valid_from, from);
+		utc_text(t.valid_until, until);
+		s->trust_refused[why]++;
+		s->trust_not_yet = why == TRUST_REFUSED_NOT_YET ? t.valid_from : 0;
+		if (why == TRUST_REFUSED_OLDER)
+			log_err("signatures: %s: serial %llu is not larger than %llu, the file in force's "
+				"(refused: not newer); %s", cfg->trust_file, (unsigned long long)t.serial,
+				(unsigned long long)s->trust.serial, keeping);
+		else
+			log_err("signatures: %s: valid from %s until %s, not now (refused: %s); %s", cfg->trust_file,
+				from, until, rde_trust_refusal_name(why), keeping);
+		trust_free(&t);
 		return;
 	}
 	if (s->have_trust)
 		trust_free(&s->trust);
 	s->trust = t;
 	s->have_trust = true;
+	s->trust_gen++;
+	s->trust_warned = s->trust_expired = false;
+	s->trust_not_yet = 0;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
 	if (verbose)
-		log_info("signatures: %s read: %zu routers, %zu origins", cfg->trust_file, t.n_routers, t.n_origins);
+		log_info("signatures: %s read: %zu routers, %zu origins; serial %llu", cfg->trust_file,
+			 t.n_routers, t.n_origins, (unsigned long long)t.serial);
+}
+
+/* The trust file in force near or past its end: a warning well before, every route checked again after. */
+static void trust_watch(struct rdesig *s, uint64_t now)
+{
+	if (!s->have_trust)
+		return;
+	char until[32];
+	utc_text(s->trust.valid_until, until);
+	if (!s->trust_warned && now + TRUST_WARN_S > s->trust.valid_until) {
+		s->trust_warned = true;
+		log_warn("signatures: the trust file in force (serial %llu) expires at %s: a newer one is needed "
+			 "before then", (unsigned long long)s->trust.serial, until);
+	}
+	if (!s->trust_expired && now > s->trust.valid_until) {
+		s->trust_expired = true;
+		log_err("signatures: the trust file in force (serial %llu) expired at %s: every route is "
+			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
+		recheck_start(s);
+	}
 }
 
 static void sweep(struct rdesig *s);
@@ -187,6 +277,7 @@ static void on_poll(uv_timer_t *h)
 {
 	struct rdesig *s = h->data;
 	sweep(s);
+	trust_watch(s, unix_now());
 	if (!s->rechecking && s->next_expiry < unix_now())
 		recheck_start(s);       /* a chain expired (valid up to its expiry second): checked again */
 	struct stat st;
@@ -195,7 +286,7 @@ static void on_poll(uv_timer_t *h)
 		return;
 	if (stat(path, &st) < 0)
 		memset(&st, 0, sizeof(st));
-	if (!same_file(&st, &s->seen))
+	if (!same_file(&st, &s->seen) || (s->trust_not_yet && unix_now() >= s->trust_not_yet))
 		read_trust(s, true);
 }
 
@@ -204,6 +295,7 @@ void rde_sig_reload(struct rde *r)
 	struct rdesig *s = r->sig;
 	if (!s)
 		return;
+	s->v.min_lifetime = r->cfg->signature_min_lifetime_s;
 	read_trust(s, true);
 	own_build(s);           /* the configuration's content names */
 	uv_timer_set_repeat(&s->poll, r->cfg->trust_poll_ms);
@@ -228,6 +320,7 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->rde = r;
 	s->key = *key;
 	s->next_expiry = UINT64_MAX;
+	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	attest_verifier_set_trust(&s->v, NULL);
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
@@ -259,11 +352,16 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->verified = s->v.verified;
 	out->cache_hits = s->v.cache.hits;
 	out->cache_misses = s->v.cache.misses;
+	out->bad_cached = s->v.bad_hits;
 	out->signed_hops = s->signed_hops;
 	out->signed_origins = s->signed_origins;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
 	out->chain_bytes = s->chain_bytes;
+	out->trust_serial = s->have_trust ? s->trust.serial : 0;
+	out->trust_valid_until = s->have_trust ? s->trust.valid_until : 0;
+	out->trust_expiring = s->trust_warned;
+	out->trust_refused = s->trust_refused;
 }
 
 void rdesig_stop(struct rdesig *s)
@@ -318,21 +416,22 @@ static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u,
 	uint64_t now = unix_now();
 	bool pending = false;
 	for (size_t i = 0; i < u->n_routes; i++)
-		pending |= attest_prepare(&s->v, u->routes[i], p->server_mode ? NULL : p->name, now,
-					  &jobs[i]) == ATTEST_PENDING;
+		pending |= attest_prepare_flags(&s->v, u->routes[i], p->name, p->server_mode ? ATTEST_SERVER : 0,
+						now, &jobs[i]) == ATTEST_PENDING;
 	return pending;
 }
 
-static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
-			  const ProtobufCBinaryData *digest, struct attest_job *j);
+static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
+			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
+			  size_t n_att, struct attest_job *j);
 
 static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
 {
 	for (size_t i = 0; i < u->n_routes; i++) {
 		const Nbrp__Route *rt = u->routes[i];
 		if (rt->aggregate.len)
-			members_check(p->rde->sig, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
-				      &rt->aggregate_digest, &jobs[i]);
+			members_check(p->rde->sig, p, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
+				      &rt->aggregate_digest, rt->attestations, rt->n_attestations, &jobs[i]);
 	}
 	p->sig_jobs = jobs;
 	rde_peer_update(p, u);
@@ -960,7 +1059,10 @@ static void own_build(struct rdesig *s)
 
 /* Our origin attestation for a content name (its RIB key), or for an aggregate's version stored
  * here (g), signed on the loop once per period and version. */
-static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, const struct rde_agg *g,
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
+				     const uint8_t key[SIGKEY_PUBLIC_LEN]);
+
+static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, struct rde_agg *g,
 				 uint64_t now)
 {
 	if (!s->origins.nb)
@@ -995,6 +1097,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, co
 			sub.version = o->version = g->version;
 			memcpy(sub.digest, g->digest, ATTEST_DIGEST_LEN);
 			memcpy(o->digest, g->digest, ATTEST_DIGEST_LEN);
+			/* routers would refuse it whole: say so here (logged once a version and trust file) */
+			members_unauthorised(s, "this router", g, s->key.pk);
 		}
 		attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
 		attest_to_pb(&o->pb, &o->w);
@@ -1040,7 +1144,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
-	const struct rde_agg *g = rde_agg_of(to->rde, e);      /* an aggregate's: the version stored */
+	struct rde_agg *g = rde_agg_of(to->rde, e);    /* an aggregate's: the version stored */
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
@@ -1339,8 +1443,9 @@ static void on_rechecked(struct attest_batch *b)
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
 				if (entry_is_aggregate(e))
-					members_check(s, e->wire + 1, e->len - 1u, it->a->k.agg_version,
-						      &it->a->chain->digest, &run->b.jobs[i]);
+					members_check(s, p, e->wire + 1, e->len - 1u, it->a->k.agg_version,
+						      &it->a->chain->digest, it->a->chain->ptrs, it->a->chain->n,
+						      &run->b.jobs[i]);
 				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
 				break;
 			}
@@ -1366,7 +1471,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
 		struct rde_peer *p = a->k.peer;
-		if (!a->chain || !p || p->sig == SIG_OFF || route_stale(rt))
+		/* stale ones too: a restarting peer's routes are no more valid than its others */
+		if (!a->chain || !p || p->sig == SIG_OFF)
 			continue;
 		if (a->chain->expiry >= x->now && a->chain->expiry < s->next_expiry)
 			s->next_expiry = a->chain->expiry;
@@ -1375,13 +1481,14 @@ static void recheck_one(struct rib_entry *e, void *arg)
 		char *path[NBRP_MAX_PATH];
 		route_of(e, a, &route, &name, path);
 		struct attest_job j;
-		enum attest_state st = attest_prepare_stored(&s->v, &route, p->server_mode ? NULL : p->name,
-							     a->chain->set != NULL, x->now, &j);
+		unsigned flags = ATTEST_STORED | (a->chain->set ? ATTEST_STORED_SET : 0) |
+				 (p->server_mode ? ATTEST_SERVER : 0);
+		enum attest_state st = attest_prepare_flags(&s->v, &route, p->name, flags, x->now, &j);
 		s->rechecked++;
 		if (st != ATTEST_PENDING) {
 			if (route.aggregate.len)
-				members_check(s, route.aggregate.data, route.aggregate.len, route.aggregate_version,
-					      &route.aggregate_digest, &j);
+				members_check(s, p, route.aggregate.data, route.aggregate.len, route.aggregate_version,
+					      &route.aggregate_digest, route.attestations, route.n_attestations, &j);
 			rde_route_recheck(r, e, rt, &j);
 			continue;
 		}
@@ -1455,21 +1562,76 @@ static void recheck_start(struct rdesig *s)
 
 /* ---- aggregates: the members of a version against the digest its routes were signed with ---- */
 
-/* A valid route of aggregate agg naming this version, if that version is stored here (else it is
- * checked when it is: rdesig_aggregate_stored); a mismatch makes it invalid. */
-static void members_check(struct rdesig *s, const uint8_t *agg, size_t len, uint64_t version,
-			  const ProtobufCBinaryData *digest, struct attest_job *j)
+static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT]);
+
+/*
+ * The members of g's version stored that key may not originate (no trust
+ * file line lets it: docs/NBRP.md, "An aggregate's members"), counted
+ * once per version, key and trust file, and logged then.
+ */
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
+				     const uint8_t key[SIGKEY_PUBLIC_LEN])
 {
-	const struct rde_agg *g;
+	if (g->auth_gen == s->trust_gen && g->auth_version == g->version &&
+	    memcmp(g->auth_key, key, SIGKEY_PUBLIC_LEN) == 0)
+		return g->unauthorised;
+	struct name agg = { .len = g->len };
+	memcpy(agg.wire, g->wire, g->len);
+	const struct nameset *m = s->rde->ops.aggregate_members ?
+				  s->rde->ops.aggregate_members(s->rde->ops.arg, &agg) : NULL;
+	if (!m || !s->have_trust)
+		return 0;       /* no members here: nothing they could route */
+	uint32_t bad = 0;
+	size_t pos = 0;
+	const uint8_t *wire;
+	uint8_t len;
+	while (nameset_next(m, &pos, &wire, &len))
+		if (trust_origin_check(&s->trust, wire, len, key) != TRUST_AUTHORISED && bad++ == 0) {
+			g->unauth_len = len;
+			memcpy(g->unauth_wire, wire, len);
+		}
+	g->auth_gen = s->trust_gen;
+	g->auth_version = g->version;
+	memcpy(g->auth_key, key, SIGKEY_PUBLIC_LEN);
+	g->unauthorised = bad;
+	if (bad) {
+		char name[NAME_MAX_TEXT], first[NAME_MAX_TEXT];
+		struct name f = { .len = g->unauth_len };
+		memcpy(f.wire, g->unauth_wire, f.len);
+		name_to_text(&f, first, sizeof(first));
+		log_warn("aggregate %s: version %u from %s: %u members its origin may not originate, "
+			 "%s the first (unauthorised member)", agg_text(g, name), g->version, from, bad, first);
+	}
+	return bad;
+}
+
+/*
+ * A valid route of aggregate agg naming this version, if that version is
+ * stored here (else it is checked when it is: rdesig_aggregate_stored): a
+ * mismatch of its digest, or a member its origin (att[n_att - 1], checked
+ * valid) may not originate, makes it invalid.
+ */
+static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
+			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
+			  size_t n_att, struct attest_job *j)
+{
+	struct rde_agg *g;
 	if (j->state != ATTEST_VALID || !(g = rde_agg_find(s->rde, agg, len)) || !g->held || !g->has_digest ||
 	    g->version != version)
 		return;
-	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0)
-		return;
+	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
+	char from[NBRP_ROUTER_NAME_MAX + 8];
+	snprintf(from, sizeof(from), "peer %s", p->name);
+	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0) {
+		if (!n_att || att[n_att - 1]->signer.len != SIGKEY_PUBLIC_LEN ||
+		    !members_unauthorised(s, from, g, att[n_att - 1]->signer.data))
+			return;
+		why = ATTEST_UNAUTHORISED_MEMBER;
+	}
 	j->state = ATTEST_INVALID;
-	j->reason = ATTEST_DIGEST_MISMATCH;
+	j->reason = why;
 	j->where = -1;
-	s->v.by_reason[ATTEST_DIGEST_MISMATCH]++;
+	s->v.by_reason[why]++;
 }
 
 static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
@@ -1495,14 +1657,27 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
 		struct rde_peer *p = a->k.peer;
-		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1 || route_stale(rt))
+		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1)
 			continue;
 		struct attest_job j = { .state = ATTEST_VALID, .reason = ATTEST_OK, .where = -1 };
-		members_check(s, g->wire, g->len, a->k.agg_version, &a->chain->digest, &j);
+		members_check(s, p, g->wire, g->len, a->k.agg_version, &a->chain->digest, a->chain->ptrs,
+			      a->chain->n, &j);
 		if (j.state == ATTEST_VALID)
 			continue;
-		log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
-			 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
+		if (j.reason == ATTEST_DIGEST_MISMATCH)
+			log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
+				 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
 		rde_route_recheck(r, e, rt, &j);
 	}
+}
+
+uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first)
+{
+	const struct rdesig *s = r->sig;
+	const struct rde_agg *g = rde_agg_find(r, agg->wire, agg->len);
+	if (!s || !g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
+		return 0;
+	first->len = g->unauth_len;
+	memcpy(first->wire, g->unauth_wire, g->unauth_len);
+	return g->unauthorised;
 }

@@ -69,6 +69,8 @@ struct rde_peer {
 	uint64_t names;
 	uint64_t updates_out, withdrawn_in, bad_routes;
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
+	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
+	uint64_t owd_log_ms;            /* the last line logged about them */
 	struct rde_peer *hnext;         /* by name (rde.c) */
 	/* signatures (rdesig.c) */
 	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
@@ -320,6 +322,12 @@ struct rde_agg {
 	bool held;                              /* a version is stored */
 	bool has_digest;                        /* digest is of that version's members (signatures on) */
 	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
+	/* members of that version that auth_key may not originate, under trust file auth_gen (0: none counted) */
+	uint64_t auth_gen;
+	uint32_t auth_version, unauthorised;
+	uint8_t auth_key[SIGKEY_PUBLIC_LEN];
+	uint8_t unauth_len;                     /* the first of them */
+	uint8_t unauth_wire[NAME_MAX_WIRE];
 	uint8_t len;
 	uint8_t wire[NAME_MAX_WIRE];
 };

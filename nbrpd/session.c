@@ -167,7 +167,15 @@ static void on_established(struct nbrp_session *c)
 	p->established_at = uv_now(sess->loop);
 	p->retry_ms = sess->cfg->connect_retry_ms;
 	p->eor_received = false;
+	p->restart_time_asked_s = c->peer_restart_s;
 	p->restart_time_s = c->peer_restart_s;
+	if (p->restart_time_s > sess->cfg->max_peer_restart_s) {
+		/* a peer's stale routes stay on its word alone: how long is ours to say */
+		p->restart_time_s = sess->cfg->max_peer_restart_s;
+		p->restart_capped++;
+		log_warn("peer %s: asks %u s of graceful restart; %u s granted (max-peer-restart-time)",
+			 p->cfg.name, c->peer_restart_s, p->restart_time_s);
+	}
 	p->last_error[0] = 0;
 	log_info("peer %s: session established (hold time %u s)", p->cfg.name, c->hold_s);
 	if (p->rde)

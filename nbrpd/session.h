@@ -39,7 +39,9 @@ struct peer {
 	uint64_t retry_ms;
 	uint64_t established_at;        /* uv_now, ms */
 	uint32_t hold_time_s;           /* negotiated */
-	uint32_t restart_time_s;        /* the peer's, from its OPEN */
+	uint32_t restart_time_s;        /* the peer's, from its OPEN, capped by max-peer-restart-time */
+	uint32_t restart_time_asked_s;  /* as its OPEN asked */
+	uint64_t restart_capped;        /* OPENs that asked more than the cap */
 	struct nexthop *transport;      /* its address, as IP routing sees it */
 	uint64_t updates_in, notifications_in, notifications_out, flaps;
 	uint64_t notif_in_code[8], notif_out_code[8];   /* NOTIFICATIONs by code (0: unknown) */

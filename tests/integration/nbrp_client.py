@@ -10,9 +10,11 @@ from fibchan_client import _int_field, _len_field, wire_name
 OPEN, KEEPALIVE, UPDATE, NOTIFICATION, END_OF_RIB, ROUTE_REFRESH = range(1, 7)
 
 
-def open_msg(router_name, hold_time=30, version=1, server_mode=False):
+def open_msg(router_name, hold_time=30, version=1, server_mode=False, restart_time=0):
     body = _int_field(1, version) + _len_field(2, router_name.encode()) + _int_field(3, hold_time)
     body += _int_field(6, 1 if server_mode else 0)
+    if restart_time:
+        body += _int_field(7, restart_time)
     return _len_field(OPEN, body)
 
 

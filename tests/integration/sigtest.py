@@ -39,10 +39,17 @@ def tag(text):
     return text.encode().ljust(16, b"\0")
 
 
+_serial = [int(time.time())]
+
+
 def trust_file(path, anchor, routers, origins, valid_from="2020-01-01T00:00:00Z",
-               valid_until="2099-01-01T00:00:00Z"):
-    """routers: {name: Key}; origins: [(suffix, Key)]; signed by anchor."""
-    body = f"# test trust anchors\nvalid-from {valid_from}\nvalid-until {valid_until}\n"
+               valid_until="2099-01-01T00:00:00Z", serial=None):
+    """routers: {name: Key}; origins: [(suffix, Key)]; signed by anchor.  serial: by default
+    one more than the last file's (a router takes only a newer file); returns it."""
+    if serial is None:
+        _serial[0] += 1
+        serial = _serial[0]
+    body = f"# test trust anchors\nserial {serial}\nvalid-from {valid_from}\nvalid-until {valid_until}\n"
     body += "".join(f"router {n} {k.text}\n" for n, k in routers.items())
     body += "".join(f"origin {s} {k.text}\n" for s, k in origins)
     sig = anchor.sign(tag("NBRPv1 trust") + body.encode())
@@ -50,6 +57,7 @@ def trust_file(path, anchor, routers, origins, valid_from="2020-01-01T00:00:00Z"
     with open(tmp, "w") as f:
         f.write(body + f"signature {base64.b64encode(sig).decode()}\n")
     os.replace(tmp, path)
+    return serial
 
 
 def link(msg, sig):
@@ -89,7 +97,7 @@ def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
 
 
 def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
-                 aggregate=None, version=0, source="", digest=None, others=()):
+                 aggregate=None, version=0, source="", digest=None, others=(), origin_seq=0):
     """A Route for `name` with path (the sender first), every hop signed by
     keys[router] for the next one, the last for `receiver` (a Key), and the
     origin attestation by `origin` (a Key).  `name` a list: a signed name
@@ -114,14 +122,15 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
         sig = signer.sign(msg)
         atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
         prev = link(msg, sig)
-    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others), atts
+    return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others,
+                      origin_seq), atts
 
 
 def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None,
-               others=()):
+               others=(), origin_seq=0):
     names = list(name) if isinstance(name, (list, tuple)) else [name]
     body = nc.route(names, next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
-                    source=source)
+                    source=source, origin_seq=origin_seq)
     body += b"".join(_len_field(9, a) for a in atts)
     if digest is not None:
         body += _len_field(10, digest)

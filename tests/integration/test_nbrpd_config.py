@@ -39,6 +39,10 @@ def test_example_config_is_valid():
     (BASE + 'fib-channel "relative";\n', 3, "absolute"),
     (BASE + "fib-send-hold-time 500ms;\n", 3, "fib-send-hold-time"),
     (BASE + "fib-send-hold-time 2s;\nfib-send-hold-time 3s;\n", 4, "twice"),
+    (BASE + "max-peer-restart-time 2h;\n", 3, "max-peer-restart-time"),
+    (BASE + "signature-min-lifetime 7h;\n", 3, "signature-min-lifetime"),
+    (BASE + "signature-min-lifetime 1s;\nsignature-min-lifetime 1s;\n", 4, "twice"),
+    (BASE + "max-peer-restart-time 5s;\nmax-peer-restart-time 6s;\n", 4, "twice"),
     ('router-name "r1";\n', None, "inrp-address"),
 ])
 def test_config_errors_name_the_line(tmp_path, body, line, reason):

@@ -4,15 +4,18 @@ implementation of the attestation format (sigtest.py); nbrpd checks them
 on its worker threads and keeps, rejects or ranks them by their state."""
 
 import subprocess
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import NBRPD, free_port, wait_for
+from fibchan_client import _len_field
 import nbrp_client as nc
 from prom import scrape, value
 import sigtest as st
-from test_nbrpd import SERVER_FAR, answer, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
+from test_nbrpd import SERVER_FAR, answer, connect, establish, net, unique_addrs  # noqa: F401  (net: a fixture)
 
 GOOD = "good.example"
 
@@ -31,9 +34,9 @@ class Fed:
         self.key_file = tmp_path / "r1.key"
         self.keys["r1"].write(self.key_file)
 
-    def write_trust(self, origins=None):
-        st.trust_file(self.trust, self.anchor, self.keys,
-                      [(GOOD, self.origin)] if origins is None else origins)
+    def write_trust(self, origins=None, **kw):
+        return st.trust_file(self.trust, self.anchor, self.keys,
+                             [(GOOD, self.origin)] if origins is None else origins, **kw)
 
     def config(self, poll="200ms"):
         return (f'key-file "{self.key_file}";\ntrust-anchor "{self.anchor.text}";\n'
@@ -232,7 +235,7 @@ def test_a_trust_file_that_revokes_an_origin_moves_its_names_away(signed):
 
 
 def test_a_route_whose_signatures_expire_is_checked_again(signed):
-    n = signed("require")
+    n = signed("require", extra="signature-min-lifetime 0s;\n")
     p = establish(n)
     now = int(time.time())
     p.send(nc.update(routes=[sroute(n, f"short.{GOOD}", expiry=now + 2)[0], sroute(n, f"long.{GOOD}")[0]]))
@@ -472,3 +475,215 @@ def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
     # the old set's hop signature is not kept once no route is signed in the set
     wait_for(lambda: n.json("show", "status")["hop_signatures_kept"] == 2, 10, "the old set's hop dropped")
     z.close()
+
+
+def test_an_unsigned_origin_withdrawal_leaves_signed_routes(signed):
+    """Peer u (signatures off) sends an origin withdrawal of y's stamp 10 for a name x (signatures
+    require) has a valid route for, ending at y with stamp 5: u's own route of it goes, x's stays,
+    counted for u, logged and in `show peers`."""
+    u_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "u" {{ address {u_addr} port 1; passive; }}\n')
+    x = establish(n)
+    u = nc.Peer(n.addr, n.port, u_addr)
+    u.send(nc.open_msg("u"))
+    assert u.recv_until(nc.OPEN) is not None and u.recv_until(nc.KEEPALIVE) is not None
+    u.send(nc.keepalive())
+    name = f"a.{GOOD}"
+    x.send(nc.update(routes=[sroute(n, name, origin_seq=5)[0]]))
+    u.send(nc.update(routes=[nc.route([name], u_addr, 5353, ["u", "y"], origin_seq=5)]))
+    wait_for(lambda: len(n.route(name) or []) == 2, 10, "both routes")
+    u.send(nc.update(origin_withdrawals=[(name, "y", 10)]))
+    wait_for(lambda: n.peers()["u"]["origin_withdrawals_refused"] == 1, 10, "the withdrawal counted")
+    routes = n.route(name)
+    assert [r["from"] for r in routes] == ["x"] and routes[0]["signatures"] == "valid", routes
+    assert "peer u: origin withdrawal of a.good.example. by y (stamp 10) not applied to 1 routes" in n.log()
+    assert "unsigned origin withdrawals left 1 signed routes" in n.nbrc("show", "peers").stdout
+    assert n.peers()["x"]["state"] == "Established" and n.peers()["u"]["state"] == "Established"
+    x.close()
+    u.close()
+
+
+def test_a_huge_restart_time_is_capped_and_stale_routes_are_checked_again(signed):
+    """x asks 2^32-1 s of graceful restart and is granted max-peer-restart-time (15 s); it vanishes
+    without a NOTIFICATION: its routes stay, stale, and a trust file revoking one's origin withdraws
+    that one at once (a stale route is checked again like any other); the rest go at the cap."""
+    n = signed("require", extra="max-peer-restart-time 15s;\n")
+    fed = n.fed
+    other = st.Key()
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    p = connect(n)
+    p.send(nc.open_msg("x", restart_time=2**32 - 1))
+    assert p.recv_until(nc.OPEN) is not None and p.recv_until(nc.KEEPALIVE) is not None
+    p.send(nc.keepalive())
+    assert p.recv_until(nc.END_OF_RIB) is not None
+    peer = n.peers()["x"]
+    assert peer["restart_time_asked_s"] == 2**32 - 1 and peer["restart_time_s"] == 15, peer
+    assert peer["restart_time_capped"] == 1
+    assert "peer x: asks 4294967295 s of graceful restart; 15 s granted (max-peer-restart-time)" in n.log()
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0], sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") and n.route(f"a.{GOOD}"), 10, "the routes")
+    p.close()                       # no NOTIFICATION: x may be restarting
+    wait_for(lambda: n.peers()["x"]["restarting"], 10, "x restarting")
+    assert n.route("c.other.example")[0]["stale"] and n.route(f"a.{GOOD}")[0]["stale"]
+    # good.example's origin revoked: its stale route is checked again and withdrawn (require)
+    fed.write_trust(origins=[("other.example", other)])
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "the stale route checked again")
+    assert n.route(f"a.{GOOD}") is None
+    # the others go at the cap, not after 2^32-1 s
+    wait_for(lambda: n.route("c.other.example") is None, 40, "the stale routes dropped at the cap")
+    assert "peer x: restart time over, dropping its stale routes" in n.log()
+
+
+def test_a_flood_of_forgeries_and_a_huge_for_key_leave_a_good_peer_flowing(signed):
+    """Peer z (signatures require) sends the same 50 forged routes (its own hop's signature
+    changed) again and again, and routes whose origin attestation carries a 1,000,000-byte
+    for_key, while peer x sends 1,000 good routes: x's routes all arrive, z's are refused and
+    counted (a forgery seen before costs no verification), none is in inrpd's FIB.  Prints the
+    ratio of x's rate under attack to its rate alone (no timing is asserted)."""
+    z_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    x = establish(n)
+    x.send(nc.end_of_rib())
+    z = nc.Peer(n.addr, n.port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    assert z.recv_until(nc.END_OF_RIB) is not None
+    z.send(nc.end_of_rib())
+    batches, per = 10, 100
+
+    def good(tag):
+        return [nc.update(routes=[sroute(n, f"{tag}{b}-{i}.{GOOD}")[0] for i in range(per)]) for b in range(batches)]
+
+    def feed(updates):
+        """x's names a second, from the first UPDATE sent to the last route valid."""
+        before = n.peers()["x"]["routes_by_state"]["valid"]
+        t0 = time.monotonic()
+        for u in updates:
+            x.send(u)
+        wait_for(lambda: n.peers()["x"]["routes_by_state"]["valid"] == before + batches * per, 120,
+                 "x's routes valid")
+        return batches * per / (time.monotonic() - t0)
+
+    alone = feed(good("calm"))
+    forged = []
+    for i in range(50):
+        _, atts = sroute(n, f"bad{i}.{GOOD}", path=("z", "y"))
+        hop = bytearray(atts[0])
+        hop[4] ^= 1                 # a byte of z's own signature
+        forged.append(st.route_with(f"bad{i}.{GOOD}", z_addr, 5353, ["z", "y"], [bytes(hop), atts[1], atts[2]]))
+    flood = nc.update(routes=forged)
+    _, atts = sroute(n, f"huge.{GOOD}", path=("z", "y"))
+    huge = nc.update(routes=[st.route_with(f"huge.{GOOD}", z_addr, 5353, ["z", "y"],
+                                           [atts[0], atts[1], atts[2] + _len_field(6, b"\xee" * 1000000)])])
+    sent = {"flood": 0, "huge": 0}
+    stop = threading.Event()
+
+    def attack():
+        while not stop.is_set():
+            z.send(flood)
+            sent["flood"] += 1
+            if sent["flood"] % 10 == 0:
+                z.send(huge)
+                sent["huge"] += 1
+    t = threading.Thread(target=attack)
+    t.start()
+    try:
+        loaded = feed(good("loaded"))
+    finally:
+        stop.set()
+        t.join(60)
+    print(f"\nx's rate alone {alone:.0f}/s, under attack {loaded:.0f}/s: ratio {loaded / alone:.2f}; "
+          f"z sent {sent['flood']} floods of 50 forgeries and {sent['huge']} huge for_keys")
+    # every attack refused and counted, nothing of it kept
+    wait_for(lambda: n.peers()["z"]["invalid_by_reason"]["bad signature"] == 50 * sent["flood"], 60,
+             "every forgery counted")
+    wait_for(lambda: n.peers()["z"]["invalid_by_reason"]["malformed attestation"] == sent["huge"], 60,
+             "every huge for_key counted")
+    status = n.json("show", "status")
+    assert status["bad_signatures_cached"] >= 50 * (sent["flood"] - 1), status
+    assert n.peers()["z"]["routes_by_state"]["valid"] == 0
+    assert n.route(f"bad0.{GOOD}") is None and n.route(f"huge.{GOOD}") is None
+    assert status["chain_bytes"] < 2000 * 1024, status      # no megabyte kept
+    dns_at = SimpleNamespace(addr=n.addr, dns_port=n.inrpd.port)
+    assert answer(dns_at, f"bad0.{GOOD}") == "REFUSED" and answer(dns_at, f"huge.{GOOD}") == "REFUSED"
+    assert n.route(f"loaded9-99.{GOOD}")[0]["signatures"] == "valid"
+    x.close()
+    z.close()
+
+
+def test_a_zero_load_does_not_make_a_longer_signed_path_win(signed):
+    """x announces a.good.example over 2 routers with load 200 ms, z over 3 with load 0: by
+    path length * 50 + load z would win (150 < 300); signed, the path length ranks first."""
+    z_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    x = establish(n)
+    z = nc.Peer(n.addr, n.port, z_addr)
+    z.send(nc.open_msg("z"))
+    assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+    z.send(nc.keepalive())
+    name = f"a.{GOOD}"
+    z.send(nc.update(routes=[sroute(n, name, path=("z", "x", "y"), load_ms=0)[0]]))
+    x.send(nc.update(routes=[sroute(n, name, load_ms=200)[0]]))
+    wait_for(lambda: len(n.route(name) or []) == 2, 10, "both routes")
+    routes = n.route(name)
+    assert all(r["signatures"] == "valid" for r in routes), routes
+    assert [(r["from"], r["rank"]) for r in routes if r["rank"]] == [("x", 1), ("z", 2)], routes
+    # two signed paths of one length: the load breaks the tie
+    z.send(nc.update(routes=[sroute(n, name, path=("z", "y"), load_ms=100)[0]]))
+    wait_for(lambda: [r["from"] for r in n.route(name) if r["rank"] == 1] == ["z"], 10, "z's lower load first")
+    x.close()
+    z.close()
+
+
+def utc(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def test_a_trust_file_only_moves_forward(signed):
+    """An older file (its serial not larger: it would bring a revoked origin back), an expired one
+    and one not valid yet are each refused, counted and logged, the file in force kept; one near
+    its end is warned about, and when it ends every route is checked again (unverified, withdrawn
+    under require)."""
+    n = signed("require")
+    fed = n.fed
+    other = st.Key()
+    both = [(GOOD, fed.origin), ("other.example", other)]
+    old = fed.write_trust(origins=both)
+    wait_for(lambda: f"read: 4 routers, 2 origins; serial {old}" in n.log(), 10, "the trust file polled")
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, "c.other.example", origin=other)[0]]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "the route")
+    current = fed.write_trust(origins=[("other.example", other)])         # good.example's origin revoked
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == current, 10, "the new file")
+
+    def refused():
+        return n.json("show", "status")["trust_files_refused"]
+    # the older file, good.example's origin in it
+    fed.write_trust(origins=both, serial=old)
+    wait_for(lambda: refused()["not newer"] == 1, 10, "the older file refused")
+    assert f"serial {old} is not larger than {current}, the file in force's (refused: not newer)" in n.log()
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "a revoked origin still revoked")
+    assert n.route(f"a.{GOOD}") is None
+    # expired, and not valid yet, each with a larger serial
+    now = int(time.time())
+    fed.write_trust(origins=both, serial=current + 10, valid_from=utc(now - 7200), valid_until=utc(now - 3600))
+    wait_for(lambda: refused()["expired"] == 1, 10, "the expired file refused")
+    fed.write_trust(origins=both, serial=current + 11, valid_from=utc(now + 3600), valid_until=utc(now + 7200))
+    wait_for(lambda: refused()["not yet valid"] == 1, 10, "the future file refused")
+    assert "(refused: not yet valid); keeping the trust data in force" in n.log()
+    status = n.json("show", "status")
+    assert status["trust_serial"] == current and not status["trust_expiring"], status
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    # a file that ends in a few seconds: warned about at once, every route checked again at its end
+    fed.write_trust(origins=[("other.example", other)], serial=current + 12, valid_until=utc(now + 4))
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == current + 12, 10, "the short file")
+    wait_for(lambda: "a newer one is needed before then" in n.log(), 10, "the warning")
+    assert n.json("show", "status")["trust_expiring"]
+    wait_for(lambda: n.route("c.other.example") is None, 30, "the route withdrawn when the file ended")
+    assert "every route is unverified until a newer one is read" in n.log()
+    assert n.peers()["x"]["routes_by_state"]["unverified"] == 1
+    assert n.peers()["x"]["state"] == "Established"
+    p.close()

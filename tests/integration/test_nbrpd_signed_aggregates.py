@@ -3,19 +3,21 @@ origin signs an aggregate's name, version and member digest; a router
 checks the digest against the members when it has stored that version.
 Real nbrpd and inrpd, the fixtures of the signature and aggregate tests."""
 
+import signal
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import wait_for
+from conftest import stop_all, wait_for
 import nbrp_client as nc
 import sigtest as st
-from test_aggregate_xfr import AGG as XAGG, names, served, servers  # noqa: F401  (served, servers: fixtures)
+from test_aggregate_xfr import AGG as XAGG, Server, aggtool, names, served, servers  # noqa: F401  (served, servers: fixtures)
 from test_nbrpd import SERVER_FAR, answer, establish, net  # noqa: F401  (net: a fixture)
 from test_nbrpd_aggregates import AGG, agg_view, line_with_aggregate, version_of, write_members
 from test_nbrpd_signatures import GOOD, signed, sroute  # noqa: F401  (signed: a fixture)
 
 MISMATCH = "member digest mismatch"
+UNAUTH = "unauthorised member"
 
 
 def agg_routes(n, agg):
@@ -38,7 +40,8 @@ def test_a_chain_of_routers_passes_a_signed_aggregate_and_its_new_versions(net, 
     routers = ["r1", "r2", "r3"]
     anchor, keys = st.Key(), {n: st.Key() for n in routers}
     trust = tmp_path / "trust"
-    st.trust_file(trust, anchor, keys, [(AGG, keys["r3"])])
+    # the origin signs the aggregate and may originate its members (docs/NBRP.md, An aggregate's members)
+    st.trust_file(trust, anchor, keys, [(AGG, keys["r3"]), ("example", keys["r3"])])
     extra = {}
     for n in routers:
         keys[n].write(tmp_path / f"{n}.key")
@@ -81,8 +84,8 @@ def test_an_aggregate_whose_members_do_not_match_its_digest_is_invalid(signed, s
     server = start_server()
     n = signed(mode, extra=f'state-dir "{tmp_path}/state";\n')
     fed = n.fed
-    fed.write_trust(origins=[(GOOD, fed.origin), (XAGG, fed.origin)])
-    wait_for(lambda: " read: 4 routers, 2 origins" in n.log(), 10, "the trust file polled")
+    fed.write_trust(origins=[(GOOD, fed.origin), (XAGG, fed.origin), ("example", fed.origin)])
+    wait_for(lambda: " read: 4 routers, 3 origins" in n.log(), 10, "the trust file polled")
     p = establish(n)
     source = f"{server.addr} {server.port}"
 
@@ -117,3 +120,86 @@ def test_an_aggregate_whose_members_do_not_match_its_digest_is_invalid(signed, s
     assert peer["routes_by_state"]["invalid"] == 2, peer
     assert n.route(f"a.{GOOD}")[0]["signatures"] == "valid"
     p.close()
+
+
+@pytest.mark.parametrize("mode", ["require", "prefer"])
+def test_a_member_its_origin_may_not_originate_does_not_take_the_name(signed, tmp_path, mode):
+    """The member hijack: x's origin may originate cdn.example and the aggregate's name; version 1
+    of its aggregate holds cdn.example names only (valid, routed), version 2 adds www.shop.example
+    (the trust file gives shop.example to r1, which originates it) and customer1.example.org
+    (nobody's): the route is invalid, unauthorised member, counted, named in the log and in
+    `show aggregate`; under require r1's own content answers www.shop.example and nobody routes
+    customer1.example.org."""
+    fed_dir = tmp_path / "server"
+    members = tmp_path / "members.txt"
+    authorised = ["www.cdn.example.", "api.cdn.example."]
+    hijack = authorised + ["www.shop.example.", "customer1.example.org."]
+    members.write_text("\n".join(authorised) + "\n")
+    aggtool("define", fed_dir, XAGG, members, 1)
+    server = Server(tmp_path, fed_dir, members)
+    try:
+        server.start()
+        n = signed(mode, extra=f'state-dir "{tmp_path}/state";\n'
+                   f'content "shop.example" {{ server {SERVER_FAR}; }}\n')
+        fed = n.fed
+        fed.write_trust(origins=[(XAGG, fed.origin), ("cdn.example", fed.origin), ("shop.example", fed.keys["r1"])])
+        wait_for(lambda: " read: 4 routers, 3 origins" in n.log(), 10, "the trust file polled")
+        p = establish(n)
+        p.send(nc.end_of_rib())        # inrpd's FIB from r1 is in service once every peer's table is in
+        dns_at = SimpleNamespace(addr=n.addr, dns_port=n.inrpd.port)
+        source = f"{server.addr} {server.port}"
+
+        def agg(v, m):
+            return sroute(n, XAGG, aggregate=XAGG, version=v, source=source, digest=st.member_digest(m))[0]
+        # authorised members: valid, stored, nothing refused
+        p.send(nc.update(routes=[agg(1, authorised)]))
+        wait_for(lambda: any(a["version"] == 1 for a in n.json("show", "aggregates")), 20, "version 1 stored")
+        assert agg_routes(n, XAGG)[0]["signatures"] == "valid"
+        assert n.json("show", "aggregate", XAGG)["unauthorised_members"] == 0
+        wait_for(lambda: answer(dns_at, "www.shop.example") == [SERVER_FAR], 10, "our content answered")
+
+        # the hijack: version 2 served (the server's SIGHUP) and offered
+        members.write_text("\n".join(hijack) + "\n")
+        server.signal(signal.SIGHUP)
+        wait_for(lambda: "as version 2" in server.logfile.read_text(), 10, "version 2 served")
+        p.send(nc.update(routes=[agg(2, hijack)]))
+        wait_for(lambda: n.peers()["x"]["invalid_by_reason"][UNAUTH] == 1, 20, "the members checked")
+        view = n.json("show", "aggregate", XAGG)
+        assert view["version"] == 2 and view["unauthorised_members"] == 2, view
+        assert view["unauthorised_first"] in ("www.shop.example.", "customer1.example.org."), view
+        assert "2 members its origin may not originate" in n.log()
+        text = n.nbrc("show", "aggregate", XAGG).stdout
+        assert "2 members its origin may not originate" in text, text
+        if mode == "require":
+            wait_for(lambda: agg_routes(n, XAGG) == [], 10, "the aggregate withdrawn")
+            # our own content answers its name; nobody routes the other
+            wait_for(lambda: answer(dns_at, "www.shop.example") == [SERVER_FAR], 10, "our content kept")
+            assert answer(dns_at, "customer1.example.org") == "REFUSED"
+        else:
+            r = agg_routes(n, XAGG)[0]
+            assert r["signatures"] == "invalid" and r["signature_reason"] == UNAUTH and r["local_pref"] == 0, r
+        # the same version again: counted, checked without walking the members again
+        p.send(nc.update(routes=[agg(2, hijack)]))
+        wait_for(lambda: n.peers()["x"]["invalid_by_reason"][UNAUTH] == 2, 10, "the route at import")
+        assert n.log().count("members its origin may not originate") == 1
+        # a trust file authorising the origin for both: valid when sent again (a route refused at
+        # import keeps no chain to check again)
+        fed.write_trust(origins=[(XAGG, fed.origin), ("cdn.example", fed.origin), ("shop.example", fed.origin),
+                                 ("example.org", fed.origin)])
+        wait_for(lambda: " read: 4 routers, 4 origins" in n.log(), 10, "the new trust file")
+        p.send(nc.update(routes=[agg(2, hijack)]))
+        wait_for(lambda: (agg_routes(n, XAGG) or [{}])[0].get("signatures") == "valid", 10, "valid now")
+        assert n.json("show", "aggregate", XAGG)["unauthorised_members"] == 0
+        # example.org revoked: the stored route is checked again, members included, with no UPDATE
+        fed.write_trust(origins=[(XAGG, fed.origin), ("cdn.example", fed.origin), ("shop.example", fed.origin)])
+        wait_for(lambda: n.peers()["x"]["invalid_by_reason"][UNAUTH] == 3, 10, "the member revoked")
+        view = n.json("show", "aggregate", XAGG)
+        assert view["unauthorised_members"] == 1 and view["unauthorised_first"] == "customer1.example.org.", view
+        if mode == "require":
+            wait_for(lambda: agg_routes(n, XAGG) == [], 10, "the aggregate withdrawn")
+        else:
+            assert agg_routes(n, XAGG)[0]["signature_reason"] == UNAUTH
+        assert n.peers()["x"]["state"] == "Established"
+        p.close()
+    finally:
+        stop_all([server])

@@ -45,7 +45,7 @@ def test_trust_file_signed_and_checked(tmp_path):
     apub = key("generate", anchor).stdout.strip()
     rpub = key("generate", tmp_path / "cr1.key").stdout.strip()
     trust = tmp_path / "trust"
-    trust.write_text("# test\nvalid-from 2026-01-01T00:00:00Z\nvalid-until 2036-01-01T00:00:00Z\n"
+    trust.write_text("# test\nserial 1\nvalid-from 2026-01-01T00:00:00Z\nvalid-until 2036-01-01T00:00:00Z\n"
                      f"router cr1 {rpub}\norigin example.com {rpub}\n")
     r = key("sign-trust", anchor, trust)
     assert r.returncode == 0, r.stderr
@@ -62,7 +62,7 @@ def test_trust_file_signed_and_checked(tmp_path):
     assert r.returncode == 1 and "does not verify" in r.stderr
     trust.write_bytes(before.replace(b"example.com", b"example.org"))
     r = key("check-trust", apub, trust)
-    assert r.returncode == 1 and f"{trust}:6: the signature does not verify" in r.stderr
+    assert r.returncode == 1 and f"{trust}:7: the signature does not verify" in r.stderr
     # a bad line is file:line
     trust.write_text("valid-from 2026-01-01T00:00:00Z\nrouter cr1 nope\n")
     r = key("sign-trust", anchor, trust)

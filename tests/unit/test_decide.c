@@ -50,6 +50,29 @@ static void shorter_effective_distance_wins(void **state)
 	assert_better(a, b);
 }
 
+/* A signed route's path length is proven and its load is not: load 0 does not buy distance. */
+static void a_valid_signed_route_ranks_by_path_length_then_load(void **state)
+{
+	struct decide_cand longer = base("attacker"), shorter = base("honest");
+	decide_distance(&longer, 3, 0, 50, true);
+	decide_distance(&shorter, 2, 200, 50, true);
+	assert_better(longer, shorter);
+	/* the same unsigned: load counts in the distance, as configured */
+	decide_distance(&longer, 3, 0, 50, false);
+	decide_distance(&shorter, 2, 200, 50, false);
+	assert_better(shorter, longer);
+	/* equal signed paths: the lower load wins, before the IGP metric */
+	struct decide_cand a = base("a"), b = base("b");
+	decide_distance(&a, 2, 30, 50, true);
+	decide_distance(&b, 2, 10, 50, true);
+	b.igp_metric = 99;
+	assert_better(a, b);
+	/* and a load the size of many hops still only breaks that tie */
+	decide_distance(&a, 1, 100000, 50, true);
+	decide_distance(&b, 2, 0, 50, true);
+	assert_better(b, a);
+}
+
 static void lower_igp_metric_breaks_a_distance_tie(void **state)
 {
 	struct decide_cand a = base("a"), b = base("b");
@@ -132,6 +155,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(higher_local_preference_wins_over_everything_after_it),
 		cmocka_unit_test(shorter_effective_distance_wins),
+		cmocka_unit_test(a_valid_signed_route_ranks_by_path_length_then_load),
 		cmocka_unit_test(lower_igp_metric_breaks_a_distance_tie),
 		cmocka_unit_test(shorter_as_path_breaks_an_igp_tie),
 		cmocka_unit_test(the_older_route_breaks_an_as_path_tie),

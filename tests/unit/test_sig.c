@@ -177,7 +177,7 @@ static char *trust_text(size_t *len, bool with_origin)
 {
 	static char body[4096];
 	char t[SIGKEY_TEXT_LEN + 1];
-	int n = snprintf(body, sizeof(body), "# test trust\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
+	int n = snprintf(body, sizeof(body), "# test trust\nserial 7\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
 	for (int i = K_R1; i <= K_X; i++) {
 		sigkey_public_text(keys[i].pk, t);
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", rname[i], t);
@@ -267,7 +267,13 @@ static void trust_file_errors(void **state)
 		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n"
 		  "router a AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
 		  "router a BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "router a listed twice" },
-		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:3: no signature line" },
+		{ "serial 1\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:4: no signature line" },
+		{ "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n", "t:3: serial is required" },
+		{ "serial 0\n", "t:1: serial: expected" },
+		{ "serial 012\n", "t:1: serial: expected" },
+		{ "serial 18446744073709551616\n", "t:1: serial: expected" },
+		{ "serial 1 2\n", "t:1: serial: expected" },
+		{ "serial 1\nserial 2\n", "t:2: serial given twice" },
 		{ "signature AAAA\n", "t:1: signature: not base64" },
 		{ "signature AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\nx\n",
 		  "t:2: nothing may follow" },
@@ -280,7 +286,7 @@ static void trust_file_errors(void **state)
 			fail_msg("case %zu: got \"%s\", want \"%s\"", i, err, cases[i].err);
 	}
 	/* signing replaces an old signature and fixes a missing final newline */
-	const char *body = "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
+	const char *body = "serial 18446744073709551615\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
 	char *s1 = trust_sign(body, strlen(body), "t", &keys[K_ANCHOR], &len, err, sizeof(err));
 	assert_non_null(s1);
 	size_t len2;
@@ -289,6 +295,7 @@ static void trust_file_errors(void **state)
 	assert_int_equal(len, len2);
 	assert_memory_equal(s1, s2, len);
 	assert_int_equal(trust_parse(s2, len2, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), 0);
+	assert_true(t.serial == UINT64_MAX);
 	trust_free(&t);
 	free(s1);
 	free(s2);
@@ -443,6 +450,83 @@ static void server_mode_origin_for_its_router(void **state)
 	/* made for another first router */
 	build(&f->b, "example.com", K_ORIGIN, NULL, 0, K_R5, EXP, NULL, 0);
 	check(f, NULL, ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
+}
+
+/* A content server's route must be its own: the origin is the trust file's key for its name. */
+static void server_mode_checked_against_its_key(void **state)
+{
+	struct fixture *f = *state;
+	const unsigned srv = ATTEST_SERVER;
+	/* cr1's key originates example.com nowhere: rx's key and evil.net are its own */
+	build(&f->b, "www.evil.net", K_X, NULL, 0, K_R4, EXP, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_PENDING);
+	attest_job_drop(&f->job);
+	/* the origin's chain (captured, made for us) replayed through server rx: refused, no crypto */
+	build(&f->b, "www.example.com", K_ORIGIN, NULL, 0, K_R4, EXP, NULL, 0);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
+	/* a server the trust file has no key for */
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "nobody", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_UNKNOWN_KEY);
+	/* a path from a server */
+	build(&f->b, "www.evil.net", K_X, chain3, 3, K_R4, EXP, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
+	assert_int_equal(f->v.verified, verified);
+}
+
+/* The origin's for_key is signed by nobody: anything in it is refused, not kept and passed on. */
+static void origin_for_key_must_be_empty(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	static uint8_t junk[1 << 20];
+	f->b.pb[3].for_key.data = junk;
+	f->b.pb[3].for_key.len = sizeof(junk);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, 3);
+	f->b.pb[3].for_key.len = 1;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, 3);
+	assert_int_equal(f->v.verified, 0);
+	f->b.pb[3].for_key.len = 0;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
+/* A chain received with less than min_lifetime left is refused; a stored one is valid to its end. */
+static void chain_about_to_expire_is_refused_at_import(void **state)
+{
+	struct fixture *f = *state;
+	f->v.min_lifetime = 300;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 299, NULL, 0);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, -1);
+	assert_int_equal(f->v.verified, 0);
+	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", false, NOW, &f->job), ATTEST_PENDING);
+	attest_job_drop(&f->job);
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 300, NULL, 0);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
+/* A forgery sent again costs no verification: its failed link is remembered, until a new trust file. */
+static void failed_links_are_remembered(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.w[1].sig[5] ^= 1;          /* cr2's hop */
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(verified, 3);  /* the origin, cr1, cr2 */
+	for (int i = 0; i < 100; i++)
+		check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	assert_int_equal(f->v.verified, verified);
+	assert_int_equal(f->v.bad_hits, 100);
+	/* the good chain is not held back by it */
+	f->b.w[1].sig[5] ^= 1;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	/* a new trust file: the verdict is taken again */
+	f->b.w[1].sig[5] ^= 1;
+	attest_verifier_set_trust(&f->v, &f->trust);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
+	assert_int_equal(f->v.verified, verified + 2 + 1);
 }
 
 static void states_without_trust_or_cover(void **state)
@@ -979,6 +1063,10 @@ int main(void)
 		cmocka_unit_test(trust_file_errors),
 		cmocka_unit_test_setup_teardown(chain_verifies_once_then_from_the_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(server_mode_origin_for_its_router, setup, teardown),
+		cmocka_unit_test_setup_teardown(server_mode_checked_against_its_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(origin_for_key_must_be_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(chain_about_to_expire_is_refused_at_import, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_links_are_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_origin_not_authorised, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_changed_byte, setup, teardown),
