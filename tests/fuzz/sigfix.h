@@ -29,7 +29,7 @@ static struct trust fix_trust;
 static inline char *fix_trust_text(size_t *len)
 {
 	char body[2048], t[SIGKEY_TEXT_LEN + 1], err[256];
-	int n = snprintf(body, sizeof(body), "valid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
+	int n = snprintf(body, sizeof(body), "serial 1\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
 	for (int i = F_R1; i <= F_X; i++) {
 		sigkey_public_text(fix_keys[i].pk, t);
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", fix_name[i], t);
