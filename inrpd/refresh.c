@@ -40,6 +40,14 @@ void refresh_free(struct refresh *r)
 	free(r);
 }
 
+/* How long ago then was; a then a little ahead of now (taken from another
+ * clock, or a coarse one behind a precise one) is just now, not 584 million
+ * years ago. */
+static inline uint64_t age_ms(uint64_t now_ms, uint64_t then_ms)
+{
+	return now_ms > then_ms ? now_ms - then_ms : 0;
+}
+
 unsigned refresh_note(struct refresh *r, uint64_t key_hash, const struct dns_query *q, uint64_t now_ms)
 {
 	unsigned i = (unsigned)(key_hash % r->nslots);
@@ -48,7 +56,7 @@ unsigned refresh_note(struct refresh *r, uint64_t key_hash, const struct dns_que
 		s->asked_ms = now_ms ? now_ms : 1;
 		return i;
 	}
-	if (s->asked_ms && now_ms - s->asked_ms < REFRESH_KEEP_MS)
+	if (s->asked_ms && age_ms(now_ms, s->asked_ms) < REFRESH_KEEP_MS)
 		return REFRESH_NO_SLOT;         /* another question, still asked: it stays */
 	*s = (struct refresh_slot){
 		.hash = key_hash, .asked_ms = now_ms ? now_ms : 1,
@@ -89,7 +97,7 @@ size_t refresh_next(struct refresh *r, uint64_t now_ms, uint8_t *buf, size_t cap
 {
 	for (; r->cursor < r->nslots; r->cursor++) {
 		struct refresh_slot *s = &r->slots[r->cursor];
-		if (!s->asked_ms || now_ms - s->asked_ms > REFRESH_RECENT_MS)
+		if (!s->asked_ms || age_ms(now_ms, s->asked_ms) > REFRESH_RECENT_MS)
 			continue;
 		struct dns_query_spec spec = {
 			.qname = s->qname, .qname_len = s->qname_len, .qtype = s->qtype, .qclass = s->qclass,
@@ -109,7 +117,7 @@ bool refresh_wanted(const struct refresh *r, unsigned slot, uint64_t fp, uint64_
 	if (slot >= r->nslots)
 		return false;
 	const struct refresh_slot *s = &r->slots[slot];
-	return !(s->ask_ms && s->ask_fp == fp && now_ms - s->ask_ms < inflight_ms);
+	return !(s->ask_ms && s->ask_fp == fp && age_ms(now_ms, s->ask_ms) < inflight_ms);
 }
 
 void refresh_started(struct refresh *r, unsigned slot, uint64_t fp, uint64_t now_ms)

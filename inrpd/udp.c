@@ -165,11 +165,11 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
 /* A question that went to next content routers (forwarded), or was answered
  * from the cache for them (only such a request is cacheable and not
  * fallback): asked lately. */
-static void note(struct udp_worker *w, uint64_t now_us, bool forwarded)
+static void note(struct udp_worker *w, bool forwarded)
 {
 	if (!w->refresh || !w->req.cacheable || w->req.fallback)
 		return;
-	uint64_t now_ms = now_us / 1000;
+	uint64_t now_ms = inrpd_now_ms();       /* the pass's clock: a precise one runs ahead of it */
 	unsigned slot = refresh_note(w->refresh, w->req.cache_key.hash, &w->req.q, now_ms);
 	if (forwarded)
 		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
@@ -252,13 +252,13 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			c.conn = NULL;
 			c.serial = 0;
 			c.refresh = 0;
-			note(w, arrived, true);
+			note(w, true);
 			fwd_start(w->fwd, &w->req, &c);
 			continue;
 		}
 		if (len == 0)
 			continue;
-		note(w, arrived, false);
+		note(w, false);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;

@@ -149,6 +149,25 @@ static void an_ask_in_flight_along_the_same_route_is_not_repeated(void **state)
 	refresh_free(r);
 }
 
+/* A question noted by a clock a few ms ahead of the pass's (a precise
+ * clock against a coarse one) was asked just now: it is fetched again,
+ * and keeps its slot. */
+static void a_question_noted_a_little_ahead_of_the_pass_is_recent(void **state)
+{
+	(void)state;
+	struct refresh *r = refresh_create(1);
+	struct dns_query q, other, got[2];
+	query(&q, "www.mv.content", DNS_TYPE_A, false);
+	query(&other, "other.content", DNS_TYPE_A, false);
+	refresh_note(r, 11, &q, 1004);
+	assert_int_equal(refresh_note(r, 12, &other, 1000), REFRESH_NO_SLOT);
+	refresh_routes_changed(r, 1001);
+	assert_true(refresh_begin(r, 1001));
+	assert_int_equal(pass(r, 1001, got, 2, NULL), 1);
+	assert_true(name_equal(&got[0].qname, &q.qname));
+	refresh_free(r);
+}
+
 static void sizes_are_checked(void **state)
 {
 	(void)state;
@@ -167,6 +186,7 @@ int main(void)
 		cmocka_unit_test(a_question_not_asked_lately_is_left_alone),
 		cmocka_unit_test(a_question_still_asked_keeps_its_slot),
 		cmocka_unit_test(an_ask_in_flight_along_the_same_route_is_not_repeated),
+		cmocka_unit_test(a_question_noted_a_little_ahead_of_the_pass_is_recent),
 		cmocka_unit_test(sizes_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
