@@ -25,15 +25,18 @@ static void show_words(void *ctx, char **args, unsigned nargs, bool json, struct
 		ctl_reply_line(r, CTL_DATA, json ? "{\"arg\":\"%s\"}" : "%s", args[i]);
 }
 
-/* a reply long enough to fill the socket: lines of the argument's length */
+/* a reply larger than the socket's buffer: 5 lines of 60 KB, the argument over and over */
 static void show_many(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
+	static char line[60001];
 	(void)ctx;
 	(void)nargs;
 	(void)json;
 	size_t len = strlen(args[0]);
-	for (unsigned i = 0; i < 64 * len; i++)
-		ctl_reply_line(r, CTL_DATA, "%u %s", i, args[0]);
+	for (size_t i = 0; i < sizeof(line) - 1; i++)
+		line[i] = args[0][i % len];
+	for (unsigned i = 0; i < 5; i++)
+		ctl_reply_line(r, CTL_DATA, "%s", line);
 }
 
 static void fail(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
