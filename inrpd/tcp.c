@@ -41,11 +41,11 @@
 #include <uv.h>
 #include <urcu-qsbr.h>
 
+#include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
 #include "wire.h"
 
-#define TCP_MSG_MAX             (2 + DNS_TCP_MAX)       /* prefix + largest message */
 #define TCP_RBUF_INIT           4096
 #define TCP_WRITE_QUEUE_MAX     (256 * 1024)
 #define TCP_BACKLOG             256
@@ -201,10 +201,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct tcp_conn *c = h->data;
 	(void)suggested;
 	/* whatever is buffered is less than one whole message (see on_read) */
-	if (c->rcap - c->rlen < 1024 && c->rcap < TCP_MSG_MAX) {
-		size_t cap = c->rcap * 2;
-		if (cap > TCP_MSG_MAX)
-			cap = TCP_MSG_MAX;
+	size_t cap = dns_frame_grow(c->rcap, c->rlen);
+	if (cap != c->rcap) {
 		uint8_t *nb = realloc(c->rbuf, cap);
 		if (nb) {
 			c->rbuf = nb;
@@ -285,20 +283,14 @@ static void conn_process(struct tcp_conn *c)
 	struct tcp_server *s = c->srv;
 	struct outbuf o = { 0 };
 	uint8_t answer[INRPD_ANSWER_MAX];
-	size_t off = 0;
+	size_t off = 0, mlen;
 	bool bad = false;
+	enum dns_frame f;
 	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
-	while (c->rlen - off >= 2) {
-		size_t mlen = wire_load16(c->rbuf + off);
-		if (mlen == 0) {                /* no DNS message is empty */
-			bad = true;
-			break;
-		}
-		if (c->rlen - off - 2 < mlen)
-			break;
+	while ((f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
 		struct sockaddr_storage peer;
 		int plen = sizeof(peer);
 		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
@@ -321,6 +313,8 @@ static void conn_process(struct tcp_conn *c)
 			break;
 		}
 	}
+	if (f == DNS_FRAME_BAD)
+		bad = true;
 	rcu_thread_offline();
 	fwd_rearm(s);
 

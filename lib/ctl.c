@@ -129,6 +129,8 @@ struct ctl_client {
 	char in[CTL_MAX_LINE + 1];
 	size_t inlen;
 	bool discarding;                /* said goodbye: drop input until the client hangs up */
+	bool shutting, shut;            /* our side: shutdown asked, done (replies out) */
+	bool eof;                       /* the client's side */
 	bool closing;
 };
 
@@ -219,6 +221,8 @@ static void client_sendf(struct ctl_client *c, int code, const char *fmt, ...)
 	strbuf_free(&r.out);
 }
 
+static void client_goodbye(struct ctl_client *c);
+
 static void run_command(struct ctl_client *c, char *line)
 {
 	char *argv[CTL_MAX_WORDS + 1];
@@ -234,7 +238,7 @@ static void run_command(struct ctl_client *c, char *line)
 	if (argc == 0)
 		return;
 	if (strcmp(argv[0], "quit") == 0 || strcmp(argv[0], "exit") == 0) {
-		client_close(c);
+		client_goodbye(c);      /* after the replies to the commands before */
 		return;
 	}
 	struct ctl_reply r = { 0 };
@@ -259,27 +263,50 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-	(void)req;
-	(void)status;   /* the read side closes the client when it hangs up */
+	struct ctl_client *c = req->data;
+	(void)status;   /* a client gone away: its read side closes it */
+	c->shut = true;
+	if (c->eof)     /* it hung up first: closed once its replies are out */
+		client_close(c);
+}
+
+/* Ends our side once the replies queued are written (uv_close would drop them). */
+static void client_shutdown(struct ctl_client *c)
+{
+	if (c->shutting)
+		return;
+	c->shutting = true;
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->pipe, on_shutdown) < 0)
+		client_close(c);
 }
 
 /*
- * Says why, then stops talking.  Closing at once with the client's bytes
- * still unread would send a reset, which can destroy the reply in flight;
- * so the write side is shut down and input dropped until the client goes.
+ * Stops talking.  Closing at once with the client's bytes still unread
+ * would send a reset, which can destroy the reply in flight; so the write
+ * side is shut down and input dropped until the client goes.
  */
 static void client_goodbye(struct ctl_client *c)
 {
 	c->discarding = true;
 	c->inlen = 0;
-	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->pipe, on_shutdown) < 0)
-		client_close(c);
+	client_shutdown(c);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct ctl_client *c = (struct ctl_client *)stream;
 	(void)buf;
+	if (nread == UV_EOF) {
+		/* a client may send its commands and half-close: it still gets every reply */
+		c->eof = true;
+		uv_read_stop(stream);
+		if (c->shut)
+			client_close(c);
+		else
+			client_shutdown(c);
+		return;
+	}
 	if (nread < 0) {
 		client_close(c);
 		return;
@@ -297,7 +324,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			client_sendf(c, CTL_ERR_SYNTAX, "NUL byte in command");
 		else
 			run_command(c, c->in);
-		if (c->closing)
+		if (c->closing || c->discarding)
 			return;
 		memmove(c->in, c->in + used, c->inlen - used);
 		c->inlen -= used;

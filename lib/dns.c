@@ -517,8 +517,9 @@ int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const
 			*err = "record data runs past the message";
 			return -1;
 		}
-		if (type == DNS_TYPE_TSIG && i != total - 1) {
-			*err = "TSIG record not the last one (RFC 8945 5.1)";
+		/* relay drops it from the additional section; anywhere else it would pass on misplaced */
+		if (type == DNS_TYPE_TSIG && (i != total - 1 || a->arcount == 0)) {
+			*err = "TSIG record not the last additional one (RFC 8945 5.1)";
 			return -1;
 		}
 		if (type == DNS_TYPE_OPT) {

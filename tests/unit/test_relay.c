@@ -1251,6 +1251,16 @@ static void test_relay_drops_transaction_signatures(void **state)
 	struct name qn = mkname("www.example.com");
 	assert_int_equal(dns_upstream_answer_parse(p.b, p.len, 1, &qn, DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
 	assert_non_null(err);
+
+	/* last, but in the authority section: malformed too, or it would be relayed there (found by fuzz_relay) */
+	header(&p, 1, 0x80, 0, 1, 1, 1, 0);
+	question(&p, "www.example.com", DNS_TYPE_A, DNS_CLASS_IN);
+	rr_raw_owner(&p, ptr_qname, 2, DNS_TYPE_A, 60, "\xc0\x00\x02\x01", 4);
+	rr_raw_owner(&p, "\003key\000", 5, DNS_TYPE_TSIG, 0, "\x00\x00\x00\x00\x00\x00", 6);
+	err = NULL;
+	assert_int_equal(dns_upstream_answer_parse(p.b, p.len, 1, &qn, DNS_TYPE_A, DNS_CLASS_IN, &a, &err), -1);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "TSIG"));
 }
 
 /* Names keep the case upstream wrote them in (RFC 4343), compressed or not. */

@@ -1,0 +1,25 @@
+/*
+ * DNS messages on a TCP stream; see dnsframe.h.
+ */
+#include "dnsframe.h"
+#include "wire.h"
+
+enum dns_frame dns_frame_next(const uint8_t *buf, size_t len, size_t *msg_len)
+{
+	if (len < 2)
+		return DNS_FRAME_MORE;
+	size_t n = wire_load16(buf);
+	if (n == 0)
+		return DNS_FRAME_BAD;
+	if (len - 2 < n)
+		return DNS_FRAME_MORE;
+	*msg_len = n;
+	return DNS_FRAME_MSG;
+}
+
+size_t dns_frame_grow(size_t cap, size_t len)
+{
+	if (cap - len >= 1024 || cap >= DNS_FRAME_BUF_MAX)
+		return cap;
+	return cap * 2 < DNS_FRAME_BUF_MAX ? cap * 2 : DNS_FRAME_BUF_MAX;
+}
