@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "fib.h"
+#include "hashkey.h"
 
 /*
  * Every trie node is one 32-byte slot keyed by its whole suffix: the wire
@@ -1142,8 +1143,8 @@ struct set_key {
 
 static uint64_t set_hash(const struct set_key *k)
 {
-	XXH3_state_t st;
-	XXH3_64bits_reset(&st);
+	XXH3_state_t st;        /* keyed like names (hashkey.h): peers send the routes */
+	XXH3_64bits_reset_withSecret(&st, hashkey_secret, sizeof(hashkey_secret));
 	XXH3_64bits_update(&st, k->routes, k->count * sizeof(struct route));
 	if (k->redirect)
 		XXH3_64bits_update(&st, k->redirect->wire, k->redirect->len);
@@ -1335,7 +1336,7 @@ static bool agg_eq(const struct fib *f, uint32_t id, const void *key)
 
 static uint64_t name_hash(const struct name *n)
 {
-	return XXH3_64bits(n->wire, n->len);
+	return hashkey64(n->wire, n->len);
 }
 
 static void agg_release(struct fib *f, uint32_t id)
