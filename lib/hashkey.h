@@ -18,6 +18,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL                  /* a call into libxxhash costs more than a short key's hash */
+#endif
 #include <xxhash.h>
 
 #define HASHKEY_SECRET_LEN      192     /* XXH3's own secret's size */
