@@ -37,6 +37,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "hashkey.h"
 #include "inrpd.h"
 #include "wire.h"
 
@@ -466,7 +467,7 @@ static uint64_t route_fingerprint(const struct fwd_request *req)
 		wire_store32(buf + n, r->origin);
 		n += 4;
 	}
-	return XXH3_64bits(buf, n);
+	return hashkey64(buf, n);      /* keyed: peers choose the routes, and could aim at a collision */
 }
 
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,

@@ -9,9 +9,11 @@
  *
  * Each UDP worker has its own table, with its share of the rate (the
  * kernel spreads a source's queries over the workers), so no state is
- * shared.  A table entry per prefix hash: a colliding prefix takes the
- * entry over with a full bucket (a flood can only make its victims'
- * limits reset, never tighter).
+ * shared.  A table entry per prefix, picked by a keyed hash (hashkey.h)
+ * so nobody can tell which prefixes share one.  An entry stays its
+ * prefix's until its bucket is full again: a prefix landing on it before
+ * that shares its limit (rrl_check says why), so a flood can only make
+ * the limits of prefixes in its entry tighter, never reset them.
  *
  * Routers: other content routers forward their clients' queries to us
  * from outside allow-recursion.  By default every next-hop router address
@@ -26,9 +28,10 @@
 
 #include "arena.h"
 
-#define XXH_INLINE_ALL
+#define XXH_INLINE_ALL                  /* hashkey64 inlined: every outsider's answer pays it */
 #include <xxhash.h>
 
+#include "hashkey.h"
 #include "inrpd.h"
 
 #define RRL_BUCKETS     4096
@@ -60,30 +63,57 @@ void rrl_free(struct rrl *r)
 	bigtable_free(r, sizeof(*r));
 }
 
+/* The prefix, with its family: /24 for IPv4, /56 for IPv6. */
+static uint64_t prefix_key(int family, const uint8_t *addr)
+{
+	uint64_t key = family == AF_INET ? 4 : 6;
+	unsigned n = family == AF_INET ? 3 : 7;
+	for (unsigned i = 0; i < n; i++)
+		key = key << 8 | addr[i];
+	return key;
+}
+
+static unsigned key_slot(uint64_t key)
+{
+	return (unsigned)(hashkey64(&key, sizeof(key)) % RRL_BUCKETS);
+}
+
+unsigned rrl_slot(int family, const uint8_t *addr)
+{
+	return key_slot(prefix_key(family, addr));
+}
+
 enum rrl_verdict rrl_check(struct rrl *r, const struct inrpd_runtime *rt, int family,
 			   const uint8_t *addr, uint64_t now_ms)
 {
 	if (!r || rt->rrl_rate == 0)
 		return RRL_PASS;
-	/* the prefix, with its family, as the key */
-	uint64_t key = family == AF_INET ? 4 : 6;
-	unsigned n = family == AF_INET ? 3 : 7;         /* /24, /56 */
-	for (unsigned i = 0; i < n; i++)
-		key = key << 8 | addr[i];
-	struct bucket *b = &r->b[XXH3_64bits(&key, sizeof(key)) % RRL_BUCKETS];
+	uint64_t key = prefix_key(family, addr);
+	struct bucket *b = &r->b[key_slot(key)];
 	int64_t rate = rt->rrl_rate / r->share ? rt->rrl_rate / r->share : 1;
 	int64_t burst = rate * 1000;
-	if (b->key != key) {
+	if (now_ms > b->last_ms) {
+		uint64_t idle = now_ms - b->last_ms;    /* a second fills any bucket: no overflow */
+		b->tokens = idle >= 1000 ? burst : b->tokens + (int64_t)idle * rate;
+		if (b->tokens > burst)
+			b->tokens = burst;
+		b->last_ms = now_ms;
+	}
+	/*
+	 * Another prefix's entry becomes ours only when free or full: a full
+	 * bucket limits no one, so taking it resets nothing.  One still short
+	 * of tokens is shared instead, at the cost of a tighter limit for
+	 * both; were it reset, queries from a prefix in the same entry would
+	 * keep refilling it and a flood at a victim's address would be
+	 * answered whole.  One entry looked at, no second choice: the check
+	 * is on every outsider's answer, and the key keeps a flood from
+	 * choosing whom it shares with.
+	 */
+	if (b->key != key && (b->key == 0 || b->tokens >= burst)) {
 		b->key = key;
 		b->tokens = burst;
 		b->last_ms = now_ms;
 		b->limited = 0;
-	}
-	if (now_ms > b->last_ms) {
-		b->tokens += (int64_t)(now_ms - b->last_ms) * rate;
-		if (b->tokens > burst)
-			b->tokens = burst;
-		b->last_ms = now_ms;
 	}
 	if (b->tokens >= 1000) {
 		b->tokens -= 1000;
@@ -106,9 +136,7 @@ static struct router_addr routers[ROUTERS_MAX];
 
 static size_t router_slot(int family, const uint8_t *addr)
 {
-	uint8_t k[17] = { (uint8_t)family };
-	memcpy(k + 1, addr, family == AF_INET ? 4 : 16);
-	return (size_t)(XXH3_64bits(k, sizeof(k)) % ROUTERS_MAX);
+	return (size_t)(ip_hash(family, addr) % ROUTERS_MAX);
 }
 
 void inrpd_routers_add(int family, const uint8_t *addr)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "hashkey.h"
 
 const char *ip_format(int family, const uint8_t *addr, char *buf, size_t len)
 {
@@ -23,15 +24,19 @@ bool ip_equal(int family_a, const uint8_t *a, int family_b, const uint8_t *b)
 	return family_a == family_b && memcmp(a, b, family_a == AF_INET ? 4 : 16) == 0;
 }
 
+/* Over what ip_equal and ip_endpoint_equal compare. */
+uint64_t ip_hash(int family, const uint8_t *addr)
+{
+	uint8_t k[17] = { (uint8_t)family };
+	memcpy(k + 1, addr, family == AF_INET ? 4 : 16);
+	return hashkey64(k, family == AF_INET ? 5 : 17);
+}
+
 uint64_t ip_endpoint_hash(const struct ip_endpoint *e)
 {
-	/* FNV-1a over what ip_endpoint_equal compares */
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)e->family ^ ((uint64_t)e->port << 8);
-	for (unsigned i = 0; i < (e->family == AF_INET ? 4u : 16u); i++) {
-		h ^= e->addr[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+	uint8_t k[19] = { (uint8_t)e->family, (uint8_t)(e->port >> 8), (uint8_t)e->port };
+	memcpy(k + 3, e->addr, e->family == AF_INET ? 4 : 16);
+	return hashkey64(k, e->family == AF_INET ? 7 : 19);
 }
 
 socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)

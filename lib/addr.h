@@ -44,6 +44,8 @@ static inline bool ip_endpoint_equal(const struct ip_endpoint *a, const struct i
 {
 	return a->port == b->port && ip_equal(a->family, a->addr, b->family, b->addr);
 }
+/* Keyed (hashkey.h): the addresses come from peers and clients. */
+uint64_t ip_hash(int family, const uint8_t *addr);
 uint64_t ip_endpoint_hash(const struct ip_endpoint *e);
 /* For connect()/sendto()/bind(); returns the length to pass. */
 socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss);

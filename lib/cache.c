@@ -13,10 +13,10 @@
 #include <string.h>
 
 #define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "arena.h"
 #include "cache.h"
+#include "hashkey.h"
 #include "wire.h"
 
 #define ALIGN8(n)               (((n) + 7u) & ~(size_t)7u)
@@ -84,7 +84,7 @@ void cache_key_make(struct cache_key *k, const struct name *qname, uint16_t qtyp
 	k->data[n++] = (uint8_t)qclass;
 	k->data[n++] = flags;
 	k->len = (uint8_t)n;
-	k->hash = XXH3_64bits(k->data, n);
+	k->hash = hashkey64(k->data, n);     /* the names are the clients' */
 }
 
 /* ---- flushes ---- */

@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "fib.h"
+#include "hashkey.h"
 
 /*
  * Every trie node is one 32-byte slot keyed by its whole suffix: the wire
@@ -1142,12 +1143,11 @@ struct set_key {
 
 static uint64_t set_hash(const struct set_key *k)
 {
-	XXH3_state_t st;
-	XXH3_64bits_reset(&st);
-	XXH3_64bits_update(&st, k->routes, k->count * sizeof(struct route));
+	/* keyed (hashkey.h): peers send the routes; two one-shot hashes are cheaper than a stream */
+	uint64_t h = hashkey64(k->routes, k->count * sizeof(struct route));
 	if (k->redirect)
-		XXH3_64bits_update(&st, k->redirect->wire, k->redirect->len);
-	return XXH3_64bits_digest(&st);
+		h ^= hashkey64(k->redirect->wire, k->redirect->len) * 0x9E3779B97F4A7C15ull;
+	return h;
 }
 
 static bool set_eq(const struct fib *f, uint32_t id, const void *key)
@@ -1335,7 +1335,7 @@ static bool agg_eq(const struct fib *f, uint32_t id, const void *key)
 
 static uint64_t name_hash(const struct name *n)
 {
-	return XXH3_64bits(n->wire, n->len);
+	return hashkey64(n->wire, n->len);
 }
 
 static void agg_release(struct fib *f, uint32_t id)

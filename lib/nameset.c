@@ -3,8 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
-
+#include "hashkey.h"
 #include "name.h"
 #include "nameset.h"
 
@@ -38,7 +37,7 @@ void nameset_clear(struct nameset *s)
 
 static inline uint32_t hash(const uint8_t *wire, uint8_t len)
 {
-	return (uint32_t)XXH3_64bits(wire, len);
+	return (uint32_t)hashkey64(wire, len);     /* names from peers and transfers */
 }
 
 static inline bool entry_is(const struct nameset *s, uint32_t slot, const uint8_t *wire, uint8_t len)

@@ -18,6 +18,7 @@
 #include "aggregates.h"
 #include "aggstore.h"
 #include "fibpush.h"
+#include "hashkey.h"
 #include "log.h"
 #include "nameset.h"
 #include "prefix.h"
@@ -71,10 +72,7 @@ struct aggregates {
 
 static size_t slot(const struct name *n, size_t nb)
 {
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a: names are short, aggregates few */
-	for (size_t i = 0; i < n->len; i++)
-		h = (h ^ n->wire[i]) * 1099511628211ull;
-	return (size_t)h & (nb - 1);
+	return (size_t)hashkey64(n->wire, n->len) & (nb - 1);        /* peers name them */
 }
 
 static struct aggregate *find(const struct aggregates *a, const struct name *n)

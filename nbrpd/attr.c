@@ -16,7 +16,8 @@
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
 {
-	return (uint32_t)XXH3_64bits_withSeed(path, k->path_bytes, XXH3_64bits(k, sizeof(*k)));
+	/* keyed: peers choose the paths */
+	return (uint32_t)(hashkey64(k, sizeof(*k)) ^ hashkey64(path, k->path_bytes));
 }
 
 static void attrs_grow(struct rde *r)

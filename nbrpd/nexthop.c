@@ -58,12 +58,7 @@ unsigned nexthop_count(const struct nexthop_table *t)
 
 static size_t nh_hash(int family, const uint8_t *addr)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)family;
-	for (unsigned i = 0; i < (family == AF_INET ? 4u : 16u); i++) {
-		h ^= addr[i];
-		h *= 1099511628211ull;
-	}
-	return (size_t)h % NEXTHOP_BUCKETS;
+	return (size_t)(ip_hash(family, addr) % NEXTHOP_BUCKETS);
 }
 
 struct nexthop *nexthop_get(struct nexthop_table *t, int family, const uint8_t *addr)

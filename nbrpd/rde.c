@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xxhash.h>
 
 #include "aggstore.h"
 #include "decide.h"
@@ -74,7 +73,7 @@ static uint32_t now_ms(const struct rde *r)
 
 static size_t name_slot(const char *name, size_t n)
 {
-	return (size_t)XXH3_64bits(name, strlen(name)) & (n - 1);
+	return (size_t)hashkey64(name, strlen(name)) & (n - 1);
 }
 
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name)
@@ -106,7 +105,7 @@ static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t le
 
 static size_t agg_slot(const uint8_t *wire, size_t len, size_t n)
 {
-	return (size_t)XXH3_64bits(wire, len) & (n - 1);
+	return (size_t)hashkey64(wire, len) & (n - 1);       /* the names are the peers' */
 }
 
 static struct rde_agg *agg_find(const struct rde *r, const uint8_t *wire, size_t len)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <sys/stat.h>
 
+#include "hashkey.h"
 #include "log.h"
 #include "rdesig.h"
 
@@ -875,11 +876,11 @@ static size_t slot(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
 
 static size_t hop_slot(const struct hop *h, size_t nb)
 {
-	/* prev is a BLAKE2b digest: its bytes are already uniform */
-	uint64_t a, b;
-	memcpy(&a, h->prev, sizeof(a));
-	memcpy(&b, h->target, sizeof(b));
-	return (size_t)((a ^ b) & (nb - 1));
+	/* keyed: a peer can grind the digests of the chains it sends us */
+	uint8_t k[sizeof(h->prev) + sizeof(h->target)];
+	memcpy(k, h->prev, sizeof(h->prev));
+	memcpy(k + sizeof(h->prev), h->target, sizeof(h->target));
+	return (size_t)hashkey64(k, sizeof(k)) & (nb - 1);
 }
 
 static size_t origin_slot(const uint8_t *wire, size_t len, size_t nb)

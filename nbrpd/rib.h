@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-#include <xxhash.h>
 
 #include "attest.h"
 #include "config.h"
+#include "hashkey.h"
 #include "origin_wd.h"
 #include "rde.h"
 #include "slab.h"
@@ -237,9 +237,10 @@ struct rib {
 
 int rib_init(struct rib *t);
 void rib_destroy(struct rib *t);
+/* Keyed: the names are the peers'. */
 static inline uint32_t rib_hash(const uint8_t *wire, size_t len)
 {
-	return (uint32_t)XXH3_64bits(wire, len);
+	return (uint32_t)hashkey64(wire, len);
 }
 /* The chain a name with this hash is in. */
 static inline struct rib_entry **rib_chain(const struct rib *t, uint32_t hash)
