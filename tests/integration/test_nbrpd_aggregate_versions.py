@@ -27,7 +27,7 @@ from conftest import free_port, wait_for
 import nbrp_client as nc
 import sigtest as st
 from test_aggregate_xfr import AGG, aggtool, names, servers, write_members  # noqa: F401  (servers: a fixture)
-from test_nbrpd import answer, establish
+from test_nbrpd import answer, establish, unique_addrs
 from test_nbrpd_signatures import GOOD, signed  # noqa: F401  (signed: a fixture)
 from test_nbrpd_signed_aggregates import agg_routes
 
@@ -84,15 +84,27 @@ def world(signed, servers, tmp_path):
         s.members_file = file
         return s
 
-    def start(mode):
+    def start(mode, with_z=False):
+        """with_z: a second peer, z, with signatures off."""
         real = source(3, REAL, "real")
-        n = signed(mode, extra=f'state-dir "{tmp_path}/state";\n')
+        z_addr = unique_addrs(1)[0]
+        z_conf = f'peer "z" {{ address {z_addr} port 1; passive; signatures off; }}\n' if with_z else ""
+        n = signed(mode, extra=f'state-dir "{tmp_path}/state";\n{z_conf}')
         fed = n.fed
         fed.write_trust(origins=[(GOOD, fed.origin), (AGG, fed.origin), ("example", fed.origin)])
         wait_for(lambda: " read: 4 routers, 3 origins" in n.log(), 10, "the trust file polled")
         hop = NextHop(n.x_addr)
         made.append(hop)
         p = establish(n)
+        z = None
+        if with_z:
+            z = nc.Peer(n.addr, n.port, z_addr)
+            z.send(nc.open_msg("z"))
+            assert z.recv_until(nc.OPEN) is not None and z.recv_until(nc.KEEPALIVE) is not None
+            z.send(nc.keepalive())
+            assert z.recv_until(nc.END_OF_RIB) is not None
+            z.send(nc.end_of_rib())
+            made.append(z)
         p.send(nc.end_of_rib())         # inrpd's FIB is in service once every peer's table is in
 
         def route(src, version=3, members=REAL, signed_=True):
@@ -108,7 +120,7 @@ def world(signed, servers, tmp_path):
             r = n.nbrc("--json", "show", "aggregate", AGG)
             return json.loads(r.stdout) if r.returncode == 0 else {}
         dns_at = SimpleNamespace(addr=n.addr, dns_port=n.inrpd.port)
-        return SimpleNamespace(n=n, p=p, real=real, source=source, route=route, view=view,
+        return SimpleNamespace(n=n, p=p, z=z, z_addr=z_addr, real=real, source=source, route=route, view=view,
                                ask=lambda name: answer(dns_at, name))
     yield start
     for h in made:
@@ -218,3 +230,27 @@ def test_a_forged_version_stored_before_a_valid_route_is_thrown_away_and_fetched
     wait_for(lambda: w.ask("fresh.example") == [SERVER], 10, "the new member answered")
     assert w.ask(HIJACKED) == "REFUSED"
     assert w.view()["fetch_digest_mismatch"] == 0
+
+
+@pytest.mark.parametrize("mode", ["require", "prefer"])
+def test_the_version_valid_routes_name_wins_over_a_newer_unsigned_one(world, mode):
+    """x's valid route names version 3 (the real source); z, a peer with signatures off, then
+    offers 3 + 2^31 - 1 from the attacker's source: newer, but signed by nobody.  The version
+    fetched and routed stays 3, and the attacker's source is never asked."""
+    w = world(mode, with_z=True)
+    evil = w.source(FORGED_NEWER, FORGED, "evil")
+    w.p.send(nc.update(routes=[w.route(w.real)]))
+    wait_for(lambda: w.view().get("version") == 3, 20, "version 3 stored")
+    fetches = w.view()["fetches"]
+    # z's route, then a name behind it on the same session: once the name is in, so is the route
+    unsigned = st.route_with(AGG, w.z_addr, 5353, ["z", "a", "b"], [], aggregate=AGG, version=FORGED_NEWER,
+                             source=f"{evil.addr} {evil.port}")
+    w.z.send(nc.update(routes=[unsigned]))
+    w.z.send(nc.update(routes=[st.route_with(f"marker.{GOOD}", w.z_addr, 5353, ["z"], [])]))
+    wait_for(lambda: w.n.route(f"marker.{GOOD}") is not None, 10, "z's routes imported")
+    routes = agg_routes(w.n, AGG)
+    assert {r["aggregate_version"] for r in routes} == {3, FORGED_NEWER}, routes
+    view = w.view()
+    assert view["version"] == 3 and view["offered_version"] == 3 and view["fetches"] == fetches, view
+    assert "transfer of" not in evil.logfile.read_text()
+    assert w.ask("m500.example") == [SERVER] and w.ask(HIJACKED) == "REFUSED"
