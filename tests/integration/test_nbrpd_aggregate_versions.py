@@ -254,3 +254,33 @@ def test_the_version_valid_routes_name_wins_over_a_newer_unsigned_one(world, mod
     assert view["version"] == 3 and view["offered_version"] == 3 and view["fetches"] == fetches, view
     assert "transfer of" not in evil.logfile.read_text()
     assert w.ask("m500.example") == [SERVER] and w.ask(HIJACKED) == "REFUSED"
+
+
+def test_a_forged_diff_is_refused_and_the_real_one_applied(world):
+    """Version 3 is held (real).  The route for version 4 names a source whose IXFR from 3 adds the
+    forged members: the diff is applied to a copy of the set, its digest is not the signed one,
+    nothing is stored; the real source's diff is then stored as version 4."""
+    w = world("require")
+    w.p.send(nc.update(routes=[w.route(w.real)]))
+    wait_for(lambda: w.view().get("version") == 3, 20, "version 3 stored")
+    v4 = REAL[10:] + ["fresh.example."]
+    evil = w.source(3, REAL, "evil")
+    write_members(evil.members_file, REAL[10:] + FORGED)
+    evil.signal(signal.SIGHUP)
+    wait_for(lambda: "as version 4" in evil.logfile.read_text(), 10, "the forged version 4 served")
+    w.p.send(nc.update(routes=[w.route(evil, version=4, members=v4)]))
+    wait_for(lambda: w.view()["fetch_digest_mismatch"] >= 1, 20, "the forged diff refused")
+    view = w.view()
+    assert view["version"] == 3 and view["members"] == len(REAL), view
+    assert view["last_transfer"]["kind"] == "IXFR", view
+    assert "the members of version 4 are not the ones signed (member digest mismatch); refused" in w.n.log()
+    assert w.ask(HIJACKED) == "REFUSED" and w.ask("m500.example") == [SERVER]
+
+    write_members(w.real.members_file, v4)
+    w.real.signal(signal.SIGHUP)
+    wait_for(lambda: "as version 4" in w.real.logfile.read_text(), 10, "the real version 4 served")
+    w.p.send(nc.update(routes=[w.route(w.real, version=4, members=v4)]))
+    wait_for(lambda: w.view()["version"] == 4, 20, "the real version 4 stored")
+    assert w.view()["last_transfer"]["kind"] == "IXFR" and w.view()["members"] == len(v4)
+    wait_for(lambda: w.ask("fresh.example") == [SERVER], 10, "the new member answered")
+    assert w.ask(HIJACKED) == "REFUSED" and w.ask("m25.example") == "REFUSED"  # gone in version 4
