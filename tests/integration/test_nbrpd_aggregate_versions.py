@@ -8,7 +8,9 @@ stored, counted, named in the log and in `nbrc show aggregate`, and
 inrpd never answers a forged member; the real version is then fetched
 and routed.  A forged version stored before any valid route named one
 (from a route without signatures) is thrown away and fetched whole, and
-the next version is a diff on the real one.
+the next version is a diff on the real one; a forged diff is refused
+like a forged set; and a newer version offered by a peer with
+signatures off does not displace the one valid routes name.
 
 Real nbrpd and inrpd; the peer is hand-written (nbrp_client, sigtest),
 the sources are aggtool's transfer server."""
@@ -19,7 +21,10 @@ import socket
 import threading
 from types import SimpleNamespace
 
+import dns.exception
+import dns.flags
 import dns.message
+import dns.rdatatype
 import dns.rrset
 import pytest
 
