@@ -50,6 +50,7 @@ struct xfrcli {
 	struct nameset set;
 	struct namelist dels, adds;
 	bool building;                  /* diffs applied to a copy of the set held, stored at the end */
+	unsigned diffs;                 /* ...how many */
 	bool not_applied;               /* a diff did not apply to the store */
 	bool store_failed;
 	bool over_names;                /* a diff would take the set over max_names */
@@ -75,13 +76,16 @@ static int cb_begin(void *ctx, bool full)
 	}
 	if (full) {
 		nameset_clear(&c->set);
-	} else if (c->check_digest && !c->building) {
+	} else if (c->building) {
+		c->diffs++;
+	} else if (c->check_digest) {
 		if (nameset_copy(&c->set, aggstore_members(c->store)) < 0) {
 			c->store_failed = true;
 			snprintf(c->store_err, sizeof(c->store_err), "out of memory");
 			return -1;
 		}
 		c->building = true;
+		c->diffs = 1;
 	}
 	namelist_clear(&c->dels);
 	namelist_clear(&c->adds);
@@ -174,9 +178,10 @@ static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
 			return -1;
 		}
 	}
-	/* built in memory: one version from the one held (aggstore_replace stores the difference) */
-	int rc = full || c->building ? aggstore_replace(c->store, to, &c->set)
-				     : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
+	/* built from several diffs: one version from the one held (aggstore_replace stores the
+	 * difference, a walk of the set); from one, that diff, as it came */
+	int rc = full || (c->building && c->diffs > 1) ? aggstore_replace(c->store, to, &c->set)
+						       : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
 	if (rc == -ESTALE) {
 		c->not_applied = true;
 		snprintf(c->store_err, sizeof(c->store_err), "%s", aggstore_error(c->store));

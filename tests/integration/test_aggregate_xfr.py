@@ -249,6 +249,14 @@ def test_library_client_takes_only_the_version_and_members_asked_for(served, tmp
     assert '"has_version": false' in held()
     good, _ = fetch(client, s, "--version", 3, "--digest", st.member_digest(names(20, 1020)).hex())
     assert good["status"] == 0 and good["to"] == 3 and members_of(client) == set(names(20, 1020))
+    # two diffs (1 -> 2 -> 3) built in memory, stored as one version
+    two = tmp_path / "two"
+    v1 = tmp_path / "v1.txt"
+    write_members(v1, names(0, 1000))
+    aggtool("define", two, AGG, v1, 1)
+    both, _ = fetch(two, s, "--version", 3, "--digest", st.member_digest(names(20, 1020)).hex())
+    assert both["status"] == 0 and both["kind"] == "IXFR" and both["versions"] == 1, both
+    assert members_of(two) == set(names(20, 1020))
 
     v4 = names(25, 1020) + ["new.example."]
     write_members(members, v4)
