@@ -8,6 +8,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "attest.h"
 #include "dns.h"
 #include "log.h"
 #include "xfr.h"
@@ -29,6 +30,10 @@ struct xfrcli {
 	char agg[NAME_MAX_TEXT];
 	struct xfrcli_limits lim;
 	uint64_t deadline;              /* uv_now when time_ms runs out; 0: none */
+	bool has_want;                  /* a version asked for (xfrcli_want) */
+	uint32_t want;
+	bool check_digest;              /* and its members' digest */
+	uint8_t digest[ATTEST_DIGEST_LEN];
 	xfrcli_done_fn done;
 	void *ctx;
 
@@ -41,12 +46,15 @@ struct xfrcli {
 	struct xfr_in in;
 	bool in_ready;
 
-	/* what the reply builds: a full set, or the current diff */
+	/* what the reply builds: a full set, or the current diff (applied to set when building) */
 	struct nameset set;
 	struct namelist dels, adds;
+	bool building;                  /* diffs applied to a copy of the set held, stored at the end */
+	unsigned diffs;                 /* ...how many */
 	bool not_applied;               /* a diff did not apply to the store */
 	bool store_failed;
 	bool over_names;                /* a diff would take the set over max_names */
+	enum xfrcli_cut refused;        /* VERSION or DIGEST: the version is not the one offered */
 	char store_err[300];
 
 	char fallback[300];             /* why this attempt is an AXFR after an IXFR */
@@ -59,8 +67,26 @@ struct xfrcli {
 static int cb_begin(void *ctx, bool full)
 {
 	struct xfrcli *c = ctx;
-	if (full)
+	/* the first SOA is the version the reply ends at: not the one offered, nothing is taken */
+	if (c->has_want && c->in.new_serial != c->want) {
+		c->refused = XFRCLI_CUT_VERSION;
+		snprintf(c->store_err, sizeof(c->store_err), "version %u is not the version offered (%u)",
+			 c->in.new_serial, c->want);
+		return -1;
+	}
+	if (full) {
 		nameset_clear(&c->set);
+	} else if (c->building) {
+		c->diffs++;
+	} else if (c->check_digest) {
+		if (nameset_copy(&c->set, aggstore_members(c->store)) < 0) {
+			c->store_failed = true;
+			snprintf(c->store_err, sizeof(c->store_err), "out of memory");
+			return -1;
+		}
+		c->building = true;
+		c->diffs = 1;
+	}
 	namelist_clear(&c->dels);
 	namelist_clear(&c->adds);
 	return 0;
@@ -87,21 +113,75 @@ static int cb_name(void *ctx, bool add, const uint8_t *w, uint8_t l)
 	return namelist_add(add ? &c->adds : &c->dels, w, l);
 }
 
+/* A diff applied to the set being built: each removed member present, each added one absent. */
+static int build_diff(struct xfrcli *c, uint32_t from, uint32_t to)
+{
+	size_t pos = 0;
+	const uint8_t *w;
+	uint8_t l;
+	int rc = 1;
+	while (rc == 1 && namelist_walk(c->dels.buf, c->dels.len, &pos, &w, &l))
+		rc = nameset_remove(&c->set, w, l);
+	pos = 0;
+	while (rc == 1 && namelist_walk(c->adds.buf, c->adds.len, &pos, &w, &l))
+		rc = nameset_add(&c->set, w, l);
+	if (rc < 0) {
+		c->store_failed = true;
+		snprintf(c->store_err, sizeof(c->store_err), "out of memory");
+		return -1;
+	}
+	if (rc == 0) {
+		c->not_applied = true;
+		snprintf(c->store_err, sizeof(c->store_err), "diff %u -> %u does not apply", from, to);
+		return -1;
+	}
+	return 0;
+}
+
 static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
 {
 	struct xfrcli *c = ctx;
 	if (full && full_flush(c) < 0)
 		return -1;
+	if (!full && c->building) {
+		if (build_diff(c, from, to) < 0)
+			return -1;
+		if (c->lim.max_names && c->set.count > c->lim.max_names) {
+			c->over_names = true;
+			snprintf(c->store_err, sizeof(c->store_err), "diff %u -> %u would leave more than %llu names",
+				 from, to, (unsigned long long)c->lim.max_names);
+			return -1;
+		}
+		if (to != c->in.new_serial)
+			return 0;       /* stored with the last diff, once the whole set is known */
+	}
 	/* the reader caps the names a reply carries; this, the set a diff leaves */
 	uint64_t held = aggstore_members(c->store)->count;
-	if (!full && c->lim.max_names && held + c->adds.count > c->lim.max_names + c->dels.count) {
+	if (!full && !c->building && c->lim.max_names &&
+	    held + c->adds.count > c->lim.max_names + c->dels.count) {
 		c->over_names = true;
 		snprintf(c->store_err, sizeof(c->store_err), "diff %u -> %u would leave more than %llu names",
 			 from, to, (unsigned long long)c->lim.max_names);
 		return -1;
 	}
-	int rc = full ? aggstore_replace(c->store, to, &c->set)
-		      : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
+	if (c->check_digest) {
+		uint8_t d[ATTEST_DIGEST_LEN];
+		if (attest_member_digest(&c->set, d) < 0) {
+			c->store_failed = true;
+			snprintf(c->store_err, sizeof(c->store_err), "out of memory");
+			return -1;
+		}
+		if (memcmp(d, c->digest, sizeof(d)) != 0) {
+			c->refused = XFRCLI_CUT_DIGEST;
+			snprintf(c->store_err, sizeof(c->store_err),
+				 "the members of version %u are not the ones signed (member digest mismatch)", to);
+			return -1;
+		}
+	}
+	/* built from several diffs: one version from the one held (aggstore_replace stores the
+	 * difference, a walk of the set); from one, that diff, as it came */
+	int rc = full || (c->building && c->diffs > 1) ? aggstore_replace(c->store, to, &c->set)
+						       : aggstore_apply(c->store, from, to, &c->dels, &c->adds);
 	if (rc == -ESTALE) {
 		c->not_applied = true;
 		snprintf(c->store_err, sizeof(c->store_err), "%s", aggstore_error(c->store));
@@ -232,12 +312,23 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	int rc = xfr_in_feed(&c->in, c->rbuf, (size_t)nread);
 	if (rc == XFR_IN_MORE)
 		return;
+	if (rc == XFR_IN_DONE && c->in.form == XFR_IN_CURRENT && c->has_want && c->in.new_serial != c->want) {
+		c->refused = XFRCLI_CUT_VERSION;
+		snprintf(c->store_err, sizeof(c->store_err), "version %u is not the version offered (%u)",
+			 c->in.new_serial, c->want);
+		rc = XFR_IN_ERROR;
+	}
 	if (rc == XFR_IN_DONE) {
 		if (c->in.form == XFR_IN_CURRENT)
 			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR: current");
 		else if (c->qtype == DNS_TYPE_IXFR && c->in.form == XFR_IN_FULL)
 			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR answered as AXFR");
 		finish(c, 0, NULL);
+		return;
+	}
+	if (c->refused) {
+		c->res.cut = c->refused;
+		finish(c, -1, "%s; refused", c->store_err);
 		return;
 	}
 	if (c->in.over != XFR_IN_UNDER || c->over_names) {
@@ -303,7 +394,7 @@ static void on_connect(uv_connect_t *req, int status)
 static void start_attempt(struct xfrcli *c, uint16_t qtype)
 {
 	c->qtype = qtype;
-	c->not_applied = c->store_failed = c->over_names = false;
+	c->not_applied = c->store_failed = c->over_names = c->building = false;
 	if (qtype == DNS_TYPE_IXFR)
 		snprintf(c->res.kind, sizeof(c->res.kind), "IXFR");
 	else if (c->fallback[0])
@@ -325,8 +416,8 @@ static void start_attempt(struct xfrcli *c, uint16_t qtype)
 		finish(c, -1, "connect: %s", uv_strerror(rc));
 }
 
-int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
-		 const struct sockaddr *server, const struct xfrcli_limits *lim, xfrcli_done_fn done, void *ctx)
+int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
+		 const struct xfrcli_limits *lim, const struct xfrcli_want *want, xfrcli_done_fn done, void *ctx)
 {
 	struct xfrcli *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -360,8 +451,16 @@ int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
 	if (c->lim.time_ms)
 		c->deadline = uv_now(loop) + c->lim.time_ms;
 	c->res.had_version = aggstore_version(store, &c->res.from);
+	bool whole = !c->res.had_version;
+	if (want) {
+		c->has_want = true;
+		c->want = want->version;
+		if ((c->check_digest = want->digest != NULL))
+			memcpy(c->digest, want->digest, ATTEST_DIGEST_LEN);
+		whole |= want->whole;
+	}
 	*out = c;
-	start_attempt(c, c->res.had_version ? DNS_TYPE_IXFR : DNS_TYPE_AXFR);
+	start_attempt(c, whole ? DNS_TYPE_AXFR : DNS_TYPE_IXFR);
 	return 0;
 }
 

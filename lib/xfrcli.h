@@ -10,6 +10,13 @@
  * together), is cut off while it streams, before its version is stored,
  * and so is a diff that would take the set over max_names.  Each fetch
  * is logged once: kind, why, versions, bytes, time.
+ *
+ * A fetch for a version a route offers (struct xfrcli_want) takes that
+ * version and no other: a reply whose final serial is another is refused
+ * at its first SOA, before anything is stored.  With the member digest
+ * the version was signed with, the set is built in memory (an IXFR's diffs
+ * applied to a copy of the set held) and stored, as one version, only if
+ * its digest is the signed one.
  */
 #ifndef CR_XFRCLI_H
 #define CR_XFRCLI_H
@@ -27,8 +34,20 @@ struct xfrcli_limits {
 	unsigned time_ms;               /* 0: no limit */
 };
 
-/* Which limit ended a fetch. */
-enum xfrcli_cut { XFRCLI_CUT_NONE, XFRCLI_CUT_NAMES, XFRCLI_CUT_BYTES, XFRCLI_CUT_IDLE, XFRCLI_CUT_TIME };
+/* Which limit ended a fetch, or which check refused its version. */
+enum xfrcli_cut {
+	XFRCLI_CUT_NONE, XFRCLI_CUT_NAMES, XFRCLI_CUT_BYTES, XFRCLI_CUT_IDLE, XFRCLI_CUT_TIME,
+	XFRCLI_CUT_VERSION,             /* not the version asked for */
+	XFRCLI_CUT_DIGEST,              /* not the members signed: member digest mismatch */
+};
+#define XFRCLI_CUTS (XFRCLI_CUT_DIGEST + 1)
+
+/* What a route offers: exactly this version, with these members if digest is set. */
+struct xfrcli_want {
+	uint32_t version;
+	const uint8_t *digest;          /* NULL, or attest_member_digest's 32 bytes */
+	bool whole;                     /* AXFR whatever is held (what is held is not to be built on) */
+};
 
 struct xfrcli_result {
 	int status;                     /* 0, or -1 (why says it) */
@@ -47,11 +66,12 @@ typedef void (*xfrcli_done_fn)(void *ctx, const struct xfrcli_result *r);
 struct xfrcli;
 
 /*
- * Starts a fetch; done is called once, from the loop, unless cancelled.
- * The store must stay open until then.  0, or -1 out of memory.
+ * Starts a fetch (want NULL: whatever version the server has); done is
+ * called once, from the loop, unless cancelled.  The store must stay open
+ * until then.  0, or -1 out of memory.
  */
-int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store,
-		 const struct sockaddr *server, const struct xfrcli_limits *lim, xfrcli_done_fn done, void *ctx);
+int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
+		 const struct xfrcli_limits *lim, const struct xfrcli_want *want, xfrcli_done_fn done, void *ctx);
 /* Stops a fetch in progress without calling done (what was stored stays). */
 void xfrcli_cancel(struct xfrcli *c);
 

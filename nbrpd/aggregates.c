@@ -17,6 +17,7 @@
 #include "aggfile.h"
 #include "aggregates.h"
 #include "aggstore.h"
+#include "attest.h"
 #include "fibpush.h"
 #include "hashkey.h"
 #include "log.h"
@@ -38,15 +39,22 @@ struct aggregate {
 	bool offered;                   /* by a peer's route: */
 	uint32_t offered_version;
 	struct ip_endpoint offered_source;
+	bool offered_signed;            /* with the member digest a valid route signed */
+	uint8_t offered_digest[ATTEST_DIGEST_LEN];
+	bool want_whole;                /* fetch AXFR: the version held is not to be built on */
+	bool discarded;                 /* ...and is out of service (not routed, served or told) until then */
+	uint64_t discards;
 	struct xfrcli *fetch;           /* running */
 	bool waiting;                   /* in the queue for a fetch */
 	struct aggregate *wnext;
 	bool fetch_had;                 /* the version held when it began */
 	uint32_t fetch_from;
+	bool fetch_whole;               /* it was asked whole, and the version held was out of service */
+	bool fetch_discarded;
 	uv_timer_t retry;               /* after a failure */
 	uint64_t retry_ms;
 	uint64_t fetches, failures;
-	uint64_t cuts[XFRCLI_CUT_TIME + 1];    /* failures by the limit that ended them */
+	uint64_t cuts[XFRCLI_CUTS];     /* failures by the limit that ended them, or the check that refused them */
 	bool has_last;
 	struct xfrcli_result last;
 	uint64_t last_unix;
@@ -195,7 +203,7 @@ static void push_change(struct aggregates *a, struct aggregate *g, bool had, uin
 static void tell_stored(struct aggregates *a, struct aggregate *g)
 {
 	uint32_t v;
-	if (!g->store || !aggstore_version(g->store, &v))
+	if (!g->store || g->discarded || !aggstore_version(g->store, &v))
 		return;
 	a->ops.stored(a->ops.arg, &g->name, v, aggstore_members(g->store));
 }
@@ -235,9 +243,15 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 	a->fetch_bytes += r->bytes;
 	uint32_t now;
 	bool has = aggstore_version(g->store, &now);
+	if (r->status == 0 && g->fetch_whole) {
+		g->want_whole = g->discarded = false;      /* the version held is the one asked for */
+		if (g->fetch_discarded && a->fib)
+			push_all(a, g, true);           /* inrpd holds none of its members */
+	}
 	/* what arrived whole is stored, also when the fetch then failed */
-	if (has && (!g->fetch_had || now != g->fetch_from)) {
-		push_change(a, g, g->fetch_had, g->fetch_from);
+	if (has && (r->versions || !g->fetch_had || now != g->fetch_from)) {
+		if (!g->fetch_discarded)
+			push_change(a, g, g->fetch_had, g->fetch_from);
 		tell_stored(a, g);
 	}
 	if (a->stopping)
@@ -261,7 +275,7 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 		return;
 	uint32_t held = 0;
 	bool had = aggstore_version(g->store, &held);
-	if (had && !serial_gt(g->offered_version, held))
+	if (had && !g->want_whole && !serial_gt(g->offered_version, held))
 		return;                 /* held, or what is offered is older (or undefined, 2^31 apart) */
 	if (a->fetching >= FETCH_MAX) {
 		/* a new session offering many aggregates: a few transfers at a time, not a refused herd */
@@ -277,12 +291,19 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 	ip_endpoint_sockaddr(&g->offered_source, &ss);
 	g->fetch_had = had;
 	g->fetch_from = held;
+	g->fetch_whole = g->want_whole;
+	g->fetch_discarded = g->discarded;
 	g->fetches++;
 	struct xfrcli_limits lim = {
 		.max_names = a->cfg->fetch_max_names, .max_bytes = a->cfg->fetch_max_bytes,
 		.idle_ms = (unsigned)a->cfg->fetch_idle_ms, .time_ms = (unsigned)a->cfg->fetch_time_ms,
 	};
-	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, &lim, fetch_done, g) < 0) {
+	/* the version offered and no other; with signatures, the members signed and no others */
+	struct xfrcli_want want = {
+		.version = g->offered_version, .digest = g->offered_signed ? g->offered_digest : NULL,
+		.whole = g->want_whole,
+	};
+	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, &lim, &want, fetch_done, g) < 0) {
 		g->fetch = NULL;
 		g->failures++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);
@@ -291,8 +312,29 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 	a->fetching++;
 }
 
+/* The version held is not the one valid routes sign: its members leave inrpd's FIB until it is fetched whole. */
+static void discard(struct aggregates *a, struct aggregate *g, uint32_t version)
+{
+	uint32_t held;
+	g->want_whole = true;
+	if (g->discarded || !g->store || !aggstore_version(g->store, &held))
+		return;
+	char t[NAME_MAX_TEXT];
+	text_of(&g->name, t, sizeof(t));
+	log_warn("aggregate %s: version %u held is not what the valid routes sign (version %u): "
+		 "out of service, fetched whole", t, held, version);
+	g->discarded = true;
+	g->discards++;
+	if (a->fib) {
+		struct route routes[ROUTESET_MAX_ROUTES];
+		unsigned count = a->ops.routes(a->ops.arg, &g->name, routes);
+		fibpush_members_begin(a->fib, &g->name, routes, count, true);
+		fibpush_members_end(a->fib);
+	}
+}
+
 void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t version,
-			const struct ip_endpoint *source)
+			const struct ip_endpoint *source, const uint8_t *digest, bool whole)
 {
 	struct aggregate *g = find(a, agg);
 	bool fresh = !g;
@@ -309,12 +351,18 @@ void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t v
 			tell_stored(a, g);
 		}
 	}
-	bool source_changed = !g->offered || memcmp(&g->offered_source, source, sizeof(*source)) != 0;
+	bool news = !g->offered || memcmp(&g->offered_source, source, sizeof(*source)) != 0 ||
+		    version != g->offered_version || (digest != NULL) != g->offered_signed ||
+		    (digest && memcmp(digest, g->offered_digest, ATTEST_DIGEST_LEN) != 0);
 	g->offered = true;
 	g->offered_version = version;
 	g->offered_source = *source;
-	if (source_changed && uv_is_active((uv_handle_t *)&g->retry)) {
-		uv_timer_stop(&g->retry);       /* somewhere else to try: now */
+	if ((g->offered_signed = digest != NULL))
+		memcpy(g->offered_digest, digest, ATTEST_DIGEST_LEN);
+	if (whole && !g->local)
+		discard(a, g, version);
+	if (news && uv_is_active((uv_handle_t *)&g->retry)) {
+		uv_timer_stop(&g->retry);       /* something else to try, or somewhere else: now */
 		g->retry_ms = RETRY_MIN_MS;
 	}
 	fetch_start(a, g);
@@ -343,6 +391,7 @@ static bool define(struct aggregates *a, const struct nbrpd_content *c)
 		return false;
 	}
 	g->local = true;
+	g->want_whole = g->discarded = false;   /* ours: what we define is the truth */
 	if (g->fetch) {
 		xfrcli_cancel(g->fetch);        /* defined here now: ours wins */
 		g->fetch = NULL;
@@ -405,7 +454,7 @@ static bool define(struct aggregates *a, const struct nbrpd_content *c)
 static struct aggstore *serve_lookup(void *ctx, const struct name *agg)
 {
 	struct aggregate *g = find(ctx, agg);
-	return g ? g->store : NULL;
+	return g && !g->discarded ? g->store : NULL;
 }
 
 /* allow-transfer, or the peers' addresses and loopback. */
@@ -553,7 +602,7 @@ const struct nameset *aggregates_members(struct aggregates *a, const struct name
 {
 	struct aggregate *g = find(a, agg);
 	uint32_t v;
-	return g && g->store && aggstore_version(g->store, &v) ? aggstore_members(g->store) : NULL;
+	return g && g->store && !g->discarded && aggstore_version(g->store, &v) ? aggstore_members(g->store) : NULL;
 }
 
 void aggregates_stop(struct aggregates *a)
@@ -617,7 +666,7 @@ bool aggregates_sync_step(struct aggregates *a, struct aggregates_sync *s, struc
 	while (s->next < s->n && sent < budget) {
 		struct aggregate *g = s->list[s->next++];
 		uint32_t v;
-		if (!g->store || !aggstore_version(g->store, &v))
+		if (!g->store || g->discarded || !aggstore_version(g->store, &v))
 			continue;
 		push_all(a, g, false);
 		sent += aggstore_members(g->store)->count + 1;
@@ -650,6 +699,10 @@ static void view_of(const struct aggregate *g, struct aggregate_view *v)
 	v->over_bytes = g->cuts[XFRCLI_CUT_BYTES];
 	v->idle_cuts = g->cuts[XFRCLI_CUT_IDLE];
 	v->time_cuts = g->cuts[XFRCLI_CUT_TIME];
+	v->wrong_version = g->cuts[XFRCLI_CUT_VERSION];
+	v->digest_mismatch = g->cuts[XFRCLI_CUT_DIGEST];
+	v->discarded = g->discarded;
+	v->discards = g->discards;
 	v->has_last = g->has_last;
 	v->last = g->last;
 	v->last_unix = g->last_unix;
@@ -718,6 +771,9 @@ void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 			out->fetch_over_bytes += g->cuts[XFRCLI_CUT_BYTES];
 			out->fetch_idle += g->cuts[XFRCLI_CUT_IDLE];
 			out->fetch_time += g->cuts[XFRCLI_CUT_TIME];
+			out->fetch_wrong_version += g->cuts[XFRCLI_CUT_VERSION];
+			out->fetch_digest_mismatch += g->cuts[XFRCLI_CUT_DIGEST];
+			out->discards += g->discards;
 			if (g->store) {
 				struct aggstore_stats st;
 				aggstore_stats(g->store, &st);

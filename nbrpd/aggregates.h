@@ -50,9 +50,16 @@ void aggregates_set_fib(struct aggregates *a, struct fibpush *fib);
  * version they had).
  */
 unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *cfg);
-/* The RDE: an aggregate's routes offer this version from this source. */
+/*
+ * The RDE: an aggregate's routes offer this version from this source, and
+ * only it is fetched (a reply ending at another is refused).  digest (not
+ * NULL): the member digest valid routes signed for it, checked before the
+ * version is stored.  whole: the version held is not what valid routes
+ * sign (another digest, or a version they do not name): it is taken out of
+ * service (inrpd, peers, transfers) and the version offered fetched AXFR.
+ */
 void aggregates_offered(struct aggregates *a, const struct name *agg, uint32_t version,
-			const struct ip_endpoint *source);
+			const struct ip_endpoint *source, const uint8_t *digest, bool whole);
 /* The members of the version stored (NULL: none). */
 const struct nameset *aggregates_members(struct aggregates *a, const struct name *agg);
 void aggregates_stop(struct aggregates *a);
@@ -83,6 +90,10 @@ struct aggregate_view {
 	uint64_t fetches, failures;
 	/* failures ended by a limit: fetch-max-names, fetch-max-bytes, fetch-idle-timeout, fetch-time-limit */
 	uint64_t over_names, over_bytes, idle_cuts, time_cuts;
+	/* refused before storing: not the version offered, not the members signed */
+	uint64_t wrong_version, digest_mismatch;
+	bool discarded;                 /* the version held is out of service, fetched whole */
+	uint64_t discards;
 	bool has_last;                  /* the last fetch */
 	struct xfrcli_result last;
 	uint64_t last_unix;
@@ -97,6 +108,7 @@ struct aggregates_stats {
 	uint64_t aggregates, members;
 	uint64_t fetches, fetch_failures, fetch_bytes;
 	uint64_t fetch_over_names, fetch_over_bytes, fetch_idle, fetch_time;   /* failures by limit */
+	uint64_t fetch_wrong_version, fetch_digest_mismatch, discards;         /* versions refused, thrown away */
 	uint64_t store_errors;
 	bool serving;
 	uint16_t transfer_port;

@@ -30,14 +30,16 @@ static const char *agg_status_json(const struct aggregates_stats *as)
 	static char buf[1024];
 	snprintf(buf, sizeof(buf), "\"aggregates\": %llu, \"aggregate_members\": %llu, \"fetches\": %llu, "
 		 "\"fetch_failures\": %llu, \"fetch_over_names\": %llu, \"fetch_over_bytes\": %llu, "
-		 "\"fetch_idle_timeouts\": %llu, \"fetch_time_limits\": %llu, \"transfers_served\": %llu, "
+		 "\"fetch_idle_timeouts\": %llu, \"fetch_time_limits\": %llu, \"fetch_wrong_version\": %llu, "
+		 "\"fetch_digest_mismatch\": %llu, \"versions_discarded\": %llu, \"transfers_served\": %llu, "
 		 "\"transfers_refused\": %llu, \"transfer_closed_acl\": %llu, \"transfer_closed_full\": %llu, "
 		 "\"transfer_closed_idle\": %llu, \"transfer_closed_time\": %llu, ",
 		 (unsigned long long)as->aggregates, (unsigned long long)as->members,
 		 (unsigned long long)as->fetches, (unsigned long long)as->fetch_failures,
 		 (unsigned long long)as->fetch_over_names, (unsigned long long)as->fetch_over_bytes,
 		 (unsigned long long)as->fetch_idle, (unsigned long long)as->fetch_time,
-		 (unsigned long long)(as->served_axfr + as->served_ixfr), (unsigned long long)as->refused,
+		 (unsigned long long)as->fetch_wrong_version, (unsigned long long)as->fetch_digest_mismatch,
+		 (unsigned long long)as->discards, (unsigned long long)(as->served_axfr + as->served_ixfr), (unsigned long long)as->refused,
 		 (unsigned long long)as->closed_acl, (unsigned long long)as->closed_full,
 		 (unsigned long long)as->closed_idle, (unsigned long long)as->closed_time);
 	return buf;
@@ -108,11 +110,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		       d->cfg->bird_socket ? " at " : "", d->cfg->bird_socket ? d->cfg->bird_socket : "",
 		       nexthop_count(d->nexthops));
 	ctl_reply_line(r, CTL_DATA, "aggregates %llu, %llu members; fetches %llu, failed %llu (over fetch-max-names %llu, "
-		       "over fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu)",
+		       "over fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu, not the version offered %llu, "
+		       "member digest mismatch %llu); versions thrown away %llu",
 		       (unsigned long long)as.aggregates, (unsigned long long)as.members,
 		       (unsigned long long)as.fetches, (unsigned long long)as.fetch_failures,
 		       (unsigned long long)as.fetch_over_names, (unsigned long long)as.fetch_over_bytes,
-		       (unsigned long long)as.fetch_idle, (unsigned long long)as.fetch_time);
+		       (unsigned long long)as.fetch_idle, (unsigned long long)as.fetch_time,
+		       (unsigned long long)as.fetch_wrong_version, (unsigned long long)as.fetch_digest_mismatch,
+		       (unsigned long long)as.discards);
 	if (as.serving)
 		ctl_reply_line(r, CTL_DATA, "transfers served %llu, refused %llu; connections closed: outside "
 			       "allow-transfer %llu, over the bound %llu, idle %llu, open too long %llu",
@@ -418,11 +423,14 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 			strbuf_addf(&b, "null, \"offered_by\": null");
 		strbuf_addf(&b, ", \"fetching\": %s, \"fetches\": %llu, \"fetch_failures\": %llu, "
 			    "\"fetch_over_names\": %llu, \"fetch_over_bytes\": %llu, \"fetch_idle_timeouts\": %llu, "
-			    "\"fetch_time_limits\": %llu, \"last_transfer\": ",
+			    "\"fetch_time_limits\": %llu, \"fetch_wrong_version\": %llu, \"fetch_digest_mismatch\": %llu, "
+			    "\"discarded\": %s, \"versions_discarded\": %llu, \"last_transfer\": ",
 			    v->fetching ? "true" : "false", (unsigned long long)v->fetches,
 			    (unsigned long long)v->failures, (unsigned long long)v->over_names,
 			    (unsigned long long)v->over_bytes, (unsigned long long)v->idle_cuts,
-			    (unsigned long long)v->time_cuts);
+			    (unsigned long long)v->time_cuts, (unsigned long long)v->wrong_version,
+			    (unsigned long long)v->digest_mismatch, v->discarded ? "true" : "false",
+			    (unsigned long long)v->discards);
 		if (v->has_last) {
 			strbuf_addf(&b, "{\"kind\": \"");
 			strbuf_add_json(&b, v->last.kind);
@@ -465,11 +473,16 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 			       v->journal_versions);
 	if (w->detail || v->failures || v->store_errors)
 		ctl_reply_line(r, CTL_DATA, "  fetches %llu, failed %llu (over fetch-max-names %llu, over "
-			       "fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu); store errors %llu%s",
+			       "fetch-max-bytes %llu, idle %llu, over fetch-time-limit %llu, not the version offered %llu, "
+			       "member digest mismatch %llu); store errors %llu%s",
 			       (unsigned long long)v->fetches, (unsigned long long)v->failures,
 			       (unsigned long long)v->over_names, (unsigned long long)v->over_bytes,
 			       (unsigned long long)v->idle_cuts, (unsigned long long)v->time_cuts,
+			       (unsigned long long)v->wrong_version, (unsigned long long)v->digest_mismatch,
 			       (unsigned long long)v->store_errors, v->read_only ? " (state-dir read-only)" : "");
+	if (v->discarded || v->discards)
+		ctl_reply_line(r, CTL_DATA, "  versions thrown away %llu%s", (unsigned long long)v->discards,
+			       v->discarded ? ": the version held is not the one signed, out of service, fetched whole" : "");
 	if (v->has_last) {
 		char when[32] = "";
 		time_t t = (time_t)v->last_unix;

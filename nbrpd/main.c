@@ -265,11 +265,12 @@ static void fib_aggregate(void *arg, const struct name *agg, const struct route 
 		fibpush_aggregate(d->fib, agg, routes, count);
 }
 
-static void aggregate_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source)
+static void aggregate_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source,
+			      const uint8_t *digest, bool whole)
 {
 	struct nbrpd *d = arg;
 	if (d->aggs)
-		aggregates_offered(d->aggs, agg, version, source);
+		aggregates_offered(d->aggs, agg, version, source, digest, whole);
 }
 
 static void aggregate_stored(void *arg, const struct name *agg, uint32_t version, const struct nameset *members)

@@ -232,6 +232,13 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 "Aggregate fetches ended by fetch-idle-timeout.", (double)as.fetch_idle);
 	prom_one(p, "nbrpd_aggregate_fetch_time_limits_total", PROM_COUNTER,
 		 "Aggregate fetches ended by fetch-time-limit.", (double)as.fetch_time);
+	prom_one(p, "nbrpd_aggregate_fetch_wrong_version_total", PROM_COUNTER,
+		 "Aggregate fetches refused before storing: not the version offered.", (double)as.fetch_wrong_version);
+	prom_one(p, "nbrpd_aggregate_fetch_digest_mismatch_total", PROM_COUNTER,
+		 "Aggregate fetches refused before storing: not the members signed.", (double)as.fetch_digest_mismatch);
+	prom_one(p, "nbrpd_aggregate_versions_discarded_total", PROM_COUNTER,
+		 "Aggregate versions held that valid routes did not sign, thrown away and fetched whole.",
+		 (double)as.discards);
 	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_acl_total", PROM_COUNTER,
 		 "Transfer connections from outside allow-transfer, closed when accepted.", (double)as.closed_acl);
 	prom_one(p, "nbrpd_aggregate_transfer_connections_closed_full_total", PROM_COUNTER,

@@ -1251,7 +1251,7 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
 	/* an aggregate is passed on once a version is stored here, to be fetched from us */
 	struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(r, e) : NULL;
-	if (entry_is_aggregate(e) && (!g || !g->held || !r->cfg->has_transfer))
+	if (entry_is_aggregate(e) && (!g || !g->held || g->distrust || !r->cfg->has_transfer))
 		a = NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
 	uint64_t sig = a ? a->sig : 0, old_sig = e->adv ? e->adv->sig : 0;
@@ -1355,30 +1355,47 @@ static inline void mark_excluded(struct rde *r, struct rib_attrs *a, struct flus
 		mark_excluded_set(r, a, src);
 }
 
-/* An aggregate's routes changed: inrpd hears of them, and the store of a newer version. */
-static void aggregate_flushed(struct rde *r, struct rib_entry *e)
+/*
+ * An aggregate's routes changed: the store hears of the version they offer
+ * (before export: what is thrown away is not passed on).  The version is the newest valid routes name (with
+ * the digest they signed), else the newest any usable route offers; among
+ * those, the best ranked route's source.  What is held and no valid route
+ * signs (another digest; a version they do not name, not older than
+ * theirs) is thrown away and fetched whole: never built on, never routed.
+ */
+static void aggregate_offer(struct rde *r, struct rib_entry *e)
 {
 	struct name n;
 	rde_entry_name(e, &n);
-	if (r->ops.fib_aggregate) {
-		struct route routes[ROUTESET_MAX_ROUTES];
-		r->ops.fib_aggregate(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
-	}
-	/* the newest version a usable route offers; among those, the best ranked route's source */
 	const struct rib_route *from = NULL;
+	const uint8_t *digest = NULL;
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		if (!rt->a->k.peer || !route_usable(rt))
 			continue;
-		if (!from || serial_gt(rt->a->k.agg_version, from->a->k.agg_version) ||
+		const uint8_t *d = r->sig ? rdesig_valid_digest(rt->a) : NULL;
+		if (digest && !d)
+			continue;
+		if (!from || (d && !digest) || serial_gt(rt->a->k.agg_version, from->a->k.agg_version) ||
 		    (rt->a->k.agg_version == from->a->k.agg_version && rt->rank &&
-		     (!from->rank || rt->rank < from->rank)))
+		     (!from->rank || rt->rank < from->rank))) {
 			from = rt;
+			digest = d;
+		}
 	}
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
 		if (!rt->a->k.peer)
 			from = NULL;    /* defined here: never fetched */
+	struct rde_agg *g = rde_agg_of(r, e);
+	bool whole = false;
+	if (from && digest && g && g->held) {
+		uint32_t w = from->a->k.agg_version;
+		whole = g->distrust || (g->version != w && !serial_gt(w, g->version) && !g->verified);
+	}
+	if (whole)
+		g->held = g->has_digest = g->verified = g->distrust = false;
+	/* a version thrown away leaves inrpd before the routes change */
 	if (from && r->ops.aggregate_offered)
-		r->ops.aggregate_offered(r->ops.arg, &n, from->a->k.agg_version, &from->a->k.agg_source);
+		r->ops.aggregate_offered(r->ops.arg, &n, from->a->k.agg_version, &from->a->k.agg_source, digest, whole);
 }
 
 static void flush(struct rde *r)
@@ -1407,6 +1424,8 @@ static void flush(struct rde *r)
 		if (i + 4 < dirty.n)
 			__builtin_prefetch(dirty.v[i + 4]->routes);     /* best_route's, a miss when memory is old */
 		items[i].e = e;
+		if (entry_is_aggregate(e))
+			aggregate_offer(r, e);
 		items[i].old = e->adv;
 		if (e->adv)
 			e->adv->refs++;
@@ -1463,14 +1482,15 @@ static void flush(struct rde *r)
 	 * origin, and asks again (docs/INRP.md, Routes converging). */
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = items[i].e;
+		struct name n;
+		struct route routes[ROUTESET_MAX_ROUTES];
+		if (entry_is_aggregate(e) ? !r->ops.fib_aggregate : !r->ops.fib_name)
+			continue;
+		rde_entry_name(e, &n);
 		if (entry_is_aggregate(e))
-			aggregate_flushed(r, e);
-		else if (r->ops.fib_name) {
-			struct name n;
-			struct route routes[ROUTESET_MAX_ROUTES];
-			rde_entry_name(e, &n);
+			r->ops.fib_aggregate(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		else
 			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
-		}
 	}
 	if (r->ops.fib_flush)
 		r->ops.fib_flush(r->ops.arg);
@@ -1664,6 +1684,8 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	g->version = version;
 	g->members = members->count;
 	g->has_digest = same && g->has_digest;
+	g->verified = same && g->verified;
+	g->distrust = false;
 	uint8_t key[NAME_MAX_WIRE];
 	size_t len = agg_key(key, agg->wire, agg->len);
 	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));

@@ -52,10 +52,12 @@ struct rde_ops {
 	void (*fib_aggregate)(void *arg, const struct name *agg, const struct route *routes, unsigned count);
 	void (*fib_flush)(void *arg);
 	/* A learned aggregate's routes offer this version, from this source (the newest
-	 * version any usable route offers, from the best of those routes): fetch it if
-	 * it is newer than the one stored (rde_aggregate_stored). */
+	 * version valid routes offer, else the newest any usable route offers; from the
+	 * best of those routes): fetch exactly it if it is newer than the one stored
+	 * (rde_aggregate_stored).  digest: what valid routes signed for it (NULL: none);
+	 * whole: the version stored is not what they sign: out of service, fetch AXFR. */
 	void (*aggregate_offered)(void *arg, const struct name *agg, uint32_t version,
-				  const struct ip_endpoint *source);
+				  const struct ip_endpoint *source, const uint8_t *digest, bool whole);
 	/* The members of the aggregate's version stored (NULL: none), for checks of its signed routes. */
 	const struct nameset *(*aggregate_members)(void *arg, const struct name *agg);
 	/* inrpd is behind (fibpush_behind): rde_busy says so until rde_input_resume. */

@@ -1624,10 +1624,21 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 	char from[NBRP_ROUTER_NAME_MAX + 8];
 	snprintf(from, sizeof(from), "peer %s", p->name);
 	if (digest->len == ATTEST_DIGEST_LEN && memcmp(digest->data, g->digest, ATTEST_DIGEST_LEN) == 0) {
+		g->verified = true;
 		if (!n_att || att[n_att - 1]->signer.len != SIGKEY_PUBLIC_LEN ||
 		    !members_unauthorised(s, from, g, att[n_att - 1]->signer.data))
 			return;
 		why = ATTEST_UNAUTHORISED_MEMBER;
+	} else if (!g->verified) {
+		/* no valid route signed what is held (it came unsigned, or before signatures): the
+		 * signature wins, and the version held is thrown away and fetched whole (rde.c) */
+		if (!g->distrust) {
+			char name[NAME_MAX_TEXT];
+			log_warn("aggregate %s: version %u from %s: the version held is not the one signed "
+				 "(member digest mismatch): fetched whole", agg_text(g, name), g->version, from);
+		}
+		g->distrust = true;
+		return;
 	}
 	j->state = ATTEST_INVALID;
 	j->reason = why;
@@ -1654,6 +1665,11 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		return;
 	}
 	g->has_digest = true;
+	/* one valid route signing these members makes the version verified: others disagree with it */
+	for (struct rib_route *rt = e ? e->routes : NULL; rt && !g->verified; rt = rt->next) {
+		const uint8_t *d = rdesig_valid_digest(rt->a);
+		g->verified = d && rt->a->k.agg_version == g->version && memcmp(d, g->digest, ATTEST_DIGEST_LEN) == 0;
+	}
 	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
@@ -1670,6 +1686,13 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 				 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
 		rde_route_recheck(r, e, rt, &j);
 	}
+}
+
+const uint8_t *rdesig_valid_digest(const struct rib_attrs *a)
+{
+	if (!a->k.peer || a->k.sig_state != ATTEST_VALID + 1 || !a->chain || a->chain->digest.len != ATTEST_DIGEST_LEN)
+		return NULL;
+	return a->chain->digest.data;
 }
 
 uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first)

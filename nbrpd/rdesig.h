@@ -47,6 +47,8 @@ void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const 
  * against it (a mismatch: invalid, member digest mismatch).
  */
 void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
+/* The member digest a valid aggregate route was signed with, or NULL (not valid, not signed). */
+const uint8_t *rdesig_valid_digest(const struct rib_attrs *a);
 /* A chain's memory given back (attrs_free). */
 void rdesig_chain_free(struct rde *r, struct sig_chain *c);
 /*

@@ -322,6 +322,8 @@ struct rde_agg {
 	uint32_t adv_version;                   /* the version peers were last told */
 	bool held;                              /* a version is stored */
 	bool has_digest;                        /* digest is of that version's members (signatures on) */
+	bool verified;                          /* a valid route signed that digest for that version */
+	bool distrust;                          /* one signed another and none this: fetched whole at the flush */
 	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
 	/* members of that version that auth_key may not originate, under trust file auth_gen (0: none counted) */
 	uint64_t auth_gen;

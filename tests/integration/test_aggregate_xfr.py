@@ -231,6 +231,49 @@ def test_library_client_axfr_then_ixfr_then_fallback(served, tmp_path):
     assert "AXFR (fallback" in r.stderr
 
 
+def test_library_client_takes_only_the_version_and_members_asked_for(served, tmp_path):
+    """xfrcli_want: a reply ending at another version, or whose members' digest is not the one
+    given, is refused before anything is stored; a signed IXFR is built in memory and stored as
+    one version only when its digest is right, and a whole fetch replaces what is held."""
+    import sigtest as st
+    start, state, members = served
+    s = start()
+    client = tmp_path / "client"
+    held = lambda: aggtool("show", client, AGG).stdout  # noqa: E731
+    other, _ = fetch(client, s, "--version", 2)
+    assert other["status"] == -1 and other["cut"] == "version", other
+    assert other["why"] == "version 3 is not the version offered (2); refused"
+    wrong = st.member_digest(names(0, 1000)).hex()
+    bad, _ = fetch(client, s, "--version", 3, "--digest", wrong)
+    assert bad["status"] == -1 and bad["cut"] == "digest" and "member digest mismatch" in bad["why"], bad
+    assert '"has_version": false' in held()
+    good, _ = fetch(client, s, "--version", 3, "--digest", st.member_digest(names(20, 1020)).hex())
+    assert good["status"] == 0 and good["to"] == 3 and members_of(client) == set(names(20, 1020))
+    # two diffs (1 -> 2 -> 3) built in memory, stored as one version
+    two = tmp_path / "two"
+    v1 = tmp_path / "v1.txt"
+    write_members(v1, names(0, 1000))
+    aggtool("define", two, AGG, v1, 1)
+    both, _ = fetch(two, s, "--version", 3, "--digest", st.member_digest(names(20, 1020)).hex())
+    assert both["status"] == 0 and both["kind"] == "IXFR" and both["versions"] == 1, both
+    assert members_of(two) == set(names(20, 1020))
+
+    v4 = names(25, 1020) + ["new.example."]
+    write_members(members, v4)
+    s.signal(signal.SIGHUP)
+    wait_for(lambda: s.soa_serial() == 4, START_TIMEOUT, "version 4 served")
+    bad, _ = fetch(client, s, "--version", 4, "--digest", wrong)
+    assert bad["status"] == -1 and bad["cut"] == "digest" and bad["kind"] == "IXFR", bad
+    assert members_of(client) == set(names(20, 1020))
+    good, _ = fetch(client, s, "--version", 4, "--digest", st.member_digest(v4).hex())
+    assert good["status"] == 0 and good["kind"] == "IXFR" and good["versions"] == 1, good
+    assert members_of(client) == set(v4)
+    assert aggtool("show", client, AGG, "--digest").stdout.strip() == st.member_digest(v4).hex()
+    # asked whole: the version held is not built on
+    whole, _ = fetch(client, s, "--version", 4, "--digest", st.member_digest(v4).hex(), "--whole")
+    assert whole["status"] == 0 and whole["kind"] == "AXFR" and members_of(client) == set(v4), whole
+
+
 def test_fetch_times_out_without_progress(tmp_path):
     """A server that accepts and then says nothing: the fetch ends after the progress timeout."""
     import socket

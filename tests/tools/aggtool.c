@@ -8,8 +8,11 @@
  *                                           serve AGG over TCP/UDP; SIGHUP
  *                                           re-reads FILE as the next version
  *   aggtool fetch DIR AGG ADDR PORT [--timeout-ms N] [--time-limit-ms N] [--max-names N] [--max-bytes N]
- *                                           fetch AGG into DIR; one JSON line
- *   aggtool show DIR AGG [--members]        version, members, sizes (JSON)
+ *                 [--version N [--digest HEX] [--whole]]
+ *                                           fetch AGG into DIR (exactly version N, with
+ *                                           the member digest HEX); one JSON line
+ *   aggtool show DIR AGG [--members|--digest]   version, members, sizes (JSON); or the
+ *                                           members, or their digest in hex
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include "prefix.h"
 #include "aggfile.h"
 #include "aggstore.h"
+#include "attest.h"
 #include "log.h"
 #include "route.h"
 #include "xfrcli.h"
@@ -32,8 +36,8 @@ static void usage(void)
 	fprintf(stderr, "usage: aggtool define DIR AGG FILE SERIAL\n"
 			"       aggtool serve DIR AGG ADDR PORT [--allow PREFIX]... [--file FILE] [--max-transfers N] [--idle-timeout-ms N]\n"
 			"       aggtool fetch DIR AGG ADDR PORT [--timeout-ms N] [--time-limit-ms N]\n"
-			"                 [--max-names N] [--max-bytes N]\n"
-			"       aggtool show DIR AGG [--members]\n");
+			"                 [--max-names N] [--max-bytes N] [--version N [--digest HEX] [--whole]]\n"
+			"       aggtool show DIR AGG [--members|--digest]\n");
 	exit(2);
 }
 
@@ -171,7 +175,7 @@ static int fetch_status = 1;
 
 static void fetched(void *ctx, const struct xfrcli_result *r)
 {
-	static const char *const cuts[] = { "", "names", "bytes", "idle", "time" };
+	static const char *const cuts[XFRCLI_CUTS] = { "", "names", "bytes", "idle", "time", "version", "digest" };
 	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"cut\": \"%s\", \"had_version\": %s, "
 	       "\"from\": %u, \"to\": %u, \"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
 	       r->status, r->kind, r->why, cuts[r->cut], r->had_version ? "true" : "false", r->from, r->to,
@@ -184,6 +188,9 @@ static int fetch(int argc, char **argv)
 	if (argc < 6)
 		usage();
 	struct xfrcli_limits lim = { .idle_ms = 10000 };
+	struct xfrcli_want want = { 0 };
+	bool has_want = false;
+	uint8_t digest[ATTEST_DIGEST_LEN];
 	for (int i = 6; i < argc; i++) {
 		if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc)
 			lim.idle_ms = (unsigned)atoi(argv[++i]);
@@ -193,6 +200,19 @@ static int fetch(int argc, char **argv)
 			lim.max_names = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
 			lim.max_bytes = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--version") && i + 1 < argc) {
+			want.version = (uint32_t)strtoul(argv[++i], NULL, 10);
+			has_want = true;
+		} else if (!strcmp(argv[i], "--digest") && i + 1 < argc) {
+			const char *h = argv[++i];
+			if (strlen(h) != 2 * ATTEST_DIGEST_LEN)
+				usage();
+			for (size_t k = 0; k < ATTEST_DIGEST_LEN; k++)
+				if (sscanf(h + 2 * k, "%2hhx", &digest[k]) != 1)
+					usage();
+			want.digest = digest;
+		} else if (!strcmp(argv[i], "--whole"))
+			want.whole = true;
 		else
 			usage();
 	}
@@ -204,7 +224,7 @@ static int fetch(int argc, char **argv)
 	struct aggstore *s = open_store(argv[2], argv[3]);
 	uv_loop_t *loop = uv_default_loop();
 	struct xfrcli *c;
-	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, &lim, fetched, NULL) < 0)
+	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, &lim, has_want ? &want : NULL, fetched, NULL) < 0)
 		return 1;
 	uv_run(loop, UV_RUN_DEFAULT);
 	aggstore_close(s);
@@ -230,6 +250,13 @@ static int show(int argc, char **argv)
 			name_to_text(&n, text, sizeof(text));
 			printf("%s\n", text);
 		}
+	} else if (argc > 4 && !strcmp(argv[4], "--digest")) {
+		uint8_t d[ATTEST_DIGEST_LEN];
+		if (attest_member_digest(aggstore_members(s), d) < 0)
+			return 1;
+		for (size_t k = 0; k < ATTEST_DIGEST_LEN; k++)
+			printf("%02x", d[k]);
+		printf("\n");
 	} else {
 		printf("{\"has_version\": %s, \"version\": %u, \"members\": %u, \"snapshot_bytes\": %llu, "
 		       "\"journal_bytes\": %llu, \"journal_versions\": %u, \"oldest_version\": %u}\n",

@@ -113,10 +113,13 @@ static unsigned offered_calls;
 static uint32_t offered_version;
 static struct ip_endpoint offered_source;
 
-static void rec_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source)
+static void rec_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source,
+			const uint8_t *digest, bool whole)
 {
 	(void)arg;
 	(void)agg;
+	(void)digest;
+	(void)whole;
 	offered_calls++;
 	offered_version = version;
 	offered_source = *source;
