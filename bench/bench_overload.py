@@ -37,43 +37,17 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "integration"))
+from blackhole import BlackHole  # noqa: E402
 from bench_inrp import CLK_TCK, cpu_ticks, descendants, free_port, rss_bytes, start, stop  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-
-class BlackHole(threading.Thread):
-    """A next hop that reads every datagram and answers none."""
-
-    def __init__(self, addr):
-        super().__init__(daemon=True)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((addr, 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.stopping = threading.Event()
-        self.received = 0
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                self.sock.recv(4096)
-                self.received += 1
-            except socket.timeout:
-                pass
-
-    def close(self):
-        self.stopping.set()
-        self.join()
-        self.sock.close()
 
 
 def names(n, suffix, rnd):

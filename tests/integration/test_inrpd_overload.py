@@ -11,7 +11,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -22,6 +21,7 @@ import dns.query
 import dns.rcode
 import pytest
 
+from blackhole import BlackHole
 from conftest import SANITIZED, free_port, rss_kib, wait_for
 from prom import scrape, value
 from test_inrpd_control import counters
@@ -30,32 +30,6 @@ FLOOD_S = 60 if os.environ.get("CR_FULL_ATTACKS") == "1" else 10
 MAX_PENDING = 256
 WORKERS = 2
 ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-
-class BlackHole(threading.Thread):
-    """A next hop that reads every datagram and answers none."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.port = self.sock.getsockname()[1]
-        self.stopping = threading.Event()
-        self.received = 0
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                self.sock.recv(4096)
-                self.received += 1
-            except socket.timeout:
-                pass
-
-    def close(self):
-        self.stopping.set()
-        self.join()
-        self.sock.close()
 
 
 class Probe(threading.Thread):
