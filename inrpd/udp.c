@@ -300,17 +300,14 @@ static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
 	struct udp_workers *ws = w->parent;
-	struct pollfd pfd[INRPD_MAX_LISTEN + 4];
-	int fwd_fds[2];
-	const unsigned wake = w->nfds + 3;
+	struct pollfd pfd[INRPD_MAX_LISTEN + 3];
+	const unsigned fwd_idx = w->nfds + 1, wake = w->nfds + 2;
 
 	rcu_register_thread();
 	for (unsigned i = 0; i < w->nfds; i++)
 		pfd[i] = (struct pollfd){ .fd = w->fds[i], .events = POLLIN };
 	pfd[w->nfds] = (struct pollfd){ .fd = ws->stop_fd, .events = POLLIN };
-	fwd_engine_fds(w->fwd, fwd_fds);
-	for (unsigned i = 0; i < 2; i++)
-		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
+	pfd[fwd_idx] = (struct pollfd){ .fd = fwd_engine_fd(w->fwd), .events = POLLIN };
 	pfd[wake] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
 
 	for (;;) {
@@ -321,7 +318,7 @@ static void *worker_main(void *arg)
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = poll(pfd, w->nfds + 4, timeout);
+		int n = poll(pfd, w->nfds + 3, timeout);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -339,9 +336,8 @@ static void *worker_main(void *arg)
 				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
 			refresh_routes_changed(w->refresh, inrpd_now_ms());
 		}
-		for (unsigned i = 0; i < 2; i++)
-			if (pfd[w->nfds + 1 + i].revents & (POLLIN | POLLERR))
-				fwd_on_readable(w->fwd, fwd_fds[i]);
+		if (pfd[fwd_idx].revents & (POLLIN | POLLERR))
+			fwd_on_readable(w->fwd);
 		if (w->refresh) {
 			refresh_pass(w);
 			rcu_quiescent_state();
@@ -424,7 +420,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			}
 		}
-		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
+		w->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
 		if (!(w->rrl = rrl_create(nworkers)))
