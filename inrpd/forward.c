@@ -962,9 +962,10 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
  * A datagram on p's socket during its UDP attempt.  Anything not our
  * answer is dropped and counted, and the attempt keeps waiting: it may
  * be a spoofer's, and the real answer may still come.  bad_upstream
- * counts every drop, the fwd_* counters why.
+ * counts every drop, the fwd_* counters why.  Returns whether it was
+ * taken.
  */
-static void on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
+static bool on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 		      const struct sockaddr_storage *from)
 {
 #define DROP(why) do { CNT_INC(e->cnt, bad_upstream); CNT_INC(e->cnt, why); } while (0)
@@ -972,12 +973,12 @@ static void on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t
 	 * connected again comes from elsewhere */
 	if (!source_matches(&p->req.cand[p->cur], from)) {
 		DROP(fwd_wrong_source);
-		return;
+		return false;
 	}
 	uint16_t id = wire_load16(pkt);
 	if (id != p->id) {
 		DROP(fwd_bad_id);
-		return;
+		return false;
 	}
 	struct dns_upstream_answer a;
 	const char *why;
@@ -985,22 +986,24 @@ static void on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t
 				      &a, &why) < 0) {
 		CNT_INC(e->cnt, bad_upstream);
 		log_debug("forward: ignoring an answer: %s", why);
-		return;
+		return false;
 	}
 	if (!case_matches(p, pkt, len, &a)) {
 		DROP(fwd_0x20_mismatch);
 		log_debug("forward: ignoring an answer: question not in the case asked");
-		return;
+		return false;
 	}
 	if (answer_cookie(p->hop, pkt, &a) < 0) {
 		DROP(fwd_bad_cookie);
 		log_debug("forward: ignoring an answer: not our client cookie");
-		return;
+		return false;
 	}
 #undef DROP
-	udp_end(e, p);
+	/* the port is given back once the client has its answer (read_slot) */
+	p->udp_live = false;
 	heap_remove(e, (uint32_t)(p - e->slots));
 	accept_answer(e, p, pkt, len, &a, false);
+	return true;
 }
 
 /* Reads slot's socket: answers to its attempt, or what came too late for one. */
@@ -1028,7 +1031,12 @@ static void read_slot(struct fwd_engine *e, uint32_t slot)
 			CNT_INC(e->cnt, bad_upstream);  /* late (the attempt is over), or junk */
 			continue;
 		}
-		on_answer(e, p, e->rbuf, (size_t)n, &from);
+		if (on_answer(e, p, e->rbuf, (size_t)n, &from)) {
+			/* unless the answer sent the next attempt from this socket */
+			if (!p->udp_live)
+				upsock_release(e->up, slot);
+			return;
+		}
 	}
 }
 
