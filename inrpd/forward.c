@@ -199,6 +199,8 @@ struct fwd_engine {
 	uint32_t *free_slots;           /* stack of free slot indexes */
 	unsigned nfree;
 	uint32_t *heap;                 /* slot indexes, earliest deadline first */
+	unsigned nready;                /* slots fwd_engine_wait() found readable */
+	uint32_t ready[UPSOCK_WAIT_MAX];
 	unsigned random_left;           /* unused bytes at the end of random */
 	uint8_t random[FWD_RANDOM_BUF];
 	struct fwd_hop_counts counts[FWD_HOPS_MAX];
@@ -1073,10 +1075,26 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 
 void fwd_on_readable(struct fwd_engine *e)
 {
-	uint32_t ready[FWD_READS_PER_WAKE];
-	unsigned n = upsock_ready(e->up, ready, FWD_READS_PER_WAKE);
+	e->nready = upsock_ready(e->up, e->ready, FWD_READS_PER_WAKE);
+	fwd_on_ready(e);
+}
+
+int fwd_engine_watch(struct fwd_engine *e, int fd, uint32_t token)
+{
+	return upsock_watch(e->up, fd, token);
+}
+
+int fwd_engine_wait(struct fwd_engine *e, int timeout, uint32_t *tokens, unsigned *ntokens)
+{
+	return upsock_wait(e->up, timeout, e->ready, &e->nready, tokens, ntokens);
+}
+
+void fwd_on_ready(struct fwd_engine *e)
+{
+	unsigned n = e->nready;
+	e->nready = 0;
 	for (unsigned i = 0; i < n; i++)
-		read_slot(e, ready[i]);
+		read_slot(e, e->ready[i]);
 }
 
 int fwd_expire(struct fwd_engine *e)

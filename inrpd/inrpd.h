@@ -358,6 +358,16 @@ int fwd_engine_fd(const struct fwd_engine *e);
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client);
 /* Reads answers; call when fwd_engine_fd() polls readable. */
 void fwd_on_readable(struct fwd_engine *e);
+/*
+ * Or the owner waits in the engine's own set: its descriptors added with
+ * a token each (below 2^31), fwd_engine_wait() waits up to timeout ms for
+ * them and the engine's sockets together (one syscall, no nested epoll),
+ * gives the owner's ready tokens (at most 128), and fwd_on_ready() then
+ * reads the sockets it found.  Returns -1 with errno (EINTR included).
+ */
+int fwd_engine_watch(struct fwd_engine *e, int fd, uint32_t token);
+int fwd_engine_wait(struct fwd_engine *e, int timeout, uint32_t *tokens, unsigned *ntokens);
+void fwd_on_ready(struct fwd_engine *e);
 /* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */
 int fwd_expire(struct fwd_engine *e);
 /* Forgets the queries of a TCP connection that closed (and closes their upstream TCP). */

@@ -140,6 +140,28 @@ void upsock_release(struct upsock *u, uint32_t slot)
 	u->connected[slot] = false;
 }
 
+int upsock_watch(struct upsock *u, int fd, uint32_t token)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UPSOCK_TOKENS | token };
+	return epoll_ctl(u->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int upsock_wait(struct upsock *u, int timeout, uint32_t *slots, unsigned *nslots,
+		uint32_t *tokens, unsigned *ntokens)
+{
+	struct epoll_event ev[UPSOCK_WAIT_MAX];
+	*nslots = *ntokens = 0;
+	int n = epoll_wait(u->epfd, ev, UPSOCK_WAIT_MAX, timeout);
+	for (int i = 0; i < n; i++) {
+		uint32_t d = ev[i].data.u32;
+		if (d & UPSOCK_TOKENS)
+			tokens[(*ntokens)++] = d & ~UPSOCK_TOKENS;
+		else
+			slots[(*nslots)++] = d;
+	}
+	return n < 0 ? -1 : 0;
+}
+
 unsigned upsock_ready(struct upsock *u, uint32_t *slots, unsigned max)
 {
 	struct epoll_event ev[64];

@@ -28,5 +28,19 @@ void upsock_release(struct upsock *u, uint32_t slot);
 int upsock_slot_fd(const struct upsock *u, uint32_t slot);
 /* Up to max slots whose sockets have something to read (or an error). */
 unsigned upsock_ready(struct upsock *u, uint32_t *slots, unsigned max);
+/*
+ * The owner's own descriptors in the same set (level-triggered, for
+ * reading), so one epoll_wait serves both; token < UPSOCK_TOKENS.
+ */
+#define UPSOCK_TOKENS   (1u << 31)
+int upsock_watch(struct upsock *u, int fd, uint32_t token);
+/*
+ * Waits up to timeout ms (-1: no limit) for either: the ready slots go to
+ * slots (*nslots, at most UPSOCK_WAIT_MAX), the owner's tokens to tokens
+ * (*ntokens).  Returns -1 with errno on failure (EINTR included).
+ */
+#define UPSOCK_WAIT_MAX 128
+int upsock_wait(struct upsock *u, int timeout, uint32_t *slots, unsigned *nslots,
+		uint32_t *tokens, unsigned *ntokens);
 
 #endif
