@@ -1063,6 +1063,13 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 		attempt(e, p, p->req.router_id);
 		return;
 	}
+	if (!case_matches(p, pkt, len, &a)) {
+		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->cnt, fwd_0x20_mismatch);
+		log_debug("forward: no answer over TCP: question not in the case asked");
+		attempt(e, p, p->req.router_id);
+		return;
+	}
 	if (answer_cookie(p->hop, pkt, &a) < 0) {
 		CNT_INC(e->cnt, bad_upstream);
 		CNT_INC(e->cnt, fwd_bad_cookie);

@@ -18,6 +18,7 @@ import threading
 import time
 
 import dns.edns
+import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
@@ -374,3 +375,58 @@ def test_queries_past_the_open_files_limit_fail_and_are_counted(inrpd_factory, t
     c = counters(d)
     assert c["fwd_no_socket"] == 80 - 12        # the worker's 12 sockets, each for a query to the end
     assert u.queries.qsize() >= 80 - c["fwd_no_socket"]
+
+
+def test_0x20_on_drops_an_answer_over_tcp_that_changes_the_case(inrpd_factory, tmp_path, upstreams):
+    """Truncated over UDP (case kept), asked again over TCP for a TCP
+    client, where the answer comes in lower case: not taken either."""
+    import struct
+    u = upstreams()
+    u.running = False                          # its UDP socket is served here instead
+    u.thread.join(5)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind((u.addr, u.port))
+    tcp.listen(8)
+    tcp.settimeout(0.2)
+    done = threading.Event()
+    seen = {"tcp": 0}
+
+    def serve():
+        while not done.is_set():
+            try:
+                wire, src = u.sock.recvfrom(4096)
+                q = dns.message.from_wire(wire)
+                r = dns.message.make_response(q)
+                r.flags |= dns.flags.TC
+                u.sock.sendto(r.to_wire(), src)
+            except socket.timeout:
+                pass
+            try:
+                c, _ = tcp.accept()
+            except socket.timeout:
+                continue
+            with c:
+                c.settimeout(5)
+                n = struct.unpack(">H", c.recv(2))[0]
+                wire = b""
+                while len(wire) < n:
+                    wire += c.recv(n - len(wire))
+                seen["tcp"] += 1
+                u.lowercase = True
+                a = u.answer_wire(dns.message.from_wire(wire), None)
+                c.sendall(struct.pack(">H", len(a)) + a)
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        d = resolver(inrpd_factory, tmp_path, u, "upstream-0x20 yes;\n", timeout="2s")
+        q = dns.message.make_query(f"t.{LETTERS}.case.test", "A")
+        r = dns.query.tcp(q, d.addr, port=d.port, timeout=10, source=d.client)
+        assert r.rcode() == dns.rcode.SERVFAIL and r.answer == []
+        c = counters(d)
+        assert seen["tcp"] >= 1 and c["fwd_0x20_mismatch"] == seen["tcp"]
+        assert c["upstream_tcp"] == seen["tcp"]
+    finally:
+        done.set()
+        t.join(5)
+        tcp.close()
