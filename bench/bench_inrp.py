@@ -327,6 +327,29 @@ def relay_node(relay):
     return cmd
 
 
+def hop_only(args):
+    """The hop part alone, in rounds that rotate the order of the chains;
+    the medians, and each inrpd's ratio to the relay's floor."""
+    chains = {"inrpd": args.inrpd}
+    if args.hop_against:
+        chains["against"] = args.hop_against
+    names = list(chains) + ["relay"]
+    per = {n: [] for n in names}
+    work = tempfile.mkdtemp(prefix="bench-hop-")
+    try:
+        for r in range(args.hop_rounds):
+            for n in names[r % len(names):] + names[:r % len(names)]:
+                node = relay_node(args.relay) if n == "relay" else inrpd_node(chains[n], work)
+                per[n].append(round(hop_latency(n, node, work, args.hop_queries, args.hop_rate,
+                                                70 if n == "relay" else 60), 1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = {n: sorted(v)[len(v) // 2] for n, v in per.items()}
+    out = {f"{n}_hop_p50_us": med[n] for n in names} | {f"{n}_hop_runs": per[n] for n in names}
+    out |= {f"{n}_floor_ratio": round(med[n] / med["relay"], 3) for n in chains}
+    print(json.dumps(out))
+
+
 def unbound_conf(work, addr, port, tlds, names, ttl):
     """An Unbound answering the names (A 127.0.0.1, ttl) as local-data in static zones; its config path."""
     local = os.path.join(work, "local.conf")
@@ -369,7 +392,15 @@ def main():
     ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
     ap.add_argument("--hop-rate", type=int, default=2000, help="queries per second to the chain")
     ap.add_argument("--inrpd", default=os.path.join(os.path.dirname(__file__), "..", "build", "inrpd", "inrpd"))
+    ap.add_argument("--hop-only", action="store_true",
+                    help="only the forwarding hop against the relay, --hop-rounds times, medians")
+    ap.add_argument("--hop-rounds", type=int, default=5)
+    ap.add_argument("--hop-against", metavar="INRPD",
+                    help="with --hop-only: another inrpd build measured in the same rounds (before/after)")
     args = ap.parse_args()
+    if args.hop_only:
+        hop_only(args)
+        return
 
     for tool in ("dnsperf", "dig", "nsd", "unbound"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):

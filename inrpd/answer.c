@@ -72,6 +72,11 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(acl_refused);
 	ADD(pending_full);
 	ADD(bad_upstream);
+	ADD(fwd_wrong_source);
+	ADD(fwd_bad_id);
+	ADD(fwd_bad_cookie);
+	ADD(fwd_0x20_mismatch);
+	ADD(fwd_no_socket);
 	ADD(upstream_tcp);
 	ADD(upstream_tcp_full);
 	ADD(nodata);
@@ -767,6 +772,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return refuse(req, WHY_PROHIBITED, out, limit, cnt);
 	}
 	req->fallback = true;
+	req->upstream_0x20 = rt->upstream_0x20;
 	req->ncand = (uint8_t)rt->nupstreams;
 	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
 	size_t n = from_cache(rt, req, cache, out, cnt);

@@ -12,6 +12,7 @@
  *     control "/run/inrpd/inrpd.ctl";      (inrpc talks to it)
  *     router-id "cr1.example.net";         names this router in INRP paths
  *     upstream 127.0.0.53 port 53;         fallback resolvers, ranked
+ *     upstream-0x20 no;                    the name in random case to upstreams (RFC 5452 9.2)
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
  *                                          and private ranges; "none": nobody)
  *     query-timeout 2s;                    all attempts of one query
@@ -103,7 +104,7 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
-	bool seen_fib_channel, seen_grace, seen_nsid;
+	bool seen_fib_channel, seen_grace, seen_nsid, seen_0x20;
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending, seen_refresh;
@@ -504,6 +505,14 @@ static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
 }
 
+static int kw_upstream_0x20(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_0x20, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->upstream_0x20, err, err_len);
+}
+
 /* "64M", "512K", "1G" or plain bytes; 0 turns the cache off. */
 static int kw_cache_size(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
@@ -653,6 +662,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-channel", 2, 2, CONF_NO_BLOCK, kw_fib_channel },
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
+	{ "upstream-0x20", 2, 2, CONF_NO_BLOCK, kw_upstream_0x20 },
 	{ "cache-size", 2, 2, CONF_NO_BLOCK, kw_cache_size },
 	{ "cache-max-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_max_ttl },
 	{ "cache-max-negative-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_neg_ttl },
@@ -838,6 +848,7 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->hop_probe_ms = cfg->hop_probe_ms;
 	rt->hop_limit = cfg->hop_limit;
 	rt->nsid = cfg->nsid;
+	rt->upstream_0x20 = cfg->upstream_0x20;
 	rt->cache = cfg->cache;
 	rt->cache_stale_s = cfg->cache_stale_s;
 	rt->rrl_rate = cfg->rrl_rate;

@@ -6,9 +6,10 @@
  *
  * One engine per thread, nothing shared: a UDP worker polls its engine's
  * sockets beside its listeners, the main thread drives the TCP one from
- * libuv.  Every query in flight is a slot in a fixed array (max-pending),
- * found from an answer by its 16-bit id through a 64 Ki-entry map, and
- * ordered by deadline in a binary heap.  Nothing is allocated per query.
+ * libuv.  Every query in flight is a slot in a fixed array (max-pending)
+ * with its own UDP socket (upsock.c), found from an answer by the socket
+ * it came on, and ordered by deadline in a binary heap.  Nothing is
+ * allocated per query.
  *
  * Upstream resolvers are each asked up to twice (FWD_UPSTREAM_ROUNDS), as a
  * stub resolver would retry; a next content router only once, since it
@@ -65,13 +66,19 @@
  * a sample), so what one worker learns steers them all; the query,
  * answer and timeout counts are each engine's own.
  *
- * Answers are matched by id, source address and port, and question; the
- * source port of an engine's socket is fixed (chosen by the kernel), so
- * ids are random to make off-path spoofing cost 2^16 guesses per query.
+ * Off-path spoofing (RFC 5452): each attempt goes from a fresh random port
+ * (upsock.c) with a fresh id from a CSPRNG, and an answer is taken only on
+ * the attempt's socket, from the hop's address and port, with its id and
+ * question, so a spoofer guesses about 31 bits per attempt.  With
+ * upstream-0x20 the name's letters are in random case too, and the answer
+ * must ask in the same case (RFC 5452 9.2: a bit per letter).  Each
+ * reason an answer is dropped has its counter (fwd_* in show counters).
  *
  * Every query carries a DNS cookie (RFC 7873): our client cookie for that
  * hop, and the server cookie it last gave us.  A hop's answer with
- * another client cookie is a spoofer's and is dropped; the next router's
+ * another client cookie is a spoofer's and is dropped, and so is an
+ * answer without one from a hop that once gave us a server cookie for
+ * ours: it speaks cookies, so a spoofer sent that one; the next router's
  * rate limit lets a query with its valid server cookie through, so the
  * queries one router forwards for many clients are never limited as one
  * unproven source (which starved a router's downstream neighbours while
@@ -101,9 +108,11 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sodium.h>
 
 #include "log.h"
 #include "inrpd.h"
+#include "upsock.h"
 #include "wire.h"
 
 #define FWD_HOPS_MAX            4096            /* next hops tracked per process */
@@ -117,6 +126,7 @@
 #define FWD_UPSTREAM_ROUNDS     2       /* a lost datagram is not a lost query */
 #define FWD_BEHIND_PAUSE_MS     4       /* a hop behind us is asked again after this, doubling */
 #define FWD_BEHIND_WAITS        4       /* ... at most this many times: 60 ms in all */
+#define FWD_RANDOM_BUF          512     /* CSPRNG bytes drawn at a time for ids and 0x20 */
 
 enum { HOP_EMPTY, HOP_WRITING, HOP_READY };
 
@@ -131,6 +141,7 @@ struct fwd_hop {
 	uint64_t last_timeout_us;
 	uint64_t probe_us;              /* when it was last probed (claimed by CAS) */
 	uint8_t client_cookie[COOKIE_CLIENT_LEN];      /* ours for it, set before READY */
+	uint8_t cookies;                /* it gave a server cookie for ours: it speaks them */
 	/* the server cookie it gave us: a sequence lock (odd: being written),
 	 * so a reader copies all of it or none (then asks without, as at first) */
 	uint32_t sc_seq;
@@ -161,6 +172,8 @@ struct fwd_pending {
 	bool probing;                   /* the attempt in flight is a probe */
 	bool cookie_retried;            /* asked again after BADCOOKIE */
 	bool pausing;                   /* the deadline ends a pause, not an attempt: ask again */
+	bool udp_live;                  /* a UDP attempt waits for its answer on the slot's socket */
+	bool mixed_case;                /* qcase holds the name as asked (upstream-0x20) */
 	uint8_t pauses;                 /* for hops behind us (FWD_BEHIND_WAITS) */
 	uint8_t status;                 /* INRP status of the last failure, for our SERVFAIL */
 	uint64_t deadline_us;           /* of this attempt */
@@ -170,6 +183,7 @@ struct fwd_pending {
 	struct fwd_tcp_conn *tcp;       /* the attempt is a TCP exchange; NULL: UDP */
 	struct fwd_client client;
 	struct fwd_request req;
+	uint8_t qcase[NAME_MAX_WIRE];
 };
 
 struct fwd_engine {
@@ -178,15 +192,17 @@ struct fwd_engine {
 	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
 	struct cache *cache;            /* the owner thread's; NULL: none */
 	struct inrpd_counters *cnt;
-	int fd4, fd6;
-	uint64_t rng;
+	struct upsock *up;
 	unsigned max_pending;
 	unsigned npending;
 	struct fwd_pending *slots;
 	uint32_t *free_slots;           /* stack of free slot indexes */
 	unsigned nfree;
 	uint32_t *heap;                 /* slot indexes, earliest deadline first */
-	uint16_t *idmap;                /* id -> slot + 1, 0: free */
+	unsigned nready;                /* slots fwd_engine_wait() found readable */
+	uint32_t ready[UPSOCK_WAIT_MAX];
+	unsigned random_left;           /* unused bytes at the end of random */
+	uint8_t random[FWD_RANDOM_BUF];
 	struct fwd_hop_counts counts[FWD_HOPS_MAX];
 	uint8_t rbuf[FWD_MSG_MAX];
 	uint8_t obuf[FWD_MSG_MAX];
@@ -199,13 +215,15 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static uint64_t rng_next(struct fwd_engine *e)
+/* n (at most FWD_RANDOM_BUF) bytes from the CSPRNG, drawn a buffer at a time */
+static const uint8_t *random_bytes(struct fwd_engine *e, unsigned n)
 {
-	/* xorshift64*: ids only need to be unpredictable off-path, seeded from getrandom */
-	e->rng ^= e->rng >> 12;
-	e->rng ^= e->rng << 25;
-	e->rng ^= e->rng >> 27;
-	return e->rng * 0x2545F4914F6CDD1Dull;
+	if (e->random_left < n) {
+		randombytes_buf(e->random, sizeof(e->random));
+		e->random_left = sizeof(e->random);
+	}
+	e->random_left -= n;
+	return e->random + e->random_left;
 }
 
 /* Time since t; 0 if another thread stamped t after our clock read. */
@@ -391,12 +409,20 @@ static void tcp_drop(struct fwd_engine *e, struct fwd_pending *p)
 	e->tcp.abort(e->ctx, c);
 }
 
+/* Ends the slot's UDP attempt: its port is given back, nothing more is taken. */
+static void udp_end(struct fwd_engine *e, struct fwd_pending *p)
+{
+	if (!p->udp_live)
+		return;
+	p->udp_live = false;
+	upsock_release(e->up, (uint32_t)(p - e->slots));
+}
+
 static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 {
 	uint32_t slot = (uint32_t)(p - e->slots);
 	tcp_drop(e, p);
-	if (e->idmap[p->id] == slot + 1)
-		e->idmap[p->id] = 0;
+	udp_end(e, p);
 	p->used = false;
 	e->free_slots[e->nfree++] = slot;
 	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
@@ -549,7 +575,7 @@ static size_t build_query(const struct fwd_pending *p, const struct fwd_hop *h, 
 	uint8_t cookie[COOKIE_OPT_MAX];
 	struct dns_query_spec s = {
 		.id = p->id,
-		.qname = req->target.wire,
+		.qname = p->mixed_case ? p->qcase : req->target.wire,
 		.qname_len = req->target.len,
 		.qtype = req->q.qtype,
 		.qclass = req->q.qclass,
@@ -578,24 +604,67 @@ static size_t build_query(const struct fwd_pending *p, const struct fwd_hop *h, 
 	return dns_query_write(&s, msg, cap);
 }
 
+/*
+ * The name as asked of an upstream with upstream-0x20: each letter's case
+ * from a random bit (RFC 5452 9.2), so a spoofer must guess those too.
+ */
+static void mix_case(struct fwd_engine *e, struct fwd_pending *p)
+{
+	const struct name *n = &p->req.target;
+	memcpy(p->qcase, n->wire, n->len);
+	for (size_t pos = 0; pos < n->len && n->wire[pos]; pos += n->wire[pos] + 1u) {
+		uint8_t len = n->wire[pos];
+		const uint8_t *bits = random_bytes(e, (len + 7u) / 8);
+		for (unsigned k = 0; k < len; k++) {
+			uint8_t *c = &p->qcase[pos + 1 + k];
+			if (((*c | 0x20) >= 'a' && (*c | 0x20) <= 'z'))
+				*c = (uint8_t)((bits[k / 8] >> (k % 8)) & 1 ? *c | 0x20 : *c & ~0x20);
+		}
+	}
+}
+
+/*
+ * Sends the attempt from the slot's socket, connected afresh to the hop.
+ * Returns 0, -1 when the hop cannot be asked (next alternate), -2 when
+ * no socket is to be had (fd limit, kernel memory, no free port).
+ */
 static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i, const struct fwd_hop *h,
 			uint32_t attempt_ms)
 {
 	const struct route *r = &p->req.cand[i];
+	uint32_t slot = (uint32_t)(p - e->slots);
 	uint8_t msg[FWD_QUERY_MAX];
+	p->mixed_case = p->req.fallback && p->req.upstream_0x20;
+	if (p->mixed_case)
+		mix_case(e, p);
 	size_t len = build_query(p, h, attempt_ms, msg, sizeof(msg));
+	if (len == 0)
+		return -1;
 
 	struct sockaddr_storage ss;
 	socklen_t sl = route_sockaddr(r, &ss);
-	int fd = r->family == AF_INET ? e->fd4 : e->fd6;
-	if (fd < 0 || len == 0)
+	udp_end(e, p);
+	int fd = upsock_connect(e->up, slot, (struct sockaddr *)&ss, sl);
+	if (fd < 0) {
+		/* EAGAIN: every port of the range taken */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM || errno == EAGAIN) {
+			log_debug("forward: no socket: %s", strerror(errno));
+			return -2;
+		}
+		log_debug("forward: connect: %s", strerror(errno));
 		return -1;
+	}
+	p->udp_live = true;
 	ssize_t n;
-	do
-		n = sendto(fd, msg, len, 0, (struct sockaddr *)&ss, sl);
-	while (n < 0 && errno == EINTR);
+	/* a failed send may only have reported an ICMP error of an earlier attempt */
+	for (unsigned tries = 0; tries < 3; tries++) {
+		n = send(fd, msg, len, 0);
+		if (n >= 0 || (errno != EINTR && errno != ECONNREFUSED))
+			break;
+	}
 	if (n < 0) {
-		log_debug("forward: sendto: %s", strerror(errno));
+		log_debug("forward: send: %s", strerror(errno));
+		udp_end(e, p);
 		return -1;
 	}
 	return 0;
@@ -619,17 +688,10 @@ static uint32_t attempt_ms(const struct fwd_pending *p, uint64_t now)
 	return ms == 0 ? 1 : (uint32_t)ms;
 }
 
-/* A fresh random id, none in flight; the old one no longer finds the slot. */
-static uint16_t new_id(struct fwd_engine *e, struct fwd_pending *p)
+/* A fresh id from the CSPRNG: each query has its own socket, so ids need not differ. */
+static uint16_t new_id(struct fwd_engine *e)
 {
-	uint32_t slot = (uint32_t)(p - e->slots);
-	if (e->idmap[p->id] == slot + 1)
-		e->idmap[p->id] = 0;
-	uint16_t id;
-	do
-		id = (uint16_t)rng_next(e);
-	while (e->idmap[id] != 0);
-	return id;
+	return wire_load16(random_bytes(e, 2));
 }
 
 /* Sends the query to the best untried candidate; fails the query when none is left. */
@@ -655,17 +717,22 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		uint32_t ms = attempt_ms(p, now);
 
 		/* a fresh random id per attempt: a late answer to the last one is not taken */
-		uint16_t id = new_id(e, p);
-		p->id = id;
+		p->id = new_id(e);
 
 		if (h) {
 			RELAXED_ADD(&hop_counts(e, h)->queries, 1);
 			if (probe)
 				RELAXED_ADD(&hop_counts(e, h)->probes, 1);
 		}
-		if (send_attempt(e, p, (unsigned)i, h, ms) < 0)
+		int sent = send_attempt(e, p, (unsigned)i, h, ms);
+		if (sent == -2) {
+			/* every alternate would need one too */
+			CNT_INC(e->cnt, fwd_no_socket);
+			fail(e, p, router_id);
+			return;
+		}
+		if (sent < 0)
 			continue;               /* unreachable at once: next alternate */
-		e->idmap[id] = (uint16_t)(slot + 1);
 		p->asked = true;
 		p->probing = probe;
 		p->cur = (uint8_t)i;
@@ -707,6 +774,8 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->probing = false;
 	p->cookie_retried = false;
 	p->pausing = false;
+	p->udp_live = false;
+	p->mixed_case = false;
 	p->pauses = 0;
 	p->status = INRP_STATUS_UNREACHABLE;
 	/* a next router retries on its own, within the budget we give it */
@@ -750,8 +819,8 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	if (now >= p->end_us)
 		return false;
 	uint32_t ms = attempt_ms(p, now);
-	/* left out of the id map: only our connection can bring this answer */
-	p->id = new_id(e, p);
+	/* only our connection can bring this answer */
+	p->id = new_id(e);
 	uint8_t msg[FWD_QUERY_MAX];
 	size_t len = build_query(p, p->hop, ms, msg, sizeof(msg));
 	struct fwd_tcp_conn *c = len ? e->tcp.open(e->ctx, &p->req.cand[p->cur], msg, len, slot) : NULL;
@@ -771,20 +840,36 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 
 /*
  * The COOKIE option of hop h's answer: -1 if it is not our client cookie
- * (a spoofer's, or a broken hop); otherwise its server cookie is kept.
- * An answer without one is taken: the hop need not speak cookies.
+ * (a spoofer's, or a broken hop), or if there is none and the hop speaks
+ * cookies (RFC 7873 5.3); otherwise its server cookie is kept.  A hop
+ * that never gave us one need not speak them.
  */
 static int answer_cookie(struct fwd_hop *h, const uint8_t *pkt, const struct dns_upstream_answer *a)
 {
 	const uint8_t *d, *cc, *sc;
 	size_t dl, sl;
-	if (!h || !a->has_opt || !inrp_find_option(pkt + a->opts_off, a->opts_len, DNS_OPT_COOKIE, &d, &dl))
+	if (!h)
 		return 0;
+	if (!a->has_opt || !inrp_find_option(pkt + a->opts_off, a->opts_len, DNS_OPT_COOKIE, &d, &dl))
+		return __atomic_load_n(&h->cookies, __ATOMIC_RELAXED) ? -1 : 0;
 	if (cookie_parse(d, dl, &cc, &sc, &sl) < 0 || memcmp(cc, h->client_cookie, COOKIE_CLIENT_LEN) != 0)
 		return -1;
-	if (sl)
+	if (sl) {
 		hop_set_server_cookie(h, sc, sl);
+		if (!__atomic_load_n(&h->cookies, __ATOMIC_RELAXED))
+			__atomic_store_n(&h->cookies, 1, __ATOMIC_RELAXED);
+	}
 	return 0;
+}
+
+/* With upstream-0x20: does the answer ask in the case we asked?  (A bare
+ * refusal without its question is never relayed.) */
+static bool case_matches(const struct fwd_pending *p, const uint8_t *pkt, size_t len,
+			 const struct dns_upstream_answer *a)
+{
+	size_t n = p->req.target.len;
+	return !p->mixed_case || !a->has_question ||
+	       (len >= DNS_HEADER_LEN + n && memcmp(pkt + DNS_HEADER_LEN, p->qcase, n) == 0);
 }
 
 /*
@@ -805,8 +890,7 @@ static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t 
 	p->pauses++;
 	p->pausing = true;
 	p->tried &= ~(1u << p->cur);
-	if (e->idmap[p->id] == (uint16_t)(p - e->slots) + 1)
-		e->idmap[p->id] = 0;    /* a second answer to this attempt is not taken */
+	udp_end(e, p);                  /* a second answer to this attempt is not taken */
 	p->deadline_us = now + pause_us;
 	heap_push(e, (uint32_t)(p - e->slots));
 	return true;
@@ -885,36 +969,86 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
 }
 
-static void on_answer(struct fwd_engine *e, const uint8_t *pkt, size_t len,
+/*
+ * A datagram on p's socket during its UDP attempt.  Anything not our
+ * answer is dropped and counted, and the attempt keeps waiting: it may
+ * be a spoofer's, and the real answer may still come.  bad_upstream
+ * counts every drop, the fwd_* counters why.  Returns whether it was
+ * taken.
+ */
+static bool on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 		      const struct sockaddr_storage *from)
 {
-	uint16_t id = wire_load16(pkt);
-	uint16_t s1 = e->idmap[id];
-	if (s1 == 0) {
-		CNT_INC(e->cnt, bad_upstream);  /* late (after a timeout) or not ours */
-		return;
-	}
-	struct fwd_pending *p = &e->slots[s1 - 1];
+#define DROP(why) do { CNT_INC(e->cnt, bad_upstream); CNT_INC(e->cnt, why); } while (0)
+	/* the socket is connected, so only a datagram queued before it was
+	 * connected again comes from elsewhere */
 	if (!source_matches(&p->req.cand[p->cur], from)) {
-		CNT_INC(e->cnt, bad_upstream);
-		return;
+		DROP(fwd_wrong_source);
+		return false;
+	}
+	uint16_t id = wire_load16(pkt);
+	if (id != p->id) {
+		DROP(fwd_bad_id);
+		return false;
 	}
 	struct dns_upstream_answer a;
 	const char *why;
 	if (dns_upstream_answer_parse(pkt, len, id, &p->req.target, p->req.q.qtype, p->req.q.qclass,
 				      &a, &why) < 0) {
-		/* maybe a spoofer's: the real answer may still come */
 		CNT_INC(e->cnt, bad_upstream);
 		log_debug("forward: ignoring an answer: %s", why);
-		return;
+		return false;
+	}
+	if (!case_matches(p, pkt, len, &a)) {
+		DROP(fwd_0x20_mismatch);
+		log_debug("forward: ignoring an answer: question not in the case asked");
+		return false;
 	}
 	if (answer_cookie(p->hop, pkt, &a) < 0) {
-		CNT_INC(e->cnt, bad_upstream);
+		DROP(fwd_bad_cookie);
 		log_debug("forward: ignoring an answer: not our client cookie");
-		return;
+		return false;
 	}
-	heap_remove(e, s1 - 1u);
+#undef DROP
+	/* the port is given back once the client has its answer (read_slot) */
+	p->udp_live = false;
+	heap_remove(e, (uint32_t)(p - e->slots));
 	accept_answer(e, p, pkt, len, &a, false);
+	return true;
+}
+
+/* Reads slot's socket: answers to its attempt, or what came too late for one. */
+static void read_slot(struct fwd_engine *e, uint32_t slot)
+{
+	struct fwd_pending *p = &e->slots[slot];
+	for (unsigned i = 0; i < FWD_READS_PER_WAKE; i++) {
+		/* an answer taken may have sent the next attempt: another family's socket */
+		int fd = upsock_slot_fd(e->up, slot);
+		if (fd < 0)
+			return;
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(fd, e->rbuf, sizeof(e->rbuf), MSG_DONTWAIT,
+				     (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* an ICMP error (ECONNREFUSED) is not trusted: the attempt waits on */
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_debug("forward: recvfrom: %s", strerror(errno));
+			return;
+		}
+		if (!p->used || !p->udp_live || (size_t)n < DNS_HEADER_LEN) {
+			CNT_INC(e->cnt, bad_upstream);  /* late (the attempt is over), or junk */
+			continue;
+		}
+		if (on_answer(e, p, e->rbuf, (size_t)n, &from)) {
+			/* unless the answer sent the next attempt from this socket */
+			if (!p->udp_live)
+				upsock_release(e->up, slot);
+			return;
+		}
+	}
 }
 
 void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
@@ -938,8 +1072,16 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 		attempt(e, p, p->req.router_id);
 		return;
 	}
+	if (!case_matches(p, pkt, len, &a)) {
+		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->cnt, fwd_0x20_mismatch);
+		log_debug("forward: no answer over TCP: question not in the case asked");
+		attempt(e, p, p->req.router_id);
+		return;
+	}
 	if (answer_cookie(p->hop, pkt, &a) < 0) {
 		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->cnt, fwd_bad_cookie);
 		log_debug("forward: no answer over TCP: not our client cookie");
 		attempt(e, p, p->req.router_id);
 		return;
@@ -947,26 +1089,28 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 	accept_answer(e, p, pkt, len, &a, true);
 }
 
-void fwd_on_readable(struct fwd_engine *e, int fd)
+void fwd_on_readable(struct fwd_engine *e)
 {
-	for (unsigned i = 0; i < FWD_READS_PER_WAKE; i++) {
-		struct sockaddr_storage from;
-		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(fd, e->rbuf, sizeof(e->rbuf), MSG_DONTWAIT,
-				     (struct sockaddr *)&from, &fl);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_debug("forward: recvfrom: %s", strerror(errno));
-			return;
-		}
-		if ((size_t)n < DNS_HEADER_LEN) {
-			CNT_INC(e->cnt, bad_upstream);
-			continue;
-		}
-		on_answer(e, e->rbuf, (size_t)n, &from);
-	}
+	e->nready = upsock_ready(e->up, e->ready, FWD_READS_PER_WAKE);
+	fwd_on_ready(e);
+}
+
+int fwd_engine_watch(struct fwd_engine *e, int fd, uint32_t token)
+{
+	return upsock_watch(e->up, fd, token);
+}
+
+int fwd_engine_wait(struct fwd_engine *e, int timeout, uint32_t *tokens, unsigned *ntokens)
+{
+	return upsock_wait(e->up, timeout, e->ready, &e->nready, tokens, ntokens);
+}
+
+void fwd_on_ready(struct fwd_engine *e)
+{
+	unsigned n = e->nready;
+	e->nready = 0;
+	for (unsigned i = 0; i < n; i++)
+		read_slot(e, e->ready[i]);
 }
 
 int fwd_expire(struct fwd_engine *e)
@@ -991,6 +1135,7 @@ int fwd_expire(struct fwd_engine *e)
 			continue;
 		}
 		tcp_drop(e, p);                 /* a TCP exchange that took too long */
+		udp_end(e, p);
 		if (p->hop) {
 			RELAXED_ADD(&hop_counts(e, p->hop)->timeouts, 1);
 			__atomic_store_n(&p->hop->last_timeout_us, now, __ATOMIC_RELAXED);
@@ -1027,24 +1172,9 @@ void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache)
 	e->cache = cache;
 }
 
-void fwd_engine_fds(const struct fwd_engine *e, int fds[2])
+int fwd_engine_fd(const struct fwd_engine *e)
 {
-	fds[0] = e->fd4;
-	fds[1] = e->fd6;
-}
-
-static int open_socket(int family)
-{
-	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (family == AF_INET6) {
-		const int on = 1;
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-	}
-	int rcvbuf = 1 << 20;
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	return fd;                      /* the first sendto binds an ephemeral port */
+	return upsock_fd(e->up);
 }
 
 /*
@@ -1073,18 +1203,21 @@ static void init_client_secret(void)
 	}
 }
 
-struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver_fn, void *ctx,
-				     struct inrpd_counters *cnt, char *err, size_t err_len)
+struct fwd_engine *fwd_engine_create(unsigned max_pending, unsigned max_sockets, fwd_deliver_fn deliver_fn,
+				     void *ctx, struct inrpd_counters *cnt, char *err, size_t err_len)
 {
 	if (max_pending == 0 || max_pending > 65535) {
 		snprintf(err, err_len, "max-pending must lie in 1..65535");
 		return NULL;
 	}
 	pthread_once(&client_secret_once, init_client_secret);
+	if (sodium_init() < 0) {
+		snprintf(err, err_len, "no random source for query ids");
+		return NULL;
+	}
 	struct fwd_engine *e = zmap(sizeof(*e));
 	if (!e)
 		goto nomem;
-	e->fd4 = e->fd6 = -1;
 	e->deliver = deliver_fn;
 	e->ctx = ctx;
 	e->cnt = cnt;
@@ -1092,18 +1225,14 @@ struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn delive
 	e->slots = zmap(max_pending * sizeof(*e->slots));
 	e->free_slots = calloc(max_pending, sizeof(*e->free_slots));
 	e->heap = calloc(max_pending, sizeof(*e->heap));
-	e->idmap = zmap(65536 * sizeof(*e->idmap));
-	if (!e->slots || !e->free_slots || !e->heap || !e->idmap)
+	if (!e->slots || !e->free_slots || !e->heap)
 		goto nomem;
 	for (unsigned i = 0; i < max_pending; i++)
 		e->free_slots[i] = max_pending - 1 - i;
 	e->nfree = max_pending;
-	if (getrandom(&e->rng, sizeof(e->rng), 0) != sizeof(e->rng) || e->rng == 0)
-		e->rng = now_us() | 1;
-	e->fd4 = open_socket(AF_INET);
-	e->fd6 = open_socket(AF_INET6);
-	if (e->fd4 < 0 && e->fd6 < 0) {
-		snprintf(err, err_len, "forwarding socket: %s", strerror(errno));
+	e->up = upsock_create(max_pending, max_sockets && max_sockets < max_pending ? max_sockets : max_pending);
+	if (!e->up) {
+		snprintf(err, err_len, "forwarding sockets: %s", strerror(errno));
 		fwd_engine_free(e);
 		return NULL;
 	}
@@ -1118,13 +1247,9 @@ void fwd_engine_free(struct fwd_engine *e)
 {
 	if (!e)
 		return;
-	if (e->fd4 >= 0)
-		close(e->fd4);
-	if (e->fd6 >= 0)
-		close(e->fd6);
+	upsock_free(e->up);
 	zunmap(e->slots, e->max_pending * sizeof(*e->slots));
 	free(e->free_slots);
 	free(e->heap);
-	zunmap(e->idmap, 65536 * sizeof(*e->idmap));
 	zunmap(e, sizeof(*e));
 }

@@ -81,6 +81,7 @@ struct inrpd_runtime {
 	uint32_t hop_probe_ms;          /* a next hop passed over is asked again after this */
 	uint8_t hop_limit;
 	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
+	bool upstream_0x20;             /* upstreams asked with the name's case randomised */
 	struct cache_limits cache;      /* how long the packet cache holds answers */
 	uint32_t cache_stale_s;         /* serve-stale window (RFC 8767); 0: off */
 	uint32_t rrl_rate;              /* answers a second per prefix (rrl.c); 0: off */
@@ -116,6 +117,7 @@ struct inrpd_config {
 	uint32_t hop_probe_ms;
 	uint8_t hop_limit;
 	bool nsid;
+	bool upstream_0x20;
 	uint32_t rrl_rate, rrl_slip;
 	bool rrl_exempt_routers;
 	unsigned nrrl_exempt;
@@ -127,6 +129,7 @@ struct inrpd_config {
 	struct cache_limits cache;
 	uint32_t cache_stale_s;
 	unsigned max_pending;           /* forwarded queries in flight per worker */
+	unsigned max_sockets;           /* set by main: each engine's share of the open-files limit */
 	unsigned refresh_slots;         /* questions per worker fetched again on a route change (refresh.h) */
 	unsigned nupstreams;
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
@@ -184,6 +187,12 @@ struct inrpd_counters {
 	uint64_t acl_refused;           /* fallback refused: client outside allow-recursion */
 	uint64_t pending_full;          /* no room for one more query in flight */
 	uint64_t bad_upstream;          /* responses that were not ours or did not decode */
+	/* ... of which, why (forward.c): possible spoofing */
+	uint64_t fwd_wrong_source;      /* not from the address and port asked */
+	uint64_t fwd_bad_id;            /* not the id of the query in flight */
+	uint64_t fwd_bad_cookie;        /* not our client cookie, or none from a hop that speaks cookies */
+	uint64_t fwd_0x20_mismatch;     /* upstream-0x20: the question not in the case asked */
+	uint64_t fwd_no_socket;         /* queries failed: no socket to ask from (fd limit) */
 	uint64_t upstream_tcp;          /* truncated answers asked again over TCP (TCP clients) */
 	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
 	struct inrpd_latency lat;       /* not in "show counters": metrics.c's histogram */
@@ -243,6 +252,7 @@ struct fwd_request {
 	bool limit_udp;                 /* answer within the client's UDP limit */
 	bool client_inrp;               /* the client is a router: answer with an INRP option */
 	bool fallback;                  /* upstream resolvers, not content routers */
+	bool upstream_0x20;             /* ... asked with the name's case randomised */
 	struct inrp_query_opt inrp;     /* to send on: our path, hop limit, exclusions */
 	struct name target;             /* the name to ask about (after redirects) */
 	uint8_t nchain;                 /* CNAME targets, in order, for the answer */
@@ -342,11 +352,12 @@ struct fwd_engine;
 typedef void (*fwd_deliver_fn)(void *ctx, const struct fwd_client *client,
 			       const uint8_t *msg, size_t len);
 
-struct fwd_engine *fwd_engine_create(unsigned max_pending, fwd_deliver_fn deliver, void *ctx,
-				     struct inrpd_counters *cnt, char *err, size_t err_len);
+/* max_sockets: at most that many queries in flight have a socket (0: all). */
+struct fwd_engine *fwd_engine_create(unsigned max_pending, unsigned max_sockets, fwd_deliver_fn deliver,
+				     void *ctx, struct inrpd_counters *cnt, char *err, size_t err_len);
 void fwd_engine_free(struct fwd_engine *e);
-/* Its sockets, to poll for reading (fds[i] < 0: none of that family). */
-void fwd_engine_fds(const struct fwd_engine *e, int fds[2]);
+/* The descriptor to poll for reading: its sockets' epoll set. */
+int fwd_engine_fd(const struct fwd_engine *e);
 /* Takes over a request; the client gets its answer through deliver(). */
 void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct fwd_client *client);
 /*
@@ -356,8 +367,18 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
  * costs no more than a local answer.
  */
 bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out, size_t cap, size_t *len);
-/* Reads answers from fd; call when it polls readable. */
-void fwd_on_readable(struct fwd_engine *e, int fd);
+/* Reads answers; call when fwd_engine_fd() polls readable. */
+void fwd_on_readable(struct fwd_engine *e);
+/*
+ * Or the owner waits in the engine's own set: its descriptors added with
+ * a token each (below 2^31), fwd_engine_wait() waits up to timeout ms for
+ * them and the engine's sockets together (one syscall, no nested epoll),
+ * gives the owner's ready tokens (at most 128), and fwd_on_ready() then
+ * reads the sockets it found.  Returns -1 with errno (EINTR included).
+ */
+int fwd_engine_watch(struct fwd_engine *e, int fd, uint32_t token);
+int fwd_engine_wait(struct fwd_engine *e, int timeout, uint32_t *tokens, unsigned *ntokens);
+void fwd_on_ready(struct fwd_engine *e);
 /* Retries or fails what timed out; returns ms until the next deadline, -1 if none. */
 int fwd_expire(struct fwd_engine *e);
 /* Forgets the queries of a TCP connection that closed (and closes their upstream TCP). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -69,6 +70,38 @@ static enum log_level effective_level(const struct inrpd_config *cfg)
 }
 
 
+/*
+ * Every query in flight has a socket of its own (upsock.c): the soft limit
+ * on open files is raised to hold them all besides the rest.  Short of it
+ * (the hard limit), each engine gets its share of what is left after the
+ * rest, and the queries past it fail, counted in fwd_no_socket.  Returns
+ * that share.
+ */
+static unsigned socket_share(unsigned engines, unsigned max_pending)
+{
+	const rlim_t others = 1024;     /* listeners, TCP clients and hops, control, files */
+	rlim_t want = (rlim_t)engines * max_pending + others;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return max_pending;
+	if (rl.rlim_cur < want) {
+		rlim_t soft = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+		rlim_t was = rl.rlim_cur;
+		rl.rlim_cur = soft;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			log_warn("setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+			rl.rlim_cur = was;
+		}
+	}
+	if (rl.rlim_cur >= want)
+		return max_pending;
+	rlim_t spare = rl.rlim_cur > 2 * others ? rl.rlim_cur - others : rl.rlim_cur / 2;
+	unsigned share = (unsigned)(spare / engines) ? (unsigned)(spare / engines) : 1;
+	log_warn("open files limited to %llu: %u queries in flight per thread have a socket, "
+		 "not the %u of max-pending", (unsigned long long)rl.rlim_cur, share, max_pending);
+	return share;
+}
+
 /* Every counter, in the order shown by "show counters" and in the log. */
 static const struct {
 	const char *name;
@@ -78,6 +111,7 @@ static const struct {
 	F(queries), F(answered), F(local), F(forwarded), F(fallback), F(servfail),
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
+	F(fwd_wrong_source), F(fwd_bad_id), F(fwd_bad_cookie), F(fwd_0x20_mismatch), F(fwd_no_socket),
 	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
 	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
@@ -555,6 +589,7 @@ int main(int argc, char **argv)
 	if (nworkers > INRPD_MAX_WORKERS)
 		nworkers = INRPD_MAX_WORKERS;
 	cfg->cache_shards = nworkers + 1;
+	cfg->max_sockets = socket_share(nworkers + 1, cfg->max_pending);
 	if (!(inrpd_cache_flush = cache_flush_new()))
 		daemon_fail("out of memory");
 

@@ -115,8 +115,7 @@ struct tcp_server {
 	struct inrpd_counters cnt;
 	struct fwd_engine *fwd;
 	struct cache *cache;            /* the main thread's shard */
-	int fwd_fds[2];
-	uv_poll_t fwd_poll[2];
+	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
 	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
@@ -408,7 +407,7 @@ static void on_fwd_readable(uv_poll_t *h, int status, int events)
 	struct tcp_server *s = h->data;
 	(void)status;
 	(void)events;
-	fwd_on_readable(s->fwd, s->fwd_fds[h == &s->fwd_poll[0] ? 0 : 1]);
+	fwd_on_readable(s->fwd);
 	fwd_rearm(s);
 }
 
@@ -682,7 +681,7 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->loop = loop;
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
-	s->fwd = fwd_engine_create(cfg->max_pending, deliver_tcp, s, &s->cnt, err, err_len);
+	s->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_tcp, s, &s->cnt, err, err_len);
 	if (!s->fwd) {
 		free(s);
 		return NULL;
@@ -699,18 +698,13 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	}
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
 	fwd_engine_set_tcp(s->fwd, &tcp_ops);
-	fwd_engine_fds(s->fwd, s->fwd_fds);
 	uv_timer_init(loop, &s->fwd_timer);
 	s->fwd_timer.data = s;
 	s->open_aux++;
-	for (unsigned i = 0; i < 2; i++) {
-		if (s->fwd_fds[i] < 0)
-			continue;
-		uv_poll_init(loop, &s->fwd_poll[i], s->fwd_fds[i]);
-		s->fwd_poll[i].data = s;
-		s->open_aux++;
-		uv_poll_start(&s->fwd_poll[i], UV_READABLE, on_fwd_readable);
-	}
+	uv_poll_init(loop, &s->fwd_poll, fwd_engine_fd(s->fwd));
+	s->fwd_poll.data = s;
+	s->open_aux++;
+	uv_poll_start(&s->fwd_poll, UV_READABLE, on_fwd_readable);
 	for (unsigned i = 0; i < cfg->nlisten; i++) {
 		const struct inrpd_listen *l = &cfg->listen[i];
 		struct sockaddr_storage ss;
@@ -759,9 +753,7 @@ void tcp_server_close(struct tcp_server *s)
 	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
 		upstream_close(u);
 	uv_close((uv_handle_t *)&s->fwd_timer, aux_closed);
-	for (unsigned i = 0; i < 2; i++)
-		if (s->fwd_fds[i] >= 0)
-			uv_close((uv_handle_t *)&s->fwd_poll[i], aux_closed);
+	uv_close((uv_handle_t *)&s->fwd_poll, aux_closed);
 }
 
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg)

@@ -8,15 +8,15 @@
  *
  * A query that needs another router or an upstream resolver goes to the
  * worker's own forwarding engine (forward.c), whose sockets and deadlines
- * the same poll() watches; its answer leaves through the socket the query
- * came in on.
+ * the worker waits for with its own: its listeners are in the engine's
+ * epoll set (a socket per query in flight, upsock.c), so one epoll_wait
+ * serves both.  The answer leaves through the socket the query came in on.
  *
- * RCU (QSBR): a worker is online only between poll() and the end of its
+ * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
  * within the batch, and announces a quiescent state after each one.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +36,10 @@
 #define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
 #define UDP_BATCHES_PER_ROUND   8       /* per socket, before polling again */
 #define UDP_RCVBUF              (4 << 20)
+#define UDP_WAIT_MAX            128     /* fwd_engine_wait()'s tokens */
+/* our descriptors' tokens in the engine's epoll set: listeners by index, then */
+#define UDP_TOKEN_STOP          INRPD_MAX_LISTEN
+#define UDP_TOKEN_WAKE          (INRPD_MAX_LISTEN + 1)
 #define CTL_LEN                 CMSG_SPACE(sizeof(struct in6_pktinfo))
 
 struct udp_worker {
@@ -303,18 +307,10 @@ static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
 	struct udp_workers *ws = w->parent;
-	struct pollfd pfd[INRPD_MAX_LISTEN + 4];
-	int fwd_fds[2];
-	const unsigned wake = w->nfds + 3;
+	uint32_t ready[UDP_WAIT_MAX];
+	unsigned nready;
 
 	rcu_register_thread();
-	for (unsigned i = 0; i < w->nfds; i++)
-		pfd[i] = (struct pollfd){ .fd = w->fds[i], .events = POLLIN };
-	pfd[w->nfds] = (struct pollfd){ .fd = ws->stop_fd, .events = POLLIN };
-	fwd_engine_fds(w->fwd, fwd_fds);
-	for (unsigned i = 0; i < 2; i++)
-		pfd[w->nfds + 1 + i] = (struct pollfd){ .fd = fwd_fds[i], .events = POLLIN };
-	pfd[wake] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
 
 	for (;;) {
 		int timeout = fwd_expire(w->fwd);
@@ -324,36 +320,36 @@ static void *worker_main(void *arg)
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = poll(pfd, w->nfds + 4, timeout);
+		int n = fwd_engine_wait(w->fwd, timeout, ready, &nready);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
 		if (n < 0) {
 			if (errno != EINTR) {
-				log_err("udp worker %u: poll: %s", w->idx, strerror(errno));
+				log_err("udp worker %u: epoll_wait: %s", w->idx, strerror(errno));
 				break;
 			}
 			continue;
 		}
-		if (pfd[wake].revents & POLLIN) {
+		for (unsigned k = 0; k < nready; k++) {
+			if (ready[k] != UDP_TOKEN_WAKE)
+				continue;
 			uint64_t v;
 			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
 			refresh_routes_changed(w->refresh, inrpd_now_ms());
 		}
-		for (unsigned i = 0; i < 2; i++)
-			if (pfd[w->nfds + 1 + i].revents & (POLLIN | POLLERR))
-				fwd_on_readable(w->fwd, fwd_fds[i]);
+		fwd_on_ready(w->fwd);
 		if (w->refresh) {
 			refresh_pass(w);
 			rcu_quiescent_state();
 		}
-		for (unsigned i = 0; i < w->nfds; i++) {
-			if (!(pfd[i].revents & (POLLIN | POLLERR)))
+		for (unsigned k = 0; k < nready; k++) {
+			if (ready[k] >= w->nfds)
 				continue;
 			for (unsigned b = 0; b < UDP_BATCHES_PER_ROUND; b++) {
-				int got = serve_batch(w, i);
+				int got = serve_batch(w, ready[k]);
 				rcu_quiescent_state();
 				if (got < UDP_BATCH)
 					break;
@@ -417,7 +413,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
-		w->wake_fd = -1;                /* refresh off: poll() passes over it */
+		w->wake_fd = -1;                /* refresh off: none */
 		if (cfg->refresh_slots) {
 			if (!(w->refresh = refresh_create(cfg->refresh_slots)))
 				goto nomem;
@@ -427,7 +423,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			}
 		}
-		w->fwd = fwd_engine_create(cfg->max_pending, deliver_udp, w, &w->cnt, err, err_len);
+		w->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_udp, w, &w->cnt, err, err_len);
 		if (!w->fwd)
 			goto fail;
 		if (!(w->rrl = rrl_create(nworkers)))
@@ -449,9 +445,17 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			w->fds[l] = fd;
 			w->nfds = l + 1;
+			if (fwd_engine_watch(w->fwd, fd, l) < 0)
+				goto epoll_fail;
 		}
+		if (fwd_engine_watch(w->fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
+		    (w->wake_fd >= 0 && fwd_engine_watch(w->fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0))
+			goto epoll_fail;
 	}
 	return ws;
+epoll_fail:
+	snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
+	goto fail;
 nomem:
 	snprintf(err, err_len, "out of memory");
 fail:
