@@ -41,6 +41,7 @@ const char *attest_reason_name(enum attest_reason r)
 	case ATTEST_MALFORMED: return "malformed attestation";
 	case ATTEST_DIGEST_MISMATCH: return "member digest mismatch";
 	case ATTEST_UNAUTHORISED_MEMBER: return "unauthorised member";
+	case ATTEST_STALE: return "stale origin_seq";
 	case ATTEST_REASONS: break;
 	}
 	return "?";
@@ -152,6 +153,7 @@ size_t attest_origin_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LE
 	p = put(p, first, SIGKEY_PUBLIC_LEN);
 	p = be64(p, timestamp);
 	p = be64(p, expiry);
+	p = be64(p, s->seq);
 	if (s->set) {
 		*p++ = SUBJECT_SET;
 		return (size_t)(put(p, s->digest, ATTEST_DIGEST_LEN) - msg);
@@ -427,6 +429,7 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 	struct attest_subject s = {0};
 	size_t n = r->n_path;
 
+	s.seq = r->origin_seq;
 	memset(job, 0, sizeof(*job));
 	job->where = -1;
 	job->expiry = UINT64_MAX;

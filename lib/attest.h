@@ -32,7 +32,7 @@
 #define ATTEST_DIGEST_LEN       32
 #define ATTEST_HINT_LEN         4       /* for_key: a prefix of the next router's key */
 #define ATTEST_HOP_MSG_LEN      120
-#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 1 + 255 + 4 + 32)
+#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 8 + 1 + 255 + 4 + 32)
 #define ATTEST_MAX_SKEW         300     /* seconds an origin's timestamp may be ahead */
 #define ATTEST_SET_MAX_NAMES    8192    /* names in a signed set */
 #define ATTEST_SET_MAX_BYTES    262144  /* their wire forms together: a Route stays far below a message */
@@ -56,6 +56,7 @@ enum attest_reason {
 	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
 	ATTEST_UNAUTHORISED_MEMBER,     /* an aggregate member its origin may not originate */
+	ATTEST_STALE,                   /* an origin_seq older than one seen for the name and origin key */
 	ATTEST_REASONS
 };
 
@@ -70,6 +71,7 @@ struct attest_subject {
 	bool set;                       /* a set of names: digest is the set's */
 	uint32_t version;
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	uint64_t seq;                   /* origin_seq: the origin's stamp of this announcement */
 };
 
 /* A name by pointer, as sets are sorted. */

@@ -275,11 +275,12 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 {
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
+	uint64_t seq = 0;
 	if (pk.sign_for) {
 		if (set)
 			set_room(set);
 		atts = pk.atts[pk.u.n_routes];
-		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
+		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS, &seq);
 		if (natts < 0)
 			return;         /* sent when signed */
 		if (set && natts > 0 && !set_reserve(set))
@@ -292,6 +293,8 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 	name->data = (uint8_t *)e->wire + (g != NULL);
 	name->len = e->len - (g != NULL);
 	new_route(e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
+	if (natts > 0)
+		pk.routes[pk.u.n_routes - 1].origin_seq = seq;  /* the one signed */
 	if (set && natts > 0) {
 		pk.set_of[pk.u.n_routes - 1] = set;
 		pk.last_set = set;

@@ -72,7 +72,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
 			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
 			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
-			       "\"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
+			       "\"origin_seqs_kept\": %llu, \"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
 			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
@@ -86,7 +86,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
 			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
-			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.trust_serial,
+			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.fresh_kept,
+			       (unsigned long long)sg.trust_serial,
 			       (unsigned long long)sg.trust_valid_until, sg.trust_expiring ? "true" : "false",
 			       rde_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
 			       rde_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
@@ -124,13 +125,15 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	if (sg.on)
 		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
 			       "%llu misses; %llu refused by a link that failed before; signed %llu hops, %llu origins; "
-			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes",
+			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes; "
+			       "%llu newest origin_seqs kept",
 			       sg.trust ? "in force" : "NONE",
 			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
 			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
-			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
+			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes,
+			       (unsigned long long)sg.fresh_kept);
 	if (sg.on) {
 		char until[32] = "";
 		time_t t = (time_t)sg.trust_valid_until;

@@ -193,6 +193,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 			 "Unix time the trust file in force ends (0: none).", (double)sg.trust_valid_until);
 		prom_one(p, "nbrpd_trust_file_expiring", PROM_GAUGE,
 			 "1 when the trust file in force ends within 7 days, or has ended.", sg.trust_expiring);
+		prom_one(p, "nbrpd_origin_seqs_kept", PROM_GAUGE,
+			 "(name, origin key) pairs whose newest signed origin_seq is kept (older ones refused).",
+			 (double)sg.fresh_kept);
 		prom_family(p, "nbrpd_trust_files_refused_total", PROM_COUNTER,
 			    "Trust files read and not installed, by reason (the one in force stays).");
 		for (int k = 0; k < TRUST_REFUSALS; k++)

@@ -633,6 +633,11 @@ static uint64_t next_stamp(struct rde *r)
 	return r->last_stamp;
 }
 
+uint64_t rde_stamp(struct rde *r)
+{
+	return next_stamp(r);
+}
+
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
 static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
 					   const struct attest_job *check)

@@ -87,6 +87,7 @@ struct rde_sig_stats {
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
 	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
+	uint64_t fresh_kept;            /* (name, origin key) newest origin_seq entries */
 	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
 	bool trust_expiring;            /* it expires within TRUST_WARN_S (or has) */
 	const uint64_t *trust_refused;  /* trust files read and not installed, by enum rde_trust_refusal */

@@ -492,6 +492,17 @@ static void origin_for_key_must_be_empty(void **state)
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 }
 
+/* origin_seq is in the origin's signed bytes: a replayed chain cannot be made to look newer. */
+static void attack_origin_seq_changed(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.r.origin_seq = 1794999940123u;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	f->b.r.origin_seq = 0;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
 /* A chain received with less than min_lifetime left is refused; a stored one is valid to its end. */
 static void chain_about_to_expire_is_refused_at_import(void **state)
 {
@@ -765,15 +776,30 @@ static void name_set_vector_of_the_second_implementation(void **state)
 	uint8_t want[64];
 	hex(want, "3edf631d2887e721919bd3757b9a4f2cec22150ffc6c3877a4411a2f44b13eb2");
 	assert_memory_equal(f->b.digest, want, 32);
-	/* the origin's bytes: tag, signer, first, timestamp, expiry, 3, the digest */
+	/* the origin's bytes: tag, signer, first, timestamp, expiry, origin_seq, 3, the digest */
 	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
 	struct attest_subject s = { .set = true };
 	memcpy(s.digest, want, 32);
-	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 129);
-	assert_int_equal(msg[96], 3);
-	hex(want, "a062eac411cdd9256edddbf7e51d62e02c6a8a01c432ab4934bde0682e4cb4f7"
-		  "2858277e0880bd23552846c9e4bd9182f511229e2f33d1c14150971d6e1dc902");
+	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 137);
+	assert_int_equal(msg[104], 3);
+	hex(want, "b380784f06d1359f2fa925057aa6fc21d251b4f5cfb28f9e049fc29a5a54e9c4"
+		  "7824d1422a858fe98faa8f76be1542900ba77120406028649b8771ca5f590702");
 	assert_memory_equal(f->b.w[3].sig, want, 64);
+	/* with a stamp, and for one name */
+	struct attest_wire w;
+	s.seq = 1794999940123u;
+	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
+	hex(want, "ffc44f05ac760043cb658991b4f47b0a727f9a699bc3ca2f06c498fb18d643e7"
+		  "ce42c32a6f0cf13831e7f3c869d1e5a9bd8853ae959368ec0ab81cfc5ca66700");
+	assert_memory_equal(w.sig, want, 64);
+	struct name one;
+	assert_int_equal(name_from_text(&one, "example.com", 11), NAME_OK);
+	struct attest_subject s1 = { .name = one.wire, .name_len = one.len, .seq = 1794999940123u };
+	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s1), 118);
+	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s1);
+	hex(want, "dee8f4c52722e24081acd9053fd9bd93d1d2d0cca953d07ea0e0cb70d8db995b"
+		  "77a15d7246a267aa15f075618f6d79de6ffebe1c6f7f8c10bc2566973af9f106");
+	assert_memory_equal(w.sig, want, 64);
 	/* the same names in another order, and split between names and others: the same digest */
 	static const char *const a[] = { "a.example.com" }, *const rest[] = { "example.com", "b.example.com" };
 	uint8_t d[32];
@@ -1065,6 +1091,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(server_mode_origin_for_its_router, setup, teardown),
 		cmocka_unit_test_setup_teardown(server_mode_checked_against_its_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(origin_for_key_must_be_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_origin_seq_changed, setup, teardown),
 		cmocka_unit_test_setup_teardown(chain_about_to_expire_is_refused_at_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_links_are_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
