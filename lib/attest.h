@@ -305,6 +305,25 @@ struct attest_sign_batch {
 void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b);
 
 /*
+ * Signed origin withdrawals (docs/NBRP.md, Origin withdrawals): the
+ * origin's signature over its key, the stamp withdrawn, an expiry and the
+ * name.  attest_withdrawal_check takes one as received: ATTEST_OK, or why
+ * not (no trust file in force: ATTEST_UNKNOWN_KEY; a signer the trust file
+ * does not let originate the name: ATTEST_UNAUTHORISED_ORIGIN, ...).  The
+ * signature is verified on the caller's thread (one verification; a
+ * failed one is remembered as a failed link is).
+ */
+#define ATTEST_WITHDRAW_MSG_MAX (16 + 32 + 8 + 8 + 255)
+size_t attest_withdrawal_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LEN], uint64_t seq,
+				 uint64_t expiry, const uint8_t *name, size_t name_len);
+void attest_sign_withdrawal(uint8_t sig[SIGKEY_SIG_LEN], const struct sigkey *k, uint64_t seq, uint64_t expiry,
+			    const uint8_t *name, size_t name_len);
+/* Whether w carries a signature (any of its three fields). */
+bool attest_withdrawal_signed(const Nbrp__OriginWithdrawal *w);
+enum attest_reason attest_withdrawal_check(struct attest_verifier *v, const Nbrp__OriginWithdrawal *w,
+					   uint64_t now);
+
+/*
  * An aggregate's members against its signed route: ATTEST_OK, or
  * ATTEST_DIGEST_MISMATCH (also for a route without a digest).
  */

@@ -122,7 +122,7 @@ struct rdesig {
 	struct sig_table hops, origins, fresh;
 	struct hop **asked;
 	size_t nasked, asked_cap;
-	uint64_t signed_hops, signed_origins;
+	uint64_t signed_hops, signed_origins, signed_withdrawals;
 	uint64_t chain_bytes;           /* kept chains (and sets' names) */
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
@@ -375,6 +375,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->bad_cached = s->v.bad_hits;
 	out->signed_hops = s->signed_hops;
 	out->signed_origins = s->signed_origins;
+	out->signed_withdrawals = s->signed_withdrawals;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
 	out->chain_bytes = s->chain_bytes;
@@ -1555,6 +1556,52 @@ static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route 
 	for (size_t i = 0; i < rt->n_names; i++)
 		rdesig_fresh_note(s->rde, p, rt->names[i].data, rt->names[i].len, o->signer.data, rt->origin_seq,
 				  o->expiry, false);
+}
+
+const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	return a->k.sig_state == ATTEST_VALID + 1 ? chain_origin(e, a) : NULL;
+}
+
+bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__OriginWithdrawal *w,
+			     struct origin_wd_sig *out)
+{
+	struct rdesig *s = r->sig;
+	enum attest_reason why = attest_withdrawal_check(&s->v, w, unix_now());
+	if (why == ATTEST_OK) {
+		memcpy(out->signer, w->signer.data, sizeof(out->signer));
+		memcpy(out->sig, w->signature.data, sizeof(out->sig));
+		out->expiry = w->expiry;
+		return true;
+	}
+	from->owd_forged++;
+	uint64_t now = uv_now(r->loop);
+	if (now - from->owd_forged_log_ms >= 1000) {    /* a line a second: the counter has the rest */
+		char name[NAME_MAX_TEXT] = "?";
+		struct name n = { .len = (uint8_t)w->name.len };
+		if (w->name.len <= NAME_MAX_WIRE) {
+			memcpy(n.wire, w->name.data, w->name.len);
+			name_to_text(&n, name, sizeof(name));
+		}
+		log_warn("peer %s: signed origin withdrawal of %s (stamp %llu) refused: %s (%llu so far)", from->name,
+			 name, (unsigned long long)w->origin_seq, attest_reason_name(why),
+			 (unsigned long long)from->owd_forged);
+		from->owd_forged_log_ms = now;
+	}
+	return false;
+}
+
+bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
+			    struct origin_wd_sig *out)
+{
+	struct rdesig *s = r->sig;
+	if (!s || !s->have_trust || trust_origin_check(&s->trust, wire, len, s->key.pk) != TRUST_AUTHORISED)
+		return false;   /* nobody would take it: what we could not sign as its origin */
+	memcpy(out->signer, s->key.pk, sizeof(out->signer));
+	out->expiry = unix_now() + SIG_LIFETIME;        /* as long as any chain we signed before it */
+	attest_sign_withdrawal(out->sig, &s->key, seq, out->expiry, wire, len);
+	s->signed_withdrawals++;
+	return true;
 }
 
 /* A stored route checked again: a newer stamp noted since keeps it stale. */

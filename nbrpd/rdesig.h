@@ -77,6 +77,18 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
  */
 bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t *wire, size_t len,
 		       const uint8_t *key, uint64_t seq, uint64_t until, bool withdrawn);
+/* The origin key of a stored route's valid chain (not an aggregate's), or NULL. */
+const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a);
+/*
+ * A signed origin withdrawal from peer `from`, checked as an origin
+ * attestation is (the trust file, its expiry, its signature): true and
+ * its signature in out; false: refused, counted and logged for `from`.
+ */
+bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__OriginWithdrawal *w,
+			     struct origin_wd_sig *out);
+/* Our withdrawal of our name (up to stamp seq) signed into out; false: not (no key, no authorisation). */
+bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
+			    struct origin_wd_sig *out);
 /* A stamp for an announcement of ours, newer than every one before it (rde.c). */
 uint64_t rde_stamp(struct rde *r);
 /* END-OF-RIB to p if its dump is done and none of its names waits for our signature (rde.c). */

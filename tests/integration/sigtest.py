@@ -174,3 +174,26 @@ def verify(body, keys, receiver):
         Ed25519PublicKey.from_public_bytes(signer).verify(a[2], msg)
         prev = link(msg, a[2])
     return r
+
+
+def withdrawal_message(signer_pk, origin_seq, expiry, name):
+    """The bytes an origin signs to withdraw its announcements of name up to origin_seq."""
+    return tag("NBRPv1 withdraw") + signer_pk + struct.pack(">QQ", origin_seq, expiry) + wire_name(name)
+
+
+def signed_withdrawal(name, origin, origin_seq, key, expiry=None, signer=None):
+    """An OriginWithdrawal's bytes signed by key (a Key); signer: the key it claims (default key's)."""
+    expiry = int(time.time()) + 3600 if expiry is None else expiry
+    pk = (signer or key).pk
+    sig = key.sign(withdrawal_message(pk, origin_seq, expiry, name))
+    return nc.origin_withdrawal(name, origin, origin_seq) + _len_field(4, pk) + _len_field(5, sig) + \
+        _int_field(6, expiry)
+
+
+def verify_withdrawal(fields, key):
+    """Checks a received OriginWithdrawal's (nc.fields of it) signature by key; returns its fields by number."""
+    f = dict(fields)
+    assert f[4] == key.pk, "signed by another key"
+    Ed25519PublicKey.from_public_bytes(f[4]).verify(f[5], tag("NBRPv1 withdraw") + f[4] +
+                                                    struct.pack(">QQ", f[3], f[6]) + f[1])
+    return f

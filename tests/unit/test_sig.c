@@ -503,6 +503,63 @@ static void attack_origin_seq_changed(void **state)
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 }
 
+/* Signed origin withdrawals: the second implementation's bytes, and each forgery refused with its reason. */
+static void origin_withdrawal_signed_and_forged(void **state)
+{
+	struct fixture *f = *state;
+	struct name n;
+	assert_int_equal(name_from_text(&n, "www.example.com", 15), NAME_OK);
+	uint8_t sig[64], want[64], msg[ATTEST_WITHDRAW_MSG_MAX];
+	assert_int_equal(attest_withdrawal_message(msg, keys[K_ORIGIN].pk, 1794999940123u, EXP, n.wire, n.len), 81);
+	attest_sign_withdrawal(sig, &keys[K_ORIGIN], 1794999940123u, EXP, n.wire, n.len);
+	hex(want, "64f56be559f21ad4b124e1ba6117999680abc24d09af74f379520e75fa9b088a"
+		  "2d7407a52c8d477ceee647505c5e4fc88174bcbd5d06c41c19892a18dbbc650c");
+	assert_memory_equal(sig, want, 64);     /* tests/integration/sigtest.py's */
+	Nbrp__OriginWithdrawal w = NBRP__ORIGIN_WITHDRAWAL__INIT;
+	w.name = (ProtobufCBinaryData){ n.len, n.wire };
+	w.origin = "cr1";
+	w.origin_seq = 1794999940123u;
+	w.signer = (ProtobufCBinaryData){ 32, keys[K_ORIGIN].pk };
+	w.signature = (ProtobufCBinaryData){ 64, sig };
+	w.expiry = EXP;
+	assert_true(attest_withdrawal_signed(&w));
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_OK);
+	/* the stamp raised: the signature does not hold, and the second time costs no verification */
+	w.origin_seq++;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	assert_int_equal(f->v.verified, verified);
+	w.origin_seq--;
+	/* expired */
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, EXP + 1), ATTEST_EXPIRED);
+	/* a key the trust file does not give the name (its own signature) */
+	attest_sign_withdrawal(sig, &keys[K_X], w.origin_seq, EXP, n.wire, n.len);
+	w.signer.data = keys[K_X].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	/* the origin's key claimed over another's signature */
+	w.signer.data = keys[K_ORIGIN].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	/* a name the origin may not originate, signed by it */
+	struct name evil;
+	assert_int_equal(name_from_text(&evil, "www.evil.net", 12), NAME_OK);
+	attest_sign_withdrawal(sig, &keys[K_ORIGIN], w.origin_seq, EXP, evil.wire, evil.len);
+	w.name = (ProtobufCBinaryData){ evil.len, evil.wire };
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	/* sizes; no stamp */
+	w.name = (ProtobufCBinaryData){ n.len, n.wire };
+	w.signer.len = 31;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	w.signer.len = 32;
+	w.origin_seq = 0;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	/* no trust file */
+	w.origin_seq = 1;
+	attest_verifier_set_trust(&f->v, NULL);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNKNOWN_KEY);
+	attest_verifier_set_trust(&f->v, &f->trust);
+}
+
 /* A chain received with less than min_lifetime left is refused; a stored one is valid to its end. */
 static void chain_about_to_expire_is_refused_at_import(void **state)
 {
@@ -1092,6 +1149,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(server_mode_checked_against_its_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(origin_for_key_must_be_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_origin_seq_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(origin_withdrawal_signed_and_forged, setup, teardown),
 		cmocka_unit_test_setup_teardown(chain_about_to_expire_is_refused_at_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_links_are_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
