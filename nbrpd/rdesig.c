@@ -10,6 +10,7 @@
 
 #include <xxhash.h>
 
+#include "fresh.h"
 #include "log.h"
 #include "rdesig.h"
 
@@ -17,6 +18,8 @@
 #define SIG_LIFETIME    86400   /* seconds our signatures are valid */
 #define SIG_RENEW       (SIG_LIFETIME / 4)      /* re-signed when less is left */
 #define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
+#define SWEEP_FRESH     65536   /* slots of the freshness table, per poll */
+#define FRESH_AHEAD     8       /* names whose freshness slot is asked for ahead */
 
 /* A valid route's attestations as received (the protobuf structs point into its own bytes). */
 struct sig_chain {
@@ -77,22 +80,6 @@ struct origin {
 	uint64_t seq;                   /* the origin_seq signed: the name's announcement's */
 };
 
-/*
- * Freshness: the newest origin_seq signed for a name by an origin key
- * (docs/SIGNATURES.md, Freshness).  Kept until the latest expiry of the
- * signatures that told it: after that every chain it could refuse has
- * expired.
- */
-struct fresh {
-	struct fresh *next;
-	uint64_t seq;
-	uint64_t until;
-	bool withdrawn;                 /* seq itself withdrawn by a signed origin withdrawal */
-	uint8_t key[SIGKEY_PUBLIC_LEN];
-	uint8_t len;
-	uint8_t wire[];
-};
-
 struct sig_table {
 	void **b;                       /* struct hop * or struct origin *, chained by their first member */
 	size_t nb, n, sweep;
@@ -119,7 +106,8 @@ struct rdesig {
 	bool rechecking;
 	uint64_t next_expiry;           /* the earliest expiry of a stored chain: checked again then */
 	uint64_t rechecked;
-	struct sig_table hops, origins, fresh;
+	struct sig_table hops, origins;
+	struct fresh_table fresh;       /* the newest origin_seq per (name, origin key) */
 	struct hop **asked;
 	size_t nasked, asked_cap;
 	uint64_t signed_hops, signed_origins, signed_withdrawals;
@@ -404,7 +392,7 @@ void rdesig_free(struct rdesig *s)
 	attest_verifier_free(&s->v);
 	table_free(s, &s->hops);
 	table_free(s, &s->origins);
-	table_free(s, &s->fresh);
+	fresh_free(&s->fresh);
 	for (size_t b = 0; b < s->nown; b++)
 		set_release(s, s->own[b].set);
 	free(s->own);
@@ -1412,18 +1400,7 @@ static void sweep(struct rdesig *s)
 			pp = &o->next;
 		}
 	}
-	for (size_t i = 0; i < SWEEP_BUCKETS && s->fresh.nb; i++) {
-		size_t k = s->fresh.sweep++ & (s->fresh.nb - 1);
-		for (struct fresh **pp = (struct fresh **)&s->fresh.b[k], *f; (f = *pp);) {
-			if (f->until < now) {
-				*pp = f->next;
-				s->fresh.n--;
-				free(f);
-				continue;
-			}
-			pp = &f->next;
-		}
-	}
+	fresh_sweep(&s->fresh, now, SWEEP_FRESH);
 	/* our sets: passed on again near their expiry (re-signed on export) */
 	for (size_t b = 0; b < s->nown && !s->stopping; b++) {
 		struct own_set *o = &s->own[b];
@@ -1446,31 +1423,8 @@ static void table_free(struct rdesig *s, struct sig_table *t)
 
 /* ---- freshness: the newest origin_seq per name and origin key ---- */
 
-static size_t fresh_slot(const uint8_t *wire, size_t len, const uint8_t *key, size_t nb)
-{
-	uint64_t k;
-	memcpy(&k, key, sizeof(k));
-	return (size_t)((XXH3_64bits(wire, len) ^ k) & (nb - 1));
-}
-
-static size_t fresh_slot_of(void *e, size_t nb)
-{
-	struct fresh *f = e;
-	return fresh_slot(f->wire, f->len, f->key, nb);
-}
-
-static struct fresh *fresh_find(struct rdesig *s, const uint8_t *wire, size_t len, const uint8_t *key)
-{
-	if (!s->fresh.nb)
-		return NULL;
-	for (struct fresh *f = s->fresh.b[fresh_slot(wire, len, key, s->fresh.nb)]; f; f = f->next)
-		if (f->len == len && memcmp(f->wire, wire, len) == 0 && memcmp(f->key, key, SIGKEY_PUBLIC_LEN) == 0)
-			return f;
-	return NULL;
-}
-
 /* Whether an announcement stamped seq is older than what the name's origin has signed since. */
-static bool fresh_stale(const struct fresh *f, uint64_t seq)
+static bool fresh_stale(const struct fresh_slot *f, uint64_t seq)
 {
 	return f && (seq < f->seq || (seq == f->seq && f->withdrawn));
 }
@@ -1503,30 +1457,26 @@ bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t
 		       const uint8_t *key, uint64_t seq, uint64_t until, bool withdrawn)
 {
 	struct rdesig *s = r->sig;
-	struct fresh *f = fresh_find(s, wire, len, key);
+	struct fresh_slot *f = fresh_find(&s->fresh, wire, len, key);
+	uint32_t till = until > UINT32_MAX ? UINT32_MAX : (uint32_t)until;
 	if (fresh_stale(f, seq))
 		return false;
 	if (f && f->seq == seq && f->withdrawn == withdrawn) {
-		if (until > f->until)
-			f->until = until;
+		if (till > f->until)
+			f->until = till;
 		return true;            /* nothing newer: the usual case, a route sent again */
 	}
-	if (!f) {
-		table_grow(&s->fresh, fresh_slot_of);
-		if (!s->fresh.nb || !(f = calloc(1, sizeof(*f) + len)))
-			return true;    /* out of memory: not remembered */
-		memcpy(f->key, key, SIGKEY_PUBLIC_LEN);
-		f->len = (uint8_t)len;
-		memcpy(f->wire, wire, len);
-		size_t k = fresh_slot(wire, len, key, s->fresh.nb);
-		f->next = s->fresh.b[k];
-		s->fresh.b[k] = f;
-		s->fresh.n++;
-	}
+	bool first = !f;
+	if (first && !(f = fresh_add(&s->fresh, wire, len, key)))
+		return true;            /* out of memory: not remembered */
 	f->seq = seq;
 	f->withdrawn = withdrawn;
-	if (until > f->until)
-		f->until = until;
+	if (till > f->until)
+		f->until = till;
+	/* every valid route of that key was noted (an entry goes only once its chains have expired):
+	 * none can be older than a first one, but for a withdrawal, which may be first */
+	if (first && !withdrawn)
+		return true;
 	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
 	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
 		next = rt->next;        /* rt may be replaced */
@@ -1547,15 +1497,20 @@ static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route 
 {
 	if (j->state != ATTEST_VALID || rt->n_attestations != rt->n_path + 1)
 		return;
+	/* one pass: what the origin signed is noted for each name, even if another is stale */
 	const Nbrp__Attestation *o = rt->attestations[rt->n_path];
-	for (size_t i = 0; i < rt->n_names; i++)
-		if (fresh_stale(fresh_find(s, rt->names[i].data, rt->names[i].len, o->signer.data), rt->origin_seq)) {
-			stale_job(s, j, (int)rt->n_path);
-			return;
-		}
-	for (size_t i = 0; i < rt->n_names; i++)
-		rdesig_fresh_note(s->rde, p, rt->names[i].data, rt->names[i].len, o->signer.data, rt->origin_seq,
-				  o->expiry, false);
+	const ProtobufCBinaryData *nm = rt->names;
+	bool stale = false;
+	for (size_t i = 0; i < rt->n_names && i < FRESH_AHEAD; i++)
+		fresh_prefetch(&s->fresh, nm[i].data, nm[i].len, o->signer.data);
+	for (size_t i = 0; i < rt->n_names; i++) {
+		if (i + FRESH_AHEAD < rt->n_names)
+			fresh_prefetch(&s->fresh, nm[i + FRESH_AHEAD].data, nm[i + FRESH_AHEAD].len, o->signer.data);
+		stale |= !rdesig_fresh_note(s->rde, p, rt->names[i].data, rt->names[i].len, o->signer.data,
+					    rt->origin_seq, o->expiry, false);
+	}
+	if (stale)
+		stale_job(s, j, (int)rt->n_path);
 }
 
 const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a)
@@ -1609,7 +1564,7 @@ static void fresh_stored(struct rdesig *s, const struct rib_entry *e, const stru
 			 struct attest_job *j)
 {
 	const uint8_t *o = j->state == ATTEST_VALID ? chain_origin(e, a) : NULL;
-	if (o && fresh_stale(fresh_find(s, e->wire, e->len, o), a->k.origin_seq))
+	if (o && fresh_stale(fresh_find(&s->fresh, e->wire, e->len, o), a->k.origin_seq))
 		stale_job(s, j, a->k.npath);
 }
 
