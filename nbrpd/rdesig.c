@@ -15,7 +15,7 @@
 #include "rdesig.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
-#define SIG_LIFETIME    86400   /* seconds our signatures are valid */
+#define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
 #define SIG_RENEW       (SIG_LIFETIME / 4)      /* re-signed when less is left */
 #define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
 #define SWEEP_FRESH     65536   /* slots of the freshness table, per poll */
