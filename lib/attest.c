@@ -13,6 +13,7 @@
 static const uint8_t origin_tag[16] = "NBRPv1 origin";      /* NUL-padded to 16 */
 static const uint8_t hop_tag[16] = "NBRPv1 hop";
 static const uint8_t members_tag[16] = "NBRPv1 members";
+static const uint8_t withdraw_tag[16] = "NBRPv1 withdraw";
 
 enum { SUBJECT_NAME = 1, SUBJECT_AGGREGATE = 2, SUBJECT_SET = 3 };
 
@@ -41,6 +42,7 @@ const char *attest_reason_name(enum attest_reason r)
 	case ATTEST_MALFORMED: return "malformed attestation";
 	case ATTEST_DIGEST_MISMATCH: return "member digest mismatch";
 	case ATTEST_UNAUTHORISED_MEMBER: return "unauthorised member";
+	case ATTEST_STALE: return "stale origin_seq";
 	case ATTEST_REASONS: break;
 	}
 	return "?";
@@ -152,6 +154,7 @@ size_t attest_origin_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LE
 	p = put(p, first, SIGKEY_PUBLIC_LEN);
 	p = be64(p, timestamp);
 	p = be64(p, expiry);
+	p = be64(p, s->seq);
 	if (s->set) {
 		*p++ = SUBJECT_SET;
 		return (size_t)(put(p, s->digest, ATTEST_DIGEST_LEN) - msg);
@@ -427,6 +430,7 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 	struct attest_subject s = {0};
 	size_t n = r->n_path;
 
+	s.seq = r->origin_seq;
 	memset(job, 0, sizeof(*job));
 	job->where = -1;
 	job->expiry = UINT64_MAX;
@@ -683,6 +687,58 @@ void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b)
 	b->pool.arg = b;
 	b->pool.n = b->n;
 	sigpool_submit(p, &b->pool);
+}
+
+size_t attest_withdrawal_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LEN], uint64_t seq,
+				 uint64_t expiry, const uint8_t *name, size_t name_len)
+{
+	uint8_t *p = put(msg, withdraw_tag, sizeof(withdraw_tag));
+	p = put(p, signer, SIGKEY_PUBLIC_LEN);
+	p = be64(p, seq);
+	p = be64(p, expiry);
+	return (size_t)(put(p, name, name_len) - msg);
+}
+
+void attest_sign_withdrawal(uint8_t sig[SIGKEY_SIG_LEN], const struct sigkey *k, uint64_t seq, uint64_t expiry,
+			    const uint8_t *name, size_t name_len)
+{
+	uint8_t msg[ATTEST_WITHDRAW_MSG_MAX];
+	size_t len = attest_withdrawal_message(msg, k->pk, seq, expiry, name, name_len);
+	sigkey_sign(k, msg, len, sig);
+}
+
+bool attest_withdrawal_signed(const Nbrp__OriginWithdrawal *w)
+{
+	return w->signer.len || w->signature.len || w->expiry;
+}
+
+enum attest_reason attest_withdrawal_check(struct attest_verifier *v, const Nbrp__OriginWithdrawal *w,
+					   uint64_t now)
+{
+	const struct trust *t = v->trust;
+	if (!bytes_len(&w->signer, SIGKEY_PUBLIC_LEN) || !bytes_len(&w->signature, SIGKEY_SIG_LEN) ||
+	    !nbrp_name_valid(&w->name) || !w->origin_seq)
+		return ATTEST_MALFORMED;
+	if (!t || !trust_current(t, now))
+		return ATTEST_UNKNOWN_KEY;
+	if (trust_origin_check(t, w->name.data, w->name.len, w->signer.data) != TRUST_AUTHORISED)
+		return ATTEST_UNAUTHORISED_ORIGIN;
+	if (w->expiry < now)
+		return ATTEST_EXPIRED;
+	uint8_t msg[ATTEST_WITHDRAW_MSG_MAX], link[ATTEST_DIGEST_LEN];
+	size_t len = attest_withdrawal_message(msg, w->signer.data, w->origin_seq, w->expiry, w->name.data,
+					       w->name.len);
+	attest_link(link, msg, len, w->signature.data);
+	if (attest_cache_find(&v->bad, link, now)) {
+		v->bad_hits++;
+		return ATTEST_BAD_SIGNATURE;
+	}
+	v->verified++;
+	if (!sigkey_verify(w->signer.data, msg, len, w->signature.data)) {
+		attest_cache_add(&v->bad, link, now + ATTEST_BAD_TTL, now);
+		return ATTEST_BAD_SIGNATURE;
+	}
+	return ATTEST_OK;
 }
 
 enum attest_reason attest_members_check(const Nbrp__Route *r, const struct nameset *members)

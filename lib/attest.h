@@ -32,7 +32,7 @@
 #define ATTEST_DIGEST_LEN       32
 #define ATTEST_HINT_LEN         4       /* for_key: a prefix of the next router's key */
 #define ATTEST_HOP_MSG_LEN      120
-#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 1 + 255 + 4 + 32)
+#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 8 + 1 + 255 + 4 + 32)
 #define ATTEST_MAX_SKEW         300     /* seconds an origin's timestamp may be ahead */
 #define ATTEST_SET_MAX_NAMES    8192    /* names in a signed set */
 #define ATTEST_SET_MAX_BYTES    262144  /* their wire forms together: a Route stays far below a message */
@@ -56,6 +56,7 @@ enum attest_reason {
 	ATTEST_MALFORMED,               /* a field of the wrong size, several names not a set, a name twice */
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
 	ATTEST_UNAUTHORISED_MEMBER,     /* an aggregate member its origin may not originate */
+	ATTEST_STALE,                   /* an origin_seq older than one seen for the name and origin key */
 	ATTEST_REASONS
 };
 
@@ -70,6 +71,7 @@ struct attest_subject {
 	bool set;                       /* a set of names: digest is the set's */
 	uint32_t version;
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	uint64_t seq;                   /* origin_seq: the origin's stamp of this announcement */
 };
 
 /* A name by pointer, as sets are sorted. */
@@ -301,6 +303,25 @@ struct attest_sign_batch {
 };
 
 void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b);
+
+/*
+ * Signed origin withdrawals (docs/NBRP.md, Origin withdrawals): the
+ * origin's signature over its key, the stamp withdrawn, an expiry and the
+ * name.  attest_withdrawal_check takes one as received: ATTEST_OK, or why
+ * not (no trust file in force: ATTEST_UNKNOWN_KEY; a signer the trust file
+ * does not let originate the name: ATTEST_UNAUTHORISED_ORIGIN, ...).  The
+ * signature is verified on the caller's thread (one verification; a
+ * failed one is remembered as a failed link is).
+ */
+#define ATTEST_WITHDRAW_MSG_MAX (16 + 32 + 8 + 8 + 255)
+size_t attest_withdrawal_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LEN], uint64_t seq,
+				 uint64_t expiry, const uint8_t *name, size_t name_len);
+void attest_sign_withdrawal(uint8_t sig[SIGKEY_SIG_LEN], const struct sigkey *k, uint64_t seq, uint64_t expiry,
+			    const uint8_t *name, size_t name_len);
+/* Whether w carries a signature (any of its three fields). */
+bool attest_withdrawal_signed(const Nbrp__OriginWithdrawal *w);
+enum attest_reason attest_withdrawal_check(struct attest_verifier *v, const Nbrp__OriginWithdrawal *w,
+					   uint64_t now);
 
 /*
  * An aggregate's members against its signed route: ATTEST_OK, or

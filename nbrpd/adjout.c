@@ -164,18 +164,25 @@ void packer_withdraw(const struct rib_entry *e)
 
 void packer_origin_withdrawals(const struct rib_entry *e)
 {
-	if (pk.sign_for)
-		return;                 /* a signed peer would not take them on our word */
 	size_t n;
 	const struct origin_wd_item *it = origin_wd_for(&pk.r->owd, e, &n);
 	Nbrp__Update *u = &pk.u;
 	for (size_t i = 0; i < n; i++) {
+		if (pk.sign_for && !it[i].has_sig)
+			continue;       /* a signed peer would not take it on our word */
 		Nbrp__OriginWithdrawal *w = &pk.ows[u->n_origin_withdrawals];
 		nbrp__origin_withdrawal__init(w);
 		w->name.data = (uint8_t *)e->wire;
 		w->name.len = e->len;
 		w->origin = (char *)it[i].origin;
 		w->origin_seq = it[i].seq;
+		if (it[i].has_sig) {
+			w->signer.data = (uint8_t *)it[i].sig.signer;
+			w->signer.len = sizeof(it[i].sig.signer);
+			w->signature.data = (uint8_t *)it[i].sig.sig;
+			w->signature.len = sizeof(it[i].sig.sig);
+			w->expiry = it[i].sig.expiry;
+		}
 		u->origin_withdrawals[u->n_origin_withdrawals++] = w;
 		if (u->n_origin_withdrawals == BATCH_NAMES)
 			send_batch();
@@ -275,11 +282,12 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 {
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
+	uint64_t seq = 0;
 	if (pk.sign_for) {
 		if (set)
 			set_room(set);
 		atts = pk.atts[pk.u.n_routes];
-		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS);
+		natts = rdesig_export(pk.sign_for, e, a, atts, MAX_ATTS, &seq);
 		if (natts < 0)
 			return;         /* sent when signed */
 		if (set && natts > 0 && !set_reserve(set))
@@ -292,6 +300,8 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 	name->data = (uint8_t *)e->wire + (g != NULL);
 	name->len = e->len - (g != NULL);
 	new_route(e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
+	if (natts > 0)
+		pk.routes[pk.u.n_routes - 1].origin_seq = seq;  /* the one signed */
 	if (set && natts > 0) {
 		pk.set_of[pk.u.n_routes - 1] = set;
 		pk.last_set = set;

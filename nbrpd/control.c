@@ -74,7 +74,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
 			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
 			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
-			       "\"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
+			       "\"origin_seqs_kept\": %llu, \"withdrawals_signed\": %llu, \"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
 			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
@@ -88,7 +88,9 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops, (unsigned long long)sg.signed_origins,
 			       (unsigned long long)sg.hops_kept, (unsigned long long)sg.rechecked,
-			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.trust_serial,
+			       (unsigned long long)sg.chain_bytes, (unsigned long long)sg.fresh_kept,
+			       (unsigned long long)sg.signed_withdrawals,
+			       (unsigned long long)sg.trust_serial,
 			       (unsigned long long)sg.trust_valid_until, sg.trust_expiring ? "true" : "false",
 			       rde_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
 			       rde_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
@@ -129,13 +131,15 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	if (sg.on)
 		ctl_reply_line(r, CTL_DATA, "signatures: trust file %s; %llu verified, links cached %llu hits "
 			       "%llu misses; %llu refused by a link that failed before; signed %llu hops, %llu origins; "
-			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes",
+			       "%llu hop signatures kept; %llu routes checked again; chains kept %llu bytes; "
+			       "%llu newest origin_seqs kept; %llu origin withdrawals signed",
 			       sg.trust ? "in force" : "NONE",
 			       (unsigned long long)sg.verified, (unsigned long long)sg.cache_hits,
 			       (unsigned long long)sg.cache_misses, (unsigned long long)sg.bad_cached,
 			       (unsigned long long)sg.signed_hops,
 			       (unsigned long long)sg.signed_origins, (unsigned long long)sg.hops_kept,
-			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes);
+			       (unsigned long long)sg.rechecked, (unsigned long long)sg.chain_bytes,
+			       (unsigned long long)sg.fresh_kept, (unsigned long long)sg.signed_withdrawals);
 	if (sg.on) {
 		char until[32] = "";
 		time_t t = (time_t)sg.trust_valid_until;
@@ -202,7 +206,8 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"established_s\": %llu, \"names\": %llu, \"eor\": %s, \"updates_in\": %llu, "
 				       "\"updates_out\": %llu, \"bad_routes\": %llu, \"notifications_in\": %llu, "
 				       "\"notifications_out\": %llu, \"flaps\": %llu, \"dumping\": %s, \"queued\": %zu, "
-				       "\"origin_withdrawals_refused\": %llu, \"restart_time_s\": %u, "
+				       "\"origin_withdrawals_refused\": %llu, \"origin_withdrawals_forged\": %llu, "
+				       "\"restart_time_s\": %u, "
 				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
 				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
@@ -210,7 +215,8 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
 				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
-				       (unsigned long long)rs.owd_refused, p->restart_time_s, p->restart_time_asked_s,
+				       (unsigned long long)rs.owd_refused, (unsigned long long)rs.owd_forged,
+				       p->restart_time_s, p->restart_time_asked_s,
 				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
 				       strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
 				       i + 1 < n ? "," : "");
@@ -218,6 +224,9 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 			if (rs.owd_refused)
 				strbuf_addf(&sig, "; unsigned origin withdrawals left %llu signed routes",
 					    (unsigned long long)rs.owd_refused);
+			if (rs.owd_forged)
+				strbuf_addf(&sig, "; signed origin withdrawals refused %llu",
+					    (unsigned long long)rs.owd_forged);
 			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       (unsigned long long)p->updates_in, (unsigned long long)rs.updates_out,

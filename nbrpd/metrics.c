@@ -46,6 +46,7 @@ static uint64_t v_withdrawn_in(const struct peer_view *v) { return v->rs.withdra
 static uint64_t v_withdrawn_out(const struct peer_view *v) { return v->rs.withdrawn_out; }
 static uint64_t v_bad_routes(const struct peer_view *v) { return v->rs.bad_routes; }
 static uint64_t v_owd_refused(const struct peer_view *v) { return v->rs.owd_refused; }
+static uint64_t v_owd_forged(const struct peer_view *v) { return v->rs.owd_forged; }
 static uint64_t v_restart_capped(const struct peer_view *v) { return v->p->restart_capped; }
 static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
@@ -74,6 +75,9 @@ static const struct {
 	{ "nbrpd_peer_origin_withdrawals_refused_total",
 	  "Routes of peers with signatures on that the peer's unsigned origin withdrawals did not remove.",
 	  PROM_COUNTER, v_owd_refused },
+	{ "nbrpd_peer_origin_withdrawals_forged_total",
+	  "The peer's signed origin withdrawals refused: bad signature, a key not the name's origin, expired.",
+	  PROM_COUNTER, v_owd_forged },
 };
 
 static void write_peers(struct prom *p, struct nbrpd *d)
@@ -193,6 +197,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 			 "Unix time the trust file in force ends (0: none).", (double)sg.trust_valid_until);
 		prom_one(p, "nbrpd_trust_file_expiring", PROM_GAUGE,
 			 "1 when the trust file in force ends within 7 days, or has ended.", sg.trust_expiring);
+		prom_one(p, "nbrpd_origin_seqs_kept", PROM_GAUGE,
+			 "(name, origin key) pairs whose newest signed origin_seq is kept (older ones refused).",
+			 (double)sg.fresh_kept);
 		prom_family(p, "nbrpd_trust_files_refused_total", PROM_COUNTER,
 			    "Trust files read and not installed, by reason (the one in force stays).");
 		for (int k = 0; k < TRUST_REFUSALS; k++)

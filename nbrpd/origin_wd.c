@@ -9,7 +9,8 @@
 #include "origin_wd.h"
 #include "rib.h"
 
-bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin, uint64_t seq)
+bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin, uint64_t seq,
+		    const struct origin_wd_sig *sig)
 {
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 16;
@@ -22,6 +23,9 @@ bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin
 	struct origin_wd_item *it = &w->v[w->n++];
 	it->e = e;
 	it->seq = seq;
+	it->has_sig = sig != NULL;
+	if (sig)
+		it->sig = *sig;
 	snprintf(it->origin, sizeof(it->origin), "%s", origin);
 	w->sorted = false;
 	e->flags |= ENTRY_ORIGIN_WD;
@@ -37,7 +41,9 @@ static int cmp(const void *x, const void *y)
 	int c = strcmp(a->origin, b->origin);
 	if (c)
 		return c;
-	return a->seq > b->seq ? -1 : a->seq < b->seq;
+	if (a->seq != b->seq)
+		return a->seq > b->seq ? -1 : 1;
+	return (int)b->has_sig - (int)a->has_sig;      /* of one stamp, a signed one first */
 }
 
 static void sort_unique(struct origin_wd *w)

@@ -22,9 +22,18 @@
 
 struct rib_entry;
 
+/* The origin's signature over a withdrawal (docs/NBRP.md, Origin withdrawals). */
+struct origin_wd_sig {
+	uint8_t signer[32];
+	uint8_t sig[64];
+	uint64_t expiry;
+};
+
 struct origin_wd_item {
 	struct rib_entry *e;
 	uint64_t seq;
+	bool has_sig;
+	struct origin_wd_sig sig;
 	char origin[NBRP_ROUTER_NAME_MAX + 1];
 };
 
@@ -34,8 +43,10 @@ struct origin_wd {
 	bool sorted;
 };
 
-/* Remembers that e's routes from origin up to seq were dropped (ENTRY_ORIGIN_WD set); false: no memory. */
-bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin, uint64_t seq);
+/* Remembers that e's routes from origin up to seq were dropped (ENTRY_ORIGIN_WD set), with the
+ * origin's signature if sig is not NULL (passed on with it); false: no memory. */
+bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin, uint64_t seq,
+		    const struct origin_wd_sig *sig);
 /* The ones noted for e, one per origin with its newest stamp; *n of them. */
 const struct origin_wd_item *origin_wd_for(struct origin_wd *w, const struct rib_entry *e, size_t *n);
 /* Forgets them all (after the flush), clearing the entries' flags. */

@@ -539,6 +539,7 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->names_out = p->names_out;
 	out->withdrawn_out = p->withdrawn_out;
 	out->owd_refused = p->owd_refused;
+	out->owd_forged = p->owd_forged;
 	out->dumping = p->dumping;
 	out->sig_state = p->sig_state;
 	out->sig_invalid = p->sig_invalid;
@@ -559,13 +560,19 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
 
 /*
  * origin withdrew its announcement of the name up to stamp seq, says peer
- * from (signatures off): every route for it that ends at origin with that
- * stamp or an older one goes, whoever sent it, but for routes of peers with
- * signatures on (the withdrawal is signed by nobody; they are counted), and
- * is passed on with the name's next UPDATE (origin_wd.h).
+ * from.  Signed by the origin's key and checked (key): every route whose
+ * valid chain that key signed with that stamp or an older one goes,
+ * whoever sent it, and older announcements of that key are refused from
+ * now on (rdesig_fresh_note).  Unsigned (or as well, from a peer with
+ * signatures off: by_name): every route of a peer with signatures off that
+ * ends at origin with that stamp or an older one goes; routes of peers with
+ * signatures on that it would have dropped stay (counted for an unsigned
+ * one).  Passed on with the name's next UPDATE (origin_wd.h), with its
+ * signature (sig) if it has one.
  */
 static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t *wire, size_t len,
-			     const char *origin, uint64_t seq)
+			     const char *origin, uint64_t seq, const struct origin_wd_sig *sig, bool key,
+			     bool by_name)
 {
 	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
 	bool dropped = false;
@@ -573,17 +580,24 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
 		next = rt->next;
 		struct rde_peer *q = rt->a->k.peer;
-		const char *o = attrs_origin(rt->a);
-		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq || !o || strcmp(o, origin) != 0)
+		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq)
 			continue;
-		if (q->sig != SIG_OFF) {
-			kept++;
-			continue;
+		const uint8_t *ok = key ? rdesig_route_origin(e, rt->a) : NULL;
+		if (!ok || memcmp(ok, sig->signer, sizeof(sig->signer)) != 0) {
+			const char *o = attrs_origin(rt->a);
+			if (!by_name || !o || strcmp(o, origin) != 0)
+				continue;
+			if (q->sig != SIG_OFF) {
+				kept += !key;
+				continue;
+			}
 		}
 		route_free(r, route_remove(r, e, q));
 		q->names--;
 		dropped = true;
 	}
+	if (key)
+		rdesig_fresh_note(r, NULL, wire, len, sig->signer, seq, sig->expiry, true);
 	if (kept) {
 		from->owd_refused += kept;
 		uint64_t now = uv_now(r->loop);
@@ -601,14 +615,24 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 	if (!dropped)
 		return;
 	decide(r, e);
-	if (!origin_wd_note(&r->owd, e, origin, seq))
+	if (!origin_wd_note(&r->owd, e, origin, seq, sig))
 		log_err("out of memory keeping an origin withdrawal to pass on");
 }
 
-/* Our own announcement of e, stamped seq, is withdrawn: peers hear it as an origin withdrawal. */
+/*
+ * Our own announcement of e, stamped seq, is withdrawn: peers hear it as
+ * an origin withdrawal.  With a key, signed, and for every stamp we have
+ * given so far (a set of our names is signed with a stamp of its own,
+ * newer than its names'): the next announcement gets a newer one.
+ */
 static void own_withdrawn(struct rde *r, struct rib_entry *e, uint64_t seq)
 {
-	if (seq && !entry_is_aggregate(e) && !origin_wd_note(&r->owd, e, r->cfg->router_name, seq))
+	struct origin_wd_sig sig;
+	bool signed_ = seq && !entry_is_aggregate(e) && rdesig_sign_withdrawal(r, e->wire, e->len, r->last_stamp, &sig);
+	if (signed_)
+		seq = r->last_stamp;
+	if (seq && !entry_is_aggregate(e) && !origin_wd_note(&r->owd, e, r->cfg->router_name, seq,
+							      signed_ ? &sig : NULL))
 		log_err("out of memory keeping an origin withdrawal to pass on");
 	if (seq == r->last_stamp)
 		r->stamp_flush = r->flush_no - 1;      /* announced again: a newer stamp */
@@ -630,6 +654,11 @@ static uint64_t next_stamp(struct rde *r)
 	r->last_stamp = ms > r->last_stamp ? ms : r->last_stamp + 1;
 	r->stamp_flush = r->flush_no;
 	return r->last_stamp;
+}
+
+uint64_t rde_stamp(struct rde *r)
+{
+	return next_stamp(r);
 }
 
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
@@ -746,9 +775,28 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			notify(r, p, NBRP_ERR_UPDATE, 1, "an origin withdrawal's name or origin is not valid");
 			return;
 		}
-		/* a signed peer's would be unsigned word against signed routes; a server originates */
-		if (p->sig == SIG_OFF && !p->server_mode && w->origin_seq)
-			origin_withdrawn(r, p, w->name.data, w->name.len, w->origin, w->origin_seq);
+		/*
+		 * Signed: checked as an origin attestation, from any peer.  Unsigned: a signed peer's
+		 * would be unsigned word against signed routes; a server originates.
+		 */
+		bool by_name = p->sig == SIG_OFF && !p->server_mode;
+		struct origin_wd_sig sig;
+		bool key = false, has_sig = attest_withdrawal_signed(w);
+		if (has_sig && r->sig) {
+			if (!rdesig_withdrawal_check(r, p, w, &sig))
+				continue;       /* refused, counted, logged: a forgery is no withdrawal at all */
+			key = true;
+		} else if (has_sig && w->signer.len == sizeof(sig.signer) && w->signature.len == sizeof(sig.sig)) {
+			/* no signatures here: applied as an unsigned one, passed on signed for those with */
+			memcpy(sig.signer, w->signer.data, sizeof(sig.signer));
+			memcpy(sig.sig, w->signature.data, sizeof(sig.sig));
+			sig.expiry = w->expiry;
+		} else {
+			has_sig = false;
+		}
+		if (w->origin_seq && (key || by_name))
+			origin_withdrawn(r, p, w->name.data, w->name.len, w->origin, w->origin_seq,
+					 has_sig ? &sig : NULL, key, by_name);
 	}
 	for (size_t i = 0; i < u->n_withdrawn; i++) {
 		const ProtobufCBinaryData *b = &u->withdrawn[i];

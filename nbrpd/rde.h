@@ -86,9 +86,11 @@ struct rde_sig_stats {
 	uint64_t cache_hits, cache_misses;      /* verified links looked up */
 	uint64_t bad_cached;            /* chains refused by a link that failed before: no crypto */
 	uint64_t signed_hops, signed_origins;   /* signatures made */
+	uint64_t signed_withdrawals;            /* origin withdrawals of our names signed */
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
 	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
+	uint64_t fresh_kept;            /* (name, origin key) newest origin_seq entries */
 	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
 	bool trust_expiring;            /* it expires within TRUST_WARN_S (or has) */
 	const uint64_t *trust_refused;  /* trust files read and not installed, by enum rde_trust_refusal */
@@ -144,6 +146,7 @@ struct rde_peer_stats {
 	uint64_t bad_routes;            /* treated as withdrawn */
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	uint64_t owd_refused;           /* routes of peers with signatures on its origin withdrawals left */
+	uint64_t owd_forged;            /* its signed origin withdrawals refused (bad signature, key, ...) */
 	bool dumping;                   /* its table is still being sent */
 	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
 	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */

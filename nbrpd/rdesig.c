@@ -8,14 +8,19 @@
 #include <time.h>
 #include <sys/stat.h>
 
+#include <xxhash.h>
+
+#include "fresh.h"
 #include "hashkey.h"
 #include "log.h"
 #include "rdesig.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
-#define SIG_LIFETIME    86400   /* seconds our signatures are valid */
+#define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
 #define SIG_RENEW       (SIG_LIFETIME / 4)      /* re-signed when less is left */
 #define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
+#define SWEEP_FRESH     65536   /* slots of the freshness table, per poll */
+#define FRESH_AHEAD     8       /* names whose freshness slot is asked for ahead */
 
 /* A valid route's attestations as received (the protobuf structs point into its own bytes). */
 struct sig_chain {
@@ -47,6 +52,7 @@ struct sig_set {
 struct own_set {
 	struct sig_set *set;            /* NULL: no names, or too many (then signed one by one) */
 	struct attest_wire w;           /* our origin attestation over its digest; expiry 0: not yet */
+	uint64_t seq;                   /* the origin_seq it signs: a stamp taken when signed */
 	Nbrp__Attestation pb, *ptr;
 };
 
@@ -72,6 +78,7 @@ struct origin {
 	Nbrp__Attestation pb, *ptr;
 	uint32_t version;               /* an aggregate's: the version and members signed */
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	uint64_t seq;                   /* the origin_seq signed: the name's announcement's */
 };
 
 struct sig_table {
@@ -101,9 +108,10 @@ struct rdesig {
 	uint64_t next_expiry;           /* the earliest expiry of a stored chain: checked again then */
 	uint64_t rechecked;
 	struct sig_table hops, origins;
+	struct fresh_table fresh;       /* the newest origin_seq per (name, origin key) */
 	struct hop **asked;
 	size_t nasked, asked_cap;
-	uint64_t signed_hops, signed_origins;
+	uint64_t signed_hops, signed_origins, signed_withdrawals;
 	uint64_t chain_bytes;           /* kept chains (and sets' names) */
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
@@ -356,9 +364,11 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->bad_cached = s->v.bad_hits;
 	out->signed_hops = s->signed_hops;
 	out->signed_origins = s->signed_origins;
+	out->signed_withdrawals = s->signed_withdrawals;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
 	out->chain_bytes = s->chain_bytes;
+	out->fresh_kept = s->fresh.n;
 	out->trust_serial = s->have_trust ? s->trust.serial : 0;
 	out->trust_valid_until = s->have_trust ? s->trust.valid_until : 0;
 	out->trust_expiring = s->trust_warned;
@@ -383,6 +393,7 @@ void rdesig_free(struct rdesig *s)
 	attest_verifier_free(&s->v);
 	table_free(s, &s->hops);
 	table_free(s, &s->origins);
+	fresh_free(&s->fresh);
 	for (size_t b = 0; b < s->nown; b++)
 		set_release(s, s->own[b].set);
 	free(s->own);
@@ -426,6 +437,8 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
 			  size_t n_att, struct attest_job *j);
 
+static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route *rt, struct attest_job *j);
+
 static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
 {
 	for (size_t i = 0; i < u->n_routes; i++) {
@@ -433,6 +446,8 @@ static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *
 		if (rt->aggregate.len)
 			members_check(p->rde->sig, p, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
 				      &rt->aggregate_digest, rt->attestations, rt->n_attestations, &jobs[i]);
+		else
+			fresh_route(p->rde->sig, p, rt, &jobs[i]);
 	}
 	p->sig_jobs = jobs;
 	rde_peer_update(p, u);
@@ -964,7 +979,8 @@ static void own_sign(struct rdesig *s, struct own_set *o, uint64_t now)
 {
 	if (o->w.expiry && o->w.expiry > now + SIG_RENEW)
 		return;
-	struct attest_subject sub = { .set = true };
+	/* a new stamp: newer than each of its names' announcements, so older chains are stale */
+	struct attest_subject sub = { .set = true, .seq = o->seq = rde_stamp(s->rde) };
 	memcpy(sub.digest, o->set->digest, ATTEST_DIGEST_LEN);
 	attest_sign_origin(&o->w, &s->key, s->key.pk, now, now + SIG_LIFETIME, &sub);
 	attest_to_pb(&o->pb, &o->w);
@@ -1064,7 +1080,7 @@ static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct 
 				     const uint8_t key[SIGKEY_PUBLIC_LEN]);
 
 static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, struct rde_agg *g,
-				 uint64_t now)
+				 uint64_t seq, uint64_t now)
 {
 	if (!s->origins.nb)
 		table_grow(&s->origins, origin_slot_of);
@@ -1086,10 +1102,10 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 		s->origins.b[k] = o;
 		s->origins.n++;
 	}
-	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW ||
+	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW || o->seq != seq ||
 	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0))) {
 		/* one signature per name and period: what an origin costs (docs/SIGNATURES.md) */
-		struct attest_subject sub = { .name = o->wire, .name_len = o->len };
+		struct attest_subject sub = { .name = o->wire, .name_len = o->len, .seq = o->seq = seq };
 		if (g) {
 			/* the aggregate's name (the key without its mark), its version and members */
 			sub.name = o->wire + 1;
@@ -1135,7 +1151,7 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *s
 }
 
 int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
-		  Nbrp__Attestation **out, size_t max)
+		  Nbrp__Attestation **out, size_t max, uint64_t *seq)
 {
 	struct rdesig *s = to->rde->sig;
 	const uint8_t *target = s && s->have_trust ? trust_router_key(&s->trust, to->name, strlen(to->name)) : NULL;
@@ -1154,6 +1170,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 		chain = a->chain->ptrs;
 		n = a->chain->n;
 		prev = a->chain->head;
+		*seq = a->k.origin_seq;
 	} else {
 		if (g && !g->has_digest)
 			return 0;       /* no member digest (out of memory): passed on unsigned */
@@ -1162,12 +1179,14 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 			own_sign(s, os, now);
 			chain = &os->ptr;
 			prev = os->w.link;
+			*seq = os->seq;
 		} else {
-			struct origin *o = origin_get(s, e, g, now);
+			struct origin *o = origin_get(s, e, g, a->k.origin_seq, now);
 			if (!o)
 				return 0;
 			chain = &o->ptr;
 			prev = o->w.link;
+			*seq = o->seq;
 		}
 		n = 1;
 	}
@@ -1382,6 +1401,7 @@ static void sweep(struct rdesig *s)
 			pp = &o->next;
 		}
 	}
+	fresh_sweep(&s->fresh, now, SWEEP_FRESH);
 	/* our sets: passed on again near their expiry (re-signed on export) */
 	for (size_t b = 0; b < s->nown && !s->stopping; b++) {
 		struct own_set *o = &s->own[b];
@@ -1400,6 +1420,153 @@ static void table_free(struct rdesig *s, struct sig_table *t)
 			free(e);
 		}
 	free(t->b);
+}
+
+/* ---- freshness: the newest origin_seq per name and origin key ---- */
+
+/* Whether an announcement stamped seq is older than what the name's origin has signed since. */
+static bool fresh_stale(const struct fresh_slot *f, uint64_t seq)
+{
+	return f && (seq < f->seq || (seq == f->seq && f->withdrawn));
+}
+
+/* The origin key of a route's chain (an aggregate's is ordered by its version: none). */
+static const uint8_t *chain_origin(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	if (!a->chain || !a->chain->n || entry_is_aggregate(e))
+		return NULL;
+	const Nbrp__Attestation *o = a->chain->ptrs[a->chain->n - 1];
+	return o->signer.len == SIGKEY_PUBLIC_LEN ? o->signer.data : NULL;
+}
+
+static void stale_job(struct rdesig *s, struct attest_job *j, int where)
+{
+	attest_job_drop(j);
+	j->state = ATTEST_INVALID;
+	j->reason = ATTEST_STALE;
+	j->where = where;
+	s->v.by_reason[ATTEST_STALE]++;
+}
+
+/*
+ * The origin signed seq (withdrawn: a withdrawal of it) for name wire by
+ * key, until `until`: noted, and the stored routes of peers other than
+ * `from` with an older stamp of that origin are stale (withdrawn under
+ * require).  Returns false if it is itself older than what was noted.
+ */
+bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t *wire, size_t len,
+		       const uint8_t *key, uint64_t seq, uint64_t until, bool withdrawn)
+{
+	struct rdesig *s = r->sig;
+	struct fresh_slot *f = fresh_find(&s->fresh, wire, len, key);
+	uint32_t till = until > UINT32_MAX ? UINT32_MAX : (uint32_t)until;
+	if (fresh_stale(f, seq))
+		return false;
+	if (f && f->seq == seq && f->withdrawn == withdrawn) {
+		if (till > f->until)
+			f->until = till;
+		return true;            /* nothing newer: the usual case, a route sent again */
+	}
+	bool first = !f;
+	if (first && !(f = fresh_add(&s->fresh, wire, len, key)))
+		return true;            /* out of memory: not remembered */
+	f->seq = seq;
+	f->withdrawn = withdrawn;
+	if (till > f->until)
+		f->until = till;
+	/* every valid route of that key was noted (an entry goes only once its chains have expired):
+	 * none can be older than a first one, but for a withdrawal, which may be first */
+	if (first && !withdrawn)
+		return true;
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
+		next = rt->next;        /* rt may be replaced */
+		struct rib_attrs *a = rt->a;
+		const uint8_t *o = a->k.peer && a->k.peer != from && a->k.sig_state == ATTEST_VALID + 1
+				   ? chain_origin(e, a) : NULL;
+		if (!o || memcmp(o, key, SIGKEY_PUBLIC_LEN) != 0 || !fresh_stale(f, a->k.origin_seq))
+			continue;
+		struct attest_job j = { 0 };
+		stale_job(s, &j, a->k.npath);
+		rde_route_recheck(r, e, rt, &j);
+	}
+	return true;
+}
+
+/* A Route checked valid: stale if its origin signed a newer stamp for one of its names since. */
+static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route *rt, struct attest_job *j)
+{
+	if (j->state != ATTEST_VALID || rt->n_attestations != rt->n_path + 1)
+		return;
+	/* one pass: what the origin signed is noted for each name, even if another is stale */
+	const Nbrp__Attestation *o = rt->attestations[rt->n_path];
+	const ProtobufCBinaryData *nm = rt->names;
+	bool stale = false;
+	for (size_t i = 0; i < rt->n_names && i < FRESH_AHEAD; i++)
+		fresh_prefetch(&s->fresh, nm[i].data, nm[i].len, o->signer.data);
+	for (size_t i = 0; i < rt->n_names; i++) {
+		if (i + FRESH_AHEAD < rt->n_names)
+			fresh_prefetch(&s->fresh, nm[i + FRESH_AHEAD].data, nm[i + FRESH_AHEAD].len, o->signer.data);
+		stale |= !rdesig_fresh_note(s->rde, p, rt->names[i].data, rt->names[i].len, o->signer.data,
+					    rt->origin_seq, o->expiry, false);
+	}
+	if (stale)
+		stale_job(s, j, (int)rt->n_path);
+}
+
+const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	return a->k.sig_state == ATTEST_VALID + 1 ? chain_origin(e, a) : NULL;
+}
+
+bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__OriginWithdrawal *w,
+			     struct origin_wd_sig *out)
+{
+	struct rdesig *s = r->sig;
+	enum attest_reason why = attest_withdrawal_check(&s->v, w, unix_now());
+	if (why == ATTEST_OK) {
+		memcpy(out->signer, w->signer.data, sizeof(out->signer));
+		memcpy(out->sig, w->signature.data, sizeof(out->sig));
+		out->expiry = w->expiry;
+		return true;
+	}
+	from->owd_forged++;
+	uint64_t now = uv_now(r->loop);
+	if (now - from->owd_forged_log_ms >= 1000) {    /* a line a second: the counter has the rest */
+		char name[NAME_MAX_TEXT] = "?";
+		struct name n = { .len = (uint8_t)w->name.len };
+		if (w->name.len <= NAME_MAX_WIRE) {
+			memcpy(n.wire, w->name.data, w->name.len);
+			name_to_text(&n, name, sizeof(name));
+		}
+		log_warn("peer %s: signed origin withdrawal of %s (stamp %llu) refused: %s (%llu so far)", from->name,
+			 name, (unsigned long long)w->origin_seq, attest_reason_name(why),
+			 (unsigned long long)from->owd_forged);
+		from->owd_forged_log_ms = now;
+	}
+	return false;
+}
+
+bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
+			    struct origin_wd_sig *out)
+{
+	struct rdesig *s = r->sig;
+	if (!s || !s->have_trust || trust_origin_check(&s->trust, wire, len, s->key.pk) != TRUST_AUTHORISED)
+		return false;   /* nobody would take it: what we could not sign as its origin */
+	memcpy(out->signer, s->key.pk, sizeof(out->signer));
+	out->expiry = unix_now() + SIG_LIFETIME;        /* as long as any chain we signed before it */
+	attest_sign_withdrawal(out->sig, &s->key, seq, out->expiry, wire, len);
+	s->signed_withdrawals++;
+	return true;
+}
+
+/* A stored route checked again: a newer stamp noted since keeps it stale. */
+static void fresh_stored(struct rdesig *s, const struct rib_entry *e, const struct rib_attrs *a,
+			 struct attest_job *j)
+{
+	const uint8_t *o = j->state == ATTEST_VALID ? chain_origin(e, a) : NULL;
+	if (o && fresh_stale(fresh_find(&s->fresh, e->wire, e->len, o), a->k.origin_seq))
+		stale_job(s, j, a->k.npath);
 }
 
 /* ---- a new trust file: the stored signed routes checked again ---- */
@@ -1421,6 +1588,7 @@ static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp_
 	}
 	rt->path = path;
 	rt->n_path = a->k.npath;
+	rt->origin_seq = a->k.origin_seq;       /* signed by the origin */
 	rt->attestations = a->chain->ptrs;
 	rt->n_attestations = a->chain->n;
 	if (a->chain->set)
@@ -1447,6 +1615,8 @@ static void on_rechecked(struct attest_batch *b)
 					members_check(s, p, e->wire + 1, e->len - 1u, it->a->k.agg_version,
 						      &it->a->chain->digest, it->a->chain->ptrs, it->a->chain->n,
 						      &run->b.jobs[i]);
+				else
+					fresh_stored(s, e, it->a, &run->b.jobs[i]);
 				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
 				break;
 			}
@@ -1490,6 +1660,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 			if (route.aggregate.len)
 				members_check(s, p, route.aggregate.data, route.aggregate.len, route.aggregate_version,
 					      &route.aggregate_digest, route.attestations, route.n_attestations, &j);
+			else
+				fresh_stored(s, e, a, &j);
 			rde_route_recheck(r, e, rt, &j);
 			continue;
 		}

@@ -35,9 +35,11 @@ void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct 
  * unsigned (not valid here, not checked, no key for `to`); -1: our
  * signature is being made, the name is sent to `to` when it is (or an
  * aggregate's route names a version not stored here yet: sent when it is).
+ * seq: the origin_seq the origin signed, for the Route (ours: a set's is
+ * its own stamp).
  */
 int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
-		  Nbrp__Attestation **out, size_t max);
+		  Nbrp__Attestation **out, size_t max, uint64_t *seq);
 /* An aggregate's route passed on signed: the member digest it was signed with (ours: of the version stored). */
 void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
 			  Nbrp__Route *rt);
@@ -69,6 +71,28 @@ void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt);
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
 /* Checks a signed route again with its new state (rde.c). */
 void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
+/*
+ * The origin with key signed seq for a name (withdrawn: withdrew it), its
+ * signature valid until `until`: the newest is kept, and stored routes of
+ * peers other than from with an older stamp of that origin become invalid,
+ * stale origin_seq.  false: seq is older than one noted (stale itself).
+ */
+bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t *wire, size_t len,
+		       const uint8_t *key, uint64_t seq, uint64_t until, bool withdrawn);
+/* The origin key of a stored route's valid chain (not an aggregate's), or NULL. */
+const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a);
+/*
+ * A signed origin withdrawal from peer `from`, checked as an origin
+ * attestation is (the trust file, its expiry, its signature): true and
+ * its signature in out; false: refused, counted and logged for `from`.
+ */
+bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__OriginWithdrawal *w,
+			     struct origin_wd_sig *out);
+/* Our withdrawal of our name (up to stamp seq) signed into out; false: not (no key, no authorisation). */
+bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
+			    struct origin_wd_sig *out);
+/* A stamp for an announcement of ours, newer than every one before it (rde.c). */
+uint64_t rde_stamp(struct rde *r);
 /* END-OF-RIB to p if its dump is done and none of its names waits for our signature (rde.c). */
 void rde_peer_eor(struct rde_peer *p);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */

@@ -71,6 +71,8 @@ struct rde_peer {
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
 	uint64_t owd_log_ms;            /* the last line logged about them */
+	uint64_t owd_forged;            /* its signed origin withdrawals that did not check (not applied) */
+	uint64_t owd_forged_log_ms;
 	struct rde_peer *hnext;         /* by name (rde.c) */
 	/* signatures (rdesig.c) */
 	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
@@ -410,7 +412,7 @@ typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, 
 void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
 void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
 void packer_withdraw(const struct rib_entry *e);
-/* The origin withdrawals noted for e (origin_wd.h), after its Route or withdrawal; none to a signed peer. */
+/* The origin withdrawals noted for e (origin_wd.h), after its Route or withdrawal; a signed peer only the signed ones. */
 void packer_origin_withdrawals(const struct rib_entry *e);
 /* After packer_begin: every Route carries its attestations for p (a peer with signatures on),
  * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */

@@ -57,11 +57,11 @@ def origin_withdrawal(name, origin, origin_seq):
 
 
 def update(routes=(), withdrawn=(), withdrawn_aggregates=(), origin_withdrawals=()):
-    """origin_withdrawals: (name, origin, origin_seq) triples"""
+    """origin_withdrawals: (name, origin, origin_seq) triples, or an OriginWithdrawal's bytes"""
     body = b"".join(_len_field(1, wire_name(n)) for n in withdrawn)
     body += b"".join(_len_field(2, r) for r in routes)
     body += b"".join(_len_field(3, wire_name(n)) for n in withdrawn_aggregates)
-    body += b"".join(_len_field(4, origin_withdrawal(*w)) for w in origin_withdrawals)
+    body += b"".join(_len_field(4, w if isinstance(w, bytes) else origin_withdrawal(*w)) for w in origin_withdrawals)
     return _len_field(UPDATE, body)
 
 

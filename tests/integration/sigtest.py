@@ -76,9 +76,9 @@ def wire_digest(wires):
     return h.digest()
 
 
-def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None):
+def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None, origin_seq=0):
     """The bytes an origin signs; name a list: a name set's (digest over its names)."""
-    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQ", timestamp, expiry)
+    msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQQ", timestamp, expiry, origin_seq)
     if isinstance(name, (list, tuple)):
         return msg + bytes([3]) + digest
     msg += bytes([2 if aggregate else 1]) + wire_name(name)
@@ -111,7 +111,7 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
     first = keys[path[-1]].pk if path else receiver.pk
     if isinstance(name, (list, tuple)) and digest is None:
         digest = member_digest(list(name) + list(others))
-    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest)
+    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest, origin_seq)
     sig = origin.sign(msg)
     atts = [attestation(sig, expiry, signer=origin.pk, timestamp=timestamp)]
     prev = link(msg, sig)
@@ -139,9 +139,10 @@ def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, vers
 
 
 def parse_route(body):
-    """A Route's fields: names, path, attestations (dicts by field number), digest, set_others."""
+    """A Route's fields: names, path, attestations (dicts by field number), digest, set_others, origin_seq."""
     f = nc.fields(body)
     return {"names": [v for k, v in f if k == 1], "path": [v.decode() for k, v in f if k == 4],
+            "origin_seq": next((v for k, v in f if k == 12), 0),
             "atts": [dict(nc.fields(v)) for k, v in f if k == 9],
             "digest": next((v for k, v in f if k == 10), None), "others": [v for k, v in f if k == 11]}
 
@@ -162,7 +163,7 @@ def verify(body, keys, receiver):
     else:
         assert len(r["names"]) == 1 and not r["others"]
         subject = bytes([1]) + r["names"][0]
-    msg = tag("NBRPv1 origin") + o[1] + first + struct.pack(">QQ", o.get(3, 0), o.get(4, 0)) + subject
+    msg = tag("NBRPv1 origin") + o[1] + first + struct.pack(">QQQ", o.get(3, 0), o.get(4, 0), r["origin_seq"]) + subject
     Ed25519PublicKey.from_public_bytes(o[1]).verify(o[2], msg)
     prev = link(msg, o[2])
     for i in range(n - 1, -1, -1):
@@ -173,3 +174,26 @@ def verify(body, keys, receiver):
         Ed25519PublicKey.from_public_bytes(signer).verify(a[2], msg)
         prev = link(msg, a[2])
     return r
+
+
+def withdrawal_message(signer_pk, origin_seq, expiry, name):
+    """The bytes an origin signs to withdraw its announcements of name up to origin_seq."""
+    return tag("NBRPv1 withdraw") + signer_pk + struct.pack(">QQ", origin_seq, expiry) + wire_name(name)
+
+
+def signed_withdrawal(name, origin, origin_seq, key, expiry=None, signer=None):
+    """An OriginWithdrawal's bytes signed by key (a Key); signer: the key it claims (default key's)."""
+    expiry = int(time.time()) + 3600 if expiry is None else expiry
+    pk = (signer or key).pk
+    sig = key.sign(withdrawal_message(pk, origin_seq, expiry, name))
+    return nc.origin_withdrawal(name, origin, origin_seq) + _len_field(4, pk) + _len_field(5, sig) + \
+        _int_field(6, expiry)
+
+
+def verify_withdrawal(fields, key):
+    """Checks a received OriginWithdrawal's (nc.fields of it) signature by key; returns its fields by number."""
+    f = dict(fields)
+    assert f[4] == key.pk, "signed by another key"
+    Ed25519PublicKey.from_public_bytes(f[4]).verify(f[5], tag("NBRPv1 withdraw") + f[4] +
+                                                    struct.pack(">QQ", f[3], f[6]) + f[1])
+    return f

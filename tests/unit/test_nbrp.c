@@ -734,6 +734,7 @@ static uint8_t *random_update(size_t *len)
 	Nbrp__Route routes[4], *route_ptrs[4];
 	Nbrp__Attestation att = NBRP__ATTESTATION__INIT;
 	Nbrp__Attestation *att_ptr = &att;
+	Nbrp__OriginWithdrawal ow = NBRP__ORIGIN_WITHDRAWAL__INIT, *ow_ptr = &ow;
 	Nbrp__Update u = NBRP__UPDATE__INIT;
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
 	size_t used = 0, nstr = 0;
@@ -790,6 +791,19 @@ static uint8_t *random_update(size_t *len)
 			r->attestations = &att_ptr;
 			break;
 		}
+	}
+	if (rnd(8) == 0) {
+		/* an origin withdrawal, signed or not: protobuf-c's too */
+		ow.name = (ProtobufCBinaryData){ rnd(24), pool[used++] };
+		ow.origin = strs[2];
+		ow.origin_seq = rnd(2) ? 1794999940123u : rnd(3);
+		if (rnd(2)) {
+			ow.signer = (ProtobufCBinaryData){ rnd(4) ? 32 : rnd(40), pool[used++] };
+			ow.signature = (ProtobufCBinaryData){ rnd(4) ? 64 : rnd(80), pool[used++] };
+			ow.expiry = rnd(2) ? 1795086400u : 0;
+		}
+		u.n_origin_withdrawals = 1;
+		u.origin_withdrawals = &ow_ptr;
 	}
 	m.body_case = NBRP__MESSAGE__BODY_UPDATE;
 	m.update = &u;

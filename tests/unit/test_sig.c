@@ -492,6 +492,74 @@ static void origin_for_key_must_be_empty(void **state)
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 }
 
+/* origin_seq is in the origin's signed bytes: a replayed chain cannot be made to look newer. */
+static void attack_origin_seq_changed(void **state)
+{
+	struct fixture *f = *state;
+	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	f->b.r.origin_seq = 1794999940123u;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	f->b.r.origin_seq = 0;
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+}
+
+/* Signed origin withdrawals: the second implementation's bytes, and each forgery refused with its reason. */
+static void origin_withdrawal_signed_and_forged(void **state)
+{
+	struct fixture *f = *state;
+	struct name n;
+	assert_int_equal(name_from_text(&n, "www.example.com", 15), NAME_OK);
+	uint8_t sig[64], want[64], msg[ATTEST_WITHDRAW_MSG_MAX];
+	assert_int_equal(attest_withdrawal_message(msg, keys[K_ORIGIN].pk, 1794999940123u, EXP, n.wire, n.len), 81);
+	attest_sign_withdrawal(sig, &keys[K_ORIGIN], 1794999940123u, EXP, n.wire, n.len);
+	hex(want, "64f56be559f21ad4b124e1ba6117999680abc24d09af74f379520e75fa9b088a"
+		  "2d7407a52c8d477ceee647505c5e4fc88174bcbd5d06c41c19892a18dbbc650c");
+	assert_memory_equal(sig, want, 64);     /* tests/integration/sigtest.py's */
+	Nbrp__OriginWithdrawal w = NBRP__ORIGIN_WITHDRAWAL__INIT;
+	w.name = (ProtobufCBinaryData){ n.len, n.wire };
+	w.origin = "cr1";
+	w.origin_seq = 1794999940123u;
+	w.signer = (ProtobufCBinaryData){ 32, keys[K_ORIGIN].pk };
+	w.signature = (ProtobufCBinaryData){ 64, sig };
+	w.expiry = EXP;
+	assert_true(attest_withdrawal_signed(&w));
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_OK);
+	/* the stamp raised: the signature does not hold, and the second time costs no verification */
+	w.origin_seq++;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	uint64_t verified = f->v.verified;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	assert_int_equal(f->v.verified, verified);
+	w.origin_seq--;
+	/* expired */
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, EXP + 1), ATTEST_EXPIRED);
+	/* a key the trust file does not give the name (its own signature) */
+	attest_sign_withdrawal(sig, &keys[K_X], w.origin_seq, EXP, n.wire, n.len);
+	w.signer.data = keys[K_X].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	/* the origin's key claimed over another's signature */
+	w.signer.data = keys[K_ORIGIN].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	/* a name the origin may not originate, signed by it */
+	struct name evil;
+	assert_int_equal(name_from_text(&evil, "www.evil.net", 12), NAME_OK);
+	attest_sign_withdrawal(sig, &keys[K_ORIGIN], w.origin_seq, EXP, evil.wire, evil.len);
+	w.name = (ProtobufCBinaryData){ evil.len, evil.wire };
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	/* sizes; no stamp */
+	w.name = (ProtobufCBinaryData){ n.len, n.wire };
+	w.signer.len = 31;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	w.signer.len = 32;
+	w.origin_seq = 0;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	/* no trust file */
+	w.origin_seq = 1;
+	attest_verifier_set_trust(&f->v, NULL);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNKNOWN_KEY);
+	attest_verifier_set_trust(&f->v, &f->trust);
+}
+
 /* A chain received with less than min_lifetime left is refused; a stored one is valid to its end. */
 static void chain_about_to_expire_is_refused_at_import(void **state)
 {
@@ -765,15 +833,30 @@ static void name_set_vector_of_the_second_implementation(void **state)
 	uint8_t want[64];
 	hex(want, "3edf631d2887e721919bd3757b9a4f2cec22150ffc6c3877a4411a2f44b13eb2");
 	assert_memory_equal(f->b.digest, want, 32);
-	/* the origin's bytes: tag, signer, first, timestamp, expiry, 3, the digest */
+	/* the origin's bytes: tag, signer, first, timestamp, expiry, origin_seq, 3, the digest */
 	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
 	struct attest_subject s = { .set = true };
 	memcpy(s.digest, want, 32);
-	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 129);
-	assert_int_equal(msg[96], 3);
-	hex(want, "a062eac411cdd9256edddbf7e51d62e02c6a8a01c432ab4934bde0682e4cb4f7"
-		  "2858277e0880bd23552846c9e4bd9182f511229e2f33d1c14150971d6e1dc902");
+	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 137);
+	assert_int_equal(msg[104], 3);
+	hex(want, "b380784f06d1359f2fa925057aa6fc21d251b4f5cfb28f9e049fc29a5a54e9c4"
+		  "7824d1422a858fe98faa8f76be1542900ba77120406028649b8771ca5f590702");
 	assert_memory_equal(f->b.w[3].sig, want, 64);
+	/* with a stamp, and for one name */
+	struct attest_wire w;
+	s.seq = 1794999940123u;
+	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
+	hex(want, "ffc44f05ac760043cb658991b4f47b0a727f9a699bc3ca2f06c498fb18d643e7"
+		  "ce42c32a6f0cf13831e7f3c869d1e5a9bd8853ae959368ec0ab81cfc5ca66700");
+	assert_memory_equal(w.sig, want, 64);
+	struct name one;
+	assert_int_equal(name_from_text(&one, "example.com", 11), NAME_OK);
+	struct attest_subject s1 = { .name = one.wire, .name_len = one.len, .seq = 1794999940123u };
+	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s1), 118);
+	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s1);
+	hex(want, "dee8f4c52722e24081acd9053fd9bd93d1d2d0cca953d07ea0e0cb70d8db995b"
+		  "77a15d7246a267aa15f075618f6d79de6ffebe1c6f7f8c10bc2566973af9f106");
+	assert_memory_equal(w.sig, want, 64);
 	/* the same names in another order, and split between names and others: the same digest */
 	static const char *const a[] = { "a.example.com" }, *const rest[] = { "example.com", "b.example.com" };
 	uint8_t d[32];
@@ -1065,6 +1148,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(server_mode_origin_for_its_router, setup, teardown),
 		cmocka_unit_test_setup_teardown(server_mode_checked_against_its_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(origin_for_key_must_be_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(attack_origin_seq_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(origin_withdrawal_signed_and_forged, setup, teardown),
 		cmocka_unit_test_setup_teardown(chain_about_to_expire_is_refused_at_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_links_are_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(states_without_trust_or_cover, setup, teardown),
