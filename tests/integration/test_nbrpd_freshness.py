@@ -9,6 +9,7 @@ from conftest import wait_for
 import nbrp_client as nc
 import sigtest as st
 from test_nbrpd_signatures import GOOD, routes_to, signed, sroute  # noqa: F401  (signed: a fixture)
+from test_nbrpd_sessions import connect_and_open as establish_signed
 from test_nbrpd import establish, unique_addrs
 
 
@@ -67,16 +68,23 @@ def test_a_chain_replayed_after_the_origin_moved_the_name_is_refused(signed):
     z.close()
 
 
-def test_our_own_names_are_signed_with_their_stamp(signed):
-    """r1's own content, told to x: the Route carries the origin_seq r1's origin attestation
-    signed (sigtest.verify checks it), and a name announced again is signed newer."""
+def own_name_told_to_x(signed):
+    """r1 (require) originating own.good.example, which the trust file lets its key
+    originate; x's session open (whatever r1 dumps: its own names come signed, later) and
+    the Route r1 told x, checked by sigtest."""
     n = signed("require", extra='content "own.good.example" { server 127.0.0.98; }\n')
     fed = n.fed
     s0 = n.json("show", "status")["trust_serial"]
     fed.write_trust(origins=[(GOOD, fed.origin), ("own.good.example", fed.keys["r1"])])
     wait_for(lambda: n.json("show", "status")["trust_serial"] > s0, 10, "the new trust file")
     x = establish_signed(n)
-    r = st.verify(routes_to(x, {"own.good.example."})[-1], fed.keys, fed.keys["x"])
+    return n, fed, x, st.verify(routes_to(x, {"own.good.example."})[-1], fed.keys, fed.keys["x"])
+
+
+def test_our_own_names_are_signed_with_their_stamp(signed):
+    """r1's own content, told to x: the Route carries the origin_seq r1's origin attestation
+    signed (sigtest.verify checks it), and a name announced again is signed newer."""
+    n, fed, x, r = own_name_told_to_x(signed)
     first = r["origin_seq"]
     assert first > 0
     conf = n.conf.read_text()
@@ -88,16 +96,6 @@ def test_our_own_names_are_signed_with_their_stamp(signed):
     again = st.verify(routes_to(x, {"own.good.example."})[-1], fed.keys, fed.keys["x"])
     assert again["origin_seq"] > first
     x.close()
-
-
-def establish_signed(n):
-    """x's session, whatever r1 dumps (its own names come signed, later)."""
-    p = nc.Peer(n.addr, n.port, n.x_addr)
-    p.send(nc.open_msg("x"))
-    assert p.recv_until(nc.OPEN) is not None
-    assert p.recv_until(nc.KEEPALIVE) is not None
-    p.send(nc.keepalive())
-    return p
 
 
 def three_peers(signed, mode="require"):
@@ -203,13 +201,7 @@ def test_a_forged_signed_origin_withdrawal_is_refused_and_counted(signed):
 def test_our_own_withdrawal_is_signed(signed):
     """r1 withdraws its own content name: x (require) hears an origin withdrawal signed by r1's
     key, for a stamp no older than the one r1 signed the name with."""
-    n = signed("require", extra='content "own.good.example" { server 127.0.0.98; }\n')
-    fed = n.fed
-    s0 = n.json("show", "status")["trust_serial"]
-    fed.write_trust(origins=[(GOOD, fed.origin), ("own.good.example", fed.keys["r1"])])
-    wait_for(lambda: n.json("show", "status")["trust_serial"] > s0, 10, "the new trust file")
-    x = establish_signed(n)
-    r = st.verify(routes_to(x, {"own.good.example."})[-1], fed.keys, fed.keys["x"])
+    n, fed, x, r = own_name_told_to_x(signed)
     conf = n.conf.read_text()
     n.conf.write_text(conf.replace('content "own.good.example" { server 127.0.0.98; }\n', ""))
     assert n.nbrc("reload").returncode == 0
