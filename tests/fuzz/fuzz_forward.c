@@ -22,7 +22,8 @@
  * where the input ends).  Control:
  *   bits 0-1  0: as is; 1: the query's id put in; 2: and QR, and the
  *             question as asked put in after the input's header; 3: and
- *             an OPT RR with our client cookie and a server cookie
+ *             an OPT RR with our client cookie (and from the second hop
+ *             a server cookie: it speaks cookies, the first does not)
  *   bit 2     the id off by one; bit 3  the first letter's case flipped
  *   bit 4     over the open TCP exchange, if there is one
  *   bits 5-6  which query: the latest the hops read, or one before
@@ -31,8 +32,10 @@
  * Asserted: every client gets exactly one answer, a response ldns reads
  * with the client's id and question (as the client wrote it), within a
  * UDP client's limit; afterwards nothing is in flight (in_flight 0).
- * What the engine learns of the two hops (RTT, their server cookies) is
- * process-wide and outlives an input, as it outlives a query in inrpd.
+ * What the engine learns of the two hops (RTT, that the second speaks
+ * cookies) is process-wide and outlives an input, as it outlives a query
+ * in inrpd: once the second hop gave a server cookie, its answers without
+ * one are dropped as spoofed.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -73,6 +76,7 @@ struct inrpd_runtime *inrpd_rt;
 struct fib *inrpd_chan_fib;
 
 static int hop_fd[2] = { -1, -1 };
+static uint16_t hop_port[2];
 static struct rrl *rrl;
 static struct inrpd_counters cnt;
 
@@ -96,7 +100,8 @@ static uint16_t hop_open(int i)
 	CHECK(hop_fd[i] >= 0);
 	CHECK(bind(hop_fd[i], (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	CHECK(getsockname(hop_fd[i], (struct sockaddr *)&sin, &sl) == 0);
-	return ntohs(sin.sin_port);
+	hop_port[i] = ntohs(sin.sin_port);
+	return hop_port[i];
 }
 
 static void setup(void)
@@ -149,6 +154,7 @@ struct run {
 	/* TCP exchanges the engine opened */
 	struct fwd_tcp_conn {
 		bool open;
+		int hop;
 		uint32_t token;
 		uint8_t msg[512];
 		size_t len, qend;
@@ -203,13 +209,13 @@ static struct fwd_tcp_conn *tcp_open(void *ctx, const struct route *to, const ui
 				     uint32_t token)
 {
 	struct run *r = ctx;
-	(void)to;
 	for (unsigned k = 0; k < MAX_REQ + 1; k++) {
 		struct fwd_tcp_conn *c = &r->conn[k];
 		if (c->open)
 			continue;
 		CHECK(len <= sizeof(c->msg));
 		c->open = true;
+		c->hop = to->port == hop_port[1];
 		c->token = token;
 		memcpy(c->msg, query, len);
 		c->len = len;
@@ -255,8 +261,8 @@ static void hops_read(struct run *r)
 	}
 }
 
-/* The answer to query q (msg, len, qend) made of the input's bytes d[0..n) as ctl says. */
-static size_t make_answer(uint8_t ctl, const uint8_t *q, size_t qlen, size_t qend, const uint8_t *cookie,
+/* Hop h's answer to query q (msg, len, qend) made of the input's bytes d[0..n) as ctl says. */
+static size_t make_answer(int h, uint8_t ctl, const uint8_t *q, size_t qlen, size_t qend, const uint8_t *cookie,
 			  const uint8_t *d, size_t n, uint8_t *out, size_t cap)
 {
 	unsigned mode = ctl & 3;
@@ -287,15 +293,17 @@ static size_t make_answer(uint8_t ctl, const uint8_t *q, size_t qlen, size_t qen
 				}
 		}
 		if (mode == 3 && cookie) {
+			/* hop 1 speaks cookies, hop 0 only echoes ours */
 			static const uint8_t server[16] = "fake hop cookie";
+			uint16_t clen = h == 1 ? 24 : 8;
 			uint8_t opt[11 + 4 + 24] = { 0, 0, 41, 0x10, 0, (ctl & 0x80) ? 1 : 0, 0, 0, 0 };
-			wire_store16(opt + 9, 4 + 24);
+			wire_store16(opt + 9, 4 + clen);
 			wire_store16(opt + 11, DNS_OPT_COOKIE);
-			wire_store16(opt + 13, 24);
+			wire_store16(opt + 13, clen);
 			memcpy(opt + 15, cookie, 8);
 			memcpy(opt + 23, server, 16);
-			memcpy(out + len, opt, sizeof(opt));
-			len += sizeof(opt);
+			memcpy(out + len, opt, 15u + clen);
+			len += 15u + clen;
 			wire_store16(out + 10, (uint16_t)(wire_load16(out + 10) + 1));
 		}
 	}
@@ -398,7 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hops_read(r);
 		struct fwd_tcp_conn *c = tcp_any(r);
 		if ((ctl & 0x10) && c) {
-			size_t len = make_answer(ctl, c->msg, c->len, c->qend, query_cookie(c->msg, c->len, c->qend),
+			size_t len = make_answer(c->hop, ctl, c->msg, c->len, c->qend, query_cookie(c->msg, c->len, c->qend),
 						 d, n, ans, sizeof(ans));
 			c->open = false;
 			rcu_thread_online();
@@ -406,7 +414,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rcu_thread_offline();
 		} else if (r->nseen > 0) {
 			struct seen *s = &r->seen[((ctl >> 5) & 3) % r->nseen];
-			size_t len = make_answer(ctl, s->msg, s->len, s->qend, s->cookie, d, n, ans, sizeof(ans));
+			size_t len = make_answer(s->hop, ctl, s->msg, s->len, s->qend, s->cookie, d, n, ans, sizeof(ans));
 			sendto(hop_fd[s->hop], ans, len, 0, (struct sockaddr *)&s->from, sizeof(s->from));
 		}
 		rcu_thread_online();
