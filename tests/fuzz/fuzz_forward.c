@@ -13,7 +13,7 @@
  *         bit 2     the clients asked over TCP (the engine may ask again
  *                   over TCP), else UDP with a 1232-byte limit
  *         bit 3     upstream-0x20
- *         bits 4-6  the budget, 4..11 ms
+ *         bits 4-6  the budget, 4..10 ms, or 60 (7)
  * Byte 1: bits 0-5  each request's name, 2 bits a request: an upstream's,
  *                   one next router's, two next routers', an upstream's
  *                   in mixed case
@@ -28,6 +28,8 @@
  *   bit 4     over the open TCP exchange, if there is one
  *   bits 5-6  which query: the latest the hops read, or one before
  *   bit 7     mode 3: BADCOOKIE's upper rcode bits set in the OPT RR
+ * A control byte 0 with length 0 sends nothing: the engine's next
+ * deadline passes instead (an attempt times out, a pause ends).
  *
  * Asserted: every client gets exactly one answer, a response to its id
  * and question (as the client wrote it) with every record inside it, that
@@ -367,7 +369,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(r, 0, sizeof(*r));
 	r->nreq = (data[0] & 3) == 0 ? 1 : (data[0] & 3) > 2 ? 3 : (data[0] & 3);
 	r->tcp = data[0] & 4;
-	uint32_t budget = 4 + ((data[0] >> 4) & 7);
+	/* room for an attempt after a timeout takes the longest budget: an attempt has at least 20 ms */
+	uint32_t budget = ((data[0] >> 4) & 7) == 7 ? 60 : 4 + ((data[0] >> 4) & 7);
 	drain_hops();
 
 	struct fwd_engine *e = fwd_engine_create(8, 0, deliver, r, &cnt, err, sizeof(err));
@@ -424,13 +427,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rcu_thread_online();
 			fwd_on_tcp_answer(e, c->token, c, ans, len);
 			rcu_thread_offline();
-		} else if (r->nseen > 0) {
+		} else if (r->nseen > 0 && (ctl != 0 || n != 0)) {
 			struct seen *s = &r->seen[((ctl >> 5) & 3) % r->nseen];
 			size_t len = make_answer(s->hop, ctl, s->msg, s->len, s->qend, s->cookie, d, n, ans, sizeof(ans));
 			sendto(hop_fd[s->hop], ans, len, 0, (struct sockaddr *)&s->from, sizeof(s->from));
 		}
 		rcu_thread_online();
-		engine_turn(e, 0);
+		int next = engine_turn(e, 0);
+		if (ctl == 0 && n == 0 && next > 0)
+			engine_turn(e, next);   /* time passes: a deadline */
 		rcu_thread_offline();
 	}
 	/* then nothing more comes: the rest fails as its deadlines pass */
