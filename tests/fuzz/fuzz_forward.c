@@ -209,7 +209,7 @@ static void deliver(void *ctx, const struct fwd_client *client, const uint8_t *m
 					DNS_CLASS_IN, &a, &why) == 0);
 	/* records are relayed as the hop gave them (fuzz_relay compares those
 	 * with ldns); our own answers ldns must read */
-	if (a.ancount == 0 && a.nscount == 0) {
+	if (a.ancount == 0 && a.nscount == 0 && a.arcount == (a.has_opt ? 1 : 0)) {
 		ldns_pkt *p = NULL;
 		CHECK(ldns_wire2pkt(&p, msg, len) == LDNS_STATUS_OK);
 		CHECK(ldns_pkt_qr(p) && ldns_pkt_id(p) == CLIENT_ID(i));
