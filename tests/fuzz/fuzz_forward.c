@@ -154,7 +154,6 @@ struct run {
 		struct sockaddr_in from;
 		uint8_t msg[512];
 		size_t len, qend;
-		const uint8_t *cookie;          /* our client cookie in msg, or NULL */
 	} seen[MAX_SEEN];
 	/* TCP exchanges the engine opened */
 	struct fwd_tcp_conn {
@@ -268,7 +267,6 @@ static void hops_read(struct run *r)
 			s.qend = question_end(s.msg, s.len);
 			memmove(&r->seen[1], &r->seen[0], (MAX_SEEN - 1) * sizeof(r->seen[0]));
 			r->seen[0] = s;
-			r->seen[0].cookie = query_cookie(r->seen[0].msg, s.len, s.qend);
 			if (r->nseen < MAX_SEEN)
 				r->nseen++;
 		}
@@ -429,7 +427,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rcu_thread_offline();
 		} else if (r->nseen > 0 && (ctl != 0 || n != 0)) {
 			struct seen *s = &r->seen[((ctl >> 5) & 3) % r->nseen];
-			size_t len = make_answer(s->hop, ctl, s->msg, s->len, s->qend, s->cookie, d, n, ans, sizeof(ans));
+			size_t len = make_answer(s->hop, ctl, s->msg, s->len, s->qend,
+						 query_cookie(s->msg, s->len, s->qend), d, n, ans, sizeof(ans));
 			sendto(hop_fd[s->hop], ans, len, 0, (struct sockaddr *)&s->from, sizeof(s->from));
 		}
 		rcu_thread_online();
