@@ -35,13 +35,15 @@
  * and question (as the client wrote it) with every record inside it, that
  * ldns reads too unless it relays the hop's records (fuzz_relay compares
  * those), within a UDP client's limit; afterwards nothing is in flight
- * (in_flight 0, no TCP exchange left open).
+ * (in_flight 0, no TCP exchange left open), and once the engine is freed
+ * none of its sockets is left open.
  * What the engine learns of the two hops (RTT, that the second speaks
  * cookies) is process-wide and outlives an input, as it outlives a query
  * in inrpd: once the second hop gave a server cookie, its answers without
  * one are dropped as spoofed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ struct fib *inrpd_chan_fib;
 
 static int hop_fd[2] = { -1, -1 };
 static uint16_t hop_port[2];
+static int fd_floor;                    /* the lowest free descriptor between inputs */
 static struct rrl *rrl;
 static struct inrpd_counters cnt;
 
@@ -106,6 +109,14 @@ static uint16_t hop_open(int i)
 	CHECK(getsockname(hop_fd[i], (struct sockaddr *)&sin, &sl) == 0);
 	hop_port[i] = ntohs(sin.sin_port);
 	return hop_port[i];
+}
+
+static int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	close(fd);
+	return fd;
 }
 
 static void setup(void)
@@ -137,6 +148,7 @@ static void setup(void)
 	rrl = rrl_create(1);
 	CHECK(inrpd_rt && inrpd_chan_fib && rrl);
 	atexit(teardown);
+	fd_floor = lowest_free_fd();
 }
 
 /* One input's clients, and the hops' view of the engine. */
@@ -452,5 +464,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rcu_thread_offline();
 	CHECK(fwd_pending_count(e) == 0 && cnt.in_flight == 0 && !tcp_any(r));
 	fwd_engine_free(e);
+	CHECK(lowest_free_fd() <= fd_floor);   /* every socket of the engine closed */
 	return 0;
 }
