@@ -83,7 +83,6 @@ struct fib *inrpd_chan_fib;
 
 static int hop_fd[2] = { -1, -1 };
 static uint16_t hop_port[2];
-static int fd_floor;                    /* the lowest free descriptor between inputs */
 static struct rrl *rrl;
 static struct inrpd_counters cnt;
 
@@ -148,7 +147,6 @@ static void setup(void)
 	rrl = rrl_create(1);
 	CHECK(inrpd_rt && inrpd_chan_fib && rrl);
 	atexit(teardown);
-	fd_floor = lowest_free_fd();
 }
 
 /* One input's clients, and the hops' view of the engine. */
@@ -382,6 +380,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* room for an attempt after a timeout takes the longest budget: an attempt has at least 20 ms */
 	uint32_t budget = ((data[0] >> 4) & 7) == 7 ? 60 : 4 + ((data[0] >> 4) & 7);
 	drain_hops();
+	/* per input: libFuzzer's symbolizer may hold pipes opened since */
+	int fd_floor = lowest_free_fd();
 
 	struct fwd_engine *e = fwd_engine_create(8, 0, deliver, r, &cnt, err, sizeof(err));
 	CHECK(e);
