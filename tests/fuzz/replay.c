@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static unsigned replayed;
 
@@ -81,6 +82,7 @@ static int replay_path(const char *path)
 int main(int argc, char **argv)
 {
 	int rc = 0;
+	LLVMFuzzerInitialize(&argc, &argv);     /* as libFuzzer does */
 	for (int i = 1; i < argc; i++)
 		if (replay_path(argv[i]) < 0)
 			rc = 1;
