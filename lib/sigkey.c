@@ -28,16 +28,22 @@ void sigkey_public_text(const uint8_t pk[SIGKEY_PUBLIC_LEN], char out[SIGKEY_TEX
 	sodium_bin2base64(out, SIGKEY_TEXT_LEN + 1, pk, SIGKEY_PUBLIC_LEN, sodium_base64_VARIANT_ORIGINAL);
 }
 
-/* Exactly 44 characters of standard base64 for 32 bytes. */
+/*
+ * Exactly 44 characters of standard base64 for 32 bytes, in the one text
+ * that encodes them: libsodium's decoder takes some bytes outside the
+ * alphabet (0xAF as 'o'), and a key must have one spelling.
+ */
 static int b64_32(const char *text, size_t len, uint8_t out[32])
 {
+	char again[SIGKEY_TEXT_LEN + 1];
 	size_t got;
 	if (len != SIGKEY_TEXT_LEN)
 		return -1;
 	if (sodium_base642bin(out, 32, text, len, NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    got != 32)
 		return -1;
-	return 0;
+	sodium_bin2base64(again, sizeof(again), out, 32, sodium_base64_VARIANT_ORIGINAL);
+	return memcmp(again, text, SIGKEY_TEXT_LEN) == 0 ? 0 : -1;
 }
 
 int sigkey_public_parse(const char *text, size_t len, uint8_t pk[SIGKEY_PUBLIC_LEN])
