@@ -5,29 +5,18 @@ not deleted; a second FIB channel sender replaces the first loudly; a
 daemon left running as root says so."""
 
 import os
-import pathlib
-import shutil
-import tempfile
 
 import pytest
 
 from conftest import Inrpd, Nbrpd, free_port, loopback_addr, run_inrpd, stop_all, wait_for
 import fibchan_client as fc
 from test_inrpd_control import inrpc
+from test_ops_privdrop import world_dir  # noqa: F401  (a fixture: a directory nobody can read)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give it up")
 
 NOBODY = 65534
 ROOT_WARNING = "running as root: set 'user'"
-
-
-@pytest.fixture
-def world_dir():
-    """Configs and member files nobody can read (pytest's tmp_path is root's alone)."""
-    d = pathlib.Path(tempfile.mkdtemp(prefix="cr-privileges-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
