@@ -274,16 +274,19 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	(void)args;
 	(void)nargs;
 	struct inrpd_counters u, t;
-	char ub[2048], tb[2048];
 	counters_now(&u, &t);
-	format_counters(&u, json, ub, sizeof(ub));
-	format_counters(&t, json, tb, sizeof(tb));
 	if (json) {
+		char ub[2048], tb[2048];
+		format_counters(&u, true, ub, sizeof(ub));
+		format_counters(&t, true, tb, sizeof(tb));
 		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);
 		return;
 	}
-	ctl_reply_line(r, CTL_DATA, "udp  %s", ub);
-	ctl_reply_line(r, CTL_DATA, "tcp  %s", tb);
+	/* one counter a line, as unbound-control prints them, so grep and awk can pick one */
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		ctl_reply_line(r, CTL_DATA, "udp.%s %llu", counter_fields[i].name, counter_get(&u, i));
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		ctl_reply_line(r, CTL_DATA, "tcp.%s %llu", counter_fields[i].name, counter_get(&t, i));
 }
 
 static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)

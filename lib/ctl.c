@@ -477,8 +477,9 @@ static int read_line(struct line_reader *lr, char *out, size_t out_len, char *er
 }
 
 int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg,
-		char *err, size_t err_len)
+		bool *connected, char *err, size_t err_len)
 {
+	*connected = false;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		snprintf(err, err_len, "socket path too long: %s", path);
@@ -503,6 +504,7 @@ int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg
 		close(fd);
 		return -1;
 	}
+	*connected = true;
 	struct line_reader *lr = calloc(1, sizeof(*lr));
 	char *line = malloc(CTL_MAX_REPLY_LINE + 1);
 	size_t line_size = CTL_MAX_REPLY_LINE + 1;

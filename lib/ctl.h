@@ -98,9 +98,10 @@ typedef void (*ctl_line_fn)(void *arg, int code, const char *text);
 /*
  * Connects, reads the greeting, sends command, and calls fn for every
  * line of the reply, the final one included.  Returns the final code, or
- * -1 with err set when the socket or the reply is broken.
+ * -1 with err set when the socket or the reply is broken (*connected
+ * says whether the daemon was reached at all).
  */
 int ctl_command(const char *path, const char *command, ctl_line_fn fn, void *arg,
-		char *err, size_t err_len);
+		bool *connected, char *err, size_t err_len);
 
 #endif

@@ -67,10 +67,14 @@ int ctl_cli_main(const struct ctl_cli *cli, int argc, char **argv)
 	}
 	char err[256];
 	fflush(stdout);
-	int code = ctl_command(path, command, print_line, (void *)cli, err, sizeof(err));
+	bool connected = false;
+	int code = ctl_command(path, command, print_line, (void *)cli, &connected, err, sizeof(err));
 	fflush(stdout);
 	if (code < 0) {
 		fprintf(stderr, "%s: %s\n", cli->prog, err);
+		if (!connected)
+			fprintf(stderr, "%s: is %s running with 'control \"%s\";' in its config? "
+				"Another socket: %s -s PATH\n", cli->prog, cli->daemon, path, cli->prog);
 		return 2;
 	}
 	return code >= 8000 ? 1 : 0;

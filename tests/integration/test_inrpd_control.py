@@ -43,12 +43,13 @@ def test_counters_count_what_was_asked(inrpd_factory, tmp_path):
     assert after["udp"]["answered"] - before["udp"]["answered"] == 3
     assert after["udp"]["refused"] - before["udp"]["refused"] == 2
     assert after["tcp"]["queries"] - before["tcp"]["queries"] == 1
-    # the text form says the same, one line per transport
+    # the text form says the same, one counter a line
     r = inrpc(sock, "show", "counters")
     assert r.returncode == 0
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("udp ") and f"refused {after['udp']['refused']}" in lines[0]
-    assert lines[1].startswith("tcp ")
+    assert f"udp.refused {after['udp']['refused']}" in lines
+    assert f"tcp.queries {after['tcp']['queries']}" in lines
+    assert len(lines) == 2 * len(after["udp"]) and all(len(l.split()) == 2 for l in lines)
 
 
 def test_status_describes_the_running_daemon(inrpd_factory, tmp_path):
@@ -84,8 +85,11 @@ def test_cli_errors(inrpd_factory, tmp_path):
     inrpd_factory(body)
     r = inrpc(sock, "frobnicate")
     assert r.returncode == 1 and "unknown command 'frobnicate'" in r.stderr
-    r = inrpc(tmp_path / "nowhere.ctl", "help")
-    assert r.returncode == 2 and "No such file" in r.stderr
+    # a socket nobody listens on: the path, the keyword that sets it, and -s
+    nowhere = tmp_path / "nowhere.ctl"
+    r = inrpc(nowhere, "help")
+    assert r.returncode == 2 and f"{nowhere}: No such file" in r.stderr
+    assert f'control "{nowhere}";' in r.stderr and "-s PATH" in r.stderr
     r = inrpc(sock, "help")
     assert r.returncode == 0 and "show counters" in r.stdout
 
