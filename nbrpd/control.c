@@ -167,15 +167,18 @@ static void sig_counts(struct strbuf *b, const struct rde_peer_stats *rs, bool j
 	for (int s = ATTEST_VALID; s < ATTEST_PENDING; s++)
 		strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s %s %llu", s && json ? ", " : s ? "," : "",
 			    attest_state_name((enum attest_state)s), (unsigned long long)rs->sig_state[s]);
-	strbuf_addf(b, json ? "}, \"invalid_by_reason\": {" : " (");
+	strbuf_addf(b, json ? "}, \"invalid_by_reason\": {" : "");
 	bool first = true;
 	for (int k = ATTEST_OK + 1; k < ATTEST_REASONS; k++)
 		if (json || rs->sig_invalid[k]) {
-			strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s%s %llu", first ? "" : ", ",
+			strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s%s %llu", first ? (json ? "" : " (") : ", ",
 				    attest_reason_name((enum attest_reason)k), (unsigned long long)rs->sig_invalid[k]);
 			first = false;
 		}
-	strbuf_addf(b, json ? "}" : ")");
+	if (json)
+		strbuf_addf(b, "}");
+	else if (!first)
+		strbuf_addf(b, ")");
 }
 
 static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -369,12 +372,20 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
 			return;
 		}
-		const struct rib_entry *e = rde_find(d->rde, &n);
-		if (!e) {
+		/* a name may be both a content name and an aggregate's: show both */
+		const struct rib_entry *e = rde_find(d->rde, &n), *agg = rde_find_aggregate(d->rde, &n);
+		if (!e && !agg) {
 			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
 			return;
 		}
-		describe(d, e, json, "", r);
+		if (json && e && agg)
+			ctl_reply_line(r, CTL_DATA, "[");
+		if (e)
+			describe(d, e, json, json && agg ? "," : "", r);
+		if (agg)
+			describe(d, agg, json, "", r);
+		if (json && e && agg)
+			ctl_reply_line(r, CTL_DATA, "]");
 		return;
 	}
 	/* JSON: one array of the objects a single name gets */

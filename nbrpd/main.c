@@ -207,11 +207,11 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	char defs[96] = "";
 	if (bad_defs)
 		snprintf(defs, sizeof(defs), "; %u aggregate definitions not read (see the log)", bad_defs);
-	log_info("reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
-		 "%u content names and aggregates%s", d->conf_path, n, added, removed, reset, refreshed,
+	log_info("reloaded %s: peers %u (%u added, %u removed, %u restarted, %u asked to resend), "
+		 "content names and aggregates %u%s", d->conf_path, n, added, removed, reset, refreshed,
 		 cfg->ncontent, defs);
-	snprintf(msg, msg_len, "reloaded %s: %u peers (%u added, %u removed, %u restarted, %u asked to resend), "
-		 "%u content names and aggregates%s", d->conf_path, n, added, removed, reset, refreshed,
+	snprintf(msg, msg_len, "reloaded %s: peers %u (%u added, %u removed, %u restarted, %u asked to resend), "
+		 "content names and aggregates %u%s", d->conf_path, n, added, removed, reset, refreshed,
 		 cfg->ncontent, defs);
 	return 0;
 }
@@ -225,13 +225,18 @@ int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len)
 	return rc;
 }
 
-static void fib_ready(struct nbrpd *d, const char *why)
+static void fib_ready(struct nbrpd *d, bool every_table)
 {
 	d->rib_ready = true;
 	uv_timer_stop(&d->sync_wait);
+	if (!d->fib)
+		log_info(every_table ? "every peer sent its table" : "fib-sync-wait over: some peers' tables still missing");
+	else if (every_table)
+		log_info("every peer sent its table: the FIB is in sync");
+	else
+		log_info("fib-sync-wait over: syncing the FIB without every peer's table");
 	if (d->fib)
 		fibpush_ready(d->fib);
-	log_info("%s", why);
 }
 
 /* Every peer sent its table: the FIB may replace what inrpd kept. */
@@ -239,14 +244,14 @@ static void on_eor(void *arg)
 {
 	struct nbrpd *d = arg;
 	if (!d->rib_ready && sessions_all_eor(d->sessions))
-		fib_ready(d, "every peer sent its table: the FIB is in sync");
+		fib_ready(d, true);
 }
 
 static void on_sync_wait(uv_timer_t *t)
 {
 	struct nbrpd *d = t->data;
 	if (!d->rib_ready)
-		fib_ready(d, "fib-sync-wait over: syncing the FIB without every peer's table");
+		fib_ready(d, false);
 }
 
 /* ---- the RDE's ways out ---- */
@@ -483,7 +488,7 @@ int main(int argc, char **argv)
 	}
 	if (opts.check) {
 		if (cfg)
-			printf("nbrpd: %s: configuration valid (%u peers, %u content names)\n", conf_arg,
+			printf("nbrpd: %s: configuration valid (peers %u, content names %u)\n", conf_arg,
 			       cfg->npeers, cfg->ncontent);
 		else
 			fprintf(stderr, "nbrpd: %s\n", err);
@@ -580,7 +585,7 @@ int main(int argc, char **argv)
 	d->sync_wait.data = d;
 	uv_timer_start(&d->sync_wait, on_sync_wait, cfg->fib_sync_wait_ms, 0);
 	on_eor(d);                      /* no peers: ready at once */
-	log_info("nbrpd %s started: router %s, %u peers, %u content names", NBRPD_VERSION,
+	log_info("nbrpd %s started: router %s, peers %u, content names %u", NBRPD_VERSION,
 		 cfg->router_name, cfg->npeers, cfg->ncontent);
 	daemon_ready();
 

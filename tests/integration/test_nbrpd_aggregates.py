@@ -108,6 +108,11 @@ def test_an_aggregate_crosses_three_routers_and_a_reload_sends_only_the_diff(net
     # the route names the aggregate, with the version each hop stores
     route = rs["r1"].nbrpd.json("show", "aggregate", AGG)
     assert route["members"] == 50000 and route["origin"] == "learned"
+    # and `show route` by the aggregate's name finds it
+    r = rs["r1"].nbrpd.nbrc("show", "route", AGG)
+    assert r.returncode == 0 and AGG in r.stdout and "no route" not in r.stdout + r.stderr
+    shown = rs["r1"].nbrpd.json("show", "route", AGG)
+    assert shown["aggregate"] and shown["routes"][0]["path"] == ["r2", "r3"]
 
 
 def transfer(tool, *args):

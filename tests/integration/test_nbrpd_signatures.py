@@ -82,6 +82,9 @@ def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signe
     wait_for(lambda: n.route(f"a.{GOOD}") is not None, 10, "the valid route")
     r = n.route(f"a.{GOOD}")[0]
     assert r["signatures"] == "valid" and r["signature_reason"] == "" and r["path"] == ["x", "y"]
+    # nothing refused yet: the peer's line counts states and names no reasons
+    line = n.nbrc("show", "peers").stdout
+    assert "signatures: valid 1" in line and "(" not in line, line
 
     attacks = []
     # an origin the trust file does not list for the suffix
