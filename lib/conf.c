@@ -1009,6 +1009,27 @@ int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t ma
 	return 0;
 }
 
+int conf_arg_path_near(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
+		       char *err, size_t err_len)
+{
+	const char *path = s->argv[idx];
+	if (path[0] == '/')
+		return conf_arg_path(s, idx, seen, max_len, out, err, err_len);
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	const char *slash = strrchr(s->file, '/');
+	int dir_len = slash ? (int)(slash - s->file) : 1;
+	const char *dir = slash ? s->file : ".";
+	char full[PATH_MAX];
+	int n = snprintf(full, sizeof(full), "%.*s/%s", dir_len, dir, path);
+	if (n < 0 || (size_t)n >= sizeof(full) || (size_t)n > max_len)
+		return conf_error(err, err_len, s, "%s path longer than %zu bytes", s->argv[0], max_len);
+	*out = strdup(full);
+	if (!*out)
+		return conf_error(err, err_len, s, "out of memory");
+	return 0;
+}
+
 int conf_arg_endpoint(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
 		      uint16_t *port, char *err, size_t err_len)
 {

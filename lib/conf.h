@@ -121,6 +121,9 @@ int conf_once_log_level(const struct conf_stmt *s, bool *seen, int *out, char *e
 /* An absolute path of at most max_len bytes, given once; strdup'd into *out. */
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len);
+/* The same, but a relative path is taken relative to the directory of the file it is written in. */
+int conf_arg_path_near(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
+		       char *err, size_t err_len);
 /* "ADDRESS" or "ADDRESS port N" ending the statement at argv[idx]; *port kept if not given. */
 int conf_arg_endpoint(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
 		      uint16_t *port, char *err, size_t err_len);

@@ -67,7 +67,6 @@
  *         file "hosted.names";             one name per line; relative to this file
  *     }
  */
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,16 +511,8 @@ static int kw_members_file(const struct conf_stmt *s, void *arg, char *err, size
 	struct nbrpd_content *c = arg;
 	bool seen = c->members_file != NULL;
 	char *path;
-	if (conf_arg_path(s, 1, &seen, PATH_MAX - 1, &path, err, err_len) < 0)
+	if (conf_arg_path_near(s, 1, &seen, PATH_MAX - 1, &path, err, err_len) < 0)
 		return -1;
-	if (path[0] != '/') {
-		char dir[PATH_MAX], full[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s", s->file);
-		int n = snprintf(full, sizeof(full), "%s/%s", dirname(dir), path);
-		free(path);
-		if (n < 0 || (size_t)n >= sizeof(full) || !(path = strdup(full)))
-			return conf_error(err, err_len, s, "file path too long");
-	}
 	c->members_file = path;
 	return 0;
 }

@@ -374,3 +374,13 @@ def test_an_ixfr_the_source_cannot_serve_comes_as_a_whole_and_is_stored(lone, se
     assert "IXFR as AXFR (journal does not reach back)" in second.log()
     assert view()["fetch_failures"] == 0
     p.close()
+
+
+def test_a_relative_member_file_is_read_from_the_config_files_directory(nbrpd_factory, tmp_path):
+    """`file "hosted.names";` names a file beside the config, wherever nbrpd was started."""
+    (tmp_path / "nbrpd-r1").mkdir()
+    write_members(tmp_path / "nbrpd-r1" / "hosted.names", ["a.example", "b.example", "c.example"])
+    n = nbrpd_factory("r1", 'router-name "r1";\ninrp-address 127.0.0.1 port 53;\n'
+                      f'state-dir "{tmp_path}/state";\n'
+                      f'aggregate "{AGG}" {{ server {SERVER_FAR}; file "hosted.names"; }}\n')
+    wait_for(lambda: n.json("show", "aggregate", AGG)["members"] == 3, 10, "the members read")
