@@ -130,7 +130,11 @@ static struct aggregate *get(struct aggregates *a, const struct name *n)
 	a->tab[k] = g;
 	a->n++;
 	if (!a->cfg->state_dir) {
-		snprintf(g->error, sizeof(g->error), "no state-dir: aggregates are not kept");
+		char t[NAME_MAX_TEXT];
+		text_of(n, t, sizeof(t));
+		snprintf(g->error, sizeof(g->error), "no state-dir: aggregates are not kept (set state-dir and restart)");
+		log_warn("aggregate %s: no state-dir, so its members are neither fetched nor served "
+			 "(set state-dir and restart)", t);
 		return g;
 	}
 	char err[256];

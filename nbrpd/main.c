@@ -93,6 +93,28 @@ static int start_signatures(struct nbrpd *d, const struct nbrpd_config *cfg, cha
 	return rc;
 }
 
+/* The settings a reload cannot change in place, named in *out when they differ. */
+static void restart_needed(const struct nbrpd_config *cfg, const struct nbrpd_config *old, char *out, size_t len)
+{
+	const struct { bool differs; const char *what; } k[] = {
+		{ strcmp(cfg->router_name, old->router_name) != 0, "router-name" },
+		{ cfg->has_listen != old->has_listen || memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0,
+		  "listen" },
+		{ memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0, "inrp-address" },
+		{ !same_string(cfg->fib_channel, old->fib_channel), "fib-channel" },
+		{ !same_string(cfg->control_path, old->control_path), "control" },
+		{ !same_string(cfg->pid_file, old->pid_file), "pid-file" },
+		{ !same_string(cfg->bird_socket, old->bird_socket), "bird socket" },
+		{ !same_string(cfg->state_dir, old->state_dir), "state-dir" },
+		{ !metrics_config_equal(&cfg->metrics, &old->metrics), "metrics" },
+		{ !privdrop_config_equal(&cfg->run_as, &old->run_as), "user or group" },
+	};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]) && n < len; i++)
+		if (k[i].differs)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "", k[i].what);
+}
+
 /*
  * SIGHUP or `nbrc reload`.  Sessions that the change does not concern stay
  * up: content, decision knobs, timers and a peer's policies apply in place
@@ -125,15 +147,10 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	}
 	if (!same_string(cfg->key_file, old->key_file) && old->key_file)
 		log_warn("reload: a new key-file takes effect on restart");
-	if (strcmp(cfg->router_name, old->router_name) != 0 || cfg->has_listen != old->has_listen ||
-	    memcmp(&cfg->listen, &old->listen, sizeof(cfg->listen)) != 0 ||
-	    memcmp(&cfg->inrp, &old->inrp, sizeof(cfg->inrp)) != 0 ||
-	    !same_string(cfg->fib_channel, old->fib_channel) || !same_string(cfg->control_path, old->control_path) ||
-	    !same_string(cfg->pid_file, old->pid_file) || !same_string(cfg->bird_socket, old->bird_socket) ||
-	    !same_string(cfg->state_dir, old->state_dir) ||
-	    !metrics_config_equal(&cfg->metrics, &old->metrics) || !privdrop_config_equal(&cfg->run_as, &old->run_as))
-		log_warn("reload: changes to router-name, listen, inrp-address, fib-channel, control, pid-file, "
-			 "state-dir, metrics, user, group and the BIRD socket take effect on restart");
+	char later[256] = "";
+	restart_needed(cfg, old, later, sizeof(later));
+	if (later[0])
+		log_warn("reload: %s changed: takes effect on restart", later);
 	cfg->metrics = old->metrics;
 	if (!g.debug)
 		log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
@@ -204,9 +221,11 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 	d->health = health_start(d->loop, cfg, d->rde);
 	nbrpd_config_free(old);
 	unsigned n = sessions_count(d->sessions);
-	char defs[96] = "";
+	char defs[384] = "";
 	if (bad_defs)
 		snprintf(defs, sizeof(defs), "; %u aggregate definitions not read (see the log)", bad_defs);
+	if (later[0])
+		snprintf(defs + strlen(defs), sizeof(defs) - strlen(defs), "; %s changed: takes effect on restart", later);
 	log_info("reloaded %s: peers %u (%u added, %u removed, %u restarted, %u asked to resend), "
 		 "content names and aggregates %u%s", d->conf_path, n, added, removed, reset, refreshed,
 		 cfg->ncontent, defs);

@@ -63,3 +63,24 @@ def test_a_broken_file_changes_nothing(net):
     assert r.returncode == 1 and f"{conf}:" in r.stderr and "frobnicate" in r.stderr
     assert path_of(rs["r1"], "a.content") == ["r2"]
     assert rs["r2"].nbrpd.peers()["r1"]["state"] == "Established"
+
+
+def test_a_reload_says_which_settings_wait_for_a_restart(nbrpd_factory, tmp_path):
+    """state-dir added by reload: the reply and the log name it; the aggregate keeps saying why it
+    is not kept until the restart, and after it is stored."""
+    base = 'router-name "r1";\ninrp-address 127.0.0.1 port 53;\n'
+    (tmp_path / "nbrpd-r1").mkdir()
+    (tmp_path / "nbrpd-r1" / "m.names").write_text("a.example\n")
+    agg = 'aggregate "hosted.agg" { server 127.0.0.9; file "m.names"; }\n'
+    n = nbrpd_factory("r1", base)
+    n.conf.write_text(f'control "{n.ctl}";\n' + base + f'state-dir "{tmp_path}/state";\n' + agg)
+    r = n.nbrc("reload")
+    assert r.returncode == 0 and "state-dir changed: takes effect on restart" in r.stdout, r.stdout
+    assert "state-dir changed: takes effect on restart" in n.log()
+    view = n.json("show", "aggregate", "hosted.agg")
+    assert "no state-dir" in view["error"] and "restart" in view["error"], view
+    assert "no state-dir, so its members are neither fetched nor served" in n.log()
+    n.stop()
+    n.restart()
+    wait_for(lambda: n.json("show", "aggregate", "hosted.agg").get("version") is not None, 10,
+             "the aggregate stored after the restart")
