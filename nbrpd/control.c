@@ -372,20 +372,16 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
 			return;
 		}
-		/* a name may be both a content name and an aggregate's: show both */
+		/* the name's own route, else the aggregate of that name */
 		const struct rib_entry *e = rde_find(d->rde, &n), *agg = rde_find_aggregate(d->rde, &n);
 		if (!e && !agg) {
 			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
 			return;
 		}
-		if (json && e && agg)
-			ctl_reply_line(r, CTL_DATA, "[");
-		if (e)
-			describe(d, e, json, json && agg ? "," : "", r);
-		if (agg)
-			describe(d, agg, json, "", r);
-		if (json && e && agg)
-			ctl_reply_line(r, CTL_DATA, "]");
+		describe(d, e ? e : agg, json, "", r);
+		if (e && agg && !json)
+			ctl_reply_line(r, CTL_DATA, "%s is an aggregate's name too: nbrc show aggregate %s",
+				       args[0], args[0]);
 		return;
 	}
 	/* JSON: one array of the objects a single name gets */
