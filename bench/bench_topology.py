@@ -487,7 +487,7 @@ def main():
             "clients": {"sy": {"router": y}},       # Y's server, announced later
             # one route per name for inrpd: it picks among ranked routes by
             # RTT and load, not path length, and may send a query back along
-            # a longer alternate (see docs/BENCHMARKS.md)
+            # a longer alternate (see docs/benchmarks/topology.md)
             "nbrpd": {"hold-time": "90s", "max-routes": "1"},
             "bird": {"poll-interval": "1s", "unreachable-delay": "5s"}}
     t = time.monotonic()

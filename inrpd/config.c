@@ -74,7 +74,7 @@
 #define DEFAULT_QUERY_TIMEOUT_MS 2000
 #define DEFAULT_HOP_PROBE_MS    5000
 #define DEFAULT_MAX_PENDING     4096
-#define DEFAULT_REFRESH_SLOTS   0       /* off, as Unbound's prefetch: docs/BENCHMARKS.md, topology */
+#define DEFAULT_REFRESH_SLOTS   0       /* off, as Unbound's prefetch: docs/benchmarks/topology.md */
 #define DEFAULT_FIB_GRACE_MS    60000
 #define DEFAULT_CACHE_SIZE      (64u << 20)
 #define DEFAULT_CACHE_MAX_TTL   86400
