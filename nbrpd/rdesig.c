@@ -2,6 +2,7 @@
  * Signatures in the RDE: the verifier, the trust file and the worker pool,
  * and the queue of a peer's UPDATEs waiting for their checks (rdesig.h).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "hashkey.h"
 #include "log.h"
 #include "rdesig.h"
+#include "trust_serial.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
 #define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
@@ -117,6 +119,7 @@ struct rdesig {
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
 	uint64_t trust_gen;             /* counts the trust files installed */
+	uint64_t serial_floor;          /* the highest serial installed, kept in the state-dir across restarts */
 	uint64_t trust_refused[TRUST_REFUSALS];
 	bool trust_warned;              /* of the one in force: its end is near */
 	bool trust_expired;             /* ... has passed: routes checked again then */
@@ -196,7 +199,24 @@ static enum rde_trust_refusal trust_acceptable(const struct rdesig *s, const str
 		return TRUST_REFUSED_EXPIRED;
 	if (s->have_trust && t->serial <= s->trust.serial)
 		return TRUST_REFUSED_OLDER;
+	if (t->serial < s->serial_floor)
+		return TRUST_REFUSED_OLDER;     /* older than one installed before a restart */
 	return TRUST_REFUSALS;
+}
+
+/* The serial installed kept in the state-dir (if any), so that a restart does not take back an older file. */
+static void serial_floor_raise(struct rdesig *s)
+{
+	const char *dir = s->rde->cfg->state_dir;
+	char err[PATH_MAX + 64];
+	if (!dir || s->trust.serial <= s->serial_floor)
+		return;
+	if (trust_serial_save(dir, s->trust.serial, err, sizeof(err)) < 0) {
+		log_err("signatures: keeping trust serial %llu: %s; a restart may take an older file",
+			(unsigned long long)s->trust.serial, err);
+		return;
+	}
+	s->serial_floor = s->trust.serial;
 }
 
 /* Reads the trust file; a good one replaces the one in force, any other is logged, counted and changes nothing. */
@@ -233,7 +253,12 @@ static void read_trust(struct rdesig *s, bool verbose)
 		utc_text(t.valid_until, until);
 		s->trust_refused[why]++;
 		s->trust_not_yet = why == TRUST_REFUSED_NOT_YET ? t.valid_from : 0;
-		if (why == TRUST_REFUSED_OLDER)
+		if (why == TRUST_REFUSED_OLDER && !s->have_trust)
+			log_err("signatures: %s: serial %llu is lower than %llu, the highest installed before "
+				"(%s/" TRUST_SERIAL_FILE "; refused: not newer); %s", cfg->trust_file,
+				(unsigned long long)t.serial, (unsigned long long)s->serial_floor, cfg->state_dir,
+				keeping);
+		else if (why == TRUST_REFUSED_OLDER)
 			log_err("signatures: %s: serial %llu is not larger than %llu, the file in force's "
 				"(refused: not newer); %s", cfg->trust_file, (unsigned long long)t.serial,
 				(unsigned long long)s->trust.serial, keeping);
@@ -251,6 +276,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 	s->trust_warned = s->trust_expired = false;
 	s->trust_not_yet = 0;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
+	serial_floor_raise(s);
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
 	if (verbose)
@@ -331,6 +357,8 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->next_expiry = UINT64_MAX;
 	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	attest_verifier_set_trust(&s->v, NULL);
+	if (cfg->state_dir && trust_serial_load(cfg->state_dir, &s->serial_floor, err, err_len) < 0)
+		log_err("signatures: %s: any trust file valid now is taken", err);
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
 	s->poll.data = s;

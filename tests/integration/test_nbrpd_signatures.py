@@ -687,3 +687,37 @@ def test_a_trust_file_only_moves_forward(signed):
     assert n.peers()["x"]["routes_by_state"]["unverified"] == 1
     assert n.peers()["x"]["state"] == "Established"
     p.close()
+
+
+def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
+    """The serial installed is kept in the state-dir: a restarted nbrpd refuses a file older than
+    it (a revoked origin brought back by an old file still inside its window), counted and logged,
+    and runs with no trust data (unverified: refused under require) until a newer one comes."""
+    state = tmp_path / "state"
+    n = signed("require", extra=f'state-dir "{state}";\n')
+    fed = n.fed
+    base = n.json("show", "status")["trust_serial"]
+    five = fed.write_trust(serial=base + 5)
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == five, 10, "serial 5 installed")
+    assert (state / "trust-serial").read_text() == f"{five}\n"
+    # the same file after a restart is taken
+    assert n.stop() == 0
+    n.restart()
+    assert n.json("show", "status")["trust_serial"] == five
+    # an older file, the origin of good.example still in it, after a restart: refused
+    assert n.stop() == 0
+    fed.write_trust(serial=five - 1)
+    n.restart()
+    status = n.json("show", "status")
+    assert status["trust_serial"] == 0 and status["trust_files_refused"]["not newer"] == 1, status
+    assert (f"serial {five - 1} is lower than {five}, the highest installed before "
+            f"({state}/trust-serial; refused: not newer); routes are unverified") in n.log()
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["unverified"] == 1, 10, "the route checked")
+    assert n.route(f"a.{GOOD}") is None
+    # a newer file is taken at the next poll, and kept
+    six = fed.write_trust(serial=five + 1)
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == six, 10, "serial 6 installed")
+    assert (state / "trust-serial").read_text() == f"{six}\n"
+    p.close()
