@@ -412,6 +412,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	struct name first;
 	char first_text[NAME_MAX_TEXT] = "";
 	uint32_t unauthorised = rde_aggregate_unauthorised(w->d->rde, &v->name, &first);
+	uint64_t unsigned_sources = rde_aggregate_unsigned_sources(w->d->rde, &v->name);
 	if (unauthorised)
 		name_to_text(&first, first_text, sizeof(first_text));
 	struct strbuf b = { 0 };
@@ -464,6 +465,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		} else {
 			strbuf_addf(&b, "null");
 		}
+		strbuf_addf(&b, ", \"unsigned_sources\": %llu", (unsigned long long)unsigned_sources);
 		strbuf_addf(&b, ", \"routes\": %u, \"error\": \"", nroutes);
 		strbuf_add_json(&b, v->error);
 		strbuf_addf(&b, "\"}");
@@ -505,6 +507,9 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	if (unauthorised)
 		ctl_reply_line(r, CTL_DATA, "  %u members its origin may not originate, %s the first: its signed "
 			       "routes are invalid (unauthorised member)", unauthorised, first_text);
+	if (unsigned_sources)
+		ctl_reply_line(r, CTL_DATA, "  %llu signed routes named another source than the one their origin "
+			       "signed (unsigned aggregate source): never fetched from", (unsigned long long)unsigned_sources);
 	if (v->error[0])
 		ctl_reply_line(r, CTL_DATA, "  error: %s", v->error);
 }

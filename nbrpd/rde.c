@@ -158,6 +158,11 @@ struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t le
 	return agg_find(r, wire, len);
 }
 
+struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len)
+{
+	return agg_get(r, wire, len);
+}
+
 /* ---- the decision applied to an entry ---- */
 
 static bool route_usable(const struct rib_route *rt)
@@ -691,6 +696,8 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 	}
 	if (check)
 		rdesig_attrs(p, check, &k);
+	if (check && check->reason == ATTEST_UNSIGNED_SOURCE)
+		nbrp_aggregate_source_parse(rt->aggregate_signed_source, &k.agg_source);   /* the one signed, checked */
 	return attrs_get(r, &k, path);
 }
 
@@ -829,6 +836,8 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
 		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
+		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
+			rdesig_unsigned_source(p, rt);
 		if (verdict == IMPORT_OK && check && !rdesig_accept(p, check))
 			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */

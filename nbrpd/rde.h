@@ -175,6 +175,8 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
  * of them; 0: none.
  */
 uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first);
+/* Good chains of the aggregate that named another source than the one signed (unsigned aggregate source). */
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

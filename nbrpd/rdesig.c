@@ -80,6 +80,7 @@ struct origin {
 	Nbrp__Attestation pb, *ptr;
 	uint32_t version;               /* an aggregate's: the version and members signed */
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	struct ip_endpoint source;      /* ... and its transfer source (transfer-listen) */
 	uint64_t seq;                   /* the origin_seq signed: the name's announcement's */
 };
 
@@ -1130,10 +1131,16 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 		s->origins.b[k] = o;
 		s->origins.n++;
 	}
+	const struct nbrpd_config *cfg = s->rde->cfg;
+	struct ip_endpoint src = { 0 };
+	if (g && cfg->has_transfer)
+		src = cfg->transfer;
 	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW || o->seq != seq ||
-	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0))) {
+	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0 ||
+		   memcmp(&o->source, &src, sizeof(src)) != 0))) {
 		/* one signature per name and period: what an origin costs (docs/SIGNATURES.md) */
 		struct attest_subject sub = { .name = o->wire, .name_len = o->len, .seq = o->seq = seq };
+		char text[NBRP_SOURCE_TEXT_MAX] = "";
 		if (g) {
 			/* the aggregate's name (the key without its mark), its version and members */
 			sub.name = o->wire + 1;
@@ -1142,6 +1149,12 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 			sub.version = o->version = g->version;
 			memcpy(sub.digest, g->digest, ATTEST_DIGEST_LEN);
 			memcpy(o->digest, g->digest, ATTEST_DIGEST_LEN);
+			/* where it is fetched from: our transfer server (docs/AGGREGATES.md, Which version, from where) */
+			if (cfg->has_transfer)
+				nbrp_aggregate_source_format(&src, text, sizeof(text));
+			sub.source = text;
+			sub.source_len = (uint8_t)strlen(text);
+			o->source = src;
 			/* routers would refuse it whole: say so here (logged once a version and trust file) */
 			members_unauthorised(s, "this router", g, s->key.pk);
 		}
@@ -1601,7 +1614,7 @@ static void fresh_stored(struct rdesig *s, const struct rib_entry *e, const stru
 
 /* The Route a stored signed route was received as: what attest_prepare checks. */
 static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt,
-		     ProtobufCBinaryData *name, char **path)
+		     ProtobufCBinaryData *name, char **path, char source[NBRP_SOURCE_TEXT_MAX])
 {
 	nbrp__route__init(rt);
 	bool agg = entry_is_aggregate(e);
@@ -1625,6 +1638,9 @@ static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp_
 		rt->aggregate = *name;
 		rt->aggregate_version = a->k.agg_version;
 		rt->aggregate_digest = a->chain->digest;
+		/* a valid route's source is the one signed */
+		rt->aggregate_source = rt->aggregate_signed_source =
+			(char *)nbrp_aggregate_source_format(&a->k.agg_source, source, NBRP_SOURCE_TEXT_MAX);
 	}
 }
 
@@ -1677,8 +1693,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 			s->next_expiry = a->chain->expiry;
 		Nbrp__Route route;
 		ProtobufCBinaryData name;
-		char *path[NBRP_MAX_PATH];
-		route_of(e, a, &route, &name, path);
+		char *path[NBRP_MAX_PATH], source[NBRP_SOURCE_TEXT_MAX];
+		route_of(e, a, &route, &name, path, source);
 		struct attest_job j;
 		unsigned flags = ATTEST_STORED | (a->chain->set ? ATTEST_STORED_SET : 0) |
 				 (p->server_mode ? ATTEST_SERVER : 0);
@@ -1904,4 +1920,33 @@ uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg,
 	first->len = g->unauth_len;
 	memcpy(first->wire, g->unauth_wire, g->unauth_len);
 	return g->unauthorised;
+}
+
+/* ---- an aggregate's source not the signed one ---- */
+
+void rdesig_unsigned_source(struct rde_peer *p, const Nbrp__Route *rt)
+{
+	struct rde_agg *g = rde_agg_get(p->rde, rt->aggregate.data, rt->aggregate.len);
+	if (!g)
+		return;
+	/* a good chain of that aggregate each time: as many as its origin signed, logged 1, 2, 4, ... */
+	g->unsigned_sources++;
+	if (g->unsigned_sources & (g->unsigned_sources - 1))
+		return;
+	struct name n;
+	char text[NAME_MAX_TEXT];
+	n.len = g->len;
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, text, sizeof(text));
+	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
+		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
+		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
+		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
+		 (unsigned long long)g->unsigned_sources);
+}
+
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
+{
+	const struct rde_agg *g = r->sig ? rde_agg_find(r, agg->wire, agg->len) : NULL;
+	return g ? g->unsigned_sources : 0;
 }
