@@ -75,7 +75,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
 			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
 			       "\"origin_seqs_kept\": %llu, \"withdrawals_signed\": %llu, \"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
-			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
+			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}, "
+			       "\"stale_verdicts\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
@@ -97,7 +98,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       rde_trust_refusal_name(TRUST_REFUSED_NOT_YET),
 			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
 			       rde_trust_refusal_name(TRUST_REFUSED_EXPIRED),
-			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED], (unsigned long long)sg.stale_verdicts);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -147,12 +148,13 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		if (sg.trust && gmtime_r(&t, &tm))
 			strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		ctl_reply_line(r, CTL_DATA, "trust file: serial %llu, valid until %s%s; refused: %llu bad, "
-			       "%llu not newer, %llu not yet valid, %llu expired", (unsigned long long)sg.trust_serial,
+			       "%llu not newer, %llu not yet valid, %llu expired; %llu batches checked again (the trust "
+			       "data changed while they were verified)", (unsigned long long)sg.trust_serial,
 			       sg.trust ? until : "-", sg.trust_expiring ? " (EXPIRING)" : "",
 			       (unsigned long long)refused[TRUST_REFUSED_BAD],
 			       (unsigned long long)refused[TRUST_REFUSED_OLDER],
 			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
-			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED], (unsigned long long)sg.stale_verdicts);
 	}
 }
 

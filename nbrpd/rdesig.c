@@ -119,7 +119,8 @@ struct rdesig {
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
-	uint64_t trust_gen;             /* counts the trust files installed */
+	uint64_t trust_gen;             /* counts the trust data changes: files installed, the one in force ended */
+	uint64_t stale_verdicts;        /* checks finished under trust data replaced meanwhile: done again */
 	uint64_t serial_floor;          /* the highest serial installed, kept in the state-dir across restarts */
 	uint64_t trust_refused[TRUST_REFUSALS];
 	bool trust_warned;              /* of the one in force: its end is near */
@@ -135,6 +136,7 @@ struct sig_upd {
 	Nbrp__Update *u;
 	struct attest_job *jobs;        /* NULL: not prepared yet */
 	struct attest_batch b;
+	uint64_t gen;                   /* the trust data its jobs were prepared under (trust_gen) */
 	bool dead;                      /* its session ended while its batch ran */
 };
 
@@ -155,6 +157,7 @@ struct recheck_item {
 
 struct recheck_run {
 	struct attest_batch b;
+	uint64_t gen;                   /* prepared under (trust_gen): a newer walk supersedes it */
 	struct rdesig *s;
 	struct recheck_item *items;
 	size_t n, cap;
@@ -301,6 +304,7 @@ static void trust_watch(struct rdesig *s, uint64_t now)
 		s->trust_expired = true;
 		log_err("signatures: the trust file in force (serial %llu) expired at %s: every route is "
 			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
+		s->trust_gen++;
 		recheck_start(s);
 	}
 }
@@ -396,6 +400,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->signed_withdrawals = s->signed_withdrawals;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
+	out->stale_verdicts = s->stale_verdicts;
 	out->chain_bytes = s->chain_bytes;
 	out->fresh_kept = s->fresh.n;
 	out->trust_serial = s->have_trust ? s->trust.serial : 0;
@@ -506,7 +511,24 @@ static void submit(struct rdesig *s, struct sig_upd *q)
 	q->b.now = unix_now();
 	q->b.done = on_checked;
 	q->b.arg = q;
+	q->gen = s->trust_gen;          /* prepared just now */
 	attest_batch_submit(&s->pool, &q->b);
+}
+
+/*
+ * q's verdicts were reached under trust data replaced while its batch ran
+ * (an origin authorised then, a router key since changed): not applied but
+ * prepared again under the data in force.  What verified stays cached (the
+ * links name their keys), so this costs lookups, and crypto only for what
+ * the new file asks that the old did not.
+ */
+static void upd_unprepare(struct rdesig *s, struct sig_upd *q)
+{
+	for (size_t i = 0; i < q->u->n_routes; i++)
+		attest_job_drop(&q->jobs[i]);
+	free(q->jobs);
+	q->jobs = NULL;
+	s->stale_verdicts++;
 }
 
 /* Applies the waiting UPDATEs in order, up to the first that must wait for the workers. */
@@ -516,6 +538,8 @@ static void drain(struct rde_peer *p)
 	struct rdesig *s = r->sig;
 	struct sig_upd *q;
 	while ((q = p->sigq)) {
+		if (q->jobs && q->gen != s->trust_gen)
+			upd_unprepare(s, q);
 		if (!q->jobs) {
 			q->jobs = calloc(q->u->n_routes ? q->u->n_routes : 1, sizeof(*q->jobs));
 			if (!q->jobs) {
@@ -1649,9 +1673,12 @@ static void on_rechecked(struct attest_batch *b)
 	struct recheck_run *run = b->arg;
 	struct rdesig *s = run->s;
 	struct rde *r = s->rde;
+	/* trust data replaced since: the walk it started checks these routes again */
+	bool stale = run->gen != s->trust_gen;
+	s->stale_verdicts += stale;
 	for (size_t i = 0; i < run->n; i++) {
 		struct recheck_item *it = &run->items[i];
-		struct rde_peer *p = s->stopping ? NULL : rde_peer_by_name(r, it->peer);
+		struct rde_peer *p = s->stopping || stale ? NULL : rde_peer_by_name(r, it->peer);
 		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
@@ -1752,6 +1779,7 @@ static void on_recheck(uv_timer_t *t)
 		x.run->b.now = x.now;
 		x.run->b.done = on_rechecked;
 		x.run->b.arg = x.run;
+		x.run->gen = s->trust_gen;
 		attest_batch_submit(&s->pool, &x.run->b);
 	} else if (x.run) {
 		free(x.run->items);

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import NBRPD, free_port, wait_for
+from conftest import NBRPD, SANITIZED, free_port, wait_for
 from fibchan_client import _len_field
 import nbrp_client as nc
 from prom import scrape, value
@@ -688,6 +688,42 @@ def test_a_trust_file_only_moves_forward(signed):
     assert n.peers()["x"]["state"] == "Established"
     p.close()
 
+
+def test_a_key_revoked_while_its_routes_are_verified_leaves_none_valid(signed):
+    """Thousands of routes of one origin key arrive (the peer's UPDATEs verified batch after batch
+    on the workers); the trust file that revokes the key is installed while a batch is in flight.
+    That batch's verdicts, reached under the old file, are not applied: it is checked again under
+    the new one, so no route of the revoked key is left valid (require: none kept).  Repeated until
+    a batch was seen in flight (`stale_verdicts`), at most three times."""
+    n = signed("require")
+    fed = n.fed
+    other = st.Key()
+    p = establish(n)
+    per_update, updates = (500, 4) if SANITIZED else (1500, 8)
+    for attempt in range(3):
+        fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+        serial = n.json("show", "status")["trust_serial"]
+        wait_for(lambda: n.json("show", "status")["trust_serial"] > serial, 10, "the key allowed")
+        stale = n.json("show", "status")["stale_verdicts"]
+        flood = [nc.update(routes=[sroute(n, f"n{i}.r{attempt}.other.example", origin=other)[0]
+                                   for i in range(k * per_update, (k + 1) * per_update)])
+                 for k in range(updates)]
+        marker = f"m{attempt}.{GOOD}"
+        sender = threading.Thread(target=p.send, args=(*flood, nc.update(routes=[sroute(n, marker)[0]])))
+        sender.start()
+        wait_for(lambda: n.json("show", "route", "count")["names"] > 0, 30, "the first batch applied")
+        fed.write_trust(origins=[(GOOD, fed.origin)])                   # other's key revoked
+        sender.join(60)
+        wait_for(lambda: n.route(marker) is not None, 60, "every UPDATE applied")
+        # whatever was applied before the new file is withdrawn by its walk; nothing after it is kept
+        wait_for(lambda: n.json("show", "route", "count")["names"] == attempt + 1, 30,
+                 "no route of the revoked key")
+        if n.json("show", "status")["stale_verdicts"] > stale:
+            break
+    else:
+        pytest.fail("the trust file never came while a batch was verified")
+    assert n.peers()["x"]["state"] == "Established"
+    p.close()
 
 def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
     """The serial installed is kept in the state-dir: a restarted nbrpd refuses a file older than
