@@ -1755,6 +1755,19 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	}
 }
 
+/*
+ * An aggregate's route whose members are not all its origin's (prefer
+ * keeps it, at local preference 0) routes none of them: each is then
+ * answered by a shorter suffix's route, our own content first, as under
+ * require.  Otherwise a member longer than our content name would win
+ * the longest match with it.
+ */
+static bool member_hijack(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	return entry_is_aggregate(e) && a->k.sig_state == ATTEST_INVALID + 1 &&
+	       a->k.sig_reason == ATTEST_UNAUTHORISED_MEMBER;
+}
+
 unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 {
 	const struct rib_route *ranked[ROUTESET_MAX_ROUTES] = { 0 };
@@ -1764,7 +1777,7 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 	unsigned n = 0;
 	for (unsigned b = 0; b < ROUTESET_MAX_ROUTES && ranked[b] && n < ROUTESET_MAX_ROUTES; b++) {
 		const struct rib_attrs *a = ranked[b]->a;
-		if (!a)
+		if (!a || member_hijack(e, a))
 			continue;
 		if (!a->k.peer) {
 			const struct nbrpd_content *c = a->k.content;
