@@ -757,3 +757,11 @@ def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
     wait_for(lambda: n.json("show", "status")["trust_serial"] == six, 10, "serial 6 installed")
     assert (state / "trust-serial").read_text() == f"{six}\n"
     p.close()
+    # a kept serial that does not read is said so, and the file is taken (then kept again)
+    for i, junk in enumerate(("07\n", "x\n", "99999999999999999999\n", f"{six}")):
+        assert n.stop() == 0
+        (state / "trust-serial").write_text(junk)
+        n.restart()
+        assert n.log().count(f"{state}/trust-serial: not a serial: any trust file valid now is taken") == i + 1
+        assert n.json("show", "status")["trust_serial"] == six
+        assert (state / "trust-serial").read_text() == f"{six}\n"
