@@ -135,6 +135,9 @@ static void build(struct route *b, unsigned i, const uint8_t *digest)
 		memcpy(b->digest, digest, ATTEST_DIGEST_LEN);
 		b->r.aggregate = b->names[0];
 		b->r.aggregate_version = 1;
+		b->r.aggregate_source = b->r.aggregate_signed_source = (char *)"192.0.2.9 5300";
+		s.source = b->r.aggregate_source;
+		s.source_len = 14;
 		b->r.aggregate_digest.data = b->digest;
 		b->r.aggregate_digest.len = ATTEST_DIGEST_LEN;
 	}

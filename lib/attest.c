@@ -15,7 +15,8 @@ static const uint8_t hop_tag[16] = "NBRPv1 hop";
 static const uint8_t members_tag[16] = "NBRPv1 members";
 static const uint8_t withdraw_tag[16] = "NBRPv1 withdraw";
 
-enum { SUBJECT_NAME = 1, SUBJECT_AGGREGATE = 2, SUBJECT_SET = 3 };
+/* 2 was an aggregate without its source: never made nor taken, so such a signature cannot be replayed */
+enum { SUBJECT_NAME = 1, SUBJECT_SET = 3, SUBJECT_AGGREGATE = 4 };
 
 const char *attest_state_name(enum attest_state s)
 {
@@ -43,6 +44,7 @@ const char *attest_reason_name(enum attest_reason r)
 	case ATTEST_DIGEST_MISMATCH: return "member digest mismatch";
 	case ATTEST_UNAUTHORISED_MEMBER: return "unauthorised member";
 	case ATTEST_STALE: return "stale origin_seq";
+	case ATTEST_UNSIGNED_SOURCE: return "unsigned aggregate source";
 	case ATTEST_REASONS: break;
 	}
 	return "?";
@@ -165,6 +167,9 @@ size_t attest_origin_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LE
 		for (int i = 3; i >= 0; i--)
 			*p++ = (uint8_t)(s->version >> (i * 8));
 		p = put(p, s->digest, ATTEST_DIGEST_LEN);
+		*p++ = s->source_len;
+		if (s->source_len)
+			p = put(p, s->source, s->source_len);
 	}
 	return (size_t)(p - msg);
 }
@@ -467,6 +472,17 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 			s.aggregate = true;
 			s.version = (uint32_t)r->aggregate_version;
 			memcpy(s.digest, r->aggregate_digest.data, ATTEST_DIGEST_LEN);
+			/* the source signed, in its one spelling; the one announced must be it */
+			struct ip_endpoint src;
+			char canon[NBRP_SOURCE_TEXT_MAX];
+			const char *ss = r->aggregate_signed_source ? r->aggregate_signed_source : "";
+			size_t sl = strlen(ss);
+			if (sl > ATTEST_SOURCE_MAX || nbrp_aggregate_source_parse(ss, &src) < 0 ||
+			    strcmp(nbrp_aggregate_source_format(&src, canon, sizeof(canon)), ss) != 0)
+				return done(v, job, ATTEST_INVALID, ATTEST_MALFORMED, -1);
+			s.source = ss;
+			s.source_len = (uint8_t)sl;
+			job->other_source = !r->aggregate_source || strcmp(r->aggregate_source, ss) != 0;
 		}
 	}
 	/* RFC 6811's order: names nothing covers are not-found, signed or not */
@@ -556,7 +572,8 @@ static enum attest_state prepare(struct attest_verifier *v, const Nbrp__Route *r
 		}
 	if (from == n + 1) {
 		free(c);
-		return done(v, job, ATTEST_VALID, ATTEST_OK, -1);
+		return job->other_source ? done(v, job, ATTEST_INVALID, ATTEST_UNSIGNED_SOURCE, -1)
+					 : done(v, job, ATTEST_VALID, ATTEST_OK, -1);
 	}
 	/* a link that failed before fails again: no crypto for a forgery sent twice */
 	for (size_t k = from; k <= n; k++)
@@ -611,6 +628,10 @@ enum attest_state attest_finish(struct attest_verifier *v, struct attest_job *jo
 		attest_cache_add(&v->cache, job->checks[j].link, job->checks[j].expiry, now);
 	}
 	attest_job_drop(job);
+	if (st == ATTEST_VALID && job->other_source) {
+		st = ATTEST_INVALID;
+		why = ATTEST_UNSIGNED_SOURCE;
+	}
 	return done(v, job, st, why, where);
 }
 

@@ -32,7 +32,8 @@
 #define ATTEST_DIGEST_LEN       32
 #define ATTEST_HINT_LEN         4       /* for_key: a prefix of the next router's key */
 #define ATTEST_HOP_MSG_LEN      120
-#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 8 + 1 + 255 + 4 + 32)
+#define ATTEST_SOURCE_MAX       64      /* an aggregate's signed source: "ADDRESS PORT" */
+#define ATTEST_ORIGIN_MSG_MAX   (16 + 32 + 32 + 8 + 8 + 8 + 1 + 255 + 4 + 32 + 1 + ATTEST_SOURCE_MAX)
 #define ATTEST_MAX_SKEW         300     /* seconds an origin's timestamp may be ahead */
 #define ATTEST_SET_MAX_NAMES    8192    /* names in a signed set */
 #define ATTEST_SET_MAX_BYTES    262144  /* their wire forms together: a Route stays far below a message */
@@ -57,6 +58,7 @@ enum attest_reason {
 	ATTEST_DIGEST_MISMATCH,         /* aggregate members not the signed ones */
 	ATTEST_UNAUTHORISED_MEMBER,     /* an aggregate member its origin may not originate */
 	ATTEST_STALE,                   /* an origin_seq older than one seen for the name and origin key */
+	ATTEST_UNSIGNED_SOURCE,         /* an aggregate's source not the one its origin signed */
 	ATTEST_REASONS
 };
 
@@ -71,6 +73,8 @@ struct attest_subject {
 	bool set;                       /* a set of names: digest is the set's */
 	uint32_t version;
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	const char *source;             /* an aggregate's: its transfer source, "ADDRESS PORT" */
+	uint8_t source_len;             /* at most ATTEST_SOURCE_MAX */
 	uint64_t seq;                   /* origin_seq: the origin's stamp of this announcement */
 };
 
@@ -199,6 +203,7 @@ struct attest_job {
 	enum attest_reason reason;
 	int where;                      /* the attestation at fault (path index; path length: the origin) */
 	uint64_t expiry;                /* the earliest expiry in the chain: check again then */
+	bool other_source;              /* an aggregate's source is not the signed one: invalid if the chain is good */
 	uint8_t head[ATTEST_DIGEST_LEN];        /* link digest of the newest: what we sign over */
 	unsigned n_checks;              /* signatures to verify (state PENDING) */
 	struct attest_sigcheck *checks; /* oldest first; malloc'd, freed by attest_finish */

@@ -505,6 +505,7 @@ static bool plain_update(const Nbrp__Message *m)
 		const Nbrp__Route *r = m->update->routes[i];
 		if (r->base.n_unknown_fields || r->aggregate.len || r->aggregate_version ||
 		    (r->aggregate_source && r->aggregate_source[0]) || r->n_attestations ||
+		    (r->aggregate_signed_source && r->aggregate_signed_source[0]) ||
 		    r->aggregate_digest.len || r->n_set_others)
 			return false;
 	}

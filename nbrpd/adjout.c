@@ -69,6 +69,7 @@ static struct {
 	uint64_t last_sig;              /* of the last Route: sig ^ load */
 	bool last_shared;               /* the last Route may take more names */
 	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
+	char signed_source[BATCH_SIGNED][NBRP_SOURCE_TEXT_MAX];        /* a relayed signed aggregate's */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
 	struct rde_peer *sign_for;      /* NULL: not signed */
 	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
@@ -234,8 +235,14 @@ static __attribute__((noinline)) void new_route(const struct rib_entry *e, Proto
 	if (natts > 0) {
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
-		if (g)
+		if (g) {
 			rdesig_export_digest(pk.r, e, a, rt);
+			/* a signed aggregate names the source its origin signed, ours or the one received */
+			if (a->k.peer)
+				rt->aggregate_source = (char *)nbrp_aggregate_source_format(
+					&a->k.agg_source, pk.signed_source[k], sizeof(pk.signed_source[k]));
+			rt->aggregate_signed_source = rt->aggregate_source;
+		}
 	}
 	u->routes[k] = rt;
 	u->n_routes++;

@@ -75,7 +75,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"signature_cache_misses\": %llu, \"bad_signatures_cached\": %llu, \"hops_signed\": %llu, \"origins_signed\": %llu, "
 			       "\"hop_signatures_kept\": %llu, \"routes_rechecked\": %llu, \"chain_bytes\": %llu, "
 			       "\"origin_seqs_kept\": %llu, \"withdrawals_signed\": %llu, \"trust_serial\": %llu, \"trust_valid_until\": %llu, \"trust_expiring\": %s, "
-			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}}",
+			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}, "
+			       "\"stale_verdicts\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
@@ -97,7 +98,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       rde_trust_refusal_name(TRUST_REFUSED_NOT_YET),
 			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
 			       rde_trust_refusal_name(TRUST_REFUSED_EXPIRED),
-			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED], (unsigned long long)sg.stale_verdicts);
 		return;
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
@@ -147,12 +148,13 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		if (sg.trust && gmtime_r(&t, &tm))
 			strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		ctl_reply_line(r, CTL_DATA, "trust file: serial %llu, valid until %s%s; refused: %llu bad, "
-			       "%llu not newer, %llu not yet valid, %llu expired", (unsigned long long)sg.trust_serial,
+			       "%llu not newer, %llu not yet valid, %llu expired; %llu batches checked again (the trust "
+			       "data changed while they were verified)", (unsigned long long)sg.trust_serial,
 			       sg.trust ? until : "-", sg.trust_expiring ? " (EXPIRING)" : "",
 			       (unsigned long long)refused[TRUST_REFUSED_BAD],
 			       (unsigned long long)refused[TRUST_REFUSED_OLDER],
 			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
-			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED]);
+			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED], (unsigned long long)sg.stale_verdicts);
 	}
 }
 
@@ -419,6 +421,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	struct name first;
 	char first_text[NAME_MAX_TEXT] = "";
 	uint32_t unauthorised = rde_aggregate_unauthorised(w->d->rde, &v->name, &first);
+	uint64_t unsigned_sources = rde_aggregate_unsigned_sources(w->d->rde, &v->name);
 	if (unauthorised)
 		name_to_text(&first, first_text, sizeof(first_text));
 	struct strbuf b = { 0 };
@@ -471,6 +474,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 		} else {
 			strbuf_addf(&b, "null");
 		}
+		strbuf_addf(&b, ", \"unsigned_sources\": %llu", (unsigned long long)unsigned_sources);
 		strbuf_addf(&b, ", \"routes\": %u, \"error\": \"", nroutes);
 		strbuf_add_json(&b, v->error);
 		strbuf_addf(&b, "\"}");
@@ -512,6 +516,9 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	if (unauthorised)
 		ctl_reply_line(r, CTL_DATA, "  %u members its origin may not originate, %s the first: its signed "
 			       "routes are invalid (unauthorised member)", unauthorised, first_text);
+	if (unsigned_sources)
+		ctl_reply_line(r, CTL_DATA, "  %llu signed routes named another source than the one their origin "
+			       "signed (unsigned aggregate source): never fetched from", (unsigned long long)unsigned_sources);
 	if (v->error[0])
 		ctl_reply_line(r, CTL_DATA, "  error: %s", v->error);
 }

@@ -553,6 +553,10 @@ int main(int argc, char **argv)
 			     : NULL;
 	if (!d->sessions)
 		daemon_fail("out of memory");
+	/* before the signatures: they keep the trust serial there */
+	g.state_lock = -1;
+	if (cfg->state_dir && (g.state_lock = aggstore_lock_dir(cfg->state_dir, err, sizeof(err))) < 0)
+		daemon_fail(err);
 	if (start_signatures(d, cfg, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	for (unsigned i = 0; i < cfg->npeers; i++)
@@ -560,9 +564,6 @@ int main(int argc, char **argv)
 			daemon_fail("out of memory");
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		rde_content_changed(d->rde, &cfg->content[i]);
-	g.state_lock = -1;
-	if (cfg->state_dir && (g.state_lock = aggstore_lock_dir(cfg->state_dir, err, sizeof(err))) < 0)
-		daemon_fail(err);
 	if (!(d->aggs = aggregates_new(d->loop, cfg, &agg_ops, err, sizeof(err))))
 		daemon_fail(err);
 	aggregates_configure(d->aggs, cfg);

@@ -200,6 +200,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		prom_one(p, "nbrpd_origin_seqs_kept", PROM_GAUGE,
 			 "(name, origin key) pairs whose newest signed origin_seq is kept (older ones refused).",
 			 (double)sg.fresh_kept);
+		prom_one(p, "nbrpd_signature_batches_stale_total", PROM_COUNTER,
+			 "Batches of checks finished under trust data replaced meanwhile: checked again, not applied.",
+			 (double)sg.stale_verdicts);
 		prom_family(p, "nbrpd_trust_files_refused_total", PROM_COUNTER,
 			    "Trust files read and not installed, by reason (the one in force stays).");
 		for (int k = 0; k < TRUST_REFUSALS; k++)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "sigkey.h"
 #include "trust.h"
 
@@ -63,30 +64,10 @@ static char *slurp(const char *path, size_t *len)
 /* path replaced by buf: a temporary file beside it, fsync, rename, fsync the directory. */
 static int replace_file(const char *path, const char *buf, size_t len)
 {
-	char tmp[4096], dir[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp) || strlen(path) >= sizeof(dir)) {
-		fprintf(stderr, "nbrp-key: %s: path too long\n", path);
-		return -1;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, buf, len) != (ssize_t)len || fsync(fd) != 0 || close(fd) != 0) {
-		fprintf(stderr, "nbrp-key: %s: %s\n", tmp, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) != 0) {
-		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	strcpy(dir, path);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return 0;
+	int rc = atomicfile_replace(path, buf, len, 0644);
+	if (rc < 0)
+		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(-rc));
+	return rc < 0 ? -1 : 0;
 }
 
 static void print_summary(const char *path, const struct trust *t)

@@ -158,6 +158,11 @@ struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t le
 	return agg_find(r, wire, len);
 }
 
+struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len)
+{
+	return agg_get(r, wire, len);
+}
+
 /* ---- the decision applied to an entry ---- */
 
 static bool route_usable(const struct rib_route *rt)
@@ -691,6 +696,8 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 	}
 	if (check)
 		rdesig_attrs(p, check, &k);
+	if (check && check->reason == ATTEST_UNSIGNED_SOURCE)
+		nbrp_aggregate_source_parse(rt->aggregate_signed_source, &k.agg_source);   /* the one signed, checked */
 	return attrs_get(r, &k, path);
 }
 
@@ -829,6 +836,8 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
 		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
+		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
+			rdesig_unsigned_source(p, rt);
 		if (verdict == IMPORT_OK && check && !rdesig_accept(p, check))
 			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
@@ -1746,6 +1755,19 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	}
 }
 
+/*
+ * An aggregate's route whose members are not all its origin's (prefer
+ * keeps it, at local preference 0) routes none of them: each is then
+ * answered by a shorter suffix's route, our own content first, as under
+ * require.  Otherwise a member longer than our content name would win
+ * the longest match with it.
+ */
+static bool member_hijack(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	return entry_is_aggregate(e) && a->k.sig_state == ATTEST_INVALID + 1 &&
+	       a->k.sig_reason == ATTEST_UNAUTHORISED_MEMBER;
+}
+
 unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 {
 	const struct rib_route *ranked[ROUTESET_MAX_ROUTES] = { 0 };
@@ -1755,7 +1777,7 @@ unsigned rde_fib_routes(const struct rib_entry *e, struct route *out)
 	unsigned n = 0;
 	for (unsigned b = 0; b < ROUTESET_MAX_ROUTES && ranked[b] && n < ROUTESET_MAX_ROUTES; b++) {
 		const struct rib_attrs *a = ranked[b]->a;
-		if (!a)
+		if (!a || member_hijack(e, a))
 			continue;
 		if (!a->k.peer) {
 			const struct nbrpd_content *c = a->k.content;

@@ -89,6 +89,7 @@ struct rde_sig_stats {
 	uint64_t signed_withdrawals;            /* origin withdrawals of our names signed */
 	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
 	uint64_t rechecked;             /* stored routes checked again */
+	uint64_t stale_verdicts;        /* batches checked under trust data replaced meanwhile: checked again */
 	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
 	uint64_t fresh_kept;            /* (name, origin key) newest origin_seq entries */
 	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
@@ -175,6 +176,8 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
  * of them; 0: none.
  */
 uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first);
+/* Good chains of the aggregate that named another source than the one signed (unsigned aggregate source). */
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

@@ -2,6 +2,7 @@
  * Signatures in the RDE: the verifier, the trust file and the worker pool,
  * and the queue of a peer's UPDATEs waiting for their checks (rdesig.h).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "hashkey.h"
 #include "log.h"
 #include "rdesig.h"
+#include "trust_serial.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
 #define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
@@ -78,6 +80,7 @@ struct origin {
 	Nbrp__Attestation pb, *ptr;
 	uint32_t version;               /* an aggregate's: the version and members signed */
 	uint8_t digest[ATTEST_DIGEST_LEN];
+	struct ip_endpoint source;      /* ... and its transfer source (transfer-listen) */
 	uint64_t seq;                   /* the origin_seq signed: the name's announcement's */
 };
 
@@ -116,7 +119,9 @@ struct rdesig {
 	struct own_set *own;            /* our content names' sets, by the hash of a name */
 	size_t nown;                    /* a power of two, or 0 */
 	struct stat seen;               /* of the trust file last read (or tried) */
-	uint64_t trust_gen;             /* counts the trust files installed */
+	uint64_t trust_gen;             /* counts the trust data changes: files installed, the one in force ended */
+	uint64_t stale_verdicts;        /* checks finished under trust data replaced meanwhile: done again */
+	uint64_t serial_floor;          /* the highest serial installed, kept in the state-dir across restarts */
 	uint64_t trust_refused[TRUST_REFUSALS];
 	bool trust_warned;              /* of the one in force: its end is near */
 	bool trust_expired;             /* ... has passed: routes checked again then */
@@ -131,6 +136,7 @@ struct sig_upd {
 	Nbrp__Update *u;
 	struct attest_job *jobs;        /* NULL: not prepared yet */
 	struct attest_batch b;
+	uint64_t gen;                   /* the trust data its jobs were prepared under (trust_gen) */
 	bool dead;                      /* its session ended while its batch ran */
 };
 
@@ -151,6 +157,7 @@ struct recheck_item {
 
 struct recheck_run {
 	struct attest_batch b;
+	uint64_t gen;                   /* prepared under (trust_gen): a newer walk supersedes it */
 	struct rdesig *s;
 	struct recheck_item *items;
 	size_t n, cap;
@@ -196,7 +203,24 @@ static enum rde_trust_refusal trust_acceptable(const struct rdesig *s, const str
 		return TRUST_REFUSED_EXPIRED;
 	if (s->have_trust && t->serial <= s->trust.serial)
 		return TRUST_REFUSED_OLDER;
+	if (t->serial < s->serial_floor)
+		return TRUST_REFUSED_OLDER;     /* older than one installed before a restart */
 	return TRUST_REFUSALS;
+}
+
+/* The serial installed kept in the state-dir (if any), so that a restart does not take back an older file. */
+static void serial_floor_raise(struct rdesig *s)
+{
+	const char *dir = s->rde->cfg->state_dir;
+	char err[PATH_MAX + 64];
+	if (!dir || s->trust.serial <= s->serial_floor)
+		return;
+	if (trust_serial_save(dir, s->trust.serial, err, sizeof(err)) < 0) {
+		log_err("signatures: keeping trust serial %llu: %s; a restart may take an older file",
+			(unsigned long long)s->trust.serial, err);
+		return;
+	}
+	s->serial_floor = s->trust.serial;
 }
 
 /* Reads the trust file; a good one replaces the one in force, any other is logged, counted and changes nothing. */
@@ -233,7 +257,12 @@ static void read_trust(struct rdesig *s, bool verbose)
 		utc_text(t.valid_until, until);
 		s->trust_refused[why]++;
 		s->trust_not_yet = why == TRUST_REFUSED_NOT_YET ? t.valid_from : 0;
-		if (why == TRUST_REFUSED_OLDER)
+		if (why == TRUST_REFUSED_OLDER && !s->have_trust)
+			log_err("signatures: %s: serial %llu is lower than %llu, the highest installed before "
+				"(%s/" TRUST_SERIAL_FILE "; refused: not newer); %s", cfg->trust_file,
+				(unsigned long long)t.serial, (unsigned long long)s->serial_floor, cfg->state_dir,
+				keeping);
+		else if (why == TRUST_REFUSED_OLDER)
 			log_err("signatures: %s: serial %llu is not larger than %llu, the file in force's "
 				"(refused: not newer); %s", cfg->trust_file, (unsigned long long)t.serial,
 				(unsigned long long)s->trust.serial, keeping);
@@ -251,6 +280,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 	s->trust_warned = s->trust_expired = false;
 	s->trust_not_yet = 0;
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
+	serial_floor_raise(s);
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
 	if (verbose)
@@ -274,6 +304,7 @@ static void trust_watch(struct rdesig *s, uint64_t now)
 		s->trust_expired = true;
 		log_err("signatures: the trust file in force (serial %llu) expired at %s: every route is "
 			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
+		s->trust_gen++;
 		recheck_start(s);
 	}
 }
@@ -331,6 +362,8 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->next_expiry = UINT64_MAX;
 	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	attest_verifier_set_trust(&s->v, NULL);
+	if (cfg->state_dir && trust_serial_load(cfg->state_dir, &s->serial_floor, err, err_len) < 0)
+		log_err("signatures: %s: any trust file valid now is taken", err);
 	read_trust(s, false);
 	uv_timer_init(r->loop, &s->poll);
 	s->poll.data = s;
@@ -367,6 +400,7 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 	out->signed_withdrawals = s->signed_withdrawals;
 	out->hops_kept = s->hops.n;
 	out->rechecked = s->rechecked;
+	out->stale_verdicts = s->stale_verdicts;
 	out->chain_bytes = s->chain_bytes;
 	out->fresh_kept = s->fresh.n;
 	out->trust_serial = s->have_trust ? s->trust.serial : 0;
@@ -477,7 +511,24 @@ static void submit(struct rdesig *s, struct sig_upd *q)
 	q->b.now = unix_now();
 	q->b.done = on_checked;
 	q->b.arg = q;
+	q->gen = s->trust_gen;          /* prepared just now */
 	attest_batch_submit(&s->pool, &q->b);
+}
+
+/*
+ * q's verdicts were reached under trust data replaced while its batch ran
+ * (an origin authorised then, a router key since changed): not applied but
+ * prepared again under the data in force.  What verified stays cached (the
+ * links name their keys), so this costs lookups, and crypto only for what
+ * the new file asks that the old did not.
+ */
+static void upd_unprepare(struct rdesig *s, struct sig_upd *q)
+{
+	for (size_t i = 0; i < q->u->n_routes; i++)
+		attest_job_drop(&q->jobs[i]);
+	free(q->jobs);
+	q->jobs = NULL;
+	s->stale_verdicts++;
 }
 
 /* Applies the waiting UPDATEs in order, up to the first that must wait for the workers. */
@@ -487,6 +538,8 @@ static void drain(struct rde_peer *p)
 	struct rdesig *s = r->sig;
 	struct sig_upd *q;
 	while ((q = p->sigq)) {
+		if (q->jobs && q->gen != s->trust_gen)
+			upd_unprepare(s, q);
 		if (!q->jobs) {
 			q->jobs = calloc(q->u->n_routes ? q->u->n_routes : 1, sizeof(*q->jobs));
 			if (!q->jobs) {
@@ -1102,10 +1155,16 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 		s->origins.b[k] = o;
 		s->origins.n++;
 	}
+	const struct nbrpd_config *cfg = s->rde->cfg;
+	struct ip_endpoint src = { 0 };
+	if (g && cfg->has_transfer)
+		src = cfg->transfer;
 	if (!o->w.expiry || o->w.expiry <= now + SIG_RENEW || o->seq != seq ||
-	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0))) {
+	    (g && (o->version != g->version || memcmp(o->digest, g->digest, ATTEST_DIGEST_LEN) != 0 ||
+		   memcmp(&o->source, &src, sizeof(src)) != 0))) {
 		/* one signature per name and period: what an origin costs (docs/SIGNATURES.md) */
 		struct attest_subject sub = { .name = o->wire, .name_len = o->len, .seq = o->seq = seq };
+		char text[NBRP_SOURCE_TEXT_MAX] = "";
 		if (g) {
 			/* the aggregate's name (the key without its mark), its version and members */
 			sub.name = o->wire + 1;
@@ -1114,6 +1173,12 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 			sub.version = o->version = g->version;
 			memcpy(sub.digest, g->digest, ATTEST_DIGEST_LEN);
 			memcpy(o->digest, g->digest, ATTEST_DIGEST_LEN);
+			/* where it is fetched from: our transfer server (docs/AGGREGATES.md, Which version, from where) */
+			if (cfg->has_transfer)
+				nbrp_aggregate_source_format(&src, text, sizeof(text));
+			sub.source = text;
+			sub.source_len = (uint8_t)strlen(text);
+			o->source = src;
 			/* routers would refuse it whole: say so here (logged once a version and trust file) */
 			members_unauthorised(s, "this router", g, s->key.pk);
 		}
@@ -1573,7 +1638,7 @@ static void fresh_stored(struct rdesig *s, const struct rib_entry *e, const stru
 
 /* The Route a stored signed route was received as: what attest_prepare checks. */
 static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt,
-		     ProtobufCBinaryData *name, char **path)
+		     ProtobufCBinaryData *name, char **path, char source[NBRP_SOURCE_TEXT_MAX])
 {
 	nbrp__route__init(rt);
 	bool agg = entry_is_aggregate(e);
@@ -1597,6 +1662,9 @@ static void route_of(const struct rib_entry *e, const struct rib_attrs *a, Nbrp_
 		rt->aggregate = *name;
 		rt->aggregate_version = a->k.agg_version;
 		rt->aggregate_digest = a->chain->digest;
+		/* a valid route's source is the one signed */
+		rt->aggregate_source = rt->aggregate_signed_source =
+			(char *)nbrp_aggregate_source_format(&a->k.agg_source, source, NBRP_SOURCE_TEXT_MAX);
 	}
 }
 
@@ -1605,9 +1673,12 @@ static void on_rechecked(struct attest_batch *b)
 	struct recheck_run *run = b->arg;
 	struct rdesig *s = run->s;
 	struct rde *r = s->rde;
+	/* trust data replaced since: the walk it started checks these routes again */
+	bool stale = run->gen != s->trust_gen;
+	s->stale_verdicts += stale;
 	for (size_t i = 0; i < run->n; i++) {
 		struct recheck_item *it = &run->items[i];
-		struct rde_peer *p = s->stopping ? NULL : rde_peer_by_name(r, it->peer);
+		struct rde_peer *p = s->stopping || stale ? NULL : rde_peer_by_name(r, it->peer);
 		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
@@ -1649,8 +1720,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 			s->next_expiry = a->chain->expiry;
 		Nbrp__Route route;
 		ProtobufCBinaryData name;
-		char *path[NBRP_MAX_PATH];
-		route_of(e, a, &route, &name, path);
+		char *path[NBRP_MAX_PATH], source[NBRP_SOURCE_TEXT_MAX];
+		route_of(e, a, &route, &name, path, source);
 		struct attest_job j;
 		unsigned flags = ATTEST_STORED | (a->chain->set ? ATTEST_STORED_SET : 0) |
 				 (p->server_mode ? ATTEST_SERVER : 0);
@@ -1708,6 +1779,7 @@ static void on_recheck(uv_timer_t *t)
 		x.run->b.now = x.now;
 		x.run->b.done = on_rechecked;
 		x.run->b.arg = x.run;
+		x.run->gen = s->trust_gen;
 		attest_batch_submit(&s->pool, &x.run->b);
 	} else if (x.run) {
 		free(x.run->items);
@@ -1876,4 +1948,33 @@ uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg,
 	first->len = g->unauth_len;
 	memcpy(first->wire, g->unauth_wire, g->unauth_len);
 	return g->unauthorised;
+}
+
+/* ---- an aggregate's source not the signed one ---- */
+
+void rdesig_unsigned_source(struct rde_peer *p, const Nbrp__Route *rt)
+{
+	struct rde_agg *g = rde_agg_get(p->rde, rt->aggregate.data, rt->aggregate.len);
+	if (!g)
+		return;
+	/* a good chain of that aggregate each time: as many as its origin signed, logged 1, 2, 4, ... */
+	g->unsigned_sources++;
+	if (g->unsigned_sources & (g->unsigned_sources - 1))
+		return;
+	struct name n;
+	char text[NAME_MAX_TEXT];
+	n.len = g->len;
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, text, sizeof(text));
+	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
+		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
+		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
+		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
+		 (unsigned long long)g->unsigned_sources);
+}
+
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
+{
+	const struct rde_agg *g = r->sig ? rde_agg_find(r, agg->wire, agg->len) : NULL;
+	return g ? g->unsigned_sources : 0;
 }

@@ -48,6 +48,12 @@ void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const 
  * digest taken, and the signed routes that name this version checked
  * against it (a mismatch: invalid, member digest mismatch).
  */
+/*
+ * rt, an aggregate's Route from p, has a good chain but names another
+ * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
+ * with the aggregate, logged.
+ */
+void rdesig_unsigned_source(struct rde_peer *p, const Nbrp__Route *rt);
 void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
 /* The member digest a valid aggregate route was signed with, or NULL (not valid, not signed). */
 const uint8_t *rdesig_valid_digest(const struct rib_attrs *a);

@@ -331,6 +331,7 @@ struct rde_agg {
 	uint64_t auth_gen;
 	uint32_t auth_version, unauthorised;
 	uint8_t auth_key[SIGKEY_PUBLIC_LEN];
+	uint64_t unsigned_sources;              /* good chains whose peer named another source than the signed one */
 	uint8_t unauth_len;                     /* the first of them */
 	uint8_t unauth_wire[NAME_MAX_WIRE];
 	uint8_t len;
@@ -392,6 +393,8 @@ void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned 
 struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
 /* The same by the aggregate's name (wire form), or NULL. */
 struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
+/* The record of an aggregate, made if there is none (NULL: out of memory). */
+struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len);
 
 /* ---- what peers are told (adjout.c) ---- */
 

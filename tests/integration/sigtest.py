@@ -76,14 +76,16 @@ def wire_digest(wires):
     return h.digest()
 
 
-def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None, origin_seq=0):
-    """The bytes an origin signs; name a list: a name set's (digest over its names)."""
+def origin_message(origin, first, timestamp, expiry, name, aggregate=None, version=0, digest=None, origin_seq=0,
+                   source=""):
+    """The bytes an origin signs; name a list: a name set's (digest over its names).  An
+    aggregate's (subject 4) ends with its transfer source, "ADDRESS PORT", after its length."""
     msg = tag("NBRPv1 origin") + origin.pk + first + struct.pack(">QQQ", timestamp, expiry, origin_seq)
     if isinstance(name, (list, tuple)):
         return msg + bytes([3]) + digest
-    msg += bytes([2 if aggregate else 1]) + wire_name(name)
+    msg += bytes([4 if aggregate else 1]) + wire_name(name)
     if aggregate:
-        msg += struct.pack(">I", version) + digest
+        msg += struct.pack(">I", version) + digest + bytes([len(source)]) + source.encode()
     return msg
 
 
@@ -97,21 +99,24 @@ def attestation(sig, expiry, signer=b"", timestamp=0, for_key=b""):
 
 
 def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, expiry=None, timestamp=None,
-                 aggregate=None, version=0, source="", digest=None, others=(), origin_seq=0):
+                 aggregate=None, version=0, source="", digest=None, others=(), origin_seq=0, signed_source=None):
     """A Route for `name` with path (the sender first), every hop signed by
     keys[router] for the next one, the last for `receiver` (a Key), and the
     origin attestation by `origin` (a Key).  `name` a list: a signed name
     set of those names and `others` (the set's names this Route is not
     for), its digest in field 10 and the others in field 11.  Returns
     (route bytes, atts) where atts is the list of attestation bodies (to
-    tamper with)."""
+    tamper with).  An aggregate's origin signs signed_source (default: source, the one
+    announced), sent in field 13."""
+    signed_source = source if signed_source is None else signed_source
     now = int(time.time())
     expiry = now + 3600 if expiry is None else expiry
     timestamp = now if timestamp is None else timestamp
     first = keys[path[-1]].pk if path else receiver.pk
     if isinstance(name, (list, tuple)) and digest is None:
         digest = member_digest(list(name) + list(others))
-    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest, origin_seq)
+    msg = origin_message(origin, first, timestamp, expiry, name, aggregate, version, digest, origin_seq,
+                         signed_source)
     sig = origin.sign(msg)
     atts = [attestation(sig, expiry, signer=origin.pk, timestamp=timestamp)]
     prev = link(msg, sig)
@@ -123,11 +128,11 @@ def signed_route(name, next_hop, port, path, keys, origin, receiver, load_ms=0, 
         atts.insert(0, attestation(sig, expiry, for_key=target[:4]))
         prev = link(msg, sig)
     return route_with(name, next_hop, port, path, atts, load_ms, aggregate, version, source, digest, others,
-                      origin_seq), atts
+                      origin_seq, signed_source), atts
 
 
 def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, version=0, source="", digest=None,
-               others=(), origin_seq=0):
+               others=(), origin_seq=0, signed_source=None):
     names = list(name) if isinstance(name, (list, tuple)) else [name]
     body = nc.route(names, next_hop, port, path, load_ms=load_ms, aggregate=aggregate, version=version,
                     source=source, origin_seq=origin_seq)
@@ -135,6 +140,8 @@ def route_with(name, next_hop, port, path, atts, load_ms=0, aggregate=None, vers
     if digest is not None:
         body += _len_field(10, digest)
     body += b"".join(_len_field(11, wire_name(n)) for n in others)
+    if aggregate is not None:
+        body += _len_field(13, (source if signed_source is None else signed_source).encode())
     return body
 
 

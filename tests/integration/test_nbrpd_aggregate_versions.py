@@ -125,11 +125,68 @@ def world(signed, servers, tmp_path):
             r = n.nbrc("--json", "show", "aggregate", AGG)
             return json.loads(r.stdout) if r.returncode == 0 else {}
         dns_at = SimpleNamespace(addr=n.addr, dns_port=n.inrpd.port)
-        return SimpleNamespace(n=n, p=p, z=z, z_addr=z_addr, real=real, source=source, route=route, view=view,
+        return SimpleNamespace(n=n, p=p, z=z, z_addr=z_addr, hop=hop, real=real, source=source, route=route, view=view,
                                ask=lambda name: answer(dns_at, name))
     yield start
     for h in made:
         h.close()
+
+
+class Spy:
+    """A TCP front for a transfer source that counts the connections it is asked for, and passes
+    each on to the source (so that what it serves would be fetched)."""
+
+    def __init__(self, to):
+        self.to = (to.addr, to.port)
+        self.addr = unique_addrs(1)[0]
+        self.port = free_port(self.addr)
+        self.connections = 0
+        self.sock = socket.create_server((self.addr, self.port))
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            self.connections += 1
+            u = socket.create_connection(self.to)
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.fixture
+def spy():
+    made = []
+
+    def start(to):
+        made.append(Spy(to))
+        return made[-1]
+    yield start
+    for s in made:
+        s.close()
 
 
 def real_version_routed(w):
@@ -289,3 +346,55 @@ def test_a_forged_diff_is_refused_and_the_real_one_applied(world):
     assert w.view()["last_transfer"]["kind"] == "IXFR" and w.view()["members"] == len(v4)
     wait_for(lambda: w.ask("fresh.example") == [SERVER], 10, "the new member answered")
     assert w.ask(HIJACKED) == "REFUSED" and w.ask("m25.example") == "REFUSED"  # gone in version 4
+
+
+UNSIGNED_SOURCE = "unsigned aggregate source"
+
+
+@pytest.mark.parametrize("mode", ["require", "prefer"])
+def test_a_relayed_route_naming_its_own_source_is_never_fetched_from(world, spy, mode):
+    """x passes on the origin's valid route for version 3, whose origin signed the real source,
+    but names its own: a server serving forged members (behind a spy counting connections).  The
+    route is invalid, unsigned aggregate source, counted, logged and in `show aggregate`; under
+    require it is refused, under prefer version 3 is fetched from the signed source only.  x then
+    changing the signed source as well breaks the origin's signature.  Nobody ever connects to
+    x's source, and inrpd never answers a forged member."""
+    w = world(mode)
+    evil = spy(w.source(3, FORGED, "evil"))
+    real_at, evil_at = f"{w.real.addr} {w.real.port}", f"{evil.addr} {evil.port}"
+    fed = w.n.fed
+
+    def relayed(signed_source):
+        return st.signed_route(AGG, w.n.x_addr, w.hop.port, ["x", "y"], fed.keys, fed.origin, fed.keys["r1"],
+                               aggregate=AGG, version=3, source=evil_at, signed_source=signed_source,
+                               digest=st.member_digest(REAL))
+    w.p.send(nc.update(routes=[relayed(real_at)[0]]))
+    wait_for(lambda: w.n.peers()["x"]["invalid_by_reason"][UNSIGNED_SOURCE] == 1, 20, "the route refused")
+    assert (f"aggregate {AGG}.: version 3 from peer x names source {evil_at}, not {real_at}, the one its "
+            "origin signed") in w.n.log()
+    if mode == "require":
+        assert agg_routes(w.n, AGG) == []
+    else:
+        r = agg_routes(w.n, AGG)[0]
+        assert r["signatures"] == "invalid" and r["signature_reason"] == UNSIGNED_SOURCE, r
+        assert r["local_pref"] == 0 and r["aggregate_source"] == real_at, r
+        wait_for(lambda: w.view().get("version") == 3, 20, "version 3 fetched from the signed source")
+        assert w.view()["offered_by"] == real_at
+        wait_for(lambda: w.ask("m500.example") == [SERVER], 10, "a real member answered")
+
+    if mode == "require":
+        # the signed source rewritten too: the origin signed another
+        body, atts = relayed(real_at)
+        forged = st.route_with(AGG, w.n.x_addr, w.hop.port, ["x", "y"], atts, aggregate=AGG, version=3,
+                               source=evil_at, signed_source=evil_at, digest=st.member_digest(REAL))
+        w.p.send(nc.update(routes=[forged]))
+        wait_for(lambda: w.n.peers()["x"]["invalid_by_reason"]["bad signature"] == 1, 20, "the forgery refused")
+        assert agg_routes(w.n, AGG) == []
+
+    real_version_routed(w)
+    view = w.view()
+    assert view["unsigned_sources"] == 1 and view["fetch_digest_mismatch"] == 0, view
+    text = w.n.nbrc("show", "aggregate", AGG).stdout
+    assert f"1 signed routes named another source than the one their origin signed ({UNSIGNED_SOURCE})" in text
+    assert evil.connections == 0
+    assert w.ask(HIJACKED) == "REFUSED"

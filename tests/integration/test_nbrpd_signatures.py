@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import NBRPD, free_port, wait_for
+from conftest import NBRPD, SANITIZED, free_port, wait_for
 from fibchan_client import _len_field
 import nbrp_client as nc
 from prom import scrape, value
@@ -690,3 +690,81 @@ def test_a_trust_file_only_moves_forward(signed):
     assert n.peers()["x"]["routes_by_state"]["unverified"] == 1
     assert n.peers()["x"]["state"] == "Established"
     p.close()
+
+
+def test_a_key_revoked_while_its_routes_are_verified_leaves_none_valid(signed):
+    """Thousands of routes of one origin key arrive (the peer's UPDATEs verified batch after batch
+    on the workers); the trust file that revokes the key is installed while a batch is in flight.
+    That batch's verdicts, reached under the old file, are not applied: it is checked again under
+    the new one, so no route of the revoked key is left valid (require: none kept).  Repeated until
+    a batch was seen in flight (`stale_verdicts`), at most three times."""
+    n = signed("require")
+    fed = n.fed
+    other = st.Key()
+    p = establish(n)
+    per_update, updates = (500, 4) if SANITIZED else (1500, 8)
+    for attempt in range(3):
+        fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+        serial = n.json("show", "status")["trust_serial"]
+        wait_for(lambda: n.json("show", "status")["trust_serial"] > serial, 10, "the key allowed")
+        stale = n.json("show", "status")["stale_verdicts"]
+        flood = [nc.update(routes=[sroute(n, f"n{i}.r{attempt}.other.example", origin=other)[0]
+                                   for i in range(k * per_update, (k + 1) * per_update)])
+                 for k in range(updates)]
+        marker = f"m{attempt}.{GOOD}"
+        sender = threading.Thread(target=p.send, args=(*flood, nc.update(routes=[sroute(n, marker)[0]])))
+        sender.start()
+        wait_for(lambda: n.json("show", "route", "count")["names"] > 0, 30, "the first batch applied")
+        fed.write_trust(origins=[(GOOD, fed.origin)])                   # other's key revoked
+        sender.join(60)
+        wait_for(lambda: n.route(marker) is not None, 60, "every UPDATE applied")
+        # whatever was applied before the new file is withdrawn by its walk; nothing after it is kept
+        wait_for(lambda: n.json("show", "route", "count")["names"] == attempt + 1, 30,
+                 "no route of the revoked key")
+        if n.json("show", "status")["stale_verdicts"] > stale:
+            break
+    else:
+        pytest.fail("the trust file never came while a batch was verified")
+    assert n.peers()["x"]["state"] == "Established"
+    p.close()
+
+def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
+    """The serial installed is kept in the state-dir: a restarted nbrpd refuses a file older than
+    it (a revoked origin brought back by an old file still inside its window), counted and logged,
+    and runs with no trust data (unverified: refused under require) until a newer one comes."""
+    state = tmp_path / "state"
+    n = signed("require", extra=f'state-dir "{state}";\n')
+    fed = n.fed
+    base = n.json("show", "status")["trust_serial"]
+    five = fed.write_trust(serial=base + 5)
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == five, 10, "serial 5 installed")
+    assert (state / "trust-serial").read_text() == f"{five}\n"
+    # the same file after a restart is taken
+    assert n.stop() == 0
+    n.restart()
+    assert n.json("show", "status")["trust_serial"] == five
+    # an older file, the origin of good.example still in it, after a restart: refused
+    assert n.stop() == 0
+    fed.write_trust(serial=five - 1)
+    n.restart()
+    status = n.json("show", "status")
+    assert status["trust_serial"] == 0 and status["trust_files_refused"]["not newer"] == 1, status
+    assert (f"serial {five - 1} is lower than {five}, the highest installed before "
+            f"({state}/trust-serial; refused: not newer); routes are unverified") in n.log()
+    p = establish(n)
+    p.send(nc.update(routes=[sroute(n, f"a.{GOOD}")[0]]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["unverified"] == 1, 10, "the route checked")
+    assert n.route(f"a.{GOOD}") is None
+    # a newer file is taken at the next poll, and kept
+    six = fed.write_trust(serial=five + 1)
+    wait_for(lambda: n.json("show", "status")["trust_serial"] == six, 10, "serial 6 installed")
+    assert (state / "trust-serial").read_text() == f"{six}\n"
+    p.close()
+    # a kept serial that does not read is said so, and the file is taken (then kept again)
+    for i, junk in enumerate(("07\n", "x\n", "99999999999999999999\n", f"{six}")):
+        assert n.stop() == 0
+        (state / "trust-serial").write_text(junk)
+        n.restart()
+        assert n.log().count(f"{state}/trust-serial: not a serial: any trust file valid now is taken") == i + 1
+        assert n.json("show", "status")["trust_serial"] == six
+        assert (state / "trust-serial").read_text() == f"{six}\n"

@@ -341,6 +341,9 @@ static void build(struct built *b, const char *name, int origin, const int *hops
 		memcpy(b->digest, digest, 32);
 		b->r.aggregate = b->names[0];
 		b->r.aggregate_version = version;
+		b->r.aggregate_source = b->r.aggregate_signed_source = (char *)"192.0.2.9 5300";
+		s.source = b->r.aggregate_source;
+		s.source_len = 14;
 		b->r.aggregate_digest.data = b->digest;
 		b->r.aggregate_digest.len = 32;
 	}
@@ -795,6 +798,47 @@ static void aggregate_members_digest(void **state)
 	nameset_free(&b);
 }
 
+/* The transfer source is the origin's: another one announced, or the signed one changed, or spelt
+ * otherwise, is refused; and the found-valid-in-the-cache path refuses it the same. */
+static void aggregate_source_is_the_one_signed(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t d[32] = { 7 };
+	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, d, 7);
+	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
+	/* a relay naming its own source: the chain is good (cached now), the source is not the origin's */
+	f->b.r.aggregate_source = (char *)"198.51.100.66 53";
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNSIGNED_SOURCE, -1);
+	uint64_t verified = f->v.verified;
+	/* the same with nothing cached: verified, then refused */
+	attest_cache_clear(&f->v.cache);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_UNSIGNED_SOURCE, -1);
+	assert_true(f->v.verified > verified);
+	/* both fields changed: the origin signed another source */
+	f->b.r.aggregate_signed_source = f->b.r.aggregate_source;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+	/* another spelling of the source, none, or junk: malformed */
+	const char *bad[] = { "192.0.2.09 5300", "192.0.2.9 05300", "", "::ffff:192.0.2.9 5300x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f->b.r.aggregate_source = f->b.r.aggregate_signed_source = (char *)bad[i];
+		check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	}
+	f->b.r.aggregate_signed_source = NULL;
+	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
+	/* an origin signature over the aggregate without its source (subject 2, as before): refused */
+	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, d, 7);
+	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
+	struct attest_subject sub = { .name = f->b.name.wire, .name_len = f->b.name.len, .aggregate = true,
+				      .version = 7 };
+	memcpy(sub.digest, d, 32);
+	size_t len = attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &sub);
+	msg[16 + 32 + 32 + 24] = 2;
+	len -= 1;       /* no source, not even its length */
+	sigkey_sign(&keys[K_ORIGIN], msg, len, f->b.w[3].sig);
+	attest_to_pb(&f->b.pb[3], &f->b.w[3]);
+	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
+}
+
 /* A signed name set: names routed, others the set's rest; built as build() does, the origin
  * signing the set's digest. */
 static void build_set(struct fixture *f, const char *const *names, size_t n, const char *const *others, size_t no)
@@ -1168,6 +1212,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attack_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_signature_over_another_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(aggregate_members_digest, setup, teardown),
+		cmocka_unit_test_setup_teardown(aggregate_source_is_the_one_signed, setup, teardown),
 		cmocka_unit_test_setup_teardown(name_set_vector_of_the_second_implementation, setup, teardown),
 		cmocka_unit_test_setup_teardown(name_set_verifies_once_for_any_subset, setup, teardown),
 		cmocka_unit_test_setup_teardown(attack_name_set_altered, setup, teardown),
