@@ -1,6 +1,6 @@
 /*
  * The forwarding engine: queries in flight to the next content router or
- * to an upstream resolver (DESIGN.md, INRP: per-query state at each hop,
+ * to an upstream resolver (docs/INRP.md: per-query state at each hop,
  * the answer relayed back on the same path, a smoothed RTT per next hop,
  * the next ranked alternate on timeout).
  *

@@ -1,6 +1,6 @@
 /*
  * The INRP option: what content routers tell each other inside a DNS
- * message (DESIGN.md, INRP).  It is one EDNS0 option (RFC 6891) with a
+ * message.  It is one EDNS0 option (RFC 6891) with a
  * code from the local/experimental range, so a plain DNS server ignores it
  * and a plain client never sees it.  Wire format (docs/INRP.md):
  *

@@ -1,6 +1,6 @@
 /*
- * nbrpd: the NBRP routing daemon of a content router (DESIGN.md, NBRP;
- * docs/NBRP.md).  One thread, one libuv loop.  The modules, and the one
+ * nbrpd: the NBRP routing daemon of a content router (docs/NBRP.md).
+ * One thread, one libuv loop.  The modules, and the one
  * direction their calls go (docs/ARCHITECTURE.md):
  *
  *   main.c, control.c   wiring, signals, reload; the control socket (nbrc)
