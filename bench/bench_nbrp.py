@@ -248,6 +248,7 @@ def run_nbrp_agg(args, work, k, change_names):
     """Row (b) with change_names 1 or 20, row (c) with None (see the top of the file)."""
     tag = f"agg{change_names or 'all'}-{k}"
     state = os.path.join(work, f"{tag}.state")
+    shutil.rmtree(state, ignore_errors=True)    # each repeat fetches and stores every version anew
     dut, ctl, log = start_dut(args, work, tag, BASE,
                               [("gen", f"{BASE}.9")] + [(f"sink{i}", f"{BASE}.{10 + i}") for i in range(1, k + 1)],
                               extra=f'state-dir "{state}";\ntransfer-listen {BASE}.1 port 5300;\n')
@@ -283,7 +284,14 @@ def run_nbrp_agg(args, work, k, change_names):
         src_out, _ = source.communicate(timeout=60)
         if sinks.returncode != 0:
             raise RuntimeError(f"sinks failed ({tag})")
-        last = max(s["last_ns"] for s in json.loads(out)["sinks"])
+        # the work claimed was done: every sink saw every change, and the router fetched the versions
+        seen = json.loads(out)["sinks"]
+        if any(s["aggregates"] < a or s["agg_changes"] < m for s in seen):
+            raise RuntimeError(f"sinks saw fewer aggregates or changes than sent ({tag}): {seen}")
+        status = nbrc(args.nbrc, ctl, "show", "status") or {}
+        if status.get("fetches", 0) < a:
+            raise RuntimeError(f"the router fetched {status.get('fetches')} versions of {a} aggregates ({tag})")
+        last = max(s["last_ns"] for s in seen)
         seconds = (last - json.loads(src_out)["established_ns"]) / 1e9
         return ((args.names if change_names else 0) + m) / seconds
     finally:
