@@ -43,6 +43,8 @@
 #include "nbrp.h"
 #include "nbrp_session.h"
 #include "prefix.h"
+#include "sigkey.h"
+#include "tlslink.h"
 
 #define MAX_SINKS               10000
 #define MAX_AGGREGATES          100000
@@ -79,6 +81,7 @@ struct opts {
 	uint64_t timeout_ms;
 	uint64_t linger_ms;                     /* source: stay connected after sending */
 	uint32_t hold_time_s;                   /* 0: none (a load generator need not keep time) */
+	const char *key_file;                   /* TLS with this key (authentication tls); NULL: plain */
 	bool json;
 	/* source: aggregates */
 	uint32_t agg_size;                      /* 0: no aggregates */
@@ -756,13 +759,13 @@ static void usage(FILE *f)
 "                          {--names N | --duration SECONDS | both}\n"
 "                          [--seed S] [--rate NAMES_PER_S] [--batch B]\n"
 "                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS]\n"
-"                          [--hold-time SECONDS] [--json]\n"
+"                          [--hold-time SECONDS] [--key FILE] [--json]\n"
 "                          [--aggregate-size S [--aggregates A] [--agg-suffix NAME]\n"
 "                           [--agg-change-fraction F | --agg-all] [--agg-change-names C]\n"
 "                           [--agg-changes M] [--xfr-listen ADDR[:PORT]] [--xfr-allow PREFIX]...]\n"
 "       nbrp-updgen sink   --router ADDR[:PORT] --name PREFIX --local ADDR --sinks K\n"
 "                          [--expect N] [--expect-aggregates A] [--expect-agg-changes M]\n"
-"                          [--timeout SECONDS] [--hold-time SECONDS] [--json]\n"
+"                          [--timeout SECONDS] [--hold-time SECONDS] [--key FILE] [--json]\n"
 "\n"
 "source: one NBRP session to the router as peer NAME, from ADDR; sends N names\n"
 "  (80%% .com, 10%% .org, 10%% .net, one label of 3..17 characters; --seed for\n"
@@ -794,6 +797,9 @@ static void usage(FILE *f)
 "      peer \"PREFIXi\" { address ADDR+i; passive; }\n"
 "--hold-time: offered in OPEN (default 0: no hold timer, no KEEPALIVEs); with\n"
 "  one, the sessions keep time as a router does.\n"
+"--key: TLS 1.3 with this Ed25519 key file (nbrp-key generate), for a router\n"
+"  with `authentication tls`: its trust file must give this key to NAME (to\n"
+"  each PREFIXi for sinks, which all present it).\n"
 "Output: one line per session, or one JSON object with --json.  A progress\n"
 "line goes to stderr on a terminal.  Exit status 0, or 1 on an error or timeout.\n");
 }
@@ -999,6 +1005,7 @@ int main(int argc, char **argv)
 		{ "linger", required_argument, NULL, 'g' },
 		{ "hold-time", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "key", required_argument, NULL, 267 },
 		{ "aggregate-size", required_argument, NULL, 256 },
 		{ "aggregates", required_argument, NULL, 257 },
 		{ "agg-suffix", required_argument, NULL, 258 },
@@ -1124,6 +1131,7 @@ int main(int argc, char **argv)
 			if (parse_count(optarg, UINT64_MAX, &o->expect_agg_changes) < 0)
 				goto bad;
 			break;
+		case 267: o->key_file = optarg; break;
 		case 'H': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -1164,6 +1172,18 @@ int main(int argc, char **argv)
 		app_free(a);
 		return rc;
 	}
+	struct tlslink_cred *tls = NULL;
+	if (o->key_file) {
+		struct sigkey k;
+		char err[256];
+		if (!sigkey_init() || sigkey_load(o->key_file, &k, err, sizeof(err)) < 0 ||
+		    !(tls = tlslink_cred_new(&k, err, sizeof(err)))) {
+			fprintf(stderr, "nbrp-updgen: %s\n", sigkey_init() ? err : "libsodium cannot start");
+			sigkey_wipe(&k);
+			return 1;
+		}
+		sigkey_wipe(&k);
+	}
 	a->nsessions = o->source ? 1 : o->sinks;
 	a->start_ns = now_ns();
 	uv_timer_init(a->loop, &a->timer);
@@ -1190,7 +1210,7 @@ int main(int argc, char **argv)
 		else
 			snprintf(name, sizeof(name), "%s%u", o->name, i + 1);
 		snprintf(label, sizeof(label), "session %s", name);
-		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s };
+		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s, .tls = tls };
 		s->ns = nbrp_session_new(a->loop, &sc, &session_ops, s, label);
 		if (!s->ns) {
 			fprintf(stderr, "nbrp-updgen: out of memory\n");
@@ -1211,6 +1231,8 @@ int main(int argc, char **argv)
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
 	app_free(a);
+	tlslink_cred_free(tls);
+	tlslink_global_deinit();
 	return a->rc;
 fail:
 	genagg_close(&a->agg);          /* the process ends: only the directory matters */
