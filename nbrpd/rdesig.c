@@ -350,6 +350,14 @@ bool rde_has_signatures(const struct rde *r)
 	return r->sig != NULL;
 }
 
+const uint8_t *rde_router_key(const struct rde *r, const char *name)
+{
+	const struct rdesig *s = r->sig;
+	if (!s || !s->have_trust || s->trust_expired)
+		return NULL;
+	return trust_router_key(&s->trust, name, strlen(name));
+}
+
 void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
 {
 	memset(out, 0, sizeof(*out));
