@@ -31,12 +31,18 @@ def run_once(args, work, tag, k, signed, base):
     os.makedirs(work)
     org, dut = Router(args, work, "org", f"{base}.1"), Router(args, work, "dut", f"{base}.2")
     sinks = [(f"sink{i}", f"{base}.{10 + i}") for i in range(1, k + 1)]
-    keys = {n: st.Key() for n in ["org", "dut"] + [s for s, _ in sinks]}
+    keys = {n: st.Key() for n in ["org", "dut"]}
+    sink_key = st.Key()             # the sinks' sessions are authenticated (TLS): one key for all
+    keys.update({s: sink_key for s, _ in sinks})
     anchor = st.Key()
     trust = os.path.join(work, "trust")
     st.trust_file(trust, anchor, keys, [("bench", keys["org"])])
     sig = "signatures require; " if signed else ""
     conf = {"org": "", "dut": ""}
+    sink_auth = []
+    if signed:
+        sink_key.write(os.path.join(work, "sink.key"))
+        sink_auth = ["--key", os.path.join(work, "sink.key")]
     for r in (org, dut) if signed else ():
         keys[r.name].write(os.path.join(work, f"{r.name}.key"))
         conf[r.name] = f'key-file "{work}/{r.name}.key";\ntrust-anchor "{anchor.text}";\ntrust-file "{trust}";\n'
@@ -60,7 +66,7 @@ def run_once(args, work, tag, k, signed, base):
                                                                          or "[]")) == a, 120, "org's aggregates")
         sink = subprocess.Popen([args.updgen, "sink", "--router", dut.addr, "--name", "sink", "--local",
                                  f"{base}.10", "--sinks", str(k), "--expect-aggregates", str(a),
-                                 "--timeout", "600", "--json"],
+                                 "--timeout", "600", "--json"] + sink_auth,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(sink)
         wait(lambda: sum(p["state"] == "Established"
