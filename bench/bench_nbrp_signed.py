@@ -58,15 +58,19 @@ def write_key(key, path):
 
 
 def start(args, work, tag, k, signed, gen_auth="none", sink_auth="tls"):
-    """The router; the sinks share one key (their TLS key: --key of one nbrp-updgen), as does gen."""
-    keys = {n: st.Key() for n in ["dut", "gen", "pre"]}
-    keys.update({f"sink{i}": keys.setdefault("sink", st.Key()) for i in range(1, k + 1)})
+    """The router; keys["gen_file"] and keys["sink_file"] are nbrp-updgen's --key for the source
+    and the sinks (a directory of sinkI.key)."""
+    sinks = [f"sink{i}" for i in range(1, k + 1)]
+    keys = {n: st.Key() for n in ["dut", "gen", "pre"] + sinks}
     anchor, origin = st.Key(), st.Key()
     trust = os.path.join(work, f"{tag}.trust")
     st.trust_file(trust, anchor, keys, [("bench", origin)])
     key_file = write_key(keys["dut"], os.path.join(work, f"{tag}.key"))
     keys["gen_file"] = write_key(keys["gen"], os.path.join(work, f"{tag}.gen.key"))
-    keys["sink_file"] = write_key(keys["sink"], os.path.join(work, f"{tag}.sink.key"))
+    keys["sink_file"] = os.path.join(work, f"{tag}.sinks")
+    os.makedirs(keys["sink_file"], exist_ok=True)
+    for s in sinks:
+        write_key(keys[s], os.path.join(keys["sink_file"], f"{s}.key"))
     conf, ctl = os.path.join(work, f"{tag}.conf"), os.path.join(work, f"{tag}.ctl")
     sig = "signatures require; " if signed else ""
     with open(conf, "w") as f:

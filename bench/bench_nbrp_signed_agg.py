@@ -31,9 +31,7 @@ def run_once(args, work, tag, k, signed, base):
     os.makedirs(work)
     org, dut = Router(args, work, "org", f"{base}.1"), Router(args, work, "dut", f"{base}.2")
     sinks = [(f"sink{i}", f"{base}.{10 + i}") for i in range(1, k + 1)]
-    keys = {n: st.Key() for n in ["org", "dut"]}
-    sink_key = st.Key()             # the sinks' sessions are authenticated (TLS): one key for all
-    keys.update({s: sink_key for s, _ in sinks})
+    keys = {n: st.Key() for n in ["org", "dut"] + [s for s, _ in sinks]}
     anchor = st.Key()
     trust = os.path.join(work, "trust")
     st.trust_file(trust, anchor, keys, [("bench", keys["org"])])
@@ -41,8 +39,10 @@ def run_once(args, work, tag, k, signed, base):
     conf = {"org": "", "dut": ""}
     sink_auth = []
     if signed:
-        sink_key.write(os.path.join(work, "sink.key"))
-        sink_auth = ["--key", os.path.join(work, "sink.key")]
+        # the sinks' sessions are authenticated (TLS): nbrp-updgen --key DIR, DIR/sinkI.key
+        for s, _ in sinks:
+            keys[s].write(os.path.join(work, f"{s}.key"))
+        sink_auth = ["--key", work]
     for r in (org, dut) if signed else ():
         keys[r.name].write(os.path.join(work, f"{r.name}.key"))
         conf[r.name] = f'key-file "{work}/{r.name}.key";\ntrust-anchor "{anchor.text}";\ntrust-file "{trust}";\n'

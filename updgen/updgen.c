@@ -27,12 +27,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 #define XXH_INLINE_ALL
@@ -119,6 +121,7 @@ struct aggseen {
 
 struct session {
 	struct nbrp_session *ns;                /* NULL once closed */
+	struct tlslink_cred *tls;               /* its key, with --key */
 	struct app *app;
 	unsigned idx;
 	bool established;
@@ -798,8 +801,8 @@ static void usage(FILE *f)
 "--hold-time: offered in OPEN (default 0: no hold timer, no KEEPALIVEs); with\n"
 "  one, the sessions keep time as a router does.\n"
 "--key: TLS 1.3 with this Ed25519 key file (nbrp-key generate), for a router\n"
-"  with `authentication tls`: its trust file must give this key to NAME (to\n"
-"  each PREFIXi for sinks, which all present it).\n"
+"  with `authentication tls`: its trust file must give the key to NAME.  A\n"
+"  directory: each session presents DIR/NAME.key (sinks: DIR/PREFIXi.key).\n"
 "Output: one line per session, or one JSON object with --json.  A progress\n"
 "line goes to stderr on a terminal.  Exit status 0, or 1 on an error or timeout.\n");
 }
@@ -967,6 +970,25 @@ static int setup_aggregates(struct app *a)
 }
 
 /* Removes the aggregates' directory and frees what main made. */
+/* --key: a key file, or a directory with NAME.key for each session's router name. */
+static struct tlslink_cred *session_cred(const char *path, const char *name)
+{
+	char file[PATH_MAX], err[PATH_MAX + 128];
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(file, sizeof(file), "%s/%s.key", path, name);
+	else
+		snprintf(file, sizeof(file), "%s", path);
+	struct sigkey k;
+	struct tlslink_cred *c = NULL;
+	if (sigkey_load(file, &k, err, sizeof(err)) == 0)
+		c = tlslink_cred_new(&k, err, sizeof(err));
+	sigkey_wipe(&k);
+	if (!c)
+		fprintf(stderr, "nbrp-updgen: %s\n", err);
+	return c;
+}
+
 static void app_free(struct app *a)
 {
 	genagg_close(&a->agg);
@@ -1172,17 +1194,9 @@ int main(int argc, char **argv)
 		app_free(a);
 		return rc;
 	}
-	struct tlslink_cred *tls = NULL;
-	if (o->key_file) {
-		struct sigkey k;
-		char err[256];
-		if (!sigkey_init() || sigkey_load(o->key_file, &k, err, sizeof(err)) < 0 ||
-		    !(tls = tlslink_cred_new(&k, err, sizeof(err)))) {
-			fprintf(stderr, "nbrp-updgen: %s\n", sigkey_init() ? err : "libsodium cannot start");
-			sigkey_wipe(&k);
-			return 1;
-		}
-		sigkey_wipe(&k);
+	if (o->key_file && !sigkey_init()) {
+		fprintf(stderr, "nbrp-updgen: libsodium cannot start\n");
+		return 1;
 	}
 	a->nsessions = o->source ? 1 : o->sinks;
 	a->start_ns = now_ns();
@@ -1210,7 +1224,9 @@ int main(int argc, char **argv)
 		else
 			snprintf(name, sizeof(name), "%s%u", o->name, i + 1);
 		snprintf(label, sizeof(label), "session %s", name);
-		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s, .tls = tls };
+		if (o->key_file && !(s->tls = session_cred(o->key_file, name)))
+			goto fail;
+		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s, .tls = s->tls };
 		s->ns = nbrp_session_new(a->loop, &sc, &session_ops, s, label);
 		if (!s->ns) {
 			fprintf(stderr, "nbrp-updgen: out of memory\n");
@@ -1230,8 +1246,9 @@ int main(int argc, char **argv)
 	}
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
+	for (unsigned i = 0; i < a->nsessions; i++)
+		tlslink_cred_free(a->s[i].tls);
 	app_free(a);
-	tlslink_cred_free(tls);
 	tlslink_global_deinit();
 	return a->rc;
 fail:
