@@ -10,6 +10,8 @@
 /* TLS 1.3 only, raw public keys only, both ways: nothing to downgrade to */
 #define PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CTYPE-ALL:+CTYPE-CLI-RAWPK:+CTYPE-SRV-RAWPK"
 #define ERR_LEN 160
+#define RECORD_MAX      16384   /* plaintext a record carries at most */
+#define RECORD_OVERHEAD 22      /* TLS 1.3: header 5, content type 1, AEAD tag 16 */
 
 struct tlslink_cred {
 	gnutls_certificate_credentials_t cert;
@@ -265,6 +267,11 @@ ssize_t tlslink_read(struct tlslink *t, uint8_t *buf, size_t len)
 
 int tlslink_write(struct tlslink *t, const uint8_t *data, size_t len)
 {
+	/* room for all the records at once, not grown record by record */
+	if (!buf_room(&t->out, len + (len / RECORD_MAX + 1) * RECORD_OVERHEAD)) {
+		snprintf(t->err, sizeof(t->err), "TLS: out of memory");
+		return -1;
+	}
 	while (len > 0) {
 		/* a record at most: the rest goes in the next */
 		ssize_t n = gnutls_record_send(t->s, data, len);
