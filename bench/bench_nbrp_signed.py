@@ -234,3 +234,26 @@ def run(args, work, wait_until, nbrc, reap):
             "auth_routes_per_s": round(auth["tls"]), "unauth_routes_per_s": round(auth["none"]),
             "session_auth_cost": round(auth["tls"] / auth["none"], 3),
             "attestation_bytes_per_hop": c["attestation_bytes_per_hop"]}
+
+
+if __name__ == "__main__":
+    # alone: bench/bench_nbrp_signed.py [--signed-names N] [--readvert-names R] [--signed-sinks K] [--repeat R]
+    import argparse
+    import shutil
+    import tempfile
+    from bench_nbrp import binaries, nbrc, reap, wait_until
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--signed-names", type=int, default=20_000)
+    ap.add_argument("--readvert-names", type=int, default=1_000_000)
+    ap.add_argument("--signed-sinks", type=int, default=2)
+    ap.add_argument("--set-names", type=int, default=1024)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    args = ap.parse_args()
+    binaries(args)
+    work = tempfile.mkdtemp(prefix="bench-signed-")
+    try:
+        print(json.dumps(run(args, work, wait_until, nbrc, reap)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
