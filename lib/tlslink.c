@@ -27,6 +27,7 @@ struct tlslink {
 	gnutls_session_t s;
 	struct buf in, out;
 	bool done;
+	int first;                      /* the first byte the peer sent, -1 before it */
 	uint8_t peer_key[SIGKEY_PUBLIC_LEN];
 	char err[ERR_LEN];
 };
@@ -155,6 +156,7 @@ struct tlslink *tlslink_new(struct tlslink_cred *c, bool server, char *err, size
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	t->first = -1;
 	/* no tickets: a session is one connection, never resumed */
 	unsigned flags = (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_ENABLE_RAWPK | GNUTLS_NO_TICKETS;
 	int rc = gnutls_init(&t->s, flags);
@@ -196,6 +198,8 @@ uint8_t *tlslink_space(struct tlslink *t, size_t len)
 
 void tlslink_commit(struct tlslink *t, size_t len)
 {
+	if (t->first < 0 && len)
+		t->first = t->in.p[t->in.off + t->in.len];
 	t->in.len += len;
 }
 
@@ -243,6 +247,9 @@ int tlslink_handshake(struct tlslink *t)
 		if (rc == GNUTLS_E_WARNING_ALERT_RECEIVED || rc == GNUTLS_E_FATAL_ALERT_RECEIVED)
 			snprintf(t->err, sizeof(t->err), "TLS handshake: the peer's alert: %s",
 				 gnutls_alert_get_name(gnutls_alert_get(t->s)));
+		else if (t->first >= 0 && (t->first < 0x14 || t->first > 0x17))     /* no TLS record type */
+			snprintf(t->err, sizeof(t->err), "TLS handshake: the peer does not speak TLS "
+				 "(its first byte is 0x%02x)", t->first);
 		return -1;
 	}
 	if (export_peer_key(t) < 0)

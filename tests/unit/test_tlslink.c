@@ -178,6 +178,7 @@ static void plaintext_peer_fails(void **state)
 	tlslink_commit(x->server, sizeof(open));
 	assert_int_equal(tlslink_handshake(x->server), -1);
 	assert_null(tlslink_peer_key(x->server));
+	assert_string_equal(tlslink_error(x->server), "TLS handshake: the peer does not speak TLS (its first byte is 0x00)");
 }
 
 int main(void)
