@@ -206,3 +206,28 @@ def test_authentication_config_errors(tmp_path):
     r = check('peer "x" {\n address 127.0.0.2;\n authentication none;\n authentication tls;\n}\n')
     assert r.returncode == 1 and ":6:" in r.stderr, r.stderr
     assert check('peer "x" { address 127.0.0.2; authentication none; }\n').returncode == 0
+
+
+def test_a_peer_without_authentication_meets_one_with(tmp_path, nbrpd_factory):
+    """r1 says tls, r2 none: no session; r1 counts the TLS failures and says why."""
+    p = Pair(tmp_path, nbrpd_factory)
+    p.r1 = p.factory("r1", p.common("r1") + f"listen {p.r1_addr} port {p.p1};\ninrp-address {p.inrp1} port 53;\n"
+                     f'peer "r2" {{ address {p.r2_addr}; passive; authentication tls; }}\n')
+    p.r2 = p.factory("r2", p.common("r2") + f"listen {p.r2_addr} port {p.p2};\ninrp-address {p.r2_addr} port 53;\n"
+                     f'peer "r1" {{ address {p.r1_addr} port {p.p1}; authentication none; }}\n')
+    wait_for(lambda: p.r1.peers()["r2"]["tls_failures"] >= 2, 20, "r1 to fail two handshakes")
+    assert "the peer does not speak TLS" in p.r1.peers()["r2"]["last_error"]
+    assert p.r1.peers()["r2"]["state"] != "Established" and p.r2.peers()["r1"]["state"] != "Established"
+
+
+def test_turning_authentication_on_at_a_reload_starts_the_session_over(tmp_path, nbrpd_factory):
+    p = Pair(tmp_path, nbrpd_factory)
+    p.start("none")
+    wait_for(lambda: p.r2.route(SVC), 20, "svc.content at r2")
+    for r in (p.r1, p.r2):
+        r.conf.write_text(r.conf.read_text().replace("authentication none", "authentication tls"))
+        assert r.nbrc("reload").returncode == 0
+    wait_for(lambda: (lambda x: x["authentication"] == "tls" and x["state"] == "Established" and x["flaps"] >= 1)(
+        p.r1.peers()["r2"]), 20, "the session again, over TLS")
+    wait_for(lambda: p.r2.route(SVC), 20, "svc.content at r2 again")
+    assert "peer authentication changed" in p.r1.log()
