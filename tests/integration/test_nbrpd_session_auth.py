@@ -249,3 +249,28 @@ def test_a_handshake_that_stalls_is_ended(tmp_path, nbrpd_factory):
         assert s.recv(100) == b""           # closed
     finally:
         s.close()
+
+
+def test_tls_1_2_and_certificates_are_refused(tmp_path, nbrpd_factory):
+    """Nothing to downgrade to: a client from r2's address offering TLS 1.2, or TLS 1.3 with
+    X.509 certificates instead of raw public keys, fails the handshake."""
+    import ssl
+    p = Pair(tmp_path, nbrpd_factory)
+    p.r1 = p.factory("r1", p.common("r1") + f"listen {p.r1_addr} port {p.p1};\ninrp-address {p.inrp1} port 53;\n"
+                     f'peer "r2" {{ address {p.r2_addr}; passive; authentication tls; }}\n')
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        ctx.minimum_version = ctx.maximum_version = version
+        s = socket.socket()
+        s.bind((p.r2_addr, 0))
+        s.settimeout(10)
+        s.connect((p.r1_addr, p.p1))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            with ctx.wrap_socket(s) as t:
+                t.recv(1)           # TLS 1.3: the server's verdict on the client's (missing) key
+        s.close()
+    wait_for(lambda: p.r1.peers()["r2"]["tls_failures"] >= 2, 10, "two handshakes refused")
+    # GnuTLS's words for both: no suite for TLS 1.2, and none with a credential of a type offered
+    assert "No supported cipher suites" in p.r1.peers()["r2"]["last_error"]
+    assert p.r1.peers()["r2"]["state"] != "Established"
