@@ -383,6 +383,12 @@ static void input_ready(void *arg)
 	sessions_resume(d->sessions);
 }
 
+static void trust_changed(void *arg)
+{
+	struct nbrpd *d = arg;
+	sessions_check_keys(d->sessions);
+}
+
 static void on_bird_polled(void *arg)
 {
 	struct nbrpd *d = arg;
@@ -528,7 +534,8 @@ int main(int argc, char **argv)
 		.fib_name = cfg->fib_channel ? fib_name : NULL, .fib_flush = cfg->fib_channel ? fib_flush : NULL,
 		.fib_aggregate = cfg->fib_channel ? fib_aggregate : NULL, .aggregate_offered = aggregate_offered,
 		.aggregate_members = aggregate_members,
-		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready, .arg = d,
+		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready,
+		.trust_changed = trust_changed, .arg = d,
 	};
 	const struct aggregates_ops agg_ops = { .stored = aggregate_stored, .routes = aggregate_routes, .arg = d };
 	d->nexthops = nexthop_table_new(d->loop);

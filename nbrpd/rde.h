@@ -64,6 +64,8 @@ struct rde_ops {
 	bool (*fib_behind)(void *arg);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
 	void (*input_ready)(void *arg);
+	/* Another trust file is in force, or the one in force expired: sessions' keys are checked again. */
+	void (*trust_changed)(void *arg);
 	void *arg;
 };
 

@@ -253,6 +253,8 @@ static void read_trust(struct rdesig *s, bool verbose)
 	attest_verifier_set_trust(&s->v, &s->trust);   /* the cache stays: its links name their keys */
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
+	if (s->rde->ops.trust_changed)
+		s->rde->ops.trust_changed(s->rde->ops.arg);
 	if (verbose)
 		log_info("signatures: %s read: %zu routers, %zu origins; serial %llu", cfg->trust_file,
 			 t.n_routers, t.n_origins, (unsigned long long)t.serial);
@@ -275,6 +277,8 @@ static void trust_watch(struct rdesig *s, uint64_t now)
 		log_err("signatures: the trust file in force (serial %llu) expired at %s: every route is "
 			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
 		recheck_start(s);
+		if (s->rde->ops.trust_changed)
+			s->rde->ops.trust_changed(s->rde->ops.arg);
 	}
 }
 

@@ -586,6 +586,26 @@ void sessions_set_config(struct sessions *sess, const struct nbrpd_config *cfg)
 	sess->cfg = cfg;
 }
 
+void sessions_check_keys(struct sessions *sess)
+{
+	for (unsigned i = 0; i < sess->npeers; i++) {
+		struct peer *p = sess->peers[i];
+		for (int k = 0; k < 2; k++) {
+			struct nbrp_session *c = p->conn[k];
+			const uint8_t *got = c && !c->closing ? nbrp_session_peer_key(c) : NULL;
+			if (!got || c->state < NBRP_SESSION_OPENCONFIRM)
+				continue;       /* its OPEN, checked against the new file, is still to come */
+			const uint8_t *want = rde_router_key(sess->rde, p->cfg.name);
+			if (want && memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0)
+				continue;
+			p->auth_refused++;
+			sess->auth_refused++;
+			nbrp_session_notify(c, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "the trust file in force %s router \"%.80s\"",
+					    want ? "gives another key than this session's to" : "has no key for", p->cfg.name);
+		}
+	}
+}
+
 void sessions_auth_totals(const struct sessions *sess, uint64_t *key_refused, uint64_t *tls_failures)
 {
 	*key_refused = sess->auth_refused;

@@ -59,6 +59,9 @@ int sessions_start(struct sessions *s, char *err, size_t err_len);
 void sessions_stop(struct sessions *s);
 void sessions_free(struct sessions *s);
 void sessions_set_config(struct sessions *s, const struct nbrpd_config *cfg);
+/* A new trust file (or the one in force expired): a session whose TLS key is no longer the
+ * trust file's for its peer is ended (CEASE, saying so; counted as a key refused). */
+void sessions_check_keys(struct sessions *s);
 /* Sessions refused for their TLS key, and TLS failures, since start (removed peers' too). */
 void sessions_auth_totals(const struct sessions *s, uint64_t *key_refused, uint64_t *tls_failures);
 /* Our key for peers with `authentication tls` (once; copied).  0, or -1 with err set. */

@@ -37,7 +37,7 @@ class Pair:
     def common(self, name):
         return (f'router-name "{name}";\nhold-time 30s;\nconnect-retry 100ms;\n'
                 f'key-file "{self.tmp}/{name}.key";\ntrust-anchor "{self.anchor.text}";\n'
-                f'trust-file "{self.trust}";\n')
+                f'trust-file "{self.trust}";\ntrust-poll 200ms;\n')
 
     def start(self, auth, r2_to=None, metrics_port=None):
         """r1 waits for r2; r2 connects to r2_to (a relay) or to r1."""
@@ -273,4 +273,18 @@ def test_tls_1_2_and_certificates_are_refused(tmp_path, nbrpd_factory):
     wait_for(lambda: p.r1.peers()["r2"]["tls_failures"] >= 2, 10, "two handshakes refused")
     # GnuTLS's words for both: no suite for TLS 1.2, and none with a credential of a type offered
     assert "No supported cipher suites" in p.r1.peers()["r2"]["last_error"]
+    assert p.r1.peers()["r2"]["state"] != "Established"
+
+
+def test_a_new_trust_file_that_changes_a_key_ends_the_session(tmp_path, nbrpd_factory):
+    """r2's key is replaced in the trust file (a compromised key, rotated): r1 ends the session it
+    authenticated under the old file, and refuses r2's old key from then on."""
+    p = Pair(tmp_path, nbrpd_factory)
+    p.start("tls")
+    wait_for(lambda: p.r1.route("rogue.content"), 20, "r2's name at r1")
+    st.trust_file(p.trust, p.anchor, {"r1": p.keys["r1"], "r2": st.Key()}, [])
+    wait_for(lambda: p.r1.route("rogue.content") is None, 20, "r2's routes gone from r1")
+    wait_for(lambda: p.r1.peers()["r2"]["session_keys_refused"] >= 2, 20, "the old key refused again")
+    assert "does not match the trust file's key" in p.r1.peers()["r2"]["last_error"]
+    assert "gives another key than this session's" in p.r1.log()
     assert p.r1.peers()["r2"]["state"] != "Established"
