@@ -53,8 +53,9 @@ and a synced version per change on a disk would bound it); nbrpd's
 state-dir is in the work directory.  When nbrpd has no aggregates
 (`nbrc show aggregates` fails) these rows are null and agg_skipped says why.
 
-With --signed, first the signed-route figures of bench/bench_nbrp_signed.py
-and the signed-aggregate figures of bench/bench_nbrp_signed_agg.py.
+With --signed, first the signed-route and session_auth_cost figures of
+bench/bench_nbrp_signed.py and the signed-aggregate figures of
+bench/bench_nbrp_signed_agg.py.
 
 Writes build/bench/nbrp.csv and build/bench/nbrp.png; the last line of
 output is one JSON object.

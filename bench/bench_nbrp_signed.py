@@ -29,6 +29,13 @@ trust file) and sends them.
         bench_sign's (libsodium's raw rates on 2 threads, bytes on the wire).
   signed_bound_routes_per_s: what those rates allow for this design's work
         per route: 3 verifications and K signatures, on 2 threads.
+  session_auth_cost: names/s with every session authenticated (TLS 1.3,
+        `authentication tls`, nbrp-updgen --key) over names/s with none,
+        in the same run: --readvert-names unsigned names from an
+        nbrp-updgen source through a fresh router to K sinks, each way
+        --repeat times, interleaved, the best of each.
+  The sinks' sessions of the signed phases are authenticated (TLS); the
+  Python source's is not (Python's ssl has no raw public keys).
 """
 import json
 import os
@@ -43,24 +50,36 @@ import sigtest as st  # noqa: E402
 B = "127.4.17"      # .1 router, .9 source, .10.. sinks
 
 
-def start(args, work, tag, k, signed):
-    keys = {n: st.Key() for n in ["dut", "gen", "pre"] + [f"sink{i}" for i in range(1, k + 1)]}
+def write_key(key, path):
+    if os.path.exists(path):
+        os.unlink(path)             # a run before this one
+    key.write(path)
+    return path
+
+
+def start(args, work, tag, k, signed, gen_auth="none", sink_auth="tls"):
+    """The router; keys["gen_file"] and keys["sink_file"] are nbrp-updgen's --key for the source
+    and the sinks (a directory of sinkI.key)."""
+    sinks = [f"sink{i}" for i in range(1, k + 1)]
+    keys = {n: st.Key() for n in ["dut", "gen", "pre"] + sinks}
     anchor, origin = st.Key(), st.Key()
     trust = os.path.join(work, f"{tag}.trust")
     st.trust_file(trust, anchor, keys, [("bench", origin)])
-    key_file = os.path.join(work, f"{tag}.key")
-    if os.path.exists(key_file):
-        os.unlink(key_file)         # a run before this one
-    keys["dut"].write(key_file)
+    key_file = write_key(keys["dut"], os.path.join(work, f"{tag}.key"))
+    keys["gen_file"] = write_key(keys["gen"], os.path.join(work, f"{tag}.gen.key"))
+    keys["sink_file"] = os.path.join(work, f"{tag}.sinks")
+    os.makedirs(keys["sink_file"], exist_ok=True)
+    for s in sinks:
+        write_key(keys[s], os.path.join(keys["sink_file"], f"{s}.key"))
     conf, ctl = os.path.join(work, f"{tag}.conf"), os.path.join(work, f"{tag}.ctl")
     sig = "signatures require; " if signed else ""
     with open(conf, "w") as f:
         f.write(f'router-name "dut";\nlisten {B}.1 port 1790;\ninrp-address {B}.1 port 53;\nhold-time 60s;\n'
                 f'control "{ctl}";\nlog-level warn;\nkey-file "{key_file}";\n'
                 f'trust-anchor "{anchor.text}";\ntrust-file "{trust}";\n')
-        f.write(f'peer "gen" {{ address {B}.9; passive; {sig}}}\n')
+        f.write(f'peer "gen" {{ address {B}.9; passive; {sig}authentication {gen_auth}; }}\n')
         for i in range(1, k + 1):
-            f.write(f'peer "sink{i}" {{ address {B}.{10 + i}; passive; {sig}}}\n')
+            f.write(f'peer "sink{i}" {{ address {B}.{10 + i}; passive; {sig}authentication {sink_auth}; }}\n')
     log = open(os.path.join(work, f"{tag}.log"), "w")
     dut = subprocess.Popen([args.nbrpd, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     return dut, ctl, log, keys, origin
@@ -103,9 +122,10 @@ def source(frames):
     return p, t0
 
 
-def sinks(args, k, n):
+def sinks(args, k, n, key=None):
     return subprocess.Popen([args.updgen, "sink", "--router", f"{B}.1", "--name", "sink", "--local", f"{B}.10",
-                             "--sinks", str(k), "--expect", str(n), "--timeout", "600", "--json"],
+                             "--sinks", str(k), "--expect", str(n), "--timeout", "600", "--json"] +
+                            (["--key", key] if key else []),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -139,7 +159,7 @@ def run_signed(args, work, k, wait_until, nbrc, reap):
         # fresh routes of one name; then the names as fresh sets; then the same sets again,
         # each time to new sink sessions after the source went (its routes withdrawn)
         for what, count in ((frames, n), (sets, m), (sets, m)):
-            s1 = sinks(args, k, count)
+            s1 = sinks(args, k, count, keys["sink_file"])
             procs.append(s1)
             wait_sinks(args, ctl, k, wait_until, nbrc)
             p, t0 = source(what)
@@ -151,22 +171,25 @@ def run_signed(args, work, k, wait_until, nbrc, reap):
         reap(procs, log)
 
 
-def run_unsigned(args, work, k, wait_until, nbrc, reap):
+def run_unsigned(args, work, k, wait_until, nbrc, reap, auth="none", rounds=2):
     """The unsigned rate of the same count of names to K sinks: a fresh router, and again
-    (re-advertisement: the source goes, new sinks, the same names from a new source)."""
+    (re-advertisement: the source goes, new sinks, the same names from a new source).
+    auth "tls": every session authenticated (session_auth_cost)."""
     n = args.readvert_names
-    dut, ctl, log, _, _ = start(args, work, "unsigned", k, False)
+    dut, ctl, log, keys, _ = start(args, work, f"unsigned-{auth}", k, False, gen_auth=auth, sink_auth=auth)
+    tls = auth == "tls"
     procs = [dut]
     rates = []
     try:
         wait_until(lambda: nbrc(args.nbrc, ctl, "show", "status"), 30, "nbrpd")
-        for _ in range(2):
-            s1 = sinks(args, k, n)
+        for _ in range(rounds):
+            s1 = sinks(args, k, n, keys["sink_file"] if tls else None)
             procs.append(s1)
             wait_sinks(args, ctl, k, wait_until, nbrc)
             src = subprocess.Popen([args.updgen, "source", "--router", f"{B}.1", "--name", "gen", "--local",
                                     f"{B}.9", "--names", str(n), "--seed", str(args.seed), "--linger", "600",
-                                    "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                    "--json"] + (["--key", keys["gen_file"]] if tls else []),
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             procs.append(src)
             last = last_ns(s1)
             src.send_signal(2)
@@ -195,6 +218,10 @@ def run(args, work, wait_until, nbrc, reap):
     unsigned = [0.0, 0.0]
     for _ in range(args.repeat):
         unsigned = [max(u, r) for u, r in zip(unsigned, run_unsigned(args, work, k, wait_until, nbrc, reap))]
+    auth = {"none": 0.0, "tls": 0.0}
+    for _ in range(args.repeat):
+        for a in ("tls", "none"):
+            auth[a] = max(auth[a], run_unsigned(args, work, k, wait_until, nbrc, reap, auth=a, rounds=1)[0])
     sign2, ver2 = c["crypto_sign_per_s_2threads"], c["crypto_verify_per_s_2threads"]
     bound = 1 / (3 / ver2 + k / sign2)
     return {"signed_names": args.signed_names, "signed_sinks": k,
@@ -204,4 +231,29 @@ def run(args, work, wait_until, nbrc, reap):
             "signed_readvert_names_per_s": round(best[2]), "unsigned_routes_per_s": round(unsigned[0]),
             "unsigned_readvert_routes_per_s": round(unsigned[1]),
             "resigned_readvert_ratio": round(best[2] / unsigned[0], 3),
+            "auth_routes_per_s": round(auth["tls"]), "unauth_routes_per_s": round(auth["none"]),
+            "session_auth_cost": round(auth["tls"] / auth["none"], 3),
             "attestation_bytes_per_hop": c["attestation_bytes_per_hop"]}
+
+
+if __name__ == "__main__":
+    # alone: bench/bench_nbrp_signed.py [--signed-names N] [--readvert-names R] [--signed-sinks K] [--repeat R]
+    import argparse
+    import shutil
+    import tempfile
+    from bench_nbrp import binaries, nbrc, reap, wait_until
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--signed-names", type=int, default=20_000)
+    ap.add_argument("--readvert-names", type=int, default=1_000_000)
+    ap.add_argument("--signed-sinks", type=int, default=2)
+    ap.add_argument("--set-names", type=int, default=1024)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    args = ap.parse_args()
+    binaries(args)
+    work = tempfile.mkdtemp(prefix="bench-signed-")
+    try:
+        print(json.dumps(run(args, work, wait_until, nbrc, reap)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

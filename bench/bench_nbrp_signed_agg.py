@@ -37,6 +37,12 @@ def run_once(args, work, tag, k, signed, base):
     st.trust_file(trust, anchor, keys, [("bench", keys["org"])])
     sig = "signatures require; " if signed else ""
     conf = {"org": "", "dut": ""}
+    sink_auth = []
+    if signed:
+        # the sinks' sessions are authenticated (TLS): nbrp-updgen --key DIR, DIR/sinkI.key
+        for s, _ in sinks:
+            keys[s].write(os.path.join(work, f"{s}.key"))
+        sink_auth = ["--key", work]
     for r in (org, dut) if signed else ():
         keys[r.name].write(os.path.join(work, f"{r.name}.key"))
         conf[r.name] = f'key-file "{work}/{r.name}.key";\ntrust-anchor "{anchor.text}";\ntrust-file "{trust}";\n'
@@ -60,7 +66,7 @@ def run_once(args, work, tag, k, signed, base):
                                                                          or "[]")) == a, 120, "org's aggregates")
         sink = subprocess.Popen([args.updgen, "sink", "--router", dut.addr, "--name", "sink", "--local",
                                  f"{base}.10", "--sinks", str(k), "--expect-aggregates", str(a),
-                                 "--timeout", "600", "--json"],
+                                 "--timeout", "600", "--json"] + sink_auth,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(sink)
         wait(lambda: sum(p["state"] == "Established"

@@ -37,6 +37,7 @@ static void handle_closed(uv_handle_t *h)
 	struct nbrp_session *s = h->data;
 	if (--s->open_handles == 0) {
 		nbrp_reader_free(&s->reader);
+		tlslink_free(s->tls);
 		free(s);
 	}
 }
@@ -81,11 +82,37 @@ static void on_drained(struct wqueue *q)
 		s->ops->drained(s);
 }
 
+static void tls_failed(struct nbrp_session *s);
+
+/* The ciphertext TLS has for the peer, queued. */
+static int tls_flush(struct nbrp_session *s)
+{
+	size_t len;
+	uint8_t *p = tlslink_take(s->tls, &len);
+	if (!p)
+		return 0;
+	struct wq_buf *b = wq_buf_adopt(p, len);
+	if (!b)
+		return UV_ENOMEM;
+	int rc = wqueue_send(&s->wq, b);
+	wq_buf_put(b);
+	return rc;
+}
+
 void nbrp_session_send_buf(struct nbrp_session *s, struct wq_buf *b)
 {
 	if (s->closing || s->close_after_write)
 		return;
-	int rc = wqueue_send(&s->wq, b);
+	int rc;
+	if (s->tls) {
+		if (tlslink_write(s->tls, b->data, b->len) < 0) {
+			tls_failed(s);
+			return;
+		}
+		rc = tls_flush(s);
+	} else {
+		rc = wqueue_send(&s->wq, b);
+	}
 	if (rc < 0) {
 		event(s, NBRP_EVENT_CLOSED, 0, "write: %s", uv_strerror(rc));
 		log_warn("%s: write: %s", s->label, uv_strerror(rc));
@@ -118,6 +145,19 @@ void nbrp_session_send(struct nbrp_session *s, const Nbrp__Message *m)
 	wq_buf_put(b);
 }
 
+static void close_when_written(struct nbrp_session *s)
+{
+	if (s->closing)
+		return;
+	uv_read_stop((uv_stream_t *)&s->tcp);
+	uv_timer_stop(&s->keepalive_timer);
+	s->close_after_write = true;
+	if (s->wq.queued == 0)
+		nbrp_session_close(s);
+	else
+		s->wq.full = true;      /* so that draining calls back, and it closes */
+}
+
 void nbrp_session_notify(struct nbrp_session *s, uint8_t code, uint8_t subcode, const char *fmt, ...)
 {
 	if (s->closing || s->close_after_write)
@@ -141,12 +181,18 @@ void nbrp_session_notify(struct nbrp_session *s, uint8_t code, uint8_t subcode, 
 	nbrp_notification(&m, &n, &e);
 	nbrp_session_send(s, &m);
 	s->notified = true;
-	uv_read_stop((uv_stream_t *)&s->tcp);
-	s->close_after_write = true;
-	if (!s->closing && s->wq.queued == 0)
+	close_when_written(s);
+}
+
+/* The TLS link failed: its alert (if any) goes, then the connection. */
+static void tls_failed(struct nbrp_session *s)
+{
+	event(s, NBRP_EVENT_TLS_FAILED, 0, "%s", tlslink_error(s->tls));
+	log_warn("%s: %s", s->label, tlslink_error(s->tls));
+	if (tls_flush(s) < 0)
 		nbrp_session_close(s);
 	else
-		s->wq.full = true;      /* so that draining calls back, and it closes */
+		close_when_written(s);
 }
 
 static void on_hold_expired(uv_timer_t *t)
@@ -274,7 +320,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct nbrp_session *s = h->data;
 	(void)suggested;
 	/* no room (out of memory): libuv reports UV_ENOBUFS to on_read */
-	uint8_t *room = nbrp_reader_space(&s->reader, READ_BUF);
+	uint8_t *room = s->tls ? tlslink_space(s->tls, READ_BUF) : nbrp_reader_space(&s->reader, READ_BUF);
 	*buf = uv_buf_init((char *)room, room ? READ_BUF : 0);
 }
 
@@ -297,6 +343,53 @@ static void process(struct nbrp_session *s)
 	}
 }
 
+static void on_handshake_expired(uv_timer_t *t)
+{
+	struct nbrp_session *s = t->data;
+	event(s, NBRP_EVENT_TLS_FAILED, 0, "TLS handshake: not done in %u s", TLS_HANDSHAKE_MS / 1000);
+	log_warn("%s: TLS handshake not done in %u s, closing", s->label, TLS_HANDSHAKE_MS / 1000);
+	nbrp_session_close(s);
+}
+
+/*
+ * The ciphertext read: the handshake goes on, or what it carries is
+ * decrypted into the reader (all of it: no more than was read).  0, or -1
+ * when the link failed (the session is closing).
+ */
+static int tls_read(struct nbrp_session *s)
+{
+	if (!tlslink_peer_key(s->tls)) {
+		int rc = tlslink_handshake(s->tls);
+		if (rc < 0) {
+			tls_failed(s);
+			return -1;
+		}
+		if (tls_flush(s) < 0) {
+			event(s, NBRP_EVENT_CLOSED, 0, "write: out of memory");
+			nbrp_session_close(s);
+			return -1;
+		}
+		if (rc == 0)
+			return 0;
+		send_open(s);
+	}
+	for (;;) {
+		uint8_t *room = nbrp_reader_space(&s->reader, READ_BUF);
+		if (!room) {
+			nbrp_session_notify(s, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "out of memory");
+			return -1;
+		}
+		ssize_t n = tlslink_read(s->tls, room, READ_BUF);
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			tls_failed(s);
+			return -1;
+		}
+		nbrp_reader_commit(&s->reader, (size_t)n);
+	}
+}
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct nbrp_session *s = st->data;
@@ -315,7 +408,13 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	s->bytes_in += (uint64_t)n;
-	nbrp_reader_commit(&s->reader, (size_t)n);
+	if (s->tls) {
+		tlslink_commit(s->tls, (size_t)n);
+		if (tls_read(s) < 0)
+			return;
+	} else {
+		nbrp_reader_commit(&s->reader, (size_t)n);
+	}
 	process(s);
 }
 
@@ -374,16 +473,39 @@ void nbrp_session_set_label(struct nbrp_session *s, const char *label)
 	snprintf(s->label, sizeof(s->label), "%s", label ? label : "nbrp");
 }
 
+const uint8_t *nbrp_session_peer_key(const struct nbrp_session *s)
+{
+	return s->tls ? tlslink_peer_key(s->tls) : NULL;
+}
+
 void nbrp_session_start(struct nbrp_session *s)
 {
+	bool accepted = s->state == NBRP_SESSION_IDLE;
 	uv_tcp_nodelay(&s->tcp, 1);
+	if (s->cfg.tls) {
+		char err[160];
+		s->tls = tlslink_new(s->cfg.tls, accepted, err, sizeof(err));
+		if (!s->tls) {
+			event(s, NBRP_EVENT_CLOSED, 0, "%s", err);
+			log_err("%s: %s", s->label, err);
+			nbrp_session_close(s);
+			return;
+		}
+	}
 	int rc = uv_read_start((uv_stream_t *)&s->tcp, on_alloc, on_read);
 	if (rc < 0) {
 		event(s, NBRP_EVENT_CLOSED, 0, "read: %s", uv_strerror(rc));
 		nbrp_session_close(s);
 		return;
 	}
-	send_open(s);
+	if (!s->tls) {
+		send_open(s);
+		return;
+	}
+	s->state = NBRP_SESSION_CONNECT;
+	uv_timer_start(&s->hold_timer, on_handshake_expired, TLS_HANDSHAKE_MS, 0);
+	if (!accepted)
+		tls_read(s);            /* the ClientHello */
 }
 
 static void on_connect(uv_connect_t *req, int status)

@@ -15,6 +15,14 @@
  * while it is full and hears when it drains.  A peer that reads nothing
  * for the hold time is ended (the send hold timer of RFC 9687), and one
  * this far behind (queue_max) too, so what is queued stays bounded.
+ *
+ * With a TLS credential (tlslink.h) the connection is TLS 1.3 first, each
+ * side presenting its router key: the handshake runs in Connect, bounded
+ * by TLS_HANDSHAKE_MS, and OPEN goes once it is done.  The key the peer
+ * presented is nbrp_session_peer_key, for the owner's open callback to
+ * compare with the key it expects.  Any TLS failure is an
+ * NBRP_EVENT_TLS_FAILED, then the close: no NOTIFICATION can be trusted
+ * over a channel that failed.
  */
 #ifndef CR_NBRP_SESSION_H
 #define CR_NBRP_SESSION_H
@@ -24,11 +32,14 @@
 #include <uv.h>
 
 #include "nbrp.h"
+#include "tlslink.h"
 #include "wqueue.h"
+
+#define TLS_HANDSHAKE_MS        10000
 
 enum nbrp_session_state {
 	NBRP_SESSION_IDLE,
-	NBRP_SESSION_CONNECT,           /* TCP connect in progress */
+	NBRP_SESSION_CONNECT,           /* TCP connect, then the TLS handshake, in progress */
 	NBRP_SESSION_OPENSENT,          /* connected, our OPEN sent */
 	NBRP_SESSION_OPENCONFIRM,       /* their OPEN received, KEEPALIVE awaited */
 	NBRP_SESSION_ESTABLISHED,
@@ -39,6 +50,7 @@ enum nbrp_session_event {
 	NBRP_EVENT_NOTIFICATION_SENT,
 	NBRP_EVENT_NOTIFICATION_RECEIVED,
 	NBRP_EVENT_CLOSED,              /* the connection ended otherwise (read error, send hold timer, ...) */
+	NBRP_EVENT_TLS_FAILED,          /* the handshake or a record failed: the connection ends */
 };
 
 struct nbrp_session;
@@ -65,6 +77,7 @@ struct nbrp_session_config {
 	bool server_mode;
 	size_t max_message;             /* 0: NBRP_MAX_MESSAGE */
 	size_t queue_high, queue_low, queue_max;        /* 0: defaults */
+	struct tlslink_cred *tls;       /* our key, for TLS first; NULL: plain TCP.  Outlives the session. */
 };
 
 struct nbrp_session {
@@ -74,6 +87,7 @@ struct nbrp_session {
 	uv_timer_t keepalive_timer;
 	struct wqueue wq;
 	struct nbrp_reader reader;
+	struct tlslink *tls;            /* once started with cfg.tls */
 	const struct nbrp_session_ops *ops;
 	struct nbrp_session_config cfg;
 	char label[64];                 /* for logs: "peer NAME" */
@@ -109,5 +123,7 @@ void nbrp_session_resume(struct nbrp_session *s);
 /* Closes now (no NOTIFICATION). */
 void nbrp_session_close(struct nbrp_session *s);
 void nbrp_session_set_label(struct nbrp_session *s, const char *label);
+/* The Ed25519 key the peer proved it holds in the TLS handshake; NULL without TLS. */
+const uint8_t *nbrp_session_peer_key(const struct nbrp_session *s);
 
 #endif

@@ -31,6 +31,8 @@
  *         export default deny;
  *         export allow "shop.example";
  *         signatures require;              require | prefer | off (default off)
+ *         authentication tls;              tls | none: TLS 1.3 with the router keys
+ *                                          (default tls under `signatures require`)
  *     }
  *     key-file "/etc/nbrpd/nbrpd.key";     this router's key pair (nbrp-key generate)
  *     trust-anchor "MItS0ztk...=";         the anchor's public key
@@ -124,7 +126,7 @@ struct cfg_ctx {
 
 struct peer_ctx {
 	struct nbrpd_peer_config *p;
-	bool seen_address, seen_pref, seen_max, seen_passive, seen_server, seen_sig;
+	bool seen_address, seen_pref, seen_max, seen_passive, seen_server, seen_sig, seen_auth;
 };
 
 static int endpoint(const struct conf_stmt *s, bool *seen, struct ip_endpoint *e, uint16_t default_port,
@@ -387,7 +389,19 @@ static int kw_signatures(const struct conf_stmt *s, void *arg, char *err, size_t
 	return 0;
 }
 
+static int kw_authentication(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	static const char *const modes[] = { "none", "tls", NULL };
+	struct peer_ctx *pc = arg;
+	unsigned m;
+	if (conf_once(&pc->seen_auth, s, err, err_len) < 0 || conf_arg_choice(s, 1, modes, &m, err, err_len) < 0)
+		return -1;
+	pc->p->tls = m == 1;
+	return 0;
+}
+
 static const struct conf_keyword peer_keywords[] = {
+	{ "authentication", 2, 2, CONF_NO_BLOCK, kw_authentication },
 	{ "signatures", 2, 2, CONF_NO_BLOCK, kw_signatures },
 	{ "server-mode", 1, 2, CONF_NO_BLOCK, kw_server_mode },
 	{ "import", 3, 3, CONF_NO_BLOCK, kw_policy },
@@ -428,6 +442,8 @@ static int kw_peer(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 		return -1;
 	if (!pc.seen_address)
 		return conf_error(err, err_len, s, "peer \"%s\" has no address", s->argv[1]);
+	if (!pc.seen_auth)
+		p->tls = p->signatures == SIG_REQUIRE;
 	return 0;
 }
 
@@ -722,6 +738,11 @@ static int check_signatures(struct nbrpd_config *cfg, const char *path, char *er
 	}
 	for (unsigned i = 0; i < cfg->npeers; i++) {
 		const struct nbrpd_peer_config *p = &cfg->peers[i];
+		if (p->tls && (!cfg->key_file || !cfg->trust_file)) {
+			snprintf(err, err_len, "%s:%u: peer \"%s\": authentication tls needs 'key-file', "
+				 "'trust-anchor' and 'trust-file'", path, p->line, p->name);
+			return -1;
+		}
 		if (p->signatures == SIG_OFF)
 			continue;
 		cfg->signatures = true;

@@ -54,6 +54,7 @@ struct nbrpd_peer_config {
 	bool passive;                   /* wait for the peer to connect */
 	bool server_mode;               /* a content server announcing its own names */
 	enum sig_policy signatures;
+	bool tls;                       /* authentication tls: TLS 1.3, its key the trust file's for name */
 	struct nbrpd_policy import, export;
 	unsigned line;
 };

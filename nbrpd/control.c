@@ -64,9 +64,12 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 		aggregates_stats(d->aggs, &as);
 	static const uint64_t none[TRUST_REFUSALS];
 	const uint64_t *refused = sg.trust_refused ? sg.trust_refused : none;
+	uint64_t keys_refused, tls_failures;
+	sessions_auth_totals(d->sessions, &keys_refused, &tls_failures);
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
-			       "\"peers\": %u, \"established\": %u, \"names\": %llu, \"fib_channel\": %s, "
+			       "\"peers\": %u, \"established\": %u, \"names\": %llu, "
+			       "\"session_keys_refused\": %llu, \"tls_failures\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, "
 			       "\"bird\": \"%s\", \"nexthops\": %u, %s\"rib_entries\": %llu, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
@@ -78,6 +81,7 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       "\"trust_files_refused\": {\"%s\": %llu, \"%s\": %llu, \"%s\": %llu, \"%s\": %llu}, "
 			       "\"stale_verdicts\": %llu}",
 			       NBRPD_VERSION, (int)getpid(), uptime, n, up, (unsigned long long)st.names,
+			       (unsigned long long)keys_refused, (unsigned long long)tls_failures,
 			       d->fib ? (fib ? "\"connected\"" : "\"down\"") : "null",
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
 			       (unsigned long long)(d->fib ? fibpush_hold_closes(d->fib) : 0),
@@ -103,7 +107,9 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	}
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
 		       d->cfg->router_name, (int)getpid(), uptime);
-	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu", n, up, (unsigned long long)st.names);
+	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu; sessions refused for their TLS key %llu, "
+		       "TLS failures %llu", n, up, (unsigned long long)st.names, (unsigned long long)keys_refused,
+		       (unsigned long long)tls_failures);
 	if (d->fib)
 		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %zu bytes queued, %llu syncs, "
 			       "%llu closed for fib-send-hold-time", d->cfg->fib_channel, fib ? "connected" : "down",
@@ -214,6 +220,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"origin_withdrawals_refused\": %llu, \"origin_withdrawals_forged\": %llu, "
 				       "\"restart_time_s\": %u, "
 				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
+				       "\"authentication\": \"%s\", \"session_keys_refused\": %llu, \"tls_failures\": %llu, "
 				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
@@ -223,7 +230,8 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       (unsigned long long)rs.owd_refused, (unsigned long long)rs.owd_forged,
 				       p->restart_time_s, p->restart_time_asked_s,
 				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
-				       strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
+				       p->cfg.tls ? "tls" : "none", (unsigned long long)p->auth_refused,
+				       (unsigned long long)p->tls_failures, strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
 				       i + 1 < n ? "," : "");
 		} else {
 			if (rs.owd_refused)
@@ -232,6 +240,10 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 			if (rs.owd_forged)
 				strbuf_addf(&sig, "; signed origin withdrawals refused %llu",
 					    (unsigned long long)rs.owd_forged);
+			if (p->cfg.tls || p->auth_refused || p->tls_failures)
+				strbuf_addf(&sig, "; tls%s: session keys refused %llu, failures %llu",
+					    p->cfg.tls ? "" : " off", (unsigned long long)p->auth_refused,
+					    (unsigned long long)p->tls_failures);
 			ctl_reply_line(r, CTL_DATA, "%-16s %-28s %-12s %6llus names %llu updates in %llu out %llu%s%s%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       (unsigned long long)p->updates_in, (unsigned long long)rs.updates_out,

@@ -29,6 +29,7 @@
 #include "rde.h"
 #include "session.h"
 #include "sigkey.h"
+#include "tlslink.h"
 
 #ifndef NBRPD_VERSION
 #define NBRPD_VERSION "unknown"
@@ -89,6 +90,8 @@ static int start_signatures(struct nbrpd *d, const struct nbrpd_config *cfg, cha
 	int rc = load_key(cfg, &k, err, err_len);
 	if (rc == 0)
 		rc = rde_sig_start(d->rde, &k, err, err_len);
+	if (rc == 0)
+		rc = sessions_set_key(d->sessions, &k, err, err_len);
 	sigkey_wipe(&k);
 	return rc;
 }
@@ -200,6 +203,11 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0) {
 			nexthop_put(d->nexthops, p->transport);
 			p->transport = nexthop_get(d->nexthops, pc->remote.family, pc->remote.addr);
+		}
+		if (was.tls != pc->tls) {
+			peer_reset(p, "peer authentication changed in the configuration");
+			reset++;
+			continue;
 		}
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0 || was.passive != pc->passive) {
 			peer_reset(p, "peer address changed in the configuration");
@@ -399,6 +407,12 @@ static void input_ready(void *arg)
 	sessions_resume(d->sessions);
 }
 
+static void trust_changed(void *arg)
+{
+	struct nbrpd *d = arg;
+	sessions_check_keys(d->sessions);
+}
+
 static void on_bird_polled(void *arg)
 {
 	struct nbrpd *d = arg;
@@ -544,7 +558,8 @@ int main(int argc, char **argv)
 		.fib_name = cfg->fib_channel ? fib_name : NULL, .fib_flush = cfg->fib_channel ? fib_flush : NULL,
 		.fib_aggregate = cfg->fib_channel ? fib_aggregate : NULL, .aggregate_offered = aggregate_offered,
 		.aggregate_members = aggregate_members,
-		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready, .arg = d,
+		.fib_behind = cfg->fib_channel ? fib_behind : NULL, .input_ready = input_ready,
+		.trust_changed = trust_changed, .arg = d,
 	};
 	const struct aggregates_ops agg_ops = { .stored = aggregate_stored, .routes = aggregate_routes, .arg = d };
 	d->nexthops = nexthop_table_new(d->loop);
@@ -616,6 +631,7 @@ int main(int argc, char **argv)
 	fibpush_free(d->fib);
 	aggregates_free(d->aggs);
 	sessions_free(d->sessions);
+	tlslink_global_deinit();
 	rde_free(d->rde);
 	nexthop_table_free(d->nexthops);
 	free(abs_path);

@@ -49,6 +49,8 @@ static uint64_t v_owd_refused(const struct peer_view *v) { return v->rs.owd_refu
 static uint64_t v_owd_forged(const struct peer_view *v) { return v->rs.owd_forged; }
 static uint64_t v_restart_capped(const struct peer_view *v) { return v->p->restart_capped; }
 static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
+static uint64_t v_auth_refused(const struct peer_view *v) { return v->p->auth_refused; }
+static uint64_t v_tls_failures(const struct peer_view *v) { return v->p->tls_failures; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
 static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
 
@@ -69,6 +71,10 @@ static const struct {
 	{ "nbrpd_peer_bad_routes_total", "Malformed routes from the peer (treated as withdrawn).", PROM_COUNTER,
 	  v_bad_routes },
 	{ "nbrpd_peer_flaps_total", "Times the session left Established.", PROM_COUNTER, v_flaps },
+	{ "nbrpd_peer_session_keys_refused_total",
+	  "Sessions refused: the TLS key is not the trust file's for the peer's name.", PROM_COUNTER, v_auth_refused },
+	{ "nbrpd_peer_tls_failures_total", "TLS handshakes or records of the peer's sessions that failed.",
+	  PROM_COUNTER, v_tls_failures },
 	{ "nbrpd_peer_restart_time_capped_total",
 	  "OPENs of the peer asking a graceful restart time over max-peer-restart-time.", PROM_COUNTER,
 	  v_restart_capped },
@@ -187,6 +193,13 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 strcmp(birdmon_state(d->bird), "up") == 0);
 	prom_one(p, "nbrpd_nexthops", PROM_GAUGE, "Addresses whose IP reachability is followed.",
 		 nexthop_count(d->nexthops));
+	uint64_t keys_refused, tls_failures;
+	sessions_auth_totals(d->sessions, &keys_refused, &tls_failures);
+	prom_one(p, "nbrpd_session_keys_refused_total", PROM_COUNTER,
+		 "Sessions refused since start: the TLS key is not the trust file's for the peer's name.",
+		 (double)keys_refused);
+	prom_one(p, "nbrpd_tls_failures_total", PROM_COUNTER, "TLS handshakes or records that failed since start.",
+		 (double)tls_failures);
 
 	struct rde_sig_stats sg;
 	rde_sig_stats(d->rde, &sg);

@@ -64,6 +64,8 @@ struct rde_ops {
 	bool (*fib_behind)(void *arg);
 	/* After a turn in which rde_busy said so: the sessions may read again. */
 	void (*input_ready)(void *arg);
+	/* Another trust file is in force, or the one in force expired: sessions' keys are checked again. */
+	void (*trust_changed)(void *arg);
 	void *arg;
 };
 
@@ -79,6 +81,8 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
  * started; peers' `signatures` settings apply from then on.  0, or -1 with err set. */
 int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len);
 bool rde_has_signatures(const struct rde *r);
+/* The key the trust file in force gives router name: NULL when it has none, or none is in force. */
+const uint8_t *rde_router_key(const struct rde *r, const char *name);
 struct rde_sig_stats {
 	bool on;                        /* a key is loaded */
 	bool trust;                     /* a trust file is in force */

@@ -283,6 +283,8 @@ static void read_trust(struct rdesig *s, bool verbose)
 	serial_floor_raise(s);
 	recheck_start(s);
 	own_build(s);           /* which of our names we may originate may have changed */
+	if (s->rde->ops.trust_changed)
+		s->rde->ops.trust_changed(s->rde->ops.arg);
 	if (verbose)
 		log_info("signatures: %s read: %zu routers, %zu origins; serial %llu", cfg->trust_file,
 			 t.n_routers, t.n_origins, (unsigned long long)t.serial);
@@ -306,6 +308,8 @@ static void trust_watch(struct rdesig *s, uint64_t now)
 			"unverified until a newer one is read", (unsigned long long)s->trust.serial, until);
 		s->trust_gen++;
 		recheck_start(s);
+		if (s->rde->ops.trust_changed)
+			s->rde->ops.trust_changed(s->rde->ops.arg);
 	}
 }
 
@@ -381,6 +385,14 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 bool rde_has_signatures(const struct rde *r)
 {
 	return r->sig != NULL;
+}
+
+const uint8_t *rde_router_key(const struct rde *r, const char *name)
+{
+	const struct rdesig *s = r->sig;
+	if (!s || !s->have_trust || s->trust_expired)
+		return NULL;
+	return trust_router_key(&s->trust, name, strlen(name));
 }
 
 void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)

@@ -23,6 +23,8 @@
 #include "rde.h"
 #include "route.h"
 #include "session.h"
+#include "sigkey.h"
+#include "tlslink.h"
 
 #define RETRY_MAX_FACTOR        32
 
@@ -36,6 +38,8 @@ struct sessions {
 	void *arg;
 	struct peer **peers;            /* the configured ones */
 	unsigned npeers, cap;
+	struct tlslink_cred *tls;       /* our key, for `authentication tls` */
+	uint64_t auth_refused, tls_failures;    /* every peer's, removed ones' too */
 	uv_tcp_t listener;
 	bool listening;
 	bool stopping;
@@ -108,7 +112,41 @@ static void on_event(struct nbrp_session *c, enum nbrp_session_event ev, uint8_t
 	} else if (ev == NBRP_EVENT_NOTIFICATION_RECEIVED) {
 		p->notifications_in++;
 		p->notif_in_code[code < 8 ? code : 0]++;
+	} else if (ev == NBRP_EVENT_TLS_FAILED) {
+		p->tls_failures++;
+		p->s->tls_failures++;
 	}
+}
+
+/*
+ * The key the peer proved it holds in the TLS handshake must be the trust
+ * file's for the router it names: else the session is refused, with a
+ * NOTIFICATION that says so (it goes over the TLS just made).
+ */
+static bool session_key_trusted(struct peer *p, const struct nbrp_session *c, const Nbrp__Open *o,
+				struct nbrp_error *e)
+{
+	const uint8_t *got = nbrp_session_peer_key(c);
+	const uint8_t *want = p->rde ? rde_router_key(p->s->rde, p->cfg.name) : NULL;
+	bool open_key_agrees = o->key.len == 0 || (got && memcmp(o->key.data, got, SIGKEY_PUBLIC_LEN) == 0);
+	if (got && want && memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0 && open_key_agrees)
+		return true;
+	p->auth_refused++;
+	p->s->auth_refused++;
+	e->subcode = NBRP_OPEN_BAD_KEY;
+	if (!got)
+		snprintf(e->text, sizeof(e->text), "no TLS key: the session is not authenticated");
+	else if (!want)
+		snprintf(e->text, sizeof(e->text), "the trust file in force has no key for router \"%.80s\"", p->cfg.name);
+	else if (memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0)
+		snprintf(e->text, sizeof(e->text), "the OPEN's key is not the one of the TLS session");
+	else {
+		char k[SIGKEY_TEXT_LEN + 1];
+		sigkey_public_text(got, k);
+		snprintf(e->text, sizeof(e->text), "session key %s does not match the trust file's key for router \"%.80s\"",
+			 k, p->cfg.name);
+	}
+	return false;
 }
 
 /* Both connections have an OPEN: keep the one the higher-named router opened. */
@@ -146,6 +184,8 @@ static int on_open(struct nbrp_session *c, const Nbrp__Open *o, struct nbrp_erro
 			 o->router_name);
 		return -1;
 	}
+	if (p->cfg.tls && !session_key_trusted(p, c, o, e))
+		return -1;
 	if (collision_lost(p, c)) {
 		e->code = NBRP_ERR_CEASE;
 		e->subcode = NBRP_CEASE_COLLISION;
@@ -266,6 +306,7 @@ static struct nbrp_session *conn_new(struct sessions *sess, struct peer *p)
 	struct nbrp_session_config sc = {
 		.router_name = cfg->router_name, .hold_time_s = cfg->hold_time_s,
 		.restart_time_s = cfg->restart_time_s, .max_message = cfg->max_message,
+		.tls = p && p->cfg.tls ? sess->tls : NULL,
 	};
 	char label[NBRP_ROUTER_NAME_MAX + 8];
 	snprintf(label, sizeof(label), "peer %s", p ? p->cfg.name : "?");
@@ -351,6 +392,7 @@ static void on_accept(uv_stream_t *server, int status)
 	if (p->conn[1])
 		nbrp_session_close(p->conn[1]);         /* the peer gave up on that one */
 	c->data = p;
+	c->cfg.tls = p->cfg.tls ? sess->tls : NULL;
 	char label[NBRP_ROUTER_NAME_MAX + 8];
 	snprintf(label, sizeof(label), "peer %s", p->cfg.name);
 	nbrp_session_set_label(c, label);
@@ -544,6 +586,40 @@ void sessions_set_config(struct sessions *sess, const struct nbrpd_config *cfg)
 	sess->cfg = cfg;
 }
 
+void sessions_check_keys(struct sessions *sess)
+{
+	for (unsigned i = 0; i < sess->npeers; i++) {
+		struct peer *p = sess->peers[i];
+		for (int k = 0; k < 2; k++) {
+			struct nbrp_session *c = p->conn[k];
+			const uint8_t *got = c && !c->closing ? nbrp_session_peer_key(c) : NULL;
+			if (!got || c->state < NBRP_SESSION_OPENCONFIRM)
+				continue;       /* its OPEN, checked against the new file, is still to come */
+			const uint8_t *want = rde_router_key(sess->rde, p->cfg.name);
+			if (want && memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0)
+				continue;
+			p->auth_refused++;
+			sess->auth_refused++;
+			nbrp_session_notify(c, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "the trust file in force %s router \"%.80s\"",
+					    want ? "gives another key than this session's to" : "has no key for", p->cfg.name);
+		}
+	}
+}
+
+void sessions_auth_totals(const struct sessions *sess, uint64_t *key_refused, uint64_t *tls_failures)
+{
+	*key_refused = sess->auth_refused;
+	*tls_failures = sess->tls_failures;
+}
+
+int sessions_set_key(struct sessions *sess, const struct sigkey *k, char *err, size_t err_len)
+{
+	if (sess->tls)
+		return 0;
+	sess->tls = tlslink_cred_new(k, err, err_len);
+	return sess->tls ? 0 : -1;
+}
+
 bool sessions_all_eor(const struct sessions *sess)
 {
 	for (unsigned i = 0; i < sess->npeers; i++)
@@ -617,7 +693,9 @@ void sessions_stop(struct sessions *sess)
 
 void sessions_free(struct sessions *sess)
 {
-	if (sess)
+	if (sess) {
 		free(sess->peers);
+		tlslink_cred_free(sess->tls);
+	}
 	free(sess);
 }

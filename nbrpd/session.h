@@ -45,6 +45,8 @@ struct peer {
 	struct nexthop *transport;      /* its address, as IP routing sees it */
 	uint64_t updates_in, notifications_in, notifications_out, flaps;
 	uint64_t notif_in_code[8], notif_out_code[8];   /* NOTIFICATIONs by code (0: unknown) */
+	uint64_t auth_refused;          /* sessions whose TLS key is not the trust file's for its name */
+	uint64_t tls_failures;          /* TLS handshakes or records that failed */
 	char last_error[256];
 };
 
@@ -57,6 +59,13 @@ int sessions_start(struct sessions *s, char *err, size_t err_len);
 void sessions_stop(struct sessions *s);
 void sessions_free(struct sessions *s);
 void sessions_set_config(struct sessions *s, const struct nbrpd_config *cfg);
+/* A new trust file (or the one in force expired): a session whose TLS key is no longer the
+ * trust file's for its peer is ended (CEASE, saying so; counted as a key refused). */
+void sessions_check_keys(struct sessions *s);
+/* Sessions refused for their TLS key, and TLS failures, since start (removed peers' too). */
+void sessions_auth_totals(const struct sessions *s, uint64_t *key_refused, uint64_t *tls_failures);
+/* Our key for peers with `authentication tls` (once; copied).  0, or -1 with err set. */
+int sessions_set_key(struct sessions *s, const struct sigkey *k, char *err, size_t err_len);
 /* Every enabled peer sent its table. */
 bool sessions_all_eor(const struct sessions *s);
 /* After each poll of IP routing: connect to peers reachable again, drop those unreachable too long. */

@@ -27,12 +27,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 #define XXH_INLINE_ALL
@@ -43,6 +45,8 @@
 #include "nbrp.h"
 #include "nbrp_session.h"
 #include "prefix.h"
+#include "sigkey.h"
+#include "tlslink.h"
 
 #define MAX_SINKS               10000
 #define MAX_AGGREGATES          100000
@@ -79,6 +83,7 @@ struct opts {
 	uint64_t timeout_ms;
 	uint64_t linger_ms;                     /* source: stay connected after sending */
 	uint32_t hold_time_s;                   /* 0: none (a load generator need not keep time) */
+	const char *key_file;                   /* TLS with this key (authentication tls); NULL: plain */
 	bool json;
 	/* source: aggregates */
 	uint32_t agg_size;                      /* 0: no aggregates */
@@ -116,6 +121,7 @@ struct aggseen {
 
 struct session {
 	struct nbrp_session *ns;                /* NULL once closed */
+	struct tlslink_cred *tls;               /* its key, with --key */
 	struct app *app;
 	unsigned idx;
 	bool established;
@@ -756,13 +762,13 @@ static void usage(FILE *f)
 "                          {--names N | --duration SECONDS | both}\n"
 "                          [--seed S] [--rate NAMES_PER_S] [--batch B]\n"
 "                          [--next-hop ADDR:PORT] [--load MS] [--linger SECONDS]\n"
-"                          [--hold-time SECONDS] [--json]\n"
+"                          [--hold-time SECONDS] [--key FILE] [--json]\n"
 "                          [--aggregate-size S [--aggregates A] [--agg-suffix NAME]\n"
 "                           [--agg-change-fraction F | --agg-all] [--agg-change-names C]\n"
 "                           [--agg-changes M] [--xfr-listen ADDR[:PORT]] [--xfr-allow PREFIX]...]\n"
 "       nbrp-updgen sink   --router ADDR[:PORT] --name PREFIX --local ADDR --sinks K\n"
 "                          [--expect N] [--expect-aggregates A] [--expect-agg-changes M]\n"
-"                          [--timeout SECONDS] [--hold-time SECONDS] [--json]\n"
+"                          [--timeout SECONDS] [--hold-time SECONDS] [--key FILE] [--json]\n"
 "\n"
 "source: one NBRP session to the router as peer NAME, from ADDR; sends N names\n"
 "  (80%% .com, 10%% .org, 10%% .net, one label of 3..17 characters; --seed for\n"
@@ -794,6 +800,9 @@ static void usage(FILE *f)
 "      peer \"PREFIXi\" { address ADDR+i; passive; }\n"
 "--hold-time: offered in OPEN (default 0: no hold timer, no KEEPALIVEs); with\n"
 "  one, the sessions keep time as a router does.\n"
+"--key: TLS 1.3 with this Ed25519 key file (nbrp-key generate), for a router\n"
+"  with `authentication tls`: its trust file must give the key to NAME.  A\n"
+"  directory: each session presents DIR/NAME.key (sinks: DIR/PREFIXi.key).\n"
 "Output: one line per session, or one JSON object with --json.  A progress\n"
 "line goes to stderr on a terminal.  Exit status 0, or 1 on an error or timeout.\n");
 }
@@ -961,6 +970,25 @@ static int setup_aggregates(struct app *a)
 }
 
 /* Removes the aggregates' directory and frees what main made. */
+/* --key: a key file, or a directory with NAME.key for each session's router name. */
+static struct tlslink_cred *session_cred(const char *path, const char *name)
+{
+	char file[PATH_MAX], err[PATH_MAX + 128];
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(file, sizeof(file), "%s/%s.key", path, name);
+	else
+		snprintf(file, sizeof(file), "%s", path);
+	struct sigkey k;
+	struct tlslink_cred *c = NULL;
+	if (sigkey_load(file, &k, err, sizeof(err)) == 0)
+		c = tlslink_cred_new(&k, err, sizeof(err));
+	sigkey_wipe(&k);
+	if (!c)
+		fprintf(stderr, "nbrp-updgen: %s\n", err);
+	return c;
+}
+
 static void app_free(struct app *a)
 {
 	genagg_close(&a->agg);
@@ -999,6 +1027,7 @@ int main(int argc, char **argv)
 		{ "linger", required_argument, NULL, 'g' },
 		{ "hold-time", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "key", required_argument, NULL, 267 },
 		{ "aggregate-size", required_argument, NULL, 256 },
 		{ "aggregates", required_argument, NULL, 257 },
 		{ "agg-suffix", required_argument, NULL, 258 },
@@ -1124,6 +1153,7 @@ int main(int argc, char **argv)
 			if (parse_count(optarg, UINT64_MAX, &o->expect_agg_changes) < 0)
 				goto bad;
 			break;
+		case 267: o->key_file = optarg; break;
 		case 'H': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -1164,6 +1194,10 @@ int main(int argc, char **argv)
 		app_free(a);
 		return rc;
 	}
+	if (o->key_file && !sigkey_init()) {
+		fprintf(stderr, "nbrp-updgen: libsodium cannot start\n");
+		return 1;
+	}
 	a->nsessions = o->source ? 1 : o->sinks;
 	a->start_ns = now_ns();
 	uv_timer_init(a->loop, &a->timer);
@@ -1190,7 +1224,9 @@ int main(int argc, char **argv)
 		else
 			snprintf(name, sizeof(name), "%s%u", o->name, i + 1);
 		snprintf(label, sizeof(label), "session %s", name);
-		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s };
+		if (o->key_file && !(s->tls = session_cred(o->key_file, name)))
+			goto fail;
+		const struct nbrp_session_config sc = { .router_name = name, .hold_time_s = o->hold_time_s, .tls = s->tls };
 		s->ns = nbrp_session_new(a->loop, &sc, &session_ops, s, label);
 		if (!s->ns) {
 			fprintf(stderr, "nbrp-updgen: out of memory\n");
@@ -1210,7 +1246,10 @@ int main(int argc, char **argv)
 	}
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
+	for (unsigned i = 0; i < a->nsessions; i++)
+		tlslink_cred_free(a->s[i].tls);
 	app_free(a);
+	tlslink_global_deinit();
 	return a->rc;
 fail:
 	genagg_close(&a->agg);          /* the process ends: only the directory matters */

@@ -31,7 +31,7 @@ def test_a_chain_replayed_after_the_origin_moved_the_name_is_refused(signed):
     with a fresh hop of its own, is refused, counted, logged; the newest stamp through x is taken.
     A stamp changed after signing is a bad signature."""
     z_addr = unique_addrs(1)[0]
-    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n')
     fed = n.fed
     x = establish(n)
     z = peer(n, "z", z_addr)
@@ -101,7 +101,7 @@ def test_our_own_names_are_signed_with_their_stamp(signed):
 def three_peers(signed, mode="require"):
     """r1 with x and z (signatures `mode`) and u (signatures off), all established."""
     z_addr, u_addr = unique_addrs(2)
-    n = signed(mode, extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures {mode}; }}\n'
+    n = signed(mode, extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures {mode}; authentication none; }}\n'
                            f'peer "u" {{ address {u_addr} port 1; passive; }}\n')
     x = establish(n)
     z = peer(n, "z", z_addr)

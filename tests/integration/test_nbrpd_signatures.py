@@ -56,7 +56,7 @@ def signed(inrpd_factory, nbrpd_factory, tmp_path):
         n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n{extra}'
                           f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n"
                           f'fib-channel "{fib}";\n{fed.config()}'
-                          f'peer "x" {{ address {x_addr} port 1; passive; signatures {mode}; }}\n')
+                          f'peer "x" {{ address {x_addr} port 1; passive; signatures {mode}; authentication none; }}\n')
         n.addr, n.port, n.x_addr, n.inrpd, n.fed = r1_addr, port, x_addr, inrpd, fed
         return n
     return start
@@ -353,8 +353,8 @@ def test_a_name_set_is_verified_once_and_passed_on_packed(inrpd_factory, nbrpd_f
     port, dns_port = free_port(r1_addr), free_port(r1_addr)
     n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
                       f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
-                      f'peer "x" {{ address {x_addr} port 1; passive; signatures require; }}\n'
-                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; '
+                      f'peer "x" {{ address {x_addr} port 1; passive; signatures require; authentication none; }}\n'
+                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; '
                       f'export deny "c.{GOOD}"; }}\n')
     z = nc.Peer(r1_addr, port, z_addr)
     z.send(nc.open_msg("z"))
@@ -413,7 +413,7 @@ def test_end_of_rib_comes_after_the_routes_that_wait_for_our_signature(nbrpd_fac
     names = [f"n{i}.{GOOD}" for i in range(20)] + [f"alone{i}.example" for i in range(20)]
     n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
                       f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
-                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n'
+                      f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n'
                       + "".join(f'content "{x}" {{ server {SERVER_FAR}; }}\n' for x in names))
     z = nc.Peer(r1_addr, port, z_addr)
     try:
@@ -448,7 +448,7 @@ def test_our_content_names_are_signed_as_sets(nbrpd_factory, tmp_path):
     def body(names):
         return (f'router-name "r1";\nlisten {r1_addr} port {port};\n'
                 f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
-                f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n'
+                f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n'
                 + "".join(f'content "{n}" {{ server {SERVER_FAR}; }}\n' for n in names)
                 + f'content "elsewhere.example" {{ server {SERVER_FAR}; }}\n')
     names = [f"{c}.{GOOD}" for c in "abc"]
@@ -545,7 +545,7 @@ def test_a_flood_of_forgeries_and_a_huge_for_key_leave_a_good_peer_flowing(signe
     counted (a forgery seen before costs no verification), none is in inrpd's FIB.  Prints the
     ratio of x's rate under attack to its rate alone (no timing is asserted)."""
     z_addr = unique_addrs(1)[0]
-    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n')
     x = establish(n)
     x.send(nc.end_of_rib())
     z = nc.Peer(n.addr, n.port, z_addr)
@@ -620,7 +620,7 @@ def test_a_zero_load_does_not_make_a_longer_signed_path_win(signed):
     """x announces a.good.example over 2 routers with load 200 ms, z over 3 with load 0: by
     path length * 50 + load z would win (150 < 300); signed, the path length ranks first."""
     z_addr = unique_addrs(1)[0]
-    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n')
     x = establish(n)
     z = nc.Peer(n.addr, n.port, z_addr)
     z.send(nc.open_msg("z"))
