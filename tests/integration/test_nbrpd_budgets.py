@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 
-from conftest import free_port, wait_for
+from conftest import SANITIZED, free_port, wait_for
 import nbrp_client as nc
 import sigtest as st
 from test_nbrpd import SERVER_FAR, establish, unique_addrs
@@ -119,8 +119,8 @@ def test_a_flooding_peer_is_read_no_faster_than_its_routes_are_checked(signed):
     assert max(queued) <= 1, queued             # a failing peer's UPDATEs are checked one at a time
     assert zs["checks_weight"] == 1, zs
     assert zs["verifications_failed"] > 0 and zs["checks_worker_ms"] > 0, zs
-    # what nbrpd holds does not follow what z offered
-    assert (rss1 - rss0) * 1024 < 64 << 20, (rss0, rss1, flood.bytes)
+    # what nbrpd holds does not follow what z offered (ASan keeps what is freed in quarantine)
+    assert SANITIZED or (rss1 - rss0) * 1024 < 64 << 20, (rss0, rss1, flood.bytes)
     # every forgery z got in was refused for its signature, and none verified twice
     wait_for(lambda: n.peers()["z"]["checks_queued"] == 0, 60, "z's queue empty")
     zs = n.peers()["z"]
