@@ -12,6 +12,7 @@ import time
 
 from conftest import SANITIZED, free_port, wait_for
 import nbrp_client as nc
+from prom import scrape, value
 import sigtest as st
 from test_nbrpd import SERVER_FAR, establish, unique_addrs
 from test_nbrpd_signatures import GOOD, Fed, routes_to, signed, sroute  # noqa: F401  (signed: a fixture)
@@ -46,7 +47,7 @@ class Flood:
 
     def __init__(self, sock, frames):
         self.sock, self.frames = sock, frames
-        self.sent = self.blocked = self.bytes = 0
+        self.sent = self.updates = self.blocked = self.bytes = 0
         self.stop = threading.Event()
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
@@ -71,7 +72,9 @@ class Flood:
                     time.sleep(0.005)
                 except OSError:
                     return
-            self.sent += len(offs)
+            if not view:
+                self.sent += len(offs)
+                self.updates += 1
             i += 1
 
     def end(self):
@@ -100,7 +103,9 @@ def test_a_flooding_peer_is_read_no_faster_than_its_routes_are_checked(signed):
     z's sends block), z's queue stays at one UPDATE, its memory does not follow what z offers,
     and z gets the low weight; every forgery read is counted invalid and verified once."""
     z_addr = unique_addrs(1)[0]
-    n = signed("require", extra=f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+    mport = free_port("127.0.0.1")
+    n = signed("require", extra=f'metrics 127.0.0.1 port {mport};\n'
+               f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
     z = open_peer(n, "z", z_addr)
     frames = forgeries(n, "z", 4, 200)
     rss0 = rss_kib(n.proc.pid)
@@ -122,11 +127,18 @@ def test_a_flooding_peer_is_read_no_faster_than_its_routes_are_checked(signed):
     # what nbrpd holds does not follow what z offered (ASan keeps what is freed in quarantine)
     assert SANITIZED or (rss1 - rss0) * 1024 < 64 << 20, (rss0, rss1, flood.bytes)
     # every forgery z got in was refused for its signature, and none verified twice
-    wait_for(lambda: n.peers()["z"]["checks_queued"] == 0, 60, "z's queue empty")
+    wait_for(lambda: (lambda p: p["updates_in"] == flood.updates and p["checks_queued"] == 0)(n.peers()["z"]),
+             60, "all z sent read and checked")
     zs = n.peers()["z"]
     assert zs["routes_by_state"]["valid"] == 0
     assert zs["invalid_by_reason"]["bad signature"] == zs["verifications_failed"], zs
     assert n.route(f"bad0-0.{GOOD}") is None
+    m = scrape("127.0.0.1", mport)
+    assert value(m, "nbrpd_peer_verifications_failed_total", peer="z") == zs["verifications_failed"]
+    assert value(m, "nbrpd_peer_verifications_total", peer="z") == zs["verifications"]
+    assert value(m, "nbrpd_peer_checks_throttled_total", peer="z") == zs["checks_throttled"]
+    assert value(m, "nbrpd_peer_checks_queued", peer="z") == 0
+    assert value(m, "nbrpd_peer_checks_seconds_total", peer="z", where="workers") > 0
     z.close()
 
 
