@@ -673,7 +673,7 @@ void rdesig_peer_down(struct rde_peer *p)
 	p->sweep_owed = false;
 	if (!q)
 		return;
-	/* the first may be with the workers: its callback frees it */
+	/* those with the workers: their callbacks free them */
 	for (struct sig_upd *n; q; q = n) {
 		n = q->next;
 		if (q->running)
