@@ -13,8 +13,8 @@ carries our own hop signature for it).  In one run:
         signature is new random bytes each time (a new forgery: a
         verification each, none in the failed-link cache; S is kept below
         the group order so libsodium does not refuse it before the curve
-        arithmetic) and, every tenth
-        UPDATE, a route whose origin attestation carries a 1,000,000-byte
+        arithmetic) and, after every --huge-every (1) of them, an UPDATE
+        of a route whose origin attestation carries a 1,000,000-byte
         for_key.  The flood starts --warmup seconds before good's routes.
   ratio: flood_routes_per_s / alone_routes_per_s (target 0.8).
   bad_*: the flooding peer's counters at the end (nbrc show peers):
@@ -136,10 +136,10 @@ def peer(args, ctl, name):
 
 
 class Flood:
-    """bad's flood, from a thread: new forgeries, a huge for_key every tenth UPDATE."""
+    """bad's flood, from a thread: new forgeries, and huge for_keys between them."""
 
-    def __init__(self, p, frames, huge):
-        self.p, self.frames, self.huge = p, frames, huge
+    def __init__(self, p, frames, huge, every):
+        self.p, self.frames, self.huge, self.every = p, frames, huge, every
         self.sent = self.huge_sent = 0
         self.stop = threading.Event()
         self.t = threading.Thread(target=self.run, daemon=True)
@@ -156,7 +156,7 @@ class Flood:
                 self.p.send_raw(f)
                 self.sent += len(offs)
                 i += 1
-                if i % 10 == 0:
+                if self.every and i % self.every == 0:
                     self.p.send_raw(self.huge)
                     self.huge_sent += 1
         except OSError:
@@ -201,6 +201,7 @@ def main():
     ap.add_argument("--routes", type=int, default=4000, help="good routes a phase")
     ap.add_argument("--flood-updates", type=int, default=8, help="distinct forged UPDATEs (their signatures change)")
     ap.add_argument("--flood-per", type=int, default=500, help="forged routes an UPDATE")
+    ap.add_argument("--huge-every", type=int, default=1, help="forged UPDATEs between megabyte for_keys (0: none)")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds of flood before good's routes")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     args = ap.parse_args()
@@ -216,7 +217,7 @@ def main():
         huge = huge_frame(keys, origin)
         g, alone, _ = phase(args, ctl, calm, args.routes, args.routes)
         rss0 = rss_kib(dut.pid)
-        flood = Flood(connect("bad", f"{B}.8"), forged, huge)
+        flood = Flood(connect("bad", f"{B}.8"), forged, huge, args.huge_every)
         # the new sink is told the calm names first, then the loaded ones
         try:
             g2, loaded_rate = None, None
