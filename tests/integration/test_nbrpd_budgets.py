@@ -187,3 +187,52 @@ def test_a_good_peer_and_our_own_announcements_go_through_a_flood(inrpd_factory,
     assert n.route(f"bad0-0.{GOOD}") is None
     for p in (x, y, z):
         p.close()
+
+
+def test_end_of_rib_after_a_restart_waits_for_the_updates_checked_before_it(signed):
+    """x restarts and sends its 400 names again, newly signed, in four UPDATEs with its
+    END-OF-RIB right behind them: the UPDATEs are checked ahead (x's routes verify), and the
+    sweep of what x did not send again waits for them, so y, told x's names, is never told
+    one withdrawn."""
+    y_addr = unique_addrs(1)[0]
+    n = signed("require", extra=f'peer "y" {{ address {y_addr} port 1; passive; signatures require; }}\n')
+    names = [f"r{i}.{GOOD}" for i in range(400)]
+
+    def table(seq):
+        return [nc.update(routes=[sroute(n, x, path=("x",), origin_seq=seq, timestamp=int(time.time()) - seq)[0]
+                                  for x in names[k:k + 100]]) for k in range(0, len(names), 100)]
+
+    def x_session():
+        p = nc.Peer(n.addr, n.port, n.x_addr)
+        p.send(nc.open_msg("x", restart_time=60))
+        assert p.recv_until(nc.OPEN) is not None and p.recv_until(nc.KEEPALIVE) is not None
+        p.send(nc.keepalive())
+        assert p.recv_until(nc.END_OF_RIB) is not None
+        return p
+    y = open_peer(n, "y", y_addr)
+    x = x_session()
+    x.send(*table(1), nc.end_of_rib())
+    routes_to(y, {f"{x}." for x in names})
+    assert n.peers()["x"]["checks_weight"] > 1
+    x.close()                       # no NOTIFICATION: x may be restarting
+    wait_for(lambda: n.peers()["x"]["restarting"], 10, "x restarting")
+    again = table(2)
+    x = x_session()
+    x.send(*again, nc.end_of_rib())
+    heard, withdrawn = set(), set()
+    while len(heard) < len(names):
+        m = y.recv()
+        assert m is not None, f"y closed, heard {len(heard)} again"
+        if m[0] != nc.UPDATE:
+            continue
+        for k, v in m[1]:
+            if k == 1:
+                withdrawn.add(nc.text_name(v))
+            elif k == 2:
+                heard |= {nc.text_name(w) for kk, w in nc.fields(v) if kk == 1}
+    assert not withdrawn, sorted(withdrawn)[:5]
+    wait_for(lambda: not n.peers()["x"]["restarting"], 10, "x's restart over")
+    assert n.peers()["x"]["routes_by_state"]["valid"] == 2 * len(names)
+    assert all(not r.get("stale") for r in n.route(names[0]))
+    for p in (x, y):
+        p.close()
