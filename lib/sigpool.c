@@ -3,11 +3,19 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "sigpool.h"
 
 /* Items taken at once: a verification is ~50 us, so the lock is cold. */
 #define CHUNK   8
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void deliver(struct sigpool *p)
 {
@@ -39,27 +47,87 @@ static void completed(struct sigpool *p, struct sigpool_batch *b)
 	p->done_tail = b;
 }
 
+static long quantum(const struct sigpool_flow *f)
+{
+	return (long)(f->weight ? f->weight : 1) * CHUNK;
+}
+
+/*
+ * Under the lock: the batch to take a chunk from (the urgent lane's first,
+ * else the first of the flow whose turn it is), or NULL.  A flow that has
+ * used its credit goes to the end of the round with its next turn's.
+ */
+static struct sigpool_batch *pick(struct sigpool *p)
+{
+	if (p->urgent)
+		return p->urgent;
+	struct sigpool_flow *f;
+	while ((f = p->round) && f->credit <= 0) {
+		f->credit += quantum(f);
+		if (f->next) {
+			p->round = f->next;
+			f->next = NULL;
+			p->round_tail->next = f;
+			p->round_tail = f;
+		}
+	}
+	return f ? f->head : NULL;
+}
+
+/* Under the lock: items [b->next, to) of b are handed out. */
+static void take(struct sigpool *p, struct sigpool_batch *b, size_t to)
+{
+	struct sigpool_flow *f = b->urgent ? NULL : b->flow;
+	if (f)
+		f->credit -= (long)(to - b->next);
+	b->next = to;
+	if (to < b->n)
+		return;
+	if (!f) {
+		p->urgent = b->link;
+		if (!p->urgent)
+			p->urgent_tail = NULL;
+		return;
+	}
+	f->head = b->link;
+	if (f->head)
+		return;
+	/* nothing left to hand out: out of the round (it is its head) */
+	f->tail = NULL;
+	p->round = f->next;
+	if (!p->round)
+		p->round_tail = NULL;
+	f->next = NULL;
+	f->queued = false;
+	f->credit = 0;
+}
+
 static void *worker(void *arg)
 {
 	struct sigpool *p = arg;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->head && !p->stop)
+		struct sigpool_batch *b;
+		while (!(b = pick(p)) && !p->stop)
 			pthread_cond_wait(&p->cond, &p->mu);
-		if (!p->head)
+		if (!b)
 			break;
-		struct sigpool_batch *b = p->head;
 		size_t from = b->next, to = from + CHUNK < b->n ? from + CHUNK : b->n;
-		b->next = to;
-		if (to == b->n) {
-			p->head = b->link;
-			if (!p->head)
-				p->tail = NULL;
-		}
+		take(p, b, to);
 		pthread_mutex_unlock(&p->mu);
+		uint64_t t0 = mono_ns();
 		for (size_t i = from; i < to; i++)
 			b->work(b->arg, i);
+		uint64_t ns = mono_ns() - t0;
 		pthread_mutex_lock(&p->mu);
+		/* the flow lives until the batch's done callback, which comes after this */
+		if (b->urgent) {
+			p->urgent_items += to - from;
+			p->urgent_ns += ns;
+		} else {
+			b->flow->items += to - from;
+			b->flow->ns += ns;
+		}
 		b->finished += to - from;
 		if (b->finished == b->n) {
 			completed(p, b);
@@ -101,19 +169,55 @@ void sigpool_submit(struct sigpool *p, struct sigpool_batch *b)
 {
 	b->next = b->finished = 0;
 	b->link = NULL;
+	if (!b->flow)
+		b->flow = &p->own;
 	pthread_mutex_lock(&p->mu);
 	p->running++;
 	if (b->n == 0) {
 		completed(p, b);
 		uv_async_send(&p->async);
-	} else {
-		if (p->tail)
-			p->tail->link = b;
+	} else if (b->urgent) {
+		if (p->urgent_tail)
+			p->urgent_tail->link = b;
 		else
-			p->head = b;
-		p->tail = b;
+			p->urgent = b;
+		p->urgent_tail = b;
+		pthread_cond_broadcast(&p->cond);
+	} else {
+		struct sigpool_flow *f = b->flow;
+		if (f->tail)
+			f->tail->link = b;
+		else
+			f->head = b;
+		f->tail = b;
+		if (!f->queued) {
+			/* joins the round at its end, with a turn's credit */
+			f->queued = true;
+			f->credit = quantum(f);
+			f->next = NULL;
+			if (p->round_tail)
+				p->round_tail->next = f;
+			else
+				p->round = f;
+			p->round_tail = f;
+		}
 		pthread_cond_broadcast(&p->cond);
 	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+void sigpool_flow_weight(struct sigpool *p, struct sigpool_flow *f, unsigned weight)
+{
+	pthread_mutex_lock(&p->mu);
+	f->weight = weight;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void sigpool_flow_stats(struct sigpool *p, const struct sigpool_flow *f, uint64_t *items, uint64_t *ns)
+{
+	pthread_mutex_lock(&p->mu);
+	*items = f->items;
+	*ns = f->ns;
 	pthread_mutex_unlock(&p->mu);
 }
 

@@ -187,6 +187,16 @@ static void sig_counts(struct strbuf *b, const struct rde_peer_stats *rs, bool j
 		strbuf_addf(b, "}");
 	else if (!first)
 		strbuf_addf(b, ")");
+	/* its verification budget */
+	strbuf_addf(b, json ? ", \"verifications\": %llu, \"verifications_failed\": %llu, \"checks_queued\": %llu, "
+			      "\"checks_loop_ms\": %llu, \"checks_worker_ms\": %llu, \"checks_throttled\": %llu, "
+			      "\"checks_weight\": %u"
+			    : "; checks: verified %llu, failed %llu, queued %llu, loop %llu ms, workers %llu ms, "
+			      "throttled %llu, weight %u",
+		    (unsigned long long)rs->sig_verified, (unsigned long long)rs->sig_failed,
+		    (unsigned long long)rs->sig_queued, (unsigned long long)(rs->sig_loop_ns / 1000000),
+		    (unsigned long long)(rs->sig_worker_ns / 1000000), (unsigned long long)rs->sig_throttled,
+		    rs->sig_weight);
 }
 
 static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)

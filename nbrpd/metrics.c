@@ -53,6 +53,10 @@ static uint64_t v_auth_refused(const struct peer_view *v) { return v->p->auth_re
 static uint64_t v_tls_failures(const struct peer_view *v) { return v->p->tls_failures; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
 static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
+static uint64_t v_verified(const struct peer_view *v) { return v->rs.sig_verified; }
+static uint64_t v_failed(const struct peer_view *v) { return v->rs.sig_failed; }
+static uint64_t v_queued(const struct peer_view *v) { return v->rs.sig_queued; }
+static uint64_t v_throttled(const struct peer_view *v) { return v->rs.sig_throttled; }
 
 static const struct {
 	const char *name, *help;
@@ -84,6 +88,15 @@ static const struct {
 	{ "nbrpd_peer_origin_withdrawals_forged_total",
 	  "The peer's signed origin withdrawals refused: bad signature, a key not the name's origin, expired.",
 	  PROM_COUNTER, v_owd_forged },
+	{ "nbrpd_peer_verifications_total", "Signatures of the peer's routes verified by the workers.", PROM_COUNTER,
+	  v_verified },
+	{ "nbrpd_peer_verifications_failed_total", "The peer's routes whose signatures failed on the workers.",
+	  PROM_COUNTER, v_failed },
+	{ "nbrpd_peer_checks_queued", "The peer's UPDATEs waiting for their signatures' checks.", PROM_GAUGE,
+	  v_queued },
+	{ "nbrpd_peer_checks_throttled_total",
+	  "Loop turns the peer's session stopped reading, its checks at their share of the turn.", PROM_COUNTER,
+	  v_throttled },
 };
 
 static void write_peers(struct prom *p, struct nbrpd *d)
@@ -99,6 +112,18 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 			prom_u64(p, peer_families[f].name, &(struct prom_label){ "peer", v.p->cfg.name }, 1,
 				 peer_families[f].fn(&v));
 		}
+	}
+	prom_family(p, "nbrpd_peer_checks_seconds_total", PROM_COUNTER,
+		    "Time the checks of the peer's signatures took, on the event loop and on the workers.");
+	for (unsigned i = 0; i < n; i++) {
+		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
+		if (!v.p->rde)
+			continue;
+		rde_peer_stats(v.p->rde, &v.rs);
+		struct prom_label lb[2] = { { "peer", v.p->cfg.name }, { "where", "loop" } };
+		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.rs.sig_loop_ns / 1e9);
+		lb[1].value = "workers";
+		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.rs.sig_worker_ns / 1e9);
 	}
 	prom_family(p, "nbrpd_peer_signed_routes_total", PROM_COUNTER,
 		    "Routes from a peer with signatures on, by the state of their check.");

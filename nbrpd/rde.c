@@ -514,6 +514,10 @@ void rde_peer_down(struct rde_peer *p, bool keep_stale)
 
 void rde_peer_sweep(struct rde_peer *p)
 {
+	if (p->sigq) {
+		p->sweep_owed = true;   /* after the UPDATEs it sent before (rdesig.c) */
+		return;
+	}
 	purge(p->rde, p, p->gen);
 }
 
@@ -548,6 +552,7 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->dumping = p->dumping;
 	out->sig_state = p->sig_state;
 	out->sig_invalid = p->sig_invalid;
+	rdesig_peer_stats(p, out);
 }
 
 /* ---- UPDATEs in ---- */
@@ -1580,6 +1585,7 @@ static void on_check(uv_check_t *h)
 	bool growing = rib_grow_step(&r->rib, GROW_BUDGET_BUCKETS);
 	run_jobs(r);
 	flush(r);
+	rdesig_turn(r);                 /* a new turn: peers at their budget read again */
 	if (r->input_paused) {
 		/* the sessions read again: what they had read waits no longer, and may pause them again */
 		r->input_paused = false;

@@ -155,6 +155,14 @@ struct rde_peer_stats {
 	bool dumping;                   /* its table is still being sent */
 	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
 	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */
+	/* its verification budget (rdesig.c) */
+	uint64_t sig_verified;          /* signatures sent to the workers for it */
+	uint64_t sig_failed;            /* routes whose signatures failed there */
+	uint64_t sig_queued;            /* UPDATEs waiting for their checks */
+	uint64_t sig_loop_ns;           /* loop time its checks took */
+	uint64_t sig_worker_items, sig_worker_ns;       /* routes the workers checked for it, their time */
+	uint64_t sig_throttled;         /* loop turns its reading stopped at its budget */
+	unsigned sig_weight;            /* its share against other peers' */
 };
 void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);
 

@@ -23,6 +23,23 @@
 #define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
 #define SWEEP_FRESH     65536   /* slots of the freshness table, per poll */
 #define FRESH_AHEAD     8       /* names whose freshness slot is asked for ahead */
+/*
+ * A peer's budget: its share of the workers and of each loop turn is its
+ * weight over the busy peers' sum; one whose routes lately failed more
+ * than they checked gets the low weight (docs/SIGNATURES.md, Budgets).
+ */
+#define WEIGHT_GOOD     16
+#define WEIGHT_BAD      1
+#define TURN_NS         250000  /* a turn's loop time for a peer's checks, per unit of weight */
+#define TURN_BYTES      65536   /* ... and of its UPDATEs' bytes (read and decoded before they come here) */
+#define RECENT_ROUTES   4096    /* routes its weight looks back over, about */
+/*
+ * A peer's UPDATEs checked at once, when its routes verify more than they
+ * fail; else one, so a forgery repeated is found in the failed links (its
+ * first check done) instead of being verified again.  Then its session
+ * stops reading.
+ */
+#define SIGQ_MAX        4
 
 /* A valid route's attestations as received (the protobuf structs point into its own bytes). */
 struct sig_chain {
@@ -126,6 +143,7 @@ struct rdesig {
 	bool trust_warned;              /* of the one in force: its end is near */
 	bool trust_expired;             /* ... has passed: routes checked again then */
 	uint64_t trust_not_yet;         /* a file refused as not valid yet: read again from then (0: none) */
+	uint64_t turn;                  /* loop turns (rdesig_turn): a peer's budget is a turn's */
 	bool stopping;
 };
 
@@ -134,15 +152,23 @@ struct sig_upd {
 	struct sig_upd *next;
 	struct rde_peer *p;             /* a reference */
 	Nbrp__Update *u;
-	struct attest_job *jobs;        /* NULL: not prepared yet */
+	struct attest_job *jobs;        /* NULL: out of memory for them (dropped) */
 	struct attest_batch b;
 	uint64_t gen;                   /* the trust data its jobs were prepared under (trust_gen) */
+	bool running;                   /* its batch is with the workers */
 	bool dead;                      /* its session ended while its batch ran */
 };
 
 static uint64_t unix_now(void)
 {
 	return (uint64_t)time(NULL);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #define RECHECK_BUDGET  2048    /* entries a loop turn */
@@ -502,11 +528,34 @@ static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *
 
 static void drain(struct rde_peer *p);
 
+/*
+ * Routes of p lately verified valid on the workers, and refused for a bad
+ * signature (there, or a failed link seen before): a peer whose routes
+ * fail more than they verify gets the low weight.  Chains verified before
+ * count neither way: they cost nothing.
+ */
+static void recent(struct rde_peer *p, uint32_t good, uint32_t bad)
+{
+	p->sig_good += good;
+	p->sig_bad += bad;
+	if (p->sig_good + p->sig_bad >= RECENT_ROUTES) {
+		p->sig_good /= 2;
+		p->sig_bad /= 2;
+	}
+}
+
 static void on_checked(struct attest_batch *b)
 {
 	struct sig_upd *q = b->arg;
 	struct rde_peer *p = q->p;
 	struct rde *r = p->rde;
+	q->running = false;
+	uint32_t valid = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		p->sig_failed += b->jobs[i].state == ATTEST_INVALID && b->jobs[i].reason == ATTEST_BAD_SIGNATURE;
+		valid += b->jobs[i].state == ATTEST_VALID;
+	}
+	recent(p, valid, 0);    /* failures when applied, with those failed before the workers */
 	if (q->dead || r->sig->stopping) {
 		upd_free(r, q);
 		return;
@@ -514,22 +563,67 @@ static void on_checked(struct attest_batch *b)
 	drain(p);
 }
 
+static unsigned peer_weight(const struct rde_peer *p)
+{
+	return p->sig_bad > p->sig_good ? WEIGHT_BAD : WEIGHT_GOOD;
+}
+
+static bool over_budget(const struct rdesig *s, const struct rde_peer *p)
+{
+	return p->sig_turn == s->turn && (p->sig_turn_ns >= (uint64_t)peer_weight(p) * TURN_NS ||
+					   p->sig_turn_bytes >= (uint64_t)peer_weight(p) * TURN_BYTES);
+}
+
+/*
+ * Loop time since t0 spent on p's checks, and bytes of an UPDATE of it:
+ * at its turn's budget its session stops reading until the next.
+ */
+static void charge(struct rdesig *s, struct rde_peer *p, uint64_t t0, size_t bytes)
+{
+	uint64_t ns = mono_ns() - t0;
+	bool was = over_budget(s, p);
+	if (p->sig_turn != s->turn) {
+		p->sig_turn = s->turn;
+		p->sig_turn_ns = p->sig_turn_bytes = 0;
+	}
+	p->sig_turn_ns += ns;
+	p->sig_turn_bytes += bytes;
+	p->sig_loop_ns += ns;
+	if (!was && over_budget(s, p)) {
+		p->sig_throttled++;
+		rde_input_resume(s->rde);       /* read again next turn */
+	}
+}
+
+void rdesig_turn(struct rde *r)
+{
+	if (r->sig)
+		r->sig->turn++;
+}
+
 static void submit(struct rdesig *s, struct sig_upd *q)
 {
+	struct rde_peer *p = q->p;
 	memset(&q->b, 0, sizeof(q->b));
+	q->b.pool.flow = &p->sig_flow;
+	sigpool_flow_weight(&s->pool, &p->sig_flow, peer_weight(p));
+	for (size_t i = 0; i < q->u->n_routes; i++)
+		if (q->jobs[i].state == ATTEST_PENDING)
+			p->sig_verified += q->jobs[i].n_checks;
 	q->b.v = &s->v;
 	q->b.jobs = q->jobs;
 	q->b.n = q->u->n_routes;
 	q->b.now = unix_now();
 	q->b.done = on_checked;
 	q->b.arg = q;
-	q->gen = s->trust_gen;          /* prepared just now */
+	q->running = true;
+	q->gen = s->trust_gen;
 	attest_batch_submit(&s->pool, &q->b);
 }
 
 /*
- * q's verdicts were reached under trust data replaced while its batch ran
- * (an origin authorised then, a router key since changed): not applied but
+ * q's verdicts were reached under trust data replaced while it waited (an
+ * origin authorised then, a router key since changed): not applied but
  * prepared again under the data in force.  What verified stays cached (the
  * links name their keys), so this costs lookups, and crypto only for what
  * the new file asks that the old did not.
@@ -543,31 +637,40 @@ static void upd_unprepare(struct rdesig *s, struct sig_upd *q)
 	s->stale_verdicts++;
 }
 
-/* Applies the waiting UPDATEs in order, up to the first that must wait for the workers. */
+/* Applies the waiting UPDATEs in order, up to the first still with the workers. */
 static void drain(struct rde_peer *p)
 {
 	struct rde *r = p->rde;
 	struct rdesig *s = r->sig;
 	struct sig_upd *q;
-	while ((q = p->sigq)) {
-		if (q->jobs && q->gen != s->trust_gen)
+	uint64_t t0 = mono_ns();
+	while ((q = p->sigq) && !q->running) {
+		if (q->jobs && q->gen != s->trust_gen) {
 			upd_unprepare(s, q);
-		if (!q->jobs) {
 			q->jobs = calloc(q->u->n_routes ? q->u->n_routes : 1, sizeof(*q->jobs));
 			if (!q->jobs) {
 				log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
-			} else if (prepare(s, p, q->u, q->jobs)) {
-				submit(s, q);
-				return;
+			} else {
+				q->gen = s->trust_gen;
+				if (prepare(s, p, q->u, q->jobs)) {
+					submit(s, q);
+					break;
+				}
 			}
 		}
 		p->sigq = q->next;
+		p->sigq_len--;
 		if (!p->sigq)
 			p->sigq_tail = &p->sigq;
 		if (q->jobs)
 			apply(p, q->u, q->jobs);
 		upd_free(r, q);
 	}
+	if (!p->sigq && p->sweep_owed) {
+		p->sweep_owed = false;
+		rde_peer_sweep(p);      /* its END-OF-RIB came after these */
+	}
+	charge(s, p, t0, 0);
 	rde_input_resume(r);            /* its session may read again */
 }
 
@@ -587,6 +690,7 @@ static struct sig_upd *enqueue(struct rde_peer *p, const Nbrp__Update *u)
 	}
 	q->p = p;
 	p->refs++;
+	p->sigq_len++;
 	if (!p->sigq)
 		p->sigq_tail = &p->sigq;
 	*p->sigq_tail = q;
@@ -598,8 +702,19 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 {
 	struct rdesig *s = p->rde->sig;
 	if (p->sigq) {
-		if (!enqueue(p, u))
+		/* checked now, applied after those before it */
+		uint64_t t0 = mono_ns();
+		struct sig_upd *q = enqueue(p, u);
+		if (!q)
 			log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
+		else if (!(q->jobs = calloc(u->n_routes ? u->n_routes : 1, sizeof(*q->jobs))))
+			log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
+		else {
+			q->gen = s->trust_gen;
+			if (prepare(s, p, q->u, q->jobs))
+				submit(s, q);
+		}
+		charge(s, p, t0, nbrp__update__get_packed_size(u));
 		return;
 	}
 	struct attest_job *jobs = calloc(u->n_routes ? u->n_routes : 1, sizeof(*jobs));
@@ -607,9 +722,11 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 		log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
 		return;
 	}
+	uint64_t t0 = mono_ns();
 	if (!prepare(s, p, u, jobs)) {
 		apply(p, u, jobs);
 		free(jobs);
+		charge(s, p, t0, nbrp__update__get_packed_size(u));
 		return;
 	}
 	struct sig_upd *q = enqueue(p, u);
@@ -622,6 +739,7 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 	q->jobs = jobs;
 	submit(s, q);
+	charge(s, p, t0, nbrp__update__get_packed_size(u));
 }
 
 void rdesig_peer_down(struct rde_peer *p)
@@ -630,13 +748,14 @@ void rdesig_peer_down(struct rde_peer *p)
 	struct sig_upd *q = p->sigq;
 	p->sigq = NULL;
 	p->sigq_tail = &p->sigq;
+	p->sigq_len = 0;
+	p->sweep_owed = false;
 	if (!q)
 		return;
-	/* the first may be with the workers: its callback frees it */
+	/* those with the workers: their callbacks free them */
 	for (struct sig_upd *n; q; q = n) {
 		n = q->next;
-		bool running = q->jobs && q->b.done;
-		if (running)
+		if (q->running)
 			q->dead = true;
 		else
 			upd_free(r, q);
@@ -646,7 +765,22 @@ void rdesig_peer_down(struct rde_peer *p)
 
 bool rde_peer_waiting(const struct rde_peer *p)
 {
-	return p->sigq != NULL;
+	uint32_t depth = p->sig_good > p->sig_bad ? SIGQ_MAX : 1;
+	return p->sigq_len >= depth || (p->rde->sig && over_budget(p->rde->sig, p));
+}
+
+void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
+{
+	struct rdesig *s = p->rde->sig;
+	if (!s)
+		return;
+	out->sig_verified = p->sig_verified;
+	out->sig_failed = p->sig_failed;
+	out->sig_queued = p->sigq_len;
+	out->sig_loop_ns = p->sig_loop_ns;
+	sigpool_flow_stats(&s->pool, &p->sig_flow, &out->sig_worker_items, &out->sig_worker_ns);
+	out->sig_throttled = p->sig_throttled;
+	out->sig_weight = peer_weight(p);
 }
 
 /* ---- a route's check applied ---- */
@@ -658,6 +792,8 @@ bool rdesig_accept(struct rde_peer *p, const struct attest_job *j)
 	p->sig_state[j->state]++;
 	if (j->state == ATTEST_INVALID)
 		p->sig_invalid[j->reason]++;
+	if (j->state == ATTEST_INVALID && j->reason == ATTEST_BAD_SIGNATURE)
+		recent(p, 0, 1);
 	if (p->sig != SIG_REQUIRE || j->state == ATTEST_VALID)
 		return true;
 	uint64_t now = uv_now(p->rde->loop);
@@ -1401,6 +1537,7 @@ static void on_kick(uv_timer_t *t)
 	run->b.n = n;
 	run->b.done = on_signed;
 	run->b.arg = run;
+	run->b.pool.urgent = true;      /* no flood of checks delays our own announcements */
 	attest_sign_batch_submit(&s->pool, &run->b);
 }
 

@@ -8,9 +8,11 @@
  * once); if some Route has signatures left to verify, the UPDATE waits,
  * a copy of it in the peer's queue, while the worker pool verifies them,
  * and is applied whole, with every Route's state, when they are done.
- * While the queue is not empty the peer's later UPDATEs join it, in
- * order, and its session does not read (rde_peer_waiting), so nothing the
- * peer says overtakes what it said before.
+ * While the queue is not empty the peer's later UPDATEs join it, each
+ * prepared and verified at once but applied in order (its END-OF-RIB's
+ * sweep too), so nothing the peer says overtakes what it said before.
+ * A full queue (SIGQ_MAX) stops its session reading (rde_peer_waiting):
+ * TCP holds the rest, nothing is dropped.
  */
 #ifndef NBRPD_RDESIG_H
 #define NBRPD_RDESIG_H
@@ -103,5 +105,14 @@ uint64_t rde_stamp(struct rde *r);
 void rde_peer_eor(struct rde_peer *p);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */
 void rdesig_peer_down(struct rde_peer *p);
+/*
+ * Budgets: each peer's verifications are a flow of the worker pool, and
+ * its checks may take a share of each loop turn (its weight, lower while
+ * its routes fail); past it, rde_peer_waiting stops its session reading
+ * until the next turn (TCP backpressure, nothing dropped).  Our own
+ * signing goes in the pool's urgent lane.
+ */
+void rdesig_turn(struct rde *r);
+void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);
 
 #endif

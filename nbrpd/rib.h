@@ -83,6 +83,17 @@ struct rde_peer {
 	uint64_t sig_invalid[ATTEST_REASONS];   /* invalid routes received, by reason */
 	uint64_t sig_log_ms;
 	unsigned sig_logged;            /* lines logged since sig_log_ms */
+	/* its budget (rdesig.c): a fair share of the workers and of each loop turn */
+	struct sigpool_flow sig_flow;   /* its verifications with the workers */
+	uint32_t sig_good, sig_bad;     /* routes valid and invalid lately: its weight */
+	uint32_t sigq_len;              /* UPDATEs in sigq */
+	bool sweep_owed;                /* its END-OF-RIB came with UPDATEs in sigq: swept after them */
+	uint64_t sig_turn;              /* the loop turn sig_turn_ns counts */
+	uint64_t sig_turn_ns;           /* loop time its checks took in that turn */
+	uint64_t sig_turn_bytes;        /* ... and bytes of its UPDATEs */
+	uint64_t sig_loop_ns;           /* ... in all */
+	uint64_t sig_verified, sig_failed;      /* signatures verified for it; routes they failed */
+	uint64_t sig_throttled;         /* turns its reading stopped at its budget */
 };
 
 /* ---- attributes ---- */
