@@ -105,7 +105,7 @@ def test_a_flooding_peer_is_read_no_faster_than_its_routes_are_checked(signed):
     z_addr = unique_addrs(1)[0]
     mport = free_port("127.0.0.1")
     n = signed("require", extra=f'metrics 127.0.0.1 port {mport};\n'
-               f'peer "z" {{ address {z_addr} port 1; passive; signatures require; }}\n')
+               f'peer "z" {{ address {z_addr} port 1; passive; signatures require; authentication none; }}\n')
     z = open_peer(n, "z", z_addr)
     frames = forgeries(n, "z", 4, 200)
     rss0 = rss_kib(n.proc.pid)
@@ -153,7 +153,7 @@ def test_a_good_peer_and_our_own_announcements_go_through_a_flood(inrpd_factory,
     own = [f"o{i}.own.example" for i in range(50)]
     n = nbrpd_factory("r1", f'router-name "r1";\nlisten {r1_addr} port {port};\n'
                       f"inrp-address {r1_addr} port {dns_port};\nhold-time 30s;\n{fed.config()}"
-                      + "".join(f'peer "{p}" {{ address {a} port 1; passive; signatures require; }}\n'
+                      + "".join(f'peer "{p}" {{ address {a} port 1; passive; signatures require; authentication none; }}\n'
                                 for p, a in (("x", x_addr), ("y", y_addr), ("z", z_addr)))
                       + "".join(f'content "{o}" {{ server {SERVER_FAR}; }}\n' for o in own))
     n.addr, n.port, n.x_addr, n.fed = r1_addr, port, x_addr, fed
@@ -195,7 +195,7 @@ def test_end_of_rib_after_a_restart_waits_for_the_updates_checked_before_it(sign
     sweep of what x did not send again waits for them, so y, told x's names, is never told
     one withdrawn."""
     y_addr = unique_addrs(1)[0]
-    n = signed("require", extra=f'peer "y" {{ address {y_addr} port 1; passive; signatures require; }}\n')
+    n = signed("require", extra=f'peer "y" {{ address {y_addr} port 1; passive; signatures require; authentication none; }}\n')
     names = [f"r{i}.{GOOD}" for i in range(400)]
 
     def table(seq):
