@@ -3,7 +3,7 @@
 namespace of its own: its daemons listen on its own loopback): the units
 are enabled by the install, start as their own users with only
 CAP_NET_BIND_SERVICE, answer a query routed by nbrpd, take a reload and a
-restart, report healthy and log to the journal; nbrpd's state-dir
+restart, report healthy, log to the journal and go on purge; nbrpd's state-dir
 /var/lib/nbrpd is writable under ProtectSystem=strict.
 
 Slow (a package build, a root from the Debian archive, a boot): marked
@@ -243,3 +243,11 @@ def test_packages_boot_under_systemd(machine):
         and "shutting down" in j, j
     j = m.run("journalctl", "--no-pager", "-o", "cat", "-u", "nbrpd").stdout
     assert re.search(r"nbrpd \S+ started", j) and "reloaded /etc/content-router/nbrpd.conf" in j, j
+
+    # purge: the unit stopped, the conffile and the state gone
+    m.run("dpkg", "--purge", "nbrpd")
+    assert m.run("systemctl", "is-active", "nbrpd", check=False).stdout.strip() == "inactive"
+    assert not (m.root / "etc/content-router/nbrpd.conf").exists()
+    assert not (m.root / "var/lib/nbrpd").exists()
+    assert wait_for(lambda: query(m, "www.example.content") == ["127.0.0.10"], 30, "inrpd without nbrpd",
+                    interval=0.5)
