@@ -105,10 +105,13 @@ class Machine:
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
         # the container's init: the child of nspawn that runs systemd (the first
         # child sets the container up, forks init and exits)
-        self.leader = wait_for(lambda: self.proc.poll() is None and self.init(), 60, "the container's init",
-                               interval=0.1)
+        self.leader = wait_for(self.init, 60, "the container's init", interval=0.1)
 
     def init(self):
+        if self.proc.poll() is not None:
+            self.log.flush()
+            raise AssertionError(f"systemd-nspawn exited {self.proc.returncode}: "
+                                 f"{(self.root.parent / 'console.log').read_text()[-3000:]}")
         for pid in children(self.proc.pid):
             try:
                 if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "systemd":
@@ -157,7 +160,7 @@ def machine(tmp_path):
                                        timeout=180).stdout.strip() not in ("", "offline") and
                          m.run("systemctl", "is-system-running", check=False).stdout.strip(),
                          180, "the container's boot", interval=0.5)
-        assert state in ("running", "degraded"), state
+        assert state in ("running", "degraded"), m.run("systemctl", "--failed", check=False).stdout
         yield m
     finally:
         if m and m.proc.poll() is None:      # for a failure's report (pytest shows it then)
