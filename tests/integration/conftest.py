@@ -103,6 +103,10 @@ def pytest_sessionstart(session):
     sweep_leftovers()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: minutes long; scripts/test runs these only with --slow")
+
+
 INRPD = os.environ.get("INRPD", str(REPO / "build" / "inrpd" / "inrpd"))
 START_TIMEOUT = 15.0    # generous: sanitizer builds start slowly
 STOP_TIMEOUT = 15.0

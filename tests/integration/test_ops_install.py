@@ -36,7 +36,7 @@ def test_files_in_their_places(installed):
     for path in ["sbin/inrpd", "sbin/nbrpd", "bin/inrpc", "bin/nbrc", "bin/nbrp-updgen", "bin/nbrp-key"]:
         assert os.access(root / path, os.X_OK), path
     for path in ["lib/systemd/system/inrpd.service", "lib/systemd/system/nbrpd.service",
-                 "lib/sysusers.d/content-router.conf",
+                 "lib/sysusers.d/inrpd.conf", "lib/sysusers.d/nbrpd.conf",
                  "share/man/man8/inrpd.8", "share/man/man5/inrpd.conf.5", "share/man/man8/inrpc.8",
                  "share/man/man8/nbrpd.8", "share/man/man5/nbrpd.conf.5", "share/man/man8/nbrc.8",
                  "share/man/man1/nbrp-updgen.1", "share/man/man1/nbrp-key.1",
@@ -72,3 +72,22 @@ def test_systemd_analyze_verify(installed, unit, tmp_path):
     r = subprocess.run([tool, "security", "--offline=yes", "--threshold=25", str(tmp_path / unit)],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_sysusers_make_the_users(installed, tmp_path):
+    """systemd-sysusers accepts the installed files as they are (a colon in
+    a GECOS field once made it refuse them) and makes both users, nbrpd in
+    inrpd's group for the FIB channel."""
+    dest, root = installed
+    target = tmp_path / "root"
+    (target / "etc").mkdir(parents=True)
+    (target / "usr/lib").mkdir(parents=True)
+    shutil.copytree(root / "lib/sysusers.d", target / "usr/lib/sysusers.d")
+    r = subprocess.run(["systemd-sysusers", f"--root={target}", "inrpd.conf", "nbrpd.conf"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "not a valid" not in r.stderr, r.stderr
+    users = {line.split(":")[0] for line in (target / "etc/passwd").read_text().splitlines()}
+    assert {"inrpd", "nbrpd"} <= users
+    groups = {g[0]: g[3].split(",") for g in
+              (line.split(":") for line in (target / "etc/group").read_text().splitlines())}
+    assert "nbrpd" in groups["inrpd"]
