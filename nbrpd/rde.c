@@ -843,8 +843,18 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
 		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
 			rdesig_unsigned_source(p, rt);
-		if (verdict == IMPORT_OK && check && !rdesig_accept(p, check))
-			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
+		if (verdict == IMPORT_OK && check) {
+			struct name first = { .len = 0 };
+			const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate
+						       : rt->n_names ? &rt->names[0] : NULL;
+			if (n0 && n0->len <= NAME_MAX_WIRE && nbrp_name_valid(n0)) {
+				memcpy(first.wire, n0->data, n0->len);
+				first.len = (uint8_t)n0->len;
+			}
+			if (!rdesig_accept(p, check, first.len ? &first : NULL,
+					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0))
+				verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
+		}
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
 		if (a && check)
@@ -929,7 +939,9 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
 	memcpy(k.sig_head, rt->a->k.sig_head, sizeof(k.sig_head));     /* the chain it names */
 	if (memcmp(&k, &rt->a->k, sizeof(k)) == 0)
 		return;                 /* as it was */
-	bool keep = rdesig_accept(p, j);
+	struct name n;
+	rde_entry_name(e, &n);
+	bool keep = rdesig_accept(p, j, &n, 0);
 	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
 	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
 	struct rib_route *old = route_remove(r, e, p);

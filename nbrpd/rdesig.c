@@ -785,7 +785,7 @@ void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 
 /* ---- a route's check applied ---- */
 
-bool rdesig_accept(struct rde_peer *p, const struct attest_job *j)
+bool rdesig_accept(struct rde_peer *p, const struct attest_job *j, const struct name *first, size_t more)
 {
 	if (j->state >= ATTEST_PENDING)
 		return false;           /* not reached: every job is final when applied */
@@ -804,10 +804,16 @@ bool rdesig_accept(struct rde_peer *p, const struct attest_job *j)
 		p->sig_log_ms = now;
 		p->sig_logged = 0;
 	}
-	if (p->sig_logged++ < SIG_LOG_PER_S)
-		log_warn("peer %s: route rejected: %s%s%s", p->name, attest_state_name(j->state),
+	if (p->sig_logged++ < SIG_LOG_PER_S) {
+		char name[NAME_MAX_TEXT] = "?", and[48] = "";
+		if (first)
+			name_to_text(first, name, sizeof(name));
+		if (more)
+			snprintf(and, sizeof(and), " (and %zu more names)", more);
+		log_warn("peer %s: route for %s%s rejected: %s%s%s", p->name, name, and, attest_state_name(j->state),
 			 j->state == ATTEST_INVALID ? ": " : "",
 			 j->state == ATTEST_INVALID ? attest_reason_name(j->reason) : "");
+	}
 	return false;
 }
 

@@ -25,8 +25,11 @@ void rdesig_stop(struct rdesig *s);
 
 /* An UPDATE from a peer whose signatures are checked: applied now, or queued. */
 void rdesig_update(struct rde_peer *p, const Nbrp__Update *u);
-/* Whether a route with this check is imported (require: valid only); counts and logs it. */
-bool rdesig_accept(struct rde_peer *p, const struct attest_job *j);
+/*
+ * Whether a route with this check is imported (require: valid only); counts
+ * it, and logs a refusal with its first name (and how many more it had).
+ */
+bool rdesig_accept(struct rde_peer *p, const struct attest_job *j, const struct name *first, size_t more);
 /* The check's part of the attributes: its state, and for `prefer` a local preference. */
 void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k);
 /* A valid route's attestations kept with its (new) attributes, to pass on. */

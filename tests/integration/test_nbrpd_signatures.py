@@ -131,7 +131,9 @@ def test_valid_routes_are_kept_and_each_attack_is_rejected_with_its_reason(signe
     assert n.route(f"a.{GOOD}")[0]["signatures"] == "valid"
     assert n.peers()["x"]["state"] == "Established"
     log = n.log()
-    assert "route rejected: invalid: replayed to another peer" in log
+    # each refusal named: the peer, the name, the state and the reason
+    assert f"peer x: route for e.{GOOD}. rejected: invalid: replayed to another peer" in log, log
+    assert f"peer x: route for b.{GOOD}. rejected: invalid: unauthorised origin" in log, log
     # the same counts in Prometheus (promtool checks the text)
     m = scrape("127.0.0.1", mport)
     assert value(m, "nbrpd_peer_invalid_routes_total", peer="x", reason="bad signature") == 3
