@@ -231,7 +231,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"restart_time_s\": %u, "
 				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
 				       "\"authentication\": \"%s\", \"session_keys_refused\": %llu, \"tls_failures\": %llu, "
-				       "\"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
+				       "\"trust_refreshes\": %llu, \"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
@@ -241,7 +241,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       p->restart_time_s, p->restart_time_asked_s,
 				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
 				       p->cfg.tls ? "tls" : "none", (unsigned long long)p->auth_refused,
-				       (unsigned long long)p->tls_failures, strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
+				       (unsigned long long)p->tls_failures, (unsigned long long)p->trust_refreshes, strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
 				       i + 1 < n ? "," : "");
 		} else {
 			if (rs.owd_refused)

@@ -411,6 +411,7 @@ static void trust_changed(void *arg)
 {
 	struct nbrpd *d = arg;
 	sessions_check_keys(d->sessions);
+	sessions_refresh_refused(d->sessions);
 }
 
 static void on_bird_polled(void *arg)

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 
 #include "addr.h"
+#include "attest.h"
 #include "log.h"
 #include "nbrp_session.h"
 #include "nexthop.h"
@@ -603,6 +604,26 @@ void sessions_check_keys(struct sessions *sess)
 			nbrp_session_notify(c, NBRP_ERR_CEASE, NBRP_CEASE_RESET, "the trust file in force %s router \"%.80s\"",
 					    want ? "gives another key than this session's to" : "has no key for", p->cfg.name);
 		}
+	}
+}
+
+void sessions_refresh_refused(struct sessions *sess)
+{
+	for (unsigned i = 0; i < sess->npeers; i++) {
+		struct peer *p = sess->peers[i];
+		if (!p->established || !p->rde || p->cfg.signatures != SIG_REQUIRE)
+			continue;
+		struct rde_peer_stats rs = { 0 };
+		rde_peer_stats(p->rde, &rs);
+		uint64_t refused = 0;
+		for (int k = ATTEST_INVALID; rs.sig_state && k < ATTEST_PENDING; k++)
+			refused += rs.sig_state[k];
+		if (!refused)
+			continue;
+		log_info("peer %s: asking for its table again, to check the %llu routes refused so far under the "
+			 "new trust file", p->cfg.name, (unsigned long long)refused);
+		peer_route_refresh(p);
+		p->trust_refreshes++;
 	}
 }
 

@@ -46,6 +46,7 @@ struct peer {
 	uint64_t updates_in, notifications_in, notifications_out, flaps;
 	uint64_t notif_in_code[8], notif_out_code[8];   /* NOTIFICATIONs by code (0: unknown) */
 	uint64_t auth_refused;          /* sessions whose TLS key is not the trust file's for its name */
+	uint64_t trust_refreshes;       /* ROUTE-REFRESHes asked for because a new trust file came */
 	uint64_t tls_failures;          /* TLS handshakes or records that failed */
 	char last_error[256];
 };
@@ -62,6 +63,10 @@ void sessions_set_config(struct sessions *s, const struct nbrpd_config *cfg);
 /* A new trust file (or the one in force expired): a session whose TLS key is no longer the
  * trust file's for its peer is ended (CEASE, saying so; counted as a key refused). */
 void sessions_check_keys(struct sessions *s);
+/* Another trust file in force: peers under `signatures require` that had
+ * routes refused are asked for their tables again (ROUTE-REFRESH), so
+ * those routes are checked under the new file. */
+void sessions_refresh_refused(struct sessions *s);
 /* Sessions refused for their TLS key, and TLS failures, since start (removed peers' too). */
 void sessions_auth_totals(const struct sessions *s, uint64_t *key_refused, uint64_t *tls_failures);
 /* Our key for peers with `authentication tls` (once; copied).  0, or -1 with err set. */

@@ -770,3 +770,24 @@ def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
         assert n.log().count(f"{state}/trust-serial: not a serial: any trust file valid now is taken") == i + 1
         assert n.json("show", "status")["trust_serial"] == six
         assert (state / "trust-serial").read_text() == f"{six}\n"
+
+
+def test_a_new_trust_file_has_the_routes_it_refused_sent_again(signed):
+    """Under require a refused route is not kept; a trust file that now authorises its origin makes
+    nbrpd ask the peer for its table again (ROUTE-REFRESH), and the route, sent again, is taken."""
+    n = signed("require")
+    p = establish(n)
+    fed = n.fed
+    other = st.Key()
+    route = sroute(n, "c.other.example", origin=other)[0]
+    p.send(nc.update(routes=[route]))
+    wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "the route refused")
+    assert n.route("c.other.example") is None
+    fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
+    assert p.recv_until(nc.ROUTE_REFRESH) is not None, "no ROUTE-REFRESH after the new trust file"
+    assert n.peers()["x"]["trust_refreshes"] == 1
+    assert "peer x: asking for its table again, to check the 1 routes refused so far" in n.log()
+    p.send(nc.update(routes=[route]))
+    wait_for(lambda: n.route("c.other.example") is not None, 10, "the route taken under the new file")
+    assert n.route("c.other.example")[0]["signatures"] == "valid"
+    p.close()
