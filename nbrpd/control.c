@@ -17,6 +17,7 @@
 #include "nbrpd.h"
 #include "nexthop.h"
 #include "rde.h"
+#include "refused.h"
 #include "session.h"
 #include "strbuf.h"
 
@@ -269,8 +270,32 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 /* One name's routes: a line for the name and one per route, or one JSON
  * object over several lines (a route per line, so a line stays bounded
  * whatever the paths), followed by `after` (e.g. ","). */
+/* Routes refused lately for a name, after its routes (show route NAME only). */
+static void refused_lines(const struct refused_entry *ref, unsigned nref, bool json, struct strbuf *b,
+			  struct ctl_reply *r)
+{
+	for (unsigned i = 0; i < nref; i++) {
+		char when[32];
+		time_t t = (time_t)ref[i].when_s;
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+		const char *state = attest_state_name((enum attest_state)ref[i].state);
+		const char *reason = ref[i].state == ATTEST_INVALID ? attest_reason_name((enum attest_reason)ref[i].reason)
+								    : "";
+		if (json) {
+			strbuf_addf(b, "%s{\"from\": \"", i ? ", " : "");
+			strbuf_add_json(b, ref[i].peer);
+			strbuf_addf(b, "\", \"signatures\": \"%s\", \"signature_reason\": \"%s\", \"at\": \"%s\"}",
+				    state, reason, when);
+		} else {
+			ctl_reply_line(r, CTL_DATA, "  refused from %s at %s: signatures %s%s%s", ref[i].peer, when,
+				       state, reason[0] ? ": " : "", reason);
+		}
+	}
+}
+
 static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json, const char *after,
-		     struct ctl_reply *r)
+		     const struct refused_entry *ref, unsigned nref, struct ctl_reply *r)
 {
 	char name[NAME_MAX_TEXT];
 	struct name n;
@@ -357,8 +382,18 @@ static void describe(const struct nbrpd *d, const struct rib_entry *e, bool json
 				    v->stale ? ", stale" : "", v->usable ? "" : ", UNUSABLE", ip[0] ? "; BIRD: " : "", ip);
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 	}
-	if (json)
-		ctl_reply_line(r, CTL_DATA, "]}%s", after ? after : "");
+	strbuf_reset(&b);
+	if (json) {
+		strbuf_addf(&b, "]");
+		if (nref) {
+			strbuf_addf(&b, ", \"refused\": [");
+			refused_lines(ref, nref, true, &b, r);
+			strbuf_addf(&b, "]");
+		}
+		ctl_reply_line(r, CTL_DATA, "%s}%s", strbuf_str(&b), after ? after : "");
+	} else {
+		refused_lines(ref, nref, false, &b, r);
+	}
 	strbuf_free(&b);
 }
 
@@ -373,7 +408,7 @@ static void describe_one(const struct rib_entry *e, void *arg)
 {
 	struct route_walk *w = arg;
 	w->done++;
-	describe(w->d, e, w->json, w->done < w->total ? "," : "", w->r);
+	describe(w->d, e, w->json, w->done < w->total ? "," : "", NULL, 0, w->r);
 }
 
 static void show_route_count(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -396,13 +431,33 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name '%s'", args[0]);
 			return;
 		}
-		/* the name's own route, else the aggregate of that name */
+		/* the name's own route, else the aggregate of that name; and what was refused for it */
 		const struct rib_entry *e = rde_find(d->rde, &n), *agg = rde_find_aggregate(d->rde, &n);
-		if (!e && !agg) {
+		struct refused_entry ref[REFUSED_WAYS];
+		unsigned nref = rde_refused(d->rde, &n, ref);
+		if (!e && !agg && !nref) {
 			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
 			return;
 		}
-		describe(d, e ? e : agg, json, "", r);
+		if (!e && !agg) {
+			char text[NAME_MAX_TEXT];
+			struct strbuf b = { 0 };
+			name_to_text(&n, text, sizeof(text));
+			if (json) {
+				strbuf_addf(&b, "{\"name\": \"");
+				strbuf_add_json(&b, text);
+				strbuf_addf(&b, "\", \"aggregate\": false, \"routes\": [], \"refused\": [");
+				refused_lines(ref, nref, true, &b, r);
+				ctl_reply_line(r, CTL_DATA, "%s]}", strbuf_str(&b));
+			} else {
+				ctl_reply_line(r, CTL_DATA, "%s", text);
+				ctl_reply_line(r, CTL_DATA, "  no route");
+				refused_lines(ref, nref, false, &b, r);
+			}
+			strbuf_free(&b);
+			return;
+		}
+		describe(d, e ? e : agg, json, "", ref, nref, r);
 		if (e && agg && !json)
 			ctl_reply_line(r, CTL_DATA, "%s is an aggregate's name too: nbrc show aggregate %s",
 				       args[0], args[0]);
@@ -578,7 +633,7 @@ static void show_aggregate(void *ctx, char **args, unsigned nargs, bool json, st
 	if (json)
 		return;
 	if (e)
-		describe(d, e, false, "", r);
+		describe(d, e, false, "", NULL, 0, r);
 	else
 		ctl_reply_line(r, CTL_DATA, "  no route");
 }

@@ -841,6 +841,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
 		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
+		bool sig_refused = false;
 		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
 			rdesig_unsigned_source(p, rt);
 		if (verdict == IMPORT_OK && check) {
@@ -852,8 +853,10 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				first.len = (uint8_t)n0->len;
 			}
 			if (!rdesig_accept(p, check, first.len ? &first : NULL,
-					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0))
+					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0)) {
 				verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
+				sig_refused = true;
+			}
 		}
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
@@ -875,12 +878,16 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			const uint8_t *wire = agg ? key : b->data;
 			size_t len = agg ? agg_key(key, b->data, b->len) : b->len;
 			if (!a || import_none || (!import_all && !import_allows(p, b))) {
+				if (sig_refused)
+					rdesig_refused_note(p, check, b->data, b->len);
 				withdraw_name(r, p, wire, len);
 				continue;
 			}
 			struct rib_entry *e = rib_get(&r->rib, wire, len, agg ? rib_hash(wire, len) : hash);
 			if (!e)
 				continue;
+			if (check)
+				rdesig_refused_forget(p, b->data, b->len);
 			struct rib_route *old = route_remove(r, e, p);
 			if (!old && p->max_names && agg) {
 				/* an aggregate counts its members, as stored here */
@@ -942,6 +949,8 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
 	struct name n;
 	rde_entry_name(e, &n);
 	bool keep = rdesig_accept(p, j, &n, 0);
+	if (!keep)
+		rdesig_refused_note(p, j, n.wire, n.len);
 	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
 	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
 	struct rib_route *old = route_remove(r, e, p);

@@ -204,6 +204,9 @@ void rde_entry_name(const struct rib_entry *e, struct name *out);
 bool rde_entry_is_aggregate(const struct rib_entry *e);
 /* An aggregate's entry, or NULL when no route is known for it. */
 const struct rib_entry *rde_find_aggregate(const struct rde *r, const struct name *agg);
+struct refused_entry;
+/* The name's routes refused for their signatures lately, newest first (at most REFUSED_WAYS). */
+unsigned rde_refused(const struct rde *r, const struct name *n, struct refused_entry *out);
 /* A walk over loop turns: each step calls fn on at most about `budget` names with routes;
  * rde_walk_step returns true when the walk is done.  The table may change between steps:
  * every name present throughout is seen once. */

@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "fresh.h"
+#include "refused.h"
 #include "hashkey.h"
 #include "log.h"
 #include "rdesig.h"
@@ -23,6 +24,7 @@
 #define SWEEP_BUCKETS   4096    /* of the signature caches, per poll */
 #define SWEEP_FRESH     65536   /* slots of the freshness table, per poll */
 #define FRESH_AHEAD     8       /* names whose freshness slot is asked for ahead */
+#define REFUSED_KEPT    16384   /* names refused for their signatures kept for show route (about 5 MiB) */
 /*
  * A peer's budget: its share of the workers and of each loop turn is its
  * weight over the busy peers' sum; one whose routes lately failed more
@@ -129,6 +131,7 @@ struct rdesig {
 	uint64_t rechecked;
 	struct sig_table hops, origins;
 	struct fresh_table fresh;       /* the newest origin_seq per (name, origin key) */
+	struct refused refused;         /* names refused for their signatures, for show route */
 	struct hop **asked;
 	size_t nasked, asked_cap;
 	uint64_t signed_hops, signed_origins, signed_withdrawals;
@@ -390,6 +393,8 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	s->rde = r;
 	s->key = *key;
 	s->next_expiry = UINT64_MAX;
+	if (refused_init(&s->refused, REFUSED_KEPT) < 0)
+		log_err("signatures: out of memory for the table of refused routes: show route will not say why");
 	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	attest_verifier_set_trust(&s->v, NULL);
 	if (cfg->state_dir && trust_serial_load(cfg->state_dir, &s->serial_floor, err, err_len) < 0)
@@ -466,6 +471,7 @@ void rdesig_free(struct rdesig *s)
 	table_free(s, &s->hops);
 	table_free(s, &s->origins);
 	fresh_free(&s->fresh);
+	refused_free(&s->refused);
 	for (size_t b = 0; b < s->nown; b++)
 		set_release(s, s->own[b].set);
 	free(s->own);
@@ -784,6 +790,34 @@ void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 }
 
 /* ---- a route's check applied ---- */
+
+static bool name_of(struct name *n, const uint8_t *wire, size_t len)
+{
+	if (len > NAME_MAX_WIRE)
+		return false;
+	memcpy(n->wire, wire, len);
+	n->len = (uint8_t)len;
+	return true;
+}
+
+void rdesig_refused_note(struct rde_peer *p, const struct attest_job *j, const uint8_t *wire, size_t len)
+{
+	struct name n;
+	if (name_of(&n, wire, len))
+		refused_note(&p->rde->sig->refused, &n, p->name, (uint8_t)j->state, (uint8_t)j->reason, unix_now());
+}
+
+void rdesig_refused_forget(struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct name n;
+	if (p->rde->sig->refused.used && name_of(&n, wire, len))
+		refused_forget(&p->rde->sig->refused, &n, p->name);
+}
+
+unsigned rde_refused(const struct rde *r, const struct name *n, struct refused_entry *out)
+{
+	return r->sig ? refused_find(&r->sig->refused, n, out) : 0;
+}
 
 bool rdesig_accept(struct rde_peer *p, const struct attest_job *j, const struct name *first, size_t more)
 {

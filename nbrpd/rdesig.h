@@ -30,6 +30,10 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u);
  * it, and logs a refusal with its first name (and how many more it had).
  */
 bool rdesig_accept(struct rde_peer *p, const struct attest_job *j, const struct name *first, size_t more);
+/* A name of a route refused for its check, kept for `show route` (refused.h); forgotten when
+ * the same peer's route for it is taken. */
+void rdesig_refused_note(struct rde_peer *p, const struct attest_job *j, const uint8_t *wire, size_t len);
+void rdesig_refused_forget(struct rde_peer *p, const uint8_t *wire, size_t len);
 /* The check's part of the attributes: its state, and for `prefer` a local preference. */
 void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k);
 /* A valid route's attestations kept with its (new) attributes, to pass on. */

@@ -451,7 +451,7 @@ class Nbrpd(Daemon):
         if r.returncode != 0:
             return None
         import json
-        return json.loads(r.stdout)["routes"]
+        return json.loads(r.stdout)["routes"] or None     # only refused routes: none
 
     def peers(self):
         return {p["name"]: p for p in self.json("show", "peers")}

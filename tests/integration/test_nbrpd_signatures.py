@@ -773,7 +773,7 @@ def test_a_restart_does_not_take_back_an_older_trust_file(signed, tmp_path):
 
 
 def test_a_new_trust_file_has_the_routes_it_refused_sent_again(signed):
-    """Under require a refused route is not kept; a trust file that now authorises its origin makes
+    """Under require a refused route is not kept (show route says why); a trust file that now authorises its origin makes
     nbrpd ask the peer for its table again (ROUTE-REFRESH), and the route, sent again, is taken."""
     n = signed("require")
     p = establish(n)
@@ -783,6 +783,13 @@ def test_a_new_trust_file_has_the_routes_it_refused_sent_again(signed):
     p.send(nc.update(routes=[route]))
     wait_for(lambda: n.peers()["x"]["routes_by_state"]["not-found"] == 1, 10, "the route refused")
     assert n.route("c.other.example") is None
+    # not kept, but shown with its reason, as BIRD shows filtered routes
+    r = n.nbrc("show", "route", "c.other.example")
+    assert r.returncode == 0 and "no route" in r.stdout, r
+    assert "refused from x at " in r.stdout and "signatures not-found" in r.stdout, r.stdout
+    view = n.json("show", "route", "c.other.example")
+    assert view["routes"] == [] and view["refused"][0]["from"] == "x", view
+    assert view["refused"][0]["signatures"] == "not-found", view
     fed.write_trust(origins=[(GOOD, fed.origin), ("other.example", other)])
     assert p.recv_until(nc.ROUTE_REFRESH) is not None, "no ROUTE-REFRESH after the new trust file"
     assert n.peers()["x"]["trust_refreshes"] == 1
@@ -790,4 +797,6 @@ def test_a_new_trust_file_has_the_routes_it_refused_sent_again(signed):
     p.send(nc.update(routes=[route]))
     wait_for(lambda: n.route("c.other.example") is not None, 10, "the route taken under the new file")
     assert n.route("c.other.example")[0]["signatures"] == "valid"
+    # taken: its refusal is forgotten
+    assert "refused" not in n.json("show", "route", "c.other.example")
     p.close()
