@@ -389,46 +389,38 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 
 size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 {
-	size_t opts = (s->opt_code ? 4u + s->opt_len : 0) + (s->cookie_len ? 4u + s->cookie_len : 0);
-	size_t need = DNS_HEADER_LEN + s->qname_len + 4u + (s->edns ? DNS_OPT_RR_LEN + opts : 0);
-	if (need > cap)
-		return 0;
-	memset(buf, 0, DNS_HEADER_LEN);
-	wire_store16(buf, s->id);
-	buf[2] = s->rd ? F1_RD : 0;
-	buf[3] = s->cd ? F2_CD : 0;
-	wire_store16(buf + 4, 1);
-	wire_store16(buf + 10, s->edns ? 1 : 0);
-	size_t p = DNS_HEADER_LEN;
-	memcpy(buf + p, s->qname, s->qname_len);
-	p += s->qname_len;
-	wire_store16(buf + p, s->qtype);
-	wire_store16(buf + p + 2, s->qclass);
-	p += 4;
+	struct wire_writer w = wire_writer(buf, cap);
+	wire_put16(&w, s->id);
+	wire_put8(&w, s->rd ? F1_RD : 0);
+	wire_put8(&w, s->cd ? F2_CD : 0);
+	wire_put16(&w, 1);                      /* QDCOUNT */
+	wire_put16(&w, 0);
+	wire_put16(&w, 0);
+	wire_put16(&w, s->edns ? 1 : 0);
+	wire_put(&w, s->qname, s->qname_len);
+	wire_put16(&w, s->qtype);
+	wire_put16(&w, s->qclass);
 	if (s->edns) {
-		buf[p] = 0;
-		wire_store16(buf + p + 1, DNS_TYPE_OPT);
-		wire_store16(buf + p + 3, s->udp_size);
-		buf[p + 5] = 0;
-		buf[p + 6] = 0;
-		wire_store16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
-		wire_store16(buf + p + 9, (uint16_t)opts);
-		p += DNS_OPT_RR_LEN;
+		size_t opts = (s->opt_code ? 4u + s->opt_len : 0) + (s->cookie_len ? 4u + s->cookie_len : 0);
+		wire_put8(&w, 0);                       /* root owner */
+		wire_put16(&w, DNS_TYPE_OPT);
+		wire_put16(&w, s->udp_size);
+		wire_put16(&w, 0);                      /* extended rcode, version */
+		wire_put16(&w, s->edns_do ? EDNS_DO : 0);
+		wire_put16(&w, (uint16_t)opts);
 		if (s->opt_code) {
-			wire_store16(buf + p, s->opt_code);
-			wire_store16(buf + p + 2, s->opt_len);
-			if (s->opt_len)
-				memcpy(buf + p + 4, s->opt_data, s->opt_len);
-			p += 4u + s->opt_len;
+			wire_put16(&w, s->opt_code);
+			wire_put16(&w, s->opt_len);
+			if (s->opt_len)                 /* opt_data may be NULL then */
+				wire_put(&w, s->opt_data, s->opt_len);
 		}
 		if (s->cookie_len) {
-			wire_store16(buf + p, DNS_OPT_COOKIE);
-			wire_store16(buf + p + 2, s->cookie_len);
-			memcpy(buf + p + 4, s->cookie, s->cookie_len);
-			p += 4u + s->cookie_len;
+			wire_put16(&w, DNS_OPT_COOKIE);
+			wire_put16(&w, s->cookie_len);
+			wire_put(&w, s->cookie, s->cookie_len);
 		}
 	}
-	return p;
+	return w.bad ? 0 : wire_written(&w);
 }
 
 int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
