@@ -338,6 +338,11 @@ bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint6
 	return true;
 }
 
+/*
+ * The hit path: the offsets are the cache's own, made by cache_store's
+ * walk over a checked message, so one check per TTL against what was
+ * copied is all the unchecked loads and store need.
+ */
 void cache_hit_ttls(const struct cache_hit *h, uint8_t *out, size_t copied_len, uint32_t stale_ttl)
 {
 	for (unsigned i = 0; i < h->nttl; i++) {
