@@ -69,8 +69,7 @@ void dns_rr_iter_init(struct dns_rr_iter *it, const uint8_t *msg, size_t len, si
 {
 	it->msg = msg;
 	it->r = wire_reader(msg, len);
-	if (!wire_take(&it->r, off))
-		it->r.bad = true;
+	wire_take(&it->r, off);                 /* bad when off is past the end */
 	it->next = 0;
 	it->an_end = an;
 	it->ns_end = (unsigned)an + ns;
