@@ -236,25 +236,28 @@ static bool fast_route(struct fast_update *f, struct wire_reader p)
 	}
 	unsigned seen = 0;
 	while (wire_left(&p) > 0) {
-		uint8_t tag = wire_u8(&p);
-		const uint8_t *data;
-		uint32_t v;
-		if (tag == TAG(1, WIRE_LEN)) {
-			/* a name: nearly all of an UPDATE */
-			if (!pb_len(&p, &data, &v))
+		/* a name with a one-byte length, nearly all of an UPDATE: tag and
+		 * length looked at once, the name taken in one more check */
+		const uint8_t *h = wire_peek(&p, 2);
+		if (h && h[0] == TAG(1, WIRE_LEN) && h[1] < 0x80) {
+			const uint8_t *name = wire_take(&p, 2u + h[1]);
+			if (!name)
 				return false;
 			if (r) {
-				*f->name++ = pb_bytes(data, v);
+				*f->name++ = pb_bytes(name + 2, name[1]);
 				r->n_names++;
 			} else {
 				f->names++;
 			}
 			continue;
 		}
+		uint8_t tag = wire_u8(&p);
 		unsigned field = tag >> 3;
-		if ((field < 2 || field > 5) && field != 12)
+		const uint8_t *data;
+		uint32_t v;
+		if ((field < 1 || field > 5) && field != 12)
 			return false;           /* a high bit in the tag makes field > 15 */
-		if (field != 4) {
+		if (field != 1 && field != 4) {
 			if (seen & (1u << field))
 				return false;   /* protobuf-c's last-one-wins is not worth copying */
 			seen |= 1u << field;
@@ -278,7 +281,14 @@ static bool fast_route(struct fast_update *f, struct wire_reader p)
 		}
 		if (tag != TAG(field, WIRE_LEN) || !pb_len(&p, &data, &v))
 			return false;
-		if (field == 2) {
+		if (field == 1) {
+			if (r) {
+				*f->name++ = pb_bytes(data, v);
+				r->n_names++;
+			} else {
+				f->names++;
+			}
+		} else if (field == 2) {
 			if (r)
 				r->next_hop = pb_bytes(data, v);
 		} else if (r) {
