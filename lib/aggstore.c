@@ -66,35 +66,35 @@ static inline uint64_t seed(uint8_t type, uint32_t len)
 /* The header for a payload whose checksum is sum. */
 static void rec_header(uint8_t *h, uint8_t type, uint32_t len, uint64_t sum)
 {
-	h[0] = type;
-	h[1] = h[2] = h[3] = 0;
-	wire_store32(h + 4, len);
-	wire_store64(h + 8, sum);
+	struct wire_writer w = wire_writer(h, REC_HDR);
+	wire_put32(&w, (uint32_t)type << 24);  /* the type, three zero bytes */
+	wire_put32(&w, len);
+	wire_put64(&w, sum);
 }
 
 /*
- * The record at buf[off]: 1 with *type, *payload, *plen set when it is
- * whole and its checksum verifies, 0 when the buffer ends inside it, -1
- * when it is damaged.
+ * The record at r: 1 with *type and *payload set (r moved past it) when
+ * it is whole and its checksum verifies, 0 when the buffer ends inside
+ * it, -1 when it is damaged.
  */
-static int rec_read(const uint8_t *buf, size_t len, size_t off, uint8_t *type,
-		    const uint8_t **payload, uint32_t *plen)
+static int rec_read(struct wire_reader *r, uint8_t *type, struct wire_reader *payload)
 {
-	if (len - off < REC_HDR)
+	struct wire_reader h = *r;
+	uint32_t t = wire_u32(&h);
+	uint32_t l = wire_u32(&h);
+	uint64_t sum = wire_u64(&h);
+	if (h.bad)
 		return 0;
-	const uint8_t *h = buf + off;
-	if (h[1] | h[2] | h[3] || h[0] < SNAP_HEAD || h[0] > DIFF)
+	if ((t & 0xffffff) || t >> 24 < SNAP_HEAD || t >> 24 > DIFF || l > REC_MAX)
 		return -1;
-	uint32_t l = wire_load32(h + 4);
-	if (l > REC_MAX)
-		return -1;
-	if (len - off - REC_HDR < l)
+	const uint8_t *p = wire_take(&h, l);
+	if (!p)
 		return 0;
-	if (XXH3_64bits_withSeed(h + REC_HDR, l, seed(h[0], l)) != wire_load64(h + 8))
+	if (XXH3_64bits_withSeed(p, l, seed((uint8_t)(t >> 24), l)) != sum)
 		return -1;
-	*type = h[0];
-	*payload = h + REC_HDR;
-	*plen = l;
+	*type = (uint8_t)(t >> 24);
+	*payload = wire_reader(p, l);
+	*r = h;
 	return 1;
 }
 
@@ -102,36 +102,37 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 			    struct nameset *members, uint32_t *serial, const char **why)
 {
 	nameset_clear(members);
-	size_t off = 0;
+	struct wire_reader r = wire_reader(buf, len);
 	uint8_t type;
-	const uint8_t *p;
-	uint32_t plen, expect = 0, serial_head = 0;
+	uint32_t expect = 0, serial_head = 0;
 	bool head = false;
 
 	for (;;) {
-		int r = rec_read(buf, len, off, &type, &p, &plen);
-		if (r == 0) {
-			*why = off == len ? "no end record" : "truncated record";
+		struct wire_reader p;
+		int rc = rec_read(&r, &type, &p);
+		if (rc == 0) {
+			*why = wire_left(&r) == 0 ? "no end record" : "truncated record";
 			return -1;
 		}
-		if (r < 0) {
+		if (rc < 0) {
 			*why = "bad record header or checksum";
 			return -1;
 		}
-		off += REC_HDR + plen;
 		if (!head) {
-			if (type != SNAP_HEAD || plen < 13 || wire_load32(p) != FORMAT_VERSION ||
-			    p[12] == 0 || plen != 13u + p[12] ||
-			    !name_wire_canonical(p + 13, p[12])) {
+			uint32_t version = wire_u32(&p);
+			serial_head = wire_u32(&p);
+			expect = wire_u32(&p);
+			uint8_t nlen = wire_u8(&p);
+			const uint8_t *name = wire_take(&p, nlen);
+			if (type != SNAP_HEAD || p.bad || wire_left(&p) != 0 || version != FORMAT_VERSION ||
+			    nlen == 0 || !name_wire_canonical(name, nlen)) {
 				*why = "bad snapshot header";
 				return -1;
 			}
-			if (agg && (agg->len != p[12] || memcmp(agg->wire, p + 13, agg->len) != 0)) {
+			if (agg && (agg->len != nlen || memcmp(agg->wire, name, nlen) != 0)) {
 				*why = "snapshot of another aggregate";
 				return -1;
 			}
-			serial_head = wire_load32(p + 4);
-			expect = wire_load32(p + 8);
 			head = true;
 			/* room for what the head announces, bounded by what the file can hold (a name
 			 * is at least 2 bytes): one table, not a doubling after another */
@@ -143,27 +144,29 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 			continue;
 		}
 		if (type == SNAP_NAMES) {
-			if (plen < 4 || !namelist_check(p + 4, plen - 4, wire_load32(p))) {
+			uint32_t count = wire_u32(&p);
+			if (p.bad || !namelist_check(p.p, wire_left(&p), count)) {
 				*why = "bad names record";
 				return -1;
 			}
-			int a = nameset_add_list(members, p + 4, plen - 4);
+			int a = nameset_add_list(members, p.p, wire_left(&p));
 			if (a < 0) {
 				*why = "out of memory";
 				return -1;
 			}
-			if ((uint32_t)a != wire_load32(p)) {
+			if ((uint32_t)a != count) {
 				*why = "a name twice";
 				return -1;
 			}
 			continue;
 		}
-		if (type != SNAP_END || plen != 8 || wire_load32(p) != members->count ||
-		    members->count != expect || wire_load32(p + 4) != serial_head) {
+		uint32_t count = wire_u32(&p), serial_end = wire_u32(&p);
+		if (type != SNAP_END || p.bad || wire_left(&p) != 0 || count != members->count ||
+		    members->count != expect || serial_end != serial_head) {
 			*why = "bad end record or member count";
 			return -1;
 		}
-		if (off != len) {
+		if (wire_left(&r) != 0) {
 			*why = "bytes after the end record";
 			return -1;
 		}
@@ -172,31 +175,34 @@ int aggstore_snapshot_parse(const uint8_t *buf, size_t len, const struct name *a
 	}
 }
 
-/* Checks a DIFF payload: 1 when well formed. */
-static bool diff_check(const uint8_t *p, uint32_t plen)
+/* A DIFF payload's fixed part and its two lists; false if they do not fill it. */
+static bool diff_read(struct wire_reader p, struct aggstore_diff *d)
 {
-	if (plen < DIFF_FIXED)
-		return false;
-	uint32_t from = wire_load32(p), to = wire_load32(p + 4), nd = wire_load32(p + 8), na = wire_load32(p + 12);
-	uint32_t dl = wire_load32(p + 16);
-	if (!serial_gt(to, from) || dl > plen - DIFF_FIXED)
-		return false;
-	return namelist_check(p + DIFF_FIXED, dl, nd) &&
-	       namelist_check(p + DIFF_FIXED + dl, plen - DIFF_FIXED - dl, na);
+	d->from = wire_u32(&p);
+	d->to = wire_u32(&p);
+	d->ndels = wire_u32(&p);
+	d->nadds = wire_u32(&p);
+	d->dels_len = wire_u32(&p);
+	d->dels = wire_take(&p, d->dels_len);
+	d->adds_len = wire_left(&p);
+	d->adds = wire_take(&p, d->adds_len);
+	return !p.bad;
+}
+
+/* Reads and checks a DIFF payload: true when well formed. */
+static bool diff_check(struct wire_reader p, struct aggstore_diff *d)
+{
+	return diff_read(p, d) && serial_gt(d->to, d->from) && namelist_check(d->dels, d->dels_len, d->ndels) &&
+	       namelist_check(d->adds, d->adds_len, d->nadds);
 }
 
 void aggstore_diff_from_record(const uint8_t *rec, struct aggstore_diff *d)
 {
-	const uint8_t *p = rec + REC_HDR;
-	uint32_t plen = wire_load32(rec + 4);
-	d->from = wire_load32(p);
-	d->to = wire_load32(p + 4);
-	d->ndels = wire_load32(p + 8);
-	d->nadds = wire_load32(p + 12);
-	d->dels_len = wire_load32(p + 16);
-	d->dels = p + DIFF_FIXED;
-	d->adds = d->dels + d->dels_len;
-	d->adds_len = plen - DIFF_FIXED - d->dels_len;
+	/* checked by the scan: the header says how long the whole record is */
+	struct wire_reader h = wire_reader(rec, REC_HDR);
+	wire_u32(&h);
+	uint32_t plen = wire_u32(&h);
+	diff_read(wire_reader(rec + REC_HDR, plen), d);
 }
 
 static int recs_push(struct aggstore_jrec **recs, size_t *n, size_t *cap, const struct aggstore_jrec *r)
@@ -216,28 +222,30 @@ static int recs_push(struct aggstore_jrec **recs, size_t *n, size_t *cap, const 
 size_t aggstore_journal_scan(const uint8_t *buf, size_t len, struct aggstore_jrec **recs,
 			     size_t *n, const char **why)
 {
-	size_t off = 0, cap = 0;
+	struct wire_reader r = wire_reader(buf, len);
+	size_t cap = 0;
 	*recs = NULL;
 	*n = 0;
 	*why = NULL;
-	while (off < len) {
+	while (wire_left(&r) > 0) {
+		struct wire_reader next = r;
 		uint8_t type;
-		const uint8_t *p;
-		uint32_t plen;
-		int r = rec_read(buf, len, off, &type, &p, &plen);
-		if (r == 0) {
+		struct wire_reader p;
+		int rc = rec_read(&next, &type, &p);
+		if (rc == 0) {
 			*why = "torn record";
 			break;
 		}
-		if (r < 0 || type != DIFF) {
+		if (rc < 0 || type != DIFF) {
 			*why = "bad record header or checksum";
 			break;
 		}
-		if (!diff_check(p, plen)) {
+		struct aggstore_diff d;
+		if (!diff_check(p, &d)) {
 			*why = "malformed diff";
 			break;
 		}
-		struct aggstore_jrec rec = { wire_load32(p), wire_load32(p + 4), off, REC_HDR + plen };
+		struct aggstore_jrec rec = { d.from, d.to, (size_t)(r.p - buf), (size_t)(next.p - r.p) };
 		if (*n > 0 && (*recs)[*n - 1].to != rec.from) {
 			*why = "diff does not continue the previous one";
 			break;
@@ -248,9 +256,9 @@ size_t aggstore_journal_scan(const uint8_t *buf, size_t len, struct aggstore_jre
 			*n = 0;
 			return (size_t)-1;
 		}
-		off += REC_HDR + plen;
+		r = next;
 	}
-	return off;
+	return (size_t)(r.p - buf);
 }
 
 static int fail(struct aggstore *s, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -442,12 +450,13 @@ static int snapshot_write(struct aggstore *s, const char *suffix, bool *renamed)
 
 	/* head */
 	uint8_t *p = buf + REC_HDR;
-	wire_store32(p, FORMAT_VERSION);
-	wire_store32(p + 4, s->serial);
-	wire_store32(p + 8, s->members.count);
-	p[12] = s->name.len;
-	memcpy(p + 13, s->name.wire, s->name.len);
-	uint32_t plen = 13u + s->name.len;
+	struct wire_writer hw = wire_writer(p, BUF - REC_HDR);
+	wire_put32(&hw, FORMAT_VERSION);
+	wire_put32(&hw, s->serial);
+	wire_put32(&hw, s->members.count);
+	wire_put8(&hw, s->name.len);
+	wire_put(&hw, s->name.wire, s->name.len);
+	uint32_t plen = (uint32_t)wire_written(&hw);
 	rec_header(buf, SNAP_HEAD, plen, XXH3_64bits_withSeed(p, plen, seed(SNAP_HEAD, plen)));
 	used = REC_HDR + plen;
 
@@ -463,7 +472,7 @@ static int snapshot_write(struct aggstore *s, const char *suffix, bool *renamed)
 		if (!more || chunk_len + 1u + l > CHUNK_PAYLOAD) {
 			if (chunk_count) {
 				uint8_t *cp = buf + chunk_start + REC_HDR;
-				wire_store32(cp, chunk_count);
+				wire_store32(cp, chunk_count);  /* its room was kept when the chunk began */
 				rec_header(buf + chunk_start, SNAP_NAMES, (uint32_t)chunk_len,
 					   XXH3_64bits_withSeed(cp, chunk_len, seed(SNAP_NAMES, (uint32_t)chunk_len)));
 			} else {
@@ -473,8 +482,9 @@ static int snapshot_write(struct aggstore *s, const char *suffix, bool *renamed)
 			if (BUF - used < REC_HDR + CHUNK_PAYLOAD + REC_HDR + 8 || !more) {
 				if (!more) {
 					uint8_t *e = buf + used + REC_HDR;
-					wire_store32(e, s->members.count);
-					wire_store32(e + 4, s->serial);
+					struct wire_writer ew = wire_writer(e, 8);     /* room checked above */
+					wire_put32(&ew, s->members.count);
+					wire_put32(&ew, s->serial);
 					rec_header(buf + used, SNAP_END, 8, XXH3_64bits_withSeed(e, 8, seed(SNAP_END, 8)));
 					used += REC_HDR + 8;
 				}
@@ -700,11 +710,12 @@ int aggstore_apply(struct aggstore *s, uint32_t from, uint32_t to,
 
 	uint8_t hdr[REC_HDR + DIFF_FIXED];
 	uint8_t *p = hdr + REC_HDR;
-	wire_store32(p, from);
-	wire_store32(p + 4, to);
-	wire_store32(p + 8, dels->count);
-	wire_store32(p + 12, adds->count);
-	wire_store32(p + 16, (uint32_t)dels->len);
+	struct wire_writer w = wire_writer(p, DIFF_FIXED);
+	wire_put32(&w, from);
+	wire_put32(&w, to);
+	wire_put32(&w, dels->count);
+	wire_put32(&w, adds->count);
+	wire_put32(&w, (uint32_t)dels->len);
 	XXH3_state_t st;
 	XXH3_INITSTATE(&st);    /* else a stale seed on the stack skips the secret's setup */
 	XXH3_64bits_reset_withSeed(&st, seed(DIFF, (uint32_t)plen));
@@ -1155,13 +1166,11 @@ int aggstore_diffs_next(struct aggstore_diffs *d, struct aggstore_diff *out)
 		got += (size_t)n;
 	}
 	/* checked again: the disk may have changed under us since open */
+	struct wire_reader rr = wire_reader(d->buf, r->len);
 	uint8_t type;
-	const uint8_t *p;
-	uint32_t plen;
-	if (rec_read(d->buf, r->len, 0, &type, &p, &plen) != 1 || type != DIFF ||
-	    REC_HDR + plen != r->len || !diff_check(p, plen))
+	struct wire_reader p;
+	if (rec_read(&rr, &type, &p) != 1 || type != DIFF || wire_left(&rr) != 0 || !diff_check(p, out))
 		return -EIO;
-	aggstore_diff_from_record(d->buf, out);
 	d->next++;
 	return 1;
 }

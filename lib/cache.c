@@ -16,6 +16,7 @@
 
 #include "arena.h"
 #include "cache.h"
+#include "dnsrr.h"
 #include "hashkey.h"
 #include "wire.h"
 
@@ -337,6 +338,11 @@ bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint6
 	return true;
 }
 
+/*
+ * The hit path: the offsets are the cache's own, made by cache_store's
+ * walk over a checked message, so one check per TTL against what was
+ * copied is all the unchecked loads and store need.
+ */
 void cache_hit_ttls(const struct cache_hit *h, uint8_t *out, size_t copied_len, uint32_t stale_ttl)
 {
 	for (unsigned i = 0; i < h->nttl; i++) {
@@ -357,85 +363,61 @@ void cache_hit_ttls(const struct cache_hit *h, uint8_t *out, size_t copied_len, 
 
 /* ---- store ---- */
 
-/* Steps over a name at *pos (a pointer ends it); false if it runs past len. */
-static bool skip_name(const uint8_t *m, size_t len, size_t *pos)
-{
-	size_t p = *pos;
-	for (unsigned n = 0; n < 128; n++) {
-		if (p >= len)
-			return false;
-		uint8_t b = m[p];
-		if ((b & 0xC0) == 0xC0) {
-			if (len - p < 2)
-				return false;
-			*pos = p + 2;
-			return true;
-		}
-		if (b > 63)
-			return false;
-		if (b == 0) {
-			*pos = p + 1;
-			return true;
-		}
-		p += 1u + b;
-	}
-	return false;
-}
-
 bool cache_store(struct cache *c, const struct cache_key *k, uint64_t fp, const uint8_t *msg,
 		 size_t len, const struct cache_limits *lim, const uint8_t *meta, uint8_t meta_len,
 		 uint64_t now_ms)
 {
-	if (len < 12 || (msg[2] & 0x02) || wire_load16(msg + 4) != 1 || meta_len > CACHE_META_MAX)
+	struct wire_reader r = wire_reader(msg, len);
+	struct dns_header h;
+	if (!dns_header_read(&r, &h) || (h.flags1 & 0x02) || h.qdcount != 1 || meta_len > CACHE_META_MAX)
 		return false;                   /* TC, or not one question */
-	uint16_t rcode = msg[3] & 0x0f;
-	uint16_t an = wire_load16(msg + 6), ns = wire_load16(msg + 8), ar = wire_load16(msg + 10);
+	uint16_t rcode = h.flags2 & 0x0f;
+	uint16_t an = h.ancount, ns = h.nscount, ar = h.arcount;
 	if ((unsigned)an + ns + ar > CACHE_MAX_RECORDS)
 		return false;
-	size_t pos = 12;
-	if (!skip_name(msg, len, &pos) || len - pos < 4)
+	dns_name_skip(&r);
+	wire_take(&r, 4);                       /* QTYPE, QCLASS */
+	if (r.bad)
 		return false;
-	pos += 4;
-	size_t body_start = pos, an_ns_end = pos, body_end = pos;
+	size_t body_start = (size_t)(r.p - msg), an_ns_end = body_start, body_end = body_start;
 
 	struct entry *e = (struct entry *)c->scratch;
 	uint8_t offs[2 * CACHE_MAX_RECORDS];
 	unsigned nttl = 0, nar = 0;
 	uint32_t min_ttl = UINT32_MAX, soa_ttl = UINT32_MAX;
 	bool soa = false;
-	for (unsigned i = 0; i < (unsigned)an + ns + ar; i++) {
-		if (!skip_name(msg, len, &pos) || len - pos < 10)
-			return false;
-		uint16_t type = wire_load16(msg + pos), rdlen = wire_load16(msg + pos + 8);
-		uint32_t ttl = wire_load32(msg + pos + 4);
-		if (len - pos - 10 < rdlen)
-			return false;
-		if (type == 41) {               /* our OPT RR: the client's, made again per answer */
-			if (i < (unsigned)an + ns || i + 1 != (unsigned)an + ns + ar)
+	struct dns_rr_iter it;
+	struct dns_rr rr;
+	int rc;
+	dns_rr_iter_init(&it, msg, len, body_start, an, ns, ar);
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
+		if (rr.type == 41) {            /* our OPT RR: the client's, made again per answer */
+			if (rr.section != DNS_SECTION_ADDITIONAL || !rr.last)
 				return false;
 			break;
 		}
-		size_t off = pos + 4 - body_start;
+		size_t off = (size_t)(rr.fixed - msg) + 4 - body_start;
 		offs[2 * nttl] = (uint8_t)(off >> 8);
 		offs[2 * nttl + 1] = (uint8_t)off;
 		nttl++;
-		if (i < (unsigned)an + ns) {
-			if (ttl < min_ttl)
-				min_ttl = ttl;
-			if (type == 6 && i >= an && !soa && rdlen >= 22) {
+		if (rr.section != DNS_SECTION_ADDITIONAL) {
+			if (rr.ttl < min_ttl)
+				min_ttl = rr.ttl;
+			if (rr.type == 6 && rr.section == DNS_SECTION_AUTHORITY && !soa && rr.rdlen >= 22) {
 				/* RFC 2308 5: the lesser of the SOA's TTL and its MINIMUM */
-				uint32_t minimum = wire_load32(msg + pos + 10 + rdlen - 4);
-				soa_ttl = ttl < minimum ? ttl : minimum;
+				uint32_t minimum = wire_load32(rr.rdata + rr.rdlen - 4);  /* rdlen >= 22 */
+				soa_ttl = rr.ttl < minimum ? rr.ttl : minimum;
 				soa = true;
 			}
 		} else {
 			nar++;
 		}
-		pos += 10u + rdlen;
-		if (i + 1 == (unsigned)an + ns)
-			an_ns_end = pos;
-		body_end = pos;
+		body_end = dns_rr_iter_offset(&it);
+		if (rr.index + 1 == (unsigned)an + ns)
+			an_ns_end = body_end;
 	}
+	if (rc < 0)
+		return false;
 
 	uint32_t life;
 	if (rcode == 2) {
@@ -461,7 +443,7 @@ bool cache_store(struct cache *c, const struct cache_key *k, uint64_t fp, const 
 	e->kind = K_ENTRY;
 	e->key_len = k->len;
 	e->meta_len = meta_len;
-	e->ad = (msg[3] & 0x20) != 0;
+	e->ad = (h.flags2 & 0x20) != 0;
 	e->rcode = rcode;
 	e->ancount = an;
 	e->nscount = ns;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "dns.h"
+#include "dnsrr.h"
 #include "wire.h"
 
 /* Header flag bits (RFC 1035 4.1.1, RFC 4035 for AD/CD). */
@@ -388,151 +389,114 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 
 size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 {
-	size_t opts = (s->opt_code ? 4u + s->opt_len : 0) + (s->cookie_len ? 4u + s->cookie_len : 0);
-	size_t need = DNS_HEADER_LEN + s->qname_len + 4u + (s->edns ? DNS_OPT_RR_LEN + opts : 0);
-	if (need > cap)
-		return 0;
-	memset(buf, 0, DNS_HEADER_LEN);
-	wire_store16(buf, s->id);
-	buf[2] = s->rd ? F1_RD : 0;
-	buf[3] = s->cd ? F2_CD : 0;
-	wire_store16(buf + 4, 1);
-	wire_store16(buf + 10, s->edns ? 1 : 0);
-	size_t p = DNS_HEADER_LEN;
-	memcpy(buf + p, s->qname, s->qname_len);
-	p += s->qname_len;
-	wire_store16(buf + p, s->qtype);
-	wire_store16(buf + p + 2, s->qclass);
-	p += 4;
+	struct wire_writer w = wire_writer(buf, cap);
+	wire_put16(&w, s->id);
+	wire_put8(&w, s->rd ? F1_RD : 0);
+	wire_put8(&w, s->cd ? F2_CD : 0);
+	wire_put16(&w, 1);                      /* QDCOUNT */
+	wire_put16(&w, 0);
+	wire_put16(&w, 0);
+	wire_put16(&w, s->edns ? 1 : 0);
+	wire_put(&w, s->qname, s->qname_len);
+	wire_put16(&w, s->qtype);
+	wire_put16(&w, s->qclass);
 	if (s->edns) {
-		buf[p] = 0;
-		wire_store16(buf + p + 1, DNS_TYPE_OPT);
-		wire_store16(buf + p + 3, s->udp_size);
-		buf[p + 5] = 0;
-		buf[p + 6] = 0;
-		wire_store16(buf + p + 7, s->edns_do ? EDNS_DO : 0);
-		wire_store16(buf + p + 9, (uint16_t)opts);
-		p += DNS_OPT_RR_LEN;
+		size_t opts = (s->opt_code ? 4u + s->opt_len : 0) + (s->cookie_len ? 4u + s->cookie_len : 0);
+		wire_put8(&w, 0);                       /* root owner */
+		wire_put16(&w, DNS_TYPE_OPT);
+		wire_put16(&w, s->udp_size);
+		wire_put16(&w, 0);                      /* extended rcode, version */
+		wire_put16(&w, s->edns_do ? EDNS_DO : 0);
+		wire_put16(&w, (uint16_t)opts);
 		if (s->opt_code) {
-			wire_store16(buf + p, s->opt_code);
-			wire_store16(buf + p + 2, s->opt_len);
-			if (s->opt_len)
-				memcpy(buf + p + 4, s->opt_data, s->opt_len);
-			p += 4u + s->opt_len;
+			wire_put16(&w, s->opt_code);
+			wire_put16(&w, s->opt_len);
+			if (s->opt_len)                 /* opt_data may be NULL then */
+				wire_put(&w, s->opt_data, s->opt_len);
 		}
 		if (s->cookie_len) {
-			wire_store16(buf + p, DNS_OPT_COOKIE);
-			wire_store16(buf + p + 2, s->cookie_len);
-			memcpy(buf + p + 4, s->cookie, s->cookie_len);
-			p += 4u + s->cookie_len;
+			wire_put16(&w, DNS_OPT_COOKIE);
+			wire_put16(&w, s->cookie_len);
+			wire_put(&w, s->cookie, s->cookie_len);
 		}
 	}
-	return p;
-}
-
-/* Steps over a name without decoding it (a pointer ends it). */
-static bool skip_name(const uint8_t *pkt, size_t len, size_t *pos)
-{
-	size_t p = *pos;
-	for (unsigned n = 0; n < 128; n++) {
-		if (p >= len)
-			return false;
-		uint8_t b = pkt[p];
-		if ((b & 0xC0) == 0xC0) {
-			if (len - p < 2)
-				return false;
-			*pos = p + 2;
-			return true;
-		}
-		if (b > NAME_MAX_LABEL)
-			return false;
-		if (b == 0) {
-			*pos = p + 1;
-			return true;
-		}
-		p += 1u + b;
-	}
-	return false;
+	return w.bad ? 0 : wire_written(&w);
 }
 
 int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
 			      uint16_t qtype, uint16_t qclass, struct dns_upstream_answer *a,
 			      const char **err)
 {
-	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX) {
+	struct wire_reader r = wire_reader(pkt, len);
+	struct dns_header h;
+	if (len > DNS_TCP_MAX || !dns_header_read(&r, &h)) {
 		*err = "message length out of range";
 		return -1;
 	}
-	if (wire_load16(pkt) != id) {
+	if (h.id != id) {
 		*err = "unexpected id";
 		return -1;
 	}
-	if (!(pkt[2] & F1_QR) || ((pkt[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT) != DNS_OPCODE_QUERY) {
+	if (!(h.flags1 & F1_QR) || ((h.flags1 & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT) != DNS_OPCODE_QUERY) {
 		*err = "not a response to a query";
 		return -1;
 	}
-	uint16_t qdcount = wire_load16(pkt + 4);
-	a->tc = (pkt[2] & F1_TC) != 0;
-	a->ad = (pkt[3] & F2_AD) != 0;
-	a->rcode = pkt[3] & F2_RCODE_MASK;
-	a->ancount = wire_load16(pkt + 6);
-	a->nscount = wire_load16(pkt + 8);
-	a->arcount = wire_load16(pkt + 10);
+	a->tc = (h.flags1 & F1_TC) != 0;
+	a->ad = (h.flags2 & F2_AD) != 0;
+	a->rcode = h.flags2 & F2_RCODE_MASK;
+	a->ancount = h.ancount;
+	a->nscount = h.nscount;
+	a->arcount = h.arcount;
 	a->has_opt = false;
-	a->has_question = qdcount == 1;
+	a->has_question = h.qdcount == 1;
 	a->opts_off = a->opts_len = 0;
 
 	/* a refusal or failure may leave the question out (Unbound's REFUSED
 	 * does): the id and source say it is ours, and it is never relayed */
-	bool bare = qdcount == 0 && a->ancount == 0 && a->nscount == 0 &&
+	bool bare = h.qdcount == 0 && a->ancount == 0 && a->nscount == 0 &&
 		    (a->rcode == DNS_RCODE_SERVFAIL || a->rcode == DNS_RCODE_REFUSED);
-	if (qdcount != 1 && !bare) {
+	if (h.qdcount != 1 && !bare) {
 		*err = "not exactly one question";
 		return -1;
 	}
-	size_t pos = DNS_HEADER_LEN;
-	if (qdcount == 1) {
+	if (h.qdcount == 1) {
 		struct name n;
-		if (name_from_packet(&n, pkt, len, &pos) != NAME_OK || len - pos < 4) {
+		uint16_t t, c;
+		if (!dns_question_read(&r, pkt, &n, &t, &c)) {
 			*err = "bad question";
 			return -1;
 		}
-		if (!name_equal(&n, qname) || wire_load16(pkt + pos) != qtype || wire_load16(pkt + pos + 2) != qclass) {
+		if (!name_equal(&n, qname) || t != qtype || c != qclass) {
 			*err = "answers another question";
 			return -1;
 		}
-		pos += 4;
 	}
-	a->records_off = (uint16_t)pos;
+	a->records_off = (uint16_t)(r.p - pkt);
 
-	unsigned total = (unsigned)a->ancount + a->nscount + a->arcount;
-	for (unsigned i = 0; i < total; i++) {
-		size_t owner = pos;
-		if (!skip_name(pkt, len, &pos) || len - pos < 10) {
-			*err = "record runs past the message";
-			return -1;
-		}
-		uint16_t type = wire_load16(pkt + pos), rdlen = wire_load16(pkt + pos + 8);
-		if (len - pos - 10 < rdlen) {
-			*err = "record data runs past the message";
-			return -1;
-		}
+	struct dns_rr_iter it;
+	struct dns_rr rr;
+	int rc;
+	dns_rr_iter_init(&it, pkt, len, a->records_off, a->ancount, a->nscount, a->arcount);
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
 		/* relay drops it from the additional section; anywhere else it would pass on misplaced */
-		if (type == DNS_TYPE_TSIG && (i != total - 1 || a->arcount == 0)) {
+		if (rr.type == DNS_TYPE_TSIG && (!rr.last || rr.section != DNS_SECTION_ADDITIONAL)) {
 			*err = "TSIG record not the last additional one (RFC 8945 5.1)";
 			return -1;
 		}
-		if (type == DNS_TYPE_OPT) {
-			if (i < (unsigned)a->ancount + a->nscount || a->has_opt || pkt[owner] != 0) {
+		if (rr.type == DNS_TYPE_OPT) {
+			if (rr.section != DNS_SECTION_ADDITIONAL || a->has_opt || rr.owner[0] != 0) {
 				*err = "misplaced OPT record";
 				return -1;
 			}
 			a->has_opt = true;
-			a->rcode |= (uint16_t)(pkt[pos + 4] << 4);
-			a->opts_off = (uint16_t)(pos + 10);
-			a->opts_len = rdlen;
+			a->rcode |= (uint16_t)(rr.ttl >> 24 << 4);      /* the extended rcode */
+			a->opts_off = (uint16_t)(rr.rdata - pkt);
+			a->opts_len = rr.rdlen;
 		}
-		pos += 10u + rdlen;
+	}
+	if (rc < 0) {
+		*err = "record runs past the message";
+		return -1;
 	}
 	return 0;
 }
@@ -559,146 +523,117 @@ static enum rdata_layout rdata_layout(uint16_t type)
 }
 
 /*
- * Decompresses the name at *pos into out (NAME_MAX_WIRE bytes) keeping
- * the sender's case (RFC 4343), with name_from_packet's rules: pointers
+ * Decompresses the name at r into out (NAME_MAX_WIRE bytes) keeping the
+ * sender's case (RFC 4343), with name_from_packet's rules: pointers
  * strictly backwards and past the header, labels of at most 63 bytes,
- * names of at most 255.  *pos moves past the name's bytes where it is.
+ * names of at most 255.  r moves past the name's bytes where it is; a
+ * pointer may lead anywhere before it in the message (pkt, len bytes).
  */
-static bool name_copy_raw(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, size_t *out_len)
+static bool name_copy_raw(const uint8_t *pkt, size_t len, struct wire_reader *r, uint8_t *out,
+			  size_t *out_len)
 {
-	size_t p = *pos, n = 0, limit = *pos;
+	struct wire_reader at = *r;
+	const uint8_t *limit = r->p;
 	bool jumped = false;
+	size_t n = 0;
 	for (;;) {
-		if (p >= len)
-			return false;
-		uint8_t b = pkt[p];
+		uint8_t b = wire_u8(&at);
 		if ((b & 0xC0) == 0xC0) {
-			if (len - p < 2)
-				return false;
-			size_t target = (size_t)(b & 0x3F) << 8 | pkt[p + 1];
-			if (target >= limit || target < DNS_HEADER_LEN)
-				return false;
+			const uint8_t *target = pkt + ((size_t)(b & 0x3F) << 8 | wire_u8(&at));
+			if (at.bad || target >= limit || target < pkt + DNS_HEADER_LEN)
+				break;
 			if (!jumped)
-				*pos = p + 2;
+				r->p = at.p;
 			jumped = true;
 			limit = target;
-			p = target;
+			at = wire_reader(target, (size_t)(pkt + len - target));
 			continue;
 		}
-		if (b > NAME_MAX_LABEL || n + 1u + b > NAME_MAX_WIRE || len - p - 1 < b)
-			return false;
-		memcpy(out + n, pkt + p, 1u + b);
+		const uint8_t *label = b <= NAME_MAX_LABEL ? wire_take(&at, b) : NULL;
+		if (!label || n + 1u + b > NAME_MAX_WIRE)
+			break;
+		out[n] = b;
+		memcpy(out + n + 1, label, b);
 		n += 1u + b;
-		p += 1u + b;
 		if (b == 0) {
 			if (!jumped)
-				*pos = p;
+				r->p = at.p;
 			*out_len = n;
 			return true;
 		}
 	}
+	r->bad = true;
+	return false;
 }
 
-/* Copies one name from pkt at *pos into out, uncompressed: 1, 0 if it does not fit, -1 if bad. */
-static int put_name(uint8_t *out, size_t room, size_t *o, const uint8_t *pkt, size_t len,
-		    size_t *pos, size_t end)
+/* Copies one name at r into w, uncompressed. */
+static void put_name(struct wire_writer *w, const uint8_t *pkt, size_t len, struct wire_reader *r)
 {
 	uint8_t raw[NAME_MAX_WIRE];
 	size_t n;
-	if (!name_copy_raw(pkt, len, pos, raw, &n) || *pos > end)
-		return -1;
-	if (room - *o < n)
-		return 0;
-	memcpy(out + *o, raw, n);
-	*o += n;
-	return 1;
+	if (name_copy_raw(pkt, len, r, raw, &n))
+		wire_put(w, raw, n);
+}
+
+static void put_bytes(struct wire_writer *w, struct wire_reader *r, size_t n)
+{
+	const uint8_t *p = wire_take(r, n);
+	if (p)
+		wire_put(w, p, n);
 }
 
 /*
  * Copies one record; returns 1 when copied, 0 when it does not fit,
  * -1 when it cannot be decoded.
  */
-static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, size_t *pos,
+static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, const struct dns_rr *rr,
 			const struct name *qname)
 {
-	size_t room = b->limit - b->reserve;
-	size_t o = b->len;
+	struct wire_writer w = wire_writer(b->buf, b->limit - b->reserve);
+	w.len = b->len;
+	struct wire_reader o = wire_reader(rr->owner, (size_t)(rr->fixed - rr->owner));
 	uint8_t raw[NAME_MAX_WIRE];
 	size_t raw_len;
 	struct name owner;
-	if (!name_copy_raw(pkt, len, pos, raw, &raw_len) || len - *pos < 10 ||
-	    name_from_wire(&owner, raw, raw_len) != NAME_OK)
+	if (!name_copy_raw(pkt, len, &o, raw, &raw_len) || name_from_wire(&owner, raw, raw_len) != NAME_OK)
 		return -1;
-	if (name_equal(&owner, qname)) {
-		if (room - o < 2)
-			return 0;
-		wire_store16(b->buf + o, 0xC000 | b->owner_off);
-		o += 2;
-	} else {
-		if (room - o < raw_len)
-			return 0;
-		memcpy(b->buf + o, raw, raw_len);
-		o += raw_len;
-	}
-	const uint8_t *fixed = pkt + *pos;
-	uint16_t type = wire_load16(fixed), rdlen = wire_load16(fixed + 8);
-	*pos += 10;
-	size_t end = *pos + rdlen;
-	if (room - o < 10)
-		return 0;
-	memcpy(b->buf + o, fixed, 8);
-	size_t rdlen_at = o + 8;
-	o += 10;
-	size_t rd_start = o, p = *pos;
-	int ok = 1;
-	enum rdata_layout layout = rdata_layout(type);
+	if (name_equal(&owner, qname))
+		wire_put16(&w, 0xC000 | b->owner_off);
+	else
+		wire_put(&w, raw, raw_len);
+	wire_put(&w, rr->fixed, 8);
+	size_t rdlen_at = wire_written(&w);
+	wire_put16(&w, 0);                      /* set below */
+	size_t rd_start = wire_written(&w);
 
-	if (layout == RD_PREF_NAME || layout == RD_SRV) {
-		size_t fixed_len = layout == RD_SRV ? 6 : 2;
-		if (end - p < fixed_len)
-			return -1;
-		if (room - o < fixed_len)
-			return 0;
-		memcpy(b->buf + o, pkt + p, fixed_len);
-		o += fixed_len;
-		p += fixed_len;
-	}
+	struct wire_reader d = wire_reader(rr->rdata, rr->rdlen);
+	enum rdata_layout layout = rdata_layout(rr->type);
 	switch (layout) {
 	case RD_RAW:
-		if (room - o < rdlen)
-			return 0;
-		memcpy(b->buf + o, pkt + p, rdlen);
-		o += rdlen;
-		p = end;
+		put_bytes(&w, &d, rr->rdlen);
 		break;
-	case RD_NAME:
 	case RD_PREF_NAME:
 	case RD_SRV:
-		ok = put_name(b->buf, room, &o, pkt, len, &p, end);
+		put_bytes(&w, &d, layout == RD_SRV ? 6 : 2);
+		put_name(&w, pkt, len, &d);
+		break;
+	case RD_NAME:
+		put_name(&w, pkt, len, &d);
 		break;
 	case RD_TWO_NAMES:
 	case RD_SOA:
-		ok = put_name(b->buf, room, &o, pkt, len, &p, end);
-		if (ok == 1)
-			ok = put_name(b->buf, room, &o, pkt, len, &p, end);
-		if (ok == 1 && layout == RD_SOA) {
-			if (end - p < 20)
-				return -1;
-			if (room - o < 20)
-				return 0;
-			memcpy(b->buf + o, pkt + p, 20);
-			o += 20;
-			p += 20;
-		}
+		put_name(&w, pkt, len, &d);
+		put_name(&w, pkt, len, &d);
+		if (layout == RD_SOA)
+			put_bytes(&w, &d, 20);
 		break;
 	}
-	if (ok != 1)
-		return ok;
-	if (p != end || o - rd_start > UINT16_MAX)
+	if (d.bad || wire_left(&d) != 0)
 		return -1;
-	wire_store16(b->buf + rdlen_at, (uint16_t)(o - rd_start));
-	*pos = end;
-	b->len = o;
+	if (w.bad)
+		return 0;
+	wire_store16(b->buf + rdlen_at, (uint16_t)(wire_written(&w) - rd_start));  /* room reserved above */
+	b->len = wire_written(&w);
 	return 1;
 }
 
@@ -718,40 +653,32 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 		truncate(b);
 		return true;
 	}
-	size_t pos = a->records_off;
-	unsigned total = (unsigned)a->ancount + a->nscount + a->arcount;
-	for (unsigned i = 0; i < total; i++) {
-		if (a->has_opt && pos == a->opts_off - 10u - 1u) {
-			pos = a->opts_off + a->opts_len;        /* upstream's OPT: ours replaces it */
-			continue;
-		}
-		if (i >= (unsigned)a->ancount + a->nscount) {
-			/* a transaction signature is upstream's to us: it cannot verify
-			 * for the client, and it must be the last record (RFC 8945) */
-			size_t q = pos;
-			if (!skip_name(pkt, len, &q))
-				return false;
-			uint16_t type = wire_load16(pkt + q);          /* in bounds: checked by the parse */
-			if (type == DNS_TYPE_TSIG || type == DNS_TYPE_SIG) {
-				pos = q + 10u + wire_load16(pkt + q + 8);
+	struct dns_rr_iter it;
+	struct dns_rr rr;
+	int rc;
+	dns_rr_iter_init(&it, pkt, len, a->records_off, a->ancount, a->nscount, a->arcount);
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
+		if (rr.section == DNS_SECTION_ADDITIONAL) {
+			/* upstream's OPT: ours replaces it; a transaction signature is
+			 * upstream's to us: it cannot verify for the client (RFC 8945) */
+			if (rr.type == DNS_TYPE_OPT || rr.type == DNS_TYPE_TSIG || rr.type == DNS_TYPE_SIG)
 				continue;
-			}
 		}
-		int rc = relay_record(b, pkt, len, &pos, qname);
-		if (rc < 0)
+		int copied = relay_record(b, pkt, len, &rr, qname);
+		if (copied < 0)
 			return false;
-		if (rc == 0) {
+		if (copied == 0) {
 			/* RFC 2181 9: leaving out additional data does not need TC */
-			if (i < (unsigned)a->ancount + a->nscount)
+			if (rr.section != DNS_SECTION_ADDITIONAL)
 				truncate(b);
 			return true;
 		}
-		if (i < a->ancount)
+		if (rr.section == DNS_SECTION_ANSWER)
 			b->ancount++;
-		else if (i < (unsigned)a->ancount + a->nscount)
+		else if (rr.section == DNS_SECTION_AUTHORITY)
 			b->nscount++;
 		else
 			b->arcount++;
 	}
-	return true;
+	return rc == 0;
 }

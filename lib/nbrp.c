@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include "nbrp.h"
+#include "wire.h"
 
 static int fail(struct nbrp_error *e, uint8_t code, uint8_t subcode, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -175,17 +176,15 @@ struct fast_update {
  * A varint of at most `bytes` bytes whose last may be at most `last_max`:
  * what protobuf-c reads as the same number of the field's width.
  */
-static inline bool pb_varint(const uint8_t **pp, const uint8_t *end, unsigned bytes, uint8_t last_max, uint64_t *v)
+static inline bool pb_varint(struct wire_reader *r, unsigned bytes, uint8_t last_max, uint64_t *v)
 {
-	const uint8_t *p = *pp;
 	uint64_t x = 0;
-	for (unsigned i = 0; i < bytes && p < end; i++) {
-		uint8_t c = *p++;
-		if (i == bytes - 1 && c > last_max)
+	for (unsigned i = 0; i < bytes; i++) {
+		uint8_t c = wire_u8(r);
+		if (r->bad || (i == bytes - 1 && c > last_max))
 			return false;
 		x |= (uint64_t)(c & 0x7f) << (7 * i);
 		if (!(c & 0x80)) {
-			*pp = p;
 			*v = x;
 			return true;
 		}
@@ -194,35 +193,25 @@ static inline bool pb_varint(const uint8_t **pp, const uint8_t *end, unsigned by
 }
 
 /* A varint of at most 5 bytes with no bit above 32 (protobuf-c reads those as this number). */
-static inline bool pb_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
+static inline bool pb_u32(struct wire_reader *r, uint32_t *v)
 {
-	const uint8_t *p = *pp;
-	if (p < end && *p < 0x80) {
-		*v = *p;
-		*pp = p + 1;
-		return true;
-	}
 	uint64_t x;
-	if (!pb_varint(pp, end, 5, 0x0f, &x))
+	if (!pb_varint(r, 5, 0x0f, &x))
 		return false;
 	*v = (uint32_t)x;
 	return true;
 }
 
 /* A varint protobuf-c reads as this 64-bit number (at most 10 bytes, nothing above bit 63). */
-static bool pb_u64(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+static bool pb_u64(struct wire_reader *r, uint64_t *v)
 {
-	return pb_varint(pp, end, 10, 0x01, v);
+	return pb_varint(r, 10, 0x01, v);
 }
 
 /* A length-delimited field's bytes. */
-static bool pb_len(const uint8_t **pp, const uint8_t *end, const uint8_t **data, uint32_t *len)
+static inline bool pb_len(struct wire_reader *r, const uint8_t **data, uint32_t *len)
 {
-	if (!pb_u32(pp, end, len) || *len > (size_t)(end - *pp))
-		return false;
-	*data = *pp;
-	*pp += *len;
-	return true;
+	return pb_u32(r, len) && (*data = wire_take(r, *len)) != NULL;
 }
 
 static ProtobufCBinaryData pb_bytes(const uint8_t *data, uint32_t len)
@@ -233,7 +222,7 @@ static ProtobufCBinaryData pb_bytes(const uint8_t *data, uint32_t len)
 }
 
 /* One Route: counts it (f->u NULL) or fills the next one. */
-static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *end)
+static bool fast_route(struct fast_update *f, struct wire_reader p)
 {
 	Nbrp__Route *r = NULL;
 	if (f->u) {
@@ -246,22 +235,23 @@ static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *e
 		f->routes++;
 	}
 	unsigned seen = 0;
-	while (p < end) {
-		/* a name with a one-byte length: nearly all of an UPDATE */
-		if (*p == TAG(1, WIRE_LEN) && end - p >= 2 && p[1] < 0x80) {
-			uint32_t l = p[1];
-			if (l > (size_t)(end - p - 2))
+	while (wire_left(&p) > 0) {
+		/* a name with a one-byte length, nearly all of an UPDATE: tag and
+		 * length looked at once, the name taken in one more check */
+		const uint8_t *h = wire_peek(&p, 2);
+		if (h && h[0] == TAG(1, WIRE_LEN) && h[1] < 0x80) {
+			const uint8_t *name = wire_take(&p, 2u + h[1]);
+			if (!name)
 				return false;
 			if (r) {
-				*f->name++ = pb_bytes(p + 2, l);
+				*f->name++ = pb_bytes(name + 2, name[1]);
 				r->n_names++;
 			} else {
 				f->names++;
 			}
-			p += 2 + l;
 			continue;
 		}
-		uint8_t tag = *p++;
+		uint8_t tag = wire_u8(&p);
 		unsigned field = tag >> 3;
 		const uint8_t *data;
 		uint32_t v;
@@ -274,14 +264,14 @@ static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *e
 		}
 		if (field == 12) {
 			uint64_t s;
-			if (tag != TAG(12, WIRE_VARINT) || !pb_u64(&p, end, &s))
+			if (tag != TAG(12, WIRE_VARINT) || !pb_u64(&p, &s))
 				return false;
 			if (r)
 				r->origin_seq = s;
 			continue;
 		}
 		if (field == 3 || field == 5) {
-			if (tag != TAG(field, WIRE_VARINT) || !pb_u32(&p, end, &v))
+			if (tag != TAG(field, WIRE_VARINT) || !pb_u32(&p, &v))
 				return false;
 			if (r && field == 3)
 				r->next_hop_port = v;
@@ -289,7 +279,7 @@ static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *e
 				r->load_ms = v;
 			continue;
 		}
-		if (tag != TAG(field, WIRE_LEN) || !pb_len(&p, end, &data, &v))
+		if (tag != TAG(field, WIRE_LEN) || !pb_len(&p, &data, &v))
 			return false;
 		if (field == 1) {
 			if (r) {
@@ -322,22 +312,21 @@ static bool fast_route(struct fast_update *f, const uint8_t *p, const uint8_t *e
 /* The Update inside a Message that is nothing else; false if the frame is not that. */
 static bool fast_update_body(const uint8_t *frame, size_t len, const uint8_t **body, uint32_t *body_len)
 {
-	const uint8_t *p = frame, *end = frame + len;
-	if (len < 2 || *p++ != TAG(NBRP__MESSAGE__BODY_UPDATE, WIRE_LEN))
-		return false;
-	return pb_len(&p, end, body, body_len) && p == end;
+	struct wire_reader r = wire_reader(frame, len);
+	return wire_u8(&r) == TAG(NBRP__MESSAGE__BODY_UPDATE, WIRE_LEN) && pb_len(&r, body, body_len) &&
+	       wire_left(&r) == 0;
 }
 
-static bool fast_walk(struct fast_update *f, const uint8_t *p, const uint8_t *end)
+static bool fast_walk(struct fast_update *f, struct wire_reader p)
 {
-	while (p < end) {
-		uint8_t tag = *p++;
+	while (wire_left(&p) > 0) {
+		uint8_t tag = wire_u8(&p);
 		const uint8_t *data;
 		uint32_t v;
-		if ((tag != TAG(1, WIRE_LEN) && tag != TAG(2, WIRE_LEN)) || !pb_len(&p, end, &data, &v))
+		if ((tag != TAG(1, WIRE_LEN) && tag != TAG(2, WIRE_LEN)) || !pb_len(&p, &data, &v))
 			return false;
 		if (tag == TAG(2, WIRE_LEN)) {
-			if (!fast_route(f, data, data + v))
+			if (!fast_route(f, wire_reader(data, v)))
 				return false;
 		} else if (f->u) {
 			f->u->withdrawn[f->u->n_withdrawn++] = pb_bytes(data, v);
@@ -355,7 +344,7 @@ static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, bo
 	const uint8_t *body;
 	uint32_t body_len;
 	struct fast_update f = { 0 };
-	if (!fast_update_body(frame, len, &body, &body_len) || !fast_walk(&f, body, body + body_len))
+	if (!fast_update_body(frame, len, &body, &body_len) || !fast_walk(&f, wire_reader(body, body_len)))
 		return 0;
 	Nbrp__Message *m = arena_alloc(a, sizeof(*m));
 	Nbrp__Update *u = arena_alloc(a, sizeof(*u));
@@ -380,7 +369,7 @@ static int fast_decode(struct msg_arena *a, const uint8_t *frame, size_t len, bo
 	f.name = withdrawn + f.withdrawn;       /* the routes' names after the withdrawn ones */
 	f.path = paths;
 	f.chars = chars;
-	fast_walk(&f, copy, copy + body_len);   /* cannot fail: the same bytes passed */
+	fast_walk(&f, wire_reader(copy, body_len));     /* cannot fail: the same bytes passed */
 	*out = m;
 	return 1;
 }

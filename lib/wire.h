@@ -74,6 +74,12 @@ static inline const uint8_t *wire_take(struct wire_reader *r, size_t n)
 	return p;
 }
 
+/* The next n bytes without taking them, or NULL when fewer are left (not bad: a look ahead). */
+static inline const uint8_t *wire_peek(const struct wire_reader *r, size_t n)
+{
+	return !r->bad && wire_left(r) >= n ? r->p : NULL;
+}
+
 static inline uint8_t wire_u8(struct wire_reader *r)
 {
 	const uint8_t *p = wire_take(r, 1);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dns.h"
+#include "dnsrr.h"
 #include "xfr.h"
 #include "wire.h"
 
@@ -19,72 +20,71 @@
 #define SOA_FIXED 20            /* serial, refresh, retry, expire, minimum */
 #define TYPE_PTR 12
 
-/* Steps over one record at *pos: owner, fixed part, RDATA in bounds. */
-static bool skip_record(const uint8_t *pkt, size_t len, size_t *pos, uint16_t *type, struct name *owner)
+/* Whether the record's owner is n (read with name_from_packet's rules). */
+static bool owned_by(const uint8_t *pkt, size_t len, const struct dns_rr *rr, const struct name *n)
 {
-	if (name_from_packet(owner, pkt, len, pos) != NAME_OK || len - *pos < 10)
-		return false;
-	*type = wire_load16(pkt + *pos);
-	uint16_t rdlen = wire_load16(pkt + *pos + 8);
-	if (len - *pos - 10 < rdlen)
-		return false;
-	*pos += 10u + rdlen;
-	return true;
+	struct wire_reader r = wire_reader(rr->owner, (size_t)(pkt + len - rr->owner));
+	struct name owner;
+	return dns_name_read(&r, pkt, &owner) == NAME_OK && name_equal(&owner, n);
+}
+
+/* An SOA's serial: its two names, then the five numbers filling the RDATA. */
+static bool soa_serial(const uint8_t *pkt, const struct dns_rr *rr, uint32_t *serial)
+{
+	struct wire_reader d = wire_reader(rr->rdata, rr->rdlen);
+	struct name n;
+	dns_name_read(&d, pkt, &n);
+	dns_name_read(&d, pkt, &n);
+	*serial = wire_u32(&d);
+	wire_take(&d, SOA_FIXED - 4);
+	return !d.bad && wire_left(&d) == 0;
 }
 
 int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *has_question)
 {
 	memset(q, 0, sizeof(*q));
 	*has_question = false;
-	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX || (pkt[2] & F1_QR))
+	struct wire_reader r = wire_reader(pkt, len);
+	struct dns_header h;
+	if (len > DNS_TCP_MAX || !dns_header_read(&r, &h) || (h.flags1 & F1_QR))
 		return -1;
-	q->id = wire_load16(pkt);
-	q->rd = (pkt[2] & F1_RD) != 0;
-	if (OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
+	q->id = h.id;
+	q->rd = (h.flags1 & F1_RD) != 0;
+	if (OPCODE(h.flags1) != DNS_OPCODE_QUERY)
 		return DNS_RCODE_NOTIMP;
-	uint16_t qd = wire_load16(pkt + 4), an = wire_load16(pkt + 6), ns = wire_load16(pkt + 8), ar = wire_load16(pkt + 10);
-	if (qd != 1 || an != 0)
+	if (h.qdcount != 1 || h.ancount != 0)
 		return DNS_RCODE_FORMERR;
-	size_t pos = DNS_HEADER_LEN, start = pos;
-	if (name_from_packet(&q->qname, pkt, len, &pos) != NAME_OK || pos - start != q->qname.len ||
-	    len - pos < 4)
+	const uint8_t *start = r.p;
+	uint16_t qtype, qclass;
+	if (!dns_question_read(&r, pkt, &q->qname, &qtype, &qclass) ||
+	    (size_t)(r.p - start) != q->qname.len + 4u)
 		return DNS_RCODE_FORMERR;       /* a question name is never compressed */
-	memcpy(q->qname_orig, pkt + start, q->qname.len);
-	q->qtype = wire_load16(pkt + pos);
-	uint16_t qclass = wire_load16(pkt + pos + 2);
-	pos += 4;
+	memcpy(q->qname_orig, start, q->qname.len);
+	q->qtype = qtype;
 	*has_question = true;
 
+	struct dns_rr_iter it;
+	struct dns_rr rr;
+	int rc;
+	dns_rr_iter_init(&it, pkt, len, (size_t)(r.p - pkt), 0, h.nscount, h.arcount);
 	/* IXFR: the client's SOA, owned by the zone (RFC 1995 3) */
 	if (q->qtype == DNS_TYPE_IXFR) {
-		if (ns != 1)
+		if (h.nscount != 1)
 			return DNS_RCODE_FORMERR;
-		struct name owner, n;
-		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10 ||
-		    !name_equal(&owner, &q->qname) || wire_load16(pkt + pos) != DNS_TYPE_SOA)
-			return DNS_RCODE_FORMERR;
-		size_t end = pos + 10u + wire_load16(pkt + pos + 8);
-		pos += 10;
-		if (end > len || name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
-		    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
+		if (dns_rr_next(&it, &rr) != 1 || rr.type != DNS_TYPE_SOA || !owned_by(pkt, len, &rr, &q->qname) ||
+		    !soa_serial(pkt, &rr, &q->serial))
 			return DNS_RCODE_FORMERR;
 		q->has_serial = true;
-		q->serial = wire_load32(pkt + pos);
-		pos = end;
-	} else if (ns != 0) {
+	} else if (h.nscount != 0) {
 		return DNS_RCODE_FORMERR;
 	}
 	/* additional: one OPT at most; a TSIG we cannot verify is refused by the caller's ACL anyway */
-	for (unsigned i = 0; i < ar; i++) {
-		size_t rr = pos;
-		uint16_t type;
-		struct name owner;
-		if (!skip_record(pkt, len, &pos, &type, &owner) || type != DNS_TYPE_OPT ||
-		    q->has_edns || pkt[rr] != 0)
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
+		if (rr.type != DNS_TYPE_OPT || q->has_edns || rr.owner[0] != 0)
 			return DNS_RCODE_FORMERR;
 		q->has_edns = true;
 	}
-	if (pos != len)
+	if (rc < 0 || dns_rr_iter_offset(&it) != len)
 		return DNS_RCODE_FORMERR;
 	if (qclass != DNS_CLASS_IN)
 		return DNS_RCODE_REFUSED;
@@ -93,43 +93,58 @@ int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *h
 	return 0;
 }
 
-/* Header and question; returns the offset after them. */
-static size_t put_head(uint8_t *buf, uint16_t id, bool rd, unsigned rcode, const uint8_t *qname,
-		       uint8_t qlen, uint16_t qtype, bool with_question)
+/* Header and question; the counts of answers are filled in by the caller. */
+static void put_head(struct wire_writer *w, uint16_t id, uint8_t flags1, unsigned rcode, const uint8_t *qname,
+		     uint8_t qlen, uint16_t qtype, bool with_question, bool edns)
 {
-	memset(buf, 0, DNS_HEADER_LEN);
-	wire_store16(buf, id);
-	buf[2] = (uint8_t)(F1_QR | F1_AA | (rd ? F1_RD : 0));
-	buf[3] = (uint8_t)(rcode & 0x0f);
-	if (!with_question)
-		return DNS_HEADER_LEN;
-	wire_store16(buf + 4, 1);
-	memcpy(buf + DNS_HEADER_LEN, qname, qlen);
-	wire_store16(buf + DNS_HEADER_LEN + qlen, qtype);
-	wire_store16(buf + DNS_HEADER_LEN + qlen + 2, DNS_CLASS_IN);
-	return DNS_HEADER_LEN + qlen + 4u;
+	wire_put16(w, id);
+	wire_put8(w, flags1);
+	wire_put8(w, (uint8_t)(rcode & 0x0f));
+	wire_put16(w, with_question ? 1 : 0);
+	wire_put16(w, 0);                       /* ANCOUNT */
+	wire_put16(w, 0);                       /* NSCOUNT */
+	wire_put16(w, edns ? 1 : 0);
+	if (with_question) {
+		wire_put(w, qname, qlen);
+		wire_put16(w, qtype);
+		wire_put16(w, DNS_CLASS_IN);
+	}
 }
 
-static size_t put_opt(uint8_t *buf, size_t o)
+static void put_opt(struct wire_writer *w)
 {
-	buf[o] = 0;
-	wire_store16(buf + o + 1, DNS_TYPE_OPT);
-	wire_store16(buf + o + 3, DNS_EDNS_MAX);
-	memset(buf + o + 5, 0, 6);
-	wire_store16(buf + 10, (uint16_t)(wire_load16(buf + 10) + 1));
-	return o + DNS_OPT_RR_LEN;
+	static const uint8_t zero[6];
+	wire_put8(w, 0);
+	wire_put16(w, DNS_TYPE_OPT);
+	wire_put16(w, DNS_EDNS_MAX);
+	wire_put(w, zero, sizeof(zero));        /* extended rcode, version, flags, RDLENGTH */
+}
+
+/* An SOA RR of the aggregate: owner and MNAME point at the question, RNAME is the root. */
+static void put_soa(struct wire_writer *w, uint32_t serial, bool timers)
+{
+	wire_put16(w, 0xC000 | DNS_HEADER_LEN);
+	wire_put16(w, DNS_TYPE_SOA);
+	wire_put16(w, DNS_CLASS_IN);
+	wire_put32(w, 0);
+	wire_put16(w, 2 + 1 + SOA_FIXED);
+	wire_put16(w, 0xC000 | DNS_HEADER_LEN);
+	wire_put8(w, 0);
+	wire_put32(w, serial);
+	wire_put32(w, timers ? XFR_SOA_REFRESH : 0);
+	wire_put32(w, timers ? XFR_SOA_RETRY : 0);
+	wire_put32(w, timers ? XFR_SOA_EXPIRE : 0);
+	wire_put32(w, timers ? XFR_SOA_MINIMUM : 0);
 }
 
 size_t xfr_error_reply(const struct xfr_query *q, bool with_question, unsigned rcode, uint8_t *buf, size_t cap)
 {
-	size_t need = DNS_HEADER_LEN + (with_question ? q->qname.len + 4u : 0) + (q->has_edns ? DNS_OPT_RR_LEN : 0);
-	if (cap < need)
-		return 0;
-	size_t o = put_head(buf, q->id, q->rd, rcode, q->qname_orig, q->qname.len, q->qtype, with_question);
-	buf[2] &= (uint8_t)~F1_AA;
+	struct wire_writer w = wire_writer(buf, cap);
+	put_head(&w, q->id, F1_QR | (q->rd ? F1_RD : 0), rcode, q->qname_orig, q->qname.len, q->qtype,
+		 with_question, q->has_edns);
 	if (q->has_edns)
-		o = put_opt(buf, o);
-	return o;
+		put_opt(&w);
+	return w.bad ? 0 : wire_written(&w);
 }
 
 /*
@@ -284,8 +299,6 @@ static void advance(struct xfr_out *x)
 	}
 }
 
-#define SOA_RR_LEN (2 + 10 + 2 + 1 + SOA_FIXED)        /* owner and MNAME point at the question */
-
 size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 {
 	if (x->step == S_DONE || x->error)
@@ -293,15 +306,18 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 	if (cap > DNS_TCP_MAX)
 		cap = DNS_TCP_MAX;
 	size_t reserve = x->edns ? DNS_OPT_RR_LEN : 0;
-	size_t o = put_head(buf, x->id, x->rd, 0, x->qname, x->qname_len, x->qtype, true);
-	if (o + reserve > cap) {
+	/* the records leave room for the OPT RR */
+	struct wire_writer w = wire_writer(buf, cap > reserve ? cap - reserve : 0);
+	put_head(&w, x->id, F1_QR | F1_AA | (x->rd ? F1_RD : 0), 0, x->qname, x->qname_len, x->qtype, true,
+		 x->edns);
+	if (w.bad) {
 		x->error = -EMSGSIZE;
 		return 0;
 	}
 	unsigned an = 0;
 	bool soa;
 	uint32_t serial;
-	const uint8_t *w;
+	const uint8_t *m;
 	uint8_t l;
 	int rc;
 	/*
@@ -310,46 +326,42 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 	 */
 	uint16_t tld_off[8];
 	unsigned ntld = 0;
-	while (an < UINT16_MAX && (rc = peek(x, &soa, &serial, &w, &l)) == 1) {
+	while (an < UINT16_MAX && (rc = peek(x, &soa, &serial, &m, &l)) == 1) {
 		size_t last = 0, tld = SIZE_MAX;
 		if (!soa) {
-			for (size_t p = 0; w[p] != 0; p += 1u + w[p])
+			/* our own member list: names checked when they were stored */
+			for (size_t p = 0; m[p] != 0; p += 1u + m[p])
 				last = p;
 			for (unsigned i = 0; i < ntld && last > 0; i++)
-				if (buf[tld_off[i]] == w[last] && memcmp(buf + tld_off[i], w + last, l - last) == 0) {
+				if (buf[tld_off[i]] == m[last] && memcmp(buf + tld_off[i], m + last, l - last) == 0) {
 					tld = tld_off[i];
 					break;
 				}
 		}
-		size_t rdlen = soa ? 0 : tld != SIZE_MAX ? last + 2 : l;
-		size_t rr = soa ? SOA_RR_LEN : 2u + 10u + rdlen;
-		if (rr > cap - reserve - o)
-			break;
-		uint8_t *p = buf + o;
-		wire_store16(p, 0xC000 | DNS_HEADER_LEN);
-		wire_store16(p + 2, soa ? DNS_TYPE_SOA : TYPE_PTR);
-		wire_store16(p + 4, DNS_CLASS_IN);
-		wire_store32(p + 6, 0);
+		/* the record goes into a copy of the writer, kept only if it fits */
+		struct wire_writer t = w;
+		size_t at = wire_written(&w);
 		if (soa) {
-			wire_store16(p + 10, 2 + 1 + SOA_FIXED);
-			wire_store16(p + 12, 0xC000 | DNS_HEADER_LEN);  /* MNAME: the aggregate */
-			p[14] = 0;                              /* RNAME: the root */
-			wire_store32(p + 15, serial);
-			wire_store32(p + 19, XFR_SOA_REFRESH);
-			wire_store32(p + 23, XFR_SOA_RETRY);
-			wire_store32(p + 27, XFR_SOA_EXPIRE);
-			wire_store32(p + 31, XFR_SOA_MINIMUM);
-		} else if (tld != SIZE_MAX) {
-			wire_store16(p + 10, (uint16_t)rdlen);
-			memcpy(p + 12, w, last);
-			wire_store16(p + 12 + last, (uint16_t)(0xC000 | tld));
+			put_soa(&t, serial, true);
 		} else {
-			wire_store16(p + 10, l);
-			memcpy(p + 12, w, l);
-			if (last > 0 && ntld < 8 && o + 12 + last < 0x4000)
-				tld_off[ntld++] = (uint16_t)(o + 12 + last);
+			wire_put16(&t, 0xC000 | DNS_HEADER_LEN);
+			wire_put16(&t, TYPE_PTR);
+			wire_put16(&t, DNS_CLASS_IN);
+			wire_put32(&t, 0);
+			if (tld != SIZE_MAX) {
+				wire_put16(&t, (uint16_t)(last + 2));
+				wire_put(&t, m, last);
+				wire_put16(&t, (uint16_t)(0xC000 | tld));
+			} else {
+				wire_put16(&t, l);
+				wire_put(&t, m, l);
+				if (last > 0 && ntld < 8 && at + 12 + last < 0x4000)
+					tld_off[ntld++] = (uint16_t)(at + 12 + last);
+			}
 		}
-		o += rr;
+		if (t.bad)
+			break;
+		w = t;
 		an++;
 		advance(x);
 	}
@@ -359,9 +371,11 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 		x->error = -EMSGSIZE;   /* not even one record fits */
 		return 0;
 	}
-	wire_store16(buf + 6, (uint16_t)an);
+	wire_store16(buf + 6, (uint16_t)an);    /* ANCOUNT, in the header written above */
+	w.room = cap;                           /* the room kept for the OPT RR */
 	if (x->edns)
-		o = put_opt(buf, o);
+		put_opt(&w);
+	size_t o = wire_written(&w);
 	x->bytes += o;
 	x->messages++;
 	x->records += an;
@@ -371,35 +385,21 @@ size_t xfr_out_next(struct xfr_out *x, uint8_t *buf, size_t cap)
 size_t xfr_query_write(uint16_t id, const struct name *agg, uint16_t qtype, uint32_t held,
 		       uint8_t *buf, size_t cap)
 {
-	size_t need = DNS_HEADER_LEN + agg->len + 4u + (qtype == DNS_TYPE_IXFR ? SOA_RR_LEN : 0);
-	if (cap < need)
-		return 0;
-	memset(buf, 0, DNS_HEADER_LEN);
-	wire_store16(buf, id);
-	wire_store16(buf + 4, 1);
-	size_t o = DNS_HEADER_LEN;
-	memcpy(buf + o, agg->wire, agg->len);
-	o += agg->len;
-	wire_store16(buf + o, qtype);
-	wire_store16(buf + o + 2, DNS_CLASS_IN);
-	o += 4;
-	if (qtype == DNS_TYPE_IXFR) {
-		wire_store16(buf + 8, 1);
-		uint8_t *p = buf + o;
-		wire_store16(p, 0xC000 | DNS_HEADER_LEN);
-		wire_store16(p + 2, DNS_TYPE_SOA);
-		wire_store16(p + 4, DNS_CLASS_IN);
-		wire_store32(p + 6, 0);
-		wire_store16(p + 10, 2 + 1 + SOA_FIXED);
-		wire_store16(p + 12, 0xC000 | DNS_HEADER_LEN);
-		p[14] = 0;
-		wire_store32(p + 15, held);
-		memset(p + 19, 0, 16);
-		o += SOA_RR_LEN;
-	}
-	return o;
+	struct wire_writer w = wire_writer(buf, cap);
+	bool ixfr = qtype == DNS_TYPE_IXFR;
+	wire_put16(&w, id);
+	wire_put16(&w, 0);                      /* a query, opcode QUERY */
+	wire_put16(&w, 1);
+	wire_put16(&w, 0);
+	wire_put16(&w, ixfr ? 1 : 0);           /* the SOA we hold, in the authority section */
+	wire_put16(&w, 0);
+	wire_put(&w, agg->wire, agg->len);
+	wire_put16(&w, qtype);
+	wire_put16(&w, DNS_CLASS_IN);
+	if (ixfr)
+		put_soa(&w, held, false);
+	return w.bad ? 0 : wire_written(&w);
 }
-
 
 /* The client's reader. */
 enum in_state { I_START, I_FIRST, I_AXFR, I_DELS, I_ADDS, I_DONE, I_FAILED };
@@ -557,75 +557,70 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		return in_fail(x, "a message after the end of the transfer");
 	x->messages++;
 	x->bytes += len;
-	if (len < DNS_HEADER_LEN || len > DNS_TCP_MAX)
+	struct wire_reader r = wire_reader(pkt, len);
+	struct dns_header h;
+	if (len > DNS_TCP_MAX || !dns_header_read(&r, &h))
 		return in_fail(x, "message of %zu bytes", len);
-	if (wire_load16(pkt) != x->id)
-		return in_fail(x, "message with id %u, expected %u", wire_load16(pkt), x->id);
-	if (!(pkt[2] & F1_QR) || OPCODE(pkt[2]) != DNS_OPCODE_QUERY)
+	if (h.id != x->id)
+		return in_fail(x, "message with id %u, expected %u", h.id, x->id);
+	if (!(h.flags1 & F1_QR) || OPCODE(h.flags1) != DNS_OPCODE_QUERY)
 		return in_fail(x, "not a response to a query");
-	if (pkt[3] & 0x0f)
-		return in_fail(x, "the server answered %s", rcode_name(pkt[3] & 0x0f));
-	if (pkt[2] & F1_TC)
+	if (h.flags2 & 0x0f)
+		return in_fail(x, "the server answered %s", rcode_name(h.flags2 & 0x0f));
+	if (h.flags1 & F1_TC)
 		return in_fail(x, "truncated message (TC) in a transfer");
-	uint16_t qd = wire_load16(pkt + 4), an = wire_load16(pkt + 6), ns = wire_load16(pkt + 8), ar = wire_load16(pkt + 10);
-	if (qd > 1 || (qd == 0 && x->messages == 1))
-		return in_fail(x, "%u questions", qd);
-	if (ns != 0)
+	if (h.qdcount > 1 || (h.qdcount == 0 && x->messages == 1))
+		return in_fail(x, "%u questions", h.qdcount);
+	if (h.nscount != 0)
 		return in_fail(x, "records in the authority section");
-	if (an == 0)
+	if (h.ancount == 0)
 		return in_fail(x, "a message without answers");
-	size_t pos = DNS_HEADER_LEN;
-	if (qd == 1) {
+	if (h.qdcount == 1) {
 		struct name q;
-		if (name_from_packet(&q, pkt, len, &pos) != NAME_OK || len - pos < 4)
+		uint16_t qtype, qclass;
+		if (!dns_question_read(&r, pkt, &q, &qtype, &qclass))
 			return in_fail(x, "bad question");
-		if (!name_equal(&q, &x->agg) || wire_load16(pkt + pos) != x->qtype || wire_load16(pkt + pos + 2) != DNS_CLASS_IN)
+		if (!name_equal(&q, &x->agg) || qtype != x->qtype || qclass != DNS_CLASS_IN)
 			return in_fail(x, "the answer is to another question");
-		pos += 4;
 	}
 	bool first = x->state == I_START;
-	for (unsigned i = 0; i < an; i++) {
-		struct name owner, member;
-		if (name_from_packet(&owner, pkt, len, &pos) != NAME_OK || len - pos < 10)
-			return in_fail(x, "record %u runs past the message", i);
-		uint16_t type = wire_load16(pkt + pos), cls = wire_load16(pkt + pos + 2), rdlen = wire_load16(pkt + pos + 8);
-		pos += 10;
-		if (len - pos < rdlen)
-			return in_fail(x, "record %u data runs past the message", i);
-		size_t end = pos + rdlen;
-		if (!name_equal(&owner, &x->agg))
+	struct dns_rr_iter it;
+	struct dns_rr rr;
+	int rc;
+	dns_rr_iter_init(&it, pkt, len, (size_t)(r.p - pkt), h.ancount, 0, h.arcount);
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
+		unsigned i = rr.index;
+		if (rr.section == DNS_SECTION_ADDITIONAL) {
+			if (rr.type != DNS_TYPE_OPT || rr.owner[0] != 0)
+				return in_fail(x, "unexpected additional record");
+			continue;
+		}
+		if (!owned_by(pkt, len, &rr, &x->agg))
 			return in_fail(x, "record %u is not owned by the aggregate", i);
-		if (cls != DNS_CLASS_IN)
-			return in_fail(x, "record %u of class %u", i, cls);
+		if (rr.rclass != DNS_CLASS_IN)
+			return in_fail(x, "record %u of class %u", i, rr.rclass);
 		uint32_t serial = 0;
-		if (type == DNS_TYPE_SOA) {
-			struct name n;
-			if (name_from_packet(&n, pkt, end, &pos) != NAME_OK ||
-			    name_from_packet(&n, pkt, end, &pos) != NAME_OK || end - pos != SOA_FIXED)
+		struct name member;
+		if (rr.type == DNS_TYPE_SOA) {
+			if (!soa_serial(pkt, &rr, &serial))
 				return in_fail(x, "record %u: bad SOA data", i);
-			serial = wire_load32(pkt + pos);
-		} else if (type == TYPE_PTR) {
-			if (name_from_packet(&member, pkt, end, &pos) != NAME_OK || pos != end)
+		} else if (rr.type == TYPE_PTR) {
+			struct wire_reader d = wire_reader(rr.rdata, rr.rdlen);
+			if (dns_name_read(&d, pkt, &member) != NAME_OK || wire_left(&d) != 0)
 				return in_fail(x, "record %u: bad PTR data", i);
 			if (member.len == 1)
 				return in_fail(x, "record %u: the root as a member", i);
 		} else {
-			return in_fail(x, "record %u of type %u in an aggregate", i, type);
+			return in_fail(x, "record %u of type %u in an aggregate", i, rr.type);
 		}
-		pos = end;
-		int rc = in_record(x, type == DNS_TYPE_SOA, serial, &member, first && an == 1);
-		if (rc < 0)
-			return rc;
+		int st = in_record(x, rr.type == DNS_TYPE_SOA, serial, &member, first && h.ancount == 1);
+		if (st < 0)
+			return st;
 	}
-	for (unsigned i = 0; i < ar; i++) {
-		size_t rr = pos;
-		uint16_t type;
-		struct name owner;
-		if (!skip_record(pkt, len, &pos, &type, &owner) || type != DNS_TYPE_OPT || pkt[rr] != 0)
-			return in_fail(x, "unexpected additional record");
-	}
-	if (pos != len)
-		return in_fail(x, "%zu bytes after the records", len - pos);
+	if (rc < 0)
+		return in_fail(x, "record %u runs past the message", it.next);
+	if (dns_rr_iter_offset(&it) != len)
+		return in_fail(x, "%zu bytes after the records", len - dns_rr_iter_offset(&it));
 	return x->state == I_DONE ? XFR_IN_DONE : XFR_IN_MORE;
 }
 

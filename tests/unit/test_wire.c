@@ -52,12 +52,29 @@ static void a_write_that_does_not_fit_is_bad_and_writes_nothing(void **state)
 	assert_int_equal(buf[2], 0);
 }
 
+static void a_peek_looks_ahead_without_taking_or_going_bad(void **state)
+{
+	(void)state;
+	const uint8_t buf[3] = { 1, 2, 3 };
+	struct wire_reader r = wire_reader(buf, sizeof(buf));
+	const uint8_t *p = wire_peek(&r, 2);
+	assert_ptr_equal(p, buf);
+	assert_int_equal(wire_left(&r), 3);
+	assert_null(wire_peek(&r, 4));
+	assert_false(r.bad);
+	assert_int_equal(wire_u8(&r), 1);
+	assert_ptr_equal(wire_peek(&r, 2), buf + 1);
+	wire_take(&r, 5);
+	assert_null(wire_peek(&r, 0));          /* a bad reader has nothing to show */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fields_round_trip_in_network_order),
 		cmocka_unit_test(a_read_past_the_end_is_bad_and_yields_zeros_from_then_on),
 		cmocka_unit_test(a_write_that_does_not_fit_is_bad_and_writes_nothing),
+		cmocka_unit_test(a_peek_looks_ahead_without_taking_or_going_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
