@@ -65,3 +65,9 @@ const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 	snprintf(buf, len, "?");
 	return buf;
 }
+
+bool ip_is_any(int family, const uint8_t *addr)
+{
+	static const uint8_t zero[16];
+	return memcmp(addr, zero, family == AF_INET6 ? 16 : 4) == 0;
+}

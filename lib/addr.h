@@ -45,6 +45,8 @@ static inline bool ip_endpoint_equal(const struct ip_endpoint *a, const struct i
 	return a->port == b->port && ip_equal(a->family, a->addr, b->family, b->addr);
 }
 /* Keyed (hashkey.h): the addresses come from peers and clients. */
+/* 0.0.0.0 or ::, the wildcard a listener binds to. */
+bool ip_is_any(int family, const uint8_t *addr);
 uint64_t ip_hash(int family, const uint8_t *addr);
 uint64_t ip_endpoint_hash(const struct ip_endpoint *e);
 /* For connect()/sendto()/bind(); returns the length to pass. */

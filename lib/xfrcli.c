@@ -26,6 +26,7 @@ struct xfrcli {
 	uv_loop_t *loop;
 	struct aggstore *store;
 	struct sockaddr_storage server;
+	struct sockaddr_storage local;  /* family 0: the kernel's choice */
 	char server_text[INET6_ADDRSTRLEN + 8];
 	char agg[NAME_MAX_TEXT];
 	struct xfrcli_limits lim;
@@ -411,13 +412,19 @@ static void start_attempt(struct xfrcli *c, uint16_t qtype)
 	c->cur = a;
 	a->creq.data = a;
 	progress(c);
-	int rc = uv_tcp_connect(&a->creq, &a->tcp, (struct sockaddr *)&c->server, on_connect);
+	int rc = c->local.ss_family ? uv_tcp_bind(&a->tcp, (struct sockaddr *)&c->local, 0) : 0;
+	if (rc < 0) {
+		finish(c, -1, "bind to the transfer source: %s", uv_strerror(rc));
+		return;
+	}
+	rc = uv_tcp_connect(&a->creq, &a->tcp, (struct sockaddr *)&c->server, on_connect);
 	if (rc < 0)
 		finish(c, -1, "connect: %s", uv_strerror(rc));
 }
 
 int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
-		 const struct xfrcli_limits *lim, const struct xfrcli_want *want, xfrcli_done_fn done, void *ctx)
+		 const struct sockaddr *local, const struct xfrcli_limits *lim, const struct xfrcli_want *want,
+		 xfrcli_done_fn done, void *ctx)
 {
 	struct xfrcli *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -434,6 +441,8 @@ int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, c
 	namelist_init(&c->adds);
 	size_t slen = server->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	memcpy(&c->server, server, slen);
+	if (local && local->sa_family == server->sa_family)
+		memcpy(&c->local, local, slen);
 	char a[INET6_ADDRSTRLEN] = "?";
 	uint16_t port;
 	if (server->sa_family == AF_INET6) {

@@ -66,12 +66,14 @@ typedef void (*xfrcli_done_fn)(void *ctx, const struct xfrcli_result *r);
 struct xfrcli;
 
 /*
- * Starts a fetch (want NULL: whatever version the server has); done is
+ * Starts a fetch (want NULL: whatever version the server has) from local
+ * (NULL: the kernel's choice of address; a port of 0: any); done is
  * called once, from the loop, unless cancelled.  The store must stay open
  * until then.  0, or -1 out of memory.
  */
 int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
-		 const struct xfrcli_limits *lim, const struct xfrcli_want *want, xfrcli_done_fn done, void *ctx);
+		 const struct sockaddr *local, const struct xfrcli_limits *lim, const struct xfrcli_want *want,
+		 xfrcli_done_fn done, void *ctx);
 /* Stops a fetch in progress without calling done (what was stored stays). */
 void xfrcli_cancel(struct xfrcli *c);
 

@@ -307,7 +307,19 @@ static void fetch_start(struct aggregates *a, struct aggregate *g)
 		.version = g->offered_version, .digest = g->offered_signed ? g->offered_digest : NULL,
 		.whole = g->want_whole,
 	};
-	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, &lim, &want, fetch_done, g) < 0) {
+	/* from transfer-source, else from transfer-listen's address when it names one, so an
+	 * allow-transfer of the router's address lets it in on a host with several */
+	const struct ip_endpoint *src = a->cfg->has_transfer_source ? &a->cfg->transfer_source
+				      : a->cfg->has_transfer && !ip_is_any(a->cfg->transfer.family, a->cfg->transfer.addr)
+				      ? &a->cfg->transfer : NULL;
+	struct sockaddr_storage local = { 0 };
+	if (src) {
+		struct ip_endpoint e = *src;
+		e.port = 0;
+		ip_endpoint_sockaddr(&e, &local);
+	}
+	if (xfrcli_fetch(&g->fetch, a->loop, g->store, (struct sockaddr *)&ss, src ? (struct sockaddr *)&local : NULL,
+			 &lim, &want, fetch_done, g) < 0) {
 		g->fetch = NULL;
 		g->failures++;
 		uv_timer_start(&g->retry, on_retry, g->retry_ms, 0);

@@ -55,6 +55,7 @@
  *     }                                                  the failing ones are withdrawn
  *     state-dir "/var/lib/nbrpd";          aggregates' snapshots and journals
  *     transfer-listen 192.0.2.1 port 5300; aggregates served as AXFR/IXFR, over TCP and UDP
+ *     transfer-source 192.0.2.1;          the address fetches come from (default: transfer-listen's)
  *     allow-transfer 198.51.100.0/24;      who may transfer (repeatable; default: the
  *                                          configured peers' addresses and loopback)
  *     transfer-idle-timeout 10s;           a transfer connection idle this long is closed,
@@ -117,7 +118,7 @@ struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap;
 	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
-	bool seen_state_dir, seen_transfer, seen_xfr_idle, seen_xfr_time;
+	bool seen_state_dir, seen_transfer, seen_xfr_source, seen_xfr_idle, seen_xfr_time;
 	bool seen_fetch_names, seen_fetch_bytes, seen_fetch_idle, seen_fetch_time;
 	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache, seen_min_life;
 	bool seen_name, seen_listen, seen_inrp, seen_hold, seen_retry, seen_mph, seen_radius,
@@ -618,6 +619,19 @@ static int kw_transfer(const struct conf_stmt *s, void *arg, char *err, size_t e
 	return endpoint(s, &x->seen_transfer, &x->cfg->transfer, 53, err, err_len);
 }
 
+static int kw_transfer_source(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_xfr_source, s, err, err_len) < 0)
+		return -1;
+	struct ip_endpoint *e = &x->cfg->transfer_source;
+	memset(e, 0, sizeof(*e));
+	if (conf_arg_addr(s, 1, &e->family, e->addr, err, err_len) < 0)
+		return -1;
+	x->cfg->has_transfer_source = true;
+	return 0;
+}
+
 static int kw_allow_transfer(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct nbrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
@@ -839,6 +853,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "aggregate", 2, 2, CONF_BLOCK, kw_aggregate },
 	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
 	{ "transfer-listen", 2, 4, CONF_NO_BLOCK, kw_transfer },
+	{ "transfer-source", 2, 2, CONF_NO_BLOCK, kw_transfer_source },
 	{ "allow-transfer", 2, 2, CONF_NO_BLOCK, kw_allow_transfer },
 	{ "transfer-idle-timeout", 2, 2, CONF_NO_BLOCK, kw_transfer_idle },
 	{ "transfer-time-limit", 2, 2, CONF_NO_BLOCK, kw_transfer_time },

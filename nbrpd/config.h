@@ -113,6 +113,8 @@ struct nbrpd_config {
 	char *state_dir;                /* aggregates' stores; NULL: aggregates neither kept nor passed on */
 	struct ip_endpoint transfer;    /* where aggregates are served (AXFR, IXFR) */
 	bool has_transfer;
+	struct ip_endpoint transfer_source;     /* fetches come from this address (port 0) */
+	bool has_transfer_source;
 	struct prefix *allow_transfer;  /* who may transfer; NULL: the peers and loopback */
 	unsigned nallow_transfer;
 	uint64_t transfer_idle_ms;      /* a transfer connection without progress this long is closed */

@@ -384,3 +384,21 @@ def test_a_relative_member_file_is_read_from_the_config_files_directory(nbrpd_fa
                       f'state-dir "{tmp_path}/state";\n'
                       f'aggregate "{AGG}" {{ server {SERVER_FAR}; file "hosted.names"; }}\n')
     wait_for(lambda: n.json("show", "aggregate", AGG)["members"] == 3, 10, "the members read")
+
+
+@pytest.mark.parametrize("how", ["transfer-source", "transfer-listen"])
+def test_fetches_come_from_the_routers_own_address(net, tmp_path, how):
+    """The origin allows transfers to r1's one address: r1 fetches from it, whether set by
+    transfer-source or taken from its transfer-listen (never the kernel's 127.0.0.1)."""
+    extra, xfr = routers_with_state(tmp_path, ["r1", "r2"])
+    own = xfr["r1"][0]
+    if how == "transfer-source":
+        own = f"127.9.251.{random.randint(2, 250)}"
+        extra["r1"] += f"transfer-source {own};\n"
+    extra["r2"] += f"allow-transfer {own}/32;\n"
+    defs = tmp_path / "hosted.names"
+    write_members(defs, ["a.example", "b.example"])
+    rs = net(["r1", "r2"], [("r1", "r2")], content={"r2": aggregate_block(defs)}, extra=extra)
+    wait_for(lambda: version_of(rs["r1"]) is not None, 20, "r1 to fetch the aggregate")
+    assert agg_view(rs["r1"])["members"] == 2
+    assert rs["r2"].nbrpd.json("show", "status")["transfer_closed_acl"] == 0

@@ -224,7 +224,7 @@ static int fetch(int argc, char **argv)
 	struct aggstore *s = open_store(argv[2], argv[3]);
 	uv_loop_t *loop = uv_default_loop();
 	struct xfrcli *c;
-	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, &lim, has_want ? &want : NULL, fetched, NULL) < 0)
+	if (xfrcli_fetch(&c, loop, s, (struct sockaddr *)&ss, NULL, &lim, has_want ? &want : NULL, fetched, NULL) < 0)
 		return 1;
 	uv_run(loop, UV_RUN_DEFAULT);
 	aggstore_close(s);
