@@ -566,13 +566,83 @@ static bool name_copy_raw(const uint8_t *pkt, size_t len, struct wire_reader *r,
 	return false;
 }
 
-/* Copies one name at r into w, uncompressed. */
-static void put_name(struct wire_writer *w, const uint8_t *pkt, size_t len, struct wire_reader *r)
+/*
+ * Names written into a relayed answer, so later ones point at them
+ * (RFC 1035 4.1.4) and the answer stays as small as the upstream's: each
+ * entry is where a suffix of a name already written starts.  Matches are
+ * exact, case included, so the upstream's case (and 0x20) survives.
+ */
+#define RELAY_TARGETS 128
+struct relay_names {
+	uint16_t at[RELAY_TARGETS];
+	unsigned n;
+};
+
+/* The name at buf[off] (ours: pointers only backwards) equals raw[0..raw_len)? */
+static bool written_equals(const uint8_t *buf, size_t buf_len, size_t off, const uint8_t *raw, size_t raw_len)
+{
+	size_t i = 0;
+	for (unsigned hops = 0; off < buf_len && hops < 64;) {
+		uint8_t b = buf[off];
+		if ((b & 0xC0) == 0xC0) {
+			if (off + 1 >= buf_len)
+				return false;
+			off = (size_t)(b & 0x3F) << 8 | buf[off + 1];
+			hops++;
+			continue;
+		}
+		/* raw is a whole uncompressed name, so it ends where its root label is */
+		if (i + 1u + b > raw_len || off + 1u + b > buf_len || memcmp(buf + off, raw + i, 1u + b) != 0)
+			return false;
+		i += 1u + b;
+		if (b == 0)
+			return i == raw_len;
+		off += 1u + b;
+	}
+	return false;
+}
+
+static void remember(struct relay_names *t, size_t off)
+{
+	if (t->n < RELAY_TARGETS && off < 0x4000)
+		t->at[t->n++] = (uint16_t)off;
+}
+
+/*
+ * Writes the name raw into w: compressed against names written before
+ * when t is given (owners, and RDATA names of RFC 1035's own types: RFC
+ * 3597 4 forbids it in others), else as it is.
+ */
+static void put_raw_name(struct wire_writer *w, struct relay_names *t, const uint8_t *raw, size_t raw_len)
+{
+	if (!t) {
+		wire_put(w, raw, raw_len);
+		return;
+	}
+	size_t start = wire_written(w);
+	for (size_t i = 0; raw[i] != 0; i += 1u + raw[i]) {
+		for (unsigned k = 0; k < t->n; k++)
+			if (written_equals(w->buf, start, t->at[k], raw + i, raw_len - i)) {
+				for (size_t j = 0; j < i; j += 1u + raw[j])
+					remember(t, start + j);
+				wire_put(w, raw, i);
+				wire_put16(w, (uint16_t)(0xC000 | t->at[k]));
+				return;
+			}
+	}
+	for (size_t j = 0; raw[j] != 0; j += 1u + raw[j])
+		remember(t, start + j);
+	wire_put(w, raw, raw_len);
+}
+
+/* Copies one name at r into w, compressed against t (NULL: not compressed). */
+static void put_name(struct wire_writer *w, struct relay_names *t, const uint8_t *pkt, size_t len,
+		     struct wire_reader *r)
 {
 	uint8_t raw[NAME_MAX_WIRE];
 	size_t n;
 	if (name_copy_raw(pkt, len, r, raw, &n))
-		wire_put(w, raw, n);
+		put_raw_name(w, t, raw, n);
 }
 
 static void put_bytes(struct wire_writer *w, struct wire_reader *r, size_t n)
@@ -587,7 +657,7 @@ static void put_bytes(struct wire_writer *w, struct wire_reader *r, size_t n)
  * -1 when it cannot be decoded.
  */
 static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, const struct dns_rr *rr,
-			const struct name *qname)
+			const struct name *qname, struct relay_names *t)
 {
 	struct wire_writer w = wire_writer(b->buf, b->limit - b->reserve);
 	w.len = b->len;
@@ -600,7 +670,7 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, c
 	if (name_equal(&owner, qname))
 		wire_put16(&w, 0xC000 | b->owner_off);
 	else
-		wire_put(&w, raw, raw_len);
+		put_raw_name(&w, t, raw, raw_len);
 	wire_put(&w, rr->fixed, 8);
 	size_t rdlen_at = wire_written(&w);
 	wire_put16(&w, 0);                      /* set below */
@@ -608,6 +678,8 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, c
 
 	struct wire_reader d = wire_reader(rr->rdata, rr->rdlen);
 	enum rdata_layout layout = rdata_layout(rr->type);
+	/* compressed only in RFC 1035's own types (RFC 3597 4) */
+	struct relay_names *rt = rr->type <= 15 ? t : NULL;
 	switch (layout) {
 	case RD_RAW:
 		put_bytes(&w, &d, rr->rdlen);
@@ -615,15 +687,15 @@ static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, c
 	case RD_PREF_NAME:
 	case RD_SRV:
 		put_bytes(&w, &d, layout == RD_SRV ? 6 : 2);
-		put_name(&w, pkt, len, &d);
+		put_name(&w, rt, pkt, len, &d);
 		break;
 	case RD_NAME:
-		put_name(&w, pkt, len, &d);
+		put_name(&w, rt, pkt, len, &d);
 		break;
 	case RD_TWO_NAMES:
 	case RD_SOA:
-		put_name(&w, pkt, len, &d);
-		put_name(&w, pkt, len, &d);
+		put_name(&w, rt, pkt, len, &d);
+		put_name(&w, rt, pkt, len, &d);
 		if (layout == RD_SOA)
 			put_bytes(&w, &d, 20);
 		break;
@@ -656,6 +728,9 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 	struct dns_rr_iter it;
 	struct dns_rr rr;
 	int rc;
+	struct relay_names t = { .n = 0 };
+	for (size_t j = 0; j + 1 < qname->len; j += 1u + qname->wire[j])
+		remember(&t, b->owner_off + j);         /* the question's suffixes */
 	dns_rr_iter_init(&it, pkt, len, a->records_off, a->ancount, a->nscount, a->arcount);
 	while ((rc = dns_rr_next(&it, &rr)) == 1) {
 		if (rr.section == DNS_SECTION_ADDITIONAL) {
@@ -664,7 +739,10 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 			if (rr.type == DNS_TYPE_OPT || rr.type == DNS_TYPE_TSIG || rr.type == DNS_TYPE_SIG)
 				continue;
 		}
-		int copied = relay_record(b, pkt, len, &rr, qname);
+		unsigned kept = t.n;
+		int copied = relay_record(b, pkt, len, &rr, qname, &t);
+		if (copied <= 0)
+			t.n = kept;             /* nothing of it stays in the message */
 		if (copied < 0)
 			return false;
 		if (copied == 0) {

@@ -790,3 +790,26 @@ def test_a_router_forwarding_for_its_clients_is_not_rate_limited(inrpd_factory, 
     c = counters(last)
     assert c["rrl_dropped"] == before["rrl_dropped"]
     assert c["cookies"] - before["cookies"] >= 39
+
+
+def test_a_relayed_answer_is_compressed_like_the_upstreams(inrpd_factory, tmp_path):
+    """Twenty MX records under one long suffix fit a 512-byte client from Unbound, which compresses
+    their names; inrpd relays them compressed too, so they fit from inrpd as well (no TC)."""
+    suffix = "a-rather-long-label.of-an-example-suffix.upstream.test."
+    data = [f"big.upstream.test. 300 IN MX {i} mx{i}.{suffix}" for i in range(20)]
+    u = Unbound(tmp_path, data, [])
+    try:
+        q = dns.message.make_query("big.upstream.test", "MX", use_edns=0, payload=512)
+        direct = dns.query.udp(q, u.addr, port=u.port, timeout=5)
+        assert not direct.flags & dns.flags.TC and len(direct.answer[0]) == 20
+        d = inrpd_factory(f"upstream {u.addr} port {u.port};\n")
+        r = dns.query.udp(q, d.addr, port=d.port, timeout=5)
+        assert not r.flags & dns.flags.TC, "truncated where the upstream's answer fit"
+        assert sorted(str(x) for x in r.answer[0]) == sorted(str(x) for x in direct.answer[0])
+        assert len(r.to_wire()) <= 512
+        # dig reads it the same way
+        out = subprocess.run(["dig", f"@{d.addr}", "-p", str(d.port), "+bufsize=512", "+noall", "+answer",
+                              "big.upstream.test", "MX"], capture_output=True, text=True, timeout=10).stdout
+        assert out.count(f".{suffix}") == 20, out
+    finally:
+        u.stop()
