@@ -987,7 +987,8 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 {
 	struct fib_table *old = f->table;
 	uint64_t want = f->slots_live + extra;
-	double target = want >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
+	/* by the size it would have: a million names land at 0.82, not 0.5 */
+	double target = (double)want / LOAD_TARGET >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
 	uint64_t nbuckets = (uint64_t)((double)want / target / 2) + 1;
 	if (nbuckets < MIN_BUCKETS)
 		nbuckets = MIN_BUCKETS;
