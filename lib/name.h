@@ -38,6 +38,17 @@ enum name_error {
 
 const char *name_strerror(int err);
 
+/* Eight wire bytes with their ASCII capitals lowercased at once; other bytes, length bytes included, kept. */
+static inline uint64_t name_lower_word(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101u;
+	uint64_t seven = x & (0x7f * ones);
+	uint64_t above_z = seven + (0x7f - 'Z') * ones;         /* top bit set: past 'Z' */
+	uint64_t from_a = seven + (0x80 - 'A') * ones;          /* top bit set: 'A' or past */
+	uint64_t upper = ~x & (from_a ^ above_z) & (0x80 * ones);
+	return x | upper >> 2;
+}
+
 /*
  * Presentation format ("www.Example.COM", "a\.b.example.", "\065bc.org").
  * A trailing dot is optional: every name is taken as absolute.  "." is the root.
