@@ -245,7 +245,7 @@ static unsigned candidates(const struct fib_result *res, const struct inrp_query
 			const struct route *r = &res->sets[s]->routes[i];
 			bool dup = false;
 			++*seen;
-			if (r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
+			if (in->nexclude && r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
 				continue;
 			for (unsigned k = 0; k < n && !dup; k++)
 				dup = route_equal(&out[k], r);
@@ -274,6 +274,17 @@ static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct 
 	return true;
 }
 
+void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len)
+{
+	if (len <= DNS_HEADER_LEN)
+		return;
+	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
+	if (rt->nroutes > 0)
+		fib_prefetch_wire(rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (chan)
+		fib_prefetch_wire(chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+}
+
 /*
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates).  Returns 0, or
@@ -287,7 +298,8 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
 
-	*cur = req->q.qname;
+	cur->len = req->q.qname.len;            /* the bytes in use, not the whole struct */
+	memcpy(cur->wire, req->q.qname.wire, cur->len);
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->ncand = 0;
