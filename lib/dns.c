@@ -48,6 +48,7 @@ static size_t question_name_len(const uint8_t *pkt, size_t len, size_t pos)
 }
 
 _Static_assert(sizeof(struct name) >= 1 + (NAME_MAX_WIRE + 7) / 8 * 8, "whole words fit in a name");
+_Static_assert(sizeof(((struct dns_query *)0)->qname_orig) >= (NAME_MAX_WIRE + 7) / 8 * 8, "and in qname_orig");
 
 /* The question name at *pos into q: as received, and canonical, lowercased a word at a time. */
 static bool question_name(const uint8_t *pkt, size_t len, size_t *pos, struct dns_query *q)
@@ -56,10 +57,9 @@ static bool question_name(const uint8_t *pkt, size_t len, size_t *pos, struct dn
 	if (!n)
 		return false;
 	memcpy(q->qname_orig, pkt + *pos, n);
-	memcpy(q->qname.wire, pkt + *pos, n);
 	for (size_t w = 0; w < n; w += 8) {
 		uint64_t x;
-		memcpy(&x, q->qname.wire + w, 8);
+		memcpy(&x, q->qname_orig + w, 8);
 		x = name_lower_word(x);
 		memcpy(q->qname.wire + w, &x, 8);
 	}

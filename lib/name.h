@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define NAME_MAX_WIRE   255     /* RFC 1035 2.3.4, including the root label */
 #define NAME_MAX_LABEL  63
@@ -37,6 +38,16 @@ enum name_error {
 };
 
 const char *name_strerror(int err);
+
+/* *dst = *src, the bytes in use only: a short name in two moves (pad has the room), not a string copy. */
+static inline void name_copy(struct name *dst, const struct name *src)
+{
+	dst->len = src->len;
+	if (src->len <= 32)
+		memcpy(dst->wire, src->wire, 32);
+	else
+		memcpy(dst->wire, src->wire, src->len);
+}
 
 /* Eight wire bytes with their ASCII capitals lowercased at once; other bytes, length bytes included, kept. */
 static inline uint64_t name_lower_word(uint64_t x)
