@@ -245,7 +245,7 @@ static unsigned candidates(const struct fib_result *res, const struct inrp_query
 			const struct route *r = &res->sets[s]->routes[i];
 			bool dup = false;
 			++*seen;
-			if (r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
+			if (in->nexclude && r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
 				continue;
 			for (unsigned k = 0; k < n && !dup; k++)
 				dup = route_equal(&out[k], r);
@@ -274,20 +274,31 @@ static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct 
 	return true;
 }
 
+void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len)
+{
+	if (len <= DNS_HEADER_LEN)
+		return;
+	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
+	if (rt->nroutes > 0)
+		fib_prefetch_wire(rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (chan)
+		fib_prefetch_wire(chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+}
+
 /*
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates).  Returns 0, or
  * -1 when the chain is too long or a rewritten name too long.  *found is
- * false when no suffix has routes; apex is the matched suffix (the route's
- * name).
+ * false when no suffix has routes; *apex_off is where the matched suffix
+ * (the route's name) starts in req->target.
  */
 static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
-			bool *found, bool *all_excluded, struct name *apex)
+			bool *found, bool *all_excluded, unsigned *apex_off)
 {
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
 
-	*cur = req->q.qname;
+	name_copy(cur, &req->q.qname);
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->ncand = 0;
@@ -312,8 +323,7 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 			*cur = next;
 			continue;
 		}
-		apex->len = (uint8_t)(cur->len - res.suffix_offset);
-		memcpy(apex->wire, cur->wire + res.suffix_offset, apex->len);
+		*apex_off = res.suffix_offset;
 		unsigned seen;
 		req->ncand = (uint8_t)candidates(&res, in, req->cand, &seen);
 		*found = seen > 0;
@@ -402,7 +412,7 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
  * there is nothing of the type.  Never NXDOMAIN: the name is routed.
  */
 static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_request *req,
-			  const struct name *apex, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
+			  unsigned apex_off, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
 {
 	const struct dns_query *q = &req->q;
 	struct dns_builder b;
@@ -432,14 +442,21 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 			dns_response_add_addr(&b, r->family, r->addr, ttl);
 		}
 	}
-	if (q->qtype == DNS_TYPE_SOA && name_equal(&req->target, apex))
-		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(apex, ttl, soa), ttl);
-	else if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA)
-		inrpd_records_answer(rt->records, apex, q->qtype, &b, ttl);
+	bool addr_type = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
+	if (addr_type && b.ancount > chain)
+		return finish(&b, req, cnt);
+	/* records or NODATA: they need the route's name */
+	struct name apex;
+	apex.len = (uint8_t)(req->target.len - apex_off);
+	memcpy(apex.wire, req->target.wire + apex_off, apex.len);
+	if (q->qtype == DNS_TYPE_SOA && name_equal(&req->target, &apex))
+		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
+	else if (!addr_type)
+		inrpd_records_answer(rt->records, &apex, q->qtype, &b, ttl);
 	if (b.ancount == chain && !b.truncated && !b.failed) {
 		CNT_INC(cnt, nodata);
-		dns_response_add_authority(&b, apex, DNS_TYPE_SOA, soa,
-					   (uint16_t)soa_rdata(apex, ttl, soa), ttl);
+		dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	}
 	return finish(&b, req, cnt);
 }
@@ -717,8 +734,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 
 	bool found, all_excluded;
-	struct name apex;
-	if (resolve_name(rt, req, &found, &all_excluded, &apex) < 0 || all_excluded) {
+	unsigned apex_off = 0;
+	if (resolve_name(rt, req, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}
@@ -731,7 +748,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			nrouters++;
 	}
 	if (nservers > 0)
-		return answer_here(rt, req, &apex, out, limit, cnt);
+		return answer_here(rt, req, apex_off, out, limit, cnt);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)

@@ -713,6 +713,12 @@ static int build_fib(struct cfg_ctx *x, char *err, size_t err_len)
 	int rc = FIB_OK;
 	size_t i;
 	rcu_thread_online();
+	/* sized once for every name, not rebuilt on the way */
+	if (fib_reserve(cfg->fib, x->nroutes) != FIB_OK) {
+		rcu_thread_offline();
+		snprintf(err, err_len, "out of memory sizing the FIB for %zu routes", x->nroutes);
+		return -1;
+	}
 	for (i = 0; i < x->nroutes && rc == FIB_OK; i++) {
 		const struct cfg_route *r = &x->routes[i];
 		rc = r->has_redirect ? fib_set_redirect(cfg->fib, &r->name, &r->redirect)

@@ -296,6 +296,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
 		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
 		    struct inrpd_counters *cnt);
+/*
+ * Starts fetching the table entries the query's lookup will read: a UDP
+ * worker asks a few queries ahead, so at a million names their cache
+ * misses overlap instead of stalling one query at a time.
+ */
+void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len);
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);

@@ -35,6 +35,7 @@
 #define UDP_BATCH               32
 #define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
 #define UDP_BATCHES_PER_ROUND   8       /* per socket, before polling again */
+#define UDP_PREFETCH            4       /* queries whose table entries are fetched ahead */
 #define UDP_RCVBUF              (4 << 20)
 #define UDP_WAIT_MAX            128     /* fwd_engine_wait()'s tokens */
 /* our descriptors' tokens in the engine's epoll set: listeners by index, then */
@@ -209,6 +210,12 @@ static void refresh_pass(struct udp_worker *w)
 	}
 }
 
+static void prefetch(const struct udp_worker *w, const struct inrpd_runtime *rt, int i)
+{
+	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC))
+		inrpd_prefetch(rt, w->inbuf[i], w->in[i].msg_len);
+}
+
 /* One recvmmsg batch on fd; returns the number of messages received. */
 static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
@@ -234,8 +241,12 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	uint64_t arrived = inrpd_now_us();     /* one clock read per batch, not per query */
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
 	unsigned k = 0;
+	for (int i = 0; i < n && i < UDP_PREFETCH; i++)
+		prefetch(w, rt, i);
 	for (int i = 0; i < n; i++) {
 		struct msghdr *h = &w->in[i].msg_hdr;
+		if (i + UDP_PREFETCH < n)
+			prefetch(w, rt, i + UDP_PREFETCH);
 		if (h->msg_flags & MSG_TRUNC) {         /* larger than any query we take */
 			CNT_INC(&w->cnt, queries);
 			CNT_INC(&w->cnt, dropped);

@@ -23,36 +23,50 @@
 #define EDNS_DO         0x8000  /* in the OPT RR's flags (low 16 bits of TTL) */
 
 /*
- * Walks the question name at *pos, copying its bytes as received.  The
- * question is the first name in a message, so a compression pointer there
- * could only point into the header: no encoder writes one, and it is
- * refused (as are label types other than 00, labels over 63 bytes, names
- * over 255 bytes and names running past the packet).
+ * The length of the question name at pos, root label included; 0 if it
+ * is not one we take.  The question is the first name in a message, so a
+ * compression pointer there could only point into the header: no encoder
+ * writes one, and it is refused (as are label types other than 00, labels
+ * over 63 bytes, names over 255 bytes and names running past the packet).
  */
-static bool question_name_copy(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, size_t *out_len)
+static size_t question_name_len(const uint8_t *pkt, size_t len, size_t pos)
 {
-	size_t p = *pos, n = 0;
+	size_t p = pos, n = 0;
 
 	for (;;) {
 		if (p >= len)
-			return false;
+			return 0;
 		uint8_t b = pkt[p];
 		if (b > NAME_MAX_LABEL)         /* pointers and 0x40/0x80 types included */
-			return false;
-		if (n + 1u + b > NAME_MAX_WIRE)
-			return false;
-		if (b == 0) {
-			out[n++] = 0;
-			*out_len = n;
-			*pos = p + 1;
-			return true;
-		}
-		if (len - p - 1 < b)
-			return false;
-		memcpy(out + n, pkt + p, 1u + b);
+			return 0;
+		if (b == 0)
+			return n + 1;
+		if (n + 1u + b + 1u > NAME_MAX_WIRE || len - p - 1 < b)
+			return 0;
 		n += 1u + b;
 		p += 1u + b;
 	}
+}
+
+_Static_assert(sizeof(struct name) >= 1 + (NAME_MAX_WIRE + 7) / 8 * 8, "whole words fit in a name");
+_Static_assert(sizeof(((struct dns_query *)0)->qname_orig) >= (NAME_MAX_WIRE + 7) / 8 * 8, "and in qname_orig");
+
+/* The question name at *pos into q: as received, and canonical, lowercased a word at a time. */
+static bool question_name(const uint8_t *pkt, size_t len, size_t *pos, struct dns_query *q)
+{
+	size_t n = question_name_len(pkt, len, *pos);
+	if (!n)
+		return false;
+	memcpy(q->qname_orig, pkt + *pos, n);
+	for (size_t w = 0; w < n; w += 8) {
+		uint64_t x;
+		memcpy(&x, q->qname_orig + w, 8);
+		x = name_lower_word(x);
+		memcpy(q->qname.wire + w, &x, 8);
+	}
+	q->qname.len = (uint8_t)n;
+	*pos += n;
+	return true;
 }
 
 /*
@@ -140,12 +154,8 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	if (qdcount != 1 || ancount != 0 || nscount != 0)
 		return DNS_RCODE_FORMERR;
 
-	size_t pos = DNS_HEADER_LEN, orig_len = 0;
-	if (!question_name_copy(pkt, len, &pos, q->qname_orig, &orig_len))
-		return DNS_RCODE_FORMERR;
-	size_t npos = DNS_HEADER_LEN;
-	if (name_from_packet(&q->qname, pkt, len, &npos) != NAME_OK ||
-	    npos != pos || q->qname.len != orig_len)
+	size_t pos = DNS_HEADER_LEN;
+	if (!question_name(pkt, len, &pos, q))
 		return DNS_RCODE_FORMERR;
 	if (len - pos < 4)
 		return DNS_RCODE_FORMERR;

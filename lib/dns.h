@@ -88,7 +88,7 @@ struct dns_query {
 	uint16_t qtype;
 	uint16_t qclass;
 	struct name qname;                      /* canonical (lowercase) */
-	uint8_t qname_orig[NAME_MAX_WIRE];      /* as received, qname.len bytes */
+	uint8_t qname_orig[NAME_MAX_WIRE + 1];  /* as received, qname.len bytes (+1: read in whole words) */
 
 	/* EDNS (RFC 6891): valid when has_edns. */
 	bool has_edns;

@@ -563,6 +563,49 @@ static __attribute__((noinline)) bool lookup_probe_on(const struct fib *f, const
 	return lookup_slow(f, q, res);
 }
 
+/* Where q's next-to-last label starts (NO_LABEL with fewer than two labels). */
+enum { NO_LABEL = 0x100 };
+static ALWAYS_INLINE unsigned second_label(const struct name *q)
+{
+	unsigned p = 0, last = NO_LABEL, second = NO_LABEL, len;
+	while ((len = q->wire[p]) != 0) {
+		second = last;
+		last = p;
+		p += 1u + len;
+	}
+	return second;
+}
+
+void fib_prefetch_wire(const struct fib *f, const uint8_t *wire, size_t room)
+{
+	/* the client's bytes: only kept inside room; a name the lookup will
+	 * refuse costs a useless fetch, no more */
+	size_t p = 0, last = NO_LABEL, second = NO_LABEL;
+	while (p < room && wire[p] != 0) {
+		if (wire[p] > NAME_MAX_LABEL)
+			return;
+		second = last;
+		last = p;
+		p += 1u + wire[p];
+	}
+	if (p >= room || second == NO_LABEL || p - second > KEY_INLINE)
+		return;
+	unsigned klen = (unsigned)(p - second);
+	uint64_t buf[4] = { 0, 0, 0, 0 };       /* the key, lowercased, readable as short_key_words reads */
+	if (room - second >= sizeof(buf))
+		memcpy(buf, wire + second, sizeof(buf));
+	else
+		for (unsigned i = 0; i < klen; i++)
+			((uint8_t *)buf)[i] = wire[second + i];
+	for (unsigned i = 0; i < 4; i++)
+		buf[i] = name_lower_word(buf[i]);
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	struct key_words k = short_key_words((const uint8_t *)buf, klen);
+	uint64_t h = short_key_hash(f, &k);
+	__builtin_prefetch(&t->buckets[bucket_index(t, h)]);
+	__builtin_prefetch(&t->buckets[bucket_other(t, h)]);
+}
+
 bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
 {
 	/*
@@ -575,13 +618,7 @@ bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct
 	 * other path overwrites it): fewer instructions per lookup let more
 	 * lookups wait on their cache misses at once.
 	 */
-	enum { NO_LABEL = 0x100 };
-	unsigned p = 0, last = NO_LABEL, second = NO_LABEL, len;
-	while ((len = q->wire[p]) != 0) {
-		second = last;
-		last = p;
-		p += 1u + len;
-	}
+	unsigned second = second_label(q);
 	unsigned klen = q->len - 1u - second;
 	if (__builtin_expect(second == NO_LABEL || klen > KEY_INLINE, 0))
 		return lookup_slow(f, q, res);
@@ -987,7 +1024,8 @@ static int table_rebuild(struct fib *f, uint64_t extra)
 {
 	struct fib_table *old = f->table;
 	uint64_t want = f->slots_live + extra;
-	double target = want >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
+	/* by the size it would have: a million names land at 0.82, not 0.5 */
+	double target = (double)want / LOAD_TARGET >= BIG_TABLE ? LOAD_TARGET_BIG : LOAD_TARGET;
 	uint64_t nbuckets = (uint64_t)((double)want / target / 2) + 1;
 	if (nbuckets < MIN_BUCKETS)
 		nbuckets = MIN_BUCKETS;

@@ -75,6 +75,13 @@ void fib_destroy(struct fib *fib);
 /* Readers. */
 bool fib_lookup_longest_suffix(const struct fib *fib, const struct name *qname, struct fib_result *res);
 bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fib_result *res);
+/*
+ * Starts fetching what fib_lookup_longest_suffix() of the name in wire
+ * form at wire (room bytes readable, any case, not yet checked) reads
+ * first, for a reader with a batch of names: asked a few names ahead, its
+ * lookups wait for memory together instead of one after the other.
+ */
+void fib_prefetch_wire(const struct fib *fib, const uint8_t *wire, size_t room);
 
 /* Writers.  count == 0 removes the name's own routes. */
 int fib_set_routes(struct fib *fib, const struct name *n, const struct route *routes, unsigned count);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define NAME_MAX_WIRE   255     /* RFC 1035 2.3.4, including the root label */
 #define NAME_MAX_LABEL  63
@@ -37,6 +38,27 @@ enum name_error {
 };
 
 const char *name_strerror(int err);
+
+/* *dst = *src, the bytes in use only: a short name in two moves (pad has the room), not a string copy. */
+static inline void name_copy(struct name *dst, const struct name *src)
+{
+	dst->len = src->len;
+	if (src->len <= 32)
+		memcpy(dst->wire, src->wire, 32);
+	else
+		memcpy(dst->wire, src->wire, src->len);
+}
+
+/* Eight wire bytes with their ASCII capitals lowercased at once; other bytes, length bytes included, kept. */
+static inline uint64_t name_lower_word(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101u;
+	uint64_t seven = x & (0x7f * ones);
+	uint64_t above_z = seven + (0x7f - 'Z') * ones;         /* top bit set: past 'Z' */
+	uint64_t from_a = seven + (0x80 - 'A') * ones;          /* top bit set: 'A' or past */
+	uint64_t upper = ~x & (from_a ^ above_z) & (0x80 * ones);
+	return x | upper >> 2;
+}
 
 /*
  * Presentation format ("www.Example.COM", "a\.b.example.", "\065bc.org").

@@ -41,8 +41,10 @@ bool prefix_contains(const struct prefix *p, int family, const uint8_t *addr)
 	if (p->family != family)
 		return false;
 	unsigned full = p->len / 8, rest = p->len % 8;
-	if (memcmp(p->addr, addr, full) != 0)
-		return false;
+	/* a byte or two for the usual prefix: no call to memcmp (inrpd asks on every UDP query) */
+	for (unsigned i = 0; i < full; i++)
+		if (p->addr[i] != addr[i])
+			return false;
 	if (rest == 0)
 		return true;
 	uint8_t mask = (uint8_t)(0xff << (8 - rest));

@@ -83,6 +83,37 @@ static void test_parse_simple(void **state)
 	assert_memory_equal(q.qname_orig, "\003wWw\007ExAmPlE\007content\000", 21);
 }
 
+/* Every octet in a label: only A-Z change case, as name_from_packet has it. */
+static void test_parse_lowercases_as_name_from_packet(void **state)
+{
+	(void)state;
+	for (unsigned half = 0; half < 256; half += 128) {
+		struct pkt p;
+		struct dns_query q;
+		uint8_t wire[NAME_MAX_WIRE];
+		size_t n = 0;
+		for (unsigned c = half; c < half + 128; c += 60) {
+			unsigned lab = half + 128 - c < 60 ? half + 128 - c : 60;
+			wire[n++] = (uint8_t)lab;
+			for (unsigned k = 0; k < lab; k++)
+				wire[n++] = (uint8_t)(c + k);
+		}
+		wire[n++] = 0;
+		header(&p, 1, 0x01, 0x00, 1, 0, 0, 0);
+		put_bytes(&p, wire, n);
+		put16(&p, DNS_TYPE_A);
+		put16(&p, DNS_CLASS_IN);
+		assert_int_equal(parse(&p, &q), DNS_PARSE_OK);
+
+		struct name want;
+		size_t pos = DNS_HEADER_LEN;
+		assert_int_equal(name_from_packet(&want, p.b, p.len, &pos), NAME_OK);
+		assert_int_equal(q.qname.len, n);
+		assert_memory_equal(q.qname.wire, want.wire, n);
+		assert_memory_equal(q.qname_orig, wire, n);
+	}
+}
+
 static void test_parse_root_and_flags(void **state)
 {
 	(void)state;
@@ -912,6 +943,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_simple),
 		cmocka_unit_test(test_parse_root_and_flags),
+		cmocka_unit_test(test_parse_lowercases_as_name_from_packet),
 		cmocka_unit_test(test_parse_ldns_built_query),
 		cmocka_unit_test(test_parse_longest_name),
 		cmocka_unit_test(test_parse_short_header_dropped),
