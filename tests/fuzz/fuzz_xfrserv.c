@@ -26,7 +26,7 @@ static uv_loop_t loop;
 static struct xfrserv *server;
 static struct aggstore *store;
 static struct name agg;
-static struct sockaddr_in sin;
+static struct sockaddr_in server_addr;
 static char dir[] = "/tmp/fuzz_xfrserv.XXXXXX";
 
 static struct aggstore *lookup(void *ctx, const struct name *n)
@@ -81,9 +81,9 @@ static void setup(void)
 		fprintf(stderr, "fuzz_xfrserv: %s\n", err);
 		abort();
 	}
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(xfrserv_port(server));
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	server_addr.sin_family = AF_INET;
+	server_addr.sin_port = htons(xfrserv_port(server));
+	server_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	atexit(cleanup);
 }
 
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct reader *rd = calloc(1, sizeof(*rd));
 	if (!rd)
 		abort();
-	stream_exchange(&loop, (struct sockaddr *)&sin, sizeof(sin), data, size, on_reply, rd);
+	stream_exchange(&loop, (struct sockaddr *)&server_addr, sizeof(server_addr), data, size, on_reply, rd);
 	if (rd->len != 0)       /* a message cut short */
 		abort();
 	free(rd);
