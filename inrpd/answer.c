@@ -432,6 +432,14 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 	add_chain(&b, req);
 	uint16_t chain = b.ancount;
 	bool any = q->qtype == DNS_TYPE_ANY;
+	/* RFC 8482: ANY over UDP gets one RRset, the servers' addresses of one family */
+	int only = 0;
+	if (any && rt->minimal_any && req->limit_udp) {
+		only = AF_INET6;
+		for (unsigned i = 0; i < req->ncand; i++)
+			if (req->cand[i].kind == ROUTE_SERVER && req->cand[i].family == AF_INET)
+				only = AF_INET;
+	}
 	if (q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA || any) {
 		for (unsigned i = 0; i < req->ncand && !b.truncated; i++) {
 			const struct route *r = &req->cand[i];
@@ -439,9 +447,13 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 				continue;
 			if (!any && r->family != (q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6))
 				continue;
+			if (only && r->family != only)
+				continue;
 			dns_response_add_addr(&b, r->family, r->addr, ttl);
 		}
 	}
+	if (only)
+		return finish(&b, req, cnt);
 	bool addr_type = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
 	if (addr_type && b.ancount > chain)
 		return finish(&b, req, cnt);
@@ -573,6 +585,41 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
 	struct opt_bufs ob;
 	CNT_INC(cnt, refused);
 	start(&b, req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
+	return finish(&b, req, cnt);
+}
+
+/*
+ * CHAOS TXT: id.server and hostname.bind give the identity, version.bind
+ * and version.server the version, as BIND and Unbound answer them
+ * (hide-identity, hide-version: REFUSED); other CHAOS questions REFUSED.
+ */
+static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *req, uint8_t *out, size_t limit,
+			   struct inrpd_counters *cnt)
+{
+	static const struct { const char *wire; uint8_t len; bool version; } known[] = {
+		{ "\2id\6server", 11, false },
+		{ "\10hostname\4bind", 15, false },
+		{ "\7version\4bind", 14, true },
+		{ "\7version\6server", 16, true },
+	};
+	const struct dns_query *q = &req->q;
+	const char *text = NULL;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !text; i++)
+		if (q->qname.len == known[i].len && memcmp(q->qname.wire, known[i].wire, known[i].len) == 0)
+			text = known[i].version ? rt->version : rt->identity;
+	if (!text || !text[0])
+		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
+	struct dns_builder b;
+	struct opt_bufs ob;
+	CNT_INC(cnt, chaos);
+	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, WHY_NONE);
+	if (q->qtype == DNS_TYPE_TXT || q->qtype == DNS_TYPE_ANY) {
+		uint8_t rdata[1 + INRPD_TXT_MAX];
+		size_t n = strlen(text);
+		rdata[0] = (uint8_t)n;
+		memcpy(rdata + 1, text, n);
+		dns_response_add_rr(&b, DNS_TYPE_TXT, rdata, (uint16_t)(1 + n), 0);
+	}
 	return finish(&b, req, cnt);
 }
 
@@ -725,6 +772,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		dns_response_init(&b, q, (unsigned)rc, out, limit);
 		return finish(&b, req, cnt);
 	}
+	if (q->qclass == DNS_CLASS_CH)
+		return answer_chaos(rt, req, out, limit, cnt);
 	if (q->qclass != DNS_CLASS_IN)
 		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
 	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {

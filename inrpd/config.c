@@ -19,6 +19,10 @@
  *     hop-probe-interval 5s;               a hop passed over as slow is probed this often
  *     hop-limit 16;
  *     nsid yes;                            NSID (RFC 5001) answers the router-id
+ *     identity "cr1";                      CHAOS id.server, hostname.bind (default: the router-id,
+ *                                          else the host name); hide-identity yes: REFUSED
+ *     version "inrpd";                     CHAOS version.bind, version.server; hide-version yes
+ *     minimal-any yes;                     RFC 8482: ANY over UDP answered with one RRset
  *     cache-size 64M;                      packet cache, all threads (0: none)
  *     cache-max-ttl 24h;
  *     cache-max-negative-ttl 1h;
@@ -54,6 +58,7 @@
 #include <malloc.h>
 #endif
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -66,6 +71,10 @@
 #include "log.h"
 #include "inrpd.h"
 #include "refresh.h"
+
+#ifndef INRPD_VERSION
+#define INRPD_VERSION "unknown"
+#endif
 
 #define DEFAULT_ANSWER_TTL      5
 #define DEFAULT_EDNS_UDP_SIZE   1232    /* avoids fragmentation (DNS flag day 2020) */
@@ -104,7 +113,8 @@ struct cfg_ctx {
 	struct cfg_route *routes;
 	size_t nroutes, cap;
 	bool seen_workers, seen_ttl, seen_udp, seen_idle, seen_maxconn, seen_log, seen_pid, seen_control;
-	bool seen_fib_channel, seen_grace, seen_nsid, seen_0x20;
+	bool seen_fib_channel, seen_grace, seen_nsid, seen_0x20, seen_any;
+	bool seen_identity, seen_version, seen_hide_identity, seen_hide_version;
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending, seen_refresh;
@@ -505,6 +515,53 @@ static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
 }
 
+static int kw_minimal_any(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_any, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->minimal_any, err, err_len);
+}
+
+static int txt_once(const struct conf_stmt *s, bool *seen, char out[INRPD_TXT_MAX + 1], char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	size_t n = strlen(s->argv[1]);
+	if (n == 0 || n > INRPD_TXT_MAX)
+		return conf_error(err, err_len, s, "%s must have 1 to %d characters", s->argv[0], INRPD_TXT_MAX);
+	memcpy(out, s->argv[1], n + 1);
+	return 0;
+}
+
+static int kw_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return txt_once(s, &x->seen_identity, x->cfg->identity, err, err_len);
+}
+
+static int kw_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return txt_once(s, &x->seen_version, x->cfg->version, err, err_len);
+}
+
+static int kw_hide_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_hide_identity, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->hide_identity, err, err_len);
+}
+
+static int kw_hide_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (conf_once(&x->seen_hide_version, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, &x->cfg->hide_version, err, err_len);
+}
+
 static int kw_upstream_0x20(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
@@ -663,6 +720,11 @@ static const struct conf_keyword top_keywords[] = {
 	{ "fib-grace-time", 2, 2, CONF_NO_BLOCK, kw_fib_grace },
 	{ "nsid", 2, 2, CONF_NO_BLOCK, kw_nsid },
 	{ "upstream-0x20", 2, 2, CONF_NO_BLOCK, kw_upstream_0x20 },
+	{ "minimal-any", 2, 2, CONF_NO_BLOCK, kw_minimal_any },
+	{ "identity", 2, 2, CONF_NO_BLOCK, kw_identity },
+	{ "hide-identity", 2, 2, CONF_NO_BLOCK, kw_hide_identity },
+	{ "version", 2, 2, CONF_NO_BLOCK, kw_version },
+	{ "hide-version", 2, 2, CONF_NO_BLOCK, kw_hide_version },
 	{ "cache-size", 2, 2, CONF_NO_BLOCK, kw_cache_size },
 	{ "cache-max-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_max_ttl },
 	{ "cache-max-negative-ttl", 2, 2, CONF_NO_BLOCK, kw_cache_neg_ttl },
@@ -744,6 +806,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 		return NULL;
 	}
 	cfg->answer_ttl = DEFAULT_ANSWER_TTL;
+	cfg->minimal_any = true;
 	cfg->edns_udp_size = DEFAULT_EDNS_UDP_SIZE;
 	cfg->tcp_idle_ms = DEFAULT_TCP_IDLE_MS;
 	cfg->tcp_max_conns = DEFAULT_TCP_MAX_CONNS;
@@ -855,6 +918,17 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	rt->hop_limit = cfg->hop_limit;
 	rt->nsid = cfg->nsid;
 	rt->upstream_0x20 = cfg->upstream_0x20;
+	rt->minimal_any = cfg->minimal_any;
+	if (!cfg->hide_identity) {
+		if (cfg->identity[0])
+			memcpy(rt->identity, cfg->identity, sizeof(rt->identity));
+		else if (cfg->router_name[0])
+			snprintf(rt->identity, sizeof(rt->identity), "%s", cfg->router_name);
+		else if (gethostname(rt->identity, sizeof(rt->identity) - 1) < 0)
+			rt->identity[0] = '\0';
+	}
+	if (!cfg->hide_version)
+		snprintf(rt->version, sizeof(rt->version), "%s", cfg->version[0] ? cfg->version : "inrpd " INRPD_VERSION);
 	rt->cache = cfg->cache;
 	rt->cache_stale_s = cfg->cache_stale_s;
 	rt->rrl_rate = cfg->rrl_rate;

@@ -45,6 +45,7 @@
 #define INRPD_MAX_ACL           64
 #define INRPD_MAX_REDIRECTS     8       /* CNAMEs in one answer */
 #define INRPD_ROUTER_NAME_MAX   255
+#define INRPD_TXT_MAX           255     /* one TXT string */
 #define INRPD_AMPLIFICATION     3       /* an unproven client's answer: at most 3x its query */
 #define INRPD_SERVFAIL_RETRY_MS 100     /* a held SERVFAIL this old: the next query goes out again */
 
@@ -82,6 +83,9 @@ struct inrpd_runtime {
 	uint8_t hop_limit;
 	bool nsid;                      /* answer NSID (RFC 5001) with router_name */
 	bool upstream_0x20;             /* upstreams asked with the name's case randomised */
+	bool minimal_any;               /* RFC 8482: ANY over UDP gets one RRset */
+	char identity[INRPD_TXT_MAX + 1];       /* CHAOS id.server, hostname.bind; "": hidden */
+	char version[INRPD_TXT_MAX + 1];        /* CHAOS version.bind, version.server; "": hidden */
 	struct cache_limits cache;      /* how long the packet cache holds answers */
 	uint32_t cache_stale_s;         /* serve-stale window (RFC 8767); 0: off */
 	uint32_t rrl_rate;              /* answers a second per prefix (rrl.c); 0: off */
@@ -118,6 +122,10 @@ struct inrpd_config {
 	uint8_t hop_limit;
 	bool nsid;
 	bool upstream_0x20;
+	bool minimal_any;
+	bool hide_identity, hide_version;
+	char identity[INRPD_TXT_MAX + 1];       /* "": the router-id, else the host name */
+	char version[INRPD_TXT_MAX + 1];        /* "": "inrpd VERSION" */
 	uint32_t rrl_rate, rrl_slip;
 	bool rrl_exempt_routers;
 	unsigned nrrl_exempt;
@@ -197,6 +205,7 @@ struct inrpd_counters {
 	uint64_t upstream_tcp_full;     /* ... relayed truncated instead: no connection to be had */
 	struct inrpd_latency lat;       /* not in "show counters": metrics.c's histogram */
 	uint64_t nodata;                /* routed names: NOERROR, no record of the type, SOA */
+	uint64_t chaos;                 /* CHAOS TXT id.server, version.bind, ... answered */
 	uint64_t notimp;                /* opcodes other than QUERY */
 	uint64_t hop_failed;            /* SERVFAIL/REFUSED from a hop: next alternate tried */
 	uint64_t rrl_dropped;           /* over the rate limit: no answer */

@@ -112,7 +112,7 @@ static const struct {
 	F(formerr), F(refused), F(acl_refused), F(truncated), F(dropped), F(loops),
 	F(pending_full), F(bad_upstream), F(upstream_tcp), F(upstream_tcp_full),
 	F(fwd_wrong_source), F(fwd_bad_id), F(fwd_bad_cookie), F(fwd_0x20_mismatch), F(fwd_no_socket),
-	F(nodata), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
+	F(nodata), F(chaos), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
 	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
 #undef F

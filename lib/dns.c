@@ -264,7 +264,7 @@ static size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rd
 	uint8_t *p = b->buf + b->len;
 	wire_store16(p, 0xC000 | b->owner_off);
 	wire_store16(p + 2, type);
-	wire_store16(p + 4, DNS_CLASS_IN);
+	wire_store16(p + 4, b->q->qclass);     /* IN, or CH for CHAOS TXT */
 	wire_store32(p + 6, ttl);
 	wire_store16(p + 10, rdlen);
 	memcpy(p + 12, rdata, rdlen);

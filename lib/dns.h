@@ -68,6 +68,7 @@ enum dns_type {
 };
 
 #define DNS_CLASS_IN 1
+#define DNS_CLASS_CH 3
 
 /* dns_query_parse results; any positive value is the rcode to answer with. */
 enum dns_parse_result {

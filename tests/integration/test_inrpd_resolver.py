@@ -12,6 +12,7 @@ import dns.message
 import dns.opcode
 import dns.query
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import pytest
 
@@ -813,3 +814,47 @@ def test_a_relayed_answer_is_compressed_like_the_upstreams(inrpd_factory, tmp_pa
         assert out.count(f".{suffix}") == 20, out
     finally:
         u.stop()
+
+
+def chaos(d, name, rdtype="TXT"):
+    return d.udp(name, rdtype, rdclass="CH", use_edns=0)
+
+
+def test_chaos_says_who_and_what_unless_hidden(inrpd_factory):
+    """id.server and hostname.bind: the router-id (or identity); version.bind and version.server:
+    inrpd's version (or version), as Unbound and BIND answer them; hidden: REFUSED."""
+    d = inrpd_factory('router-id "cr7.example.net";\n')
+    for name in ("id.server", "hostname.bind"):
+        r = chaos(d, name)
+        assert r.rcode() == dns.rcode.NOERROR and r.answer[0].rdclass == dns.rdataclass.CH, r
+        assert [s.decode() for s in r.answer[0][0].strings] == ["cr7.example.net"]
+    for name in ("version.bind", "VERSION.server"):
+        r = chaos(d, name)
+        assert r.answer[0][0].strings[0].decode().startswith("inrpd "), r
+    assert chaos(d, "authors.bind").rcode() == dns.rcode.REFUSED
+    out = subprocess.run(["dig", f"@{d.addr}", "-p", str(d.port), "CH", "TXT", "version.bind", "+short"],
+                         capture_output=True, text=True, timeout=10).stdout
+    assert out.startswith('"inrpd '), out
+    d2 = inrpd_factory('identity "resolver-1";\nversion "ISP resolver";\n')
+    assert list(chaos(d2, "id.server").answer[0][0].strings) == [b"resolver-1"]
+    assert list(chaos(d2, "version.bind").answer[0][0].strings) == [b"ISP resolver"]
+    d3 = inrpd_factory('hide-identity yes;\nhide-version yes;\n')
+    for name in ("id.server", "hostname.bind", "version.bind", "version.server"):
+        assert chaos(d3, name).rcode() == dns.rcode.REFUSED, name
+    assert chaos(d3, "version.bind").answer == []
+
+
+def test_any_over_udp_gets_one_rrset(inrpd_factory):
+    """RFC 8482: ANY for a routed name over UDP is answered with the servers' IPv4 addresses
+    alone; over TCP (or with minimal-any no) with every record."""
+    routes = ('route "any.content" { server 192.0.2.10; server 192.0.2.11; server 2001:db8::10;\n'
+              '  record TXT "hello"; }\n')
+    d = inrpd_factory(routes)
+    r = d.udp("any.content", "ANY")
+    assert [x.rdtype for x in r.answer] == [dns.rdatatype.A], r
+    assert sorted(str(x) for x in r.answer[0]) == ["192.0.2.10", "192.0.2.11"]
+    full = d.tcp("any.content", "ANY")
+    assert {x.rdtype for x in full.answer} == {dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.TXT}, full
+    d2 = inrpd_factory("minimal-any no;\n" + routes)
+    assert {x.rdtype for x in d2.udp("any.content", "ANY").answer} == \
+        {dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.TXT}
