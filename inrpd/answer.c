@@ -332,6 +332,38 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 	}
 }
 
+void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, struct inrpd_route_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
+	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
+	struct fib_result st, ch;
+	bool in_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, &st) && st.nsets > 0;
+	bool in_chan = chan && fib_lookup_longest_suffix(chan, n, &ch) && ch.nsets > 0;
+	/* as lookup(): the longer match wins, the configuration's on a tie */
+	v->from_nbrpd = in_chan && (!in_static || ch.suffix_labels > st.suffix_labels);
+	const struct fib_result *res = v->from_nbrpd ? &ch : in_static ? &st : NULL;
+	if (res) {
+		v->found = true;
+		v->suffix.len = (uint8_t)(n->len - res->suffix_offset);
+		memcpy(v->suffix.wire, n->wire + res->suffix_offset, v->suffix.len);
+		v->naggs = fib_memberships(v->from_nbrpd ? chan : rt->fib, &v->suffix, &v->own, v->aggs,
+					   FIB_MAX_AGGREGATES_PER_NAME);
+		if (res->sets[0]->has_redirect) {
+			v->has_redirect = true;
+			v->redirect = res->sets[0]->redirect;
+		} else {
+			unsigned seen;
+			struct inrp_query_opt none = { 0 };
+			v->nroutes = candidates(res, &none, v->routes, &seen);
+		}
+	}
+	if (!online)
+		rcu_thread_offline();
+}
+
 static uint64_t route_fingerprint(const struct fwd_request *req);
 
 bool inrpd_reroute(struct fwd_request *req)

@@ -327,6 +327,22 @@ uint64_t inrpd_now_ms(void);
  * changed and still go to next routers only.  Returns whether they did.
  */
 bool inrpd_reroute(struct fwd_request *req);
+
+/* What `inrpc show route NAME` says: the route a name takes now. */
+struct inrpd_route_view {
+	bool found;
+	bool from_nbrpd;                /* nbrpd's table (else the configuration's) */
+	struct name suffix;             /* the route's name: the longest suffix with routes */
+	bool has_redirect;
+	struct name redirect;           /* the route rewrites the suffix to this */
+	bool own;                       /* the suffix has routes of its own */
+	unsigned naggs;                 /* aggregates the suffix is a member of */
+	struct name aggs[FIB_MAX_AGGREGATES_PER_NAME];
+	unsigned nroutes;               /* the candidates, ranked, as a query would get them */
+	struct route routes[ROUTESET_MAX_ROUTES];
+};
+/* Fills v for n; call on a registered RCU thread (it goes online for the lookup). */
+void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, struct inrpd_route_view *v);
 /* A SERVFAIL (with INRP status if the client is a router, and an extended
  * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,

@@ -24,6 +24,7 @@
 #include "addr.h"
 #include "conf.h"
 #include "ctl.h"
+#include "strbuf.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
@@ -437,6 +438,83 @@ static void show_cache(void *ctx, char **args, unsigned nargs, bool json, struct
 		       (unsigned long long)st.evictions, (unsigned long long)st.stale_hits);
 }
 
+/* The route a name takes now: from which table, its suffix, memberships, the candidates ranked. */
+static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx;
+	(void)nargs;
+	struct name n;
+	int rc = name_from_text(&n, args[0], strlen(args[0]));
+	if (rc != NAME_OK) {
+		ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name \"%s\": %s", args[0], name_strerror(rc));
+		return;
+	}
+	struct inrpd_route_view v;
+	inrpd_route_view(inrpd_rt, &n, &v);     /* the main thread is the only writer of inrpd_rt */
+	if (!v.found) {
+		ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s: it goes to the upstreams (if the client may recurse)",
+			      args[0]);
+		return;
+	}
+	char suffix[NAME_MAX_TEXT], target[NAME_MAX_TEXT] = "";
+	name_to_text(&v.suffix, suffix, sizeof(suffix));
+	if (v.has_redirect)
+		name_to_text(&v.redirect, target, sizeof(target));
+	struct strbuf b = { 0 };
+	const char *table = v.from_nbrpd ? "nbrpd" : "configuration";
+	if (json) {
+		strbuf_addf(&b, "{\"name\": \"");
+		strbuf_add_json(&b, args[0]);
+		strbuf_addf(&b, "\", \"route\": \"");
+		strbuf_add_json(&b, suffix);
+		strbuf_addf(&b, "\", \"table\": \"%s\", \"own\": %s, \"redirect\": \"", table, v.own ? "true" : "false");
+		strbuf_add_json(&b, target);
+		strbuf_addf(&b, "\", \"aggregates\": [");
+	} else {
+		strbuf_addf(&b, "%s: route %s, from %s%s%s%s", args[0], suffix, table, v.own ? ", its own" : "",
+			    v.has_redirect ? ", redirect to " : "", target);
+	}
+	for (unsigned i = 0; i < v.naggs; i++) {
+		char agg[NAME_MAX_TEXT];
+		name_to_text(&v.aggs[i], agg, sizeof(agg));
+		if (json) {
+			strbuf_addf(&b, "%s\"", i ? ", " : "");
+			strbuf_add_json(&b, agg);
+			strbuf_addf(&b, "\"");
+		} else {
+			strbuf_addf(&b, "%s%s", i ? ", " : "; a member of ", agg);
+		}
+	}
+	if (json)
+		strbuf_addf(&b, "], \"routes\": [");
+	for (unsigned i = 0; i < v.nroutes; i++) {
+		const struct route *rt = &v.routes[i];
+		char a[IP_TEXT_MAX];
+		route_addr_format(rt, a, sizeof(a));
+		bool router = rt->kind == ROUTE_ROUTER;
+		if (json)
+			strbuf_addf(&b, "%s{\"kind\": \"%s\", \"address\": \"%s\", \"port\": %u, \"load_ms\": %u}",
+				    i ? ", " : "", router ? "router" : "server", a, router ? rt->port : 0, rt->load_ms);
+	}
+	if (json) {
+		strbuf_addf(&b, "]}");
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+	} else {
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		for (unsigned i = 0; i < v.nroutes; i++) {
+			const struct route *rt = &v.routes[i];
+			char a[IP_TEXT_MAX];
+			route_addr_format(rt, a, sizeof(a));
+			if (rt->kind == ROUTE_ROUTER)
+				ctl_reply_line(r, CTL_DATA, "  %u. next router %s port %u, load %u ms", i + 1, a, rt->port,
+					       rt->load_ms);
+			else
+				ctl_reply_line(r, CTL_DATA, "  %u. server %s, load %u ms", i + 1, a, rt->load_ms);
+		}
+	}
+	strbuf_free(&b);
+}
+
 static void flush_cache(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
@@ -465,6 +543,8 @@ static const struct ctl_command commands[] = {
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
 	{ "show cache", 0, 0, true, show_cache, "show cache [json]",
 	  "the packet cache: size, entries, hits, misses, evictions" },
+	{ "show route", 1, 1, true, show_route, "show route NAME [json]",
+	  "the route a name takes now: its table, suffix, aggregates, servers and next routers" },
 	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",
 	  "drop every cached answer, or those of NAME and below" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },

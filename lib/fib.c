@@ -661,6 +661,34 @@ bool fib_lookup_exact(const struct fib *f, const struct name *q, struct fib_resu
 	return true;
 }
 
+unsigned fib_memberships(const struct fib *f, const struct name *q, bool *own, struct name *aggs, unsigned max)
+{
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	const struct fib_slot *s = q->len <= 1 ? &f->root : table_find(f, t, q->wire, q->len - 1u);
+	*own = false;
+	uint32_t e = s ? __atomic_load_n(&s->entry, __ATOMIC_ACQUIRE) : 0;
+	unsigned n = 0;
+	switch (e ? ENTRY_TYPE(e) : 0) {
+	case ENTRY_SET:
+		*own = true;
+		break;
+	case ENTRY_AGG:
+		if (max)
+			aggs[n++] = agg_at(f, ENTRY_ID(e))->name;
+		break;
+	case ENTRY_EXT: {
+		const struct fib_ext *x = ext_at(f, ENTRY_ID(e));
+		*own = x->set != 0;
+		for (uint32_t k = 0; k < x->naggs && n < max; k++)
+			aggs[n++] = agg_at(f, x->aggs[k])->name;
+		break;
+	}
+	default:
+		break;
+	}
+	return n;
+}
+
 /* ---- writer-side index ---------------------------------------------- */
 
 static int idmap_init(struct idmap *m, size_t cap)

@@ -75,6 +75,10 @@ void fib_destroy(struct fib *fib);
 /* Readers. */
 bool fib_lookup_longest_suffix(const struct fib *fib, const struct name *qname, struct fib_result *res);
 bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fib_result *res);
+/* For show commands: whether the name has routes of its own, and the aggregates it is a member of
+ * (up to max names into aggs; their number).  A reader, as the lookups. */
+unsigned fib_memberships(const struct fib *fib, const struct name *qname, bool *own, struct name *aggs,
+			 unsigned max);
 /*
  * Starts fetching what fib_lookup_longest_suffix() of the name in wire
  * form at wire (room bytes readable, any case, not yet checked) reads

@@ -163,3 +163,21 @@ def test_control_must_be_an_absolute_path(tmp_path):
     conf.write_text('listen 127.0.0.1 port 5399;\ncontrol "relative.ctl";\n')
     r = run_inrpd("-t", "-c", str(conf))
     assert r.returncode == 1 and f"{conf}:2:" in r.stderr and "absolute" in r.stderr
+
+
+def test_show_route_says_which_route_a_name_takes(inrpd_factory, tmp_path):
+    sock, body = with_control(tmp_path, ROUTES + 'route "shop.example.content" { server 127.0.0.20; '
+                              'server 127.0.0.21 load 30; }\n'
+                              'route "old.content" { redirect "example.content"; }\n')
+    inrpd_factory(body)
+    r = inrpc(sock, "show", "route", "a.b.shop.example.content")
+    assert r.returncode == 0, r.stderr
+    assert "route shop.example.content., from configuration, its own" in r.stdout, r.stdout
+    assert "1. server 127.0.0.20" in r.stdout and "2. server 127.0.0.21, load 30 ms" in r.stdout, r.stdout
+    v = json.loads(inrpc(sock, "show", "route", "x.www.example.content", json_out=True).stdout)
+    assert v["route"] == "www.example.content." and v["table"] == "configuration" and v["own"]
+    assert v["routes"] == [{"kind": "server", "address": "127.0.0.10", "port": 0, "load_ms": 0}]
+    assert "redirect to example.content." in inrpc(sock, "show", "route", "x.old.content").stdout
+    r = inrpc(sock, "show", "route", "nowhere.example")
+    assert r.returncode == 1 and "no route for nowhere.example" in r.stderr
+    assert inrpc(sock, "show", "route", "a..b").returncode == 1
