@@ -79,32 +79,34 @@ def cache(rec, out):
     save(fig, out, "cache")
 
 
-def nbrp(rec, out):
-    r = rec["result"]
+def lines(xs, ours, ref, labels, xlabel, ylabel, title):
+    """Ours against the reference, one point for each x."""
     fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot(r["peers"], [v / 1e6 for v in r["nbrp_names_per_s"]], "o-", color=OURS, label="nbrpd (NBRP)")
-    ax.plot(r["peers"], [v / 1e6 for v in r["bird_routes_per_s"]], "s--", color=REF, label="BIRD 2 (BGP)")
-    ax.set_xlabel("K sinks the router passes the names to")
-    ax.set_ylabel("million names (routes) a second")
+    ax.plot(xs, ours, "o-", color=OURS, label=labels[0])
+    ax.plot(xs, ref, "s--", color=REF, label=labels[1])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{r['names']:,} names through one router ({caption(rec)})", fontsize=9)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def nbrp(rec, out):
+    r = rec["result"]
+    fig = lines(r["peers"], [v / 1e6 for v in r["nbrp_names_per_s"]], [v / 1e6 for v in r["bird_routes_per_s"]],
+                ("nbrpd (NBRP)", "BIRD 2 (BGP)"), "K sinks the router passes the names to",
+                "million names (routes) a second", f"{r['names']:,} names through one router ({caption(rec)})")
     save(fig, out, "nbrp")
 
 
 def topology(recs, out):
     pts = sorted((rec["result"]["routers"], rec["result"]["nbrp_converge_ms"], rec["result"]["bird_converge_ms"])
                  for rec in recs)
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=OURS, label="NBRP: the last inrpd's new answer")
-    ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", color=REF, label="BGP: the last BIRD's new route")
-    ax.set_xlabel("routers")
-    ax.set_ylabel("ms to converge (median of the moves)")
-    ax.set_ylim(bottom=0)
-    ax.legend(frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"a name moving between ISPs ({caption(recs[-1])})", fontsize=9)
+    fig = lines([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts],
+                ("NBRP: the last inrpd's new answer", "BGP: the last BIRD's new route"), "routers",
+                "ms to converge (median of the moves)", f"a name moving between ISPs ({caption(recs[-1])})")
     save(fig, out, "topology")
 
 

@@ -510,17 +510,13 @@ static int kw_fib_grace(const struct conf_stmt *s, void *arg, char *err, size_t 
 static int kw_nsid(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_nsid, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->nsid, err, err_len);
+	return conf_once_bool(s, &x->seen_nsid, &x->cfg->nsid, err, err_len);
 }
 
 static int kw_minimal_any(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_any, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->minimal_any, err, err_len);
+	return conf_once_bool(s, &x->seen_any, &x->cfg->minimal_any, err, err_len);
 }
 
 static int txt_once(const struct conf_stmt *s, bool *seen, char out[INRPD_TXT_MAX + 1], char *err, size_t err_len)
@@ -549,25 +545,19 @@ static int kw_version(const struct conf_stmt *s, void *arg, char *err, size_t er
 static int kw_hide_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_hide_identity, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->hide_identity, err, err_len);
+	return conf_once_bool(s, &x->seen_hide_identity, &x->cfg->hide_identity, err, err_len);
 }
 
 static int kw_hide_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_hide_version, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->hide_version, err, err_len);
+	return conf_once_bool(s, &x->seen_hide_version, &x->cfg->hide_version, err, err_len);
 }
 
 static int kw_upstream_0x20(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_0x20, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->upstream_0x20, err, err_len);
+	return conf_once_bool(s, &x->seen_0x20, &x->cfg->upstream_0x20, err, err_len);
 }
 
 /* "64M", "512K", "1G" or plain bytes; 0 turns the cache off. */
@@ -670,9 +660,7 @@ static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t
 static int kw_rrl_routers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_rrl_routers, s, err, err_len) < 0)
-		return -1;
-	return conf_arg_bool(s, 1, &x->cfg->rrl_exempt_routers, err, err_len);
+	return conf_once_bool(s, &x->seen_rrl_routers, &x->cfg->rrl_exempt_routers, err, err_len);
 }
 
 static int kw_cookie_secret(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

@@ -994,6 +994,13 @@ int conf_once(bool *seen, const struct conf_stmt *s, char *err, size_t err_len)
 	return 0;
 }
 
+int conf_once_bool(const struct conf_stmt *s, bool *seen, bool *out, char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	return conf_arg_bool(s, 1, out, err, err_len);
+}
+
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len)
 {

@@ -118,6 +118,8 @@ int conf_once_duration_ms(const struct conf_stmt *s, bool *seen, uint64_t min_ms
 			  uint64_t *out, char *err, size_t err_len);
 /* "log-level err|warn|info|debug" given once; *out is the enum log_level value. */
 int conf_once_log_level(const struct conf_stmt *s, bool *seen, int *out, char *err, size_t err_len);
+/* "yes"/"no" (conf_arg_bool's words) at argv[1], given once. */
+int conf_once_bool(const struct conf_stmt *s, bool *seen, bool *out, char *err, size_t err_len);
 /* An absolute path of at most max_len bytes, given once; strdup'd into *out. */
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len);
