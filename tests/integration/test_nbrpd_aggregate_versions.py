@@ -43,36 +43,48 @@ FORGED_NEWER = (3 + 2**31 - 1) % 2**32
 SERVER = "192.0.2.77"                   # what the next hop answers for a member
 
 
-class NextHop:
-    """The aggregate's next hop: a DNS server on the peer's address answering every A query with
-    SERVER, so that a member inrpd routes through the aggregate is seen answered."""
+class Serving:
+    """A socket served by a thread of its own until close(): run() handles one event
+    (timing out every 0.2 s so the thread sees close)."""
 
-    def __init__(self, addr):
-        self.addr, self.port = addr, free_port(addr)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((addr, self.port))
+    def serve(self, sock):
+        self.sock = sock
         self.sock.settimeout(0.2)
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
 
-    def run(self):
+    def loop(self):
         while not self.stop.is_set():
-            try:
-                data, peer = self.sock.recvfrom(65535)
-                q = dns.message.from_wire(data)
-            except (socket.timeout, dns.exception.DNSException):
-                continue
-            r = dns.message.make_response(q)
-            r.flags |= dns.flags.AA
-            if q.question and q.question[0].rdtype == dns.rdatatype.A:
-                r.answer.append(dns.rrset.from_text(q.question[0].name, 0, "IN", "A", SERVER))
-            self.sock.sendto(r.to_wire(), peer)
+            self.run()
 
     def close(self):
         self.stop.set()
         self.thread.join(5)
         self.sock.close()
+
+
+class NextHop(Serving):
+    """The aggregate's next hop: a DNS server on the peer's address answering every A query with
+    SERVER, so that a member inrpd routes through the aggregate is seen answered."""
+
+    def __init__(self, addr):
+        self.addr, self.port = addr, free_port(addr)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((addr, self.port))
+        self.serve(sock)
+
+    def run(self):
+        try:
+            data, peer = self.sock.recvfrom(65535)
+            q = dns.message.from_wire(data)
+        except (socket.timeout, dns.exception.DNSException):
+            return
+        r = dns.message.make_response(q)
+        r.flags |= dns.flags.AA
+        if q.question and q.question[0].rdtype == dns.rdatatype.A:
+            r.answer.append(dns.rrset.from_text(q.question[0].name, 0, "IN", "A", SERVER))
+        self.sock.sendto(r.to_wire(), peer)
 
 
 @pytest.fixture
@@ -132,7 +144,7 @@ def world(signed, servers, tmp_path):
         h.close()
 
 
-class Spy:
+class Spy(Serving):
     """A TCP front for a transfer source that counts the connections it is asked for, and passes
     each on to the source (so that what it serves would be fetched)."""
 
@@ -141,22 +153,17 @@ class Spy:
         self.addr = unique_addrs(1)[0]
         self.port = free_port(self.addr)
         self.connections = 0
-        self.sock = socket.create_server((self.addr, self.port))
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
+        self.serve(socket.create_server((self.addr, self.port)))
 
     def run(self):
-        while not self.stop.is_set():
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            self.connections += 1
-            u = socket.create_connection(self.to)
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+        try:
+            c, _ = self.sock.accept()
+        except socket.timeout:
+            return
+        self.connections += 1
+        u = socket.create_connection(self.to)
+        for a, b in ((c, u), (u, c)):
+            threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
 
     @staticmethod
     def pipe(a, b):
@@ -170,11 +177,6 @@ class Spy:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture
