@@ -66,6 +66,22 @@ const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 	return buf;
 }
 
+uint16_t sockaddr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+const char *sockaddr_format_port(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[IP_TEXT_MAX];
+	snprintf(buf, len, "%s#%u", sockaddr_format(sa, a, sizeof(a)), (unsigned)sockaddr_port(sa));
+	return buf;
+}
+
 bool ip_is_any(int family, const uint8_t *addr)
 {
 	static const uint8_t zero[16];

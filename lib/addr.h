@@ -57,5 +57,9 @@ static inline socklen_t ip_endpoint_sockaddr(const struct ip_endpoint *e, struct
 }
 /* A socket address's address as text ("?" if not IP). */
 const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len);
+/* Its port (host order), 0 if not IP. */
+uint16_t sockaddr_port(const struct sockaddr *sa);
+/* "ADDR#PORT", as dig and kdig write a server. */
+const char *sockaddr_format_port(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif
