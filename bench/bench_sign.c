@@ -49,6 +49,9 @@
 #include "sigpool.h"
 #include "trust.h"
 
+#define FIX_MAX_HOPS    2
+#include "sigfix.h"
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -98,62 +101,18 @@ static double raw_rate(const struct sigkey *k, bool verify, unsigned threads, un
 	return (double)(n / threads * threads) / (now_s() - t0);
 }
 
-enum { K_ANCHOR, K_ORIGIN, K_R1, K_R2, K_ME, K_PEER0 };
-#define MAX_PEERS 64
-static struct sigkey keys[K_PEER0 + MAX_PEERS];
+/* K_ME receives from R2 routes of path [R2, R1]; it signs them on for
+ * the peers. */
+#define K_ME            F_R3
+#define MAX_PEERS       64
+static struct sigkey peer_keys[MAX_PEERS];
 
-/* One route as received by K_ME from R2: path [R2, R1]. */
-struct route {
-	Nbrp__Route r;
-	Nbrp__Attestation pb[3];
-	Nbrp__Attestation *pp[3];
-	struct attest_wire w[3];
-	char *path[2];
-	ProtobufCBinaryData names[1];
-	struct name name;
-	uint8_t digest[ATTEST_DIGEST_LEN];
-};
-
-static const uint64_t NOW = 1795000000, EXP = 1795000000 + 86400;
-
-static void build(struct route *b, unsigned i, const uint8_t *digest)
+static void build(struct fix_route *b, unsigned i, const uint8_t *digest)
 {
+	static const int hops[] = { F_R1, F_R2 };
 	char text[64];
 	snprintf(text, sizeof(text), "n%u.example.com", i);
-	memset(b, 0, sizeof(*b));
-	nbrp__route__init(&b->r);
-	name_from_text(&b->name, text, strlen(text));
-	b->names[0].data = b->name.wire;
-	b->names[0].len = b->name.len;
-	b->r.names = b->names;
-	b->r.n_names = 1;
-	struct attest_subject s = { .name = b->name.wire, .name_len = b->name.len };
-	if (digest) {
-		s.aggregate = true;
-		s.version = 1;
-		memcpy(s.digest, digest, ATTEST_DIGEST_LEN);
-		memcpy(b->digest, digest, ATTEST_DIGEST_LEN);
-		b->r.aggregate = b->names[0];
-		b->r.aggregate_version = 1;
-		b->r.aggregate_source = b->r.aggregate_signed_source = (char *)"192.0.2.9 5300";
-		s.source = b->r.aggregate_source;
-		s.source_len = 14;
-		b->r.aggregate_digest.data = b->digest;
-		b->r.aggregate_digest.len = ATTEST_DIGEST_LEN;
-	}
-	attest_sign_origin(&b->w[2], &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
-	attest_sign_hop(&b->w[1], &keys[K_R1], b->w[2].link, keys[K_R2].pk, EXP);
-	attest_sign_hop(&b->w[0], &keys[K_R2], b->w[1].link, keys[K_ME].pk, EXP);
-	for (int j = 0; j < 3; j++) {
-		attest_to_pb(&b->pb[j], &b->w[j]);
-		b->pp[j] = &b->pb[j];
-	}
-	b->path[0] = "cr2";
-	b->path[1] = "cr1";
-	b->r.path = b->path;
-	b->r.n_path = 2;
-	b->r.attestations = b->pp;
-	b->r.n_attestations = 3;
+	fix_build(b, text, F_ORIGIN, hops, 2, K_ME, FIX_EXPIRY, digest, 1);
 }
 
 static struct trust trust;
@@ -162,20 +121,19 @@ static void make_trust(unsigned peers)
 {
 	char *body = malloc(8192), t[SIGKEY_TEXT_LEN + 1], err[256];
 	int n = snprintf(body, 8192, "serial 1\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
-	static const char *const names[] = { "cr1", "cr2", "me" };
-	for (int i = 0; i < 3; i++) {
-		sigkey_public_text(keys[K_R1 + i].pk, t);
-		n += snprintf(body + n, 8192 - (size_t)n, "router %s %s\n", names[i], t);
+	for (int i = F_R1; i <= K_ME; i++) {
+		sigkey_public_text(fix_keys[i].pk, t);
+		n += snprintf(body + n, 8192 - (size_t)n, "router %s %s\n", fix_name[i], t);
 	}
 	for (unsigned i = 0; i < peers; i++) {
-		sigkey_public_text(keys[K_PEER0 + i].pk, t);
+		sigkey_public_text(peer_keys[i].pk, t);
 		n += snprintf(body + n, 8192 - (size_t)n, "router sink%u %s\n", i, t);
 	}
-	sigkey_public_text(keys[K_ORIGIN].pk, t);
+	sigkey_public_text(fix_keys[F_ORIGIN].pk, t);
 	n += snprintf(body + n, 8192 - (size_t)n, "origin example.com %s\n", t);
 	size_t len;
-	char *text = trust_sign(body, (size_t)n, "bench", &keys[K_ANCHOR], &len, err, sizeof(err));
-	if (!text || trust_parse(text, len, "bench", keys[K_ANCHOR].pk, &trust, err, sizeof(err)) != 0) {
+	char *text = trust_sign(body, (size_t)n, "bench", &fix_keys[F_ANCHOR], &len, err, sizeof(err));
+	if (!text || trust_parse(text, len, "bench", fix_keys[F_ANCHOR].pk, &trust, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_sign: %s\n", err);
 		exit(1);
 	}
@@ -210,8 +168,8 @@ static void verify_done(struct attest_batch *b)
 			abort();
 		for (unsigned j = 0; j < p->peers; j++, k++) {
 			memcpy(p->sb.req[k].prev, p->jobs[i].head, ATTEST_DIGEST_LEN);
-			memcpy(p->sb.req[k].target, keys[K_PEER0 + j].pk, SIGKEY_PUBLIC_LEN);
-			p->sb.req[k].expiry = EXP;
+			memcpy(p->sb.req[k].target, peer_keys[j].pk, SIGKEY_PUBLIC_LEN);
+			p->sb.req[k].expiry = FIX_EXPIRY;
 		}
 	}
 	p->sb.n = k;
@@ -219,7 +177,7 @@ static void verify_done(struct attest_batch *b)
 }
 
 /* Routes checked through the pool (and signed for peers): routes per second. */
-static double pool_rate(struct attest_verifier *v, struct route *routes, size_t n, unsigned peers)
+static double pool_rate(struct attest_verifier *v, struct fix_route *routes, size_t n, unsigned peers)
 {
 	uv_loop_t loop;
 	struct sigpool pool;
@@ -228,12 +186,12 @@ static double pool_rate(struct attest_verifier *v, struct route *routes, size_t 
 		abort();
 	struct pool_run p = { .pool = &pool, .peers = peers, .n = n };
 	p.jobs = calloc(n, sizeof(*p.jobs));
-	p.sb = (struct attest_sign_batch){ .key = &keys[K_ME], .done = sign_done, .arg = &p };
+	p.sb = (struct attest_sign_batch){ .key = &fix_keys[K_ME], .done = sign_done, .arg = &p };
 	p.sb.req = calloc(n * (peers ? peers : 1), sizeof(*p.sb.req));
-	struct attest_batch b = { .v = v, .jobs = p.jobs, .n = n, .now = NOW, .done = verify_done, .arg = &p };
+	struct attest_batch b = { .v = v, .jobs = p.jobs, .n = n, .now = FIX_NOW, .done = verify_done, .arg = &p };
 	double t0 = now_s();
 	for (size_t i = 0; i < n; i++)
-		attest_prepare(v, &routes[i].r, "cr2", NOW, &p.jobs[i]);
+		attest_prepare(v, &routes[i].r, "cr2", FIX_NOW, &p.jobs[i]);
 	attest_batch_submit(&pool, &b);
 	int want = peers ? 2 : 1;
 	while (p.done < want)
@@ -278,20 +236,17 @@ int main(int argc, char **argv)
 	}
 	if (!sigkey_init())
 		return 1;
-	for (unsigned i = 0; i < K_PEER0 + MAX_PEERS; i++) {
-		uint8_t seed[32];
-		memset(seed, (int)i + 1, sizeof(seed));
-		seed[31] = (uint8_t)(i >> 8);
-		crypto_sign_seed_keypair(keys[i].pk, keys[i].sk, seed);
-	}
+	fix_keys_make();
+	for (unsigned i = 0; i < MAX_PEERS; i++)
+		fix_key(&peer_keys[i], F_N + i);
 	make_trust(peers);
 
 	fprintf(stderr, "bench_sign: signing %u routes (3 signatures each)\n", n);
-	struct route *routes = malloc((size_t)n * sizeof(*routes));
+	struct fix_route *routes = malloc((size_t)n * sizeof(*routes));
 	for (unsigned i = 0; i < n; i++)
 		build(&routes[i], i, NULL);
 	struct attest_verifier v;
-	if (attest_verifier_init(&v, keys[K_ME].pk, (size_t)n * 16) != 0)
+	if (attest_verifier_init(&v, fix_keys[K_ME].pk, (size_t)n * 16) != 0)
 		return 1;
 	attest_verifier_set_trust(&v, &trust);
 	struct attest_job job;
@@ -301,14 +256,14 @@ int main(int argc, char **argv)
 	double sign1 = 0, sign2 = 0, ver1 = 0, ver2 = 0, fresh1 = 0, cached = 0, fresh2 = 0, relay2 = 0;
 	for (unsigned round = 0; round < rounds; round++) {
 		unsigned raw_n = n;
-		sign1 = fmax(sign1, raw_rate(&keys[K_R1], false, 1, raw_n));
-		sign2 = fmax(sign2, raw_rate(&keys[K_R1], false, 2, raw_n));
-		ver1 = fmax(ver1, raw_rate(&keys[K_R1], true, 1, raw_n));
-		ver2 = fmax(ver2, raw_rate(&keys[K_R1], true, 2, raw_n));
+		sign1 = fmax(sign1, raw_rate(&fix_keys[F_R1], false, 1, raw_n));
+		sign2 = fmax(sign2, raw_rate(&fix_keys[F_R1], false, 2, raw_n));
+		ver1 = fmax(ver1, raw_rate(&fix_keys[F_R1], true, 1, raw_n));
+		ver2 = fmax(ver2, raw_rate(&fix_keys[F_R1], true, 2, raw_n));
 		attest_cache_clear(&v.cache);
 		double t0 = now_s();
 		for (unsigned i = 0; i < n; i++)
-			if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID) {
+			if (attest_verify(&v, &routes[i].r, "cr2", FIX_NOW, &job) != ATTEST_VALID) {
 				fprintf(stderr, "bench_sign: route %u %s (%s)\n", i, attest_state_name(job.state),
 					attest_reason_name(job.reason));
 				return 1;
@@ -317,7 +272,7 @@ int main(int argc, char **argv)
 		uint64_t verified = v.verified;
 		t0 = now_s();
 		for (unsigned i = 0; i < n; i++)
-			if (attest_verify(&v, &routes[i].r, "cr2", NOW, &job) != ATTEST_VALID)
+			if (attest_verify(&v, &routes[i].r, "cr2", FIX_NOW, &job) != ATTEST_VALID)
 				return 1;
 		cached = fmax(cached, n / (now_s() - t0));
 		if (v.verified != verified) {
@@ -356,10 +311,10 @@ int main(int argc, char **argv)
 		attest_member_digest(&ms, d);
 		digest_s = fmin(digest_s, now_s() - t0);
 	}
-	struct route agg;
+	struct fix_route agg;
 	build(&agg, 0, d);
 	attest_cache_clear(&v.cache);
-	if (attest_verify(&v, &agg.r, "cr2", NOW, &job) != ATTEST_VALID || attest_members_check(&agg.r, &ms) != ATTEST_OK)
+	if (attest_verify(&v, &agg.r, "cr2", FIX_NOW, &job) != ATTEST_VALID || attest_members_check(&agg.r, &ms) != ATTEST_OK)
 		abort();
 	double agg_route_s = 3.0 / ver2 + digest_s;
 	double agg_names = members / agg_route_s;

@@ -56,13 +56,39 @@ socklen_t sockaddr_from_bytes(int family, const uint8_t *addr, uint16_t port, st
 	return sizeof(*sin6);
 }
 
+bool sockaddr_ip(const struct sockaddr *sa, struct ip_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa->sa_family == AF_INET)
+		memcpy(out->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(out->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	else
+		return false;
+	out->family = sa->sa_family;
+	return true;
+}
+
 const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 {
+	struct ip_addr a;
+	sockaddr_ip(sa, &a);
+	return ip_format(a.family, a.addr, buf, len);
+}
+
+uint16_t sockaddr_port(const struct sockaddr *sa)
+{
 	if (sa->sa_family == AF_INET)
-		return ip_format(AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, buf, len);
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
 	if (sa->sa_family == AF_INET6)
-		return ip_format(AF_INET6, (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr, buf, len);
-	snprintf(buf, len, "?");
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+const char *sockaddr_format_port(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[IP_TEXT_MAX];
+	snprintf(buf, len, "%s#%u", sockaddr_format(sa, a, sizeof(a)), (unsigned)sockaddr_port(sa));
 	return buf;
 }
 

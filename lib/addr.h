@@ -55,7 +55,13 @@ static inline socklen_t ip_endpoint_sockaddr(const struct ip_endpoint *e, struct
 {
 	return sockaddr_from_bytes(e->family, e->addr, e->port, ss);
 }
+/* A socket address's address as it is (a v4-mapped one stays IPv6); false if not IP. */
+bool sockaddr_ip(const struct sockaddr *sa, struct ip_addr *out);
 /* A socket address's address as text ("?" if not IP). */
 const char *sockaddr_format(const struct sockaddr *sa, char *buf, size_t len);
+/* Its port (host order), 0 if not IP. */
+uint16_t sockaddr_port(const struct sockaddr *sa);
+/* "ADDR#PORT", as dig and kdig write a server. */
+const char *sockaddr_format_port(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif

@@ -179,11 +179,11 @@ static enum MHD_Result scrape(struct metrics_server *s, struct MHD_Connection *c
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
 	}
 	enum MHD_Result rc;
-	if (s->out.nomem)
+	if (s->out.b.nomem)
 		rc = reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	else
-		rc = reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", s->out.buf ? s->out.buf : "",
-			   s->out.len);
+		rc = reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", strbuf_str(&s->out.b),
+			   s->out.b.len);
 	s->state = SCRAPE_IDLE;
 	pthread_mutex_unlock(&s->mu);
 	__atomic_add_fetch(&s->scrapes, 1, __ATOMIC_RELAXED);

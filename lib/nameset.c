@@ -115,21 +115,27 @@ bool nameset_contains(const struct nameset *s, const uint8_t *wire, uint8_t len)
 	return find(s, wire, len) != 0xffffffffu;
 }
 
-static int grow_buf(struct nameset *s, size_t more)
+/* Room for need bytes in *buf, doubling from 4 KiB. */
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
 {
-	if (s->used + more <= s->cap)
+	if (need <= *cap)
 		return 0;
-	if (s->used + more > MAX_USED)
-		return -1;
-	size_t cap = s->cap ? s->cap * 2 : 4096;
-	while (cap < s->used + more)
-		cap *= 2;
-	uint8_t *b = realloc(s->buf, cap);
+	size_t c = *cap ? *cap * 2 : 4096;
+	while (c < need)
+		c *= 2;
+	uint8_t *b = realloc(*buf, c);
 	if (!b)
 		return -1;
-	s->buf = b;
-	s->cap = cap;
+	*buf = b;
+	*cap = c;
 	return 0;
+}
+
+static int grow_buf(struct nameset *s, size_t more)
+{
+	if (s->used + more > MAX_USED && s->used + more > s->cap)
+		return -1;
+	return reserve(&s->buf, &s->cap, s->used + more);
 }
 
 /* The table stays at most half full, tombstones counted. */
@@ -318,16 +324,8 @@ int namelist_add(struct namelist *l, const uint8_t *wire, uint8_t len)
 {
 	if (l->count == UINT32_MAX)
 		return -1;
-	if (l->len + 1u + len > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 4096;
-		while (cap < l->len + 1u + len)
-			cap *= 2;
-		uint8_t *b = realloc(l->buf, cap);
-		if (!b)
-			return -1;
-		l->buf = b;
-		l->cap = cap;
-	}
+	if (reserve(&l->buf, &l->cap, l->len + 1u + len) != 0)
+		return -1;
 	l->buf[l->len] = len;
 	memcpy(l->buf + l->len + 1, wire, len);
 	l->len += 1u + len;

@@ -17,44 +17,23 @@ void prom_init(struct prom *p)
 
 void prom_reset(struct prom *p)
 {
-	p->len = 0;
-	p->nomem = false;
-	if (p->buf)
-		p->buf[0] = 0;
+	strbuf_reset(&p->b);
+	p->b.nomem = false;
 }
 
 void prom_free(struct prom *p)
 {
-	free(p->buf);
-	prom_init(p);
+	strbuf_free(&p->b);
 }
 
-static bool reserve(struct prom *p, size_t more)
-{
-	if (p->nomem)
-		return false;
-	if (p->len + more + 1 <= p->cap)
-		return true;
-	size_t cap = p->cap ? p->cap : 4096;
-	while (cap < p->len + more + 1)
-		cap *= 2;
-	char *b = realloc(p->buf, cap);
-	if (!b) {
-		p->nomem = true;
-		return false;
-	}
-	p->buf = b;
-	p->cap = cap;
-	return true;
-}
-
+/* Nothing after a failed append: the output has no holes. */
 static void put(struct prom *p, const char *s, size_t n)
 {
-	if (!reserve(p, n))
+	if (p->b.nomem || !strbuf_reserve(&p->b, n))
 		return;
-	memcpy(p->buf + p->len, s, n);
-	p->len += n;
-	p->buf[p->len] = 0;
+	memcpy(p->b.s + p->b.len, s, n);
+	p->b.len += n;
+	p->b.s[p->b.len] = 0;
 }
 
 static void puts_(struct prom *p, const char *s)

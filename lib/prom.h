@@ -18,10 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strbuf.h"
+
 struct prom {
-	char *buf;
-	size_t len, cap;
-	bool nomem;                     /* an append failed: the output is incomplete */
+	struct strbuf b;                /* nomem: an append failed, the output is incomplete */
 };
 
 enum prom_type { PROM_COUNTER, PROM_GAUGE, PROM_HISTOGRAM };

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
+#include "addr.h"
 #include "attest.h"
 #include "dns.h"
 #include "log.h"
@@ -443,16 +443,7 @@ int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, c
 	memcpy(&c->server, server, slen);
 	if (local && local->sa_family == server->sa_family)
 		memcpy(&c->local, local, slen);
-	char a[INET6_ADDRSTRLEN] = "?";
-	uint16_t port;
-	if (server->sa_family == AF_INET6) {
-		uv_ip6_name((const struct sockaddr_in6 *)server, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in6 *)server)->sin6_port);
-	} else {
-		uv_ip4_name((const struct sockaddr_in *)server, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in *)server)->sin_port);
-	}
-	snprintf(c->server_text, sizeof(c->server_text), "%s#%u", a, port);
+	sockaddr_format_port(server, c->server_text, sizeof(c->server_text));
 	name_to_text(aggstore_name(store), c->agg, sizeof(c->agg));
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "addr.h"
 #include "dns.h"
@@ -378,17 +377,7 @@ static void on_connection(uv_stream_t *server, int status)
 		conn_close(c, NULL);
 		return;
 	}
-	uint16_t port = 0;
-	if (c->peer_addr.ss_family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&c->peer_addr;
-		uv_ip6_name(a, c->peer, INET6_ADDRSTRLEN);
-		port = ntohs(a->sin6_port);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)&c->peer_addr;
-		uv_ip4_name(a, c->peer, INET6_ADDRSTRLEN);
-		port = ntohs(a->sin_port);
-	}
-	snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), "#%u", port);
+	sockaddr_format_port((struct sockaddr *)&c->peer_addr, c->peer, sizeof(c->peer));
 	/* before a slot is taken or a byte read: outsiders cannot hold the connections */
 	if (!prefix_list_contains(s->acl, s->cfg.nacl, (struct sockaddr *)&c->peer_addr)) {
 		s->st.closed_acl++;
@@ -529,9 +518,7 @@ uint16_t xfrserv_port(const struct xfrserv *s)
 	int glen = sizeof(got);
 	if (uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&got, &glen) < 0)
 		return 0;
-	if (got.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&got)->sin_port);
+	return sockaddr_port((struct sockaddr *)&got);
 }
 
 void xfrserv_stats(const struct xfrserv *s, struct xfrserv_stats *st)

@@ -56,7 +56,7 @@ bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e
 /* One UPDATE under construction; one packer for the whole daemon (one thread). */
 static struct {
 	struct rde *r;
-	packer_emit_fn emit;
+	adjout_emit_fn emit;
 	void *arg;
 	unsigned sent;
 	Nbrp__Update u;
@@ -135,7 +135,7 @@ static void send_batch(void)
 	pk.sent++;
 }
 
-void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
+void adjout_pack_begin(struct rde *r, adjout_emit_fn emit, void *arg)
 {
 	pk.r = r;
 	pk.emit = emit;
@@ -147,7 +147,7 @@ void packer_begin(struct rde *r, packer_emit_fn emit, void *arg)
 	reset();
 }
 
-void packer_withdraw(const struct rib_entry *e)
+void adjout_pack_withdraw(const struct rib_entry *e)
 {
 	Nbrp__Update *u = &pk.u;
 	if (entry_is_aggregate(e)) {
@@ -163,7 +163,7 @@ void packer_withdraw(const struct rib_entry *e)
 		send_batch();
 }
 
-void packer_origin_withdrawals(const struct rib_entry *e)
+void adjout_pack_origin_withdrawals(const struct rib_entry *e)
 {
 	size_t n;
 	const struct origin_wd_item *it = origin_wd_for(&pk.r->owd, e, &n);
@@ -190,7 +190,7 @@ void packer_origin_withdrawals(const struct rib_entry *e)
 	}
 }
 
-void packer_sign_for(struct rde_peer *p)
+void adjout_pack_sign_for(struct rde_peer *p)
 {
 	pk.sign_for = p;
 }
@@ -283,7 +283,7 @@ static bool set_reserve(const struct sig_set *set)
 
 /* A Route of its own: an aggregate's (with the version stored here; none: not exported, export_now),
  * or a name told to a peer that wants signatures (not yet if its hop is being signed); a name
- * set's Route takes the set's names that follow it (packer_advertise). */
+ * set's Route takes the set's names that follow it (adjout_pack_advertise). */
 static __attribute__((noinline)) void own_route(const struct rib_entry *e, const struct rib_attrs *a,
 						uint32_t load, const struct sig_set *set)
 {
@@ -317,7 +317,7 @@ static __attribute__((noinline)) void own_route(const struct rib_entry *e, const
 		send_batch();
 }
 
-void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
+void adjout_pack_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load)
 {
 	Nbrp__Update *u = &pk.u;
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
@@ -347,7 +347,7 @@ void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint
 		send_batch();
 }
 
-unsigned packer_end(void)
+unsigned adjout_pack_end(void)
 {
 	send_batch();
 	return pk.sent;

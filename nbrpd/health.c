@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
+#include "addr.h"
 #include "log.h"
 #include "config.h"
 #include "health.h"
@@ -83,18 +83,7 @@ static void on_interval(uv_timer_t *t)
 		return;
 	const struct route *srv = &pr->c->servers[pr->server];
 	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof(ss));
-	if (srv->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(pr->c->hc_port);
-		memcpy(&sin->sin_addr, srv->addr, 4);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(pr->c->hc_port);
-		memcpy(&sin6->sin6_addr, srv->addr, 16);
-	}
+	sockaddr_from_bytes(srv->family, srv->addr, pr->c->hc_port, &ss);
 	pr->tcp = malloc(sizeof(*pr->tcp));
 	if (!pr->tcp)
 		return;

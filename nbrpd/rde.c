@@ -1128,7 +1128,7 @@ static void dump_one(struct rib_entry *e, void *arg)
 	struct job_ctx *x = arg;
 	struct rde_peer *p = x->j->peer;
 	if (e->adv && adjout_allows(x->r, e->adv, e, p, &p->export))
-		packer_advertise(e, e->adv, e->adv_load);
+		adjout_pack_advertise(e, e->adv, e->adv_load);
 }
 
 static void reexport_one(struct rib_entry *e, void *arg)
@@ -1140,9 +1140,9 @@ static void reexport_one(struct rib_entry *e, void *arg)
 	bool was = adjout_allows(x->r, e->adv, e, p, &p->export_old);
 	bool now = adjout_allows(x->r, e->adv, e, p, &p->export);
 	if (now && !was)
-		packer_advertise(e, e->adv, e->adv_load);
+		adjout_pack_advertise(e, e->adv, e->adv_load);
 	else if (was && !now)
-		packer_withdraw(e);
+		adjout_pack_withdraw(e);
 }
 
 static void purge_one(struct rib_entry *e, void *arg)
@@ -1192,12 +1192,12 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 			rib_cursor_start(&r->rib, &p->reexport);
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
-		packer_begin(r, rde_emit_to_peer, p);
+		adjout_pack_begin(r, rde_emit_to_peer, p);
 		if (p->sig != SIG_OFF)
-			packer_sign_for(p);
+			adjout_pack_sign_for(p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
 			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
-		packer_end();
+		adjout_pack_end();
 		if (!rib_cursor_done(&r->rib, c))
 			return seen;
 		if (j->kind == JOB_DUMP) {
@@ -1367,9 +1367,9 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
-	packer_begin(r, rde_emit_to_peer, p);
+	adjout_pack_begin(r, rde_emit_to_peer, p);
 	if (p->sig != SIG_OFF)
-		packer_sign_for(p);
+		adjout_pack_sign_for(p);
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
@@ -1382,15 +1382,15 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
 		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
 		if (now && (it->changed || !was))
-			packer_advertise(e, e->adv, e->adv_load);
+			adjout_pack_advertise(e, e->adv, e->adv_load);
 		else if (!now && was)
-			packer_withdraw(e);
+			adjout_pack_withdraw(e);
 		else
 			continue;
 		if (e->flags & ENTRY_ORIGIN_WD)
-			packer_origin_withdrawals(e);
+			adjout_pack_origin_withdrawals(e);
 	}
-	packer_end();
+	adjout_pack_end();
 }
 
 struct group {
@@ -1545,19 +1545,19 @@ static void flush(struct rde *r)
 		g.members[g.n++] = p;
 	}
 	if (g.n) {
-		packer_begin(r, emit_to_group, &g);
+		adjout_pack_begin(r, emit_to_group, &g);
 		for (size_t i = 0; i < dirty.n; i++) {
 			const struct flush_item *it = &items[i];
 			if (it->e->adv && (it->changed || !it->old))
-				packer_advertise(it->e, it->e->adv, it->e->adv_load);
+				adjout_pack_advertise(it->e, it->e->adv, it->e->adv_load);
 			else if (!it->e->adv && it->old)
-				packer_withdraw(it->e);
+				adjout_pack_withdraw(it->e);
 			else
 				continue;
 			if (it->e->flags & ENTRY_ORIGIN_WD)
-				packer_origin_withdrawals(it->e);
+				adjout_pack_origin_withdrawals(it->e);
 		}
-		packer_end();
+		adjout_pack_end();
 	}
 	/* our inrpd after the peers: writing to it wakes it, and it would run
 	 * first, on the path of the change through the network.  A peer that

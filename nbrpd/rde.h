@@ -11,9 +11,9 @@
  * and a peer's table is produced only as fast as its session drains.
  *
  * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
- * attr.c (interned attributes and the next-hop index), rdesig.c (signatures
- * on import), decide.c (the
- * decision), adjout.c (what peers were told, UPDATE packing); show.c
+ * attr.c (interned attributes and the next-hop index), rdesig.c
+ * (signatures checked and made), decide.c (the decision), adjout.c (what
+ * peers are told, UPDATE packing); rib.h is what they share.  control.c
  * renders `show route` from the views below.
  */
 #ifndef NBRPD_RDE_H

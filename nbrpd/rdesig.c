@@ -1467,7 +1467,7 @@ static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, ui
 	const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
 					 ? &p->export_old : &p->export;
 	if (adjout_allows(r, e->adv, e, p, pol))
-		packer_advertise(e, e->adv, e->adv_load);
+		adjout_pack_advertise(e, e->adv, e->adv_load);
 }
 
 static bool peer_signed(struct rde_peer *p)
@@ -1519,8 +1519,8 @@ static void on_signed(struct attest_sign_batch *b)
 		const uint8_t *target = run->hops[i]->target;
 		struct rde_peer *p = s->stopping ? NULL : peer_of_key(s, target);
 		if (p) {
-			packer_begin(s->rde, rde_emit_to_peer, p);
-			packer_sign_for(p);
+			adjout_pack_begin(s->rde, rde_emit_to_peer, p);
+			adjout_pack_sign_for(p);
 		}
 		for (size_t k = i; k < b->n; k++) {
 			struct hop *h = run->hops[k];
@@ -1534,7 +1534,7 @@ static void on_signed(struct attest_sign_batch *b)
 			h->pending = false;
 		}
 		if (p) {
-			packer_end();
+			adjout_pack_end();
 			rde_peer_eor(p);
 		}
 	}
@@ -1606,15 +1606,15 @@ static void resend_signed(struct rdesig *s, const struct sig_set *set, const uin
 		struct rde_peer *p = r->peers[q];
 		if (!peer_signed(p))
 			continue;
-		packer_begin(r, rde_emit_to_peer, p);
-		packer_sign_for(p);
+		adjout_pack_begin(r, rde_emit_to_peer, p);
+		adjout_pack_sign_for(p);
 		for (uint32_t i = 0; set && i < set->n; i++) {
 			const uint8_t *w = set->names + set->off[i];
 			resend(s, p, w + 1, w[0]);
 		}
 		if (!set)
 			resend(s, p, wire, len);
-		packer_end();
+		adjout_pack_end();
 	}
 }
 

@@ -53,16 +53,16 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
 			  Nbrp__Route *rt);
 /*
- * A version of aggregate g stored (e: its entry, or NULL): its member
- * digest taken, and the signed routes that name this version checked
- * against it (a mismatch: invalid, member digest mismatch).
- */
-/*
  * rt, an aggregate's Route from p, has a good chain but names another
  * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
  * with the aggregate, logged.
  */
 void rdesig_unsigned_source(struct rde_peer *p, const Nbrp__Route *rt);
+/*
+ * A version of aggregate g stored (e: its entry, or NULL): its member
+ * digest taken, and the signed routes that name this version checked
+ * against it (a mismatch: invalid, member digest mismatch).
+ */
 void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
 /* The member digest a valid aggregate route was signed with, or NULL (not valid, not signed). */
 const uint8_t *rdesig_valid_digest(const struct rib_attrs *a);
@@ -84,8 +84,6 @@ size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *n
 void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt);
 /* A route's chain, kept for attributes that were given a new state. */
 void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from);
-/* Checks a signed route again with its new state (rde.c). */
-void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
 /*
  * The origin with key signed seq for a name (withdrawn: withdrew it), its
  * signature valid until `until`: the newest is kept, and stored routes of
@@ -106,10 +104,6 @@ bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__O
 /* Our withdrawal of our name (up to stamp seq) signed into out; false: not (no key, no authorisation). */
 bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
 			    struct origin_wd_sig *out);
-/* A stamp for an announcement of ours, newer than every one before it (rde.c). */
-uint64_t rde_stamp(struct rde *r);
-/* END-OF-RIB to p if its dump is done and none of its names waits for our signature (rde.c). */
-void rde_peer_eor(struct rde_peer *p);
 /* The session ended or the peer went away: its waiting UPDATEs are dropped. */
 void rdesig_peer_down(struct rde_peer *p);
 /*

@@ -406,6 +406,12 @@ struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
 struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
 /* The record of an aggregate, made if there is none (NULL: out of memory). */
 struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len);
+/* Checks a signed route again with its new state (rdesig.c's verifications done). */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
+/* A stamp for an announcement of ours, newer than every one before it. */
+uint64_t rde_stamp(struct rde *r);
+/* END-OF-RIB to p if its dump is done and none of its names waits for our signature. */
+void rde_peer_eor(struct rde_peer *p);
 
 /* ---- what peers are told (adjout.c) ---- */
 
@@ -421,18 +427,18 @@ static inline uint32_t adjout_load(const struct rde *r, const struct rib_attrs *
 }
 
 /* UPDATE packing: names whose attributes look the same to the receiver share one Route.
- * Frames go to emit as they fill, and at packer_end. */
-typedef void (*packer_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
-void packer_begin(struct rde *r, packer_emit_fn emit, void *arg);
-void packer_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
-void packer_withdraw(const struct rib_entry *e);
+ * Frames go to emit as they fill, and at adjout_pack_end. */
+typedef void (*adjout_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
+void adjout_pack_begin(struct rde *r, adjout_emit_fn emit, void *arg);
+void adjout_pack_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
+void adjout_pack_withdraw(const struct rib_entry *e);
 /* The origin withdrawals noted for e (origin_wd.h), after its Route or withdrawal; a signed peer only the signed ones. */
-void packer_origin_withdrawals(const struct rib_entry *e);
-/* After packer_begin: every Route carries its attestations for p (a peer with signatures on),
+void adjout_pack_origin_withdrawals(const struct rib_entry *e);
+/* After adjout_pack_begin: every Route carries its attestations for p (a peer with signatures on),
  * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */
-void packer_sign_for(struct rde_peer *p);
-/* Sends what is packed; returns the UPDATEs sent since packer_begin. */
-unsigned packer_end(void);
+void adjout_pack_sign_for(struct rde_peer *p);
+/* Sends what is packed; returns the UPDATEs sent since adjout_pack_begin. */
+unsigned adjout_pack_end(void);
 /* An END-OF-RIB frame. */
 struct wq_buf *adjout_end_of_rib(void);
 

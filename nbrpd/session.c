@@ -355,11 +355,8 @@ static void schedule_retry(struct sessions *sess, struct peer *p)
 
 static bool same_addr(const struct ip_endpoint *e, const struct sockaddr_storage *ss)
 {
-	if (ss->ss_family == AF_INET && e->family == AF_INET)
-		return memcmp(&((const struct sockaddr_in *)ss)->sin_addr, e->addr, 4) == 0;
-	if (ss->ss_family == AF_INET6 && e->family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)ss)->sin6_addr, e->addr, 16) == 0;
-	return false;
+	struct ip_addr a;
+	return sockaddr_ip((const struct sockaddr *)ss, &a) && ip_equal(a.family, a.addr, e->family, e->addr);
 }
 
 static void on_accept(uv_stream_t *server, int status)

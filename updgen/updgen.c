@@ -40,6 +40,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "addr.h"
 #include "genagg.h"
 #include "log.h"
 #include "nbrp.h"
@@ -955,8 +956,8 @@ static int setup_aggregates(struct app *a)
 	x->max_transfers = 256;
 	x->max_connections = 1024;
 	if (x->nacl == 0) {                     /* loopback and the router */
-		char r[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&o->router)->sin_addr, r, sizeof(r));
+		char r[IP_TEXT_MAX];
+		sockaddr_format((const struct sockaddr *)&o->router, r, sizeof(r));
 		prefix_parse("127.0.0.0/8", &o->xfr_allow[0]);
 		prefix_parse("::1", &o->xfr_allow[1]);
 		prefix_parse(r, &o->xfr_allow[2]);

@@ -1,8 +1,9 @@
 /*
- * A fixed world for the signature fuzz targets (and the program that made
- * their seeds): keys from constant seeds, a trust-anchor file signed by
- * the anchor, routes signed along a path.  Header-only, static: each
- * target includes it once.
+ * A fixed world for the signature tests, fuzz targets and bench_sign: keys
+ * from constant seeds, a trust-anchor file signed by the anchor, routes
+ * signed along a path.  Header-only, static: each program includes it
+ * once.  A program that builds many routes of few hops defines
+ * FIX_MAX_HOPS first.
  */
 #ifndef CR_SIGFIX_H
 #define CR_SIGFIX_H
@@ -24,6 +25,10 @@ static const char *const fix_name[F_N] = { NULL, NULL, "cr1", "cr2", "cr3", "cr4
 static struct trust fix_trust;
 #define FIX_NOW         1795000000ull   /* 2026-11-18 */
 #define FIX_EXPIRY      (FIX_NOW + 86400)
+#ifndef FIX_MAX_HOPS
+#define FIX_MAX_HOPS    NBRP_MAX_PATH
+#endif
+#define FIX_AGG_SOURCE  "192.0.2.9 5300"
 
 /* The trust file's text (signed), malloc'd. */
 static inline char *fix_trust_text(size_t *len)
@@ -44,30 +49,43 @@ static inline char *fix_trust_text(size_t *len)
 	return text;
 }
 
+/* Key i from the seed of bytes i + 1: i below 255. */
+static inline void fix_key(struct sigkey *k, unsigned i)
+{
+	uint8_t seed[32];
+	memset(seed, (int)i + 1, sizeof(seed));
+	crypto_sign_seed_keypair(k->pk, k->sk, seed);
+}
+
+static inline void fix_keys_make(void)
+{
+	for (int i = 0; i < F_N; i++)
+		fix_key(&fix_keys[i], (unsigned)i);
+}
+
 static inline void fix_init(void)
 {
 	char err[256];
 	size_t len;
 	if (!sigkey_init())
 		abort();
-	for (int i = 0; i < F_N; i++) {
-		uint8_t seed[32];
-		memset(seed, i + 1, sizeof(seed));
-		crypto_sign_seed_keypair(fix_keys[i].pk, fix_keys[i].sk, seed);
-	}
+	fix_keys_make();
 	char *text = fix_trust_text(&len);
 	if (trust_parse(text, len, "fix", fix_keys[F_ANCHOR].pk, &fix_trust, err, sizeof(err)) != 0)
 		abort();
 	free(text);
 }
 
-/* A route signed along hops (key indexes, origin side first) for to. */
+/* A route as routers would build it: the origin's attestation for the
+ * first router, then each router's hop for the next.  hops: key indexes,
+ * origin side first; to: the receiver's key.  With a digest, an
+ * aggregate's route from FIX_AGG_SOURCE. */
 struct fix_route {
 	Nbrp__Route r;
-	Nbrp__Attestation pb[NBRP_MAX_PATH + 1];
-	Nbrp__Attestation *pp[NBRP_MAX_PATH + 1];
-	struct attest_wire w[NBRP_MAX_PATH + 1];
-	char *path[NBRP_MAX_PATH];
+	Nbrp__Attestation pb[FIX_MAX_HOPS + 1];
+	Nbrp__Attestation *pp[FIX_MAX_HOPS + 1];
+	struct attest_wire w[FIX_MAX_HOPS + 1];
+	char *path[FIX_MAX_HOPS];
 	ProtobufCBinaryData names[1];
 	struct name name;
 	uint8_t digest[ATTEST_DIGEST_LEN];
@@ -77,6 +95,8 @@ struct fix_route {
 static inline void fix_build(struct fix_route *b, const char *name, int origin, const int *hops, int nhops, int to,
 		      uint64_t expiry, const uint8_t *digest, uint32_t version)
 {
+	if (nhops > FIX_MAX_HOPS)
+		abort();
 	memset(b, 0, sizeof(*b));
 	nbrp__route__init(&b->r);
 	if (name_from_text(&b->name, name, strlen(name)) != NAME_OK)
@@ -93,10 +113,14 @@ static inline void fix_build(struct fix_route *b, const char *name, int origin, 
 		memcpy(b->digest, digest, ATTEST_DIGEST_LEN);
 		b->r.aggregate = b->names[0];
 		b->r.aggregate_version = version;
+		b->r.aggregate_source = b->r.aggregate_signed_source = (char *)FIX_AGG_SOURCE;
+		s.source = b->r.aggregate_source;
+		s.source_len = strlen(FIX_AGG_SOURCE);
 		b->r.aggregate_digest.data = b->digest;
 		b->r.aggregate_digest.len = ATTEST_DIGEST_LEN;
 	}
 	const uint8_t *first = nhops ? fix_keys[hops[0]].pk : fix_keys[to].pk;
+	/* w[nhops] the origin, w[i] path[i] (the newest first) */
 	attest_sign_origin(&b->w[nhops], &fix_keys[origin], first, FIX_NOW - 60, expiry, &s);
 	const uint8_t *prev = b->w[nhops].link;
 	for (int h = 0; h < nhops; h++) {

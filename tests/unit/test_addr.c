@@ -47,6 +47,29 @@ static void test_format(void **state)
 	struct ip_endpoint a = ep(AF_INET6, "2001:db8::1", 5353);
 	assert_string_equal(ip_endpoint_format(&a, buf, sizeof(buf)), "2001:db8::1 port 5353");
 	assert_string_equal(ip_format(0, a.addr, buf, sizeof(buf)), "?");
+
+	/* a socket address made from the bytes reads back the same */
+	struct sockaddr_storage ss;
+	assert_int_equal(ip_endpoint_sockaddr(&a, &ss), sizeof(struct sockaddr_in6));
+	assert_int_equal(sockaddr_port((struct sockaddr *)&ss), 5353);
+	assert_string_equal(sockaddr_format_port((struct sockaddr *)&ss, buf, sizeof(buf)), "2001:db8::1#5353");
+	struct ip_endpoint b = ep(AF_INET, "192.0.2.7", 53);
+	assert_int_equal(ip_endpoint_sockaddr(&b, &ss), sizeof(struct sockaddr_in));
+	assert_int_equal(sockaddr_port((struct sockaddr *)&ss), 53);
+	assert_string_equal(sockaddr_format_port((struct sockaddr *)&ss, buf, sizeof(buf)), "192.0.2.7#53");
+	/* the address as it is: a v4-mapped one is not the IPv4 one */
+	struct ip_addr ip;
+	struct ip_endpoint m = ep(AF_INET6, "::ffff:192.0.2.7", 53);
+	ip_endpoint_sockaddr(&m, &ss);
+	assert_true(sockaddr_ip((struct sockaddr *)&ss, &ip));
+	assert_int_equal(ip.family, AF_INET6);
+	assert_true(ip_equal(ip.family, ip.addr, m.family, m.addr));
+	assert_false(ip_equal(ip.family, ip.addr, b.family, b.addr));
+	/* not IP: no port, no address */
+	struct sockaddr un = { .sa_family = AF_UNIX };
+	assert_false(sockaddr_ip(&un, &ip));
+	assert_int_equal(sockaddr_port(&un), 0);
+	assert_string_equal(sockaddr_format_port(&un, buf, sizeof(buf)), "?#0");
 }
 
 int main(void)

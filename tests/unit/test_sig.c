@@ -23,6 +23,8 @@
 #include "sigkey.h"
 #include "trust.h"
 
+#include "sigfix.h"
+
 static void hex(uint8_t *out, const char *h)
 {
 	size_t n = strlen(h) / 2;
@@ -161,22 +163,6 @@ static void key_file_round_trip_and_modes(void **state)
 	rmtmp();
 }
 
-/* Keys for the tests, from fixed seeds. */
-enum { K_ANCHOR, K_ORIGIN, K_R1, K_R2, K_R3, K_R4, K_R5, K_X, K_GHOST, K_N };
-static struct sigkey keys[K_N];
-static const char *const rname[K_N] = { NULL, NULL, "cr1", "cr2", "cr3", "cr4", "cr5", "rx", "ghost" };
-
-static void make_keys(void)
-{
-	for (int i = 0; i < K_N; i++) {
-		uint8_t seed[32];
-		memset(seed, i + 1, sizeof(seed));
-		crypto_sign_seed_keypair(keys[i].pk, keys[i].sk, seed);
-	}
-}
-
-static const uint64_t NOW = 1795000000;         /* 2026-11-18 */
-
 /* The trust file: routers cr1..cr5 and rx; example.com by the origin key,
  * evil.net by rx's. */
 static char *trust_text(size_t *len, bool with_origin)
@@ -184,18 +170,18 @@ static char *trust_text(size_t *len, bool with_origin)
 	static char body[4096];
 	char t[SIGKEY_TEXT_LEN + 1];
 	int n = snprintf(body, sizeof(body), "# test trust\nserial 7\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z\n");
-	for (int i = K_R1; i <= K_X; i++) {
-		sigkey_public_text(keys[i].pk, t);
-		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", rname[i], t);
+	for (int i = F_R1; i <= F_X; i++) {
+		sigkey_public_text(fix_keys[i].pk, t);
+		n += snprintf(body + n, sizeof(body) - (size_t)n, "router %s %s\n", fix_name[i], t);
 	}
 	if (with_origin) {
-		sigkey_public_text(keys[K_ORIGIN].pk, t);
+		sigkey_public_text(fix_keys[F_ORIGIN].pk, t);
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "origin example.com %s\n", t);
 	}
-	sigkey_public_text(keys[K_X].pk, t);
+	sigkey_public_text(fix_keys[F_X].pk, t);
 	n += snprintf(body + n, sizeof(body) - (size_t)n, "origin evil.net %s\n", t);
 	char err[256];
-	char *signed_ = trust_sign(body, (size_t)n, "t", &keys[K_ANCHOR], len, err, sizeof(err));
+	char *signed_ = trust_sign(body, (size_t)n, "t", &fix_keys[F_ANCHOR], len, err, sizeof(err));
 	assert_non_null(signed_);
 	return signed_;
 }
@@ -205,7 +191,7 @@ static void load_trust(struct trust *t, bool with_origin)
 	size_t len;
 	char err[256];
 	char *text = trust_text(&len, with_origin);
-	int rc = trust_parse(text, len, "t", keys[K_ANCHOR].pk, t, err, sizeof(err));
+	int rc = trust_parse(text, len, "t", fix_keys[F_ANCHOR].pk, t, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "%s\n", err);
 	assert_int_equal(rc, 0);
@@ -218,20 +204,20 @@ static void trust_file_signed_and_looked_up(void **state)
 	load_trust(&t, true);
 	assert_int_equal(t.n_routers, 6);
 	assert_int_equal(t.n_origins, 2);
-	assert_true(trust_current(&t, NOW));
+	assert_true(trust_current(&t, FIX_NOW));
 	assert_false(trust_current(&t, 1700000000));
-	assert_memory_equal(trust_router_key(&t, "cr3", 3), keys[K_R3].pk, 32);
+	assert_memory_equal(trust_router_key(&t, "cr3", 3), fix_keys[F_R3].pk, 32);
 	assert_null(trust_router_key(&t, "cr", 2));
 	assert_null(trust_router_key(&t, "ghost", 5));
 	struct name n;
 	assert_int_equal(name_from_text(&n, "www.Example.COM", 15), NAME_OK);
-	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_ORIGIN].pk), TRUST_AUTHORISED);
-	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_X].pk), TRUST_UNAUTHORISED);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, fix_keys[F_ORIGIN].pk), TRUST_AUTHORISED);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, fix_keys[F_X].pk), TRUST_UNAUTHORISED);
 	const uint8_t *k[4];
 	assert_int_equal(trust_origin_keys(&t, n.wire, n.len, k, 4), 1);
-	assert_memory_equal(k[0], keys[K_ORIGIN].pk, 32);
+	assert_memory_equal(k[0], fix_keys[F_ORIGIN].pk, 32);
 	assert_int_equal(name_from_text(&n, "example.org", 11), NAME_OK);
-	assert_int_equal(trust_origin_check(&t, n.wire, n.len, keys[K_ORIGIN].pk), TRUST_NOT_FOUND);
+	assert_int_equal(trust_origin_check(&t, n.wire, n.len, fix_keys[F_ORIGIN].pk), TRUST_NOT_FOUND);
 	trust_free(&t);
 }
 
@@ -245,10 +231,10 @@ static void trust_file_errors(void **state)
 	char *bad = malloc(len);
 	memcpy(bad, good, len);
 	bad[3] ^= 1;
-	assert_int_equal(trust_parse(bad, len, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), -1);
+	assert_int_equal(trust_parse(bad, len, "t", fix_keys[F_ANCHOR].pk, &t, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "does not verify"));
 	/* another anchor */
-	assert_int_equal(trust_parse(good, len, "t", keys[K_X].pk, &t, err, sizeof(err)), -1);
+	assert_int_equal(trust_parse(good, len, "t", fix_keys[F_X].pk, &t, err, sizeof(err)), -1);
 	/* no anchor: no check */
 	assert_int_equal(trust_parse(bad, len, "t", NULL, &t, err, sizeof(err)), 0);
 	trust_free(&t);
@@ -286,98 +272,33 @@ static void trust_file_errors(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		err[0] = 0;
-		assert_int_equal(trust_parse(cases[i].text, strlen(cases[i].text), "t", keys[K_ANCHOR].pk, &t,
+		assert_int_equal(trust_parse(cases[i].text, strlen(cases[i].text), "t", fix_keys[F_ANCHOR].pk, &t,
 					     err, sizeof(err)), -1);
 		if (!strstr(err, cases[i].err))
 			fail_msg("case %zu: got \"%s\", want \"%s\"", i, err, cases[i].err);
 	}
 	/* signing replaces an old signature and fixes a missing final newline */
 	const char *body = "serial 18446744073709551615\nvalid-from 2026-11-01T00:00:00Z\nvalid-until 2026-12-01T00:00:00Z";
-	char *s1 = trust_sign(body, strlen(body), "t", &keys[K_ANCHOR], &len, err, sizeof(err));
+	char *s1 = trust_sign(body, strlen(body), "t", &fix_keys[F_ANCHOR], &len, err, sizeof(err));
 	assert_non_null(s1);
 	size_t len2;
-	char *s2 = trust_sign(s1, len, "t", &keys[K_ANCHOR], &len2, err, sizeof(err));
+	char *s2 = trust_sign(s1, len, "t", &fix_keys[F_ANCHOR], &len2, err, sizeof(err));
 	assert_non_null(s2);
 	assert_int_equal(len, len2);
 	assert_memory_equal(s1, s2, len);
-	assert_int_equal(trust_parse(s2, len2, "t", keys[K_ANCHOR].pk, &t, err, sizeof(err)), 0);
+	assert_int_equal(trust_parse(s2, len2, "t", fix_keys[F_ANCHOR].pk, &t, err, sizeof(err)), 0);
 	assert_true(t.serial == UINT64_MAX);
 	trust_free(&t);
 	free(s1);
 	free(s2);
-	assert_null(trust_sign("bogus\n", 6, "t", &keys[K_ANCHOR], &len, err, sizeof(err)));
+	assert_null(trust_sign("bogus\n", 6, "t", &fix_keys[F_ANCHOR], &len, err, sizeof(err)));
 	assert_string_equal(err, "t:1: unknown keyword bogus");
 }
-
-/* A route as routers would build it: the origin's attestation for the
- * first router, then each router's hop for the next. */
-struct built {
-	Nbrp__Route r;
-	Nbrp__Attestation pb[NBRP_MAX_PATH + 1];
-	Nbrp__Attestation *pp[NBRP_MAX_PATH + 1];
-	struct attest_wire w[NBRP_MAX_PATH + 1];
-	char *path[NBRP_MAX_PATH];
-	ProtobufCBinaryData names[1];
-	struct name name;
-	uint8_t digest[32];
-};
-
-/* hops: router key indexes, origin side first; to: the receiver's key. */
-static void build(struct built *b, const char *name, int origin, const int *hops, int nhops, int to,
-		  uint64_t expiry, const uint8_t *digest, uint32_t version)
-{
-	memset(b, 0, sizeof(*b));
-	nbrp__route__init(&b->r);
-	assert_int_equal(name_from_text(&b->name, name, strlen(name)), NAME_OK);
-	b->names[0].data = b->name.wire;
-	b->names[0].len = b->name.len;
-	b->r.names = b->names;
-	b->r.n_names = 1;
-	struct attest_subject s = { .name = b->name.wire, .name_len = b->name.len };
-	if (digest) {
-		s.aggregate = true;
-		s.version = version;
-		memcpy(s.digest, digest, 32);
-		memcpy(b->digest, digest, 32);
-		b->r.aggregate = b->names[0];
-		b->r.aggregate_version = version;
-		b->r.aggregate_source = b->r.aggregate_signed_source = (char *)"192.0.2.9 5300";
-		s.source = b->r.aggregate_source;
-		s.source_len = 14;
-		b->r.aggregate_digest.data = b->digest;
-		b->r.aggregate_digest.len = 32;
-	}
-	const uint8_t *first = nhops ? keys[hops[0]].pk : keys[to].pk;
-	/* w[nhops] the origin, w[i] path[i] (the newest first) */
-	attest_sign_origin(&b->w[nhops], &keys[origin], first, NOW - 60, expiry, &s);
-	const uint8_t *prev = b->w[nhops].link;
-	for (int h = 0; h < nhops; h++) {
-		int i = nhops - 1 - h;
-		int target = h + 1 < nhops ? hops[h + 1] : to;
-		attest_sign_hop(&b->w[i], &keys[hops[h]], prev, keys[target].pk, expiry);
-		b->path[i] = (char *)rname[hops[h]];
-		prev = b->w[i].link;
-	}
-	for (int i = 0; i <= nhops; i++) {
-		attest_to_pb(&b->pb[i], &b->w[i]);
-		b->pp[i] = &b->pb[i];
-	}
-	b->r.path = b->path;
-	b->r.n_path = (size_t)nhops;
-	b->r.attestations = b->pp;
-	b->r.n_attestations = (size_t)nhops + 1;
-	static uint8_t nh[4] = { 127, 0, 0, 1 };
-	b->r.next_hop.data = nh;
-	b->r.next_hop.len = 4;
-	b->r.next_hop_port = 53;
-}
-
-static const uint64_t EXP = 1795000000 + 86400;
 
 struct fixture {
 	struct trust trust;
 	struct attest_verifier v;
-	struct built b;
+	struct fix_route b;
 	struct attest_job job;
 };
 
@@ -385,7 +306,7 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	load_trust(&f->trust, true);
-	assert_int_equal(attest_verifier_init(&f->v, keys[K_R4].pk, 1024), 0);
+	assert_int_equal(attest_verifier_init(&f->v, fix_keys[F_R4].pk, 1024), 0);
 	attest_verifier_set_trust(&f->v, &f->trust);
 	*state = f;
 	return 0;
@@ -400,11 +321,11 @@ static int teardown(void **state)
 	return 0;
 }
 
-static const int chain3[] = { K_R1, K_R2, K_R3 };
+static const int chain3[] = { F_R1, F_R2, F_R3 };
 
 static void check(struct fixture *f, const char *peer, enum attest_state st, enum attest_reason why, int where)
 {
-	enum attest_state got = attest_verify(&f->v, &f->b.r, peer, NOW, &f->job);
+	enum attest_state got = attest_verify(&f->v, &f->b.r, peer, FIX_NOW, &f->job);
 	if (got != st || f->job.reason != why || (where != -2 && f->job.where != where))
 		fail_msg("got %s (%s) at %d, want %s (%s) at %d", attest_state_name(got),
 			 attest_reason_name(f->job.reason), f->job.where, attest_state_name(st),
@@ -414,18 +335,18 @@ static void check(struct fixture *f, const char *peer, enum attest_state st, enu
 static void chain_verifies_once_then_from_the_cache(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 	assert_int_equal(f->v.verified, 4);
-	assert_int_equal(f->job.expiry, EXP);
+	assert_int_equal(f->job.expiry, FIX_EXPIRY);
 	assert_memory_equal(f->job.head, f->b.w[0].link, 32);
 	/* a refresh, a load change: no verification */
 	f->b.r.load_ms = 250;
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 	assert_int_equal(f->v.verified, 4);
 	/* the same origin through cr2 then cr5: only the two new links */
-	static const int other[] = { K_R1, K_R2, K_R5 };
-	build(&f->b, "www.example.com", K_ORIGIN, other, 3, K_R4, EXP, NULL, 0);
+	static const int other[] = { F_R1, F_R2, F_R5 };
+	fix_build(&f->b, "www.example.com", F_ORIGIN, other, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr5", ATTEST_VALID, ATTEST_OK, -1);
 	assert_int_equal(f->v.verified, 6);
 	/* through the protobuf codec and back: the same bytes verify */
@@ -442,7 +363,7 @@ static void chain_verifies_once_then_from_the_cache(void **state)
 	Nbrp__Message *dm;
 	struct nbrp_error e;
 	assert_int_equal(nbrp_decode(frame + 4, len - 4, true, &dm, &e), 1);
-	enum attest_state st = attest_verify(&f->v, dm->update->routes[0], "cr5", NOW, &f->job);
+	enum attest_state st = attest_verify(&f->v, dm->update->routes[0], "cr5", FIX_NOW, &f->job);
 	assert_int_equal(st, ATTEST_VALID);
 	nbrp_message_free(dm);
 	free(frame);
@@ -454,10 +375,10 @@ static void chain_verifies_once_then_from_the_cache(void **state)
 static void server_mode_origin_for_its_router(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "example.com", K_ORIGIN, NULL, 0, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "example.com", F_ORIGIN, NULL, 0, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, NULL, ATTEST_VALID, ATTEST_OK, -1);
 	/* made for another first router */
-	build(&f->b, "example.com", K_ORIGIN, NULL, 0, K_R5, EXP, NULL, 0);
+	fix_build(&f->b, "example.com", F_ORIGIN, NULL, 0, F_R5, FIX_EXPIRY, NULL, 0);
 	check(f, NULL, ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
 }
 
@@ -467,20 +388,20 @@ static void server_mode_checked_against_its_key(void **state)
 	struct fixture *f = *state;
 	const unsigned srv = ATTEST_SERVER;
 	/* cr1's key originates example.com nowhere: rx's key and evil.net are its own */
-	build(&f->b, "www.evil.net", K_X, NULL, 0, K_R4, EXP, NULL, 0);
-	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_PENDING);
+	fix_build(&f->b, "www.evil.net", F_X, NULL, 0, F_R4, FIX_EXPIRY, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, FIX_NOW, &f->job), ATTEST_PENDING);
 	attest_job_drop(&f->job);
 	/* the origin's chain (captured, made for us) replayed through server rx: refused, no crypto */
-	build(&f->b, "www.example.com", K_ORIGIN, NULL, 0, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, NULL, 0, F_R4, FIX_EXPIRY, NULL, 0);
 	uint64_t verified = f->v.verified;
-	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, FIX_NOW, &f->job), ATTEST_INVALID);
 	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
 	/* a server the trust file has no key for */
-	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "nobody", srv, NOW, &f->job), ATTEST_INVALID);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "nobody", srv, FIX_NOW, &f->job), ATTEST_INVALID);
 	assert_int_equal(f->job.reason, ATTEST_UNKNOWN_KEY);
 	/* a path from a server */
-	build(&f->b, "www.evil.net", K_X, chain3, 3, K_R4, EXP, NULL, 0);
-	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, NOW, &f->job), ATTEST_INVALID);
+	fix_build(&f->b, "www.evil.net", F_X, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
+	assert_int_equal(attest_prepare_flags(&f->v, &f->b.r, "rx", srv, FIX_NOW, &f->job), ATTEST_INVALID);
 	assert_int_equal(f->job.reason, ATTEST_PATH_MISMATCH);
 	assert_int_equal(f->v.verified, verified);
 }
@@ -489,7 +410,7 @@ static void server_mode_checked_against_its_key(void **state)
 static void origin_for_key_must_be_empty(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	static uint8_t junk[1 << 20];
 	f->b.pb[3].for_key.data = junk;
 	f->b.pb[3].for_key.len = sizeof(junk);
@@ -505,7 +426,7 @@ static void origin_for_key_must_be_empty(void **state)
 static void attack_origin_seq_changed(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	f->b.r.origin_seq = 1794999940123u;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
 	f->b.r.origin_seq = 0;
@@ -519,8 +440,8 @@ static void origin_withdrawal_signed_and_forged(void **state)
 	struct name n;
 	assert_int_equal(name_from_text(&n, "www.example.com", 15), NAME_OK);
 	uint8_t sig[64], want[64], msg[ATTEST_WITHDRAW_MSG_MAX];
-	assert_int_equal(attest_withdrawal_message(msg, keys[K_ORIGIN].pk, 1794999940123u, EXP, n.wire, n.len), 81);
-	attest_sign_withdrawal(sig, &keys[K_ORIGIN], 1794999940123u, EXP, n.wire, n.len);
+	assert_int_equal(attest_withdrawal_message(msg, fix_keys[F_ORIGIN].pk, 1794999940123u, FIX_EXPIRY, n.wire, n.len), 81);
+	attest_sign_withdrawal(sig, &fix_keys[F_ORIGIN], 1794999940123u, FIX_EXPIRY, n.wire, n.len);
 	hex(want, "64f56be559f21ad4b124e1ba6117999680abc24d09af74f379520e75fa9b088a"
 		  "2d7407a52c8d477ceee647505c5e4fc88174bcbd5d06c41c19892a18dbbc650c");
 	assert_memory_equal(sig, want, 64);     /* tests/integration/sigtest.py's */
@@ -528,44 +449,44 @@ static void origin_withdrawal_signed_and_forged(void **state)
 	w.name = (ProtobufCBinaryData){ n.len, n.wire };
 	w.origin = "cr1";
 	w.origin_seq = 1794999940123u;
-	w.signer = (ProtobufCBinaryData){ 32, keys[K_ORIGIN].pk };
+	w.signer = (ProtobufCBinaryData){ 32, fix_keys[F_ORIGIN].pk };
 	w.signature = (ProtobufCBinaryData){ 64, sig };
-	w.expiry = EXP;
+	w.expiry = FIX_EXPIRY;
 	assert_true(attest_withdrawal_signed(&w));
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_OK);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_OK);
 	/* the stamp raised: the signature does not hold, and the second time costs no verification */
 	w.origin_seq++;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_BAD_SIGNATURE);
 	uint64_t verified = f->v.verified;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_BAD_SIGNATURE);
 	assert_int_equal(f->v.verified, verified);
 	w.origin_seq--;
 	/* expired */
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, EXP + 1), ATTEST_EXPIRED);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_EXPIRY + 1), ATTEST_EXPIRED);
 	/* a key the trust file does not give the name (its own signature) */
-	attest_sign_withdrawal(sig, &keys[K_X], w.origin_seq, EXP, n.wire, n.len);
-	w.signer.data = keys[K_X].pk;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	attest_sign_withdrawal(sig, &fix_keys[F_X], w.origin_seq, FIX_EXPIRY, n.wire, n.len);
+	w.signer.data = fix_keys[F_X].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_UNAUTHORISED_ORIGIN);
 	/* the origin's key claimed over another's signature */
-	w.signer.data = keys[K_ORIGIN].pk;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_BAD_SIGNATURE);
+	w.signer.data = fix_keys[F_ORIGIN].pk;
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_BAD_SIGNATURE);
 	/* a name the origin may not originate, signed by it */
 	struct name evil;
 	assert_int_equal(name_from_text(&evil, "www.evil.net", 12), NAME_OK);
-	attest_sign_withdrawal(sig, &keys[K_ORIGIN], w.origin_seq, EXP, evil.wire, evil.len);
+	attest_sign_withdrawal(sig, &fix_keys[F_ORIGIN], w.origin_seq, FIX_EXPIRY, evil.wire, evil.len);
 	w.name = (ProtobufCBinaryData){ evil.len, evil.wire };
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNAUTHORISED_ORIGIN);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_UNAUTHORISED_ORIGIN);
 	/* sizes; no stamp */
 	w.name = (ProtobufCBinaryData){ n.len, n.wire };
 	w.signer.len = 31;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_MALFORMED);
 	w.signer.len = 32;
 	w.origin_seq = 0;
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_MALFORMED);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_MALFORMED);
 	/* no trust file */
 	w.origin_seq = 1;
 	attest_verifier_set_trust(&f->v, NULL);
-	assert_int_equal(attest_withdrawal_check(&f->v, &w, NOW), ATTEST_UNKNOWN_KEY);
+	assert_int_equal(attest_withdrawal_check(&f->v, &w, FIX_NOW), ATTEST_UNKNOWN_KEY);
 	attest_verifier_set_trust(&f->v, &f->trust);
 }
 
@@ -574,12 +495,12 @@ static void chain_about_to_expire_is_refused_at_import(void **state)
 {
 	struct fixture *f = *state;
 	f->v.min_lifetime = 300;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 299, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_NOW + 299, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, -1);
 	assert_int_equal(f->v.verified, 0);
-	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", false, NOW, &f->job), ATTEST_PENDING);
+	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", false, FIX_NOW, &f->job), ATTEST_PENDING);
 	attest_job_drop(&f->job);
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 300, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_NOW + 300, NULL, 0);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 }
 
@@ -587,7 +508,7 @@ static void chain_about_to_expire_is_refused_at_import(void **state)
 static void failed_links_are_remembered(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	f->b.w[1].sig[5] ^= 1;          /* cr2's hop */
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 1);
 	uint64_t verified = f->v.verified;
@@ -609,15 +530,15 @@ static void failed_links_are_remembered(void **state)
 static void states_without_trust_or_cover(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.org", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.org", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_NOT_FOUND, ATTEST_OK, -1);
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	attest_verifier_set_trust(&f->v, NULL);
 	check(f, "cr3", ATTEST_UNVERIFIED, ATTEST_OK, -1);
 	attest_verifier_set_trust(&f->v, &f->trust);
-	f->trust.valid_until = NOW - 1;
+	f->trust.valid_until = FIX_NOW - 1;
 	check(f, "cr3", ATTEST_UNVERIFIED, ATTEST_OK, -1);
-	f->trust.valid_until = EXP;
+	f->trust.valid_until = FIX_EXPIRY;
 	/* unsigned, covered */
 	f->b.r.n_attestations = 0;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, -1);
@@ -626,7 +547,7 @@ static void states_without_trust_or_cover(void **state)
 static void attack_origin_not_authorised(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_X, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_X, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
 	assert_int_equal(f->v.verified, 0);
 	assert_int_equal(f->v.by_reason[ATTEST_UNAUTHORISED_ORIGIN], 1);
@@ -636,14 +557,14 @@ static void attack_changed_byte(void **state)
 {
 	struct fixture *f = *state;
 	/* in a router name of the path */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	f->b.path[1] = "cr5";
 	check(f, "cr3", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 2);
 	f->b.path[1] = "cr6";
 	check(f, "cr3", ATTEST_INVALID, ATTEST_UNKNOWN_KEY, 1);
 	/* in a signature, an expiry, the origin's timestamp */
 	for (int i = 0; i < 3; i++) {
-		build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+		fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 		if (i == 0)
 			f->b.w[1].sig[17] ^= 0x10;
 		else if (i == 1)
@@ -657,7 +578,7 @@ static void attack_changed_byte(void **state)
 static void attack_hop_removed(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	/* cr3 drops cr2: [cr3, cr1], with and without cr2's attestation */
 	f->b.path[1] = f->b.path[2];
 	f->b.pp[1] = f->b.pp[2];
@@ -675,21 +596,21 @@ static void attack_hop_added(void **state)
 {
 	struct fixture *f = *state;
 	/* rx takes cr2's route for cr3 and passes it on as its own */
-	static const int c2[] = { K_R1, K_R2 };
-	struct built b2;
-	build(&b2, "www.example.com", K_ORIGIN, c2, 2, K_R3, EXP, NULL, 0);
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	static const int c2[] = { F_R1, F_R2 };
+	struct fix_route b2;
+	fix_build(&b2, "www.example.com", F_ORIGIN, c2, 2, F_R3, FIX_EXPIRY, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	f->b.path[0] = "rx";
 	f->b.path[1] = "cr2";
 	f->b.path[2] = "cr1";
-	attest_sign_hop(&f->b.w[0], &keys[K_X], b2.w[0].link, keys[K_R4].pk, EXP);
+	attest_sign_hop(&f->b.w[0], &fix_keys[F_X], b2.w[0].link, fix_keys[F_R4].pk, FIX_EXPIRY);
 	attest_to_pb(&f->b.pb[0], &f->b.w[0]);
 	f->b.pb[1] = b2.pb[0];
 	f->b.pb[2] = b2.pb[1];
 	f->b.pb[3] = b2.pb[2];
 	check(f, "rx", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 1);
 	/* a name added to the path without an attestation */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	char *p4[4] = { "cr3", "rx", "cr2", "cr1" };
 	f->b.r.path = p4;
 	f->b.r.n_path = 4;
@@ -700,29 +621,29 @@ static void attack_replay_to_another_peer(void **state)
 {
 	struct fixture *f = *state;
 	/* cr3's route for cr5 shown to cr4 */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R5, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R5, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_REPLAYED, 0);
 	/* the same with the hint forged to be ours: the signature fails */
-	memcpy(f->b.w[0].for_key, keys[K_R4].pk, 4);
+	memcpy(f->b.w[0].for_key, fix_keys[F_R4].pk, 4);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 0);
 	/* and the sender must be the first of the path */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr2", ATTEST_INVALID, ATTEST_PATH_MISMATCH, 0);
 }
 
 static void attack_expired(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW - 1, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_NOW - 1, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, 3);
 	/* a valid chain seen again after its expiry: the cache does not help */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, NOW + 10, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_NOW + 10, NULL, 0);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
-	assert_int_equal(attest_verify(&f->v, &f->b.r, "cr3", NOW + 11, &f->job), ATTEST_INVALID);
+	assert_int_equal(attest_verify(&f->v, &f->b.r, "cr3", FIX_NOW + 11, &f->job), ATTEST_INVALID);
 	assert_int_equal(f->job.reason, ATTEST_EXPIRED);
 	/* one hop expired */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
-	attest_sign_hop(&f->b.w[1], &keys[K_R2], f->b.w[2].link, keys[K_R3].pk, NOW - 5);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
+	attest_sign_hop(&f->b.w[1], &fix_keys[F_R2], f->b.w[2].link, fix_keys[F_R3].pk, FIX_NOW - 5);
 	attest_to_pb(&f->b.pb[1], &f->b.w[1]);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_EXPIRED, 1);
 }
@@ -730,18 +651,18 @@ static void attack_expired(void **state)
 static void attack_unknown_key(void **state)
 {
 	struct fixture *f = *state;
-	static const int c[] = { K_R1, K_GHOST, K_R3 };
-	build(&f->b, "www.example.com", K_ORIGIN, c, 3, K_R4, EXP, NULL, 0);
+	static const int c[] = { F_R1, F_GHOST, F_R3 };
+	fix_build(&f->b, "www.example.com", F_ORIGIN, c, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_UNKNOWN_KEY, 1);
 	/* an origin key nobody listed */
-	build(&f->b, "www.example.com", K_GHOST, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_GHOST, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
 }
 
 static void attack_signature_over_another_name(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	struct name other;
 	assert_int_equal(name_from_text(&other, "shop.example.com", 16), NAME_OK);
 	f->b.names[0].data = other.wire;
@@ -778,7 +699,7 @@ static void aggregate_members_digest(void **state)
 	assert_int_equal(attest_member_digest(&a, da), 0);
 	assert_int_equal(attest_member_digest(&b, db), 0);
 	assert_memory_equal(da, db, 32);
-	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, da, 7);
+	fix_build(&f->b, "cdn.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, da, 7);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 	assert_int_equal(attest_members_check(&f->b.r, &b), ATTEST_OK);
 	/* a member more, or one less: not what the origin signed */
@@ -789,7 +710,7 @@ static void aggregate_members_digest(void **state)
 	memcpy(f->b.digest, db, 32);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
 	/* another version under the same signature */
-	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, da, 7);
+	fix_build(&f->b, "cdn.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, da, 7);
 	f->b.r.aggregate_version = 8;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
 	f->b.r.aggregate_version = 1ull << 32;
@@ -804,7 +725,7 @@ static void aggregate_source_is_the_one_signed(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t d[32] = { 7 };
-	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, d, 7);
+	fix_build(&f->b, "cdn.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, d, 7);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 	/* a relay naming its own source: the chain is good (cached now), the source is not the origin's */
 	f->b.r.aggregate_source = (char *)"198.51.100.66 53";
@@ -826,26 +747,26 @@ static void aggregate_source_is_the_one_signed(void **state)
 	f->b.r.aggregate_signed_source = NULL;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
 	/* an origin signature over the aggregate without its source (subject 2, as before): refused */
-	build(&f->b, "cdn.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, d, 7);
+	fix_build(&f->b, "cdn.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, d, 7);
 	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
 	struct attest_subject sub = { .name = f->b.name.wire, .name_len = f->b.name.len, .aggregate = true,
 				      .version = 7 };
 	memcpy(sub.digest, d, 32);
-	size_t len = attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &sub);
+	size_t len = attest_origin_message(msg, fix_keys[F_ORIGIN].pk, fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY, &sub);
 	msg[16 + 32 + 32 + 24] = 2;
 	len -= 1;       /* no source, not even its length */
-	sigkey_sign(&keys[K_ORIGIN], msg, len, f->b.w[3].sig);
+	sigkey_sign(&fix_keys[F_ORIGIN], msg, len, f->b.w[3].sig);
 	attest_to_pb(&f->b.pb[3], &f->b.w[3]);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_BAD_SIGNATURE, 3);
 }
 
-/* A signed name set: names routed, others the set's rest; built as build() does, the origin
+/* A signed name set: names routed, others the set's rest; built as fix_build() does, the origin
  * signing the set's digest. */
 static void build_set(struct fixture *f, const char *const *names, size_t n, const char *const *others, size_t no)
 {
 	static struct name nm[16];
 	static ProtobufCBinaryData routed[16], rest[16];
-	build(&f->b, "example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	for (size_t i = 0; i < n + no; i++) {
 		const char *t = i < n ? names[i] : others[i - n];
 		assert_int_equal(name_from_text(&nm[i], t, strlen(t)), NAME_OK);
@@ -862,11 +783,11 @@ static void build_set(struct fixture *f, const char *const *names, size_t n, con
 	memcpy(f->b.digest, s.digest, 32);
 	f->b.r.aggregate_digest.data = f->b.digest;
 	f->b.r.aggregate_digest.len = 32;
-	attest_sign_origin(&f->b.w[3], &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
+	attest_sign_origin(&f->b.w[3], &fix_keys[F_ORIGIN], fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY, &s);
 	const uint8_t *prev = f->b.w[3].link;
 	for (int h = 0; h < 3; h++) {
 		int i = 2 - h;
-		attest_sign_hop(&f->b.w[i], &keys[chain3[h]], prev, keys[h + 1 < 3 ? chain3[h + 1] : K_R4].pk, EXP);
+		attest_sign_hop(&f->b.w[i], &fix_keys[chain3[h]], prev, fix_keys[h + 1 < 3 ? chain3[h + 1] : F_R4].pk, FIX_EXPIRY);
 		prev = f->b.w[i].link;
 	}
 	for (int i = 0; i <= 3; i++)
@@ -887,7 +808,8 @@ static void name_set_vector_of_the_second_implementation(void **state)
 	uint8_t msg[ATTEST_ORIGIN_MSG_MAX];
 	struct attest_subject s = { .set = true };
 	memcpy(s.digest, want, 32);
-	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s), 137);
+	assert_int_equal(attest_origin_message(msg, fix_keys[F_ORIGIN].pk, fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY,
+						 &s), 137);
 	assert_int_equal(msg[104], 3);
 	hex(want, "b380784f06d1359f2fa925057aa6fc21d251b4f5cfb28f9e049fc29a5a54e9c4"
 		  "7824d1422a858fe98faa8f76be1542900ba77120406028649b8771ca5f590702");
@@ -895,15 +817,16 @@ static void name_set_vector_of_the_second_implementation(void **state)
 	/* with a stamp, and for one name */
 	struct attest_wire w;
 	s.seq = 1794999940123u;
-	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s);
+	attest_sign_origin(&w, &fix_keys[F_ORIGIN], fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY, &s);
 	hex(want, "ffc44f05ac760043cb658991b4f47b0a727f9a699bc3ca2f06c498fb18d643e7"
 		  "ce42c32a6f0cf13831e7f3c869d1e5a9bd8853ae959368ec0ab81cfc5ca66700");
 	assert_memory_equal(w.sig, want, 64);
 	struct name one;
 	assert_int_equal(name_from_text(&one, "example.com", 11), NAME_OK);
 	struct attest_subject s1 = { .name = one.wire, .name_len = one.len, .seq = 1794999940123u };
-	assert_int_equal(attest_origin_message(msg, keys[K_ORIGIN].pk, keys[K_R1].pk, NOW - 60, EXP, &s1), 118);
-	attest_sign_origin(&w, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 60, EXP, &s1);
+	assert_int_equal(attest_origin_message(msg, fix_keys[F_ORIGIN].pk, fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY,
+						 &s1), 118);
+	attest_sign_origin(&w, &fix_keys[F_ORIGIN], fix_keys[F_R1].pk, FIX_NOW - 60, FIX_EXPIRY, &s1);
 	hex(want, "dee8f4c52722e24081acd9053fd9bd93d1d2d0cca953d07ea0e0cb70d8db995b"
 		  "77a15d7246a267aa15f075618f6d79de6ffebe1c6f7f8c10bc2566973af9f106");
 	assert_memory_equal(w.sig, want, 64);
@@ -934,7 +857,7 @@ static void name_set_verifies_once_for_any_subset(void **state)
 	assert_int_equal(f->v.verified, 4);
 	/* the names of a stored route checked again: the digest as stored, no sort, no crypto */
 	f->b.r.n_set_others = 0;
-	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", true, NOW, &f->job), ATTEST_VALID);
+	assert_int_equal(attest_prepare_stored(&f->v, &f->b.r, "cr3", true, FIX_NOW, &f->job), ATTEST_VALID);
 	/* a name routed that the origin may not originate: the Route is invalid */
 	build_set(f, all, 4, NULL, 0);
 	check(f, "cr3", ATTEST_INVALID, ATTEST_UNAUTHORISED_ORIGIN, 3);
@@ -983,7 +906,7 @@ static void attack_name_set_altered(void **state)
 	f->b.r.n_set_others = 1;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
 	/* others on a Route that is not a set's, a set's digest of the wrong size */
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	f->b.r.set_others = more;
 	f->b.r.n_set_others = 1;
 	check(f, "cr3", ATTEST_INVALID, ATTEST_MALFORMED, -1);
@@ -1001,7 +924,7 @@ static void attack_name_set_altered(void **state)
 static void revoked_origin_without_crypto(void **state)
 {
 	struct fixture *f = *state;
-	build(&f->b, "www.example.com", K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+	fix_build(&f->b, "www.example.com", F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 	check(f, "cr3", ATTEST_VALID, ATTEST_OK, -1);
 	uint64_t verified = f->v.verified;
 	struct trust t2;
@@ -1051,20 +974,20 @@ static void chain_passed_on_router_by_router(void **state)
 	struct attest_subject s = { .name = n.wire, .name_len = n.len };
 	/* cr1's own content, origin key separate from its router key */
 	struct attest_wire o, hop;
-	attest_sign_origin(&o, &keys[K_ORIGIN], keys[K_R1].pk, NOW - 10, EXP, &s);
+	attest_sign_origin(&o, &fix_keys[F_ORIGIN], fix_keys[F_R1].pk, FIX_NOW - 10, FIX_EXPIRY, &s);
 	struct attest_chain *c = attest_chain_origin(&o);
 	assert_non_null(c);
 	const uint8_t *prev = o.link;
-	static const int routers[] = { K_R1, K_R2, K_R3, K_R4, K_R5 };
+	static const int routers[] = { F_R1, F_R2, F_R3, F_R4, F_R5 };
 	char *path[5];
 	Nbrp__Attestation pb[NBRP_MAX_PATH + 2], *pp[NBRP_MAX_PATH + 2];
 	for (int h = 0; h < 4; h++) {
 		int me = routers[h], next = routers[h + 1];
-		attest_sign_hop(&hop, &keys[me], prev, keys[next].pk, EXP);
+		attest_sign_hop(&hop, &fix_keys[me], prev, fix_keys[next].pk, FIX_EXPIRY);
 		/* the route next receives: our name first in the path */
 		for (int i = h; i > 0; i--)
 			path[i] = path[i - 1];
-		path[0] = (char *)rname[me];
+		path[0] = (char *)fix_name[me];
 		Nbrp__Route r = NBRP__ROUTE__INIT;
 		ProtobufCBinaryData nm = { n.len, n.wire };
 		r.names = &nm;
@@ -1076,10 +999,10 @@ static void chain_passed_on_router_by_router(void **state)
 		assert_int_equal(r.n_attestations, h + 2);
 		/* next checks it */
 		struct attest_verifier v;
-		assert_int_equal(attest_verifier_init(&v, keys[next].pk, 64), 0);
+		assert_int_equal(attest_verifier_init(&v, fix_keys[next].pk, 64), 0);
 		attest_verifier_set_trust(&v, &f->trust);
 		struct attest_job job;
-		if (attest_verify(&v, &r, rname[me], NOW, &job) != ATTEST_VALID)
+		if (attest_verify(&v, &r, fix_name[me], FIX_NOW, &job) != ATTEST_VALID)
 			fail_msg("hop %d: %s (%s) at %d", h, attest_state_name(job.state), attest_reason_name(job.reason), job.where);
 		assert_int_equal(v.verified, h + 2);
 		attest_verifier_free(&v);
@@ -1122,29 +1045,29 @@ static void worker_pool_batches(void **state)
 {
 	struct fixture *f = *state;
 	enum { N = 48 };
-	static struct built b[N];
+	static struct fix_route b[N];
 	struct attest_job *jobs = calloc(N, sizeof(*jobs));
 	enum attest_state want[N];
 	struct attest_verifier ref;
-	assert_int_equal(attest_verifier_init(&ref, keys[K_R4].pk, 1024), 0);
+	assert_int_equal(attest_verifier_init(&ref, fix_keys[F_R4].pk, 1024), 0);
 	attest_verifier_set_trust(&ref, &f->trust);
 	for (int i = 0; i < N; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "n%d.example.com", i % 40);
-		build(&b[i], name, i % 7 == 3 ? K_X : K_ORIGIN, chain3, 3, K_R4, EXP, NULL, 0);
+		fix_build(&b[i], name, i % 7 == 3 ? F_X : F_ORIGIN, chain3, 3, F_R4, FIX_EXPIRY, NULL, 0);
 		if (i % 5 == 1)
 			b[i].w[1].sig[3] ^= 1;
 		struct attest_job j;
-		want[i] = attest_verify(&ref, &b[i].r, "cr3", NOW, &j);
+		want[i] = attest_verify(&ref, &b[i].r, "cr3", FIX_NOW, &j);
 	}
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct sigpool pool;
 	assert_int_equal(sigpool_init(&pool, &loop, 2), 0);
 	struct pool_test t = { .loop_thread = pthread_self() };
-	struct attest_batch batch = { .v = &f->v, .jobs = jobs, .n = N, .now = NOW, .done = verify_done, .arg = &t };
+	struct attest_batch batch = { .v = &f->v, .jobs = jobs, .n = N, .now = FIX_NOW, .done = verify_done, .arg = &t };
 	for (int i = 0; i < N; i++)
-		attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]);
+		attest_prepare(&f->v, &b[i].r, "cr3", FIX_NOW, &jobs[i]);
 	attest_batch_submit(&pool, &batch);
 	while (t.batches_done < 1)
 		uv_run(&loop, UV_RUN_ONCE);
@@ -1157,25 +1080,25 @@ static void worker_pool_batches(void **state)
 	/* the cache now holds them: a second pass is final at prepare */
 	for (int i = 0; i < N; i++)
 		if (want[i] == ATTEST_VALID)
-			assert_int_equal(attest_prepare(&f->v, &b[i].r, "cr3", NOW, &jobs[i]), ATTEST_VALID);
+			assert_int_equal(attest_prepare(&f->v, &b[i].r, "cr3", FIX_NOW, &jobs[i]), ATTEST_VALID);
 
 	/* cr4 signs one route for 16 peers */
 	struct attest_hop_request req[16];
 	for (int i = 0; i < 16; i++) {
 		memcpy(req[i].prev, jobs[0].head, 32);
-		memcpy(req[i].target, keys[i % 2 ? K_R5 : K_R3].pk, 32);
-		req[i].expiry = EXP;
+		memcpy(req[i].target, fix_keys[i % 2 ? F_R5 : F_R3].pk, 32);
+		req[i].expiry = FIX_EXPIRY;
 	}
-	struct attest_sign_batch sb = { .key = &keys[K_R4], .req = req, .n = 16, .done = sign_done, .arg = &t };
+	struct attest_sign_batch sb = { .key = &fix_keys[F_R4], .req = req, .n = 16, .done = sign_done, .arg = &t };
 	attest_sign_batch_submit(&pool, &sb);
-	struct attest_sign_batch empty = { .key = &keys[K_R4], .req = req, .n = 0, .done = sign_done, .arg = &t };
+	struct attest_sign_batch empty = { .key = &fix_keys[F_R4], .req = req, .n = 0, .done = sign_done, .arg = &t };
 	attest_sign_batch_submit(&pool, &empty);
 	while (t.batches_done < 3)
 		uv_run(&loop, UV_RUN_ONCE);
 	assert_true(t.on_loop);
 	for (int i = 0; i < 16; i++) {
 		struct attest_wire w;
-		attest_sign_hop(&w, &keys[K_R4], req[i].prev, req[i].target, EXP);
+		attest_sign_hop(&w, &fix_keys[F_R4], req[i].prev, req[i].target, FIX_EXPIRY);
 		assert_memory_equal(w.sig, req[i].out.sig, 64);
 	}
 	sigpool_close(&pool);
@@ -1188,7 +1111,7 @@ static void worker_pool_batches(void **state)
 int main(void)
 {
 	assert_true(sigkey_init());
-	make_keys();
+	fix_keys_make();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rfc8032_vectors_and_the_acceptance_rule),
 		cmocka_unit_test(key_file_round_trip_and_modes),
