@@ -275,7 +275,8 @@ int main(int argc, char **argv)
 			if (attest_verify(&v, &routes[i].r, "cr2", FIX_NOW, &job) != ATTEST_VALID)
 				return 1;
 		cached = fmax(cached, n / (now_s() - t0));
-		if (v.verified != verified) {
+		/* a chain seen before is verified again only when the cache evicted its link */
+		if (v.verified - verified > v.cache.evictions) {
 			fprintf(stderr, "bench_sign: %" PRIu64 " verified again; cache: %" PRIu64 " inserts, %" PRIu64
 				" evictions\n", v.verified - verified, v.cache.inserts, v.cache.evictions);
 			return 1;
