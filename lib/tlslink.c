@@ -8,7 +8,8 @@
 #include "tlslink.h"
 
 /* TLS 1.3 only, raw public keys only, both ways: nothing to downgrade to */
-#define PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CTYPE-ALL:+CTYPE-CLI-RAWPK:+CTYPE-SRV-RAWPK"
+#define PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CTYPE-ALL:+CTYPE-CLI-RAWPK:+CTYPE-SRV-RAWPK:" \
+		 "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305"
 #define ERR_LEN 160
 #define RECORD_MAX      16384   /* plaintext a record carries at most */
 #define RECORD_OVERHEAD 22      /* TLS 1.3: header 5, content type 1, AEAD tag 16 */
