@@ -343,11 +343,19 @@ static void process(struct nbrp_session *s)
 	}
 }
 
+/* A handshake gets no longer than an OPEN would: our hold time, at most TLS_HANDSHAKE_MS. */
+static uint64_t handshake_ms(const struct nbrp_session *s)
+{
+	uint64_t hold = (uint64_t)s->cfg.hold_time_s * 1000;
+	return hold && hold < TLS_HANDSHAKE_MS ? hold : TLS_HANDSHAKE_MS;
+}
+
 static void on_handshake_expired(uv_timer_t *t)
 {
 	struct nbrp_session *s = t->data;
-	event(s, NBRP_EVENT_TLS_FAILED, 0, "TLS handshake: not done in %u s", TLS_HANDSHAKE_MS / 1000);
-	log_warn("%s: TLS handshake not done in %u s, closing", s->label, TLS_HANDSHAKE_MS / 1000);
+	unsigned limit_s = (unsigned)(handshake_ms(s) / 1000);
+	event(s, NBRP_EVENT_TLS_FAILED, 0, "TLS handshake: not done in %u s", limit_s);
+	log_warn("%s: TLS handshake not done in %u s, closing", s->label, limit_s);
 	nbrp_session_close(s);
 }
 
@@ -503,7 +511,7 @@ void nbrp_session_start(struct nbrp_session *s)
 		return;
 	}
 	s->state = NBRP_SESSION_CONNECT;
-	uv_timer_start(&s->hold_timer, on_handshake_expired, TLS_HANDSHAKE_MS, 0);
+	uv_timer_start(&s->hold_timer, on_handshake_expired, handshake_ms(s), 0);
 	if (!accepted)
 		tls_read(s);            /* the ClientHello */
 }

@@ -18,7 +18,7 @@
  *
  * With a TLS credential (tlslink.h) the connection is TLS 1.3 first, each
  * side presenting its router key: the handshake runs in Connect, bounded
- * by TLS_HANDSHAKE_MS, and OPEN goes once it is done.  The key the peer
+ * by our hold time, at most TLS_HANDSHAKE_MS, and OPEN goes once it is done.  The key the peer
  * presented is nbrp_session_peer_key, for the owner's open callback to
  * compare with the key it expects.  Any TLS failure is an
  * NBRP_EVENT_TLS_FAILED, then the close: no NOTIFICATION can be trusted

@@ -470,7 +470,7 @@ def test_load_reported_back_steers_the_next_choice(inrpd_factory, tmp_path):
 
 def test_pending_limit_answers_servfail_at_once(inrpd_factory, tmp_path):
     dead = loopback_addr()
-    d = router(inrpd_factory, tmp_path, f"max-pending 1;\nquery-timeout 20s;\n"
+    d = router(inrpd_factory, tmp_path, f"max-pending 1;\nquery-timeout 5s;\n"
                f'route "slow.content" {{ router {dead} port {free_port(dead)}; }}\n', workers=1)
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("r", d.udp("a.slow.content", timeout=40)))
