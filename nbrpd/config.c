@@ -34,9 +34,9 @@
  *         authentication tls;              tls | none: TLS 1.3 with the router keys
  *                                          (default tls under `signatures require`)
  *     }
- *     key-file "/etc/nbrpd/nbrpd.key";     this router's key pair (nbrp-key generate)
+ *     key-file "/etc/content-router/nbrpd.key";     this router's key pair (nbrp-key generate)
  *     trust-anchor "MItS0ztk...=";         the anchor's public key
- *     trust-file "/etc/nbrpd/trust";       signed by the anchor; polled, and read on reload
+ *     trust-file "/etc/content-router/trust";       signed by the anchor; polled, and read on reload
  *     trust-poll 10s;                      how often its modification time is looked at
  *     signature-workers 2;                 threads for Ed25519
  *     signature-cache 1048576;             verified links kept
