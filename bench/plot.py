@@ -20,14 +20,13 @@ plt.rcParams["font.size"] = 9
 OURS, REF, FLOOR = "#1f77b4", "#9e9e9e", "#d9d9d9"
 
 
-def latest(results, name):
+def records(results, name):
+    """Every recorded run of the benchmark, oldest first ([] if none)."""
     path = os.path.join(results, f"{name}.jsonl")
-    try:
-        with open(path) as f:
-            lines = [json.loads(l) for l in f if l.strip()]
-    except FileNotFoundError:
-        return None
-    return lines[-1] if lines else None
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
 
 
 def caption(rec):
@@ -122,14 +121,6 @@ def fib(rec, out):
     save(fig, out, "fib")
 
 
-def all_records(results, name):
-    path = os.path.join(results, f"{name}.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__)
@@ -139,15 +130,15 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     drawn = 0
     for name, draw in (("inrp", inrp), ("cache", cache), ("nbrp", nbrp), ("fib", fib)):
-        rec = latest(args.results, name)
-        if rec is None:
+        recs = records(args.results, name)
+        if not recs:
             print(f"plot: no recorded run of {name} (scripts/bench --record {name})", file=sys.stderr)
             continue
-        draw(rec, args.out)
+        draw(recs[-1], args.out)
         drawn += 1
     # the latest run at each size
     by_size = {}
-    for rec in all_records(args.results, "topology"):
+    for rec in records(args.results, "topology"):
         by_size[rec["result"]["routers"]] = rec
     if by_size:
         topology(list(by_size.values()), args.out)

@@ -260,18 +260,27 @@ static unsigned candidates(const struct fib_result *res, const struct inrp_query
  * the longer match wins, and on a tie the static route (the operator's
  * override).  The static table is skipped when the config has no routes.
  */
-static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct fib_result *res)
+static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct name *n,
+					   struct fib_result *res)
 {
 	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
 	bool found_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, res) && res->nsets > 0;
+	const struct fib *in = found_static ? rt->fib : NULL;
 	if (!chan)
-		return found_static;
+		return in;
 	struct fib_result c;
 	if (!fib_lookup_longest_suffix(chan, n, &c) || c.nsets == 0)
-		return found_static;
-	if (!found_static || c.suffix_labels > res->suffix_labels)
+		return in;
+	if (!found_static || c.suffix_labels > res->suffix_labels) {
 		*res = c;
-	return true;
+		return chan;
+	}
+	return in;
+}
+
+static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct fib_result *res)
+{
+	return lookup_in(rt, n, res) != NULL;
 }
 
 void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len)
@@ -338,26 +347,21 @@ void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, stru
 	bool online = rcu_read_ongoing();
 	if (!online)
 		rcu_thread_online();
-	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
-	struct fib_result st, ch;
-	bool in_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, &st) && st.nsets > 0;
-	bool in_chan = chan && fib_lookup_longest_suffix(chan, n, &ch) && ch.nsets > 0;
-	/* as lookup(): the longer match wins, the configuration's on a tie */
-	v->from_nbrpd = in_chan && (!in_static || ch.suffix_labels > st.suffix_labels);
-	const struct fib_result *res = v->from_nbrpd ? &ch : in_static ? &st : NULL;
-	if (res) {
+	struct fib_result res;
+	const struct fib *in = lookup_in(rt, n, &res);
+	if (in) {
 		v->found = true;
-		v->suffix.len = (uint8_t)(n->len - res->suffix_offset);
-		memcpy(v->suffix.wire, n->wire + res->suffix_offset, v->suffix.len);
-		v->naggs = fib_memberships(v->from_nbrpd ? chan : rt->fib, &v->suffix, &v->own, v->aggs,
-					   FIB_MAX_AGGREGATES_PER_NAME);
-		if (res->sets[0]->has_redirect) {
+		v->from_nbrpd = in != rt->fib;
+		v->suffix.len = (uint8_t)(n->len - res.suffix_offset);
+		memcpy(v->suffix.wire, n->wire + res.suffix_offset, v->suffix.len);
+		v->naggs = fib_memberships(in, &v->suffix, &v->own, v->aggs, FIB_MAX_AGGREGATES_PER_NAME);
+		if (res.sets[0]->has_redirect) {
 			v->has_redirect = true;
-			v->redirect = res->sets[0]->redirect;
+			v->redirect = res.sets[0]->redirect;
 		} else {
 			unsigned seen;
 			struct inrp_query_opt none = { 0 };
-			v->nroutes = candidates(res, &none, v->routes, &seen);
+			v->nroutes = candidates(&res, &none, v->routes, &seen);
 		}
 	}
 	if (!online)

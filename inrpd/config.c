@@ -365,17 +365,22 @@ static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return conf_arg_path(s, 1, &x->seen_control, UNIX_PATH_MAX, &x->cfg->control_path, err, err_len);
 }
 
+/* A string of 1 to max characters, given once, into out (max + 1 bytes). */
+static int text_once(const struct conf_stmt *s, bool *seen, char *out, size_t max, char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	size_t n = strlen(s->argv[1]);
+	if (n == 0 || n > max)
+		return conf_error(err, err_len, s, "%s must have 1 to %zu characters", s->argv[0], max);
+	memcpy(out, s->argv[1], n + 1);
+	return 0;
+}
+
 static int kw_router_id(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	if (conf_once(&x->seen_router_id, s, err, err_len) < 0)
-		return -1;
-	size_t n = strlen(s->argv[1]);
-	if (n == 0 || n > INRPD_ROUTER_NAME_MAX)
-		return conf_error(err, err_len, s, "router-id must have 1 to %d characters",
-				  INRPD_ROUTER_NAME_MAX);
-	memcpy(x->cfg->router_name, s->argv[1], n + 1);
-	return 0;
+	return text_once(s, &x->seen_router_id, x->cfg->router_name, INRPD_ROUTER_NAME_MAX, err, err_len);
 }
 
 static int kw_upstream(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -519,27 +524,17 @@ static int kw_minimal_any(const struct conf_stmt *s, void *arg, char *err, size_
 	return conf_once_bool(s, &x->seen_any, &x->cfg->minimal_any, err, err_len);
 }
 
-static int txt_once(const struct conf_stmt *s, bool *seen, char out[INRPD_TXT_MAX + 1], char *err, size_t err_len)
-{
-	if (conf_once(seen, s, err, err_len) < 0)
-		return -1;
-	size_t n = strlen(s->argv[1]);
-	if (n == 0 || n > INRPD_TXT_MAX)
-		return conf_error(err, err_len, s, "%s must have 1 to %d characters", s->argv[0], INRPD_TXT_MAX);
-	memcpy(out, s->argv[1], n + 1);
-	return 0;
-}
 
 static int kw_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return txt_once(s, &x->seen_identity, x->cfg->identity, err, err_len);
+	return text_once(s, &x->seen_identity, x->cfg->identity, INRPD_TXT_MAX, err, err_len);
 }
 
 static int kw_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return txt_once(s, &x->seen_version, x->cfg->version, err, err_len);
+	return text_once(s, &x->seen_version, x->cfg->version, INRPD_TXT_MAX, err, err_len);
 }
 
 static int kw_hide_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

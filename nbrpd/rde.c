@@ -848,10 +848,8 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			struct name first = { .len = 0 };
 			const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate
 						       : rt->n_names ? &rt->names[0] : NULL;
-			if (n0 && n0->len <= NAME_MAX_WIRE && nbrp_name_valid(n0)) {
-				memcpy(first.wire, n0->data, n0->len);
-				first.len = (uint8_t)n0->len;
-			}
+			if (n0 && name_from_wire(&first, n0->data, n0->len) != NAME_OK)
+				first.len = 0;
 			if (!rdesig_accept(p, check, first.len ? &first : NULL,
 					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0)) {
 				verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */

@@ -791,26 +791,17 @@ void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 
 /* ---- a route's check applied ---- */
 
-static bool name_of(struct name *n, const uint8_t *wire, size_t len)
-{
-	if (len > NAME_MAX_WIRE)
-		return false;
-	memcpy(n->wire, wire, len);
-	n->len = (uint8_t)len;
-	return true;
-}
-
 void rdesig_refused_note(struct rde_peer *p, const struct attest_job *j, const uint8_t *wire, size_t len)
 {
 	struct name n;
-	if (name_of(&n, wire, len))
+	if (name_from_wire(&n, wire, len) == NAME_OK)
 		refused_note(&p->rde->sig->refused, &n, p->name, (uint8_t)j->state, (uint8_t)j->reason, unix_now());
 }
 
 void rdesig_refused_forget(struct rde_peer *p, const uint8_t *wire, size_t len)
 {
 	struct name n;
-	if (p->rde->sig->refused.used && name_of(&n, wire, len))
+	if (p->rde->sig->refused.used && name_from_wire(&n, wire, len) == NAME_OK)
 		refused_forget(&p->rde->sig->refused, &n, p->name);
 }
 
