@@ -27,7 +27,7 @@ struct slot {
 };
 
 /*
- * Memory comes from lib/arena.h, as the FIB's does: the slot array from
+ * Memory comes from lib/core/arena.h, as the FIB's does: the slot array from
  * bigtable_alloc() (its own mapping, MADV_HUGEPAGE), the keys from a region
  * (address space reserved up front, committed in 2 MiB steps with
  * MADV_HUGEPAGE); only touched pages count in RSS.
@@ -62,7 +62,7 @@ static uint64_t grow_limit(uint64_t capacity)
 
 /*
  * The hash of the whole key.  By default the same construction as the
- * FIB's per-label hash (lib/fib.c, edge_hash: overlapping word loads and
+ * FIB's per-label hash (lib/fib/fib.c, edge_hash: overlapping word loads and
  * 64x64->128 multiply-folds, wyhash style), which measured about 15% faster
  * lookups here than XXH3_64bits (inlined, XXH_INLINE_ALL); -DBASELINE_XXH3
  * switches back to XXH3 for comparison.

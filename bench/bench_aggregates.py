@@ -58,7 +58,7 @@ SERVER = "127.0.0.99"
 
 
 def log_time(line):
-    """The wall-clock time of a daemon's log line (lib/log.c: 2026-01-01T00:00:00.000Z)."""
+    """The wall-clock time of a daemon's log line (lib/core/log.c: 2026-01-01T00:00:00.000Z)."""
     stamp = line.split(" ", 1)[0]
     return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()

@@ -1,7 +1,7 @@
 /*
  * scripts/bench aggstore [--names N] [--versions V] [--dir DIR] [--seed S]
  *
- * The aggregate store (lib/aggstore.c: a checksummed snapshot and an
+ * The aggregate store (lib/agg/aggstore.c: a checksummed snapshot and an
  * append-only journal) beside the same job done with LMDB, in one run, on
  * the same names in the same directory's file system:
  *

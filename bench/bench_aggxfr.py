@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/bench aggxfr: a 1,000,000-member aggregate served as AXFR beside NSD.
 
-The same names, one run: the aggregate store served by lib/xfrserv.c
+The same names, one run: the aggregate store served by lib/agg/xfrserv.c
 (through the test tool tests/tools/aggtool: the SOA and one PTR per member
 at the apex) and NSD serving them as a zone of the same size (the SOA and
 one PTR per member, owned by MEMBER.agg.bench: NSD loads a million-record

@@ -308,7 +308,7 @@ static inline void name_get(const struct nameset *ns, uint64_t i, struct name *o
 	memcpy(out->wire, ns->wire + ns->off[i], out->len);
 }
 
-/* The canonical form built by hand must be what lib/name.c makes of the text. */
+/* The canonical form built by hand must be what lib/dns/name.c makes of the text. */
 static int check_canonical(const struct nameset *ns)
 {
 	uint64_t n = ns->n < 1000 ? ns->n : 1000;

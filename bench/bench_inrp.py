@@ -48,7 +48,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TLDS = (("com", 0.8), ("org", 0.1), ("net", 0.1))
 ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
-# inrpd config files are read whole and bounded (lib/conf.h): split the routes
+# inrpd config files are read whole and bounded (lib/core/conf.h): split the routes
 ROUTES_PER_FILE = 200_000
 
 

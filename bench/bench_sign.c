@@ -8,7 +8,7 @@
  *                       on 120-byte messages (a hop's), 1 and 2 threads
  *   fresh_routes_per_s  routes with a path of two routers (3 signatures:
  *                       origin and two hops), never seen before, checked by
- *                       lib/attest.c inline (1 thread) and through the
+ *                       lib/nbrp/attest.c inline (1 thread) and through the
  *                       worker pool (2 workers, the loop waiting)
  *   cached_routes_per_s the same routes again: found in the cache
  *   fresh_inline_of_bound, fresh_pool_of_bound   those rates against
@@ -16,7 +16,7 @@
  *   bound_routes_per_s  what the crypto bound allows for a fresh route
  *                       received (3 verifications) and passed on to K peers
  *                       (K signatures) on 2 threads
- *   pool_relay_routes_per_s  that work done by lib/attest.c and the pool:
+ *   pool_relay_routes_per_s  that work done by lib/nbrp/attest.c and the pool:
  *                       the batch checked, then the hops signed for K peers
  *                       (relay_of_bound: against bound_routes_per_s)
  *   member_digest_ms    the digest of an aggregate of M members
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 	}
 	printf("libsodium Ed25519: sign %.0f/s (1 thread) %.0f/s (2), verify %.0f/s (1) %.0f/s (2)\n",
 	       sign1, sign2, ver1, ver2);
-	printf("lib/attest.c, fresh 2-router chains: %.0f routes/s inline, %.0f routes/s on 2 workers; cached: %.0f routes/s\n",
+	printf("lib/nbrp/attest.c, fresh 2-router chains: %.0f routes/s inline, %.0f routes/s on 2 workers; cached: %.0f routes/s\n",
 	       fresh1, fresh2, cached);
 	/* 3 verifications and K signatures a route, spread over 2 threads */
 	double bound = 1.0 / ((3.0 / ver2) + (peers / sign2));

@@ -37,9 +37,9 @@
  *     max-pending 4096;                    queries in flight per worker
  *     fib-channel "/run/inrpd/fib";        nbrpd pushes its routes here
  *     fib-grace-time 60s;                  kept that long when nbrpd goes away
- *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/metrics.h)
+ *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/ops/metrics.h)
  *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)
- *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/privdrop.h)
+ *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/ops/privdrop.h)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;

@@ -1,5 +1,5 @@
 /*
- * The FIB channel's inrpd end (lib/fibchannel.proto): nbrpd connects to a
+ * The FIB channel's inrpd end (lib/nbrp/fibchannel.proto): nbrpd connects to a
  * unix socket and pushes its ranked routes.  Those routes live in a FIB of
  * their own, beside the static one from the config, so a reload never
  * touches them and a resync never touches the static routes.

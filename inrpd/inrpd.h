@@ -523,7 +523,7 @@ void fibsync_free(struct fibsync *f);
 void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t now_ms);
 
 
-/* metrics.c: Prometheus metrics (lib/metrics.h serves them); next hops
+/* metrics.c: Prometheus metrics (lib/ops/metrics.h serves them); next hops
  * summed over every engine, also for `show hops`. */
 struct inrpd_hops {
 	unsigned n, cap;

@@ -1,5 +1,5 @@
 /*
- * inrpd's Prometheus metrics (lib/metrics.h serves them): the counters of
+ * inrpd's Prometheus metrics (lib/ops/metrics.h serves them): the counters of
  * `inrpc show counters` by transport, next hops and upstreams, the FIBs,
  * the FIB channel.  Runs on the main thread's loop, which owns everything
  * read here; the UDP workers' counters are per thread and read with

@@ -1,7 +1,7 @@
 /*
  * nbrpd beside BIRD (docs/BIRD.md): every address in the next-hop table
  * (nexthop.c) is asked about with `show route for ADDR all` through the
- * control-socket client in lib/bird.c, at once when it is new and again
+ * control-socket client in lib/bird/bird.c, at once when it is new and again
  * every poll-interval.  The answer updates the entry: reachable or not,
  * IGP metric, AS path length, protocol.
  *

@@ -16,8 +16,8 @@
  *     max-message-size 1048576;
  *     fib-channel "/run/inrpd/fib";        inrpd's FIB channel socket
  *     control "/run/nbrpd/nbrpd.ctl";      for nbrc
- *     metrics 127.0.0.1 port 9154;  metrics-allow 192.0.2.0/24;   Prometheus (lib/metrics.h)
- *     user "nbrpd";  group "nbrpd";        given up root for, once bound (lib/privdrop.h)
+ *     metrics 127.0.0.1 port 9154;  metrics-allow 192.0.2.0/24;   Prometheus (lib/ops/metrics.h)
+ *     user "nbrpd";  group "nbrpd";        given up root for, once bound (lib/ops/privdrop.h)
  *     pid-file "/run/nbrpd.pid";  log-level info;
  *     peer "cr2" {
  *         address 127.0.0.2 port 1790;

@@ -1,5 +1,5 @@
 /*
- * nbrpd's control socket (lib/ctl.h): the commands nbrc sends, and the
+ * nbrpd's control socket (lib/core/ctl.h): the commands nbrc sends, and the
  * text and JSON they answer with.  Read-only views of the sessions and the
  * RDE, and the few commands that act (enable, disable, reload).
  */

@@ -1,5 +1,5 @@
 /*
- * The FIB channel's nbrpd end (lib/fibchannel.proto, inrpd/fibsync.c):
+ * The FIB channel's nbrpd end (lib/nbrp/fibchannel.proto, inrpd/fibsync.c):
  * connects to inrpd's socket, sends the whole Loc-RIB as one epoch
  * (SyncBegin, Updates, SyncEnd), then each flush's changes as Updates.
  * The epoch is sent a slice of names per loop turn; changes go out

@@ -1,5 +1,5 @@
 /*
- * nbrpd's Prometheus metrics (lib/metrics.h serves them): per peer
+ * nbrpd's Prometheus metrics (lib/ops/metrics.h serves them): per peer
  * (labelled by the peer's configured name, never by a content name, so the
  * series stay few), the RIB, the FIB channel and BIRD.  Runs on the loop,
  * between events: it reads the same state `nbrc show` does.

@@ -58,7 +58,7 @@ struct nbrpd {
 /* SIGHUP and `nbrc reload`: 0, or -1 with msg saying why the running configuration stays. */
 int nbrpd_reload(struct nbrpd *d, char *msg, size_t msg_len);
 
-/* metrics.c: Prometheus metrics (lib/metrics.h serves them), on the loop. */
+/* metrics.c: Prometheus metrics (lib/ops/metrics.h serves them), on the loop. */
 struct prom;
 struct metrics_server;
 void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, const struct metrics_server *ms);

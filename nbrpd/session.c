@@ -1,6 +1,6 @@
 /*
  * nbrpd's peers (session.h): which connections belong to which configured
- * peer, over the NBRP connection of lib/nbrp_session.c.
+ * peer, over the NBRP connection of lib/nbrp/nbrp_session.c.
  *
  * Either side may connect, so a peer has up to two connections ([0] ours,
  * [1] theirs); when both have an OPEN, the one opened by the router whose

@@ -1,6 +1,6 @@
 /*
  * nbrpd's peers (session.c): connect and accept, collisions, graceful
- * restart, over the NBRP connection of lib/nbrp_session.h (OPEN,
+ * restart, over the NBRP connection of lib/nbrp/nbrp_session.h (OPEN,
  * KEEPALIVE, hold timers, NOTIFICATION).
  * What peers say goes to the RDE (rde.h); the RDE's messages come back
  * through session_send and friends, which main.c registers as its ops.

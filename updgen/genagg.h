@@ -1,7 +1,7 @@
 /*
  * nbrp-updgen's aggregates: generated names grouped into aggregates
- * agg1.SUFFIX .. aggA.SUFFIX, each a store (lib/aggstore.c) in a private
- * temporary directory, served over IXFR/AXFR (lib/xfrserv.c) so the router
+ * agg1.SUFFIX .. aggA.SUFFIX, each a store (lib/agg/aggstore.c) in a private
+ * temporary directory, served over IXFR/AXFR (lib/agg/xfrserv.c) so the router
  * under test fetches them as it would from a neighbouring router.
  *
  * Every aggregate starts at version 1.  A membership change makes the next

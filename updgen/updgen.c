@@ -20,8 +20,8 @@
  *
  * The router must know these peers: the source as `peer NAME { address
  * ADDR; passive; }`, sink i (1..K) as `peer SINK-NAMEi` at ADDR+i (see
- * --help).  The same NBRP code as nbrpd: the codec (lib/nbrp.c) and the
- * connection, OPEN to NOTIFICATION (lib/nbrp_session.c).  The JSON output has the
+ * --help).  The same NBRP code as nbrpd: the codec (lib/nbrp/nbrp.c) and the
+ * connection, OPEN to NOTIFICATION (lib/nbrp/nbrp_session.c).  The JSON output has the
  * CLOCK_MONOTONIC times (ns) of the source's session and of each sink's
  * first and last name, so a benchmark can time source to last sink.
  */

@@ -1,6 +1,6 @@
 /*
  * Every target hashes with one fixed secret instead of the process's
- * random one (lib/hashkey.c), so that an input whose effect depends on
+ * random one (lib/core/hashkey.c), so that an input whose effect depends on
  * which entries share a bucket does the same in every run.  libFuzzer
  * calls this once before the first input; replay.c does too.
  */

@@ -60,7 +60,7 @@ static void check_args(const struct conf_stmt *s)
 		else if (ch > 3)
 			abort();
 	}
-	/* the handlers of the keywords both daemons share (lib/metrics.h) */
+	/* the handlers of the keywords both daemons share (lib/ops/metrics.h) */
 	struct metrics_config m = { 0 };
 	if (metrics_conf_listen(s, &m, err, sizeof(err)) < 0)
 		check_error(err);

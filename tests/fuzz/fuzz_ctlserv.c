@@ -1,5 +1,5 @@
 /*
- * The control server (lib/ctl.c) as a daemon runs it: the input is what a
+ * The control server (lib/core/ctl.c) as a daemon runs it: the input is what a
  * local client writes on the control socket, in one connection, with a
  * command table like a daemon's behind ctl_dispatch.  Whatever is sent,
  * the server never crashes or leaks, and what comes back is the greeting

@@ -75,7 +75,7 @@ static size_t client_query(uint8_t *p, const uint8_t *qname_wire, size_t qlen, b
 	return n;
 }
 
-/* The types whose RDATA names dns_response_relay decompresses (lib/dns.c, rdata_layout). */
+/* The types whose RDATA names dns_response_relay decompresses (lib/dns/dns.c, rdata_layout). */
 static bool relay_decompresses(uint16_t type)
 {
 	switch (type) {

@@ -1,5 +1,5 @@
 /*
- * inrpd's DNS-over-TCP reading (lib/dnsframe.c as inrpd/tcp.c uses it):
+ * inrpd's DNS-over-TCP reading (lib/dns/dnsframe.c as inrpd/tcp.c uses it):
  * the buffer grown before each read as on_alloc does, whole messages
  * taken as conn_process does, the rest kept.  Byte 0 picks the sizes the
  * stream (the rest) arrives in.  Whatever the cuts, the messages taken

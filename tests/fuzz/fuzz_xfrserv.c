@@ -1,5 +1,5 @@
 /*
- * The transfer server (lib/xfrserv.c) over TCP as a peer reaches it: the
+ * The transfer server (lib/agg/xfrserv.c) over TCP as a peer reaches it: the
  * input is the byte stream a client sends on one connection (2-byte
  * lengths and queries, cut and pipelined anyhow), served from a store of
  * agg.example at serials 100 to 102.  Whatever is sent, the server never

@@ -1,5 +1,5 @@
 """A small FIB channel sender, as nbrpd will be: frames of a 4-byte
-big-endian length and a FibMessage (lib/fibchannel.proto), protobuf
+big-endian length and a FibMessage (lib/nbrp/fibchannel.proto), protobuf
 encoded by hand so the test does not share code with the daemon."""
 
 import socket

@@ -1,4 +1,4 @@
-"""A hand-written NBRP speaker for tests (lib/nbrp.proto, docs/NBRP.md):
+"""A hand-written NBRP speaker for tests (lib/nbrp/nbrp.proto, docs/NBRP.md):
 protobuf encoded and decoded by hand, so the tests share no code with
 nbrpd.  Plays a peer (or a broken one) over a real TCP connection."""
 

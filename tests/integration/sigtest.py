@@ -1,7 +1,7 @@
 """Test-only signing of NBRP routes (docs/NBRP.md, Attestations;
 docs/SIGNATURES.md): keys, trust-anchor files and attestations built from
 the documents with Python's cryptography (Ed25519) and hashlib (BLAKE2b),
-so the tests share no code with lib/attest.c or lib/trust.c."""
+so the tests share no code with lib/nbrp/attest.c or lib/sig/trust.c."""
 
 import base64
 import hashlib

@@ -1,5 +1,5 @@
 /*
- * lib/cache.c: what is stored and for how long, TTLs counted down, the
+ * lib/dns/cache.c: what is stored and for how long, TTLs counted down, the
  * key, fingerprints, flushes, and the memory bound under a million names
  * (with what is used kept).
  */

@@ -1,5 +1,5 @@
 /*
- * lib/cookie.c: option lengths (RFC 7873 5.2.2), server cookies made and
+ * lib/dns/cookie.c: option lengths (RFC 7873 5.2.2), server cookies made and
  * checked as RFC 9018 says, including its test vector.
  */
 #include <stdarg.h>

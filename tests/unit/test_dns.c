@@ -1,5 +1,5 @@
 /*
- * lib/dns.c: query parsing (accept and reject cases) and the response
+ * lib/dns/dns.c: query parsing (accept and reject cases) and the response
  * builder.  Every built response is also parsed with ldns, so the tests
  * check it is valid DNS, not only that our own reader agrees with itself.
  */

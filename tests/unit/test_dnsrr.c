@@ -1,4 +1,4 @@
-/* lib/dnsrr.c: the header, names and resource records of a DNS message on a wire_reader. */
+/* lib/dns/dnsrr.c: the header, names and resource records of a DNS message on a wire_reader. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * lib/hashkey.c: the keyed hash the tables fed from the network use.
+ * lib/core/hashkey.c: the keyed hash the tables fed from the network use.
  * Within one secret a key always hashes the same (else no table finds
  * what it stored); under another secret it hashes differently (else the
  * secret keys nothing); and the secret a process draws at start is

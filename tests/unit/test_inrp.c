@@ -1,5 +1,5 @@
 /*
- * lib/inrp.c: the INRP EDNS0 option codec.  Round trips of both kinds,
+ * lib/dns/inrp.c: the INRP EDNS0 option codec.  Round trips of both kinds,
  * every way a malformed option is refused, the path and exclusion tests,
  * the option-list walk and the router id hash.
  */

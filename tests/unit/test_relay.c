@@ -1,5 +1,5 @@
 /*
- * lib/dns.c, the forwarding half: outgoing queries (dns_query_write),
+ * lib/dns/dns.c, the forwarding half: outgoing queries (dns_query_write),
  * checking what comes back (dns_upstream_answer_parse) and relaying it to
  * the client (dns_response_relay, after any CNAMEs).  Upstream answers are
  * built with ldns, which compresses names the way real servers do, and

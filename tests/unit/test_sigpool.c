@@ -1,5 +1,5 @@
 /*
- * lib/sigpool.c: the urgent lane goes first, and flows share the workers
+ * lib/sig/sigpool.c: the urgent lane goes first, and flows share the workers
  * by their weights (deficit round-robin), each counted.
  */
 #include <pthread.h>

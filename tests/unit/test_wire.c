@@ -1,4 +1,4 @@
-/* lib/wire.h: big-endian fields through one bounded reader and writer. */
+/* lib/core/wire.h: big-endian fields through one bounded reader and writer. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -88,7 +88,7 @@ struct conf_keyword {
 int conf_dispatch(const struct conf_stmt *first, const struct conf_keyword *table,
 		  void *ctx, char *err, size_t err_len);
 /* The same with a second table, for statements the first does not have (keywords every
- * daemon shares, lib/service_conf.h), whose handlers get also_ctx. */
+ * daemon shares, lib/ops/service_conf.h), whose handlers get also_ctx. */
 int conf_dispatch_also(const struct conf_stmt *first, const struct conf_keyword *table, void *ctx,
 		       const struct conf_keyword *also, void *also_ctx, char *err, size_t err_len);
 

@@ -1,5 +1,5 @@
 /*
- * Fetching an aggregate into its store (lib/aggstore.c) from a transfer
+ * Fetching an aggregate into its store (lib/agg/aggstore.c) from a transfer
  * server, on a libuv loop: IXFR from the version held, AXFR when none is
  * held, and AXFR again when a diff does not apply (a gap in the versions,
  * a member to remove that is absent).  Each complete version received is

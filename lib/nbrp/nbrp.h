@@ -1,5 +1,5 @@
 /*
- * NBRP messages (lib/nbrp.proto): framing, decoding with the checks a
+ * NBRP messages (lib/nbrp/nbrp.proto): framing, decoding with the checks a
  * receiver owes the network, and encoding.  The session state machine and
  * the routing decision are nbrpd's; this file only says whether bytes are
  * a well-formed message and what NOTIFICATION answers one that is not.

@@ -1,5 +1,5 @@
 /*
- * Serving aggregates as DNS zone transfers (lib/xfr.c) on a libuv loop.
+ * Serving aggregates as DNS zone transfers (lib/agg/xfr.c) on a libuv loop.
  *
  * TCP (RFC 7766 framing): AXFR, IXFR and SOA queries, several in turn on
  * one connection; a transfer's messages are written one at a time, the

@@ -1,6 +1,6 @@
 /*
  * Aggregate definition files: the members of an aggregate, one name per
- * line in presentation form (lib/name.h), e.g.
+ * line in presentation form (lib/dns/name.h), e.g.
  *
  *     # customers of example hosting
  *     shop.example.com

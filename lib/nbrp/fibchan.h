@@ -1,5 +1,5 @@
 /*
- * The FIB channel between nbrpd and inrpd (lib/fibchannel.proto): frames
+ * The FIB channel between nbrpd and inrpd (lib/nbrp/fibchannel.proto): frames
  * of a 4-byte big-endian length and one FibMessage, over a unix stream
  * socket.  This file reads and writes frames and applies an Update to a
  * FIB; the session rules (epochs, grace time, sweeping) belong to the
