@@ -37,68 +37,15 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "answer.h"
+#include "fibsync.h"
 #include "hashkey.h"
 #include "inrpd.h"
+#include "records.h"
+#include "rrl.h"
 #include "wire.h"
 
 struct cache_flush *inrpd_cache_flush;
-
-uint64_t inrpd_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);     /* TTLs are seconds: a tick is plenty */
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
-{
-#define ADD(f) sum->f += __atomic_load_n(&c->f, __ATOMIC_RELAXED)
-	for (unsigned p = 0; p < INRPD_PATHS; p++) {
-		for (unsigned b = 0; b <= INRPD_LAT_BUCKETS; b++)
-			ADD(lat.count[p][b]);
-		ADD(lat.sum_us[p]);
-	}
-	ADD(queries);
-	ADD(answered);
-	ADD(formerr);
-	ADD(refused);
-	ADD(truncated);
-	ADD(dropped);
-	ADD(local);
-	ADD(forwarded);
-	ADD(fallback);
-	ADD(servfail);
-	ADD(loops);
-	ADD(acl_refused);
-	ADD(pending_full);
-	ADD(bad_upstream);
-	ADD(fwd_wrong_source);
-	ADD(fwd_bad_id);
-	ADD(fwd_bad_cookie);
-	ADD(fwd_0x20_mismatch);
-	ADD(fwd_no_socket);
-	ADD(upstream_tcp);
-	ADD(upstream_tcp_full);
-	ADD(nodata);
-	ADD(notimp);
-	ADD(hop_failed);
-	ADD(rrl_dropped);
-	ADD(rrl_slipped);
-	ADD(amp_truncated);
-	ADD(cookies);
-	ADD(badcookie);
-	ADD(cached);
-	ADD(stale);
-	ADD(no_route);
-	ADD(hop_behind);
-	ADD(other_origin);
-	ADD(rerouted);
-	ADD(refreshed);
-	ADD(tcp_evicted);
-	ADD(tcp_full);
-	ADD(in_flight);
-#undef ADD
-}
 
 bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
 {

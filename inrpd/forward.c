@@ -111,6 +111,7 @@
 #include <sodium.h>
 
 #include "log.h"
+#include "forward.h"
 #include "inrpd.h"
 #include "upsock.h"
 #include "wire.h"
@@ -207,13 +208,6 @@ struct fwd_engine {
 	uint8_t rbuf[FWD_MSG_MAX];
 	uint8_t obuf[FWD_MSG_MAX];
 };
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* n (at most FWD_RANDOM_BUF) bytes from the CSPRNG, drawn a buffer at a time */
 static const uint8_t *random_bytes(struct fwd_engine *e, unsigned n)
@@ -446,7 +440,7 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 		return;
 	}
 	if (!c.refresh)                 /* clients' answers only */
-		inrpd_latency_observe(e->cnt, path, now_us() - started, 1);
+		inrpd_latency_observe(e->cnt, path, inrpd_now_us() - started, 1);
 	e->deliver(e->ctx, &c, e->obuf, len);
 }
 
@@ -700,7 +694,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 	uint32_t slot = (uint32_t)(p - e->slots);
 
 	for (;;) {
-		uint64_t now = now_us();
+		uint64_t now = inrpd_now_us();
 		struct fwd_hop *h;
 		bool probe;
 		int i = choose(p, now, &h, &probe);
@@ -785,7 +779,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->id = 0;
 	p->client = *client;
 	p->req = *req;
-	p->end_us = now_us() + (uint64_t)req->budget_ms * 1000;
+	p->end_us = inrpd_now_us() + (uint64_t)req->budget_ms * 1000;
 	p->deadline_us = 0;
 	attempt(e, p, router_id);
 }
@@ -815,7 +809,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	/* a UDP client can use TC: it asks us again over TCP, and comes here then */
 	if (!e->tcp.open || p->req.limit_udp)
 		return false;
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 	if (now >= p->end_us)
 		return false;
 	uint32_t ms = attempt_ms(p, now);
@@ -900,7 +894,7 @@ static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t 
 static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 			  const struct dns_upstream_answer *a, bool over_tcp)
 {
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
 	if (h) {
@@ -1115,7 +1109,7 @@ void fwd_on_ready(struct fwd_engine *e)
 
 int fwd_expire(struct fwd_engine *e)
 {
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 
 	while (e->npending > 0) {
 		uint32_t slot = e->heap[0];
@@ -1131,7 +1125,7 @@ int fwd_expire(struct fwd_engine *e)
 				p->tried = p->failed = 0;
 			}
 			attempt(e, p, p->req.router_id);
-			now = now_us();
+			now = inrpd_now_us();
 			continue;
 		}
 		tcp_drop(e, p);                 /* a TCP exchange that took too long */
@@ -1141,7 +1135,7 @@ int fwd_expire(struct fwd_engine *e)
 			__atomic_store_n(&p->hop->last_timeout_us, now, __ATOMIC_RELAXED);
 		}
 		attempt(e, p, p->req.router_id);
-		now = now_us();
+		now = inrpd_now_us();
 	}
 	return -1;
 }
@@ -1198,7 +1192,7 @@ static void zunmap(void *p, size_t bytes)
 static void init_client_secret(void)
 {
 	if (getrandom(client_secret, sizeof(client_secret), 0) != sizeof(client_secret)) {
-		uint64_t t = now_us();
+		uint64_t t = inrpd_now_us();
 		memcpy(client_secret, &t, sizeof(t));   /* cookies then only tell hops apart */
 	}
 }

@@ -44,6 +44,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "tcp.h"
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096

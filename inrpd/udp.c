@@ -30,6 +30,8 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "rrl.h"
+#include "udp.h"
 #include "refresh.h"
 
 #define UDP_BATCH               32

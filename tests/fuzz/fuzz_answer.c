@@ -23,7 +23,10 @@
 #include <stdbool.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "answer.h"
+#include "config.h"
+#include "fibsync.h"
+#include "rrl.h"
 #include "log.h"
 #include "conffile.h"
 

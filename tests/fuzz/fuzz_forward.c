@@ -57,7 +57,10 @@
 #include <stdbool.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "config.h"
+#include "fibsync.h"
+#include "forward.h"
+#include "rrl.h"
 #include "log.h"
 #include "upsock.h"
 #include "wire.h"
