@@ -248,9 +248,10 @@ void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
  * false when no suffix has routes; *apex_off is where the matched suffix
  * (the route's name) starts in req->target.
  */
-static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
-			bool *found, bool *all_excluded, unsigned *apex_off)
+static int resolve_name(struct inrpd_worker *w, bool *found, bool *all_excluded, unsigned *apex_off)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
 
@@ -347,9 +348,10 @@ bool inrpd_reroute(struct fwd_request *req)
 	return true;
 }
 
-static size_t finish(struct dns_builder *b, const struct fwd_request *req,
-		     struct inrpd_counters *cnt)
+static size_t finish(struct inrpd_worker *w, struct dns_builder *b)
 {
+	const struct fwd_request *req = &w->req;
+	struct inrpd_counters *cnt = w->cnt;
 	size_t n = dns_response_finish(b, req->edns_udp_size);
 	if (n == 0) {
 		CNT_INC(cnt, dropped);
@@ -394,9 +396,10 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
  * question at the route's name), NODATA with the SOA in authority when
  * there is nothing of the type.  Never NXDOMAIN: the name is routed.
  */
-static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_request *req,
-			  unsigned apex_off, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
+static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	const struct fwd_request *req = &w->req;
 	const struct dns_query *q = &req->q;
 	struct dns_builder b;
 	struct opt_bufs ob;
@@ -410,7 +413,7 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 			resp.origin = req->cand[i].origin;
 			break;
 		}
-	CNT_INC(cnt, local);
+	CNT_INC(w->cnt, local);
 	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, &resp, WHY_NONE);
 	add_chain(&b, req);
 	uint16_t chain = b.ancount;
@@ -436,10 +439,10 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 		}
 	}
 	if (only)
-		return finish(&b, req, cnt);
+		return finish(w, &b);
 	bool addr_type = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
 	if (addr_type && b.ancount > chain)
-		return finish(&b, req, cnt);
+		return finish(w, &b);
 	/* records or NODATA: they need the route's name */
 	struct name apex;
 	apex.len = (uint8_t)(req->target.len - apex_off);
@@ -449,11 +452,11 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 	else if (!addr_type)
 		inrpd_records_answer(rt->records, &apex, q->qtype, &b, ttl);
 	if (b.ancount == chain && !b.truncated && !b.failed) {
-		CNT_INC(cnt, nodata);
+		CNT_INC(w->cnt, nodata);
 		dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa,
 					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	}
-	return finish(&b, req, cnt);
+	return finish(w, &b);
 }
 
 /* ---- the packet cache ---- */
@@ -528,9 +531,10 @@ void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const
  * the answer's length, 0 on a miss.  A query with INRP exclusions asks
  * for answers without some servers: it bypasses the cache both ways.
  */
-static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req,
-			 struct cache *cache, uint8_t *out, struct inrpd_counters *cnt)
+static size_t from_cache(struct inrpd_worker *w, uint8_t *out)
 {
+	struct fwd_request *req = &w->req;
+	struct cache *cache = w->cache;
 	req->cacheable = false;
 	if (!cache || (req->client_inrp && req->inrp.nexclude > 0))
 		return 0;
@@ -538,8 +542,8 @@ static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req
 	uint8_t flags = (q->rd ? CACHE_F_RD : 0) | (q->cd ? CACHE_F_CD : 0) | (q->edns_do ? CACHE_F_DO : 0);
 	cache_key_make(&req->cache_key, &q->qname, q->qtype, q->qclass, flags);
 	req->cache_fp = route_fingerprint(req);
-	req->cache_limits = rt->cache;
-	req->cache_stale_s = rt->cache_stale_s;
+	req->cache_limits = w->rt->cache;
+	req->cache_stale_s = w->rt->cache_stale_s;
 	req->cacheable = true;
 	struct cache_hit hit;
 	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
@@ -556,19 +560,18 @@ static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req
 		return 0;
 	size_t n = inrpd_answer_cached(req, &hit, out, INRPD_ANSWER_MAX);
 	if (n)
-		CNT_INC(cnt, cached);
+		CNT_INC(w->cnt, cached);
 	return n;
 }
 
 /* A REFUSED answer, with its reason. */
-static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t limit,
-		     struct inrpd_counters *cnt)
+static size_t refuse(struct inrpd_worker *w, enum why why, uint8_t *out, size_t limit)
 {
 	struct dns_builder b;
 	struct opt_bufs ob;
-	CNT_INC(cnt, refused);
-	start(&b, req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
-	return finish(&b, req, cnt);
+	CNT_INC(w->cnt, refused);
+	start(&b, &w->req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
+	return finish(w, &b);
 }
 
 /*
@@ -576,9 +579,10 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
  * and version.server the version, as BIND and Unbound answer them
  * (hide-identity, hide-version: REFUSED); other CHAOS questions REFUSED.
  */
-static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *req, uint8_t *out, size_t limit,
-			   struct inrpd_counters *cnt)
+static size_t answer_chaos(struct inrpd_worker *w, uint8_t *out, size_t limit)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	const struct fwd_request *req = &w->req;
 	static const struct { const char *wire; uint8_t len; bool version; } known[] = {
 		{ "\2id\6server", 11, false },
 		{ "\10hostname\4bind", 15, false },
@@ -591,10 +595,10 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
 		if (q->qname.len == known[i].len && memcmp(q->qname.wire, known[i].wire, known[i].len) == 0)
 			text = known[i].version ? rt->version : rt->identity;
 	if (!text || !text[0])
-		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
+		return refuse(w, WHY_NOT_SUPPORTED, out, limit);
 	struct dns_builder b;
 	struct opt_bufs ob;
-	CNT_INC(cnt, chaos);
+	CNT_INC(w->cnt, chaos);
 	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, WHY_NONE);
 	if (q->qtype == DNS_TYPE_TXT || q->qtype == DNS_TYPE_ANY) {
 		uint8_t rdata[1 + INRPD_TXT_MAX];
@@ -603,7 +607,7 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
 		memcpy(rdata + 1, text, n);
 		dns_response_add_rr(&b, DNS_TYPE_TXT, rdata, (uint16_t)(1 + n), 0);
 	}
-	return finish(&b, req, cnt);
+	return finish(w, &b);
 }
 
 /*
@@ -612,9 +616,11 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
  * checked).  Returns DNS_PARSE_OK or FORMERR for a malformed INRP or
  * COOKIE option.
  */
-static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, struct fwd_request *req,
-			const struct ip_addr *from, bool *cookie_valid, bool *cookie_bad)
+static int read_options(struct inrpd_worker *w, const uint8_t *pkt, const struct ip_addr *from,
+			bool *cookie_valid, bool *cookie_bad)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
 	const struct dns_query *q = &req->q;
 	const uint8_t *opts = pkt + q->edns_opts_off, *data, *cc, *sc;
 	size_t dlen, sc_len;
@@ -651,15 +657,16 @@ static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, stru
  * not exempt, not a router of ours, is rate-limited (rrl.c), and what
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
-static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
-				   struct rrl *rrl, size_t len, const struct ip_addr *from,
-				   bool client_cookie, struct inrpd_counters *cnt)
+static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const struct ip_addr *from,
+				   bool client_cookie)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct inrpd_counters *cnt = w->cnt;
 	if (prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
 	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
 	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
 		return RRL_PASS;
-	enum rrl_verdict v = rrl_check(rrl, rt, from->family, from->addr, inrpd_now_ms());
+	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, inrpd_now_ms());
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
 	 * hardly larger than the query, and the client asks again proven.
 	 * Dropped, it waits out its whole timeout: a router asking a next hop
@@ -675,22 +682,23 @@ static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_re
 	} else {
 		/* never much more than the query: a spoofed source gains little */
 		size_t cap = len * INRPD_AMPLIFICATION;
-		req->udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+		w->req.udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
 	}
 	return v;
 }
 
-size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
-		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
-		    struct inrpd_counters *cnt)
+size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+		    const struct sockaddr *client, uint8_t *out)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
+	struct inrpd_counters *cnt = w->cnt;
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
 	struct dns_builder b;
 
 	CNT_INC(cnt, queries);
-	req->limit_udp = limit_udp;
+	req->limit_udp = w->udp;
 	req->client_inrp = false;
 	req->fallback = false;
 	req->answer_ttl = rt->answer_ttl;
@@ -717,10 +725,10 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	from.family = prefix_sockaddr_addr(client, from.addr);
 	bool cookie_valid = false, cookie_bad = false;
 	if (rc == DNS_PARSE_OK && q->has_edns)
-		rc = read_options(rt, pkt, req, &from, &cookie_valid, &cookie_bad);
-	if (rc == DNS_PARSE_OK && limit_udp && from.family && !cookie_valid) {
+		rc = read_options(w, pkt, &from, &cookie_valid, &cookie_bad);
+	if (rc == DNS_PARSE_OK && w->udp && from.family && !cookie_valid) {
 		bool client_cookie = req->cookie && !cookie_bad;
-		int v = rate_limit(rt, req, rrl, len, &from, client_cookie, cnt);
+		int v = rate_limit(w, len, &from, client_cookie);
 		if (v == RRL_DROP)
 			return 0;
 		if (v == RRL_SLIP && client_cookie) {
@@ -729,12 +737,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			struct opt_bufs ob;
 			CNT_INC(cnt, badcookie);
 			start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
-			return finish(&b, req, cnt);
+			return finish(w, &b);
 		}
 		if (v == RRL_SLIP) {
 			dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
 			dns_response_truncate(&b);
-			return finish(&b, req, cnt);
+			return finish(w, &b);
 		}
 		limit = response_limit(req, INRPD_ANSWER_MAX);
 	}
@@ -745,7 +753,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		struct opt_bufs ob;
 		CNT_INC(cnt, badcookie);
 		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
-		return finish(&b, req, cnt);
+		return finish(w, &b);
 	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
@@ -753,12 +761,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		if (rc == DNS_RCODE_NOTIMP)
 			CNT_INC(cnt, notimp);
 		dns_response_init(&b, q, (unsigned)rc, out, limit);
-		return finish(&b, req, cnt);
+		return finish(w, &b);
 	}
 	if (q->qclass == DNS_CLASS_CH)
-		return answer_chaos(rt, req, out, limit, cnt);
+		return answer_chaos(w, out, limit);
 	if (q->qclass != DNS_CLASS_IN)
-		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
+		return refuse(w, WHY_NOT_SUPPORTED, out, limit);
 	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {
 		CNT_INC(cnt, loops);
 		CNT_INC(cnt, servfail);
@@ -767,7 +775,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 
 	bool found, all_excluded;
 	unsigned apex_off = 0;
-	if (resolve_name(rt, req, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
+	if (resolve_name(w, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}
@@ -780,7 +788,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			nrouters++;
 	}
 	if (nservers > 0)
-		return answer_here(rt, req, apex_off, out, limit, cnt);
+		return answer_here(w, apex_off, out, limit);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
@@ -801,7 +809,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			if (req->cand[i].kind == ROUTE_ROUTER)
 				req->cand[k++] = req->cand[i];
 		req->ncand = (uint8_t)k;
-		size_t n = from_cache(rt, req, cache, out, cnt);
+		size_t n = from_cache(w, out);
 		if (n)
 			return n;
 		CNT_INC(cnt, forwarded);
@@ -815,16 +823,16 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 	/* no route: ordinary DNS */
 	if (rt->nupstreams == 0)
-		return refuse(req, WHY_NO_UPSTREAM, out, limit, cnt);
+		return refuse(w, WHY_NO_UPSTREAM, out, limit);
 	if (!inrpd_acl_allows(rt, client)) {
 		CNT_INC(cnt, acl_refused);
-		return refuse(req, WHY_PROHIBITED, out, limit, cnt);
+		return refuse(w, WHY_PROHIBITED, out, limit);
 	}
 	req->fallback = true;
 	req->upstream_0x20 = rt->upstream_0x20;
 	req->ncand = (uint8_t)rt->nupstreams;
 	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
-	size_t n = from_cache(rt, req, cache, out, cnt);
+	size_t n = from_cache(w, out);
 	if (n)
 		return n;
 	CNT_INC(cnt, fallback);

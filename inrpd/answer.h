@@ -57,24 +57,39 @@ struct fwd_request {
 	struct cache_key cache_key;
 };
 
-/*
- * answer.c: answers one message.  Called by an online RCU reader with the
- * runtime it dereferenced.  limit_udp: true applies the client's UDP limit,
- * false the TCP one.  Returns the response length, 0 for no response, or
- * INRPD_FORWARD when req was filled for the forwarding engine.  out must
- * hold INRPD_ANSWER_MAX bytes.
- */
 #define INRPD_ANSWER_MAX (DNS_RESPONSE_MAX(ROUTESET_MAX_ROUTES) + \
 			  INRPD_MAX_REDIRECTS * (12 + NAME_MAX_WIRE) + 4 + INRP_RESPONSE_OPT_LEN + \
 			  INRPD_RECORDS_MAX + 4 + INRPD_ROUTER_NAME_MAX + 64)
 #define INRPD_FORWARD ((size_t)-1)
 /* Room for configured records, or the SOA of a negative answer, in a local answer. */
 #define INRPD_RECORDS_MAX 4096
+
+/*
+ * What a thread answers queries with: each UDP worker has one, the TCP
+ * thread one, and a UDP worker's refresh pass one of its own (counters
+ * apart).  rt is the runtime the owner dereferenced for the batch it
+ * answers (it is an online RCU reader until the batch ends); the rest is
+ * the thread's own, so nothing in it is shared.
+ */
+struct fwd_engine;
 struct rrl;
-size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
-		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
-		    struct inrpd_counters *cnt);
+struct inrpd_worker {
+	const struct inrpd_runtime *rt;
+	struct inrpd_counters *cnt;
+	struct cache *cache;            /* its shard of the packet cache; NULL: none */
+	struct rrl *rrl;                /* its rate limits; NULL: none */
+	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
+	bool udp;                       /* clients over UDP: their size limit, and RRL */
+	struct fwd_request req;         /* the query being answered */
+};
+
+/*
+ * answer.c: answers one message from client into out (INRPD_ANSWER_MAX
+ * bytes).  Returns the response length, 0 for no response, or
+ * INRPD_FORWARD when w->req was filled for the forwarding engine.
+ */
+size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+		    const struct sockaddr *client, uint8_t *out);
 /*
  * Starts fetching the table entries the query's lookup will read: a UDP
  * worker asks a few queries ahead, so at a million names their cache

@@ -40,9 +40,13 @@ struct fwd_engine;
 typedef void (*fwd_deliver_fn)(void *ctx, const struct fwd_client *client,
 			       const uint8_t *msg, size_t len);
 
-/* max_sockets: at most that many queries in flight have a socket (0: all). */
-struct fwd_engine *fwd_engine_create(unsigned max_pending, unsigned max_sockets, fwd_deliver_fn deliver,
-				     void *ctx, struct inrpd_counters *cnt, char *err, size_t err_len);
+/*
+ * The engine of w's thread: it counts into w->cnt and stores answers in
+ * w->cache.  max_sockets: at most that many queries in flight have a
+ * socket (0: all).
+ */
+struct fwd_engine *fwd_engine_create(struct inrpd_worker *w, unsigned max_pending, unsigned max_sockets,
+				     fwd_deliver_fn deliver, void *ctx, char *err, size_t err_len);
 void fwd_engine_free(struct fwd_engine *e);
 /* The descriptor to poll for reading: its sockets' epoll set. */
 int fwd_engine_fd(const struct fwd_engine *e);
@@ -90,8 +94,6 @@ struct fwd_tcp_ops {
 	void (*abort)(void *ctx, struct fwd_tcp_conn *c);
 };
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops);
-/* The owner thread's packet cache: answers are stored there (NULL: none). */
-void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache);
 /* The answer of exchange c (open()'s token with it); pkt NULL: none came (the transport
  * then closes c).  Call fwd_expire() afterwards: deadlines may have changed. */
 void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,
