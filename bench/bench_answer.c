@@ -81,12 +81,12 @@ __attribute__((noinline)) static unsigned answer_all(const struct queries *q, co
 	for (unsigned base = 0; base < q->n; base += BATCH) {
 		unsigned n = q->n - base < BATCH ? q->n - base : BATCH;
 		rcu_quiescent_state();
-		w.rt = rcu_dereference(inrpd_rt);
+		inrpd_worker_begin(&w);
 		for (unsigned i = 0; i < n && i < PREFETCH; i++)
-			inrpd_prefetch(w.rt, q->pkt[base + i], q->len[base + i]);
+			inrpd_prefetch(&w, q->pkt[base + i], q->len[base + i]);
 		for (unsigned i = 0; i < n; i++) {
 			if (i + PREFETCH < n)
-				inrpd_prefetch(w.rt, q->pkt[base + i + PREFETCH], q->len[base + i + PREFETCH]);
+				inrpd_prefetch(&w, q->pkt[base + i + PREFETCH], q->len[base + i + PREFETCH]);
 			size_t len = inrpd_answer(&w, q->pkt[base + i], q->len[base + i], client, out[i]);
 			if (len && len != INRPD_FORWARD)
 				answered++;

@@ -207,10 +207,9 @@ static unsigned candidates(const struct fib_result *res, const struct inrp_query
  * the longer match wins, and on a tie the static route (the operator's
  * override).  The static table is skipped when the config has no routes.
  */
-static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct name *n,
-					   struct fib_result *res)
+static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct fib *chan,
+					   const struct name *n, struct fib_result *res)
 {
-	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
 	bool found_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, res) && res->nsets > 0;
 	const struct fib *in = found_static ? rt->fib : NULL;
 	if (!chan)
@@ -225,20 +224,27 @@ static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const 
 	return in;
 }
 
-static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct fib_result *res)
+static bool lookup(const struct inrpd_runtime *rt, const struct fib *chan, const struct name *n,
+		   struct fib_result *res)
 {
-	return lookup_in(rt, n, res) != NULL;
+	return lookup_in(rt, chan, n, res) != NULL;
 }
 
-void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len)
+void inrpd_worker_begin(struct inrpd_worker *w)
+{
+	w->rt = rcu_dereference(inrpd_rt);
+	w->chan = rcu_dereference(inrpd_chan_fib);
+	w->now_ms = inrpd_now_ms();
+}
+
+void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len)
 {
 	if (len <= DNS_HEADER_LEN)
 		return;
-	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
-	if (rt->nroutes > 0)
-		fib_prefetch_wire(rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
-	if (chan)
-		fib_prefetch_wire(chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (w->rt->nroutes > 0)
+		fib_prefetch_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (w->chan)
+		fib_prefetch_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
 }
 
 /*
@@ -263,7 +269,7 @@ static int resolve_name(struct inrpd_worker *w, bool *found, bool *all_excluded,
 	*all_excluded = false;
 	for (unsigned restarts = 0;; restarts++) {
 		struct fib_result res;
-		if (!lookup(rt, cur, &res))
+		if (!lookup(rt, w->chan, cur, &res))
 			return 0;
 		if (res.sets[0]->has_redirect) {
 			const struct name *to = &res.sets[0]->redirect;
@@ -296,7 +302,7 @@ void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, stru
 	if (!online)
 		rcu_thread_online();
 	struct fib_result res;
-	const struct fib *in = lookup_in(rt, n, &res);
+	const struct fib *in = lookup_in(rt, rcu_dereference(inrpd_chan_fib), n, &res);
 	if (in) {
 		v->found = true;
 		v->from_nbrpd = in != rt->fib;
@@ -327,7 +333,7 @@ bool inrpd_reroute(struct fwd_request *req)
 	struct fib_result res;
 	struct route now[ROUTESET_MAX_ROUTES];
 	unsigned n = 0, seen;
-	if (rt && lookup(rt, &req->target, &res) && !res.sets[0]->has_redirect)
+	if (rt && lookup(rt, rcu_dereference(inrpd_chan_fib), &req->target, &res) && !res.sets[0]->has_redirect)
 		n = candidates(&res, &req->inrp, now, &seen);
 	if (!online)
 		rcu_thread_offline();
@@ -546,7 +552,7 @@ static size_t from_cache(struct inrpd_worker *w, uint8_t *out)
 	req->cache_stale_s = w->rt->cache_stale_s;
 	req->cacheable = true;
 	struct cache_hit hit;
-	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
+	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, w->now_ms, 0, &hit))
 		return 0;
 	/* A held SERVFAIL damps a burst for a failing name, but must not outlast
 	 * the failure: a router client (it holds its own) and a query once the
@@ -666,7 +672,7 @@ static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const str
 	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
 	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
 		return RRL_PASS;
-	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, inrpd_now_ms());
+	enum rrl_verdict v = rt->rrl_rate ? rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms) : RRL_PASS;
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
 	 * hardly larger than the query, and the client asks again proven.
 	 * Dropped, it waits out its whole timeout: a router asking a next hop

@@ -67,14 +67,15 @@ struct fwd_request {
 /*
  * What a thread answers queries with: each UDP worker has one, the TCP
  * thread one, and a UDP worker's refresh pass one of its own (counters
- * apart).  rt is the runtime the owner dereferenced for the batch it
- * answers (it is an online RCU reader until the batch ends); the rest is
- * the thread's own, so nothing in it is shared.
+ * apart).  rt, chan and now_ms are the batch's (inrpd_worker_begin); the
+ * rest is the thread's own, so nothing in it is shared.
  */
 struct fwd_engine;
 struct rrl;
 struct inrpd_worker {
 	const struct inrpd_runtime *rt;
+	const struct fib *chan;         /* nbrpd's routes (fibsync.h); NULL: none */
+	uint64_t now_ms;                /* inrpd_now_ms(): rate limits and cache ages */
 	struct inrpd_counters *cnt;
 	struct cache *cache;            /* its shard of the packet cache; NULL: none */
 	struct rrl *rrl;                /* its rate limits; NULL: none */
@@ -82,6 +83,13 @@ struct inrpd_worker {
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
 	struct fwd_request req;         /* the query being answered */
 };
+
+/*
+ * A batch begins: the runtime and nbrpd's routes in force now, used until
+ * the owner's next quiescent state (it is an online RCU reader meanwhile),
+ * and the coarse clock, read once for the batch.
+ */
+void inrpd_worker_begin(struct inrpd_worker *w);
 
 /*
  * answer.c: answers one message from client into out (INRPD_ANSWER_MAX
@@ -95,7 +103,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
  * worker asks a few queries ahead, so at a million names their cache
  * misses overlap instead of stalling one query at a time.
  */
-void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len);
+void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len);
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);

@@ -287,7 +287,7 @@ static void conn_process(struct tcp_conn *c)
 	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
-	s->ctx.rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&s->ctx);
 	while ((f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
 		struct sockaddr_storage peer;
 		int plen = sizeof(peer);

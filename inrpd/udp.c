@@ -174,7 +174,7 @@ static void note(struct udp_worker *w, bool forwarded)
 	const struct fwd_request *req = &w->ctx.req;
 	if (!w->refresh || !req->cacheable || req->fallback)
 		return;
-	uint64_t now_ms = inrpd_now_ms();       /* the pass's clock: a precise one runs ahead of it */
+	uint64_t now_ms = w->ctx.now_ms;        /* the pass's clock: a precise one runs ahead of it */
 	unsigned slot = refresh_note(w->refresh, req->cache_key.hash, &req->q, now_ms);
 	if (forwarded)
 		refresh_started(w->refresh, slot, req->cache_fp, now_ms);
@@ -192,8 +192,9 @@ static void refresh_pass(struct udp_worker *w)
 		return;
 	struct inrpd_counters scratch;  /* not clients' queries: counted as refreshed */
 	struct inrpd_worker pass = {    /* as over TCP: no RRL, no UDP limit */
-		.rt = rcu_dereference(inrpd_rt), .cnt = &scratch, .cache = w->ctx.cache, .fwd = w->ctx.fwd,
+		.cnt = &scratch, .cache = w->ctx.cache, .fwd = w->ctx.fwd,
 	};
+	inrpd_worker_begin(&pass);
 	struct fwd_request *req = &pass.req;
 	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
 	uint8_t query[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN];
@@ -215,7 +216,7 @@ static void refresh_pass(struct udp_worker *w)
 static void prefetch(const struct udp_worker *w, int i)
 {
 	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC))
-		inrpd_prefetch(w->ctx.rt, w->inbuf[i], w->in[i].msg_len);
+		inrpd_prefetch(&w->ctx, w->inbuf[i], w->in[i].msg_len);
 }
 
 /* One recvmmsg batch on fd; returns the number of messages received. */
@@ -241,7 +242,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	}
 
 	uint64_t arrived = inrpd_now_us();     /* one clock read per batch, not per query */
-	w->ctx.rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w->ctx);
 	unsigned k = 0;
 	for (int i = 0; i < n && i < UDP_PREFETCH; i++)
 		prefetch(w, i);

@@ -176,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(pkt, query, qlen);
 
 	rcu_thread_online();
-	w.rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w);
 	for (int round = 0; round < 2; round++) {
 		size_t alen = inrpd_answer(&w, pkt, qlen, (struct sockaddr *)&ss, out);
 		if (alen == 0)

@@ -394,7 +394,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sockaddr_in client = { .sin_family = AF_INET, .sin_port = htons(40000),
 				      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	rcu_thread_online();
-	w.rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w);
 	w.udp = !r->tcp;
 	for (unsigned i = 0; i < r->nreq; i++) {
 		struct name *qn = &r->qname[i];
