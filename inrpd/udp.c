@@ -60,6 +60,8 @@ struct udp_worker {
 	bool wake_pending;              /* ... and wake_fd was written since we read it */
 
 	struct mmsghdr in[UDP_BATCH];
+	unsigned in_used;               /* entries of in[] the last recvmmsg filled (arm_in) */
+	bool in_pktinfo;                /* in[] has control buffers */
 	struct mmsghdr out[UDP_BATCH];
 	struct iovec iov_in[UDP_BATCH];
 	struct iovec iov_out[UDP_BATCH];
@@ -219,22 +221,37 @@ static void prefetch(const struct udp_worker *w, int i)
 		inrpd_prefetch(&w->ctx, w->inbuf[i], w->in[i].msg_len);
 }
 
+/*
+ * Readies in[] for recvmmsg.  The kernel rewrites the lengths and flags of
+ * the entries it fills and no others, so only those are set again (every
+ * one when the listener's kind changes): a call that finds one query, or
+ * none, does not pay for the whole batch.
+ */
+static void arm_in(struct udp_worker *w, bool pktinfo)
+{
+	unsigned n = w->in_used;
+	if (pktinfo != w->in_pktinfo) {
+		n = UDP_BATCH;
+		w->in_pktinfo = pktinfo;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct msghdr *h = &w->in[i].msg_hdr;
+		h->msg_namelen = sizeof(w->peer[i]);
+		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
+		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
+		h->msg_flags = 0;
+	}
+	w->in_used = 0;
+}
+
 /* One recvmmsg batch on fd; returns the number of messages received. */
 static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
 	int fd = w->fds[listen_idx];
 	bool pktinfo = w->pktinfo[listen_idx];
-	for (unsigned i = 0; i < UDP_BATCH; i++) {
-		struct msghdr *h = &w->in[i].msg_hdr;
-		h->msg_name = &w->peer[i];
-		h->msg_namelen = sizeof(w->peer[i]);
-		h->msg_iov = &w->iov_in[i];
-		h->msg_iovlen = 1;
-		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
-		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
-		h->msg_flags = 0;
-	}
+	arm_in(w, pktinfo);
 	int n = recvmmsg(fd, w->in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	w->in_used = n >= 0 ? (unsigned)n : UDP_BATCH;  /* after a failure, trust none */
 	if (n <= 0) {
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			log_debug("udp worker %u: recvmmsg: %s", w->idx, strerror(errno));
@@ -449,9 +466,14 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		    !(w->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush)))
 			goto nomem;
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
+			struct msghdr *h = &w->in[j].msg_hdr;
 			w->iov_in[j].iov_base = w->inbuf[j];
 			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
+			h->msg_name = &w->peer[j];
+			h->msg_iov = &w->iov_in[j];
+			h->msg_iovlen = 1;
 		}
+		w->in_used = UDP_BATCH;         /* the rest: arm_in */
 		for (unsigned l = 0; l < cfg->nlisten; l++) {
 			int fd = open_socket(&cfg->listen[l], &w->pktinfo[l], err, err_len);
 			if (fd < 0)
