@@ -69,8 +69,12 @@
 #include "conf.h"
 #include "service_conf.h"
 #include "log.h"
-#include "inrpd.h"
+#include "config.h"
+#include "fib.h"
+#include "inrp.h"
+#include "records.h"
 #include "refresh.h"
+#include "rrl.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"

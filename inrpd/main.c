@@ -30,7 +30,12 @@
 #include "metrics.h"
 #include "privdrop.h"
 #include "prom.h"
-#include "inrpd.h"
+#include "config.h"
+#include "fibsync.h"
+#include "rrl.h"
+#include "stats.h"
+#include "tcp.h"
+#include "udp.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"

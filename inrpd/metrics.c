@@ -11,7 +11,10 @@
 #include <arpa/inet.h>
 
 #include "addr.h"
-#include "inrpd.h"
+#include "fibsync.h"
+#include "stats.h"
+#include "tcp.h"
+#include "udp.h"
 #include "metrics.h"
 #include "prom.h"
 

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "dns.h"
+#include "records.h"
 
 struct inrpd_record {
 	struct name owner;              /* the route's name */

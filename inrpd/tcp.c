@@ -44,6 +44,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "tcp.h"
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096
@@ -113,14 +114,12 @@ struct tcp_server {
 	unsigned open_listeners;
 	bool closing;
 	struct inrpd_counters cnt;
-	struct fwd_engine *fwd;
-	struct cache *cache;            /* the main thread's shard */
+	struct inrpd_worker ctx;        /* the counters above, its engine, the main thread's cache shard */
 	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
 	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
 	unsigned nupstreams;
-	struct fwd_request req;         /* scratch */
 };
 
 static void fwd_rearm(struct tcp_server *s);
@@ -178,7 +177,7 @@ static void conn_close(struct tcp_conn *c)
 	c->closing = true;
 	c->srv->nopen--;
 	if (c->forwarded) {
-		fwd_cancel_conn(c->srv->fwd, c);
+		fwd_cancel_conn(c->srv->ctx.fwd, c);
 		c->forwarded = 0;
 		fwd_rearm(c->srv);
 	}
@@ -288,19 +287,18 @@ static void conn_process(struct tcp_conn *c)
 	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&s->ctx);
 	while ((f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
 		struct sockaddr_storage peer;
 		int plen = sizeof(peer);
 		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
 			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
-		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
-					   answer, false, &s->req, s->cache, NULL, &s->cnt);
+		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
 			struct fwd_client fc = { .conn = c };
 			c->forwarded++;
-			fwd_start(s->fwd, &s->req, &fc);
+			fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
 			if (c->closing)         /* delivery failed and closed it */
 				break;
 			continue;
@@ -395,7 +393,7 @@ static void fwd_rearm(struct tcp_server *s)
 {
 	if (s->closing)
 		return;
-	int ms = fwd_expire(s->fwd);
+	int ms = fwd_expire(s->ctx.fwd);
 	if (ms < 0)
 		uv_timer_stop(&s->fwd_timer);
 	else
@@ -407,7 +405,7 @@ static void on_fwd_readable(uv_poll_t *h, int status, int events)
 	struct tcp_server *s = h->data;
 	(void)status;
 	(void)events;
-	fwd_on_readable(s->fwd);
+	fwd_on_readable(s->ctx.fwd);
 	fwd_rearm(s);
 }
 
@@ -543,7 +541,7 @@ static void upstream_done(struct fwd_tcp_conn *u, const uint8_t *pkt, size_t len
 	u->attached = false;
 	/* pkt lies in u->answer, freed only by the close callback, after this */
 	if (attached)
-		fwd_on_tcp_answer(s->fwd, u->token, u, pkt, len);
+		fwd_on_tcp_answer(s->ctx.fwd, u->token, u, pkt, len);
 	upstream_close(u);
 	fwd_rearm(s);
 }
@@ -681,27 +679,25 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->loop = loop;
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
-	s->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_tcp, s, &s->cnt, err, err_len);
-	if (!s->fwd) {
+	s->ctx.cnt = &s->cnt;
+	s->ctx.fwd = fwd_engine_create(&s->ctx, cfg->max_pending, cfg->max_sockets, deliver_tcp, s, err, err_len);
+	if (!s->ctx.fwd) {
 		free(s);
 		return NULL;
 	}
-	if (cfg->cache_size && cfg->cache_shards) {
-		s->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
-		if (!s->cache) {
-			snprintf(err, err_len, "out of memory for the packet cache");
-			fwd_engine_free(s->fwd);
-			free(s);
-			return NULL;
-		}
-		fwd_engine_set_cache(s->fwd, s->cache);
+	if (cfg->cache_size && cfg->cache_shards &&
+	    !(s->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush))) {
+		snprintf(err, err_len, "out of memory for the packet cache");
+		fwd_engine_free(s->ctx.fwd);
+		free(s);
+		return NULL;
 	}
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
-	fwd_engine_set_tcp(s->fwd, &tcp_ops);
+	fwd_engine_set_tcp(s->ctx.fwd, &tcp_ops);
 	uv_timer_init(loop, &s->fwd_timer);
 	s->fwd_timer.data = s;
 	s->open_aux++;
-	uv_poll_init(loop, &s->fwd_poll, fwd_engine_fd(s->fwd));
+	uv_poll_init(loop, &s->fwd_poll, fwd_engine_fd(s->ctx.fwd));
 	s->fwd_poll.data = s;
 	s->open_aux++;
 	uv_poll_start(&s->fwd_poll, UV_READABLE, on_fwd_readable);
@@ -758,13 +754,13 @@ void tcp_server_close(struct tcp_server *s)
 
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg)
 {
-	fwd_engine_hops(s->fwd, fn, arg);
+	fwd_engine_hops(s->ctx.fwd, fn, arg);
 }
 
 void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st)
 {
-	if (s->cache)
-		cache_stats_add(s->cache, st);
+	if (s->ctx.cache)
+		cache_stats_add(s->ctx.cache, st);
 }
 
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
@@ -779,7 +775,7 @@ void tcp_server_free(struct tcp_server *s)
 	if (s->open_listeners || s->conns || s->open_aux || s->upstreams)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
 			"connections open", s->open_listeners, s->nconns, s->nupstreams);
-	fwd_engine_free(s->fwd);
-	cache_destroy(s->cache);
+	fwd_engine_free(s->ctx.fwd);
+	cache_destroy(s->ctx.cache);
 	free(s);
 }

@@ -30,6 +30,8 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "rrl.h"
+#include "udp.h"
 #include "refresh.h"
 
 #define UDP_BATCH               32
@@ -52,15 +54,14 @@ struct udp_worker {
 	unsigned nfds;
 	int fds[INRPD_MAX_LISTEN];
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
-	struct fwd_engine *fwd;
-	struct cache *cache;            /* this worker's shard of the packet cache */
-	struct rrl *rrl;                /* its rate limits */
+	struct inrpd_worker ctx;        /* counters above, its engine, cache shard, rate limits */
 	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
 	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
 	bool wake_pending;              /* ... and wake_fd was written since we read it */
-	struct fwd_request req;         /* scratch for the query being answered */
 
 	struct mmsghdr in[UDP_BATCH];
+	unsigned in_used;               /* entries of in[] the last recvmmsg filled (arm_in) */
+	bool in_pktinfo;                /* in[] has control buffers */
 	struct mmsghdr out[UDP_BATCH];
 	struct iovec iov_in[UDP_BATCH];
 	struct iovec iov_out[UDP_BATCH];
@@ -172,12 +173,13 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
  * fallback): asked lately. */
 static void note(struct udp_worker *w, bool forwarded)
 {
-	if (!w->refresh || !w->req.cacheable || w->req.fallback)
+	const struct fwd_request *req = &w->ctx.req;
+	if (!w->refresh || !req->cacheable || req->fallback)
 		return;
-	uint64_t now_ms = inrpd_now_ms();       /* the pass's clock: a precise one runs ahead of it */
-	unsigned slot = refresh_note(w->refresh, w->req.cache_key.hash, &w->req.q, now_ms);
+	uint64_t now_ms = w->ctx.now_ms;        /* the pass's clock: a precise one runs ahead of it */
+	unsigned slot = refresh_note(w->refresh, req->cache_key.hash, &req->q, now_ms);
 	if (forwarded)
-		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+		refresh_started(w->refresh, slot, req->cache_fp, now_ms);
 }
 
 /*
@@ -190,30 +192,56 @@ static void refresh_pass(struct udp_worker *w)
 	uint64_t now_ms = inrpd_now_ms();
 	if (!refresh_begin(w->refresh, now_ms))
 		return;
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
-	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
 	struct inrpd_counters scratch;  /* not clients' queries: counted as refreshed */
+	struct inrpd_worker pass = {    /* as over TCP: no RRL, no UDP limit */
+		.cnt = &scratch, .cache = w->ctx.cache, .fwd = w->ctx.fwd,
+	};
+	inrpd_worker_begin(&pass);
+	struct fwd_request *req = &pass.req;
+	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
 	uint8_t query[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN];
 	unsigned slot;
 	size_t qlen;
 	while ((qlen = refresh_next(w->refresh, now_ms, query, sizeof(query), &slot))) {
 		memset(&scratch, 0, sizeof(scratch));
-		size_t len = inrpd_answer(rt, query, qlen, (const struct sockaddr *)&self, w->outbuf[0], false,
-					  &w->req, w->cache, NULL, &scratch);
-		if (len != INRPD_FORWARD || w->req.fallback ||
-		    !refresh_wanted(w->refresh, slot, w->req.cache_fp, now_ms, rt->query_timeout_ms))
+		size_t len = inrpd_answer(&pass, query, qlen, (const struct sockaddr *)&self, w->outbuf[0]);
+		if (len != INRPD_FORWARD || req->fallback ||
+		    !refresh_wanted(w->refresh, slot, req->cache_fp, now_ms, pass.rt->query_timeout_ms))
 			continue;
 		struct fwd_client c = { .refresh = slot + 1 };
-		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+		refresh_started(w->refresh, slot, req->cache_fp, now_ms);
 		CNT_INC(&w->cnt, refreshed);
-		fwd_start(w->fwd, &w->req, &c);
+		fwd_start(w->ctx.fwd, req, &c);
 	}
 }
 
-static void prefetch(const struct udp_worker *w, const struct inrpd_runtime *rt, int i)
+static void prefetch(const struct udp_worker *w, int i)
 {
 	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC))
-		inrpd_prefetch(rt, w->inbuf[i], w->in[i].msg_len);
+		inrpd_prefetch(&w->ctx, w->inbuf[i], w->in[i].msg_len);
+}
+
+/*
+ * Readies in[] for recvmmsg.  The kernel rewrites the lengths and flags of
+ * the entries it fills and no others, so only those are set again (every
+ * one when the listener's kind changes): a call that finds one query, or
+ * none, does not pay for the whole batch.
+ */
+static void arm_in(struct udp_worker *w, bool pktinfo)
+{
+	unsigned n = w->in_used;
+	if (pktinfo != w->in_pktinfo) {
+		n = UDP_BATCH;
+		w->in_pktinfo = pktinfo;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct msghdr *h = &w->in[i].msg_hdr;
+		h->msg_namelen = sizeof(w->peer[i]);
+		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
+		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
+		h->msg_flags = 0;
+	}
+	w->in_used = 0;
 }
 
 /* One recvmmsg batch on fd; returns the number of messages received. */
@@ -221,17 +249,9 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
 	int fd = w->fds[listen_idx];
 	bool pktinfo = w->pktinfo[listen_idx];
-	for (unsigned i = 0; i < UDP_BATCH; i++) {
-		struct msghdr *h = &w->in[i].msg_hdr;
-		h->msg_name = &w->peer[i];
-		h->msg_namelen = sizeof(w->peer[i]);
-		h->msg_iov = &w->iov_in[i];
-		h->msg_iovlen = 1;
-		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
-		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
-		h->msg_flags = 0;
-	}
+	arm_in(w, pktinfo);
 	int n = recvmmsg(fd, w->in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	w->in_used = n >= 0 ? (unsigned)n : UDP_BATCH;  /* after a failure, trust none */
 	if (n <= 0) {
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			log_debug("udp worker %u: recvmmsg: %s", w->idx, strerror(errno));
@@ -239,25 +259,24 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	}
 
 	uint64_t arrived = inrpd_now_us();     /* one clock read per batch, not per query */
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w->ctx);
 	unsigned k = 0;
 	for (int i = 0; i < n && i < UDP_PREFETCH; i++)
-		prefetch(w, rt, i);
+		prefetch(w, i);
 	for (int i = 0; i < n; i++) {
 		struct msghdr *h = &w->in[i].msg_hdr;
 		if (i + UDP_PREFETCH < n)
-			prefetch(w, rt, i + UDP_PREFETCH);
+			prefetch(w, i + UDP_PREFETCH);
 		if (h->msg_flags & MSG_TRUNC) {         /* larger than any query we take */
 			CNT_INC(&w->cnt, queries);
 			CNT_INC(&w->cnt, dropped);
 			continue;
 		}
-		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
-					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
-					  &w->req, w->cache, w->rrl, &w->cnt);
+		size_t len = inrpd_answer(&w->ctx, w->inbuf[i], w->in[i].msg_len,
+					  (const struct sockaddr *)&w->peer[i], w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
-			fwd_shed(w->fwd, &w->req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
+			fwd_shed(w->ctx.fwd, &w->ctx.req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
 		if (len == INRPD_FORWARD) {
 			struct fwd_client c;
 			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
@@ -268,7 +287,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			c.serial = 0;
 			c.refresh = 0;
 			note(w, true);
-			fwd_start(w->fwd, &w->req, &c);
+			fwd_start(w->ctx.fwd, &w->ctx.req, &c);
 			continue;
 		}
 		if (len == 0)
@@ -324,14 +343,14 @@ static void *worker_main(void *arg)
 	rcu_register_thread();
 
 	for (;;) {
-		int timeout = fwd_expire(w->fwd);
+		int timeout = fwd_expire(w->ctx.fwd);
 		if (w->refresh) {
 			int due = refresh_timeout(w->refresh, inrpd_now_ms());
 			if (due >= 0 && (timeout < 0 || due < timeout))
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = fwd_engine_wait(w->fwd, timeout, ready, &nready);
+		int n = fwd_engine_wait(w->ctx.fwd, timeout, ready, &nready);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -351,7 +370,7 @@ static void *worker_main(void *arg)
 				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
 			refresh_routes_changed(w->refresh, inrpd_now_ms());
 		}
-		fwd_on_ready(w->fwd);
+		fwd_on_ready(w->ctx.fwd);
 		if (w->refresh) {
 			refresh_pass(w);
 			rcu_quiescent_state();
@@ -434,33 +453,38 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			}
 		}
-		w->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_udp, w, &w->cnt, err, err_len);
-		if (!w->fwd)
+		w->ctx.cnt = &w->cnt;
+		w->ctx.udp = true;
+		w->ctx.fwd = fwd_engine_create(&w->ctx, cfg->max_pending, cfg->max_sockets, deliver_udp, w,
+					       err, err_len);
+		if (!w->ctx.fwd)
 			goto fail;
-		if (!(w->rrl = rrl_create(nworkers)))
+		if (!(w->ctx.rrl = rrl_create(nworkers)))
 			goto nomem;
-		if (cfg->cache_size && cfg->cache_shards) {
-			/* a shard each, the TCP thread's included: no lock on any hit */
-			w->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
-			if (!w->cache)
-				goto nomem;
-			fwd_engine_set_cache(w->fwd, w->cache);
-		}
+		/* a shard each, the TCP thread's included: no lock on any hit */
+		if (cfg->cache_size && cfg->cache_shards &&
+		    !(w->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush)))
+			goto nomem;
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
+			struct msghdr *h = &w->in[j].msg_hdr;
 			w->iov_in[j].iov_base = w->inbuf[j];
 			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
+			h->msg_name = &w->peer[j];
+			h->msg_iov = &w->iov_in[j];
+			h->msg_iovlen = 1;
 		}
+		w->in_used = UDP_BATCH;         /* the rest: arm_in */
 		for (unsigned l = 0; l < cfg->nlisten; l++) {
 			int fd = open_socket(&cfg->listen[l], &w->pktinfo[l], err, err_len);
 			if (fd < 0)
 				goto fail;
 			w->fds[l] = fd;
 			w->nfds = l + 1;
-			if (fwd_engine_watch(w->fwd, fd, l) < 0)
+			if (fwd_engine_watch(w->ctx.fwd, fd, l) < 0)
 				goto epoll_fail;
 		}
-		if (fwd_engine_watch(w->fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
-		    (w->wake_fd >= 0 && fwd_engine_watch(w->fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0))
+		if (fwd_engine_watch(w->ctx.fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
+		    (w->wake_fd >= 0 && fwd_engine_watch(w->ctx.fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0))
 			goto epoll_fail;
 	}
 	return ws;
@@ -513,9 +537,9 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 			inrpd_counters_add(final, &w->cnt);
 		for (unsigned l = 0; l < w->nfds; l++)
 			close(w->fds[l]);
-		fwd_engine_free(w->fwd);
-		cache_destroy(w->cache);
-		rrl_free(w->rrl);
+		fwd_engine_free(w->ctx.fwd);
+		cache_destroy(w->ctx.cache);
+		rrl_free(w->ctx.rrl);
 		refresh_free(w->refresh);
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
@@ -548,12 +572,12 @@ void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *s
 void udp_workers_cache_stats(const struct udp_workers *ws, struct cache_stats *st)
 {
 	for (unsigned i = 0; i < ws->n; i++)
-		if (ws->w[i]->cache)
-			cache_stats_add(ws->w[i]->cache, st);
+		if (ws->w[i]->ctx.cache)
+			cache_stats_add(ws->w[i]->ctx.cache, st);
 }
 
 void udp_workers_hops(const struct udp_workers *ws, fwd_hop_fn fn, void *arg)
 {
 	for (unsigned i = 0; i < ws->n; i++)
-		fwd_engine_hops(ws->w[i]->fwd, fn, arg);
+		fwd_engine_hops(ws->w[i]->ctx.fwd, fn, arg);
 }
