@@ -37,6 +37,7 @@
 #include "metrics.h"
 #include "prefix.h"
 #include "privdrop.h"
+#include "proxyv2.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -98,6 +99,8 @@ struct inrpd_runtime {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
 	struct prefix acl[INRPD_MAX_ACL];
+	unsigned nproxy_from;           /* proxies that must send a PROXY v2 header (proxy.h) */
+	struct prefix proxy_from[INRPD_MAX_ACL];
 };
 
 struct inrpd_config {
@@ -143,6 +146,8 @@ struct inrpd_config {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
 	struct prefix acl[INRPD_MAX_ACL];
+	unsigned nproxy_from;
+	struct prefix proxy_from[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
 };
@@ -222,6 +227,11 @@ struct inrpd_counters {
 	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
 	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
 	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
+	/* PROXY v2 headers (proxy.h): datagrams or connections */
+	uint64_t proxy_accepted;        /* from proxy-protocol-from, valid */
+	uint64_t proxy_refused;         /* a header from elsewhere */
+	uint64_t proxy_missing;         /* from proxy-protocol-from, no header */
+	uint64_t proxy_bad[PROXYV2_STATUSES];   /* from proxy-protocol-from, malformed: by proxyv2_status */
 	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
 } __attribute__((aligned(64)));
 
