@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ENV, free_port, loopback_addr, run_inrpd, wait_for
 from prom import scrape, value
+from test_inrpd_basic import ipv6_loopback
 from test_inrpd_forward import SERVER, Unbound, addrs, inrpc_json, router
 
 SIG = b"\r\n\r\n\x00\r\nQUIT\n"
@@ -180,10 +181,15 @@ def test_rrl_budgets_are_per_carried_client(inrpd_factory, tmp_path):
         return got, c, rate * (1 + elapsed) + 1
 
     got, c, most = flood("192.0.2.10", 60)
-    assert 0 < got <= most and c["rrl_dropped"] == 60 - got and c["proxy_accepted"] == 60
-    # another client through the same proxy, at once: its own budget
-    got, c, _ = flood("198.51.100.10", rate)
-    assert got == rate and "rrl_dropped" not in c
+    assert 0 < got <= most and got < 60 and c["proxy_accepted"] == 60
+    # another client through the same proxy, at once: its own budget.  Two
+    # prefixes share one if they hash to one of the table's 4096 entries
+    # (rrl.c), so of two others at least one is on its own.
+    full = []
+    for other in ("198.51.100.10", "203.0.113.10"):
+        got, c, _ = flood(other, rate)
+        full.append(got == rate and "rrl_dropped" not in c)
+    assert any(full), full
     p.close()
 
 
@@ -277,6 +283,48 @@ def test_malformed_headers_drop_or_close_counted_by_reason(inrpd_factory, tmp_pa
     else:
         assert addrs(tcp_exchange(d, proxy, good + framed(query()))) == [SERVER]
     p.close()
+
+
+def test_a_proxy_on_ipv6_speaks_for_ipv4_and_ipv6_clients(inrpd_factory, tmp_path, upstream):
+    """A proxy on ::1 (a wildcard listener, answers from the address asked)
+    names an IPv4 client inside allow-recursion and an IPv6 one outside it."""
+    if not ipv6_loopback():
+        pytest.skip("no IPv6 loopback")
+    ctl = tmp_path / "inrpd.ctl"
+    d = inrpd_factory(lambda addr, port:
+                      f'control "{ctl}";\nlisten {addr} port {port};\nlisten :: port {port};\n'
+                      f"proxy-protocol-from ::1;\nupstream {upstream.addr} port {upstream.port};\n"
+                      "allow-recursion 192.0.2.0/24;\n", listen=False, workers=1)
+    d.ctl = ctl
+    q = query("a.upstream.test")
+    before = counters(d, "udp")
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+        s.settimeout(5)
+        for client, rcode in (("192.0.2.5", dns.rcode.NOERROR), ("2001:db8::5", dns.rcode.REFUSED)):
+            s.sendto(header(client, dst="192.0.2.53" if "." in client else "2001:db8::53") + q.to_wire(),
+                     ("::1", d.port))
+            data, src = s.recvfrom(65535)
+            assert src[0] == "::1" and dns.message.from_wire(data).rcode() == rcode
+    assert delta(before, counters(d, "udp"))["proxy_accepted"] == 2
+    # over TCP too
+    with socket.create_connection(("::1", d.port), timeout=5) as s:
+        s.sendall(header("192.0.2.5", transport=STREAM, dst="192.0.2.53") + framed(q))
+        n = struct.unpack(">H", s.recv(2, socket.MSG_WAITALL))[0]
+        assert addrs(dns.message.from_wire(s.recv(n, socket.MSG_WAITALL))) == ["192.0.2.1"]
+
+
+def test_tcp_header_left_unfinished_is_closed_at_the_idle_timeout(inrpd_factory, tmp_path):
+    proxy = loopback_addr()
+    d = proxied(inrpd_factory, tmp_path, proxy, "tcp-idle-timeout 300ms;\n" + ROUTE)
+    before = counters(d, "tcp")
+    with socket.create_connection((d.addr, d.port), timeout=10, source_address=(proxy, 0)) as s:
+        s.sendall(header("192.0.2.1", transport=STREAM)[:17])
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass
+    c = delta(before, counters(d, "tcp"))
+    assert c["proxy_truncated"] == 1 and "queries" not in c
 
 
 def test_tcp_header_in_pieces_then_pipelined_queries(inrpd_factory, tmp_path):
