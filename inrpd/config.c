@@ -15,6 +15,8 @@
  *     upstream-0x20 no;                    the name in random case to upstreams (RFC 5452 9.2)
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
  *                                          and private ranges; "none": nobody)
+ *     proxy-protocol-from 127.0.0.1;       repeatable: these must send a PROXY v2
+ *                                          header, others may not (proxy.h)
  *     query-timeout 2s;                    all attempts of one query
  *     hop-probe-interval 5s;               a hop passed over as slow is probed this often
  *     hop-limit 16;
@@ -447,6 +449,28 @@ static int kw_allow_recursion(const struct conf_stmt *s, void *arg, char *err, s
 	return add_acl(x->cfg, s, NULL, err, err_len);
 }
 
+/* A repeatable "KEYWORD PREFIX;" into a list of INRPD_MAX_ACL. */
+static int add_prefix(const struct conf_stmt *s, struct prefix *list, unsigned *n, char *err, size_t err_len)
+{
+	struct prefix p = { 0 };
+	int family;
+	unsigned len;
+	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+		return -1;
+	if (*n == INRPD_MAX_ACL)
+		return conf_error(err, err_len, s, "too many %s prefixes (at most %d)", s->argv[0], INRPD_MAX_ACL);
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	list[(*n)++] = p;
+	return 0;
+}
+
+static int kw_proxy_protocol_from(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct inrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	return add_prefix(s, cfg->proxy_from, &cfg->nproxy_from, err, err_len);
+}
+
 static int kw_query_timeout(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
@@ -641,19 +665,8 @@ static int kw_rrl_slip(const struct conf_stmt *s, void *arg, char *err, size_t e
 
 static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	struct cfg_ctx *x = arg;
-	struct inrpd_config *cfg = x->cfg;
-	struct prefix p = { 0 };
-	int family;
-	unsigned len;
-	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
-		return -1;
-	if (cfg->nrrl_exempt == INRPD_MAX_ACL)
-		return conf_error(err, err_len, s, "too many rrl-exempt prefixes (at most %d)", INRPD_MAX_ACL);
-	p.family = (uint8_t)family;
-	p.len = (uint8_t)len;
-	cfg->rrl_exempt[cfg->nrrl_exempt++] = p;
-	return 0;
+	struct inrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	return add_prefix(s, cfg->rrl_exempt, &cfg->nrrl_exempt, err, err_len);
 }
 
 static int kw_rrl_routers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -698,6 +711,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "router-id", 2, 2, CONF_NO_BLOCK, kw_router_id },
 	{ "upstream", 2, 4, CONF_NO_BLOCK, kw_upstream },
 	{ "allow-recursion", 2, 2, CONF_NO_BLOCK, kw_allow_recursion },
+	{ "proxy-protocol-from", 2, 2, CONF_NO_BLOCK, kw_proxy_protocol_from },
 	{ "query-timeout", 2, 2, CONF_NO_BLOCK, kw_query_timeout },
 	{ "hop-probe-interval", 2, 2, CONF_NO_BLOCK, kw_hop_probe },
 	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
@@ -929,6 +943,8 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;
 	memcpy(rt->acl, cfg->acl, sizeof(rt->acl));
+	rt->nproxy_from = cfg->nproxy_from;
+	memcpy(rt->proxy_from, cfg->proxy_from, sizeof(rt->proxy_from));
 	cfg->fib = NULL;
 	return rt;
 }

@@ -66,6 +66,8 @@ struct inrpd_config {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;
 	struct prefix acl[INRPD_MAX_ACL];
+	unsigned nproxy_from;
+	struct prefix proxy_from[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
 };

@@ -46,6 +46,11 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(refreshed);
 	ADD(tcp_evicted);
 	ADD(tcp_full);
+	ADD(proxy_accepted);
+	ADD(proxy_refused);
+	ADD(proxy_missing);
+	for (unsigned r = 0; r < PROXYV2_STATUSES; r++)
+		ADD(proxy_bad[r]);
 	ADD(in_flight);
 #undef ADD
 }

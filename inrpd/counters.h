@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "proxyv2.h"
+
 /*
  * How long answers take, from the query's arrival to the answer handed to
  * the kernel, by how they were made: here (local routes, and every error
@@ -69,6 +71,11 @@ struct inrpd_counters {
 	uint64_t refreshed;             /* questions asked lately fetched again after their route changed */
 	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
 	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
+	/* PROXY v2 headers (proxy.h): datagrams or connections */
+	uint64_t proxy_accepted;        /* from proxy-protocol-from, valid */
+	uint64_t proxy_refused;         /* a header from elsewhere */
+	uint64_t proxy_missing;         /* from proxy-protocol-from, no header */
+	uint64_t proxy_bad[PROXYV2_STATUSES];   /* from proxy-protocol-from, malformed: by proxyv2_status */
 	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
 } __attribute__((aligned(64)));
 

@@ -121,6 +121,13 @@ static const struct {
 	F(nodata), F(chaos), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
 	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
+	F(proxy_accepted), F(proxy_refused), F(proxy_missing),
+#define BAD(x, st) { "proxy_" #x, offsetof(struct inrpd_counters, proxy_bad[st]) }
+	BAD(truncated, PROXYV2_SHORT), BAD(bad_version, PROXYV2_BAD_VERSION),
+	BAD(bad_command, PROXYV2_BAD_COMMAND), BAD(bad_family, PROXYV2_BAD_FAMILY),
+	BAD(bad_transport, PROXYV2_BAD_TRANSPORT), BAD(too_long, PROXYV2_TOO_LONG),
+	BAD(short_address, PROXYV2_SHORT_ADDRESS), BAD(bad_tlv, PROXYV2_BAD_TLV),
+#undef BAD
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
@@ -161,7 +168,7 @@ static void format_counters(const struct inrpd_counters *c, bool json, char *buf
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
 {
-	char ub[2048], tb[2048];
+	char ub[4096], tb[4096];
 	format_counters(u, false, ub, sizeof(ub));
 	format_counters(t, false, tb, sizeof(tb));
 	log_info("%s: udp: %s; tcp: %s", when, ub, tb);
@@ -282,7 +289,7 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	struct inrpd_counters u, t;
 	counters_now(&u, &t);
 	if (json) {
-		char ub[2048], tb[2048];
+		char ub[4096], tb[4096];
 		format_counters(&u, true, ub, sizeof(ub));
 		format_counters(&t, true, tb, sizeof(tb));
 		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);

@@ -108,6 +108,17 @@ static const struct {
 	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
 	{ "tcp_evicted", "TCP connections closed, idle the longest, to make room for a new one." },
 	{ "tcp_full", "TCP connections refused: every open one had a query in flight." },
+	{ "proxy_accepted", "PROXY v2 headers taken from proxy-protocol-from (datagrams or connections)." },
+	{ "proxy_refused", "PROXY v2 headers refused: not from proxy-protocol-from (dropped or closed)." },
+	{ "proxy_missing", "Datagrams or connections from proxy-protocol-from without a PROXY v2 header." },
+	{ "proxy_truncated", "PROXY v2 headers cut short (a datagram, or a connection closed or idle in it)." },
+	{ "proxy_bad_version", "PROXY v2 headers refused: version not 2." },
+	{ "proxy_bad_command", "PROXY v2 headers refused: command neither LOCAL nor PROXY." },
+	{ "proxy_bad_family", "PROXY v2 headers refused: PROXY for a family other than IPv4 or IPv6." },
+	{ "proxy_bad_transport", "PROXY v2 headers refused: PROXY for a transport other than TCP or UDP." },
+	{ "proxy_too_long", "PROXY v2 headers refused: longer than 512 bytes." },
+	{ "proxy_short_address", "PROXY v2 headers refused: length too short for the addresses." },
+	{ "proxy_bad_tlv", "PROXY v2 headers refused: a TLV past the header's end." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

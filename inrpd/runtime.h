@@ -49,6 +49,8 @@ struct inrpd_runtime {
 	struct route upstreams[INRPD_MAX_UPSTREAMS];
 	unsigned nacl;                  /* clients allowed recursion (fallback) */
 	struct prefix acl[INRPD_MAX_ACL];
+	unsigned nproxy_from;           /* proxies that must send a PROXY v2 header (proxy.h) */
+	struct prefix proxy_from[INRPD_MAX_ACL];
 };
 
 /* The runtime in force (main.c's); readers use rcu_dereference(inrpd_rt). */

@@ -16,6 +16,11 @@
  * answers stops being read once TCP_WRITE_QUEUE_MAX bytes are queued,
  * until the queue drains.
  *
+ * A connection from an address in proxy-protocol-from starts with a PROXY
+ * v2 header (proxy.h), read before the first message; its queries are
+ * answered as the client it carries.  One cut short there (closed, idle)
+ * is counted proxy_truncated.
+ *
  * Queries that go to another router or an upstream resolver are handed to
  * the main thread's forwarding engine, whose sockets and deadline this
  * loop watches; their answers are written when they come, so they may
@@ -44,6 +49,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "proxy.h"
 #include "tcp.h"
 #include "wire.h"
 
@@ -69,6 +75,8 @@ struct tcp_conn {
 	struct tcp_conn *prev, *next;
 	uint8_t *rbuf;
 	size_t rcap, rlen;
+	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
+	bool started;                   /* that header, or its absence, settled */
 	unsigned open_handles;
 	unsigned forwarded;             /* queries in the forwarding engine */
 	bool closing;
@@ -187,10 +195,18 @@ static void conn_close(struct tcp_conn *c)
 	uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 }
 
+/* The client went away or idled before its first bytes were settled. */
+static void conn_cut(struct tcp_conn *c)
+{
+	if (!c->started && c->rlen > 0)
+		inrpd_proxy_stream_cut(&c->srv->cnt);
+}
+
 static void on_idle(uv_timer_t *t)
 {
 	struct tcp_conn *c = t->data;
 	log_debug("tcp: closing idle connection");
+	conn_cut(c);
 	conn_close(c);
 }
 
@@ -283,17 +299,20 @@ static void conn_process(struct tcp_conn *c)
 	uint8_t answer[INRPD_ANSWER_MAX];
 	size_t off = 0, mlen;
 	bool bad = false;
-	enum dns_frame f;
+	enum dns_frame f = DNS_FRAME_MORE;
 	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
 	inrpd_worker_begin(&s->ctx);
-	while ((f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
-		struct sockaddr_storage peer;
-		int plen = sizeof(peer);
-		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
-			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
-		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer, answer);
+	if (!c->started) {
+		enum inrpd_proxy_verdict v = inrpd_proxy_stream(s->ctx.rt, (struct sockaddr *)&c->client, c->rbuf,
+								c->rlen, &off, &c->client, &s->cnt);
+		c->started = v == INRPD_PROXY_PASS;
+		bad = v == INRPD_PROXY_DROP;
+	}
+	while (c->started && !bad &&
+	       (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
+		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->client, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
 			struct fwd_client fc = { .conn = c };
@@ -422,6 +441,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (nread == 0)                         /* EAGAIN */
 		return;
+	conn_cut(c);
 	if (nread == UV_EOF) {
 		/* the client is done: send what is queued and in flight, then close */
 		c->eof = true;
@@ -479,6 +499,9 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->rcap = TCP_RBUF_INIT;
+	int plen = sizeof(c->client);
+	if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&c->client, &plen) < 0)
+		c->client.ss_family = AF_UNSPEC;        /* not allowed recursion */
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;

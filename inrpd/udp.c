@@ -10,7 +10,9 @@
  * worker's own forwarding engine (forward.c), whose sockets and deadlines
  * the worker waits for with its own: its listeners are in the engine's
  * epoll set (a socket per query in flight, upsock.c), so one epoll_wait
- * serves both.  The answer leaves through the socket the query came in on.
+ * serves both.  The answer leaves through the socket the query came in on,
+ * to the address it came from, also when a PROXY v2 header (proxy.h) says
+ * the query is another client's.
  *
  * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
@@ -30,6 +32,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "proxy.h"
 #include "rrl.h"
 #include "udp.h"
 #include "refresh.h"
@@ -217,8 +220,10 @@ static void refresh_pass(struct udp_worker *w)
 
 static void prefetch(const struct udp_worker *w, int i)
 {
-	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC))
-		inrpd_prefetch(&w->ctx, w->inbuf[i], w->in[i].msg_len);
+	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+		size_t skip = proxyv2_skip(w->inbuf[i], w->in[i].msg_len);
+		inrpd_prefetch(&w->ctx, w->inbuf[i] + skip, w->in[i].msg_len - skip);
+	}
 }
 
 /*
@@ -272,8 +277,14 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			CNT_INC(&w->cnt, dropped);
 			continue;
 		}
-		size_t len = inrpd_answer(&w->ctx, w->inbuf[i], w->in[i].msg_len,
-					  (const struct sockaddr *)&w->peer[i], w->outbuf[k]);
+		const uint8_t *query = w->inbuf[i];
+		size_t qlen = w->in[i].msg_len;
+		struct sockaddr_storage carried;
+		const struct sockaddr *client = inrpd_proxy_datagram(w->ctx.rt, (const struct sockaddr *)&w->peer[i],
+								     &query, &qlen, &carried, &w->cnt);
+		if (!client)
+			continue;
+		size_t len = inrpd_answer(&w->ctx, query, qlen, client, w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
 			fwd_shed(w->ctx.fwd, &w->ctx.req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
