@@ -97,6 +97,8 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	ADD(tcp_evicted);
 	ADD(tcp_full);
 	ADD(in_flight);
+	ADD(dnstap_sent);
+	ADD(dnstap_dropped);
 #undef ADD
 }
 

@@ -112,6 +112,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "tap.h"
 #include "upsock.h"
 #include "wire.h"
 
@@ -191,6 +192,7 @@ struct fwd_engine {
 	void *ctx;
 	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
 	struct cache *cache;            /* the owner thread's; NULL: none */
+	struct tap_queue *tap;          /* the owner thread's dnstap queue; NULL: none */
 	struct inrpd_counters *cnt;
 	struct upsock *up;
 	unsigned max_pending;
@@ -667,6 +669,7 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		udp_end(e, p);
 		return -1;
 	}
+	tap_forwarder(e->tap, DNSTAP_FORWARDER_QUERY, false, r, msg, len, 0);
 	return 0;
 }
 
@@ -829,6 +832,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 		return false;
 	}
 	CNT_INC(e->cnt, upstream_tcp);
+	tap_forwarder(e->tap, DNSTAP_FORWARDER_QUERY, true, &p->req.cand[p->cur], msg, len, 0);
 	if (p->hop)
 		RELAXED_ADD(&hop_counts(e, p->hop)->queries, 1);
 	p->tcp = c;
@@ -903,6 +907,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 	uint64_t now = now_us();
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
+	tap_forwarder(e->tap, DNSTAP_FORWARDER_RESPONSE, over_tcp, &p->req.cand[p->cur], pkt, len, p->sent_us);
 	if (h) {
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */
@@ -1165,6 +1170,11 @@ unsigned fwd_pending_count(const struct fwd_engine *e)
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops)
 {
 	e->tcp = *ops;
+}
+
+void fwd_engine_set_tap(struct fwd_engine *e, struct tap_queue *tap)
+{
+	e->tap = tap;
 }
 
 void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache)

@@ -37,6 +37,7 @@
 #include "metrics.h"
 #include "prefix.h"
 #include "privdrop.h"
+#include "tap.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -145,6 +146,7 @@ struct inrpd_config {
 	struct prefix acl[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
+	struct tap_conf dnstap;         /* dnstap { ... } (tap.h); socket_path NULL: off */
 };
 
 /*
@@ -223,6 +225,8 @@ struct inrpd_counters {
 	uint64_t tcp_evicted;           /* TCP connections closed, idle the longest, to make room for a new one */
 	uint64_t tcp_full;              /* TCP connections refused: every one had a query in flight */
 	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
+	uint64_t dnstap_sent;           /* dnstap messages handed to the writer thread (tap.h) */
+	uint64_t dnstap_dropped;        /* ... not: no reader connected, or its queue full */
 } __attribute__((aligned(64)));
 
 #define CNT_INC(c, field) \
@@ -435,6 +439,8 @@ struct fwd_tcp_ops {
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops);
 /* The owner thread's packet cache: answers are stored there (NULL: none). */
 void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache);
+/* The owner thread's dnstap queue: queries to hops and their answers logged (NULL: none). */
+void fwd_engine_set_tap(struct fwd_engine *e, struct tap_queue *tap);
 /* The answer of exchange c (open()'s token with it); pkt NULL: none came (the transport
  * then closes c).  Call fwd_expire() afterwards: deadlines may have changed. */
 void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn *c,

@@ -105,6 +105,8 @@ static const struct {
 	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
 	{ "tcp_evicted", "TCP connections closed, idle the longest, to make room for a new one." },
 	{ "tcp_full", "TCP connections refused: every open one had a query in flight." },
+	{ "dnstap_sent", "dnstap messages handed to the writer thread." },
+	{ "dnstap_dropped", "dnstap messages dropped: no reader connected, or the thread's queue full." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

@@ -44,6 +44,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "tap.h"
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096
@@ -115,6 +116,7 @@ struct tcp_server {
 	struct inrpd_counters cnt;
 	struct fwd_engine *fwd;
 	struct cache *cache;            /* the main thread's shard */
+	struct tap_queue *tap;          /* dnstap (NULL: off) */
 	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
@@ -277,6 +279,21 @@ static void conn_resume_or_pause(struct tcp_conn *c)
 	}
 }
 
+/* A client's query or our answer to it, to dnstap. */
+static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
+		    size_t len)
+{
+	if (!tap_wants(s->tap, type))
+		return;
+	struct sockaddr_storage peer, self;
+	int plen = sizeof(peer), slen = sizeof(self);
+	if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
+		peer.ss_family = AF_UNSPEC;
+	if (uv_tcp_getsockname(&c->handle, (struct sockaddr *)&self, &slen) < 0)
+		self.ss_family = AF_UNSPEC;
+	tap_client(s->tap, type, true, (struct sockaddr *)&peer, (struct sockaddr *)&self, msg, len);
+}
+
 static void conn_process(struct tcp_conn *c)
 {
 	struct tcp_server *s = c->srv;
@@ -294,6 +311,7 @@ static void conn_process(struct tcp_conn *c)
 		int plen = sizeof(peer);
 		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
 			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
+		tap_tcp(s, c, DNSTAP_CLIENT_QUERY, c->rbuf + off + 2, mlen);
 		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
 					   answer, false, &s->req, s->cache, NULL, &s->cnt);
 		off += 2 + mlen;
@@ -305,6 +323,8 @@ static void conn_process(struct tcp_conn *c)
 				break;
 			continue;
 		}
+		if (alen)
+			tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, answer, alen);
 		if (alen && !out_append(&o, answer, alen)) {
 			log_err("tcp: out of memory for answers");
 			CNT_INC(&s->cnt, dropped);
@@ -378,6 +398,7 @@ static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *m
 		return;
 	}
 	CNT_INC(&s->cnt, answered);
+	tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, msg, len);
 	conn_touch(c);
 	if (c->eof && c->forwarded == 0)
 		conn_shutdown(c);
@@ -696,6 +717,8 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		}
 		fwd_engine_set_cache(s->fwd, s->cache);
 	}
+	s->tap = tap_queue_next(inrpd_tap, &s->cnt);
+	fwd_engine_set_tap(s->fwd, s->tap);
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
 	fwd_engine_set_tcp(s->fwd, &tcp_ops);
 	uv_timer_init(loop, &s->fwd_timer);

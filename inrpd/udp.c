@@ -30,6 +30,7 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "tap.h"
 #include "refresh.h"
 
 #define UDP_BATCH               32
@@ -56,6 +57,8 @@ struct udp_worker {
 	struct cache *cache;            /* this worker's shard of the packet cache */
 	struct rrl *rrl;                /* its rate limits */
 	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
+	struct tap_queue *tap;          /* dnstap (NULL: off) */
+	struct sockaddr_storage self[INRPD_MAX_LISTEN];        /* listen addresses, for dnstap */
 	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
 	bool wake_pending;              /* ... and wake_fd was written since we read it */
 	struct fwd_request req;         /* scratch for the query being answered */
@@ -252,8 +255,10 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			CNT_INC(&w->cnt, dropped);
 			continue;
 		}
-		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
-					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
+		const struct sockaddr *client = (const struct sockaddr *)&w->peer[i];
+		const struct sockaddr *self = (const struct sockaddr *)&w->self[listen_idx];
+		tap_client(w->tap, DNSTAP_CLIENT_QUERY, false, client, self, w->inbuf[i], w->in[i].msg_len);
+		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len, client, w->outbuf[k], true,
 					  &w->req, w->cache, w->rrl, &w->cnt);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
@@ -274,6 +279,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		if (len == 0)
 			continue;
 		note(w, false);
+		tap_client(w->tap, DNSTAP_CLIENT_RESPONSE, false, client, self, w->outbuf[k], len);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;
@@ -398,6 +404,8 @@ static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *ms
 		return;
 	}
 	CNT_INC(&w->cnt, answered);
+	tap_client(w->tap, DNSTAP_CLIENT_RESPONSE, false, (const struct sockaddr *)&c->peer,
+		   (const struct sockaddr *)&w->self[c->listen_idx], msg, len);
 }
 
 struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nworkers,
@@ -439,6 +447,8 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 			goto fail;
 		if (!(w->rrl = rrl_create(nworkers)))
 			goto nomem;
+		w->tap = tap_queue_next(inrpd_tap, &w->cnt);
+		fwd_engine_set_tap(w->fwd, w->tap);
 		if (cfg->cache_size && cfg->cache_shards) {
 			/* a shard each, the TCP thread's included: no lock on any hit */
 			w->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
@@ -456,6 +466,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			w->fds[l] = fd;
 			w->nfds = l + 1;
+			ip_endpoint_sockaddr(&cfg->listen[l].ep, &w->self[l]);
 			if (fwd_engine_watch(w->fwd, fd, l) < 0)
 				goto epoll_fail;
 		}
