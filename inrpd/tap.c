@@ -308,14 +308,13 @@ void tap_log(struct tap_queue *q, struct dnstap_event *ev)
 	}
 	ev->identity = t->identity[0] ? t->identity : NULL;
 	ev->version = t->version[0] ? t->version : NULL;
-	struct dnstap_frame f;
-	size_t n = dnstap_frame_init(&f, ev);
+	size_t n = dnstap_size(ev);
 	uint8_t *buf = ring_reserve(q, n);
 	if (!buf) {
 		CNT_INC(q->cnt, dnstap_dropped);
 		return;
 	}
-	dnstap_frame_pack(&f, buf);
+	dnstap_write(ev, buf);
 	if (fstrm_iothr_submit(t->iothr, q->ioq, buf, n, give_back, NULL) != fstrm_res_success) {
 		give_back(buf, NULL);   /* still ours: the queue is full */
 		CNT_INC(q->cnt, dnstap_dropped);
