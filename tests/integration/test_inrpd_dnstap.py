@@ -7,7 +7,10 @@ is written to again."""
 
 import re
 import signal
+import socket
+import struct
 import subprocess
+import threading
 
 import dns.message
 import dns.query
@@ -170,6 +173,72 @@ def test_no_reader_drops_and_counts_and_a_returning_reader_is_written_again(inrp
     cap.stop()
     names = {m["question"][0] for m in cap.messages()}
     assert "back.local.content." in names and "dropped.local.content." not in names
+
+
+def control_frame(ctype, content_type=b"protobuf:dnstap.Dnstap"):
+    """A Frame Streams control frame: escape, length, type, one content-type field."""
+    body = struct.pack(">III", ctype, 1, len(content_type)) + content_type
+    return struct.pack(">II", 0, len(body)) + body
+
+
+def recv_exact(c, n):
+    b = b""
+    while len(b) < n:
+        chunk = c.recv(n - len(b))
+        if not chunk:
+            raise EOFError("the writer closed during the handshake")
+        b += chunk
+    return b
+
+
+def read_control(c):
+    """A control frame's type."""
+    escape, length = struct.unpack(">II", recv_exact(c, 8))
+    assert escape == 0
+    return struct.unpack(">I", recv_exact(c, length)[:4])[0]
+
+
+def test_a_reader_that_stops_reading_costs_the_answers_nothing(inrpd_factory, tmp_path):
+    """A collector that shakes hands and then reads nothing: the I/O thread's
+    writes block, the workers' queues fill, and every message past them is
+    dropped and counted while every query is answered; the writer gives up
+    on the reader after its send timeout."""
+    sock = tmp_path / "stuck.sock"
+    lsn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsn.bind(str(sock))
+    lsn.listen(4)
+    held, handshake = [], []
+
+    def stuck_reader():
+        c, _ = lsn.accept()
+        held.append(c)
+        handshake.append(read_control(c))       # READY (4)
+        c.sendall(control_frame(1))             # ACCEPT
+        handshake.append(read_control(c))       # START (2); then nothing is read
+    t = threading.Thread(target=stuck_reader, daemon=True)
+    t.start()
+    try:
+        d = tapped(inrpd_factory, tmp_path, sock)
+        d.wait_log("dnstap: connected to")
+        t.join(10)
+        assert handshake == [4, 2]
+        base = counters(d)
+        n = 3000
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.settimeout(5)
+            s.connect((d.addr, d.port))
+            for i in range(n):
+                q = dns.message.make_query(f"q{i}.local.content", "A")
+                s.send(q.to_wire())
+                assert dns.message.from_wire(s.recv(4096)).answer, f"query {i} unanswered"
+        c = counters(d)
+        assert c["dnstap_dropped"] > base["dnstap_dropped"]
+        assert (c["dnstap_sent"] + c["dnstap_dropped"]) - (base["dnstap_sent"] + base["dnstap_dropped"]) == 2 * n
+        d.wait_log("dnstap: .* closed", timeout=20)
+    finally:
+        for c in held:
+            c.close()
+        lsn.close()
 
 
 @pytest.mark.parametrize("block, error", [
