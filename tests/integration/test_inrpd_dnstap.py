@@ -69,10 +69,13 @@ def capture():
         c.stop()
 
 
+def tap_body(sock, body=""):
+    return (f'dnstap {{ socket-path "{sock}"; identity "tap-test"; version "tap-version 1"; }}\n'
+            f'route "local.content" {{ server {SERVER}; }}\n' + body)
+
+
 def tapped(factory, tmp_path, sock, body="", **kw):
-    return router(factory, tmp_path,
-                  f'dnstap {{ socket-path "{sock}"; identity "tap-test"; version "tap-version 1"; }}\n'
-                  f'route "local.content" {{ server {SERVER}; }}\n' + body, **kw)
+    return router(factory, tmp_path, tap_body(sock, body), **kw)
 
 
 def ask(d, name, tcp=False, source_port=0):
@@ -173,6 +176,24 @@ def test_no_reader_drops_and_counts_and_a_returning_reader_is_written_again(inrp
     cap.stop()
     names = {m["question"][0] for m in cap.messages()}
     assert "back.local.content." in names and "dropped.local.content." not in names
+
+
+def test_reload_keeps_the_running_dnstap(inrpd_factory, capture, tmp_path):
+    """dnstap is read at start: a reload that moves it says so, and the
+    messages go on to the reader connected."""
+    sock = tmp_path / "tap.sock"
+    cap = capture(sock, tmp_path / "tap.fstrm")
+    d = tapped(inrpd_factory, tmp_path, sock)
+    d.wait_log("dnstap: connected to")
+    mark = d.reload(f'control "{d.ctl}";\nrouter-id "r0";\n' + tap_body(tmp_path / "other.sock") +
+                    'route "new.content" { server 127.0.0.97; }\n')
+    wait_for(lambda: "take effect on restart" in d.log()[mark:], 10, "the reload's warning")
+    d.wait_log("reloaded", start=mark)
+    assert "'dnstap'" in d.log()[mark:]
+    assert [a.address for a in ask(d, "www.new.content").answer[0]] == ["127.0.0.97"]
+    d.stop()
+    cap.stop()
+    assert "www.new.content." in {m["question"][0] for m in cap.messages()}
 
 
 def control_frame(ctype, content_type=b"protobuf:dnstap.Dnstap"):
