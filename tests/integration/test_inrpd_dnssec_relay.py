@@ -8,6 +8,7 @@ only where Unbound does."""
 import socket
 import subprocess
 
+import dns.edns
 import dns.flags
 import dns.message
 import dns.rcode
@@ -45,9 +46,10 @@ def signed_zone(tmp_path):
     return d / "zone.signed"
 
 
-def ask(addr, port, name, rdtype):
-    """The answer over UDP to EDNS 512 with DO, and its size as it came."""
-    q = dns.message.make_query(name, rdtype, use_edns=0, payload=512, want_dnssec=True)
+def ask(addr, port, name, rdtype, cookie=None):
+    """The answer over UDP to EDNS 512 with DO (and a client cookie), and its size as it came."""
+    options = [dns.edns.GenericOption(dns.edns.COOKIE, cookie)] if cookie else []
+    q = dns.message.make_query(name, rdtype, use_edns=0, payload=512, want_dnssec=True, options=options)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(5)
         s.sendto(q.to_wire(), (addr, port))
@@ -70,6 +72,13 @@ def sections(m):
     return [sorted((str(r.name).lower(), r.rdtype) for r in s) for s in (m.answer, m.authority)]
 
 
+def signed_upstream(inrpd_factory, tmp_path, unbound):  # noqa: F811
+    zone = signed_zone(tmp_path)
+    u = unbound([], extra=["auth-zone:", f'  name: "{ZONE}"', f'  zonefile: "{zone}"',
+                           "  for-downstream: yes", "  for-upstream: no"])
+    return u, router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
+
+
 @pytest.mark.parametrize("name, rdtype, rcode", [
     ("www." + ZONE, "A", dns.rcode.NOERROR),           # CNAME, CNAME, A, each with its RRSIG
     ("nothing." + ZONE, "A", dns.rcode.NXDOMAIN),      # SOA and two NSECs, each with its RRSIG
@@ -77,11 +86,7 @@ def sections(m):
 ])
 def test_signed_answers_are_truncated_only_where_the_upstream_truncates(
         inrpd_factory, tmp_path, unbound, name, rdtype, rcode):  # noqa: F811
-    zone = signed_zone(tmp_path)
-    u = unbound([], extra=["auth-zone:", f'  name: "{ZONE}"', f'  zonefile: "{zone}"',
-                           "  for-downstream: yes", "  for-upstream: no"])
-    d = router(inrpd_factory, tmp_path, f"upstream {u.addr} port {u.port};\n")
-
+    u, d = signed_upstream(inrpd_factory, tmp_path, unbound)
     theirs, their_len = ask(u.addr, u.port, name, rdtype)
     ours, our_len = ask(d.addr, d.port, name, rdtype)
     assert theirs.rcode() == rcode
@@ -94,3 +99,25 @@ def test_signed_answers_are_truncated_only_where_the_upstream_truncates(
         assert len(signed) == 3
         # the case that matters: whole only because its names are compressed
         assert uncompressed_len(theirs) > 512
+
+
+@pytest.mark.parametrize("name", ["www." + ZONE, "nothing." + ZONE])
+def test_a_client_cookie_costs_exactly_our_cookie_option(inrpd_factory, tmp_path, unbound, name):  # noqa: F811
+    """Unbound 1.17 does not answer cookies; inrpd does (RFC 7873), and its
+    COOKIE option (client and server cookie, 28 bytes) is the only byte it
+    adds: the 420-byte chain still fits 512, the 497-byte NXDOMAIN does not
+    and comes with TC, as it would from any server that answers cookies."""
+    u, d = signed_upstream(inrpd_factory, tmp_path, unbound)
+    cookie = bytes(range(8))
+    theirs, their_len = ask(u.addr, u.port, name, "A", cookie)
+    ours, our_len = ask(d.addr, d.port, name, "A", cookie)
+    assert not theirs.flags & dns.flags.TC
+    assert [o.otype for o in ours.options] == [dns.edns.COOKIE]
+    assert ours.options[0].data[:8] == cookie and len(ours.options[0].data) == 24
+    if their_len + 28 <= 512:
+        assert not ours.flags & dns.flags.TC
+        assert our_len == their_len + 28
+        assert sections(ours) == sections(theirs)
+    else:
+        assert ours.flags & dns.flags.TC
+        assert ours.answer == [] and ours.authority == []
