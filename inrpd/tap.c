@@ -10,8 +10,9 @@
  * only word both touch.
  *
  * The socket is ours, not fstrm_unix_writer's, so that the threads know
- * whether a reader is connected: without one a message is counted as
- * dropped before it is packed, and costs nothing more.  Its send and
+ * whether a reader is connected (it has answered the handshake): without
+ * one a message is counted as dropped before it is written, and costs
+ * nothing more.  Its send and
  * receive timeouts bound how long a reader that stops reading holds the
  * I/O thread (never a worker): past them the connection is closed, the
  * messages meanwhile dropped, and the I/O thread connects again.
@@ -167,6 +168,11 @@ static fstrm_res sock_open(void *obj)
 {
 	struct tap *t = obj;
 	struct timeval tv = { .tv_sec = TAP_IO_TIMEOUT_S };
+	/* fstrm leaves a connection whose handshake failed open */
+	if (t->fd >= 0) {
+		close(t->fd);
+		t->fd = -1;
+	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return fstrm_res_failure;
@@ -178,8 +184,6 @@ static fstrm_res sock_open(void *obj)
 		return fstrm_res_failure;
 	}
 	t->fd = fd;
-	__atomic_store_n(&t->connected, 1, __ATOMIC_RELAXED);
-	log_info("dnstap: connected to %s", t->sa.sun_path);
 	return fstrm_res_success;
 }
 
@@ -207,6 +211,11 @@ static fstrm_res sock_read(void *obj, void *data, size_t count)
 			return fstrm_res_failure;
 		p += n;
 		count -= (size_t)n;
+	}
+	/* the reader's ACCEPT (the only read before STOP): messages are wanted */
+	if (!__atomic_load_n(&t->connected, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&t->connected, 1, __ATOMIC_RELAXED);
+		log_info("dnstap: connected to %s", t->sa.sun_path);
 	}
 	return fstrm_res_success;
 }
@@ -450,6 +459,8 @@ void tap_close(struct tap *t)
 	/* flushes to a reader, gives every message back, closes the socket */
 	if (t->iothr)
 		fstrm_iothr_destroy(&t->iothr);
+	if (t->fd >= 0)
+		close(t->fd);           /* a handshake that failed */
 	if (t->queues)
 		for (unsigned i = 0; i < t->nqueues; i++)
 			free(t->queues[i].ring);

@@ -262,6 +262,38 @@ def test_a_reader_that_stops_reading_costs_the_answers_nothing(inrpd_factory, tm
         lsn.close()
 
 
+def test_a_reader_that_never_answers_the_handshake(inrpd_factory, tmp_path):
+    """A collector that accepts and says nothing: each attempt ends at the
+    handshake's timeout and its connection is closed before the next (no
+    descriptor kept per attempt); nothing counts as handed over, every
+    message as dropped, and the queries are answered."""
+    sock = tmp_path / "mute.sock"
+    lsn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsn.bind(str(sock))
+    lsn.listen(8)
+    lsn.settimeout(30)
+    conns = []
+    try:
+        d = tapped(inrpd_factory, tmp_path, sock)
+        for _ in range(3):
+            conns.append(lsn.accept()[0])
+        for c in conns[:2]:             # READY, then closed by inrpd
+            c.settimeout(10)
+            assert read_control(c) == 4
+            assert c.recv(1) == b""
+        base = counters(d)
+        for i in range(50):
+            assert ask(d, f"m{i}.local.content").answer
+        c = counters(d)
+        assert c["dnstap_sent"] == 0
+        assert c["dnstap_dropped"] == base["dnstap_dropped"] + 100
+        assert "connected to" not in d.log()
+    finally:
+        for c in conns:
+            c.close()
+        lsn.close()
+
+
 @pytest.mark.parametrize("block, error", [
     ("dnstap { identity \"x\"; }", "no 'socket-path'"),
     ("dnstap { socket-path \"relative.sock\"; }", "absolute"),
