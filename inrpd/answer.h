@@ -80,6 +80,7 @@ struct inrpd_worker {
 	struct cache *cache;            /* its shard of the packet cache; NULL: none */
 	struct rrl *rrl;                /* its rate limits; NULL: none */
 	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
+	struct tap_queue *tap;          /* its dnstap queue (tap.h); NULL: off */
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
 	struct fwd_request req;         /* the query being answered */
 };

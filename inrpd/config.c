@@ -42,6 +42,7 @@
  *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/ops/metrics.h)
  *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)
  *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/ops/privdrop.h)
+ *     dnstap { socket-path "/run/dnstap.sock"; }   query logs (tap.h)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -697,6 +698,12 @@ static int kw_cookie_secret(const struct conf_stmt *s, void *arg, char *err, siz
 	return 0;
 }
 
+static int kw_dnstap(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return tap_conf_parse(s, &x->cfg->dnstap, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
@@ -736,6 +743,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "rrl-exempt", 2, 2, CONF_NO_BLOCK, kw_rrl_exempt },
 	{ "rrl-exempt-routers", 2, 2, CONF_NO_BLOCK, kw_rrl_routers },
 	{ "cookie-secret", 2, 2, CONF_NO_BLOCK, kw_cookie_secret },
+	{ "dnstap", 1, 1, CONF_BLOCK, kw_dnstap },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -884,6 +892,7 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
 	privdrop_conf_free(&cfg->run_as);
+	tap_conf_free(&cfg->dnstap);
 	free(cfg);
 }
 

@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "privdrop.h"
 #include "runtime.h"
+#include "tap.h"
 
 #define INRPD_MAX_LISTEN        64
 #define INRPD_MAX_WORKERS       256
@@ -70,6 +71,7 @@ struct inrpd_config {
 	struct prefix proxy_from[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
+	struct tap_conf dnstap;         /* dnstap { ... } (tap.h); socket_path NULL: off */
 };
 
 /*

@@ -52,5 +52,7 @@ void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters 
 	for (unsigned r = 0; r < PROXYV2_STATUSES; r++)
 		ADD(proxy_bad[r]);
 	ADD(in_flight);
+	ADD(dnstap_sent);
+	ADD(dnstap_dropped);
 #undef ADD
 }

@@ -76,6 +76,8 @@ struct inrpd_counters {
 	uint64_t proxy_refused;         /* a header from elsewhere */
 	uint64_t proxy_missing;         /* from proxy-protocol-from, no header */
 	uint64_t proxy_bad[PROXYV2_STATUSES];   /* from proxy-protocol-from, malformed: by proxyv2_status */
+	uint64_t dnstap_sent;           /* dnstap messages handed to the writer thread (tap.h) */
+	uint64_t dnstap_dropped;        /* ... not: no reader connected, or its queue full */
 	uint64_t in_flight;             /* a gauge: queries in the forwarding engine now (max-pending bounds it) */
 } __attribute__((aligned(64)));
 

@@ -113,6 +113,7 @@
 #include "log.h"
 #include "forward.h"
 #include "inrpd.h"
+#include "tap.h"
 #include "upsock.h"
 #include "wire.h"
 
@@ -660,6 +661,7 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		udp_end(e, p);
 		return -1;
 	}
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, false, r, msg, len, 0);
 	return 0;
 }
 
@@ -822,6 +824,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 		return false;
 	}
 	CNT_INC(e->w->cnt, upstream_tcp);
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, true, &p->req.cand[p->cur], msg, len, 0);
 	if (p->hop)
 		RELAXED_ADD(&hop_counts(e, p->hop)->queries, 1);
 	p->tcp = c;
@@ -896,6 +899,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 	uint64_t now = inrpd_now_us();
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_RESPONSE, over_tcp, &p->req.cand[p->cur], pkt, len, p->sent_us);
 	if (h) {
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */

@@ -36,6 +36,7 @@
 #include "stats.h"
 #include "tcp.h"
 #include "udp.h"
+#include "tap.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -128,6 +129,7 @@ static const struct {
 	BAD(bad_transport, PROXYV2_BAD_TRANSPORT), BAD(too_long, PROXYV2_TOO_LONG),
 	BAD(short_address, PROXYV2_SHORT_ADDRESS), BAD(bad_tlv, PROXYV2_BAD_TLV),
 #undef BAD
+	F(dnstap_sent), F(dnstap_dropped),
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
@@ -241,6 +243,8 @@ static int reload_config(char *msg, size_t msg_len)
 	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
 		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
 			 "'max-pending', 'refresh-on-route-change', 'metrics', 'user' and 'group' take effect on restart");
+	if (!tap_conf_equal(&cfg->dnstap, &g.cfg->dnstap))
+		log_warn("reload: changes to 'dnstap' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
@@ -688,6 +692,9 @@ int main(int argc, char **argv)
 	if (!(inrpd_cache_flush = cache_flush_new()))
 		daemon_fail("out of memory");
 
+	if (cfg->dnstap.socket_path &&
+	    !(inrpd_tap = tap_open(&cfg->dnstap, first->identity, first->version, nworkers + 1, err, sizeof(err))))
+		daemon_fail(err);
 	if (uv_loop_init(&g.loop) < 0)
 		daemon_fail("uv_loop_init failed");
 	/*
@@ -728,6 +735,8 @@ int main(int argc, char **argv)
 	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
+	if (inrpd_tap && tap_start(inrpd_tap, err, sizeof(err)) < 0)
+		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
 		daemon_fail(err);
 
@@ -745,6 +754,8 @@ int main(int argc, char **argv)
 	log_counters("stopped", &u, &t);
 	tcp_server_free(g.tcp);
 	g.tcp = NULL;
+	tap_close(inrpd_tap);           /* every thread that logged has stopped */
+	inrpd_tap = NULL;
 	cache_flush_free(inrpd_cache_flush);
 	inrpd_cache_flush = NULL;
 	int rc = uv_loop_close(&g.loop);

@@ -119,6 +119,8 @@ static const struct {
 	{ "proxy_too_long", "PROXY v2 headers refused: longer than 512 bytes." },
 	{ "proxy_short_address", "PROXY v2 headers refused: length too short for the addresses." },
 	{ "proxy_bad_tlv", "PROXY v2 headers refused: a TLV past the header's end." },
+	{ "dnstap_sent", "dnstap messages handed to the writer thread." },
+	{ "dnstap_dropped", "dnstap messages dropped: no reader connected, or the thread's queue full." },
 };
 
 static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)

@@ -51,6 +51,7 @@
 #include "inrpd.h"
 #include "proxy.h"
 #include "tcp.h"
+#include "tap.h"
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096
@@ -292,6 +293,19 @@ static void conn_resume_or_pause(struct tcp_conn *c)
 	}
 }
 
+/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
+static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
+		    size_t len)
+{
+	if (!tap_wants(s->ctx.tap, type))
+		return;
+	struct sockaddr_storage self;
+	int slen = sizeof(self);
+	if (uv_tcp_getsockname(&c->handle, (struct sockaddr *)&self, &slen) < 0)
+		self.ss_family = AF_UNSPEC;
+	tap_client(s->ctx.tap, type, true, (struct sockaddr *)&c->client, (struct sockaddr *)&self, msg, len);
+}
+
 static void conn_process(struct tcp_conn *c)
 {
 	struct tcp_server *s = c->srv;
@@ -312,6 +326,7 @@ static void conn_process(struct tcp_conn *c)
 	}
 	while (c->started && !bad &&
 	       (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
+		tap_tcp(s, c, DNSTAP_CLIENT_QUERY, c->rbuf + off + 2, mlen);
 		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->client, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
@@ -322,6 +337,8 @@ static void conn_process(struct tcp_conn *c)
 				break;
 			continue;
 		}
+		if (alen)
+			tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, answer, alen);
 		if (alen && !out_append(&o, answer, alen)) {
 			log_err("tcp: out of memory for answers");
 			CNT_INC(&s->cnt, dropped);
@@ -395,6 +412,7 @@ static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *m
 		return;
 	}
 	CNT_INC(&s->cnt, answered);
+	tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, msg, len);
 	conn_touch(c);
 	if (c->eof && c->forwarded == 0)
 		conn_shutdown(c);
@@ -715,6 +733,7 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		free(s);
 		return NULL;
 	}
+	s->ctx.tap = tap_queue_next(inrpd_tap, &s->cnt);
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
 	fwd_engine_set_tcp(s->ctx.fwd, &tcp_ops);
 	uv_timer_init(loop, &s->fwd_timer);

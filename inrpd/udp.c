@@ -34,6 +34,7 @@
 #include "inrpd.h"
 #include "proxy.h"
 #include "rrl.h"
+#include "tap.h"
 #include "udp.h"
 #include "refresh.h"
 
@@ -59,6 +60,8 @@ struct udp_worker {
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
 	struct inrpd_worker ctx;        /* counters above, its engine, cache shard, rate limits */
 	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
+	struct tap_queue *tap;          /* dnstap (NULL: off) */
+	struct sockaddr_storage self[INRPD_MAX_LISTEN];        /* listen addresses, for dnstap */
 	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
 	bool wake_pending;              /* ... and wake_fd was written since we read it */
 
@@ -284,6 +287,8 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 								     &query, &qlen, &carried, &w->cnt);
 		if (!client)
 			continue;
+		const struct sockaddr *self = (const struct sockaddr *)&w->self[listen_idx];
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_QUERY, false, client, self, query, qlen);
 		size_t len = inrpd_answer(&w->ctx, query, qlen, client, w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
@@ -304,6 +309,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		if (len == 0)
 			continue;
 		note(w, false);
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, false, client, self, w->outbuf[k], len);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;
@@ -428,6 +434,8 @@ static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *ms
 		return;
 	}
 	CNT_INC(&w->cnt, answered);
+	tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, false, (const struct sockaddr *)&c->peer,
+		   (const struct sockaddr *)&w->self[c->listen_idx], msg, len);
 }
 
 struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nworkers,
@@ -476,6 +484,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		if (cfg->cache_size && cfg->cache_shards &&
 		    !(w->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush)))
 			goto nomem;
+		w->ctx.tap = tap_queue_next(inrpd_tap, &w->cnt);
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
 			struct msghdr *h = &w->in[j].msg_hdr;
 			w->iov_in[j].iov_base = w->inbuf[j];
@@ -491,6 +500,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto fail;
 			w->fds[l] = fd;
 			w->nfds = l + 1;
+			ip_endpoint_sockaddr(&cfg->listen[l].ep, &w->self[l]);
 			if (fwd_engine_watch(w->ctx.fwd, fd, l) < 0)
 				goto epoll_fail;
 		}
