@@ -115,6 +115,9 @@ enum why {
 	WHY_PROHIBITED,
 	WHY_NO_UPSTREAM,
 	WHY_NOT_SUPPORTED,
+	WHY_RPZ_BLOCKED,
+	WHY_RPZ_CENSORED,
+	WHY_RPZ_FILTERED,
 };
 
 static const struct {
@@ -128,6 +131,9 @@ static const struct {
 	[WHY_PROHIBITED] = { 18, "recursion not allowed" },     /* Prohibited */
 	[WHY_NO_UPSTREAM] = { 20, "no upstream resolver" },     /* Not Authoritative */
 	[WHY_NOT_SUPPORTED] = { 21, "class not supported" },    /* Not Supported */
+	[WHY_RPZ_BLOCKED] = { 15, "blocked by response policy" },
+	[WHY_RPZ_CENSORED] = { 16, "censored by response policy" },
+	[WHY_RPZ_FILTERED] = { 17, "filtered by response policy" },
 };
 
 #define EDE_MAX 40                      /* 2-byte code and the longest text above */
@@ -301,7 +307,7 @@ void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
  * false when no suffix has routes; *apex_off is where the matched suffix
  * (the route's name) starts in req->target.
  */
-static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
+static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req, const struct name *start,
 			bool *found, bool *all_excluded, unsigned *apex_off)
 {
 	struct name *cur = &req->target;
@@ -313,7 +319,13 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 	req->ncand = 0;
 	*found = false;
 	*all_excluded = false;
-	for (unsigned restarts = 0;; restarts++) {
+	if (start) {                    /* a policy's CNAME: the chain starts with it */
+		memcpy(req->chain, start->wire, start->len);
+		req->chain_len = start->len;
+		req->nchain = 1;
+		name_copy(cur, start);
+	}
+	for (unsigned restarts = req->nchain;; restarts++) {
 		struct fib_result res;
 		if (!lookup(rt, cur, &res))
 			return 0;
@@ -507,6 +519,65 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	}
 	return finish(&b, req, cnt);
+}
+
+/*
+ * A response policy's answer (policy.h): true with *n (0: dropped), or
+ * false when the query goes on: passthru, tcp-only over TCP, and a local
+ * CNAME, whose target *rewrite is then resolved as a redirect's is.
+ */
+static bool answer_policy(const struct inrpd_runtime *rt, struct fwd_request *req,
+			  const struct inrpd_rpz_match *m, uint8_t *out, size_t limit, struct inrpd_counters *cnt,
+			  size_t *n, struct name *rewrite)
+{
+	const struct rpz_hit *hit = &m->hit;
+	enum why why = m->ede == 15 ? WHY_RPZ_BLOCKED : m->ede == 16 ? WHY_RPZ_CENSORED
+		     : m->ede == 17 ? WHY_RPZ_FILTERED : WHY_NONE;
+	struct dns_builder b;
+	struct opt_bufs ob;
+	uint8_t soa[SOA_RDATA_MAX];
+	bool nodata = hit->action == RPZ_NODATA;
+	(void)rt;
+	switch (hit->action) {
+	case RPZ_PASSTHRU:
+		return false;
+	case RPZ_TCP_ONLY:
+		if (!req->limit_udp)
+			return false;
+		dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, limit);
+		dns_response_truncate(&b);
+		*n = finish(&b, req, cnt);
+		return true;
+	case RPZ_DROP:
+		CNT_INC(cnt, dropped);
+		*n = 0;
+		return true;
+	case RPZ_LOCAL: {
+		size_t pos = 0;
+		uint16_t type, rdlen;
+		uint32_t ttl;
+		const uint8_t *rd;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == DNS_TYPE_CNAME && name_from_wire(rewrite, rd, rdlen) == NAME_OK)
+				return false;
+		start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, why);
+		pos = 0;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == req->q.qtype || req->q.qtype == DNS_TYPE_ANY)
+				dns_response_add_rr(&b, type, rd, rdlen, ttl);
+		nodata = b.ancount == 0;
+		break;
+	}
+	default:
+		start(&b, req, hit->action == RPZ_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_NOERROR, out, limit, &ob,
+		      NULL, why);
+		break;
+	}
+	if (hit->action == RPZ_NXDOMAIN || nodata)
+		dns_response_add_authority(&b, m->zone, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(m->zone, hit->ttl, soa), hit->ttl);
+	*n = finish(&b, req, cnt);
+	return true;
 }
 
 /* ---- the packet cache ---- */
@@ -800,6 +871,11 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
 		return finish(&b, req, cnt);
 	}
+	if (rc == DNS_RCODE_NOTIMP) {
+		size_t n = inrpd_rpz_notify(pkt, len, client, out, limit);
+		if (n)
+			return n;
+	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
 			CNT_INC(cnt, formerr);
@@ -818,9 +894,19 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_LOOP, out, limit);
 	}
 
+	/* response policy: before the routes and the cache, for every name */
+	struct inrpd_rpz_match pm;
+	struct name rewrite = { .len = 0 };
+	if (inrpd_rpz_match(&q->qname, client, &pm)) {
+		size_t n;
+		if (answer_policy(rt, req, &pm, out, limit, cnt, &n, &rewrite))
+			return n;
+	}
+
 	bool found, all_excluded;
 	unsigned apex_off = 0;
-	if (resolve_name(rt, req, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
+	if (resolve_name(rt, req, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off) < 0 ||
+	    all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}

@@ -35,6 +35,7 @@
 #include "fib.h"
 #include "inrp.h"
 #include "metrics.h"
+#include "policy.h"
 #include "prefix.h"
 #include "privdrop.h"
 
@@ -145,6 +146,7 @@ struct inrpd_config {
 	struct prefix acl[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
+	struct inrpd_rpz_conf rpz;      /* response policy zones (policy.h) */
 };
 
 /*
