@@ -481,7 +481,7 @@ static int compile_owner(struct builder *b, const struct name *apex, struct rrec
 		return -1;
 	r.data_off = (uint32_t)b->blob_len;
 	bool by_cname = action >= 0;
-	for (size_t i = by_cname ? first : 0; i < n; i++) {
+	for (size_t i = first; i < n; i++) {     /* a CNAME's rule, or the data after the bad CNAMEs */
 		uint16_t type = rec_type(recs[i]), rdlen;
 		const uint8_t *rd = rec_rdata(recs[i], &rdlen);
 		if (by_cname && action != RPZ_LOCAL)
