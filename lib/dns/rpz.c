@@ -279,7 +279,7 @@ struct rule {
 
 struct rpz_table {
 	uint32_t mask;
-	uint32_t *slots;                /* rule index + 1; 0: empty */
+	uint64_t *slots;                /* the hash's top 32 bits, then rule index + 1; 0: empty */
 	struct rule *rules;
 	uint32_t nrules;
 	uint8_t *blob;                  /* keys, then local data */
@@ -552,7 +552,7 @@ struct rpz_table *rpz_table_build(const struct rpz_zone *z, rpz_bad_fn badfn, vo
 	uint32_t cap = 16;
 	while (cap < 2u * t->nrules)
 		cap *= 2;
-	t->slots = calloc(cap, sizeof(*t->slots));
+	t->slots = calloc(cap, sizeof(*t->slots));     /* a probe reads a rule only when its tag agrees */
 	if (!t->slots)
 		return build_fail(t, NULL);
 	t->mask = cap - 1;
@@ -562,7 +562,7 @@ struct rpz_table *rpz_table_build(const struct rpz_zone *z, rpz_bad_fn badfn, vo
 		uint32_t s = (uint32_t)r->h & t->mask;
 		while (t->slots[s])
 			s = (s + 1) & t->mask;
-		t->slots[s] = i + 1;
+		t->slots[s] = (r->h & 0xffffffff00000000ull) | (i + 1u);
 	}
 	return t;
 }
@@ -586,7 +586,9 @@ static const struct rule *probe(const struct rpz_table *t, const uint8_t *key, s
 {
 	uint64_t h = key_hash(key, len, wild);
 	for (uint32_t s = (uint32_t)h & t->mask; t->slots[s]; s = (s + 1) & t->mask) {
-		const struct rule *r = &t->rules[t->slots[s] - 1];
+		if ((t->slots[s] ^ h) >> 32)
+			continue;
+		const struct rule *r = &t->rules[(uint32_t)t->slots[s] - 1];
 		if (r->h == h && r->key_len == len && r->wild == wild && memcmp(t->blob + r->key_off, key, len) == 0)
 			return r;
 	}
