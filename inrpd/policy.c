@@ -15,6 +15,7 @@
 #include "dnsrr.h"
 #include "log.h"
 #include "policy.h"
+#include "prom.h"
 #include "strbuf.h"
 #include "wire.h"
 #include "xfrcli.h"
@@ -565,4 +566,70 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 	}
 	if (json)
 		ctl_reply_line(r, CTL_DATA, "]");
+}
+
+/* ---- metrics ---- */
+
+void inrpd_rpz_metrics(struct prom *p)
+{
+	static const struct {
+		const char *name;
+		enum prom_type type;
+		const char *help;
+	} fams[] = {
+		{ "inrpd_rpz_hits_total", PROM_COUNTER, "Questions a response policy zone decided, by action." },
+		{ "inrpd_rpz_rules", PROM_GAUGE, "Rules in force in a response policy zone." },
+		{ "inrpd_rpz_bad_records", PROM_GAUGE, "Records of a response policy zone left out as bad." },
+		{ "inrpd_rpz_serial", PROM_GAUGE, "The serial of the response policy zone held." },
+		{ "inrpd_rpz_transfers_total", PROM_COUNTER, "Transfers of a response policy zone, by result." },
+		{ "inrpd_rpz_notifies_total", PROM_COUNTER, "NOTIFYs for a response policy zone, by result." },
+		{ "inrpd_rpz_last_transfer_timestamp_seconds", PROM_GAUGE, "When the zone's last transfer ended." },
+	};
+	if (g.n == 0)
+		return;
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		prom_family(p, fams[f].name, fams[f].type, fams[f].help);
+		for (unsigned i = 0; i < g.n; i++) {
+			const struct zone *z = g.zones[i];
+			const struct rpz_table_stats none = { 0 };
+			const struct rpz_table_stats *st = z->table ? rpz_table_stats(z->table) : &none;
+			struct prom_label lb[2] = { { "zone", z->name }, { NULL, NULL } };
+			switch (f) {
+			case 0:
+				for (unsigned a = 0; a < RPZ_ACTIONS; a++) {
+					lb[1] = (struct prom_label){ "action", rpz_action_name(a) };
+					prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->hits[a], __ATOMIC_RELAXED));
+				}
+				break;
+			case 1:
+				prom_u64(p, fams[f].name, lb, 1, st->rules);
+				break;
+			case 2:
+				prom_u64(p, fams[f].name, lb, 1, st->bad + z->bad_rdata);
+				break;
+			case 3:
+				if (z->has_serial)
+					prom_u64(p, fams[f].name, lb, 1, z->serial);
+				break;
+			case 4:
+				lb[1] = (struct prom_label){ "result", "ok" };
+				prom_u64(p, fams[f].name, lb, 2, z->transfers);
+				lb[1] = (struct prom_label){ "result", "tsig" };
+				prom_u64(p, fams[f].name, lb, 2, z->tsig_failures);
+				lb[1] = (struct prom_label){ "result", "failed" };
+				prom_u64(p, fams[f].name, lb, 2, z->transfer_failures - z->tsig_failures);
+				break;
+			case 5:
+				lb[1] = (struct prom_label){ "result", "accepted" };
+				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies, __ATOMIC_RELAXED));
+				lb[1] = (struct prom_label){ "result", "refused" };
+				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED));
+				break;
+			default:
+				if (z->last_time)
+					prom_u64(p, fams[f].name, lb, 1, (uint64_t)z->last_time);
+				break;
+			}
+		}
+	}
 }

@@ -68,6 +68,9 @@ int inrpd_rpz_apply(struct uv_loop_s *loop, const struct inrpd_rpz_conf *c);
 /* Stops the fetches and closes the timers; run the loop afterwards.  Then free (offline). */
 void inrpd_rpz_close(void);
 void inrpd_rpz_free(void);
+struct prom;
+/* The zones' metrics (inrpd_rpz_hits_total and the rest), on the main thread. */
+void inrpd_rpz_metrics(struct prom *p);
 /* `inrpc show rpz`. */
 void inrpd_rpz_show(struct ctl_reply *r, bool json);
 

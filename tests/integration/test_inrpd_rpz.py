@@ -25,6 +25,7 @@ import dns.tsig
 import dns.zone
 import pytest
 
+import prom
 from conftest import ENV, free_port, loopback_addr, wait_for
 from test_inrpd_forward import SERVER, Unbound, inrpc_json, router
 
@@ -180,12 +181,16 @@ def setup(tmp_path, inrpd_factory, upstream):
     started.append(nsd)
     key = key_file(tmp_path, SECRET)
 
+    mport = free_port(addr)
+
     def body(extra=""):
         return (f"listen {addr} port {port};\nupstream {upstream.addr} port {upstream.port};\n"
+                f"metrics {addr} port {mport};\n"
                 f'route "shop.content" {{ server {SERVER}; }}\n' + rpz_block("rpz.test", nsd, key) +
                 rpz_block("second.test", nsd, key, ede="filtered") + extra)
     d = router(inrpd_factory, tmp_path, body(), listen=False, addr=addr, port=port)
     d.body = body
+    d.mport = mport
     wait_serial(d, "rpz.test", 1)
     wait_serial(d, "second.test", 1)
     yield d, nsd, key
@@ -236,6 +241,19 @@ def test_bad_records_counted(setup):
     assert z["bad"] == 2                    # the MX and the rpz-ip trigger
     assert "bad-mx.shop.content.rpz.test" in d.log() and "skipped" in d.log()
     assert d.udp("bad-mx.shop.content", "MX", use_edns=0).rcode() != dns.rcode.NXDOMAIN
+
+
+def test_metrics(setup):
+    d, _, _ = setup
+    d.udp("nx.example", "A", use_edns=0)
+    d.udp("nodata.example", "A", use_edns=0)
+    m = prom.scrape(d.addr, d.mport)
+    assert prom.value(m, "inrpd_rpz_hits_total", zone="rpz.test.", action="nxdomain") == 1
+    assert prom.value(m, "inrpd_rpz_hits_total", zone="rpz.test.", action="nodata") == 1
+    assert prom.value(m, "inrpd_rpz_serial", zone="rpz.test.") == 1
+    assert prom.value(m, "inrpd_rpz_bad_records", zone="rpz.test.") == 2
+    assert prom.value(m, "inrpd_rpz_transfers_total", zone="second.test.", result="ok") >= 1
+    assert prom.value(m, "inrpd_rpz_rules", zone="second.test.") == 2
 
 
 def test_precedence(setup):
