@@ -154,6 +154,15 @@ def wait_serial(d, zone, serial):
                     f"{zone} at serial {serial}")
 
 
+def not_blocked(d, name):
+    """No policy answer: a router with no upstream refuses the name, or has none to give."""
+    try:
+        r = d.udp(name, "A", use_edns=0, timeout=0.5)
+    except dns.exception.Timeout:
+        return True
+    return r.rcode() == dns.rcode.REFUSED
+
+
 def ede_of(r):
     for o in r.options:
         if o.otype == EDE:
@@ -311,6 +320,9 @@ class FakePrimary:
         self.addr = loopback_addr()
         self.port = free_port(self.addr)
         self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
+        self.versions = {self.serial(self.zone): self.zone}
+        self.broken_diff = False        # a diff removing a record the client cannot hold
+        self.asked = []
         self.secret = key_secret
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -336,12 +348,24 @@ class FakePrimary:
                     q = dns.message.from_wire(wire, keyring=keyring)
                     r = dns.message.make_response(q)
                     r.flags |= dns.flags.AA
+                    qtype = q.question[0].rdtype
+                    held = q.authority[0][0].serial if qtype == dns.rdatatype.IXFR and q.authority else None
+                    self.asked.append((dns.rdatatype.to_text(qtype), held))
                     soa = self.zone.find_rrset("rpz.test.", "SOA")
-                    r.answer.append(soa)
-                    for name, rds in self.zone.iterate_rdatasets():
-                        if rds.rdtype != dns.rdatatype.SOA:
-                            r.answer.append(dns.rrset.from_rdata_list(name, rds.ttl, list(rds)))
-                    r.answer.append(soa)
+                    if held in self.versions and held != self.serial(self.zone):
+                        # RFC 1995: new SOA, old SOA, removed, new SOA, added, new SOA
+                        old = self.versions[held]
+                        r.answer += [soa, old.find_rrset("rpz.test.", "SOA")]
+                        r.answer += self.minus(old, self.zone)
+                        if self.broken_diff:
+                            r.answer.append(dns.rrset.from_text("never.held.rpz.test.", 60, "IN", "CNAME", "."))
+                        r.answer += [soa] + self.minus(self.zone, old) + [soa]
+                    else:
+                        r.answer.append(soa)
+                        for name, rds in self.zone.iterate_rdatasets():
+                            if rds.rdtype != dns.rdatatype.SOA:
+                                r.answer.append(dns.rrset.from_rdata_list(name, rds.ttl, list(rds)))
+                        r.answer.append(soa)
                     if self.secret is None:
                         r.tsig = None
                         out = r.to_wire()
@@ -353,6 +377,35 @@ class FakePrimary:
                     self.served += 1
                 except Exception:
                     pass
+
+    @staticmethod
+    def serial(zone):
+        return zone.find_rrset("rpz.test.", "SOA")[0].serial
+
+    @staticmethod
+    def minus(a, b):
+        """The records of zone a that zone b does not have, as RRsets."""
+        out = []
+        for name, rds in a.iterate_rdatasets():
+            if rds.rdtype == dns.rdatatype.SOA:
+                continue
+            other = b.get_rdataset(name, rds.rdtype)
+            gone = [rd for rd in rds if other is None or rd not in other]
+            if gone:
+                out.append(dns.rrset.from_rdata_list(name, rds.ttl, gone))
+        return out
+
+    def publish(self, zone_text):
+        self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
+        self.versions[self.serial(self.zone)] = self.zone
+
+    def notify(self, d):
+        """A NOTIFY from the primary's own address."""
+        q = dns.message.make_query("rpz.test.", "SOA")
+        q.set_opcode(dns.opcode.NOTIFY)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.bind((self.addr, 0))
+            return dns.query.udp(q, d.addr, port=d.port, timeout=2, sock=u)
 
     def stop(self):
         self.sock.close()
@@ -371,9 +424,36 @@ def test_forged_reply_refused(tmp_path, inrpd_factory, secret):
         z = show_rpz(d)["rpz.test"]
         assert z["serial"] is None and z["rules"] == 0 and "TSIG" in z["last_result"], z
         assert fake.served >= 1
-        assert d.udp("nx.example", "A", use_edns=0, timeout=0.5).rcode() != dns.rcode.NXDOMAIN
-    except dns.exception.Timeout:
-        pass                    # the upstream-less router may not answer nx.example at all: not blocked
+        assert not_blocked(d, "nx.example")
+    finally:
+        fake.stop()
+
+
+def test_ixfr_diffs_and_a_diff_that_does_not_apply(tmp_path, inrpd_factory):
+    """IXFR's diffs applied to the rules held; a diff removing what is not
+    held is taken whole by AXFR instead."""
+    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        assert d.udp("nx.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME *."))
+        assert fake.notify(d).rcode() == dns.rcode.NOERROR
+        z = wait_serial(d, "rpz.test", 2)
+        assert z["last_result"] == "IXFR, serial 2" and ("IXFR", 1) in fake.asked, (z, fake.asked)
+        r = d.udp("nx.example", "A", use_edns=0)
+        assert r.rcode() == dns.rcode.NOERROR and not r.answer             # changed by the diff
+        assert d.udp("new.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+        assert d.udp("nodata.example", "A", use_edns=0).rcode() == dns.rcode.NOERROR   # kept
+        fake.broken_diff = True
+        fake.publish(RPZ1.format(serial=3, extra="", nx="nx.example CNAME *."))
+        fake.notify(d)
+        z = wait_serial(d, "rpz.test", 3)
+        assert z["last_result"].startswith("AXFR (fallback: a diff does not apply"), z
+        assert fake.asked[-2:] == [("IXFR", 2), ("AXFR", None)], fake.asked
+        assert not_blocked(d, "new.example")
     finally:
         fake.stop()
 
