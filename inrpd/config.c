@@ -690,8 +690,14 @@ static int kw_rpz_log_level(const struct conf_stmt *s, void *arg, char *err, siz
 	return inrpd_rpz_conf_log_level(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
 }
 
+static int kw_state_dir(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_state_dir(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
 	{ "rpz", 2, 2, CONF_BLOCK, kw_rpz },
+	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
 	{ "rpz-log-level", 2, 2, CONF_NO_BLOCK, kw_rpz_log_level },
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },

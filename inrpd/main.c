@@ -723,8 +723,13 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		daemon_fail(err);
-	const char *own[] = { cfg->control_path, cfg->fib_channel_path };
-	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
+	const char *state = cfg->rpz.state_dir[0] ? cfg->rpz.state_dir : NULL;
+	if (state && mkdir(state, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, sizeof(err), "state-dir %.300s: %s", state, strerror(errno));
+		daemon_fail(err);
+	}
+	const char *own[] = { cfg->control_path, cfg->fib_channel_path, state };
+	if (privdrop_apply(&cfg->run_as, own, 3, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)

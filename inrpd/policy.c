@@ -2,6 +2,7 @@
  * Response Policy Zones: configuration, the feed from each zone's primary,
  * NOTIFY, the published rule tables; see policy.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <urcu-qsbr.h>
 #include <uv.h>
 
+#include "atomicfile.h"
 #include "ctl.h"
 #include "dns.h"
 #include "dnsrr.h"
@@ -116,6 +118,20 @@ int inrpd_rpz_conf_log_level(struct inrpd_rpz_conf *c, const struct conf_stmt *s
 	return conf_once_log_level(s, &c->seen_log_level, &c->log_level, err, err_len);
 }
 
+int inrpd_rpz_conf_state_dir(struct inrpd_rpz_conf *c, const struct conf_stmt *s, char *err, size_t err_len)
+{
+	char *path = NULL;
+	if (conf_arg_path(s, 1, &c->seen_state_dir, 400, &path, err,
+			  err_len) < 0)
+		return -1;
+	bool absolute = path[0] == '/';
+	snprintf(c->state_dir, sizeof(c->state_dir), "%s", path);
+	free(path);
+	if (!absolute)
+		return conf_error(err, err_len, s, "state-dir must be an absolute path");
+	return 0;
+}
+
 /* ---- the zones ---- */
 
 enum { FETCH_IDLE, FETCH_RUNNING };
@@ -135,6 +151,7 @@ struct zone {
 	/* what `show rpz` says */
 	uint64_t transfers, transfer_failures, tsig_failures, bad_rdata;
 	uint64_t notifies, notifies_refused;
+	uint64_t save_failures;         /* last good copies that could not be kept */
 	time_t last_time;
 	char last_result[400];
 	uint64_t hits[RPZ_ACTIONS];     /* written by every answering thread: atomic adds */
@@ -159,6 +176,7 @@ static struct {
 	struct zone *zones[INRPD_RPZ_MAX_ZONES];
 	int log_level;
 	struct policy *policy;          /* readers: rcu_dereference */
+	char state_dir[512];
 	struct rpz_table *retired[INRPD_RPZ_MAX_ZONES * 2];
 } g = { .log_level = -1 };
 
@@ -183,6 +201,83 @@ static void publish(struct rpz_table **old, unsigned nold)
 }
 
 static void schedule(struct zone *z, unsigned ms);
+
+/* STATE-DIR/rpz-ZONE: the zone's name with every byte but [a-z0-9.-] as %XX. */
+static bool state_path(const struct zone *z, char *path, size_t len)
+{
+	if (!g.state_dir[0])
+		return false;
+	int n = snprintf(path, len, "%s/rpz-", g.state_dir);
+	for (const char *c = z->name; *c && n > 0 && (size_t)n + 4 < len; c++)
+		n += (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
+		     ? snprintf(path + n, len - (size_t)n, "%c", *c)
+		     : snprintf(path + n, len - (size_t)n, "%%%02X", (unsigned char)*c);
+	return n > 0 && (size_t)n + 4 < len;
+}
+
+/* The zone's last good copy, replaced whole; a failure is logged, the rules in force stay. */
+static void save(struct zone *z)
+{
+	char path[1024];
+	if (!state_path(z, path, sizeof(path)))
+		return;
+	struct rpz_dump_head h = { z->serial, z->refresh_s, z->retry_s };
+	size_t len;
+	uint8_t *buf = rpz_zone_dump(z->data, &h, &len);
+	int rc = buf ? atomicfile_replace(path, buf, len, 0600) : -ENOMEM;
+	free(buf);
+	if (rc < 0) {
+		z->save_failures++;
+		log_warn("rpz %s: cannot keep serial %u in %s: %s", z->name, z->serial, path, strerror(-rc));
+	}
+}
+
+static void install(struct zone *z);
+
+/* At start: the last good copy, if one is kept, applies until the first fetch. */
+static void load(struct zone *z)
+{
+	char path[1024];
+	if (!state_path(z, path, sizeof(path)))
+		return;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		if (errno != ENOENT)
+			log_warn("rpz %s: %s: %s", z->name, path, strerror(errno));
+		return;
+	}
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (len == cap) {
+			uint8_t *nb = cap < (1u << 30) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	bool whole = !ferror(f) && feof(f);
+	fclose(f);
+	struct rpz_dump_head h;
+	const char *why = "cannot read it whole";
+	if (whole && rpz_zone_undump(z->data, buf, len, &h, &why) == 0) {
+		z->has_serial = true;
+		z->serial = h.serial;
+		z->refresh_s = h.refresh;
+		z->retry_s = h.retry;
+		snprintf(z->last_result, sizeof(z->last_result), "serial %u kept in %.300s", h.serial, path);
+		log_info("rpz %s: serial %u from %s, %llu records", z->name, h.serial, path,
+			 (unsigned long long)rpz_zone_records(z->data));
+		install(z);
+	} else {
+		log_warn("rpz %s: %s: %s; fetching the zone whole", z->name, path, why);
+	}
+	free(buf);
+}
 
 static void bad_record(void *arg, const struct name *owner, uint16_t type, const char *why)
 {
@@ -271,6 +366,7 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 			z->has_serial = true;
 			z->serial = r->to;
 			install(z);
+			save(z);
 		}
 	} else {
 		z->transfer_failures++;
@@ -375,8 +471,9 @@ int inrpd_rpz_apply(uv_loop_t *loop, const struct inrpd_rpz_conf *c)
 		g.open = true;
 	}
 	struct zone *next[INRPD_RPZ_MAX_ZONES];
-	bool kept[INRPD_RPZ_MAX_ZONES] = { false };
+	bool kept[INRPD_RPZ_MAX_ZONES] = { false }, made[INRPD_RPZ_MAX_ZONES] = { false };
 	unsigned n = 0;
+	snprintf(g.state_dir, sizeof(g.state_dir), "%s", c->state_dir);
 	for (unsigned i = 0; i < c->nzones; i++) {
 		const struct inrpd_rpz_zone_conf *zc = &c->zones[i];
 		struct zone *z = NULL;
@@ -393,11 +490,13 @@ int inrpd_rpz_apply(uv_loop_t *loop, const struct inrpd_rpz_conf *c)
 			if (refetch)
 				schedule(z, 0);
 		} else if ((z = zone_new(zc))) {
+			made[n] = true;
+			load(z);
 			schedule(z, 0);
 		} else {
 			for (unsigned k = 0; k < n; k++)
-				if (!next[k]->data)
-					free(next[k]);
+				if (made[k])
+					zone_close(next[k]);
 			return -1;
 		}
 		next[n++] = z;
@@ -532,13 +631,14 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 			strbuf_addf(&b, "{\"zone\": \"%s\", \"primary\": \"%s\", \"tsig\": %s, \"serial\": %s, "
 				      "\"rules\": %llu, \"wildcards\": %llu, \"bad\": %llu, \"transfers\": %llu, "
 				      "\"transfer_failures\": %llu, \"tsig_failures\": %llu, \"notifies\": %llu, "
-				      "\"notifies_refused\": %llu, \"last_transfer\": \"%s\", \"last_result\": \"",
+				      "\"notifies_refused\": %llu, \"save_failures\": %llu, \"last_transfer\": \"%s\", \"last_result\": \"",
 				      z->name, primary, z->conf.has_key ? "true" : "false", serial, (unsigned long long)st->rules,
 				      (unsigned long long)st->wildcards, (unsigned long long)(st->bad + z->bad_rdata),
 				      (unsigned long long)z->transfers, (unsigned long long)z->transfer_failures,
 				      (unsigned long long)z->tsig_failures,
 				      (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
-				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED), when);
+				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
+				      (unsigned long long)z->save_failures, when);
 			strbuf_add_json(&b, z->last_result);
 			strbuf_addf(&b, "\", \"hits\": {");
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
@@ -553,10 +653,11 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				       (unsigned long long)(st->bad + z->bad_rdata));
 			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s", when, z->last_result);
 			ctl_reply_line(r, CTL_DATA, "  transfers %llu failures %llu tsig-failures %llu notifies %llu "
-				       "notifies-refused %llu", (unsigned long long)z->transfers,
+				       "notifies-refused %llu save-failures %llu", (unsigned long long)z->transfers,
 				       (unsigned long long)z->transfer_failures, (unsigned long long)z->tsig_failures,
 				       (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
-				       (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED));
+				       (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
+				       (unsigned long long)z->save_failures);
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 				strbuf_addf(&b, "%s%s %llu", a ? " " : "  hits ", rpz_action_name(a),
 					      (unsigned long long)hits[a]);

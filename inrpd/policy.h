@@ -6,8 +6,11 @@
  * in the order configured: the first zone with a rule for a name decides.
  *
  * The main thread owns the zones and their fetches; readers (every thread
- * that answers) call inrpd_rpz_match while online.  The rules live only in
- * memory: a restart fetches every zone again before it applies.
+ * that answers) call inrpd_rpz_match while online.  With a state-dir, each
+ * zone's last good copy is kept there (replaced whole after each transfer
+ * that changed it) and its rules apply from it at start, before the first
+ * fetch (an IXFR from its serial); without one, a restart applies no rule
+ * until each zone is fetched again.
  */
 #ifndef INRPD_POLICY_H
 #define INRPD_POLICY_H
@@ -39,11 +42,14 @@ struct inrpd_rpz_conf {
 	struct inrpd_rpz_zone_conf zones[INRPD_RPZ_MAX_ZONES];
 	int log_level;                  /* per hit; -1: not logged */
 	bool seen_log_level;
+	char state_dir[512];            /* the zones' last good copies; "": none kept */
+	bool seen_state_dir;
 };
 
 /* config.c's keywords: `rpz "ZONE" { ... }` and `rpz-log-level`. */
 int inrpd_rpz_conf_zone(struct inrpd_rpz_conf *c, const struct conf_stmt *s, char *err, size_t err_len);
 int inrpd_rpz_conf_log_level(struct inrpd_rpz_conf *c, const struct conf_stmt *s, char *err, size_t err_len);
+int inrpd_rpz_conf_state_dir(struct inrpd_rpz_conf *c, const struct conf_stmt *s, char *err, size_t err_len);
 
 /* What a name's policy is: the zone that decided and its rule. */
 struct inrpd_rpz_match {

@@ -265,6 +265,93 @@ bool rpz_zone_walk(const struct rpz_zone *z, size_t *pos, struct name *owner, ui
 	return false;
 }
 
+/* ---- the zone's last good copy ---- */
+
+static const uint8_t dump_magic[8] = { 'I', 'N', 'R', 'P', 'R', 'P', 'Z', '1' };
+
+uint8_t *rpz_zone_dump(const struct rpz_zone *z, const struct rpz_dump_head *h, size_t *len)
+{
+	size_t size = sizeof(dump_magic) + 1 + z->apex.len + 12 + 8 + 8;
+	for (size_t i = 0; z->mask && i <= z->mask; i++)
+		if (z->slots[i])
+			size += z->slots[i]->klen + 4;          /* the key, and the TTL */
+	uint8_t *buf = malloc(size);
+	if (!buf)
+		return NULL;
+	struct wire_writer w = wire_writer(buf, size);
+	wire_put(&w, dump_magic, sizeof(dump_magic));
+	wire_put8(&w, z->apex.len);
+	wire_put(&w, z->apex.wire, z->apex.len);
+	wire_put32(&w, h->serial);
+	wire_put32(&w, h->refresh);
+	wire_put32(&w, h->retry);
+	wire_put64(&w, z->count);
+	for (size_t i = 0; z->mask && i <= z->mask; i++) {
+		const struct rrec *r = z->slots[i];
+		if (!r)
+			continue;
+		wire_put32(&w, r->ttl);
+		wire_put(&w, r->key, r->klen);
+	}
+	wire_put64(&w, XXH3_64bits(buf, wire_written(&w)));
+	if (w.bad) {
+		free(buf);
+		return NULL;
+	}
+	*len = wire_written(&w);
+	return buf;
+}
+
+int rpz_zone_undump(struct rpz_zone *z, const uint8_t *buf, size_t len, struct rpz_dump_head *h, const char **why)
+{
+	rpz_zone_clear(z);
+	struct wire_reader r = wire_reader(buf, len);
+	const uint8_t *magic = wire_take(&r, sizeof(dump_magic));
+	if (!magic || memcmp(magic, dump_magic, sizeof(dump_magic)) != 0) {
+		*why = "not a policy zone file";
+		return -1;
+	}
+	if (len < 8 || wire_load64(buf + len - 8) != XXH3_64bits(buf, len - 8)) {
+		*why = "checksum mismatch (torn or damaged)";
+		return -1;
+	}
+	r = wire_reader(buf + sizeof(dump_magic), len - sizeof(dump_magic) - 8);
+	uint8_t alen = wire_u8(&r);
+	const uint8_t *apex = wire_take(&r, alen);
+	if (!apex || alen != z->apex.len || memcmp(apex, z->apex.wire, alen) != 0) {
+		*why = "another zone's file";
+		return -1;
+	}
+	h->serial = wire_u32(&r);
+	h->refresh = wire_u32(&r);
+	h->retry = wire_u32(&r);
+	uint64_t count = wire_u64(&r);
+	for (uint64_t i = 0; i < count && !r.bad; i++) {
+		uint32_t ttl = wire_u32(&r);
+		uint8_t olen = wire_u8(&r);
+		const uint8_t *o = wire_take(&r, olen);
+		uint16_t type = wire_u16(&r), rdlen = wire_u16(&r);
+		const uint8_t *rd = wire_take(&r, rdlen);
+		struct name owner;
+		if (r.bad || name_from_wire(&owner, o, olen) != NAME_OK || !name_is_subdomain(&owner, &z->apex)) {
+			*why = "a bad record";
+			rpz_zone_clear(z);
+			return -1;
+		}
+		if (rpz_zone_put(z, &owner, type, ttl, rd, rdlen) < 0) {
+			*why = "out of memory";
+			rpz_zone_clear(z);
+			return -1;
+		}
+	}
+	if (r.bad || wire_left(&r) != 0) {
+		*why = r.bad ? "cut short" : "bytes after the records";
+		rpz_zone_clear(z);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the rule table ---- */
 
 #define WILD_SALT 0x9e3779b97f4a7c15ull

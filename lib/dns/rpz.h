@@ -73,6 +73,19 @@ bool rpz_zone_walk(const struct rpz_zone *z, size_t *pos, struct name *owner, ui
 int rpz_zone_put(struct rpz_zone *z, const struct name *owner, uint16_t type, uint32_t ttl,
 		 const uint8_t *rdata, uint16_t rdlen);
 
+/*
+ * The zone as a file's contents, for its last good copy: a magic, the
+ * apex, the serial and SOA timers given, every record, and an XXH3 of all
+ * that.  rpz_zone_dump: a malloc'd buffer (NULL out of memory).
+ * rpz_zone_undump: the zone read back into z (emptied first; its apex
+ * must be the file's); 0, or -1 with why (nothing kept then).
+ */
+struct rpz_dump_head {
+	uint32_t serial, refresh, retry;
+};
+uint8_t *rpz_zone_dump(const struct rpz_zone *z, const struct rpz_dump_head *h, size_t *len);
+int rpz_zone_undump(struct rpz_zone *z, const uint8_t *buf, size_t len, struct rpz_dump_head *h, const char **why);
+
 /* One record the table left out, for the log. */
 typedef void (*rpz_bad_fn)(void *arg, const struct name *owner, uint16_t type, const char *why);
 

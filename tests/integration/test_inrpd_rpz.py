@@ -458,6 +458,37 @@ def test_ixfr_diffs_and_a_diff_that_does_not_apply(tmp_path, inrpd_factory):
         fake.stop()
 
 
+def test_last_good_copy_applies_after_restart(tmp_path, inrpd_factory):
+    """With a state-dir the zone's last good copy survives kill -9 and a
+    primary that is down at the restart; a damaged copy is not used."""
+    nsd = Nsd(tmp_path, {"rpz.test": RPZ1.format(serial=1, extra="", nx="nx.example CNAME .")})
+    key = key_file(tmp_path, SECRET)
+    state = tmp_path / "state"
+    body = f'state-dir "{state}";\nrpz-log-level none;\n' + rpz_block("rpz.test", nsd, key)
+    try:
+        d = router(inrpd_factory, tmp_path, body)
+        wait_serial(d, "rpz.test", 1)
+        copy = state / "rpz-rpz.test."
+        wait_for(copy.exists, 10, "the zone's copy")
+        d.kill()
+    finally:
+        nsd.stop()
+    d = router(inrpd_factory, tmp_path, body)
+    assert d.udp("nx.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+    assert show_rpz(d)["rpz.test"]["serial"] == 1
+    assert "serial 1 from" in d.log()
+    wait_for(lambda: show_rpz(d)["rpz.test"]["transfer_failures"] >= 1, 30, "the primary found down")
+    assert d.udp("nx.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+    d.stop()
+    raw = bytearray(copy.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    copy.write_bytes(bytes(raw))
+    d = router(inrpd_factory, tmp_path, body)
+    assert show_rpz(d)["rpz.test"]["serial"] is None
+    assert "checksum mismatch" in d.log()
+    assert not_blocked(d, "nx.example")
+
+
 @pytest.mark.parametrize("body, message", [
     ('rpz "x.test" { }', "needs a primary"),
     ('rpz "x.test" { primary 127.0.0.1; ede loud; }', "ede"),
@@ -465,6 +496,7 @@ def test_ixfr_diffs_and_a_diff_that_does_not_apply(tmp_path, inrpd_factory):
     ('rpz "x.test" { primary 127.0.0.1; }\nrpz "x.test" { primary 127.0.0.1; }', "twice"),
     ('rpz "." { primary 127.0.0.1; }', "root"),
     ("rpz-log-level loud;", "rpz-log-level"),
+    ('state-dir "relative/dir";', "absolute"),
 ])
 def test_bad_config(tmp_path, body, message):
     from conftest import run_inrpd
