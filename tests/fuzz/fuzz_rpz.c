@@ -6,6 +6,9 @@
  *     and messages, id 0x1234, zone rpz.test) read into a zone as inrpd
  *     reads it; its rule table is compiled and every owner in the input,
  *     and names made from it, are looked up.
+ *     The zone is dumped as its last good copy and read back: the same
+ *     records.
+ *   bits 0-1 = 3: the rest is a zone's last good copy, read back.
  *   bit 0 set: bytes 1-6 are our clock, the rest messages (2-byte
  *     lengths) verified as the reply to a request whose MAC is 32 zero
  *     bytes, under the key xfr.key.
@@ -112,7 +115,31 @@ static void zone(const uint8_t *data, size_t size)
 		}
 	}
 	(void)rc;
+	struct rpz_dump_head h = { 1, 2, 3 }, back;
+	size_t len;
+	uint8_t *buf = rpz_zone_dump(z, &h, &len);
+	struct rpz_zone *again = rpz_zone_new(&apex);
+	const char *why;
+	if (!buf || !again || rpz_zone_undump(again, buf, len, &back, &why) < 0 ||
+	    rpz_zone_records(again) != rpz_zone_records(z) || back.serial != 1 || back.retry != 3)
+		abort();
+	free(buf);
+	rpz_zone_free(again);
 	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void copy(const uint8_t *data, size_t size)
+{
+	struct name apex;
+	name_from_text(&apex, "rpz.test", 8);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	struct rpz_dump_head h;
+	const char *why = NULL;
+	if (!z)
+		abort();
+	if (rpz_zone_undump(z, data, size, &h, &why) < 0 && (!why || rpz_zone_records(z) != 0))
+		abort();
 	rpz_zone_free(z);
 }
 
@@ -151,7 +178,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] & 1)
+	if ((data[0] & 3) == 3)
+		copy(data + 1, size - 1);
+	else if (data[0] & 1)
 		tsig(data + 1, size - 1);
 	else
 		zone(data + 1, size - 1);
