@@ -486,6 +486,13 @@ int inrpd_rpz_apply(uv_loop_t *loop, const struct inrpd_rpz_conf *c)
 			bool refetch = !ip_endpoint_equal(&z->conf.primary, &zc->primary) ||
 				       z->conf.has_key != zc->has_key ||
 				       (zc->has_key && memcmp(&z->conf.key, &zc->key, sizeof(zc->key)) != 0);
+			if (refetch && z->fetch) {      /* it holds the old primary and key */
+				xfrcli_cancel(z->fetch);
+				z->fetch = NULL;
+				z->fetch_again = false;
+				rpz_zone_free(z->building);
+				z->building = NULL;
+			}
 			z->conf = *zc;
 			if (refetch)
 				schedule(z, 0);
@@ -519,6 +526,10 @@ void inrpd_rpz_close(void)
 {
 	if (!g.open)
 		return;
+	/* no reader may see a zone once it is being freed: the workers still run */
+	struct policy *p = rcu_xchg_pointer(&g.policy, NULL);
+	synchronize_rcu();
+	free(p);
 	for (unsigned i = 0; i < g.n; i++)
 		zone_close(g.zones[i]);
 	g.n = 0;
