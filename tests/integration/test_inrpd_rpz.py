@@ -27,7 +27,7 @@ import pytest
 
 import prom
 from conftest import ENV, free_port, loopback_addr, wait_for
-from test_inrpd_forward import SERVER, Unbound, inrpc_json, router
+from test_inrpd_forward import INRPC, SERVER, Unbound, inrpc_json, router
 
 EDE = 15
 SECRET = base64.b64encode(b"rpz test key for the transfers!!").decode()
@@ -239,8 +239,15 @@ def test_actions(setup):
     # a routed name is blocked; its neighbour is not
     assert d.udp("blocked.shop.content", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
     assert [x.to_text() for x in d.udp("ok.shop.content", "A", use_edns=0).answer[0]] == [SERVER]
+    # kdig, another client: the rcode and the extended error
+    out = subprocess.run(["kdig", "+tcp", "+edns", f"@{d.addr}", "-p", str(d.port), "nx.example", "A"],
+                         capture_output=True, text=True, timeout=10).stdout
+    assert "NXDOMAIN" in out and "EDE: 15 (Blocked)" in out, out
+    # each hit logged at rpz-log-level (info by default)
+    wait_for(lambda: "rpz rpz.test.: nx.example. from " in d.log(), 10, "the hit's log line")
+    assert "rpz rpz.test.: drop.example. from " in d.log() and ": drop" in d.log()
     hits = show_rpz(d)["rpz.test"]["hits"]
-    assert hits["nxdomain"] == 4 and hits["nodata"] == 1 and hits["drop"] == 1
+    assert hits["nxdomain"] == 5 and hits["nodata"] == 1 and hits["drop"] == 1
     assert hits["tcp-only"] == 2 and hits["local-data"] >= 5 and hits["passthru"] == 1
 
 
@@ -411,6 +418,27 @@ class FakePrimary:
         self.sock.close()
 
 
+def test_soa_refresh_fetches_again(tmp_path, inrpd_factory):
+    """No NOTIFY: the SOA's refresh (1 s here) brings the next serial."""
+    text = RPZ1.format(serial=1, extra="", nx="nx.example CNAME .").replace(" 1 3600 600 ", " 1 1 1 ")
+    fake = FakePrimary(text, SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        fake.publish(text.replace(" 1 1 1 ", " 2 1 1 ").replace("nx.example CNAME .", "nx.example CNAME *."))
+        wait_serial(d, "rpz.test", 2)
+        assert ("IXFR", 1) in fake.asked
+        r = d.udp("nx.example", "A", use_edns=0)
+        assert r.rcode() == dns.rcode.NOERROR and not r.answer
+        out = subprocess.run([INRPC, "-s", str(d.ctl), "show", "rpz"], capture_output=True, text=True,
+                             timeout=10, env=ENV).stdout
+        assert "rpz rpz.test. from " in out and "(tsig): serial 2" in out and "hits" in out, out
+    finally:
+        fake.stop()
+
+
 @pytest.mark.parametrize("secret", [None, WRONG], ids=["unsigned", "another-key"])
 def test_forged_reply_refused(tmp_path, inrpd_factory, secret):
     """A reply that is not signed by the key (none, or another's MAC): refused
@@ -487,6 +515,7 @@ def test_last_good_copy_applies_after_restart(tmp_path, inrpd_factory):
     assert show_rpz(d)["rpz.test"]["serial"] is None
     assert "checksum mismatch" in d.log()
     assert not_blocked(d, "nx.example")
+    assert "nx.example. from" not in d.log()        # rpz-log-level none
 
 
 @pytest.mark.parametrize("body, message", [
