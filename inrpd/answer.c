@@ -163,6 +163,9 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
 	if (req->cookie)
 		dns_response_add_option(b, DNS_OPT_COOKIE, req->cookie_out, sizeof(req->cookie_out));
+	if (why == WHY_NONE && req->policy_ede)        /* the answer to a policy's rewrite */
+		why = req->policy_ede == 15 ? WHY_RPZ_BLOCKED : req->policy_ede == 16 ? WHY_RPZ_CENSORED
+										: WHY_RPZ_FILTERED;
 	if (why != WHY_NONE) {
 		size_t n = strlen(why_ede[why].text);
 		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
@@ -824,6 +827,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->chain_len = 0;
 	req->nsid_len = 0;
 	req->cookie = false;
+	req->policy_ede = 0;
 	req->udp_cap = 0;
 	req->cacheable = false;
 	in->npath = 0;
@@ -901,6 +905,8 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		size_t n;
 		if (answer_policy(rt, req, &pm, out, limit, cnt, &n, &rewrite))
 			return n;
+		if (rewrite.len)
+			req->policy_ede = pm.ede;
 	}
 
 	bool found, all_excluded;

@@ -48,6 +48,7 @@ local.example A 192.0.2.7
 local.example AAAA 2001:db8::7
 local.example TXT "walled" "garden"
 garden.example CNAME www.shop.content.
+garden2.example CNAME a.upstream.test.
 blocked.shop.content CNAME .
 both.example CNAME .
 bad-mx.shop.content MX 10 mail.example.
@@ -235,7 +236,11 @@ def test_actions(setup):
     # a CNAME to a walled garden: the CNAME, then the garden's own (routed) answer
     r = d.udp("garden.example", "A", use_edns=0)
     assert r.answer[0].rdtype == dns.rdatatype.CNAME and r.answer[0][0].to_text() == "www.shop.content."
-    assert [x.to_text() for x in r.answer[1]] == [SERVER], r
+    assert [x.to_text() for x in r.answer[1]] == [SERVER] and ede_of(r) == 15, r
+    # ... or the upstream's answer, relayed after the CNAME, with the zone's extended error
+    r = d.tcp("garden2.example", "A", use_edns=0)
+    assert r.answer[0][0].to_text() == "a.upstream.test." and [x.to_text() for x in r.answer[1]] == ["192.0.2.1"]
+    assert ede_of(r) == 15, r
     # a routed name is blocked; its neighbour is not
     assert d.udp("blocked.shop.content", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
     assert [x.to_text() for x in d.udp("ok.shop.content", "A", use_edns=0).answer[0]] == [SERVER]
@@ -248,7 +253,7 @@ def test_actions(setup):
     assert "rpz rpz.test.: drop.example. from " in d.log() and ": drop" in d.log()
     hits = show_rpz(d)["rpz.test"]["hits"]
     assert hits["nxdomain"] == 5 and hits["nodata"] == 1 and hits["drop"] == 1
-    assert hits["tcp-only"] == 2 and hits["local-data"] >= 5 and hits["passthru"] == 1
+    assert hits["tcp-only"] == 2 and hits["local-data"] >= 6 and hits["passthru"] == 1
 
 
 def test_bad_records_counted(setup):
