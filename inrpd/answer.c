@@ -529,8 +529,7 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
  * false when the query goes on: passthru, tcp-only over TCP, and a local
  * CNAME, whose target *rewrite is then resolved as a redirect's is.
  */
-static bool answer_policy(const struct inrpd_runtime *rt, struct fwd_request *req,
-			  const struct inrpd_rpz_match *m, uint8_t *out, size_t limit, struct inrpd_counters *cnt,
+static bool answer_policy(struct fwd_request *req, const struct inrpd_rpz_match *m, uint8_t *out, size_t limit, struct inrpd_counters *cnt,
 			  size_t *n, struct name *rewrite)
 {
 	const struct rpz_hit *hit = &m->hit;
@@ -540,7 +539,6 @@ static bool answer_policy(const struct inrpd_runtime *rt, struct fwd_request *re
 	struct opt_bufs ob;
 	uint8_t soa[SOA_RDATA_MAX];
 	bool nodata = hit->action == RPZ_NODATA;
-	(void)rt;
 	switch (hit->action) {
 	case RPZ_PASSTHRU:
 		return false;
@@ -903,7 +901,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	struct name rewrite = { .len = 0 };
 	if (inrpd_rpz_match(&q->qname, client, &pm)) {
 		size_t n;
-		if (answer_policy(rt, req, &pm, out, limit, cnt, &n, &rewrite))
+		if (answer_policy(req, &pm, out, limit, cnt, &n, &rewrite))
 			return n;
 		if (rewrite.len)
 			req->policy_ede = pm.ede;

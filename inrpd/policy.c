@@ -149,7 +149,9 @@ struct zone {
 	uv_timer_t timer;
 	bool removed;                   /* gone from the configuration: freed once the timer closed */
 	/* what `show rpz` says */
-	uint64_t transfers, transfer_failures, tsig_failures, bad_rdata;
+	uint64_t transfers, transfer_failures, tsig_failures;
+	uint64_t bad_rdata;             /* records in force left out at the transfer: their data did not decode */
+	uint64_t building_bad;          /* ... in the transfer under way */
 	uint64_t notifies, notifies_refused;
 	uint64_t save_failures;         /* last good copies that could not be kept */
 	time_t last_time;
@@ -315,10 +317,14 @@ static int sink_begin(void *ctx, bool full)
 		if (!z->building && !(z->building = rpz_zone_new(&z->conf.zone)))
 			return -1;
 		rpz_zone_clear(z->building);
+		z->building_bad = 0;
 		return 0;
 	}
-	if (!z->building && !(z->building = rpz_zone_copy(z->data)))
-		return -1;
+	if (!z->building) {
+		if (!(z->building = rpz_zone_copy(z->data)))
+			return -1;
+		z->building_bad = z->bad_rdata;
+	}
 	return 0;
 }
 
@@ -337,7 +343,7 @@ static int sink_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const st
 	if (rc == -1) {                         /* data that does not decode: left out, as a bad rule is */
 		char text[NAME_MAX_TEXT];
 		name_to_text(owner, text, sizeof(text));
-		z->bad_rdata++;
+		z->building_bad++;
 		log_warn("rpz %s: record %s type %u skipped: %s", z->name, text, rr->type, why);
 		return 0;
 	}
@@ -365,6 +371,7 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 			z->building = NULL;
 			z->has_serial = true;
 			z->serial = r->to;
+			z->bad_rdata = z->building_bad;
 			install(z);
 			save(z);
 		}

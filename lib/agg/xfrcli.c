@@ -48,7 +48,7 @@ struct xfrcli {
 	/* one attempt: a connection, a query, the reply read */
 	struct attempt *cur;
 	uv_timer_t timer;
-	uint8_t query[512];
+	uint8_t query[1024];            /* the question, an IXFR's SOA and a TSIG, names at their longest */
 	uint8_t rbuf[65536];
 	uint16_t qtype;
 	struct xfr_in in;

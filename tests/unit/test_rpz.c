@@ -288,6 +288,50 @@ static void lookups_agree_with_a_model(void **state)
 	rpz_zone_free(z);
 }
 
+static void the_last_good_copy_reads_back_and_damage_is_refused(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE), other = nm("other.test");
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "a.example." ZONE, ".");
+	cname(z, "*.b.example." ZONE, "rpz-drop.");
+	const uint8_t a[4] = { 192, 0, 2, 1 };
+	assert_int_equal(change(z, true, "c.example." ZONE, DNS_TYPE_A, a, 4), 0);
+	struct rpz_dump_head h = { 7, 3600, 600 }, back;
+	size_t len;
+	uint8_t *buf = rpz_zone_dump(z, &h, &len);
+	assert_non_null(buf);
+	struct rpz_zone *again = rpz_zone_new(&apex);
+	const char *why = NULL;
+	assert_int_equal(rpz_zone_undump(again, buf, len, &back, &why), 0);
+	assert_int_equal(back.serial, 7);
+	assert_int_equal(back.refresh, 3600);
+	assert_int_equal(back.retry, 600);
+	struct rpz_table *t = rpz_table_build(again, NULL, NULL);
+	assert_int_equal(action_of(t, "a.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "x.b.example"), RPZ_DROP);
+	assert_int_equal(action_of(t, "c.example"), RPZ_LOCAL);
+	rpz_table_free(t);
+	/* every cut and every flipped byte is refused, and leaves nothing */
+	for (size_t cut = 0; cut < len; cut++) {
+		assert_int_equal(rpz_zone_undump(again, buf, cut, &back, &why), -1);
+		assert_int_equal(rpz_zone_records(again), 0);
+	}
+	for (size_t i = 0; i < len; i++) {
+		buf[i] ^= 0x10;
+		assert_int_equal(rpz_zone_undump(again, buf, len, &back, &why), -1);
+		buf[i] ^= 0x10;
+	}
+	/* another zone's copy */
+	struct rpz_zone *o = rpz_zone_new(&other);
+	assert_int_equal(rpz_zone_undump(o, buf, len, &back, &why), -1);
+	assert_string_equal(why, "another zone's file");
+	free(buf);
+	rpz_zone_free(o);
+	rpz_zone_free(again);
+	rpz_zone_free(z);
+}
+
 static void key_files_in_binds_format(void **state)
 {
 	(void)state;
@@ -355,6 +399,7 @@ int main(void)
 		cmocka_unit_test(bad_records_are_left_out_and_told),
 		cmocka_unit_test(ixfr_removals_find_their_records),
 		cmocka_unit_test(lookups_agree_with_a_model),
+		cmocka_unit_test(the_last_good_copy_reads_back_and_damage_is_refused),
 		cmocka_unit_test(key_files_in_binds_format),
 		cmocka_unit_test(a_reply_with_another_mac_is_refused),
 	};
