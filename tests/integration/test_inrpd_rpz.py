@@ -7,6 +7,7 @@ bad records."""
 
 import base64
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -275,6 +276,22 @@ def test_metrics(setup):
     assert prom.value(m, "inrpd_rpz_bad_records", zone="rpz.test.") == 2
     assert prom.value(m, "inrpd_rpz_transfers_total", zone="second.test.", result="ok") >= 1
     assert prom.value(m, "inrpd_rpz_rules", zone="second.test.") == 2
+
+
+def test_many_signed_messages(tmp_path, inrpd_factory):
+    """A zone of 20,000 rules: NSD's AXFR spans many messages, each MAC
+    chained to the one before (RFC 8945 5.3.1), verified end to end."""
+    extra = "\n".join(f"n{i}.many.example CNAME ." for i in range(20000))
+    nsd = Nsd(tmp_path, {"rpz.test": RPZ1.format(serial=1, extra=extra, nx="nx.example CNAME .")})
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, "rpz-log-level none;\n" + rpz_block("rpz.test", nsd, key))
+        z = wait_serial(d, "rpz.test", 1)
+        assert z["rules"] == 20000 + 12 and z["tsig_failures"] == 0, z
+        assert d.udp("n19999.many.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+        assert int(re.search(r"AXFR, version none -> 1 .*?(\d+) bytes", d.log()).group(1)) > 65536
+    finally:
+        nsd.stop()
 
 
 def test_precedence(setup):
