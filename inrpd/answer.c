@@ -41,6 +41,7 @@
 #include "fibsync.h"
 #include "hashkey.h"
 #include "inrpd.h"
+#include "policy.h"
 #include "records.h"
 #include "rrl.h"
 #include "wire.h"
@@ -62,6 +63,9 @@ enum why {
 	WHY_PROHIBITED,
 	WHY_NO_UPSTREAM,
 	WHY_NOT_SUPPORTED,
+	WHY_RPZ_BLOCKED,
+	WHY_RPZ_CENSORED,
+	WHY_RPZ_FILTERED,
 };
 
 static const struct {
@@ -75,6 +79,9 @@ static const struct {
 	[WHY_PROHIBITED] = { 18, "recursion not allowed" },     /* Prohibited */
 	[WHY_NO_UPSTREAM] = { 20, "no upstream resolver" },     /* Not Authoritative */
 	[WHY_NOT_SUPPORTED] = { 21, "class not supported" },    /* Not Supported */
+	[WHY_RPZ_BLOCKED] = { 15, "blocked by response policy" },
+	[WHY_RPZ_CENSORED] = { 16, "censored by response policy" },
+	[WHY_RPZ_FILTERED] = { 17, "filtered by response policy" },
 };
 
 #define EDE_MAX 40                      /* 2-byte code and the longest text above */
@@ -104,6 +111,9 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
 	if (req->cookie)
 		dns_response_add_option(b, DNS_OPT_COOKIE, req->cookie_out, sizeof(req->cookie_out));
+	if (why == WHY_NONE && req->policy_ede)        /* the answer to a policy's rewrite */
+		why = req->policy_ede == 15 ? WHY_RPZ_BLOCKED : req->policy_ede == 16 ? WHY_RPZ_CENSORED
+										: WHY_RPZ_FILTERED;
 	if (why != WHY_NONE) {
 		size_t n = strlen(why_ede[why].text);
 		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
@@ -254,7 +264,8 @@ void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len
  * false when no suffix has routes; *apex_off is where the matched suffix
  * (the route's name) starts in req->target.
  */
-static int resolve_name(struct inrpd_worker *w, bool *found, bool *all_excluded, unsigned *apex_off)
+static int resolve_name(struct inrpd_worker *w, const struct name *start, bool *found, bool *all_excluded,
+			unsigned *apex_off)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct fwd_request *req = &w->req;
@@ -267,7 +278,13 @@ static int resolve_name(struct inrpd_worker *w, bool *found, bool *all_excluded,
 	req->ncand = 0;
 	*found = false;
 	*all_excluded = false;
-	for (unsigned restarts = 0;; restarts++) {
+	if (start) {                    /* a policy's CNAME: the chain starts with it */
+		memcpy(req->chain, start->wire, start->len);
+		req->chain_len = start->len;
+		req->nchain = 1;
+		name_copy(cur, start);
+	}
+	for (unsigned restarts = req->nchain;; restarts++) {
 		struct fib_result res;
 		if (!lookup(rt, w->chan, cur, &res))
 			return 0;
@@ -463,6 +480,64 @@ static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *ou
 					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	}
 	return finish(w, &b);
+}
+
+/*
+ * A response policy's answer (policy.h): true with *n (0: dropped), or
+ * false when the query goes on: passthru, tcp-only over TCP, and a local
+ * CNAME, whose target *rewrite is then resolved as a redirect's is.
+ */
+static bool answer_policy(struct inrpd_worker *w, const struct inrpd_rpz_match *m, uint8_t *out, size_t limit,
+			  size_t *n, struct name *rewrite)
+{
+	struct fwd_request *req = &w->req;
+	const struct rpz_hit *hit = &m->hit;
+	enum why why = m->ede == 15 ? WHY_RPZ_BLOCKED : m->ede == 16 ? WHY_RPZ_CENSORED
+		     : m->ede == 17 ? WHY_RPZ_FILTERED : WHY_NONE;
+	struct dns_builder b;
+	struct opt_bufs ob;
+	uint8_t soa[SOA_RDATA_MAX];
+	bool nodata = hit->action == RPZ_NODATA;
+	switch (hit->action) {
+	case RPZ_PASSTHRU:
+		return false;
+	case RPZ_TCP_ONLY:
+		if (!req->limit_udp)
+			return false;
+		dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, limit);
+		dns_response_truncate(&b);
+		*n = finish(w, &b);
+		return true;
+	case RPZ_DROP:
+		CNT_INC(w->cnt, dropped);
+		*n = 0;
+		return true;
+	case RPZ_LOCAL: {
+		size_t pos = 0;
+		uint16_t type, rdlen;
+		uint32_t ttl;
+		const uint8_t *rd;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == DNS_TYPE_CNAME && name_from_wire(rewrite, rd, rdlen) == NAME_OK)
+				return false;
+		start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, why);
+		pos = 0;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == req->q.qtype || req->q.qtype == DNS_TYPE_ANY)
+				dns_response_add_rr(&b, type, rd, rdlen, ttl);
+		nodata = b.ancount == 0;
+		break;
+	}
+	default:
+		start(&b, req, hit->action == RPZ_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_NOERROR, out, limit, &ob,
+		      NULL, why);
+		break;
+	}
+	if (hit->action == RPZ_NXDOMAIN || nodata)
+		dns_response_add_authority(&b, m->zone, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(m->zone, hit->ttl, soa), hit->ttl);
+	*n = finish(w, &b);
+	return true;
 }
 
 /* ---- the packet cache ---- */
@@ -714,6 +789,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	req->chain_len = 0;
 	req->nsid_len = 0;
 	req->cookie = false;
+	req->policy_ede = 0;
 	req->udp_cap = 0;
 	req->cacheable = false;
 	in->npath = 0;
@@ -761,6 +837,11 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
 		return finish(w, &b);
 	}
+	if (rc == DNS_RCODE_NOTIMP) {
+		size_t n = inrpd_rpz_notify(pkt, len, client, out, limit);
+		if (n)
+			return n;
+	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
 			CNT_INC(cnt, formerr);
@@ -779,9 +860,20 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_LOOP, out, limit);
 	}
 
+	/* response policy: before the routes and the cache, for every name */
+	struct inrpd_rpz_match pm;
+	struct name rewrite = { .len = 0 };
+	if (inrpd_rpz_match(&q->qname, client, &pm)) {
+		size_t n;
+		if (answer_policy(w, &pm, out, limit, &n, &rewrite))
+			return n;
+		if (rewrite.len)
+			req->policy_ede = pm.ede;
+	}
+
 	bool found, all_excluded;
 	unsigned apex_off = 0;
-	if (resolve_name(w, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
+	if (resolve_name(w, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
 	}

@@ -38,6 +38,7 @@ struct fwd_request {
 	uint16_t chain_len;
 	uint8_t chain[INRPD_MAX_REDIRECTS * NAME_MAX_WIRE];
 	uint32_t answer_ttl;            /* for the CNAMEs */
+	uint16_t policy_ede;            /* a response policy's CNAME rewrite: its zone's extended error; 0 none */
 	uint8_t nsid_len;               /* >0: the client asked for our NSID, and it is on */
 	bool cookie;                    /* the client sent a cookie: ours goes back */
 	uint16_t udp_cap;               /* an unproven client's answer limit; 0: none */

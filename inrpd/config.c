@@ -704,7 +704,25 @@ static int kw_dnstap(const struct conf_stmt *s, void *arg, char *err, size_t err
 	return tap_conf_parse(s, &x->cfg->dnstap, err, err_len);
 }
 
+static int kw_rpz(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_zone(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
+static int kw_rpz_log_level(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_log_level(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
+static int kw_state_dir(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_state_dir(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
+	{ "rpz", 2, 2, CONF_BLOCK, kw_rpz },
+	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
+	{ "rpz-log-level", 2, 2, CONF_NO_BLOCK, kw_rpz_log_level },
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
 	{ "answer-ttl", 2, 2, CONF_NO_BLOCK, kw_answer_ttl },
@@ -833,6 +851,7 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->rrl_rate = DEFAULT_RRL_RATE;
 	cfg->rrl_slip = DEFAULT_RRL_SLIP;
 	cfg->rrl_exempt_routers = true;
+	cfg->rpz.log_level = LOG_LVL_INFO;
 	cfg->records = inrpd_records_new();
 	if (!cfg->records) {
 		snprintf(err, err_len, "out of memory");

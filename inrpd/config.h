@@ -12,6 +12,7 @@
 #include "addr.h"
 #include "metrics.h"
 #include "privdrop.h"
+#include "policy.h"
 #include "runtime.h"
 #include "tap.h"
 
@@ -71,6 +72,7 @@ struct inrpd_config {
 	struct prefix proxy_from[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
+	struct inrpd_rpz_conf rpz;      /* response policy zones (policy.h) */
 	struct tap_conf dnstap;         /* dnstap { ... } (tap.h); socket_path NULL: off */
 };
 

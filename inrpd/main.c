@@ -251,6 +251,8 @@ static int reload_config(char *msg, size_t msg_len)
 	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
 
 	struct inrpd_runtime *rt = inrpd_runtime_from_config(cfg);
+	if (rt && inrpd_rpz_apply(&g.loop, &cfg->rpz) < 0)
+		log_err("reload: out of memory for the rpz zones; the ones running stay");
 	inrpd_config_free(cfg);
 	if (!rt) {
 		log_err("reload failed, keeping the running configuration: out of memory");
@@ -550,6 +552,12 @@ static void flush_cache(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_end(r, CTL_OK, "%s and below flushed", args[0]);
 }
 
+static void show_rpz(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx, (void)args, (void)nargs;
+	inrpd_rpz_show(r, json);
+}
+
 static const struct ctl_command commands[] = {
 	{ "show status", 0, 0, true, show_status, "show status [json]",
 	  "version, uptime, listen addresses, table size" },
@@ -561,6 +569,8 @@ static const struct ctl_command commands[] = {
 	  "the packet cache: size, entries, hits, misses, evictions" },
 	{ "show route", 1, 1, true, show_route, "show route NAME [json]",
 	  "the route a name takes now: its table, suffix, aggregates, servers and next routers" },
+	{ "show rpz", 0, 0, true, show_rpz, "show rpz [json]",
+	  "response policy zones: primary, serial, rules, transfers, hits by action" },
 	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",
 	  "drop every cached answer, or those of NAME and below" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
@@ -605,6 +615,7 @@ static void stop(void)
 	metrics_server_close(g.metrics);
 	g.metrics = NULL;
 	fibsync_close(g.fibsync);
+	inrpd_rpz_close();
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
 
@@ -731,14 +742,21 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		daemon_fail(err);
-	const char *own[] = { cfg->control_path, cfg->fib_channel_path };
-	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
+	const char *state = cfg->rpz.state_dir[0] ? cfg->rpz.state_dir : NULL;
+	if (state && mkdir(state, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, sizeof(err), "state-dir %.300s: %s", state, strerror(errno));
+		daemon_fail(err);
+	}
+	const char *own[] = { cfg->control_path, cfg->fib_channel_path, state };
+	if (privdrop_apply(&cfg->run_as, own, 3, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
 		daemon_fail(err);
 	if (inrpd_tap && tap_start(inrpd_tap, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
 		daemon_fail(err);
+	if (inrpd_rpz_apply(&g.loop, &cfg->rpz) < 0)
+		daemon_fail("out of memory");
 
 	log_info("inrpd %s started: %u listen addresses, %u udp workers, %u routes",
 		 INRPD_VERSION, cfg->nlisten, nworkers, first->nroutes);
@@ -770,6 +788,7 @@ int main(int argc, char **argv)
 		fib_destroy(chan);
 	fibsync_free(g.fibsync);
 	g.fibsync = NULL;
+	inrpd_rpz_free();
 	if (cfg->pid_file)
 		unlink(cfg->pid_file);
 	inrpd_config_free(cfg);

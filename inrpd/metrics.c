@@ -275,6 +275,7 @@ void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
 	inrpd_hops_free(&l);
 	write_fibs(p, rt, inrpd_chan_fib);
 	write_fibsync(p, src->fibsync, src->now_ms);
+	inrpd_rpz_metrics(p);
 
 	struct metrics_server_stats ms = { 0 };
 	if (src->metrics)
