@@ -1,5 +1,5 @@
 /*
- * Interned route attributes (rib.h), and the next-hop index built on
+ * Interned route attributes (rde_internal.h), and the next-hop index built on
  * them: a next hop lists the attributes through it, and attributes list
  * the names that had a route with them, so a change of IP routing decides
  * again only the names behind the next hop (rde.c, the next-hop job).
@@ -12,7 +12,7 @@
 #include "log.h"
 #include "nexthop.h"
 #include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
 {

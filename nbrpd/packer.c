@@ -14,7 +14,7 @@
 
 #include "packer.h"
 #include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */

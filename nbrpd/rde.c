@@ -24,8 +24,8 @@
 #include "log.h"
 #include "nexthop.h"
 #include "packer.h"
+#include "rde_internal.h"
 #include "rdesig.h"
-#include "rib.h"
 #include "wqueue.h"
 
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
@@ -236,7 +236,7 @@ static void route_free(struct rde *r, struct rib_route *rt)
 		return;
 	rt->a->nroutes--;
 	attrs_put(r, rt->a);
-	slab_free(&r->rib.routes, rt);
+	slab_free(&r->routes, rt);
 }
 
 /* Installs rt (its attributes referenced for it) in e. */
@@ -252,7 +252,7 @@ static void route_install(struct rde *r, struct rib_entry *e, struct rib_route *
 
 static struct rib_route *route_remove(struct rde *r, struct rib_entry *e, const struct rde_peer *p)
 {
-	struct rib_route *rt = rib_take_route(e, p);
+	struct rib_route *rt = route_take(e, p);
 	if (rt && !e->routes)
 		r->rib.names--;
 	return rt;
@@ -910,7 +910,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				}
 			}
 			/* an unchanged route keeps its age */
-			struct rib_route *nrt = rib_route_new(&r->rib, a, old && attrs_same_advertisement(old->a, a)
+			struct rib_route *nrt = route_new(r, a, old && attrs_same_advertisement(old->a, a)
 							      ? old->seq : seq);
 			if (!nrt) {
 				if (old) {
@@ -948,7 +948,7 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
 	if (!keep)
 		rdesig_refused_note(p, j, n.wire, n.len);
 	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
-	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
+	struct rib_route *nrt = a ? route_new(r, a, rt->seq) : NULL;
 	struct rib_route *old = route_remove(r, e, p);
 	if (nrt) {
 		rdesig_copy_chain(a, old->a);
@@ -1013,7 +1013,7 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	k.origin_seq = old ? old->a->k.origin_seq : next_stamp(r);     /* the same announcement */
 	struct rib_attrs *a = attrs_get(r, &k, "");
 	/* a content's route keeps its age */
-	struct rib_route *rt = a ? rib_route_new(&r->rib, a, old ? old->seq : r->seq++) : NULL;
+	struct rib_route *rt = a ? route_new(r, a, old ? old->seq : r->seq++) : NULL;
 	if (!rt) {
 		attrs_put(r, a);
 		if (old)
@@ -1857,7 +1857,7 @@ void rde_stats(const struct rde *r, struct rde_stats *out)
 {
 	out->names = r->rib.names;
 	out->entries = r->rib.entries;
-	out->routes = r->rib.routes.live;
+	out->routes = r->routes.live;
 	out->attrs = r->nattrs;
 	out->jobs = r->njobs;
 }
@@ -1884,6 +1884,7 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
 	r->group.r = r;
 	r->packer = packer_new(r);
+	slab_init(&r->routes, sizeof(struct rib_route));
 	if (!r->attrs || !r->by_name || !r->aggs || !r->packer || rib_init(&r->rib) < 0) {
 		packer_free(r->packer);
 		free(r->attrs);
@@ -1949,6 +1950,7 @@ void rde_free(struct rde *r)
 		free(r->peers[i]);
 	}
 	rib_destroy(&r->rib);
+	slab_destroy(&r->routes);
 	for (size_t i = 0; i < r->naggs_buckets; i++)
 		for (struct rde_agg *g = r->aggs[i], *n; g; g = n) {
 			n = g->hnext;

@@ -17,7 +17,7 @@
 #ifndef NBRPD_RDESIG_H
 #define NBRPD_RDESIG_H
 
-#include "rib.h"
+#include "rde_internal.h"
 
 void rdesig_free(struct rdesig *s);
 /* Closes the worker pool (the loop must run once more); queued UPDATEs are dropped. */
