@@ -11,7 +11,6 @@
 #include "inrp.h"
 #include "log.h"
 #include "nexthop.h"
-#include "rdesig.h"
 #include "rde_internal.h"
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
@@ -139,7 +138,7 @@ void attrs_free(struct rde *r, struct rib_attrs *a)
 	}
 	ents_release(r, a);
 	free(a->path_peers);
-	rdesig_chain_free(r, a->chain);
+	sig_chain_free(a->chain);
 	struct rde_peer *p = a->k.peer;
 	free(a);
 	if (p && --p->refs == 0)
@@ -240,7 +239,7 @@ void attrs_free_all(struct rde *r)
 			struct rde_peer *p = a->k.peer;
 			free(a->ents);
 			free(a->path_peers);
-			rdesig_chain_free(r, a->chain);
+			sig_chain_free(a->chain);
 			free(a);
 			if (p && !p->configured && --p->refs == 0)
 				free(p);        /* removed, still purging */

@@ -31,6 +31,7 @@
 #include "origin_wd.h"
 #include "rde.h"
 #include "rib.h"
+#include "sigchain.h"
 #include "slab.h"
 
 #define LOCAL_PREF_LOCAL        UINT32_MAX
@@ -51,8 +52,7 @@ struct rde_peer {
 	bool up;                        /* established: told routes */
 	bool max_warned;
 	bool dumping;                   /* its table is being sent (cursor `dump`) */
-	bool eor_owed;                  /* the dump is done; END-OF-RIB waits for hops_pending */
-	uint32_t hops_pending;          /* our hop signatures for it being made (rdesig.c) */
+	bool eor_owed;                  /* the dump is done; END-OF-RIB waits for our signatures for it */
 	bool reexporting;               /* a new export policy is being applied (cursor `reexport`) */
 	struct rib_cursor dump, reexport;
 	struct nbrpd_policy import, export;
@@ -65,29 +65,9 @@ struct rde_peer {
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
 	uint64_t owd_log_ms;            /* the last line logged about them */
-	uint64_t owd_forged;            /* its signed origin withdrawals that did not check (not applied) */
-	uint64_t owd_forged_log_ms;
 	struct rde_peer *hnext;         /* by name (rde.c) */
-	/* signatures (rdesig.c) */
-	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
-	enum sig_policy sig_cfg;        /* configured */
-	struct sig_upd *sigq, **sigq_tail;      /* UPDATEs waiting for their checks, in order */
-	const struct attest_job *sig_jobs;      /* while one of them is applied: its routes' checks */
-	uint64_t sig_state[ATTEST_PENDING];     /* routes received, by state */
-	uint64_t sig_invalid[ATTEST_REASONS];   /* invalid routes received, by reason */
-	uint64_t sig_log_ms;
-	unsigned sig_logged;            /* lines logged since sig_log_ms */
-	/* its budget (rdesig.c): a fair share of the workers and of each loop turn */
-	struct sigpool_flow sig_flow;   /* its verifications with the workers */
-	uint32_t sig_good, sig_bad;     /* routes valid and invalid lately: its weight */
-	uint32_t sigq_len;              /* UPDATEs in sigq */
-	bool sweep_owed;                /* its END-OF-RIB came with UPDATEs in sigq: swept after them */
-	uint64_t sig_turn;              /* the loop turn sig_turn_ns counts */
-	uint64_t sig_turn_ns;           /* loop time its checks took in that turn */
-	uint64_t sig_turn_bytes;        /* ... and bytes of its UPDATEs */
-	uint64_t sig_loop_ns;           /* ... in all */
-	uint64_t sig_verified, sig_failed;      /* signatures verified for it; routes they failed */
-	uint64_t sig_throttled;         /* turns its reading stopped at its budget */
+	/* what its routes' signatures mean, and whether it is sent ours (set by the signature stage, rdesig.h) */
+	enum sig_policy sig;            /* SIG_OFF without a signer */
 };
 
 /* ---- attributes ---- */
@@ -129,7 +109,7 @@ struct rib_attrs {
 	struct rde_peer **path_peers;
 	uint32_t npath_peers, path_peers_gen;
 	uint32_t excluded_mark;                 /* the flush its peers were last marked excluded in */
-	struct sig_chain *chain;                /* a valid route's attestations as received (rdesig.c) */
+	struct sig_chain *chain;                /* a valid route's attestations as received (sigchain.h) */
 	struct rib_attrs_key k;
 	char path[];                            /* npath NUL-terminated router names */
 };
@@ -165,6 +145,20 @@ struct rib_route {
 	uint64_t rank : 8;                      /* 1..nbest among the best; 0: not ranked */
 };
 
+/* The origin key of a's chain (an aggregate's is ordered by its version: none), or NULL. */
+static inline const uint8_t *attrs_chain_origin(const struct rib_entry *e, const struct rib_attrs *a)
+{
+	return a->chain && !entry_is_aggregate(e) ? sig_chain_origin(a->chain) : NULL;
+}
+
+/* The member digest a valid aggregate route was signed with, or NULL (not valid, not signed). */
+static inline const uint8_t *attrs_valid_digest(const struct rib_attrs *a)
+{
+	if (!a->k.peer || a->k.sig_state != ATTEST_VALID + 1 || !a->chain || a->chain->digest.len != ATTEST_DIGEST_LEN)
+		return NULL;
+	return a->chain->digest.data;
+}
+
 static inline bool route_stale(const struct rib_route *rt)
 {
 	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
@@ -183,6 +177,40 @@ static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_en
 }
 
 /* ---- the RDE ---- */
+
+struct nameset;
+struct rde_agg;
+struct origin_wd_sig;
+
+/*
+ * The signature stage's part in the RDE (rdesig.h), installed by the RDE's
+ * owner (rde_set_signer): the RDE and its packer reach signature code only
+ * through these.
+ */
+struct rde_signer {
+	void *arg;
+	uint64_t *chain_bytes;          /* chains kept with attributes are charged here */
+	/* Export to `to`, a peer with signatures on: its context for `export`, taken once a packing. */
+	void *(*export_peer)(void *arg, struct rde_peer *to);
+	/* The attestations of e's route with attributes a, our hop for the peer first, into out (at
+	 * most max); 0: sent unsigned; -1: our signature is being made, the name is sent when it is.
+	 * seq: the origin_seq the origin signed. */
+	int (*export)(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
+		      Nbrp__Attestation **out, size_t max, uint64_t *seq);
+	/* The signed name set e's route is in (a received chain's, or one of our names'), or NULL. */
+	const struct sig_set *(*set_of)(void *arg, const struct rib_entry *e, const struct rib_attrs *a);
+	/* Our hop signatures for p are being made: its END-OF-RIB waits (rde_peer_eor when they are). */
+	bool (*export_pending)(void *arg, const struct rde_peer *p);
+	/* Our withdrawal of our name up to stamp seq signed into out; false: not (no authorisation). */
+	bool (*sign_withdrawal)(void *arg, const uint8_t *wire, size_t len, uint64_t seq, struct origin_wd_sig *out);
+	/* An origin withdrawal signed by key applied: older stamps of that key are stale from now on. */
+	void (*withdrawn)(void *arg, const uint8_t *wire, size_t len, const uint8_t *key, uint64_t seq,
+			  uint64_t until);
+	/* A version of aggregate g stored (e: its entry, or NULL): its signed routes checked against it. */
+	void (*aggregate_stored)(void *arg, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
+	/* A loop turn's work is done. */
+	void (*turn)(void *arg);
+};
 
 /* A list of entries (dirty, deferred, to release); false when out of memory. */
 struct entry_list {
@@ -265,7 +293,7 @@ struct rde {
 	struct update_group group;
 	struct rank_scratch rank;
 	struct packer *packer;                  /* the UPDATEs being made (packer.h) */
-	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
+	const struct rde_signer *signer;        /* NULL: signatures neither checked nor made */
 	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
 	uint64_t last_stamp;                    /* our last origin_seq */
 	uint32_t stamp_flush;                   /* the flush_no it was given in */
@@ -315,10 +343,11 @@ void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned 
 struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
 /* The same by the aggregate's name (wire form), or NULL. */
 struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
-/* The record of an aggregate, made if there is none (NULL: out of memory). */
-struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len);
-/* Checks a signed route again with its new state (rdesig.c's verifications done). */
-void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
+/* Whether a stored signed route's attributes change with this check (rdesig.c's, done again). */
+bool rde_route_recheck_changes(const struct rib_route *rt, const struct attest_job *j);
+/* ... then the route kept with them (keep: its check accepted, rdesig.c's), or withdrawn. */
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j,
+		       bool keep);
 /* A stamp for an announcement of ours, newer than every one before it. */
 uint64_t rde_stamp(struct rde *r);
 /* END-OF-RIB to p if its dump is done and none of its names waits for our signature. */
