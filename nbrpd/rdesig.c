@@ -687,7 +687,7 @@ static void route_checked(struct rdesig *s, struct rib_entry *e, struct rib_rout
 		return;                 /* as it was */
 	struct rdesig_peer *sp = peer_of(s, rt->a->k.peer);
 	struct name n;
-	rde_entry_name(e, &n);
+	rib_entry_name(e, &n);
 	bool keep = sp ? route_accepted(sp, j, &n, 0) : true;
 	if (!keep)
 		note_refused(s, rt->a->k.peer, j, n.wire, n.len);
@@ -1389,7 +1389,7 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
-	struct rde_agg *g = rde_agg_of(to->rde, e);    /* an aggregate's: the version stored */
+	struct rde_agg *g = agg_table_of(&to->rde->aggs, e);    /* an aggregate's: the version stored */
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
@@ -1805,7 +1805,7 @@ static void on_rechecked(struct attest_batch *b)
 	s->stale_verdicts += stale;
 	for (size_t i = 0; i < run->n; i++) {
 		struct recheck_item *it = &run->items[i];
-		struct rde_peer *p = s->stopping || stale ? NULL : rde_peer_by_name(r, it->peer);
+		struct rde_peer *p = s->stopping || stale ? NULL : peer_names_find(&r->by_name, it->peer);
 		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
@@ -1987,7 +1987,7 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 			  size_t n_att, struct attest_job *j)
 {
 	struct rde_agg *g;
-	if (j->state != ATTEST_VALID || !(g = rde_agg_find(s->rde, agg, len)) || !g->held || !g->has_digest ||
+	if (j->state != ATTEST_VALID || !(g = agg_table_find(&s->rde->aggs, agg, len)) || !g->held || !g->has_digest ||
 	    g->version != version)
 		return;
 	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
@@ -2061,7 +2061,7 @@ static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct n
 
 uint32_t rdesig_aggregate_unauthorised(const struct rdesig *s, const struct name *agg, struct name *first)
 {
-	const struct rde_agg *g = s ? rde_agg_find(s->rde, agg->wire, agg->len) : NULL;
+	const struct rde_agg *g = s ? agg_table_find(&s->rde->aggs, agg->wire, agg->len) : NULL;
 	if (!g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
 		return 0;
 	first->len = g->unauth_len;
