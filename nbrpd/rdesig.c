@@ -519,7 +519,7 @@ static size_t peer_slot(const struct rde_peer *p, size_t nb)
 	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (nb - 1);
 }
 
-/* The stage's view of an RDE peer (NULL: none, it was added before signatures started or removed). */
+/* The stage's view of an RDE peer (NULL: removed). */
 static struct rdesig_peer *peer_of(const struct rdesig *s, const struct rde_peer *p)
 {
 	if (!s->nby_peer)
