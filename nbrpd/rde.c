@@ -1257,6 +1257,37 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	return changed;
 }
 
+/* The export policy p was told e under (a re-export job's cursor not past it yet: the old one). */
+static const struct nbrpd_policy *export_policy_at(const struct rde_peer *p, const struct rib_entry *e)
+{
+	return p->reexporting && !rib_cursor_passed(&p->reexport, e) ? &p->export_old : &p->export;
+}
+
+void rde_resend_begin(struct rde_peer *p)
+{
+	struct rde *r = p->rde;
+	packer_begin(r->packer, rde_emit_to_peer, p);
+	if (p->sig != SIG_OFF)
+		packer_sign_for(r->packer, p);
+}
+
+void rde_resend(struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct rde *r = p->rde;
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	if (!e || !e->adv)
+		return;
+	if (p->dumping && !rib_cursor_passed(&p->dump, e))
+		return;                 /* the dump sends it */
+	if (adjout_allows(r, e->adv, e, p, export_policy_at(p, e)))
+		packer_advertise(r->packer, e, e->adv, e->adv_load);
+}
+
+void rde_resend_end(struct rde_peer *p)
+{
+	packer_end(p->rde->packer);
+}
+
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
 	packer_begin(r->packer, rde_emit_to_peer, p);
@@ -1269,8 +1300,7 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 			continue;       /* its own routes, before and after: it hears nothing of them */
 		if (p->dumping && !rib_cursor_passed(&p->dump, e))
 			continue;       /* the dump sends it when it gets there */
-		const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
-						 ? &p->export_old : &p->export;
+		const struct nbrpd_policy *pol = export_policy_at(p, e);
 		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
 		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
 		if (now && (it->changed || !was))

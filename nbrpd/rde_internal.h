@@ -301,6 +301,11 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
 		       bool keep);
 /* A stamp for an announcement of ours, newer than every one before it. */
 uint64_t rde_stamp(struct rde *r);
+/* Names p is told again, if it is told them now (the signer's: our signature for them is made);
+ * between begin and end, one packing. */
+void rde_resend_begin(struct rde_peer *p);
+void rde_resend(struct rde_peer *p, const uint8_t *wire, size_t len);
+void rde_resend_end(struct rde_peer *p);
 /* END-OF-RIB to p if its dump is done and none of its names waits for our signature. */
 void rde_peer_eor(struct rde_peer *p);
 

@@ -17,7 +17,6 @@
 #include "fresh.h"
 #include "hashkey.h"
 #include "log.h"
-#include "packer.h"
 #include "rde_internal.h"
 #include "rdesig.h"
 #include "refused.h"
@@ -1430,21 +1429,6 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 	return (int)n + 1;
 }
 
-/* A name whose signature for p is made: p hears its route now, if it is still told it. */
-static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, uint8_t len)
-{
-	struct rde *r = s->rde;
-	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
-	if (!e || !e->adv)
-		return;
-	if (p->dumping && !rib_cursor_passed(&p->dump, e))
-		return;                 /* the dump sends it */
-	const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
-					 ? &p->export_old : &p->export;
-	if (adjout_allows(r, e->adv, e, p, pol))
-		packer_advertise(r->packer, e, e->adv, e->adv_load);
-}
-
 static bool peer_signed(const struct rdesig_peer *sp)
 {
 	return sp->p && sp->p->up && sp->p->sig != SIG_OFF && sp->p->owner;
@@ -1462,15 +1446,15 @@ static struct rdesig_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
 }
 
 /* A hop signed for p: its name, or every name of its set, sent to p now. */
-static void resend_hop(struct rdesig *s, struct rde_peer *p, struct hop *h)
+static void resend_hop(struct rde_peer *p, const struct hop *h)
 {
 	if (!h->set) {
-		resend(s, p, h->wire, h->len);
+		rde_resend(p, h->wire, h->len);
 		return;
 	}
 	for (uint32_t i = 0; i < h->set->n; i++) {
 		const uint8_t *w = h->set->names + h->set->off[i];
-		resend(s, p, w + 1, w[0]);
+		rde_resend(p, w + 1, w[0]);
 	}
 }
 
@@ -1491,24 +1475,21 @@ static void on_signed(struct attest_sign_batch *b)
 			continue;
 		const uint8_t *target = run->hops[i]->target;
 		struct rdesig_peer *sp = s->stopping ? NULL : peer_of_key(s, target);
-		struct packer *pk = s->rde->packer;
-		if (sp) {
-			packer_begin(pk, rde_emit_to_peer, sp->p);
-			packer_sign_for(pk, sp->p);
-		}
+		if (sp)
+			rde_resend_begin(sp->p);
 		for (size_t k = i; k < b->n; k++) {
 			struct hop *h = run->hops[k];
 			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
 				continue;
 			if (sp) {
-				resend_hop(s, sp->p, h);
+				resend_hop(sp->p, h);
 				if (sp->hops_pending)
 					sp->hops_pending--;
 			}
 			h->pending = false;
 		}
 		if (sp) {
-			packer_end(pk);
+			rde_resend_end(sp->p);
 			rde_peer_eor(sp->p);
 		}
 	}
@@ -1575,20 +1556,18 @@ static bool hop_in_use(struct rdesig *s, const struct hop *h)
 /* Every peer with signatures on hears the set's names (or one name) again: re-signed on export. */
 static void resend_signed(struct rdesig *s, const struct sig_set *set, const uint8_t *wire, uint8_t len)
 {
-	struct rde *r = s->rde;
 	for (struct rdesig_peer *sp = s->peers; sp; sp = sp->next) {
 		if (!peer_signed(sp))
 			continue;
 		struct rde_peer *p = sp->p;
-		packer_begin(r->packer, rde_emit_to_peer, p);
-		packer_sign_for(r->packer, p);
+		rde_resend_begin(p);
 		for (uint32_t i = 0; set && i < set->n; i++) {
 			const uint8_t *w = set->names + set->off[i];
-			resend(s, p, w + 1, w[0]);
+			rde_resend(p, w + 1, w[0]);
 		}
 		if (!set)
-			resend(s, p, wire, len);
-		packer_end(r->packer);
+			rde_resend(p, wire, len);
+		rde_resend_end(p);
 	}
 }
 
