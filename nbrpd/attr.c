@@ -1,5 +1,5 @@
 /*
- * Interned route attributes (rib.h), and the next-hop index built on
+ * Interned route attributes (rde_internal.h), and the next-hop index built on
  * them: a next hop lists the attributes through it, and attributes list
  * the names that had a route with them, so a change of IP routing decides
  * again only the names behind the next hop (rde.c, the next-hop job).
@@ -11,8 +11,7 @@
 #include "inrp.h"
 #include "log.h"
 #include "nexthop.h"
-#include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
 {
@@ -108,14 +107,14 @@ void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (--ents[i]->refs == 0)
-			rde_maybe_release(r, ents[i]);
+			rib_maybe_release(&r->rib, ents[i]);
 }
 
 static void ents_release(struct rde *r, struct rib_attrs *a)
 {
 	if (a->nents > UNINDEX_AT_ONCE) {
 		/* a table's worth: a job lets go of it over several loop turns */
-		rde_unindex_later(r, a->ents, a->nents);
+		r->unindex_later(r, a->ents, a->nents);
 	} else {
 		attrs_unindex(r, a->ents, a->nents);
 		free(a->ents);
@@ -139,7 +138,7 @@ void attrs_free(struct rde *r, struct rib_attrs *a)
 	}
 	ents_release(r, a);
 	free(a->path_peers);
-	rdesig_chain_free(r, a->chain);
+	sig_chain_free(a->chain);
 	struct rde_peer *p = a->k.peer;
 	free(a);
 	if (p && --p->refs == 0)
@@ -164,7 +163,7 @@ static void ents_compact(struct rde *r, struct rib_attrs *a)
 			e->flags |= ENTRY_MARK;
 			a->ents[kept++] = e;
 		} else if (--e->refs == 0) {
-			rde_maybe_release(r, e);
+			rib_maybe_release(&r->rib, e);
 		}
 	}
 	for (uint32_t i = 0; i < kept; i++)
@@ -205,7 +204,7 @@ unsigned attrs_path_peers(struct rde *r, struct rib_attrs *a, struct rde_peer **
 		unsigned n = 0;
 		const char *s = a->path;
 		for (unsigned i = 0; i < a->k.npath; i++) {
-			struct rde_peer *p = rde_peer_by_name(r, s);
+			struct rde_peer *p = peer_names_find(&r->by_name, s);
 			if (p)
 				found[n++] = p;
 			s += strlen(s) + 1;
@@ -240,7 +239,7 @@ void attrs_free_all(struct rde *r)
 			struct rde_peer *p = a->k.peer;
 			free(a->ents);
 			free(a->path_peers);
-			rdesig_chain_free(r, a->chain);
+			sig_chain_free(a->chain);
 			free(a);
 			if (p && !p->configured && --p->refs == 0)
 				free(p);        /* removed, still purging */

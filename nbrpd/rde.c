@@ -23,8 +23,8 @@
 #include "decide.h"
 #include "log.h"
 #include "nexthop.h"
-#include "rdesig.h"
-#include "rib.h"
+#include "packer.h"
+#include "rde_internal.h"
 #include "wqueue.h"
 
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
@@ -50,50 +50,12 @@ struct rde_job {
 
 static void schedule(struct rde *r);
 
-bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
-{
-	size_t cap = l->cap ? l->cap * 2 : 1024;
-	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-	if (!v) {
-		log_err("out of memory for a list of %zu changed names", l->n + 1);
-		return false;
-	}
-	l->v = v;
-	l->cap = cap;
-	l->v[l->n++] = e;
-	return true;
-}
-
 static uint32_t now_ms(const struct rde *r)
 {
 	return (uint32_t)(uv_now(r->loop) - r->start_ms);
 }
 
-/* ---- peers by name ---- */
-
-static size_t name_slot(const char *name, size_t n)
-{
-	return (size_t)hashkey64(name, strlen(name)) & (n - 1);
-}
-
-struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name)
-{
-	for (struct rde_peer *p = r->by_name[name_slot(name, r->nby_name)]; p; p = p->hnext)
-		if (strcmp(p->name, name) == 0)
-			return p;
-	return NULL;
-}
-
-static void by_name_unlink(struct rde *r, struct rde_peer *p)
-{
-	for (struct rde_peer **pp = &r->by_name[name_slot(p->name, r->nby_name)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == p) {
-			*pp = p->hnext;
-			return;
-		}
-}
-
-/* ---- aggregates: their entries' keys, their stored versions ---- */
+/* ---- aggregates' entries ---- */
 
 /* The table key of an aggregate's entry (rib.h); len at most NBRP_AGGREGATE_NAME_MAX. */
 static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t len)
@@ -101,66 +63,6 @@ static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t le
 	key[0] = AGG_KEY_MARK;
 	memcpy(key + 1, wire, len);
 	return len + 1;
-}
-
-static size_t agg_slot(const uint8_t *wire, size_t len, size_t n)
-{
-	return (size_t)hashkey64(wire, len) & (n - 1);       /* the names are the peers' */
-}
-
-static struct rde_agg *agg_find(const struct rde *r, const uint8_t *wire, size_t len)
-{
-	for (struct rde_agg *g = r->aggs[agg_slot(wire, len, r->naggs_buckets)]; g; g = g->hnext)
-		if (g->len == len && memcmp(g->wire, wire, len) == 0)
-			return g;
-	return NULL;
-}
-
-static struct rde_agg *agg_get(struct rde *r, const uint8_t *wire, size_t len)
-{
-	struct rde_agg *g = agg_find(r, wire, len);
-	if (g)
-		return g;
-	if (r->naggs >= r->naggs_buckets) {
-		size_t nb = r->naggs_buckets * 2;
-		struct rde_agg **b = calloc(nb, sizeof(*b));
-		if (!b)
-			return NULL;
-		for (size_t i = 0; i < r->naggs_buckets; i++)
-			for (struct rde_agg *q = r->aggs[i], *n; q; q = n) {
-				n = q->hnext;
-				size_t k = agg_slot(q->wire, q->len, nb);
-				q->hnext = b[k];
-				b[k] = q;
-			}
-		free(r->aggs);
-		r->aggs = b;
-		r->naggs_buckets = nb;
-	}
-	if (!(g = calloc(1, sizeof(*g))))
-		return NULL;
-	g->len = (uint8_t)len;
-	memcpy(g->wire, wire, len);
-	size_t k = agg_slot(wire, len, r->naggs_buckets);
-	g->hnext = r->aggs[k];
-	r->aggs[k] = g;
-	r->naggs++;
-	return g;
-}
-
-struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e)
-{
-	return entry_is_aggregate(e) ? agg_find(r, e->wire + 1, e->len - 1u) : NULL;
-}
-
-struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len)
-{
-	return agg_find(r, wire, len);
-}
-
-struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len)
-{
-	return agg_get(r, wire, len);
 }
 
 /* ---- the decision applied to an entry ---- */
@@ -185,32 +87,29 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 /* Ranks two routes or more (out of line: decide's usual case is one). */
 static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entry *e)
 {
-	/* one thread: the candidates of one name at a time, in arrays that only grow */
-	static struct decide_cand *cands;
-	static struct rib_route **rts;
-	static unsigned cap;
+	struct rank_scratch *sc = &r->rank;
 	unsigned order[ROUTESET_MAX_ROUTES], n = 0;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		rt->rank = 0;
-		if (n == cap) {
-			unsigned ncap = cap ? cap * 2 : 64;
-			struct decide_cand *nc = realloc(cands, ncap * sizeof(*nc));
+		if (n == sc->cap) {
+			unsigned ncap = sc->cap ? sc->cap * 2 : 64;
+			struct decide_cand *nc = realloc(sc->cands, ncap * sizeof(*nc));
 			if (nc)
-				cands = nc;
-			struct rib_route **nr = nc ? realloc(rts, ncap * sizeof(*nr)) : NULL;
+				sc->cands = nc;
+			struct rib_route **nr = nc ? realloc(sc->routes, ncap * sizeof(*nr)) : NULL;
 			if (nr)
-				rts = nr;
+				sc->routes = nr;
 			if (!nc || !nr)
 				break;  /* out of memory: ranked among those seen */
-			cap = ncap;
+			sc->cap = ncap;
 		}
-		rts[n] = rt;
-		cand_of(r, rt, &cands[n++]);
+		sc->routes[n] = rt;
+		cand_of(r, rt, &sc->cands[n++]);
 	}
 	unsigned keep = r->cfg->max_routes < ROUTESET_MAX_ROUTES ? r->cfg->max_routes : ROUTESET_MAX_ROUTES;
-	unsigned ranked = decide_rank(cands, n, keep, order);
+	unsigned ranked = decide_rank(sc->cands, n, keep, order);
 	for (unsigned i = 0; i < ranked; i++)
-		rts[order[i]]->rank = i + 1;
+		sc->routes[order[i]]->rank = i + 1;
 }
 
 /* Ranks the usable routes, best first, and marks the entry for the next flush. */
@@ -238,7 +137,7 @@ static void route_free(struct rde *r, struct rib_route *rt)
 		return;
 	rt->a->nroutes--;
 	attrs_put(r, rt->a);
-	slab_free(&r->rib.routes, rt);
+	slab_free(&r->routes, rt);
 }
 
 /* Installs rt (its attributes referenced for it) in e. */
@@ -254,7 +153,7 @@ static void route_install(struct rde *r, struct rib_entry *e, struct rib_route *
 
 static struct rib_route *route_remove(struct rde *r, struct rib_entry *e, const struct rde_peer *p)
 {
-	struct rib_route *rt = rib_take_route(e, p);
+	struct rib_route *rt = route_take(e, p);
 	if (rt && !e->routes)
 		r->rib.names--;
 	return rt;
@@ -303,7 +202,7 @@ static void job_free(struct rde *r, struct rde_job *j)
 	free(j);
 }
 
-void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n)
+static void unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n)
 {
 	struct rde_job *j = job_new(r, JOB_UNINDEX, NULL);
 	if (!j) {
@@ -356,8 +255,6 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 	p->max_names = pc->max_names;
 	p->max_action = pc->max_action;
 	p->server_mode = pc->server_mode;
-	p->sig_cfg = pc->signatures;
-	p->sig = p->rde->sig ? pc->signatures : SIG_OFF;
 	free(p->import.rules);
 	if (policy_copy(&p->import, &pc->import) < 0)
 		log_err("peer %s: out of memory for its import policy", p->name);
@@ -380,7 +277,6 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	}
 	p->rde = r;
 	p->owner = owner;
-	p->sigq_tail = &p->sigq;
 	snprintf(p->name, sizeof(p->name), "%s", pc->name);
 	p->refs = 1;
 	p->gen = 1;
@@ -389,26 +285,7 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	if (policy_copy(&p->export, &pc->export) < 0)
 		log_err("peer %s: out of memory for its export policy", p->name);
 	r->peers[r->npeers++] = p;
-	/* the name table grows with the peers, so lookups stay one probe */
-	if (r->npeers * 2 > r->nby_name) {
-		size_t nb = r->nby_name * 4;
-		struct rde_peer **b = calloc(nb, sizeof(*b));
-		if (b) {
-			for (size_t i = 0; i < r->nby_name; i++)
-				for (struct rde_peer *q = r->by_name[i], *n; q; q = n) {
-					n = q->hnext;
-					size_t k = name_slot(q->name, nb);
-					q->hnext = b[k];
-					b[k] = q;
-				}
-			free(r->by_name);
-			r->by_name = b;
-			r->nby_name = nb;
-		}
-	}
-	size_t k = name_slot(p->name, r->nby_name);
-	p->hnext = r->by_name[k];
-	r->by_name[k] = p;
+	peer_names_add(&r->by_name, p);
 	r->peers_gen++;
 	return p;
 }
@@ -452,7 +329,7 @@ void rde_peer_remove(struct rde_peer *p)
 	p->up = false;
 	p->configured = false;
 	p->owner = NULL;
-	by_name_unlink(r, p);
+	peer_names_remove(&r->by_name, p);
 	for (unsigned i = 0; i < r->npeers; i++)
 		if (r->peers[i] == p) {
 			r->peers[i] = r->peers[--r->npeers];
@@ -460,7 +337,6 @@ void rde_peer_remove(struct rde_peer *p)
 		}
 	r->peers_gen++;
 	p->gen++;
-	rdesig_peer_down(p);
 	purge(r, p, p->gen + 1);
 	free(p->import.rules);
 	free(p->export.rules);
@@ -472,10 +348,11 @@ void rde_peer_remove(struct rde_peer *p)
 
 void rde_peer_eor(struct rde_peer *p)
 {
-	if (!p->eor_owed || p->hops_pending || !p->up)
+	const struct rde_signer *sg = p->rde->signer;
+	if (!p->eor_owed || !p->up || (sg && sg->export_pending(sg->arg, p)))
 		return;
 	p->eor_owed = false;
-	struct wq_buf *eor = adjout_end_of_rib();
+	struct wq_buf *eor = packer_end_of_rib();
 	if (eor) {
 		p->rde->ops.send(p->rde->ops.arg, p->owner, eor);
 		wq_buf_put(eor);
@@ -489,7 +366,6 @@ void rde_peer_up(struct rde_peer *p)
 	p->up = true;
 	p->max_warned = false;
 	p->eor_owed = false;
-	p->hops_pending = 0;
 	p->dumping = true;
 	rib_cursor_start(&r->rib, &p->dump);
 	job_new(r, JOB_DUMP, p);
@@ -507,17 +383,12 @@ void rde_peer_down(struct rde_peer *p, bool keep_stale)
 	cancel_peer_jobs(r, p);
 	p->up = false;
 	p->gen++;                       /* what it said so far is stale */
-	rdesig_peer_down(p);
 	if (!keep_stale)
 		purge(r, p, p->gen);
 }
 
 void rde_peer_sweep(struct rde_peer *p)
 {
-	if (p->sigq) {
-		p->sweep_owed = true;   /* after the UPDATEs it sent before (rdesig.c) */
-		return;
-	}
 	purge(p->rde, p, p->gen);
 }
 
@@ -548,11 +419,7 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->names_out = p->names_out;
 	out->withdrawn_out = p->withdrawn_out;
 	out->owd_refused = p->owd_refused;
-	out->owd_forged = p->owd_forged;
 	out->dumping = p->dumping;
-	out->sig_state = p->sig_state;
-	out->sig_invalid = p->sig_invalid;
-	rdesig_peer_stats(p, out);
 }
 
 /* ---- UPDATEs in ---- */
@@ -573,7 +440,7 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
  * from.  Signed by the origin's key and checked (key): every route whose
  * valid chain that key signed with that stamp or an older one goes,
  * whoever sent it, and older announcements of that key are refused from
- * now on (rdesig_fresh_note).  Unsigned (or as well, from a peer with
+ * now on (the signer's `withdrawn`).  Unsigned (or as well, from a peer with
  * signatures off: by_name): every route of a peer with signatures off that
  * ends at origin with that stamp or an older one goes; routes of peers with
  * signatures on that it would have dropped stay (counted for an unsigned
@@ -592,7 +459,7 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 		struct rde_peer *q = rt->a->k.peer;
 		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq)
 			continue;
-		const uint8_t *ok = key ? rdesig_route_origin(e, rt->a) : NULL;
+		const uint8_t *ok = key && rt->a->k.sig_state == ATTEST_VALID + 1 ? attrs_chain_origin(e, rt->a) : NULL;
 		if (!ok || memcmp(ok, sig->signer, sizeof(sig->signer)) != 0) {
 			const char *o = attrs_origin(rt->a);
 			if (!by_name || !o || strcmp(o, origin) != 0)
@@ -607,7 +474,7 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 		dropped = true;
 	}
 	if (key)
-		rdesig_fresh_note(r, NULL, wire, len, sig->signer, seq, sig->expiry, true);
+		r->signer->withdrawn(r->signer->arg, wire, len, sig->signer, seq, sig->expiry);
 	if (kept) {
 		from->owd_refused += kept;
 		uint64_t now = uv_now(r->loop);
@@ -638,7 +505,8 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 static void own_withdrawn(struct rde *r, struct rib_entry *e, uint64_t seq)
 {
 	struct origin_wd_sig sig;
-	bool signed_ = seq && !entry_is_aggregate(e) && rdesig_sign_withdrawal(r, e->wire, e->len, r->last_stamp, &sig);
+	bool signed_ = seq && !entry_is_aggregate(e) && r->signer &&
+		       r->signer->sign_withdrawal(r->signer->arg, e->wire, e->len, r->last_stamp, &sig);
 	if (signed_)
 		seq = r->last_stamp;
 	if (seq && !entry_is_aggregate(e) && !origin_wd_note(&r->owd, e, r->cfg->router_name, seq,
@@ -671,6 +539,43 @@ uint64_t rde_stamp(struct rde *r)
 	return next_stamp(r);
 }
 
+/* A check's part of the attributes: its state, and for `prefer` a local preference. */
+static void attrs_check(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k)
+{
+	k->sig_state = (uint8_t)(j->state + 1);
+	k->sig_reason = j->state == ATTEST_INVALID ? (uint8_t)j->reason : 0;
+	/* a valid chain is its route's own: what it says is passed on */
+	if (j->state == ATTEST_VALID)
+		memcpy(k->sig_head, j->head, sizeof(k->sig_head));
+	if (p->sig == SIG_PREFER && j->state != ATTEST_VALID)
+		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
+}
+
+/*
+ * rt, an aggregate's Route from p, has a good chain but names another
+ * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
+ * with the aggregate, logged 1, 2, 4, ... times.
+ */
+static void unsigned_source(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
+{
+	struct rde_agg *g = agg_table_get(&r->aggs, rt->aggregate.data, rt->aggregate.len);
+	if (!g)
+		return;
+	g->unsigned_sources++;
+	if (g->unsigned_sources & (g->unsigned_sources - 1))
+		return;
+	struct name n;
+	char text[NAME_MAX_TEXT];
+	n.len = g->len;
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, text, sizeof(text));
+	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
+		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
+		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
+		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
+		 (unsigned long long)g->unsigned_sources);
+}
+
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
 static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
 					   const struct attest_job *check)
@@ -700,7 +605,7 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 		nbrp_aggregate_source_parse(rt->aggregate_source, &k.agg_source);   /* checked */
 	}
 	if (check)
-		rdesig_attrs(p, check, &k);
+		attrs_check(p, check, &k);
 	if (check && check->reason == ATTEST_UNSIGNED_SOURCE)
 		nbrp_aggregate_source_parse(rt->aggregate_signed_source, &k.agg_source);   /* the one signed, checked */
 	return attrs_get(r, &k, path);
@@ -711,8 +616,8 @@ static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_pee
 {
 	uint64_t n = 0;
 	uint8_t key[NAME_MAX_WIRE];
-	for (size_t i = 0; i < r->naggs_buckets; i++)
-		for (const struct rde_agg *g = r->aggs[i]; g; g = g->hnext) {
+	for (size_t i = 0; i < r->aggs.nb; i++)
+		for (const struct rde_agg *g = r->aggs.b[i]; g; g = g->hnext) {
 			size_t len = agg_key(key, g->wire, g->len);
 			const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
 			for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
@@ -766,13 +671,9 @@ static void notify(struct rde *r, struct rde_peer *p, uint8_t code, uint8_t sub,
 		r->ops.notify(r->ops.arg, p->owner, code, sub, text);
 }
 
-void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
+void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u, const struct rde_checks *checks)
 {
 	struct rde *r = p->rde;
-	if ((p->sig != SIG_OFF || p->sigq) && !p->sig_jobs) {
-		rdesig_update(p, u);    /* back here with the checks, now or once verified */
-		return;
-	}
 	/*
 	 * A name that does not parse cannot be withdrawn either, so what the
 	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
@@ -794,12 +695,11 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		bool by_name = p->sig == SIG_OFF && !p->server_mode;
 		struct origin_wd_sig sig;
 		bool key = false, has_sig = attest_withdrawal_signed(w);
-		if (has_sig && r->sig) {
-			if (!rdesig_withdrawal_check(r, p, w, &sig))
-				continue;       /* refused, counted, logged: a forgery is no withdrawal at all */
-			key = true;
-		} else if (has_sig && w->signer.len == sizeof(sig.signer) && w->signature.len == sizeof(sig.sig)) {
-			/* no signatures here: applied as an unsigned one, passed on signed for those with */
+		if (has_sig && checks && !checks->withdrawal_ok[i])
+			continue;       /* refused, counted, logged by the stage: a forgery is no withdrawal at all */
+		if (has_sig && w->signer.len == sizeof(sig.signer) && w->signature.len == sizeof(sig.sig)) {
+			/* checked (by the origin's key); without a stage, as an unsigned one, passed on signed */
+			key = checks != NULL;
 			memcpy(sig.signer, w->signer.data, sizeof(sig.signer));
 			memcpy(sig.sig, w->signature.data, sizeof(sig.sig));
 			sig.expiry = w->expiry;
@@ -840,26 +740,15 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			p->bad_routes++;
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
-		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
-		bool sig_refused = false;
+		const struct attest_job *check = checks && checks->routes ? &checks->routes[i] : NULL;
 		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
-			rdesig_unsigned_source(p, rt);
-		if (verdict == IMPORT_OK && check) {
-			struct name first = { .len = 0 };
-			const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate
-						       : rt->n_names ? &rt->names[0] : NULL;
-			if (n0 && name_from_wire(&first, n0->data, n0->len) != NAME_OK)
-				first.len = 0;
-			if (!rdesig_accept(p, check, first.len ? &first : NULL,
-					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0)) {
-				verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
-				sig_refused = true;
-			}
-		}
+			unsigned_source(r, p, rt);
+		if (verdict == IMPORT_OK && check && checks->refused[i])
+			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
-		if (a && check)
-			rdesig_keep_chain(a, rt, check);
+		if (a && check && !a->chain && check->state == ATTEST_VALID)
+			a->chain = sig_chain_new(rt, check, r->signer->chain_bytes);   /* NULL: passed on unsigned */
 		uint64_t seq = a ? r->seq++ : 0;
 		bool over = false;
 		uint32_t ring[4];
@@ -876,20 +765,16 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			const uint8_t *wire = agg ? key : b->data;
 			size_t len = agg ? agg_key(key, b->data, b->len) : b->len;
 			if (!a || import_none || (!import_all && !import_allows(p, b))) {
-				if (sig_refused)
-					rdesig_refused_note(p, check, b->data, b->len);
 				withdraw_name(r, p, wire, len);
 				continue;
 			}
 			struct rib_entry *e = rib_get(&r->rib, wire, len, agg ? rib_hash(wire, len) : hash);
 			if (!e)
 				continue;
-			if (check)
-				rdesig_refused_forget(p, b->data, b->len);
 			struct rib_route *old = route_remove(r, e, p);
 			if (!old && p->max_names && agg) {
 				/* an aggregate counts its members, as stored here */
-				const struct rde_agg *g = agg_find(r, b->data, b->len);
+				const struct rde_agg *g = agg_table_find(&r->aggs, b->data, b->len);
 				if (p->names + peer_aggregate_members(r, p) + (g ? g->members : 0) >= p->max_names)
 					over = true;
 			}
@@ -912,7 +797,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				}
 			}
 			/* an unchanged route keeps its age */
-			struct rib_route *nrt = rib_route_new(&r->rib, a, old && attrs_same_advertisement(old->a, a)
+			struct rib_route *nrt = route_new(r, a, old && attrs_same_advertisement(old->a, a)
 							      ? old->seq : seq);
 			if (!nrt) {
 				if (old) {
@@ -934,26 +819,35 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 }
 
+/* The attributes of a stored signed route with check j. */
+static void recheck_key(const struct rib_route *rt, const struct attest_job *j, struct rib_attrs_key *k)
+{
+	*k = rt->a->k;
+	k->local_pref = rt->a->k.peer->local_pref;
+	attrs_check(rt->a->k.peer, j, k);
+	memcpy(k->sig_head, rt->a->k.sig_head, sizeof(k->sig_head));   /* the chain it names */
+}
+
+bool rde_route_recheck_changes(const struct rib_route *rt, const struct attest_job *j)
+{
+	struct rib_attrs_key k;
+	recheck_key(rt, j, &k);
+	return memcmp(&k, &rt->a->k, sizeof(k)) != 0;
+}
+
 /* A signed route checked again (a new trust file): kept with its new state, or withdrawn. */
-void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j)
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j,
+		       bool keep)
 {
 	struct rde_peer *p = rt->a->k.peer;
-	struct rib_attrs_key k = rt->a->k;
-	k.local_pref = p->local_pref;
-	rdesig_attrs(p, j, &k);
-	memcpy(k.sig_head, rt->a->k.sig_head, sizeof(k.sig_head));     /* the chain it names */
-	if (memcmp(&k, &rt->a->k, sizeof(k)) == 0)
-		return;                 /* as it was */
-	struct name n;
-	rde_entry_name(e, &n);
-	bool keep = rdesig_accept(p, j, &n, 0);
-	if (!keep)
-		rdesig_refused_note(p, j, n.wire, n.len);
+	struct rib_attrs_key k;
+	recheck_key(rt, j, &k);
 	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
-	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
+	struct rib_route *nrt = a ? route_new(r, a, rt->seq) : NULL;
 	struct rib_route *old = route_remove(r, e, p);
 	if (nrt) {
-		rdesig_copy_chain(a, old->a);
+		if (!a->chain && old->a->chain)
+			a->chain = sig_chain_copy(old->a->chain);
 		route_install(r, e, nrt);       /* with attrs_get's reference */
 	} else {
 		attrs_put(r, a);
@@ -1015,7 +909,7 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	k.origin_seq = old ? old->a->k.origin_seq : next_stamp(r);     /* the same announcement */
 	struct rib_attrs *a = attrs_get(r, &k, "");
 	/* a content's route keeps its age */
-	struct rib_route *rt = a ? rib_route_new(&r->rib, a, old ? old->seq : r->seq++) : NULL;
+	struct rib_route *rt = a ? route_new(r, a, old ? old->seq : r->seq++) : NULL;
 	if (!rt) {
 		attrs_put(r, a);
 		if (old)
@@ -1126,7 +1020,7 @@ static void dump_one(struct rib_entry *e, void *arg)
 	struct job_ctx *x = arg;
 	struct rde_peer *p = x->j->peer;
 	if (e->adv && adjout_allows(x->r, e->adv, e, p, &p->export))
-		adjout_pack_advertise(e, e->adv, e->adv_load);
+		packer_advertise(x->r->packer, e, e->adv, e->adv_load);
 }
 
 static void reexport_one(struct rib_entry *e, void *arg)
@@ -1138,9 +1032,9 @@ static void reexport_one(struct rib_entry *e, void *arg)
 	bool was = adjout_allows(x->r, e->adv, e, p, &p->export_old);
 	bool now = adjout_allows(x->r, e->adv, e, p, &p->export);
 	if (now && !was)
-		adjout_pack_advertise(e, e->adv, e->adv_load);
+		packer_advertise(x->r->packer, e, e->adv, e->adv_load);
 	else if (was && !now)
-		adjout_pack_withdraw(e);
+		packer_withdraw(x->r->packer, e);
 }
 
 static void purge_one(struct rib_entry *e, void *arg)
@@ -1190,12 +1084,12 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 			rib_cursor_start(&r->rib, &p->reexport);
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
-		adjout_pack_begin(r, rde_emit_to_peer, p);
+		packer_begin(r->packer, rde_emit_to_peer, p);
 		if (p->sig != SIG_OFF)
-			adjout_pack_sign_for(p);
+			packer_sign_for(r->packer, p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
 			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
-		adjout_pack_end();
+		packer_end(r->packer);
 		if (!rib_cursor_done(&r->rib, c))
 			return seen;
 		if (j->kind == JOB_DUMP) {
@@ -1331,7 +1225,7 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	const struct rib_route *best = best_route(e);
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
 	/* an aggregate is passed on once a version is stored here, to be fetched from us */
-	struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(r, e) : NULL;
+	struct rde_agg *g = entry_is_aggregate(e) ? agg_table_of(&r->aggs, e) : NULL;
 	if (entry_is_aggregate(e) && (!g || !g->held || g->distrust || !r->cfg->has_transfer))
 		a = NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
@@ -1363,11 +1257,42 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	return changed;
 }
 
+/* The export policy p was told e under (a re-export job's cursor not past it yet: the old one). */
+static const struct nbrpd_policy *export_policy_at(const struct rde_peer *p, const struct rib_entry *e)
+{
+	return p->reexporting && !rib_cursor_passed(&p->reexport, e) ? &p->export_old : &p->export;
+}
+
+void rde_resend_begin(struct rde_peer *p)
+{
+	struct rde *r = p->rde;
+	packer_begin(r->packer, rde_emit_to_peer, p);
+	if (p->sig != SIG_OFF)
+		packer_sign_for(r->packer, p);
+}
+
+void rde_resend(struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct rde *r = p->rde;
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	if (!e || !e->adv)
+		return;
+	if (p->dumping && !rib_cursor_passed(&p->dump, e))
+		return;                 /* the dump sends it */
+	if (adjout_allows(r, e->adv, e, p, export_policy_at(p, e)))
+		packer_advertise(r->packer, e, e->adv, e->adv_load);
+}
+
+void rde_resend_end(struct rde_peer *p)
+{
+	packer_end(p->rde->packer);
+}
+
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
-	adjout_pack_begin(r, rde_emit_to_peer, p);
+	packer_begin(r->packer, rde_emit_to_peer, p);
 	if (p->sig != SIG_OFF)
-		adjout_pack_sign_for(p);
+		packer_sign_for(r->packer, p);
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
@@ -1375,31 +1300,24 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 			continue;       /* its own routes, before and after: it hears nothing of them */
 		if (p->dumping && !rib_cursor_passed(&p->dump, e))
 			continue;       /* the dump sends it when it gets there */
-		const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
-						 ? &p->export_old : &p->export;
+		const struct nbrpd_policy *pol = export_policy_at(p, e);
 		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
 		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
 		if (now && (it->changed || !was))
-			adjout_pack_advertise(e, e->adv, e->adv_load);
+			packer_advertise(r->packer, e, e->adv, e->adv_load);
 		else if (!now && was)
-			adjout_pack_withdraw(e);
+			packer_withdraw(r->packer, e);
 		else
 			continue;
 		if (e->flags & ENTRY_ORIGIN_WD)
-			adjout_pack_origin_withdrawals(e);
+			packer_origin_withdrawals(r->packer, e);
 	}
-	adjout_pack_end();
+	packer_end(r->packer);
 }
-
-struct group {
-	struct rde *r;
-	struct rde_peer **members;
-	unsigned n;
-};
 
 static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
 {
-	struct group *g = arg;
+	struct update_group *g = arg;
 	for (unsigned i = 0; i < g->n; i++) {
 		g->members[i]->updates_out++;
 		g->members[i]->names_out += names;
@@ -1453,7 +1371,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		if (!rt->a->k.peer || !route_usable(rt))
 			continue;
-		const uint8_t *d = r->sig ? rdesig_valid_digest(rt->a) : NULL;
+		const uint8_t *d = r->signer ? attrs_valid_digest(rt->a) : NULL;
 		if (digest && !d)
 			continue;
 		if (!from || (d && !digest) || serial_gt(rt->a->k.agg_version, from->a->k.agg_version) ||
@@ -1466,7 +1384,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
 		if (!rt->a->k.peer)
 			from = NULL;    /* defined here: never fetched */
-	struct rde_agg *g = rde_agg_of(r, e);
+	struct rde_agg *g = agg_table_of(&r->aggs, e);
 	bool whole = false;
 	if (from && digest && g && g->held) {
 		uint32_t w = from->a->k.agg_version;
@@ -1482,11 +1400,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 static void flush(struct rde *r)
 {
 	if (!r->dirty.n) {
-		for (size_t i = 0; i < r->release.n; i++) {
-			r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
-			rib_entry_release(&r->rib, r->release.v[i]);
-		}
-		r->release.n = 0;
+		rib_release_pending(&r->rib);
 		return;
 	}
 	struct entry_list dirty = r->dirty;
@@ -1517,9 +1431,8 @@ static void flush(struct rde *r)
 		}
 	}
 	/* the update group: peers for which every name here is decided alike */
-	static struct rde_peer **members;
-	static unsigned members_cap;
-	struct group g = { .r = r, .members = members };
+	struct update_group *g = &r->group;
+	g->n = 0;
 	for (unsigned i = 0; i < r->npeers; i++) {
 		struct rde_peer *p = r->peers[i];
 		if (!p->up || p->server_mode)
@@ -1530,32 +1443,32 @@ static void flush(struct rde *r)
 				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
-		if (g.n == members_cap) {
-			unsigned cap = members_cap ? members_cap * 2 : 64;
-			struct rde_peer **v = realloc(members, cap * sizeof(*v));
+		if (g->n == g->cap) {
+			unsigned cap = g->cap ? g->cap * 2 : 64;
+			struct rde_peer **v = realloc(g->members, cap * sizeof(*v));
 			if (!v) {
 				flush_to_peer(r, p, items, dirty.n);
 				continue;
 			}
-			members = g.members = v;
-			members_cap = cap;
+			g->members = v;
+			g->cap = cap;
 		}
-		g.members[g.n++] = p;
+		g->members[g->n++] = p;
 	}
-	if (g.n) {
-		adjout_pack_begin(r, emit_to_group, &g);
+	if (g->n) {
+		packer_begin(r->packer, emit_to_group, g);
 		for (size_t i = 0; i < dirty.n; i++) {
 			const struct flush_item *it = &items[i];
 			if (it->e->adv && (it->changed || !it->old))
-				adjout_pack_advertise(it->e, it->e->adv, it->e->adv_load);
+				packer_advertise(r->packer, it->e, it->e->adv, it->e->adv_load);
 			else if (!it->e->adv && it->old)
-				adjout_pack_withdraw(it->e);
+				packer_withdraw(r->packer, it->e);
 			else
 				continue;
 			if (it->e->flags & ENTRY_ORIGIN_WD)
-				adjout_pack_origin_withdrawals(it->e);
+				packer_origin_withdrawals(r->packer, it->e);
 		}
-		adjout_pack_end();
+		packer_end(r->packer);
 	}
 	/* our inrpd after the peers: writing to it wakes it, and it would run
 	 * first, on the path of the change through the network.  A peer that
@@ -1580,7 +1493,7 @@ static void flush(struct rde *r)
 		struct rib_entry *e = items[i].e;
 		attrs_put(r, items[i].old);
 		e->flags &= (uint8_t)~ENTRY_DIRTY;
-		rde_maybe_release(r, e);
+		rib_maybe_release(&r->rib, e);
 	}
 	free(items);
 	if (!r->dirty.v && dirty.cap <= 65536) {
@@ -1589,11 +1502,7 @@ static void flush(struct rde *r)
 	} else {
 		free(dirty.v);
 	}
-	for (size_t i = 0; i < r->release.n; i++) {
-		r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
-		rib_entry_release(&r->rib, r->release.v[i]);
-	}
-	r->release.n = 0;
+	rib_release_pending(&r->rib);
 }
 
 static void on_check(uv_check_t *h)
@@ -1604,7 +1513,8 @@ static void on_check(uv_check_t *h)
 	bool growing = rib_grow_step(&r->rib, GROW_BUDGET_BUCKETS);
 	run_jobs(r);
 	flush(r);
-	rdesig_turn(r);                 /* a new turn: peers at their budget read again */
+	if (r->signer)
+		r->signer->turn(r->signer->arg);        /* a new turn: peers at their budget read again */
 	if (r->input_paused) {
 		/* the sessions read again: what they had read waits no longer, and may pause them again */
 		r->input_paused = false;
@@ -1630,6 +1540,12 @@ static void schedule(struct rde *r)
 }
 
 /* ---- reading it ---- */
+
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
+{
+	const struct rde_agg *g = r->signer ? agg_table_find(&r->aggs, agg->wire, agg->len) : NULL;
+	return g ? g->unsigned_sources : 0;
+}
 
 uint64_t rde_names(const struct rde *r)
 {
@@ -1689,9 +1605,7 @@ void rde_walk_end(struct rde_walk *w)
 
 void rde_entry_name(const struct rib_entry *e, struct name *out)
 {
-	size_t skip = entry_is_aggregate(e);
-	out->len = (uint8_t)(e->len - skip);
-	memcpy(out->wire, e->wire + skip, out->len);
+	rib_entry_name(e, out);
 }
 
 bool rde_entry_is_aggregate(const struct rib_entry *e)
@@ -1753,14 +1667,14 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 {
 	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
 		return;
-	struct rde_agg *g = agg_get(r, agg->wire, agg->len);
+	struct rde_agg *g = agg_table_get(&r->aggs, agg->wire, agg->len);
 	if (!g) {
 		log_err("out of memory for aggregates: the version stored is not passed on");
 		return;
 	}
 	/* a version is one set of members for the life of the store: told again, nothing is new */
 	bool same = g->held && g->version == version;
-	if (same && (g->has_digest || !r->sig))
+	if (same && (g->has_digest || !r->signer))
 		return;
 	g->held = true;
 	g->version = version;
@@ -1771,8 +1685,8 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	uint8_t key[NAME_MAX_WIRE];
 	size_t len = agg_key(key, agg->wire, agg->len);
 	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
-	if (r->sig)
-		rdesig_aggregate_stored(r, g, members, e);
+	if (r->signer)
+		r->signer->aggregate_stored(r->signer->arg, g, members, e);
 	if (e) {
 		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
 		schedule(r);
@@ -1866,7 +1780,7 @@ void rde_stats(const struct rde *r, struct rde_stats *out)
 {
 	out->names = r->rib.names;
 	out->entries = r->rib.entries;
-	out->routes = r->rib.routes.live;
+	out->routes = r->routes.live;
 	out->attrs = r->nattrs;
 	out->jobs = r->njobs;
 }
@@ -1887,14 +1801,16 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->peers_gen = 1;
 	r->nattrs_buckets = 64;
 	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
-	r->nby_name = 16;
-	r->by_name = calloc(r->nby_name, sizeof(*r->by_name));
-	r->naggs_buckets = 16;
-	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
-	if (!r->attrs || !r->by_name || !r->aggs || rib_init(&r->rib) < 0) {
+	r->unindex_later = unindex_later;
+	r->group.r = r;
+	r->packer = packer_new(r);
+	slab_init(&r->routes, sizeof(struct rib_route));
+	int names_ok = peer_names_init(&r->by_name), aggs_ok = agg_table_init(&r->aggs);
+	if (!r->attrs || names_ok < 0 || aggs_ok < 0 || !r->packer || rib_init(&r->rib) < 0) {
+		packer_free(r->packer);
 		free(r->attrs);
-		free(r->by_name);
-		free(r->aggs);
+		peer_names_free(&r->by_name);
+		agg_table_free(&r->aggs);
 		free(r);
 		return NULL;
 	}
@@ -1914,6 +1830,16 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg)
 	r->cfg = cfg;
 }
 
+void rde_set_signer(struct rde *r, const struct rde_signer *signer)
+{
+	r->signer = signer;
+}
+
+void rde_peer_set_signatures(struct rde_peer *p, enum sig_policy sig)
+{
+	p->sig = p->rde->signer ? sig : SIG_OFF;
+}
+
 void rde_input_resume(struct rde *r)
 {
 	r->input_paused = true;
@@ -1923,7 +1849,6 @@ void rde_input_resume(struct rde *r)
 void rde_stop(struct rde *r)
 {
 	r->stopping = true;
-	rdesig_stop(r->sig);
 	nexthop_on_changed(r->nexthops, NULL, NULL);
 	uv_close((uv_handle_t *)&r->check, NULL);
 	uv_close((uv_handle_t *)&r->idle, NULL);
@@ -1944,7 +1869,6 @@ void rde_free(struct rde *r)
 		free(j);
 	}
 	attrs_free_all(r);
-	rdesig_free(r->sig);
 	origin_wd_free(&r->owd);
 	for (unsigned i = 0; i < r->npeers; i++) {
 		free(r->peers[i]->import.rules);
@@ -1955,16 +1879,15 @@ void rde_free(struct rde *r)
 		free(r->peers[i]);
 	}
 	rib_destroy(&r->rib);
-	for (size_t i = 0; i < r->naggs_buckets; i++)
-		for (struct rde_agg *g = r->aggs[i], *n; g; g = n) {
-			n = g->hnext;
-			free(g);
-		}
-	free(r->aggs);
+	slab_destroy(&r->routes);
+	agg_table_free(&r->aggs);
 	free(r->peers);
-	free(r->by_name);
+	peer_names_free(&r->by_name);
 	free(r->dirty.v);
 	free(r->deferred.v);
-	free(r->release.v);
+	free(r->group.members);
+	free(r->rank.cands);
+	free(r->rank.routes);
+	packer_free(r->packer);
 	free(r);
 }

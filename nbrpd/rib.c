@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "rib.h"
 
 #define MOVE_PER_INSERT 1       /* buckets of a doubling moved with each new name */
@@ -19,7 +20,6 @@ int rib_init(struct rib *t)
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	if (!t->buckets)
 		return -1;
-	slab_init(&t->routes, sizeof(struct rib_route));
 	for (size_t c = 0; c < ENTRY_CLASSES; c++)
 		slab_init(&t->entry_slabs[c], c * 8);
 	return 0;
@@ -27,12 +27,12 @@ int rib_init(struct rib *t)
 
 void rib_destroy(struct rib *t)
 {
-	/* routes and entries go with their slabs */
-	slab_destroy(&t->routes);
+	/* entries go with their slabs */
 	for (size_t c = 0; c < ENTRY_CLASSES; c++)
 		slab_destroy(&t->entry_slabs[c]);
 	free(t->buckets);
 	free(t->old);
+	free(t->release.v);
 	t->buckets = t->old = NULL;
 }
 
@@ -126,7 +126,7 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 	return e;
 }
 
-void rib_entry_release(struct rib *t, struct rib_entry *e)
+static void entry_release(struct rib *t, struct rib_entry *e)
 {
 	if (e->routes || e->adv || e->flags || e->refs)
 		return;
@@ -136,6 +136,15 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 	*pp = e->hnext;
 	t->entries--;
 	slab_free(&t->entry_slabs[ENTRY_CLASS(e->len)], e);
+}
+
+void rib_release_pending(struct rib *t)
+{
+	for (size_t i = 0; i < t->release.n; i++) {
+		t->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
+		entry_release(t, t->release.v[i]);
+	}
+	t->release.n = 0;
 }
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c)
@@ -182,4 +191,18 @@ unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct 
 	}
 	c->next++;
 	return seen;
+}
+
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
+{
+	size_t cap = l->cap ? l->cap * 2 : 1024;
+	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
+	if (!v) {
+		log_err("out of memory for a list of %zu changed names", l->n + 1);
+		return false;
+	}
+	l->v = v;
+	l->cap = cap;
+	l->v[l->n++] = e;
+	return true;
 }
