@@ -71,6 +71,7 @@
 #include "log.h"
 #include "inrpd.h"
 #include "refresh.h"
+#include "vec.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -346,14 +347,8 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 	if (!r.has_redirect && r.nroutes == 0)
 		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
 				  s->argv[1]);
-	if (x->nroutes == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct cfg_route *nr = realloc(x->routes, cap * sizeof(*nr));
-		if (!nr)
-			return conf_error(err, err_len, s, "out of memory");
-		x->routes = nr;
-		x->cap = cap;
-	}
+	if (VEC_RESERVE(x->routes, x->cap, x->nroutes + 1) < 0)
+		return conf_error(err, err_len, s, "out of memory");
 	x->routes[x->nroutes++] = r;
 	return 0;
 }

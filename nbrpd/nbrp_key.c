@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "readfile.h"
 #include "sigkey.h"
 #include "trust.h"
 
@@ -27,37 +28,10 @@ static int usage(FILE *f)
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (;;) {
-		if (*len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				fprintf(stderr, "nbrp-key: %s: out of memory\n", path);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + *len, 1, cap - *len, f);
-		*len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		fprintf(stderr, "nbrp-key: %s: read error\n", path);
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
+	char why[128];
+	char *buf = readfile(path, 0, false, len, why, sizeof(why));
+	if (!buf)
+		fprintf(stderr, "nbrp-key: %s: %s\n", path, why);
 	return buf;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "readfile.h"
 
 _Static_assert(CONF_MAX_FILE == 16u << 20, "update the 'larger than' messages");
 #define TOO_LARGE "file larger than 16 MiB"
@@ -298,77 +299,6 @@ static void unlex(struct lexer *lx, const struct token *t)
 
 /* Files */
 
-/* The file's contents in a malloc'd buffer, or NULL and *why. */
-static char *read_file(const char *path, bool regular_only, size_t *lenp, const char **why)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0, cap;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		*why = strerror(errno);
-		return NULL;
-	}
-	*why = NULL;
-	if (fstat(fd, &st) < 0)
-		*why = strerror(errno);
-	else if (S_ISDIR(st.st_mode))
-		*why = "is a directory";
-	/* a device or FIFO in an include would hang or fill memory */
-	else if (regular_only && !S_ISREG(st.st_mode))
-		*why = "not a regular file";
-	else if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > CONF_MAX_FILE)
-		*why = TOO_LARGE;
-	if (*why)
-		goto out;
-
-	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
-	if (!(buf = malloc(cap))) {
-		*why = "out of memory";
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			/* sizes can change under us, and pipes have none */
-			size_t ncap = cap > CONF_MAX_FILE / 2 ? CONF_MAX_FILE + 1 : cap * 2;
-			char *nb;
-
-			if (cap > CONF_MAX_FILE) {
-				*why = TOO_LARGE;
-				goto out;
-			}
-			if (!(nb = realloc(buf, ncap))) {
-				*why = "out of memory";
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		if ((r = read(fd, buf + len, cap - len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			*why = strerror(errno);
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += r;
-	}
-	if (len > CONF_MAX_FILE)
-		*why = TOO_LARGE;
-out:
-	close(fd);
-	if (*why) {
-		free(buf);
-		return NULL;
-	}
-	*lenp = len;
-	return buf;
-}
-
 /* "dir/" of "dir/name.conf", or "" for a bare name. */
 static char *dir_prefix(struct arena *a, const char *path)
 {
@@ -408,7 +338,7 @@ static int include(struct lexer *lx, const char *path, unsigned line, unsigned d
 {
 	struct parser *ps = lx->ps;
 	size_t dl = path[0] == '/' ? 0 : strlen(lx->dir), pl = strlen(path);
-	const char *why;
+	char why[128];
 	char *file, *dir, *buf;
 	size_t len;
 	int rc;
@@ -424,7 +354,7 @@ static int include(struct lexer *lx, const char *path, unsigned line, unsigned d
 	memcpy(file + dl, path, pl + 1);
 	if (!(dir = dir_prefix(ps->arena, file)))
 		return perr(ps, lx->file, line, "out of memory");
-	if (!(buf = read_file(file, true, &len, &why)))
+	if (!(buf = readfile(file, CONF_MAX_FILE, true, &len, why, sizeof(why))))
 		return perr(ps, lx->file, line, "cannot include '%s': %s", file, why);
 	ps->includes++;
 	rc = parse_buffer(ps, file, dir, buf, len, depth, tail);
@@ -561,7 +491,8 @@ struct conf *conf_parse_file(const char *path, char *err, size_t err_len)
 	struct parser ps = { .err = err, .err_len = err_len };
 	struct conf_stmt **tail;
 	struct conf *c;
-	const char *why, *file, *dir;
+	const char *file, *dir;
+	char why[128];
 	char *buf;
 	size_t len;
 	int rc;
@@ -573,7 +504,7 @@ struct conf *conf_parse_file(const char *path, char *err, size_t err_len)
 		return NULL;
 	}
 	ps.arena = c->priv;
-	if (!(buf = read_file(path, false, &len, &why))) {
+	if (!(buf = readfile(path, CONF_MAX_FILE, false, &len, why, sizeof(why)))) {
 		perr(&ps, path, 0, "%s", why);
 		conf_free(c);
 		return NULL;

@@ -6,6 +6,7 @@
 #include "hashkey.h"
 #include "name.h"
 #include "nameset.h"
+#include "vec.h"
 
 #define DEAD_BIT        0x80u   /* in the entry's first wire byte */
 #define SLOT_EMPTY      0u
@@ -115,27 +116,11 @@ bool nameset_contains(const struct nameset *s, const uint8_t *wire, uint8_t len)
 	return find(s, wire, len) != 0xffffffffu;
 }
 
-/* Room for need bytes in *buf, doubling from 4 KiB. */
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 4096;
-	while (c < need)
-		c *= 2;
-	uint8_t *b = realloc(*buf, c);
-	if (!b)
-		return -1;
-	*buf = b;
-	*cap = c;
-	return 0;
-}
-
 static int grow_buf(struct nameset *s, size_t more)
 {
 	if (s->used + more > MAX_USED && s->used + more > s->cap)
 		return -1;
-	return reserve(&s->buf, &s->cap, s->used + more);
+	return VEC_RESERVE(s->buf, s->cap, s->used + more);
 }
 
 /* The table stays at most half full, tombstones counted. */
@@ -260,13 +245,8 @@ bool nameset_next(const struct nameset *s, size_t *pos, const uint8_t **wire, ui
 int nameset_to_list(const struct nameset *s, struct namelist *l)
 {
 	namelist_clear(l);
-	if (s->used > l->cap) {
-		uint8_t *b = realloc(l->buf, s->used);
-		if (!b)
-			return -1;
-		l->buf = b;
-		l->cap = s->used;
-	}
+	if (VEC_RESERVE(l->buf, l->cap, s->used) < 0)
+		return -1;
 	size_t pos = 0;
 	const uint8_t *w;
 	uint8_t len;
@@ -324,7 +304,7 @@ int namelist_add(struct namelist *l, const uint8_t *wire, uint8_t len)
 {
 	if (l->count == UINT32_MAX)
 		return -1;
-	if (reserve(&l->buf, &l->cap, l->len + 1u + len) != 0)
+	if (VEC_RESERVE(l->buf, l->cap, l->len + 1u + len) < 0)
 		return -1;
 	l->buf[l->len] = len;
 	memcpy(l->buf + l->len + 1, wire, len);
