@@ -25,6 +25,7 @@
 #include "nexthop.h"
 #include "rdesig.h"
 #include "rib.h"
+#include "vec.h"
 #include "wqueue.h"
 
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
@@ -52,14 +53,10 @@ static void schedule(struct rde *r);
 
 bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 {
-	size_t cap = l->cap ? l->cap * 2 : 1024;
-	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-	if (!v) {
+	if (VEC_RESERVE(l->v, l->cap, l->n + 1) < 0) {
 		log_err("out of memory for a list of %zu changed names", l->n + 1);
 		return false;
 	}
-	l->v = v;
-	l->cap = cap;
 	l->v[l->n++] = e;
 	return true;
 }
@@ -188,22 +185,12 @@ static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entr
 	/* one thread: the candidates of one name at a time, in arrays that only grow */
 	static struct decide_cand *cands;
 	static struct rib_route **rts;
-	static unsigned cap;
+	static size_t cands_cap, rts_cap;
 	unsigned order[ROUTESET_MAX_ROUTES], n = 0;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		rt->rank = 0;
-		if (n == cap) {
-			unsigned ncap = cap ? cap * 2 : 64;
-			struct decide_cand *nc = realloc(cands, ncap * sizeof(*nc));
-			if (nc)
-				cands = nc;
-			struct rib_route **nr = nc ? realloc(rts, ncap * sizeof(*nr)) : NULL;
-			if (nr)
-				rts = nr;
-			if (!nc || !nr)
-				break;  /* out of memory: ranked among those seen */
-			cap = ncap;
-		}
+		if (VEC_RESERVE(cands, cands_cap, n + 1) < 0 || VEC_RESERVE(rts, rts_cap, n + 1) < 0)
+			break;  /* out of memory: ranked among those seen */
 		rts[n] = rt;
 		cand_of(r, rt, &cands[n++]);
 	}
@@ -368,15 +355,9 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	struct rde_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	if (r->npeers == r->peers_cap) {
-		unsigned cap = r->peers_cap ? r->peers_cap * 2 : 16;
-		struct rde_peer **v = realloc(r->peers, cap * sizeof(*v));
-		if (!v) {
-			free(p);
-			return NULL;
-		}
-		r->peers = v;
-		r->peers_cap = cap;
+	if (VEC_RESERVE(r->peers, r->peers_cap, r->npeers + 1) < 0) {
+		free(p);
+		return NULL;
 	}
 	p->rde = r;
 	p->owner = owner;
@@ -1518,7 +1499,7 @@ static void flush(struct rde *r)
 	}
 	/* the update group: peers for which every name here is decided alike */
 	static struct rde_peer **members;
-	static unsigned members_cap;
+	static size_t members_cap;
 	struct group g = { .r = r, .members = members };
 	for (unsigned i = 0; i < r->npeers; i++) {
 		struct rde_peer *p = r->peers[i];
@@ -1530,16 +1511,11 @@ static void flush(struct rde *r)
 				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
-		if (g.n == members_cap) {
-			unsigned cap = members_cap ? members_cap * 2 : 64;
-			struct rde_peer **v = realloc(members, cap * sizeof(*v));
-			if (!v) {
-				flush_to_peer(r, p, items, dirty.n);
-				continue;
-			}
-			members = g.members = v;
-			members_cap = cap;
+		if (VEC_RESERVE(members, members_cap, g.n + 1) < 0) {
+			flush_to_peer(r, p, items, dirty.n);
+			continue;
 		}
+		g.members = members;
 		g.members[g.n++] = p;
 	}
 	if (g.n) {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "rdesig.h"
 #include "trust_serial.h"
+#include "vec.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
 #define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
@@ -189,7 +190,7 @@ struct recheck_run {
 	uint64_t gen;                   /* prepared under (trust_gen): a newer walk supersedes it */
 	struct rdesig *s;
 	struct recheck_item *items;
-	size_t n, cap;
+	size_t n, cap, jobs_cap;
 };
 
 static void recheck_start(struct rdesig *s);
@@ -1080,13 +1081,8 @@ size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *n
 	static size_t cap;
 	if (n >= set->n)
 		return 0;               /* the set whole (a Route holds no name twice) */
-	if (set->n > cap) {
-		uint8_t *v = realloc(in, set->n);
-		if (!v)
-			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
-		in = v;
-		cap = set->n;
-	}
+	if (VEC_RESERVE(in, cap, set->n) < 0)
+		return 0;               /* the receiver finds the digest wrong: as if sent unsigned */
 	memset(in, 0, set->n);
 	long k = -1;
 	for (size_t i = 0; i < n; i++) {
@@ -1374,14 +1370,8 @@ static void on_kick(uv_timer_t *t);
 /* Our hop h for peer p is to be signed (again); set: a name set's, whose names are sent when it is. */
 static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set, struct rde_peer *p)
 {
-	if (s->nasked == s->asked_cap) {
-		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
-		struct hop **v = realloc(s->asked, cap * sizeof(*v));
-		if (!v)
-			return;         /* asked again at the next export */
-		s->asked = v;
-		s->asked_cap = cap;
-	}
+	if (VEC_RESERVE(s->asked, s->asked_cap, s->nasked + 1) < 0)
+		return;                 /* asked again at the next export */
 	h->pending = true;
 	if (p)
 		p->hops_pending++;
@@ -1917,18 +1907,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 			continue;
 		}
 		struct recheck_run *run = x->run;
-		if (run && run->n == run->cap) {
-			size_t cap = run->cap ? run->cap * 2 : 64;
-			struct recheck_item *v = realloc(run->items, cap * sizeof(*v));
-			struct attest_job *jv = v ? realloc(run->b.jobs, cap * sizeof(*jv)) : NULL;
-			if (v)
-				run->items = v;
-			if (jv)
-				run->b.jobs = jv;
-			if (v && jv)
-				run->cap = cap;
-		}
-		if (!run || run->n == run->cap) {
+		if (!run || VEC_RESERVE(run->items, run->cap, run->n + 1) < 0 ||
+		    VEC_RESERVE(run->b.jobs, run->jobs_cap, run->n + 1) < 0) {
 			attest_job_drop(&j);    /* out of memory: it keeps its state */
 			continue;
 		}

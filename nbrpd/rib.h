@@ -360,7 +360,8 @@ struct rde {
 	struct rib_attrs **attrs;               /* interned attributes */
 	size_t nattrs_buckets, nattrs;
 	struct rde_peer **peers;                /* every peer, configured or going */
-	unsigned npeers, peers_cap;
+	unsigned npeers;
+	size_t peers_cap;
 	struct rde_peer **by_name;              /* configured peers by name */
 	size_t nby_name;
 	uint32_t peers_gen;                     /* changes when a peer comes or goes */
