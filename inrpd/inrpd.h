@@ -526,7 +526,8 @@ void fibsync_status(const struct fibsync *f, struct fibsync_status *st, uint64_t
 /* metrics.c: Prometheus metrics (lib/ops/metrics.h serves them); next hops
  * summed over every engine, also for `show hops`. */
 struct inrpd_hops {
-	unsigned n, cap;
+	unsigned n;
+	size_t cap, rtt_weight_cap;
 	struct fwd_hop_stats *h;
 	uint64_t *rtt_weight;
 };
