@@ -61,7 +61,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <sodium.h>
 #include <urcu-qsbr.h>
@@ -405,14 +404,10 @@ static int add_acl(struct inrpd_config *cfg, const struct conf_stmt *s, const ch
 			return -1;
 	} else {
 		/* the built-in defaults, written as prefixes above */
-		char buf[64];
-		snprintf(buf, sizeof(buf), "%s", text);
-		char *slash = strchr(buf, '/');
-		*slash = 0;
-		family = strchr(buf, ':') ? AF_INET6 : AF_INET;
-		if (inet_pton(family, buf, p.addr) != 1)
+		if (prefix_parse(text, &p) < 0)
 			return -1;
-		len = (unsigned)atoi(slash + 1);
+		family = p.family;
+		len = p.len;
 	}
 	p.family = (uint8_t)family;
 	p.len = (uint8_t)len;

@@ -2,7 +2,6 @@
  * BIRD 2 control-socket client: the reply reader, the reader of
  * "show route for ADDR all", and the libuv client (bird.h, docs/BIRD.md).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <sys/un.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "bird.h"
 #include "log.h"
 #include "vec.h"
@@ -360,11 +360,7 @@ static void parse_nexthop_line(const char *t, struct route_tmp *rt)
 	if (strncmp(t, "via ", 4) == 0) {
 		char addr[64];
 		const char *p = copy_word(t + 4, 0, addr, sizeof(addr));
-		if (inet_pton(AF_INET, addr, rt->nh_addr) == 1)
-			rt->nh_family = AF_INET;
-		else if (inet_pton(AF_INET6, addr, rt->nh_addr) == 1)
-			rt->nh_family = AF_INET6;
-		else
+		if (!ip_parse(addr, &rt->nh_family, rt->nh_addr))
 			return;
 		p = skip_spaces(p);
 		if (strncmp(p, "on ", 3) == 0)

@@ -5,7 +5,6 @@
  * Only the raw file buffers are malloc'd on their own, and each is freed by
  * the function that read it.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "readfile.h"
 
@@ -814,20 +814,6 @@ int conf_arg_duration_ms(const struct conf_stmt *s, unsigned idx, uint64_t min_m
 	return 0;
 }
 
-static int parse_addr(const char *w, int *family, uint8_t addr[16])
-{
-	memset(addr, 0, 16);
-	if (inet_pton(AF_INET, w, addr) == 1) {
-		*family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, w, addr) == 1) {
-		*family = AF_INET6;
-		return 0;
-	}
-	return -1;
-}
-
 int conf_arg_addr(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
 		  char *err, size_t err_len)
 {
@@ -837,7 +823,7 @@ int conf_arg_addr(const struct conf_stmt *s, unsigned idx, int *family, uint8_t 
 
 	if (!w)
 		return -1;
-	if (parse_addr(w, &fam, a) < 0)
+	if (!ip_parse(w, &fam, a))
 		return conf_error(err, err_len, s, "'%s' must be an IPv4 or IPv6 address, got '%s'",
 				  arg_name(s, idx), w);
 	*family = fam;
@@ -864,7 +850,7 @@ int conf_arg_prefix(const struct conf_stmt *s, unsigned idx, int *family, uint8_
 		goto bad;
 	memcpy(buf, w, n);
 	buf[n] = '\0';
-	if (parse_addr(buf, &fam, a) < 0)
+	if (!ip_parse(buf, &fam, a))
 		goto bad;
 	max = fam == AF_INET ? 32 : 128;
 	len = max;

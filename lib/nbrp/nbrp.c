@@ -3,8 +3,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
+#include "addr.h"
 #include "nbrp.h"
 #include "wire.h"
 
@@ -677,11 +677,7 @@ int nbrp_aggregate_source_parse(const char *text, struct ip_endpoint *out)
 	memcpy(addr, text, (size_t)(sp - text));
 	addr[sp - text] = 0;
 	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, addr, out->addr) == 1)
-		out->family = AF_INET;
-	else if (inet_pton(AF_INET6, addr, out->addr) == 1)
-		out->family = AF_INET6;
-	else
+	if (!ip_parse(addr, &out->family, out->addr))
 		return -1;
 	/* digits only, no sign, no leading zero, 1..65535 */
 	const char *p = sp + 1;
