@@ -6,6 +6,7 @@
 #include "hashkey.h"
 #include "name.h"
 #include "nameset.h"
+#include "wire.h"
 #include "vec.h"
 
 #define DEAD_BIT        0x80u   /* in the entry's first wire byte */
@@ -313,18 +314,28 @@ int namelist_add(struct namelist *l, const uint8_t *wire, uint8_t len)
 	return 0;
 }
 
+size_t namelist_scan(const uint8_t *buf, size_t buf_len, size_t *count)
+{
+	struct wire_reader r = wire_reader(buf, buf_len);
+	size_t n = 0;
+	while (wire_left(&r)) {
+		const uint8_t *at = r.p;
+		uint8_t len = wire_u8(&r);
+		const uint8_t *w = wire_take(&r, len);
+		if (!w || !name_wire_canonical(w, len)) {
+			*count = n;
+			return (size_t)(at - buf);
+		}
+		n++;
+	}
+	*count = n;
+	return buf_len;
+}
+
 bool namelist_check(const uint8_t *buf, size_t buf_len, uint32_t count)
 {
-	size_t p = 0;
-	for (uint32_t i = 0; i < count; i++) {
-		if (p >= buf_len)
-			return false;
-		uint8_t len = buf[p];
-		if (buf_len - p - 1 < len || !name_wire_canonical(buf + p + 1, len))
-			return false;
-		p += 1u + len;
-	}
-	return p == buf_len;
+	size_t n;
+	return namelist_scan(buf, buf_len, &n) == buf_len && n == count;
 }
 
 int nameset_diff(const struct nameset *old, const struct nameset *new_set,

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "fibchan.h"
+#include "nameset.h"
 
 /* ---- frames --------------------------------------------------------- */
 
@@ -145,14 +146,10 @@ static bool aggregate_will_exist(struct fib *fib, const Crfib__Update *u, const 
 /* A packed list of names: entries [len][wire], each a canonical name, filling it exactly. */
 static int packed_of(const ProtobufCBinaryData *b, const char *what, size_t index, char *err, size_t err_len)
 {
-	size_t pos = 0, k = 0;
-	for (; pos < b->len; k++) {
-		size_t len = b->data[pos];
-		if (len == 0 || len > b->len - pos - 1 || !name_wire_canonical(b->data + pos + 1, len))
-			return fail(err, err_len, "%s[%zu]: name %zu at byte %zu is not a canonical wire name", what,
-				    index, k, pos);
-		pos += 1 + len;
-	}
+	size_t k, pos = namelist_scan(b->data, b->len, &k);
+	if (pos != b->len)
+		return fail(err, err_len, "%s[%zu]: name %zu at byte %zu is not a canonical wire name", what,
+			    index, k, pos);
 	return 0;
 }
 
@@ -339,10 +336,12 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 		size_t pos = 0;
 		while (pos < b->len) {
 			nb = 0;
-			for (; nb < NAME_BATCH && pos < b->len; nb++) {
-				batch[nb].len = b->data[pos];
-				memcpy(batch[nb].wire, b->data + pos + 1, batch[nb].len);
-				pos += 1u + batch[nb].len;
+			const uint8_t *w;
+			uint8_t l;
+			/* checked by packed_of */
+			for (; nb < NAME_BATCH && namelist_walk(b->data, b->len, &pos, &w, &l); nb++) {
+				batch[nb].len = l;
+				memcpy(batch[nb].wire, w, l);
 				batch_ptrs[nb] = batch_routes[0];
 				batch_counts[nb] = (unsigned)n->n_routes;
 			}
