@@ -38,10 +38,12 @@ static char *slurp(const char *path, size_t *len)
 /* path replaced by buf: a temporary file beside it, fsync, rename, fsync the directory. */
 static int replace_file(const char *path, const char *buf, size_t len)
 {
-	int rc = atomicfile_replace(path, buf, len, 0644);
-	if (rc < 0)
-		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(-rc));
-	return rc < 0 ? -1 : 0;
+	char err[512];
+	if (atomicfile_replace(path, buf, len, 0644, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nbrp-key: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 static void print_summary(const char *path, const struct trust *t)
