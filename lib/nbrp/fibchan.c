@@ -6,6 +6,7 @@
 
 #include "fibchan.h"
 #include "nameset.h"
+#include "pbframe.h"
 
 /* ---- frames --------------------------------------------------------- */
 
@@ -64,16 +65,7 @@ void fibchan_message_free(Crfib__FibMessage *msg)
 
 uint8_t *fibchan_encode(const Crfib__FibMessage *msg, size_t *len)
 {
-	size_t size = crfib__fib_message__get_packed_size(msg);
-	if (size == 0 || size > FIBCHAN_MAX_FRAME)
-		return NULL;
-	uint8_t *buf = malloc(FIBCHAN_HEADER_LEN + size);
-	if (!buf)
-		return NULL;
-	frame_put_header(buf, (uint32_t)size);
-	crfib__fib_message__pack(msg, buf + FIBCHAN_HEADER_LEN);
-	*len = FIBCHAN_HEADER_LEN + size;
-	return buf;
+	return pbframe_pack(&msg->base, FIBCHAN_MAX_FRAME, len);
 }
 
 /* ---- checking an update --------------------------------------------- */

@@ -6,6 +6,7 @@
 
 #include "addr.h"
 #include "nbrp.h"
+#include "pbframe.h"
 #include "wire.h"
 
 static int fail(struct nbrp_error *e, uint8_t code, uint8_t subcode, const char *fmt, ...)
@@ -575,17 +576,7 @@ uint8_t *nbrp_encode(const Nbrp__Message *msg, size_t *len)
 {
 	if (plain_update(msg))
 		return encode_update(msg->update, len);
-	size_t size = nbrp__message__get_packed_size(msg);
-	/* a message without a body packs to nothing, which no frame can carry */
-	if (size == 0 || size > UINT32_MAX)
-		return NULL;
-	uint8_t *buf = malloc(NBRP_HEADER_LEN + size);
-	if (!buf)
-		return NULL;
-	frame_put_header(buf, (uint32_t)size);
-	nbrp__message__pack(msg, buf + NBRP_HEADER_LEN);
-	*len = NBRP_HEADER_LEN + size;
-	return buf;
+	return pbframe_pack(&msg->base, UINT32_MAX, len);
 }
 
 /* ---- checks --------------------------------------------------------- */
