@@ -46,6 +46,7 @@
 #include "nbrp_session.h"
 #include "prefix.h"
 #include "sigkey.h"
+#include "splitmix.h"
 #include "tlslink.h"
 #include "wire.h"
 
@@ -144,7 +145,7 @@ struct app {
 	uint64_t sent, bytes_out, start_ns, end_ns;
 	uint64_t updates;                       /* names, aggregate routes and changes: what --rate paces */
 	uint64_t plain_total, changes_total;    /* UNBOUNDED: until --duration */
-	uint64_t rng;
+	uint64_t rng;                           /* splitmix64 from --seed: a repeatable stream */
 	struct seen seen;
 	struct genagg agg;
 	unsigned nagg, announced;               /* aggregates, and those whose first route went */
@@ -163,14 +164,6 @@ static uint64_t now_ns(void)
 	return uv_hrtime();
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: a repeatable stream from --seed */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static int seen_init(struct seen *t, uint64_t expected)
 {
@@ -280,7 +273,7 @@ static size_t make_name(struct app *a, uint8_t *out)
 {
 	static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	for (;;) {
-		uint64_t r = rng_next(&a->rng);
+		uint64_t r = splitmix64(&a->rng);
 		unsigned len = 3 + (unsigned)(r % 15);
 		unsigned tldpick = (unsigned)((r >> 8) % 10);
 		const char *tld = tldpick < 8 ? "com" : tldpick == 8 ? "org" : "net";
@@ -297,7 +290,7 @@ static size_t make_name(struct app *a, uint8_t *out)
 		__uint128_t frac = 0;
 		for (unsigned k = 0; k < len; k++) {
 			if (k % 6 == 0)
-				frac = rng_next(&a->rng);
+				frac = splitmix64(&a->rng);
 			frac *= 36;
 			out[p++] = (uint8_t)alnum[(unsigned)(frac >> 64)];
 			frac = (uint64_t)frac;
@@ -412,7 +405,7 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 				a->sent++;
 				continue;
 			}
-			i = (unsigned)(rng_next(&a->rng) % a->nagg);
+			i = (unsigned)(splitmix64(&a->rng) % a->nagg);
 			if (a->agg_msg[i] == msg)
 				break;
 			char err[512];
