@@ -34,20 +34,23 @@ _Static_assert(sizeof(((struct dns_query *)0)->qname_orig) >= (NAME_MAX_WIRE + 7
  */
 static bool question_name(struct wire_reader *r, struct dns_query *q)
 {
-	const uint8_t *start = r->p;
-	size_t n = 0;
+	/* every query comes here: one look at what is left (at most a whole
+	 * name), then the labels stepped over unchecked inside it */
+	const uint8_t *start = wire_peek(r, 0);
+	size_t span = start ? wire_left(r) : 0, n = 0;
+	if (span > NAME_MAX_WIRE)
+		span = NAME_MAX_WIRE;
 	for (;;) {
-		uint8_t b = wire_u8(r);
-		if (r->bad || b > NAME_MAX_LABEL)       /* pointers and 0x40/0x80 types included */
+		if (n >= span)
+			return false;
+		uint8_t b = start[n];
+		if (b > NAME_MAX_LABEL)                 /* pointers and 0x40/0x80 types included */
 			return false;
 		n += 1u + b;
-		if (n > NAME_MAX_WIRE)
-			return false;
 		if (b == 0)
 			break;
-		if (!wire_take(r, b))
-			return false;
 	}
+	wire_take(r, n);
 	memcpy(q->qname_orig, start, n);
 	for (size_t w = 0; w < n; w += 8) {
 		uint64_t x;
