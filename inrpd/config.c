@@ -64,7 +64,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <sodium.h>
 #include <urcu-qsbr.h>
@@ -78,6 +77,7 @@
 #include "records.h"
 #include "refresh.h"
 #include "rrl.h"
+#include "vec.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -353,14 +353,8 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 	if (!r.has_redirect && r.nroutes == 0)
 		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
 				  s->argv[1]);
-	if (x->nroutes == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct cfg_route *nr = realloc(x->routes, cap * sizeof(*nr));
-		if (!nr)
-			return conf_error(err, err_len, s, "out of memory");
-		x->routes = nr;
-		x->cap = cap;
-	}
+	if (VEC_RESERVE(x->routes, x->cap, x->nroutes + 1) < 0)
+		return conf_error(err, err_len, s, "out of memory");
 	x->routes[x->nroutes++] = r;
 	return 0;
 }
@@ -417,14 +411,10 @@ static int add_acl(struct inrpd_config *cfg, const struct conf_stmt *s, const ch
 			return -1;
 	} else {
 		/* the built-in defaults, written as prefixes above */
-		char buf[64];
-		snprintf(buf, sizeof(buf), "%s", text);
-		char *slash = strchr(buf, '/');
-		*slash = 0;
-		family = strchr(buf, ':') ? AF_INET6 : AF_INET;
-		if (inet_pton(family, buf, p.addr) != 1)
+		if (prefix_parse(text, &p) < 0)
 			return -1;
-		len = (unsigned)atoi(slash + 1);
+		family = p.family;
+		len = p.len;
 	}
 	p.family = (uint8_t)family;
 	p.len = (uint8_t)len;

@@ -787,15 +787,9 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 
 static bool source_matches(const struct route *r, const struct sockaddr_storage *ss)
 {
-	if (ss->ss_family == AF_INET && r->family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-		return ntohs(sin->sin_port) == r->port && memcmp(&sin->sin_addr, r->addr, 4) == 0;
-	}
-	if (ss->ss_family == AF_INET6 && r->family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-		return ntohs(sin6->sin6_port) == r->port && memcmp(&sin6->sin6_addr, r->addr, 16) == 0;
-	}
-	return false;
+	struct ip_addr a;
+	return sockaddr_ip((const struct sockaddr *)ss, &a) && sockaddr_port((const struct sockaddr *)ss) == r->port &&
+	       ip_equal(a.family, a.addr, r->family, r->addr);
 }
 
 /*

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <arpa/inet.h>
 #include <uv.h>
 #include <urcu-qsbr.h>
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "addr.h"
 #include "fibsync.h"
@@ -17,6 +16,7 @@
 #include "udp.h"
 #include "metrics.h"
 #include "prom.h"
+#include "vec.h"
 
 /* ---- next hops, summed over every engine (each thread keeps its own) ---- */
 
@@ -50,18 +50,8 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			return;
 		}
 	}
-	if (l->n == l->cap) {
-		unsigned cap = l->cap ? l->cap * 2 : 16;
-		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
-		if (!nh)
-			return;
-		l->h = nh;
-		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
-		if (!nw)
-			return;
-		l->rtt_weight = nw;
-		l->cap = cap;
-	}
+	if (VEC_RESERVE(l->h, l->cap, l->n + 1) < 0 || VEC_RESERVE(l->rtt_weight, l->rtt_weight_cap, l->n + 1) < 0)
+		return;
 	l->h[l->n] = *st;
 	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
 	l->n++;

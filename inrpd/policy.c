@@ -225,12 +225,15 @@ static void save(struct zone *z)
 		return;
 	struct rpz_dump_head h = { z->serial, z->refresh_s, z->retry_s };
 	size_t len;
+	char err[1200];
 	uint8_t *buf = rpz_zone_dump(z->data, &h, &len);
-	int rc = buf ? atomicfile_replace(path, buf, len, 0600) : -ENOMEM;
+	int rc = buf ? atomicfile_replace(path, buf, len, 0600, err, sizeof(err)) : -1;
+	if (!buf)
+		snprintf(err, sizeof(err), "%s: out of memory", path);
 	free(buf);
 	if (rc < 0) {
 		z->save_failures++;
-		log_warn("rpz %s: cannot keep serial %u in %s: %s", z->name, z->serial, path, strerror(-rc));
+		log_warn("rpz %s: cannot keep serial %u: %s", z->name, z->serial, err);
 	}
 }
 

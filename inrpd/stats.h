@@ -18,7 +18,8 @@ struct tcp_server;
 struct udp_workers;
 
 struct inrpd_hops {
-	unsigned n, cap;
+	unsigned n;
+	size_t cap, rtt_weight_cap;
 	struct fwd_hop_stats *h;
 	uint64_t *rtt_weight;
 };

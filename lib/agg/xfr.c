@@ -24,7 +24,7 @@
 /* Whether the record's owner is n (read with name_from_packet's rules). */
 static bool owned_by(const uint8_t *pkt, size_t len, const struct dns_rr *rr, const struct name *n)
 {
-	struct wire_reader r = wire_reader(rr->owner, (size_t)(pkt + len - rr->owner));
+	struct wire_reader r = wire_reader_at(pkt, len, (size_t)(rr->owner - pkt));
 	struct name owner;
 	return dns_name_read(&r, pkt, &owner) == NAME_OK && name_equal(&owner, n);
 }

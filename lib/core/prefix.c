@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "addr.h"
 #include "prefix.h"
 
 int prefix_parse(const char *text, struct prefix *out)
@@ -22,8 +22,8 @@ int prefix_parse(const char *text, struct prefix *out)
 	if (slash)
 		*slash = 0;
 	memset(out, 0, sizeof(*out));
-	int family = strchr(buf, ':') ? AF_INET6 : AF_INET;
-	if (inet_pton(family, buf, out->addr) != 1)
+	int family;
+	if (!ip_parse(buf, &family, out->addr))
 		return -1;
 	unsigned max = family == AF_INET ? 32 : 128, len = max;
 	if (slash) {
@@ -81,19 +81,15 @@ bool prefix_list_has(const struct prefix *list, unsigned n, int family, const ui
 int prefix_sockaddr_addr(const struct sockaddr *sa, uint8_t out[16])
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (sa->sa_family == AF_INET) {
-		memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return AF_INET;
-	}
-	if (sa->sa_family != AF_INET6)
+	struct ip_addr a;
+	if (!sockaddr_ip(sa, &a))
 		return 0;
-	const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (memcmp(a, mapped, 12) == 0) {
-		memcpy(out, a + 12, 4);
+	if (a.family == AF_INET6 && memcmp(a.addr, mapped, 12) == 0) {
+		memcpy(out, a.addr + 12, 4);
 		return AF_INET;
 	}
-	memcpy(out, a, 16);
-	return AF_INET6;
+	memcpy(out, a.addr, a.family == AF_INET ? 4 : 16);
+	return a.family;
 }
 
 bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa)

@@ -6,6 +6,7 @@
 #include <gnutls/gnutls.h>
 
 #include "tlslink.h"
+#include "vec.h"
 
 /* TLS 1.3 only, raw public keys only, both ways: nothing to downgrade to */
 #define PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CTYPE-ALL:+CTYPE-CLI-RAWPK:+CTYPE-SRV-RAWPK:" \
@@ -40,18 +41,10 @@ static uint8_t *buf_room(struct buf *b, size_t len)
 	if (b->off) {
 		memmove(b->p, b->p + b->off, b->len);
 		b->off = 0;
-		if (b->cap - b->len >= len)
-			return b->p + b->len;
 	}
-	size_t cap = b->cap ? b->cap : len > 1024 ? len : 1024;
-	while (cap - b->len < len)
-		cap *= 2;
-	uint8_t *p = realloc(b->p, cap);
-	if (!p)
+	if (VEC_RESERVE(b->p, b->cap, b->len + len) < 0)
 		return NULL;
-	b->p = p;
-	b->cap = cap;
-	return p + b->len;
+	return b->p + b->len;
 }
 
 static void seterr(char *err, size_t errlen, const char *what, int rc)

@@ -115,12 +115,35 @@ static void test_prefix_contains(void **state)
 	}
 }
 
+static void test_parse(void **state)
+{
+	(void)state;
+	int family = -1;
+	uint8_t a[16];
+	memset(a, 0xaa, sizeof(a));
+	assert_true(ip_parse("192.0.2.7", &family, a));
+	assert_int_equal(family, AF_INET);
+	const uint8_t v4[16] = { 192, 0, 2, 7 };        /* the rest zero */
+	assert_memory_equal(a, v4, 16);
+	assert_true(ip_parse("2001:db8::1", &family, a));
+	assert_int_equal(family, AF_INET6);
+	assert_int_equal(a[0], 0x20);
+	assert_int_equal(a[15], 1);
+	family = -1;
+	assert_false(ip_parse("192.0.2.256", &family, a));
+	assert_false(ip_parse("192.0.2.7 ", &family, a));
+	assert_false(ip_parse("", &family, a));
+	assert_false(ip_parse("example.com", &family, a));
+	assert_int_equal(family, -1);                   /* untouched */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_equal_and_hash_agree),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_prefix_contains),
+		cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
