@@ -490,6 +490,14 @@ static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, u
 
 static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen);
 
+/* Rare: out of line, so the common answer's code stays as it was. */
+__attribute__((cold, noinline))
+static struct here build_capped(struct inrpd_worker *w, unsigned apex_off, uint8_t *out,
+				const struct ip_addr *from, size_t qlen)
+{
+	return build_here(w, apex_off, out, settle_cap(w, from, qlen));
+}
+
 /*
  * The local answer, counted.  unsettled: RRL is off, the client has not
  * proven its address, and whether it is exempt from the amplification
@@ -501,14 +509,9 @@ static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, siz
 static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit,
 			  const struct ip_addr *unsettled, size_t qlen)
 {
-	struct here h;
-	for (;;) {                              /* one place that builds: inlined */
-		h = build_here(w, apex_off, out, limit);
-		if (!unsettled || (h.len && !h.truncated && h.len <= amplification_cap(qlen)))
-			break;
-		limit = settle_cap(w, unsettled, qlen);
-		unsettled = NULL;
-	}
+	struct here h = build_here(w, apex_off, out, limit);
+	if (__builtin_expect(unsettled != NULL, 0) && (!h.len || h.truncated || h.len > amplification_cap(qlen)))
+		h = build_capped(w, apex_off, out, unsettled, qlen);
 	CNT_INC(w->cnt, local);
 	if (h.nodata)
 		CNT_INC(w->cnt, nodata);
