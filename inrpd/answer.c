@@ -146,6 +146,13 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 	}
 }
 
+/* An unproven client's answers: never much more than its query, so a spoofed source gains little. */
+static uint16_t amplification_cap(size_t qlen)
+{
+	size_t cap = qlen * INRPD_AMPLIFICATION;
+	return (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+}
+
 static size_t response_limit(const struct fwd_request *req, size_t cap)
 {
 	size_t limit = req->limit_udp ? dns_query_udp_limit(&req->q, req->edns_udp_size) : DNS_TCP_MAX;
@@ -371,21 +378,26 @@ bool inrpd_reroute(struct fwd_request *req)
 	return true;
 }
 
-static size_t finish(struct inrpd_worker *w, struct dns_builder *b)
+/* An answer of n bytes (0: none could be made) counted. */
+static size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
 {
-	const struct fwd_request *req = &w->req;
 	struct inrpd_counters *cnt = w->cnt;
-	size_t n = dns_response_finish(b, req->edns_udp_size);
 	if (n == 0) {
 		CNT_INC(cnt, dropped);
 		return 0;
 	}
-	if (b->truncated) {
+	if (truncated) {
 		CNT_INC(cnt, truncated);
-		if (req->udp_cap)
+		if (w->req.udp_cap)
 			CNT_INC(cnt, amp_truncated);
 	}
 	return n;                               /* the transport counts it answered once sent */
+}
+
+static size_t finish(struct inrpd_worker *w, struct dns_builder *b)
+{
+	size_t n = dns_response_finish(b, w->req.edns_udp_size);
+	return counted(w, n, b->truncated);
 }
 
 /*
@@ -419,7 +431,20 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
  * question at the route's name), NODATA with the SOA in authority when
  * there is nothing of the type.  Never NXDOMAIN: the name is routed.
  */
-static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
+/* A local answer as made, not yet counted. */
+struct here {
+	size_t len;                     /* 0: none could be made */
+	bool truncated;
+	bool nodata;
+};
+
+static struct here made(const struct fwd_request *req, struct dns_builder *b, bool nodata)
+{
+	size_t n = dns_response_finish(b, req->edns_udp_size);
+	return (struct here){ .len = n, .truncated = b->truncated, .nodata = nodata };
+}
+
+static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	const struct fwd_request *req = &w->req;
@@ -436,7 +461,6 @@ static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *ou
 			resp.origin = req->cand[i].origin;
 			break;
 		}
-	CNT_INC(w->cnt, local);
 	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, &resp, WHY_NONE);
 	add_chain(&b, req);
 	uint16_t chain = b.ancount;
@@ -462,10 +486,10 @@ static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *ou
 		}
 	}
 	if (only)
-		return finish(w, &b);
+		return made(req, &b, false);
 	bool addr_type = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
 	if (addr_type && b.ancount > chain)
-		return finish(w, &b);
+		return made(req, &b, false);
 	/* records or NODATA: they need the route's name */
 	struct name apex;
 	apex.len = (uint8_t)(req->target.len - apex_off);
@@ -474,12 +498,41 @@ static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *ou
 		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	else if (!addr_type)
 		inrpd_records_answer(rt->records, &apex, q->qtype, &b, ttl);
-	if (b.ancount == chain && !b.truncated && !b.failed) {
-		CNT_INC(w->cnt, nodata);
+	bool nodata = b.ancount == chain && !b.truncated && !b.failed;
+	if (nodata)
 		dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa,
 					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
-	}
-	return finish(w, &b);
+	return made(req, &b, nodata);
+}
+
+static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen);
+
+/* Rare: out of line, so the common answer's code stays as it was. */
+__attribute__((cold, noinline))
+static struct here build_capped(struct inrpd_worker *w, unsigned apex_off, uint8_t *out,
+				const struct ip_addr *from, size_t qlen)
+{
+	return build_here(w, apex_off, out, settle_cap(w, from, qlen));
+}
+
+/*
+ * The local answer, counted.  unsettled: RRL is off, the client has not
+ * proven its address, and whether it is exempt from the amplification
+ * cap has not been looked up.  An answer within the cap is the same
+ * either way (the builder's limit matters only where something would not
+ * fit), so that is looked up only for one that is not, which is made
+ * again if the cap applies.
+ */
+static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit,
+			  const struct ip_addr *unsettled, size_t qlen)
+{
+	struct here h = build_here(w, apex_off, out, limit);
+	if (__builtin_expect(unsettled != NULL, 0) && (!h.len || h.truncated || h.len > amplification_cap(qlen)))
+		h = build_capped(w, apex_off, out, unsettled, qlen);
+	CNT_INC(w->cnt, local);
+	if (h.nodata)
+		CNT_INC(w->cnt, nodata);
+	return counted(w, h.len, h.truncated);
 }
 
 /*
@@ -738,16 +791,29 @@ static int read_options(struct inrpd_worker *w, const uint8_t *pkt, const struct
  * not exempt, not a router of ours, is rate-limited (rrl.c), and what
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
+static inline bool exempt(const struct inrpd_runtime *rt, const struct ip_addr *from)
+{
+	return prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
+	       prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
+	       (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr));
+}
+
+/* RRL off: the client's exemption looked up for its amplification cap; the limit of its answers. */
+static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen)
+{
+	if (!exempt(w->rt, from))
+		w->req.udp_cap = amplification_cap(qlen);
+	return response_limit(&w->req, INRPD_ANSWER_MAX);
+}
+
 static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const struct ip_addr *from,
 				   bool client_cookie)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct inrpd_counters *cnt = w->cnt;
-	if (prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
-	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
-	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
+	if (exempt(rt, from))
 		return RRL_PASS;
-	enum rrl_verdict v = rt->rrl_rate ? rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms) : RRL_PASS;
+	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms);
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
 	 * hardly larger than the query, and the client asks again proven.
 	 * Dropped, it waits out its whole timeout: a router asking a next hop
@@ -761,9 +827,7 @@ static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const str
 	} else if (v == RRL_SLIP) {
 		CNT_INC(cnt, rrl_slipped);
 	} else {
-		/* never much more than the query: a spoofed source gains little */
-		size_t cap = len * INRPD_AMPLIFICATION;
-		w->req.udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+		w->req.udp_cap = amplification_cap(len);
 	}
 	return v;
 }
@@ -805,10 +869,19 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
 	struct ip_addr from;
 	from.family = prefix_sockaddr_addr(client, from.addr);
-	bool cookie_valid = false, cookie_bad = false;
+	bool cookie_valid = false, cookie_bad = false, unsettled = false;
 	if (rc == DNS_PARSE_OK && q->has_edns)
 		rc = read_options(w, pkt, &from, &cookie_valid, &cookie_bad);
-	if (rc == DNS_PARSE_OK && w->udp && from.family && !cookie_valid) {
+	bool unproven = rc == DNS_PARSE_OK && w->udp && from.family && !cookie_valid;
+	if (unproven && !rt->rrl_rate) {
+		/* RRL off: the exemption decides only the amplification cap; an
+		 * ordinary question settles it once its route is known (below),
+		 * any other now */
+		if (cookie_bad || q->qclass != DNS_CLASS_IN || req->client_inrp)
+			limit = settle_cap(w, &from, len);
+		else
+			unsettled = true;
+	} else if (unproven) {
 		bool client_cookie = req->cookie && !cookie_bad;
 		int v = rate_limit(w, len, &from, client_cookie);
 		if (v == RRL_DROP)
@@ -865,6 +938,10 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	struct name rewrite = { .len = 0 };
 	if (inrpd_rpz_match(&q->qname, client, &pm)) {
 		size_t n;
+		if (unsettled) {                /* a policy's answer is not a local one */
+			limit = settle_cap(w, &from, len);
+			unsettled = false;
+		}
 		if (answer_policy(w, &pm, out, limit, &n, &rewrite))
 			return n;
 		if (rewrite.len)
@@ -873,11 +950,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 
 	bool found, all_excluded;
 	unsigned apex_off = 0;
-	if (resolve_name(w, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
-		CNT_INC(cnt, servfail);
-		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
-	}
-
+	int resolved = resolve_name(w, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off);
 	unsigned nservers = 0, nrouters = 0;
 	for (unsigned i = 0; i < req->ncand; i++) {
 		if (req->cand[i].kind == ROUTE_SERVER)
@@ -885,8 +958,16 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		else
 			nrouters++;
 	}
+	if (unsettled && nservers == 0) {       /* every answer but a local one (none on a failure) */
+		limit = settle_cap(w, &from, len);
+		unsettled = false;
+	}
+	if (resolved < 0 || all_excluded) {
+		CNT_INC(cnt, servfail);
+		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
+	}
 	if (nservers > 0)
-		return answer_here(w, apex_off, out, limit);
+		return answer_here(w, apex_off, out, limit, unsettled ? &from : NULL, len);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)

@@ -10,6 +10,7 @@
  *   bit 0      UDP (the client's size limit and RRL) rather than TCP
  *   bits 1-2   127.0.0.1 (recursion allowed), 192.0.2.99 (not), ::1,
  *              or no address (TCP whose peer name failed)
+ *   bit 3      RRL off (rrl-rate 0), else 50 a second
  * Every answer is one ldns reads: a response, with the query's id.
  */
 #include <stdint.h>
@@ -160,6 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	w.udp = data[0] & 1;
+	inrpd_rt->rrl_rate = data[0] & 8 ? 0 : 50;
 	struct sockaddr_storage ss = { 0 };
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
