@@ -100,6 +100,21 @@ struct inrpd_runtime {
 	struct prefix acl[INRPD_MAX_ACL];
 };
 
+/* DNS over TLS and HTTPS (tls.h): their listeners, the certificate, the DoH path. */
+#define INRPD_DOT_PORT          853
+#define INRPD_DOH_PORT          443
+#define INRPD_HTTPS_PATH_MAX    128
+struct tlslink_cred;
+struct inrpd_tls_config {
+	struct inrpd_listen dot[INRPD_MAX_LISTEN];
+	unsigned ndot;
+	struct inrpd_listen doh[INRPD_MAX_LISTEN];
+	unsigned ndoh;
+	char *cert_file, *key_file;     /* PEM */
+	char https_path[INRPD_HTTPS_PATH_MAX + 1];
+	struct tlslink_cred *cred;      /* read with the configuration; NULL without a certificate */
+};
+
 struct inrpd_config {
 	struct inrpd_listen listen[INRPD_MAX_LISTEN];
 	unsigned nlisten;
@@ -145,6 +160,7 @@ struct inrpd_config {
 	struct prefix acl[INRPD_MAX_ACL];
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
+	struct inrpd_tls_config tls;
 };
 
 /*
@@ -453,6 +469,8 @@ struct fwd_hop_stats {
 typedef void (*fwd_hop_fn)(const struct fwd_hop_stats *h, void *arg);
 void fwd_engine_hops(const struct fwd_engine *e, fwd_hop_fn fn, void *arg);
 
+struct tls_server;
+
 /* The runtime in force; readers use rcu_dereference(inrpd_rt). */
 extern struct inrpd_runtime *inrpd_rt;
 
@@ -538,6 +556,7 @@ struct inrpd_metrics_source {
 	uint64_t uptime_ms, now_ms;
 	const struct udp_workers *udp;
 	const struct tcp_server *tcp;
+	const struct tls_server *tls[2];        /* DoT, DoH (tls.h); NULL: not listening */
 	const struct fibsync *fibsync;
 	const struct metrics_server *metrics;
 };
