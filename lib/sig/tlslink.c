@@ -130,22 +130,53 @@ void tlslink_cred_free(struct tlslink_cred *c)
 	free(c);
 }
 
-/* The first certificate's notAfter. */
-static int cert_expiry(gnutls_certificate_credentials_t cert, int64_t *not_after)
+/*
+ * The chain and key into c's credentials, read and parsed here rather
+ * than by gnutls_certificate_set_x509_key_file2, which leaks what it had
+ * parsed when a file is malformed (GnuTLS 3.7).
+ */
+static int load_x509(struct tlslink_cred *c, const char *cert_file, const char *key_file, char *err,
+		     size_t errlen)
 {
+	gnutls_datum_t cd = { NULL, 0 }, kd = { NULL, 0 };
 	gnutls_x509_crt_t *crts = NULL;
 	unsigned n = 0;
-	int rc = gnutls_certificate_get_x509_crt(cert, 0, &crts, &n);
-	if (rc < 0)
-		return rc;
-	if (n == 0)
-		rc = GNUTLS_E_NO_CERTIFICATE_FOUND;
-	else
-		*not_after = (int64_t)gnutls_x509_crt_get_expiration_time(crts[0]);
+	gnutls_x509_privkey_t key = NULL;
+	int rc;
+	if ((rc = gnutls_load_file(cert_file, &cd)) < 0) {
+		snprintf(err, errlen, "cannot read %s", cert_file);
+		goto out;
+	}
+	if ((rc = gnutls_load_file(key_file, &kd)) < 0) {
+		snprintf(err, errlen, "cannot read %s", key_file);
+		goto out;
+	}
+	if ((rc = gnutls_x509_crt_list_import2(&crts, &n, &cd, GNUTLS_X509_FMT_PEM, 0)) < 0) {
+		seterr(err, errlen, cert_file, rc);
+		goto out;
+	}
+	if ((rc = gnutls_x509_privkey_init(&key)) < 0 ||
+	    (rc = gnutls_x509_privkey_import2(key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+		seterr(err, errlen, key_file, rc);
+		goto out;
+	}
+	if ((rc = gnutls_certificate_set_x509_key(c->cert, crts, n, key)) < 0) {
+		snprintf(err, errlen, "%s, %s: %s", cert_file, key_file, gnutls_strerror(rc));
+		goto out;
+	}
+	c->not_after = (int64_t)gnutls_x509_crt_get_expiration_time(crts[0]);
+out:
 	for (unsigned i = 0; i < n; i++)
 		gnutls_x509_crt_deinit(crts[i]);
 	gnutls_free(crts);
-	return rc;
+	if (key)
+		gnutls_x509_privkey_deinit(key);
+	if (kd.data) {
+		gnutls_memset(kd.data, 0, kd.size);
+		gnutls_free(kd.data);
+	}
+	gnutls_free(cd.data);
+	return rc < 0 ? -1 : 0;
 }
 
 struct tlslink_cred *tlslink_cred_x509(const char *cert_file, const char *key_file, char *err, size_t errlen)
@@ -160,18 +191,10 @@ struct tlslink_cred *tlslink_cred_x509(const char *cert_file, const char *key_fi
 	what = "TLS credentials";
 	if ((rc = gnutls_certificate_allocate_credentials(&c->cert)) < 0)
 		goto fail;
-	what = cert_file;
-	rc = gnutls_certificate_set_x509_key_file2(c->cert, cert_file, key_file, GNUTLS_X509_FMT_PEM, NULL, 0);
-	if (rc < 0) {
-		if (rc == GNUTLS_E_FILE_ERROR)
-			snprintf(err, errlen, "cannot read %s or %s", cert_file, key_file);
-		else
-			snprintf(err, errlen, "%s, %s: %s", cert_file, key_file, gnutls_strerror(rc));
+	if (load_x509(c, cert_file, key_file, err, errlen) < 0) {
 		tlslink_cred_free(c);
 		return NULL;
 	}
-	if ((rc = cert_expiry(c->cert, &c->not_after)) < 0)
-		goto fail;
 	what = "TLS priorities";
 	if ((rc = gnutls_priority_init(&c->prio, PRIORITY_X509, NULL)) < 0)
 		goto fail;
