@@ -5,6 +5,7 @@ session resumption, a renewed certificate taken on reload without
 dropping open connections, idle timeout and connection limit, a client
 that speaks no TLS, and the configuration's errors."""
 
+import os
 import re
 import shutil
 import signal
@@ -14,7 +15,9 @@ import subprocess
 import time
 
 import dns.edns
+import dns.exception
 import dns.message
+import dns.query
 import dns.rcode
 import pytest
 
@@ -240,3 +243,53 @@ def test_dnsperf_over_dot(inrpd_factory, tmp_path):
     assert re.search(r"Queries lost:\s+0 ", out), out
     t = tls_counters(d)
     assert t["answered"] == 400 and t["handshakes"] == 2
+
+
+# ---- glibc through stubby, a real DoT stub resolver ----
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="not root: a mount namespace and port 53 need it")
+def test_glibc_resolves_through_stubby_over_tls(inrpd_factory, tmp_path, unbound):
+    from test_inrpd_resolver import getent_in_namespace
+    if not shutil.which("stubby"):
+        pytest.fail("stubby is missing (scripts/setup installs it)")
+    u = unbound(LOCAL_DATA)
+    d = start(inrpd_factory, tmp_path, 'route "www.glibc.content" { server 127.0.0.10; }\n'
+              f"upstream {u.addr} port {u.port};\n")
+    stub = loopback_addr()
+    conf = tmp_path / "stubby.yml"
+    conf.write_text(f"""resolution_type: GETDNS_RESOLUTION_STUB
+dns_transport_list: [ GETDNS_TRANSPORT_TLS ]
+tls_authentication: GETDNS_AUTHENTICATION_REQUIRED
+tls_ca_file: "{d.certs.ca}"
+tls_query_padding_blocksize: 128
+idle_timeout: 10000
+listen_addresses: [ {stub}@53 ]
+appdata_dir: "{tmp_path}"
+upstream_recursive_servers:
+  - address_data: {d.addr}
+    tls_port: {d.dot_port}
+    tls_auth_name: "{SERVER_NAME}"
+""")
+    log = open(tmp_path / "stubby.log", "wb")
+    p = subprocess.Popen(["stubby", "-C", str(conf), "-v", "5"], stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=log, start_new_session=True)
+    try:
+        def answers():
+            assert p.poll() is None, (tmp_path / "stubby.log").read_text()
+            try:
+                return dns.query.udp(dns.message.make_query("www.glibc.content", "A"), stub, port=53,
+                                     timeout=1).answer
+            except dns.exception.Timeout:
+                return None
+        wait_for(answers, 30, "stubby to answer")
+        out = getent_in_namespace(tmp_path, stub, "www.glibc.content", True)
+        assert out.returncode == 0 and {x.split()[0] for x in out.stdout.splitlines()} == {"127.0.0.10"}, out
+        out = getent_in_namespace(tmp_path, stub, "a.upstream.test", True)
+        assert out.returncode == 0 and {x.split()[0] for x in out.stdout.splitlines()} == {"192.0.2.1", "2001:db8::1"}, out
+        # it all came over TLS, padded both ways
+        t = tls_counters(d)
+        assert t["handshakes"] >= 1 and t["local"] >= 1 and t["fallback"] >= 1
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+        log.close()
