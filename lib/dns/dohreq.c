@@ -118,13 +118,11 @@ static void take_path(struct dohreq *r, const uint8_t *v, size_t len)
 				return;
 			r->from_query = true;
 			long n = base64url_decode(p + 4, vlen, r->msg, r->cap);
-			if (n < 0)
+			if (n <= 0) {
 				refuse(r, 400);
-			else
-				r->len = (size_t)n;
-			if (n == 0)
-				refuse(r, 400);
-			return;
+				return;
+			}
+			r->len = (size_t)n;
 		}
 		p = stop + 1;
 	}
