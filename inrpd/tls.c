@@ -38,6 +38,7 @@
 #include "dnsframe.h"
 #include "dnspad.h"
 #include "log.h"
+#include "lru.h"
 #include "stream.h"
 #include "tls.h"
 #include "tlslink.h"
@@ -54,7 +55,7 @@ struct tls_conn {
 	uv_timer_t timer;
 	struct inrpd_stream st;
 	struct tls_server *srv;
-	struct tls_conn *prev, *next;
+	struct lru_node lru;            /* on srv->conns */
 	struct tlslink *link;
 	struct doh_session *doh;        /* DoH, after the handshake */
 	uint8_t *rbuf;                  /* DoT: plaintext short of a whole message */
@@ -79,8 +80,7 @@ struct tls_server {
 	struct tlslink_cred *cred;      /* for new connections */
 	unsigned nlisten, open_listeners;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct tls_conn *conns;         /* most recently active first */
-	struct tls_conn *conns_tail;
+	struct lru conns;               /* most recently active first, closing ones too */
 	unsigned nconns;                /* on the list, closing ones included */
 	unsigned nopen;
 	unsigned max_conns;
@@ -124,37 +124,11 @@ static void tc_inc(struct tls_server *s, enum tls_counter i)
 	CNT_INC(&s->tc, v[i]);
 }
 
-static void conn_link(struct tls_server *s, struct tls_conn *c)
-{
-	c->prev = NULL;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	else
-		s->conns_tail = c;
-	s->conns = c;
-}
-
-static void conn_unlink(struct tls_server *s, struct tls_conn *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		s->conns_tail = c->prev;
-}
-
 /* A query: the connection is the most recently active, and its idle clock starts again. */
 static void conn_touch(struct tls_conn *c)
 {
 	uv_timer_again(&c->timer);
-	if (c->srv->conns == c)
-		return;
-	conn_unlink(c->srv, c);
-	conn_link(c->srv, c);
+	lru_touch(&c->srv->conns, &c->lru);
 }
 
 static void conn_handle_closed(uv_handle_t *h)
@@ -163,7 +137,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	struct tls_server *s = c->srv;
-	conn_unlink(s, c);
+	lru_remove(&s->conns, &c->lru);
 	s->nconns--;
 	doh_session_free(c->doh);
 	tlslink_free(c->link);
@@ -534,7 +508,8 @@ static void on_idle(uv_timer_t *t)
 
 static bool conn_evict_idle(struct tls_server *s)
 {
-	for (struct tls_conn *c = s->conns_tail; c; c = c->prev) {
+	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
+		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
 		if (c->closing || c->forwarded)
 			continue;
 		tc_inc(s, TLS_CNT_EVICTED);
@@ -581,14 +556,14 @@ static void on_connection(uv_stream_t *server, int status)
 	if (!ok) {
 		c->closing = true;
 		s->nconns++;
-		conn_link(s, c);
+		lru_push(&s->conns, &c->lru);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	conn_link(s, c);
+	lru_push(&s->conns, &c->lru);
 	s->nconns++;
 	s->nopen++;
 	CNT_SET(&s->tc, v[TLS_CNT_CONNECTIONS], s->nopen);
@@ -651,9 +626,11 @@ void tls_server_reload(struct tls_server *s, const struct inrpd_config *cfg)
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
 	snprintf(s->path, sizeof(s->path), "%s", cfg->tls.https_path);
-	for (struct tls_conn *c = s->conns; c; c = c->next)
+	for (struct lru_node *n = s->conns.head; n; n = n->next) {
+		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
 		if (!c->closing)
 			uv_timer_set_repeat(&c->timer, s->idle_ms);
+	}
 	if (cfg->tls.cred) {
 		if (s->cred)
 			tlslink_cred_share_tickets(cfg->tls.cred, s->cred);
@@ -669,15 +646,15 @@ void tls_server_close(struct tls_server *s)
 	s->closing = true;
 	for (unsigned i = 0; i < s->nlisten; i++)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct tls_conn *c = s->conns; c; c = c->next)
-		conn_close(c);
+	for (struct lru_node *n = s->conns.head; n; n = n->next)
+		conn_close(lru_entry(n, struct tls_conn, lru));
 }
 
 void tls_server_free(struct tls_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns)
+	if (s->open_listeners || s->conns.head)
 		log_err("%s: freeing the server with %u listeners and %u connections open",
 			tls_kind_name(s->kind), s->open_listeners, s->nconns);
 	tlslink_cred_free(s->cred);
