@@ -385,6 +385,8 @@ int tlslink_handshake(struct tlslink *t)
 	if (rc < 0) {
 		seterr(t->err, sizeof(t->err), "TLS handshake", rc);
 		t->failure = TLSLINK_FAIL_OTHER;
+		/* the peer learns why (protocol_version, handshake_failure, ...) from tlslink_take */
+		gnutls_alert_send_appropriate(t->s, rc);
 		if (rc == GNUTLS_E_WARNING_ALERT_RECEIVED || rc == GNUTLS_E_FATAL_ALERT_RECEIVED) {
 			snprintf(t->err, sizeof(t->err), "TLS handshake: the peer's alert: %s",
 				 gnutls_alert_get_name(gnutls_alert_get(t->s)));
