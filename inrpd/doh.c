@@ -8,9 +8,15 @@
  * Content-Type application/dns-message and Cache-Control max-age the
  * answer's smallest TTL.  A refused request gets its status and no body.
  *
- * At most DOH_MAX_STREAMS requests at once per connection, each holding
- * at most a 64 KiB message: HTTP/2 tells the client (SETTINGS), nghttp2
- * refuses streams past it.
+ * At most DOH_MAX_STREAMS requests at once per connection (SETTINGS;
+ * nghttp2 refuses streams past it).  What a client may send us is held
+ * back by HTTP/2's flow control, not by trust: the request bytes kept
+ * (bodies, until their stream closes) are credited back only then, so a
+ * connection holds at most DOH_CONN_WINDOW of them however its streams
+ * dawdle; bytes not kept (a body past 65535, one already refused) are
+ * credited at once, so such a request still ends and gets its status.
+ * A stream's window is one byte over the largest message, so an
+ * oversized body shows itself and gets 413 instead of stalling.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +30,13 @@
 #include "tlslink.h"
 
 #define DOH_MAX_STREAMS 128
+#define DOH_STREAM_WINDOW (DOH_MSG_MAX + 1)
+#define DOH_CONN_WINDOW (256 * 1024)
 
 struct doh_stream {
 	struct doh_stream *prev, *next;
 	struct dohreq req;
+	size_t held;                    /* request bytes kept, credited back at close */
 	uint8_t *body;                  /* the response's */
 	size_t body_len, sent;
 	bool responded;
@@ -42,6 +51,8 @@ struct doh_session {
 
 static void stream_free(struct doh_session *d, struct doh_stream *st)
 {
+	if (st->held)
+		nghttp2_session_consume_connection(d->h2, st->held);
 	if (st->prev)
 		st->prev->next = st->next;
 	else
@@ -167,8 +178,22 @@ static int on_data(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t
 	(void)flags;
 	(void)user;
 	struct doh_stream *st = nghttp2_session_get_stream_user_data(h2, id);
-	if (st)
+	size_t kept = 0, credit = len;
+	if (st) {
+		size_t before = st->req.len;
 		dohreq_body(&st->req, data, len);
+		kept = st->req.len - before;
+		credit -= kept;
+		st->held += kept;
+		if (st->req.status) {
+			/* refused (413): what it kept is of no use; the rest may come for its status */
+			credit += st->held;
+			st->held = 0;
+			dohreq_free(&st->req);
+		}
+	}
+	if (credit)
+		nghttp2_session_consume(h2, id, credit);
 	return 0;
 }
 
@@ -221,15 +246,25 @@ struct doh_session *doh_session_new(struct tls_conn *c, const char *path)
 	}
 	d->conn = c;
 	d->path = path;
-	if (nghttp2_session_server_new(&d->h2, cb, d) != 0) {
+	nghttp2_option *opt;
+	if (nghttp2_option_new(&opt) != 0) {
+		free(d);
+		return NULL;
+	}
+	nghttp2_option_set_no_auto_window_update(opt, 1);
+	int rc = nghttp2_session_server_new2(&d->h2, cb, d, opt);
+	nghttp2_option_del(opt);
+	if (rc != 0) {
 		free(d);
 		return NULL;
 	}
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, DOH_MAX_STREAMS },
 		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 2 * DOH_MSG_MAX },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, DOH_STREAM_WINDOW },
 	};
-	if (nghttp2_submit_settings(d->h2, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0) {
+	if (nghttp2_submit_settings(d->h2, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0 ||
+	    nghttp2_session_set_local_window_size(d->h2, NGHTTP2_FLAG_NONE, 0, DOH_CONN_WINDOW) != 0) {
 		doh_session_free(d);
 		return NULL;
 	}
@@ -271,8 +306,10 @@ void doh_session_free(struct doh_session *d)
 {
 	if (!d)
 		return;
-	nghttp2_session_del(d->h2);
-	while (d->streams)
+	while (d->streams) {
+		d->streams->held = 0;   /* no credit to give back: the session goes too */
 		stream_free(d, d->streams);
+	}
+	nghttp2_session_del(d->h2);
 	free(d);
 }

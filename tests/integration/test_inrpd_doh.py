@@ -232,3 +232,109 @@ def test_metrics_count_by_transport(inrpd_factory, tmp_path):
     assert value(s, "inrpd_tls_handshakes_total", transport="https") == 2
     assert value(s, "inrpd_tls_handshake_failures_total", transport="tls", reason="version") == 0
     assert value(s, "inrpd_tls_certificate_expiry_seconds") > 9 * 86400
+
+
+# ---- a client that opens streams and never finishes their bodies ----
+
+class RawH2:
+    """Just enough HTTP/2 to be a hostile client: HEADERS, DATA within the
+    windows the server grants, and the frames it sends read for them."""
+
+    def __init__(self, d):
+        ctx = client_context(d.certs, alpn=("h2",))
+        raw = socket.create_connection((d.addr, d.doh_port), timeout=10)
+        self.sock = ctx.wrap_socket(raw, server_hostname=SERVER_NAME)
+        assert self.sock.selected_alpn_protocol() == "h2"
+        self.buf = b""
+        self.conn_window = 65535
+        self.stream_initial = 65535
+        self.stream_window = {}
+        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + self.frame(4, 0, 0, b""))
+
+    @staticmethod
+    def frame(ftype, flags, stream, payload):
+        return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream.to_bytes(4, "big") + payload
+
+    def read(self, timeout):
+        """Reads the frames that come within timeout; True if any did."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except (socket.timeout, ssl.SSLWantReadError):
+            return False
+        if not data:
+            raise ConnectionError("closed by the server")
+        self.buf += data
+        while len(self.buf) >= 9 and len(self.buf) >= 9 + int.from_bytes(self.buf[:3], "big"):
+            n = int.from_bytes(self.buf[:3], "big")
+            ftype, flags, stream = self.buf[3], self.buf[4], int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF
+            payload, self.buf = self.buf[9:9 + n], self.buf[9 + n:]
+            if ftype == 4 and not flags & 1:             # SETTINGS: ours to acknowledge
+                for i in range(0, len(payload), 6):
+                    if int.from_bytes(payload[i:i + 2], "big") == 4:         # INITIAL_WINDOW_SIZE
+                        new = int.from_bytes(payload[i + 2:i + 6], "big")
+                        for s in self.stream_window:
+                            self.stream_window[s] += new - self.stream_initial
+                        self.stream_initial = new
+                self.sock.sendall(self.frame(4, 1, 0, b""))
+            elif ftype == 8:                              # WINDOW_UPDATE
+                inc = int.from_bytes(payload[:4], "big") & 0x7FFFFFFF
+                if stream == 0:
+                    self.conn_window += inc
+                elif stream in self.stream_window:
+                    self.stream_window[stream] += inc
+        return True
+
+    def open_post(self, stream):
+        block = b""
+        for k, v in ((":method", "POST"), (":scheme", "https"), (":path", "/dns-query"),
+                     (":authority", SERVER_NAME), ("content-type", "application/dns-message")):
+            block += b"\x00" + bytes([len(k)]) + k.encode() + bytes([len(v)]) + v.encode()
+        self.sock.sendall(self.frame(1, 4, stream, block))     # END_HEADERS, no END_STREAM
+        self.stream_window[stream] = self.stream_initial
+
+    def send_what_is_allowed(self, stream, want):
+        """DATA on stream up to want bytes, as far as the windows allow; returns what was sent."""
+        sent = 0
+        while sent < want:
+            n = min(16384, want - sent, self.conn_window, self.stream_window[stream])
+            if n <= 0:
+                break
+            self.sock.sendall(self.frame(0, 0, stream, bytes(n)))
+            self.conn_window -= n
+            self.stream_window[stream] -= n
+            sent += n
+        return sent
+
+
+def test_unfinished_bodies_cannot_pile_up(inrpd_factory, tmp_path):
+    """100 streams each sending a 60 KiB body it never ends: flow control
+    lets the connection hand inrpd about 256 KiB of them, not 6 MB, and
+    other clients are answered meanwhile."""
+    from conftest import SANITIZED, rss_kib
+    d = start(inrpd_factory, tmp_path, ROUTED, dot=False, doh=True)
+    h = RawH2(d)
+    while h.read(0.5):
+        pass                                        # the server's SETTINGS and window
+    rss0 = rss_kib(d.proc.pid)
+    sent = 0
+    streams = [2 * i + 1 for i in range(100)]
+    for s in streams:
+        h.open_post(s)
+    progress = True
+    while progress:
+        progress = False
+        for s in streams:
+            n = h.send_what_is_allowed(s, 60 * 1024 - 0)
+            sent += n
+            progress |= n > 0
+        progress |= h.read(1.0)                     # credit, if the server gives any
+        if sent >= 100 * 60 * 1024:
+            break
+    assert 200 * 1024 <= sent <= 320 * 1024, sent
+    if not SANITIZED:                               # ASan's quarantine keeps what was freed
+        assert rss_kib(d.proc.pid) - rss0 < 2048
+    # another client is served while this one sits on its window
+    head, r = doh_get(d, "www.example.content")
+    assert " 200" in head.splitlines()[0] and addrs(r)
+    h.sock.close()
