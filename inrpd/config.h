@@ -25,6 +25,21 @@ struct inrpd_listen {
 	unsigned line;                  /* where it was configured, for messages */
 };
 
+/* DNS over TLS and HTTPS (tls.h): their listeners, the certificate, the DoH path. */
+#define INRPD_DOT_PORT          853
+#define INRPD_DOH_PORT          443
+#define INRPD_HTTPS_PATH_MAX    128
+struct tlslink_cred;
+struct inrpd_tls_config {
+	struct inrpd_listen dot[INRPD_MAX_LISTEN];
+	unsigned ndot;
+	struct inrpd_listen doh[INRPD_MAX_LISTEN];
+	unsigned ndoh;
+	char *cert_file, *key_file;     /* PEM */
+	char https_path[INRPD_HTTPS_PATH_MAX + 1];
+	struct tlslink_cred *cred;      /* read with the configuration; NULL without a certificate */
+};
+
 struct inrpd_config {
 	struct inrpd_listen listen[INRPD_MAX_LISTEN];
 	unsigned nlisten;
@@ -73,6 +88,7 @@ struct inrpd_config {
 	struct metrics_config metrics;  /* metrics, metrics-allow */
 	struct privdrop_config run_as;  /* user, group */
 	struct inrpd_rpz_conf rpz;      /* response policy zones (policy.h) */
+	struct inrpd_tls_config tls;
 	struct tap_conf dnstap;         /* dnstap { ... } (tap.h); socket_path NULL: off */
 };
 

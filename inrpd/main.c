@@ -36,6 +36,8 @@
 #include "tcp.h"
 #include "udp.h"
 #include "tap.h"
+#include "tls.h"
+#include "tlslink.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -50,6 +52,7 @@ static struct {
 	struct inrpd_config *cfg;       /* the configuration the sockets were opened with */
 	struct udp_workers *udp;
 	struct tcp_server *tcp;
+	struct tls_server *tls[2];      /* by enum tls_kind: DoT, DoH; NULL: not listening */
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
 	struct ctl_server *ctl;
@@ -180,16 +183,23 @@ static bool same_string(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
+static bool listens_equal(const struct inrpd_listen *a, unsigned na, const struct inrpd_listen *b, unsigned nb)
 {
-	if (a->nlisten != b->nlisten)
+	if (na != nb)
 		return false;
-	for (unsigned i = 0; i < a->nlisten; i++) {
-		const struct inrpd_listen *x = &a->listen[i], *y = &b->listen[i];
+	for (unsigned i = 0; i < na; i++) {
+		const struct inrpd_listen *x = &a[i], *y = &b[i];
 		if (x->ep.family != y->ep.family || x->ep.port != y->ep.port || memcmp(x->ep.addr, y->ep.addr, 16) != 0)
 			return false;
 	}
 	return true;
+}
+
+static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
+{
+	return listens_equal(a->listen, a->nlisten, b->listen, b->nlisten) &&
+	       listens_equal(a->tls.dot, a->tls.ndot, b->tls.dot, b->tls.ndot) &&
+	       listens_equal(a->tls.doh, a->tls.ndoh, b->tls.doh, b->tls.ndoh);
 }
 
 /* Once root is given up, a new listener on a privileged port could not be bound. */
@@ -240,7 +250,7 @@ static int reload_config(char *msg, size_t msg_len)
 	    cfg->refresh_slots != g.cfg->refresh_slots ||
 	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) ||
 	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
-		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
+		log_warn("reload: changes to 'listen', 'listen-tls', 'listen-https', 'workers', 'pid-file', 'control', 'fib-channel', "
 			 "'max-pending', 'refresh-on-route-change', 'metrics', 'user' and 'group' take effect on restart");
 	if (!tap_conf_equal(&cfg->dnstap, &g.cfg->dnstap))
 		log_warn("reload: changes to 'dnstap' take effect on restart");
@@ -248,6 +258,9 @@ static int reload_config(char *msg, size_t msg_len)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
 	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
+	for (unsigned k = 0; k < 2; k++)
+		if (g.tls[k])
+			tls_server_reload(g.tls[k], cfg);     /* new connections get the new certificate */
 
 	struct inrpd_runtime *rt = inrpd_runtime_from_config(cfg);
 	if (rt && inrpd_rpz_apply(&g.loop, &cfg->rpz) < 0)
@@ -297,7 +310,26 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 		char ub[4096], tb[4096];
 		format_counters(&u, true, ub, sizeof(ub));
 		format_counters(&t, true, tb, sizeof(tb));
-		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);
+		struct strbuf sb = { 0 };
+		strbuf_addf(&sb, "{\"udp\": %s, \"tcp\": %s", ub, tb);
+		for (unsigned k = 0; k < 2; k++) {
+			if (!g.tls[k])
+				continue;
+			struct inrpd_counters c = { 0 };
+			struct tls_counters tc = { 0 };
+			tls_server_counters(g.tls[k], &c, &tc);
+			format_counters(&c, true, ub, sizeof(ub));
+			ub[strlen(ub) - 1] = '\0';     /* the transport's own counters go in the same object */
+			strbuf_addf(&sb, ", \"%s\": %s", tls_kind_name((enum tls_kind)k), ub);
+			for (unsigned i = 0; i < TLS_COUNTERS; i++)
+				if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+					strbuf_addf(&sb, ", \"%s\": %llu", tls_counter_name((enum tls_counter)i),
+						      (unsigned long long)tc.v[i]);
+			strbuf_addf(&sb, "}");
+		}
+		strbuf_addf(&sb, "}");
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&sb));
+		strbuf_free(&sb);
 		return;
 	}
 	/* one counter a line, as unbound-control prints them, so grep and awk can pick one */
@@ -305,6 +337,20 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 		ctl_reply_line(r, CTL_DATA, "udp.%s %llu", counter_fields[i].name, counter_get(&u, i));
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		ctl_reply_line(r, CTL_DATA, "tcp.%s %llu", counter_fields[i].name, counter_get(&t, i));
+	for (unsigned k = 0; k < 2; k++) {
+		if (!g.tls[k])
+			continue;
+		struct inrpd_counters c = { 0 };
+		struct tls_counters tc = { 0 };
+		const char *name = tls_kind_name((enum tls_kind)k);
+		tls_server_counters(g.tls[k], &c, &tc);
+		for (size_t i = 0; i < NCOUNTERS; i++)
+			ctl_reply_line(r, CTL_DATA, "%s.%s %llu", name, counter_fields[i].name, counter_get(&c, i));
+		for (unsigned i = 0; i < TLS_COUNTERS; i++)
+			if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+				ctl_reply_line(r, CTL_DATA, "%s.%s %llu", name, tls_counter_name((enum tls_counter)i),
+					       (unsigned long long)tc.v[i]);
+	}
 }
 
 static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -588,7 +634,8 @@ static void collect_metrics(void *ctx, struct prom *p)
 	uint64_t now = uv_now(&g.loop);
 	inrpd_metrics_write(p, &(struct inrpd_metrics_source){
 		.version = INRPD_VERSION, .uptime_ms = now - g.started, .now_ms = now,
-		.udp = g.udp, .tcp = g.tcp, .fibsync = g.fibsync, .metrics = g.metrics });
+		.udp = g.udp, .tcp = g.tcp, .tls = { g.tls[0], g.tls[1] }, .fibsync = g.fibsync,
+		.metrics = g.metrics });
 }
 
 /* The FIB channel changed routes in service: the workers' questions asked lately are looked up again. */
@@ -615,6 +662,9 @@ static void stop(void)
 	g.metrics = NULL;
 	fibsync_close(g.fibsync);
 	inrpd_rpz_close();
+	for (unsigned k = 0; k < 2; k++)
+		if (g.tls[k])
+			tls_server_close(g.tls[k]);
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
 
@@ -715,6 +765,10 @@ int main(int argc, char **argv)
 	g.tcp = tcp_server_open(&g.loop, cfg, err, sizeof(err));
 	if (!g.tcp)
 		daemon_fail(err);
+	if (cfg->tls.ndot && !(g.tls[TLS_DOT] = tls_server_open(&g.loop, TLS_DOT, cfg, g.tcp, err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->tls.ndoh && !(g.tls[TLS_DOH] = tls_server_open(&g.loop, TLS_DOH, cfg, g.tcp, err, sizeof(err))))
+		daemon_fail(err);
 	g.udp = udp_workers_open(cfg, nworkers, err, sizeof(err));
 	if (!g.udp)
 		daemon_fail(err);
@@ -769,6 +823,10 @@ int main(int argc, char **argv)
 	g.udp = NULL;
 	tcp_server_counters(g.tcp, &t);
 	log_counters("stopped", &u, &t);
+	for (unsigned k = 0; k < 2; k++) {
+		tls_server_free(g.tls[k]);
+		g.tls[k] = NULL;
+	}
 	tcp_server_free(g.tcp);
 	g.tcp = NULL;
 	tap_close(inrpd_tap);           /* every thread that logged has stopped */
@@ -792,6 +850,7 @@ int main(int argc, char **argv)
 		unlink(cfg->pid_file);
 	inrpd_config_free(cfg);
 	free(abs_path);
+	tlslink_global_deinit();
 	rcu_unregister_thread();
 	return 0;
 }

@@ -15,6 +15,7 @@
 struct fibsync;
 struct metrics_server;
 struct tcp_server;
+struct tls_server;
 struct udp_workers;
 
 struct inrpd_hops {
@@ -31,6 +32,7 @@ struct inrpd_metrics_source {
 	uint64_t uptime_ms, now_ms;
 	const struct udp_workers *udp;
 	const struct tcp_server *tcp;
+	const struct tls_server *tls[2];        /* DoT, DoH (tls.h); NULL: not listening */
 	const struct fibsync *fibsync;
 	const struct metrics_server *metrics;
 };

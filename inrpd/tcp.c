@@ -36,6 +36,11 @@
  * connection is not worth the upstream's idle rules.  The engine's
  * deadline bounds each exchange: no timer here.
  *
+ * DNS over TLS and HTTPS (tls.c) hand their queries to the same answer
+ * path, packet cache and forwarding engine (tcp_server_answer): the main
+ * thread's engine answers every stream transport, each connection behind
+ * a struct inrpd_stream that says where its forwarded answers go.
+ *
  * RCU: the main thread is offline except while it answers the messages of
  * one read; the runtime is dereferenced once per read.
  */
@@ -50,6 +55,7 @@
 #include "log.h"
 #include "inrpd.h"
 #include "proxy.h"
+#include "stream.h"
 #include "tcp.h"
 #include "tap.h"
 #include "wire.h"
@@ -71,6 +77,7 @@ struct tcp_server;
 struct tcp_conn {
 	uv_tcp_t handle;                /* first: handle.data is unused */
 	uv_timer_t timer;
+	struct inrpd_stream st;         /* the forwarding engine's client */
 	uv_shutdown_t shutdown;
 	struct tcp_server *srv;
 	struct tcp_conn *prev, *next;
@@ -186,7 +193,7 @@ static void conn_close(struct tcp_conn *c)
 	c->closing = true;
 	c->srv->nopen--;
 	if (c->forwarded) {
-		fwd_cancel_conn(c->srv->ctx.fwd, c);
+		fwd_cancel_conn(c->srv->ctx.fwd, &c->st);
 		c->forwarded = 0;
 		fwd_rearm(c->srv);
 	}
@@ -330,7 +337,7 @@ static void conn_process(struct tcp_conn *c)
 		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->client, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
-			struct fwd_client fc = { .conn = c };
+			struct fwd_client fc = { .conn = &c->st };
 			c->forwarded++;
 			fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
 			if (c->closing)         /* delivery failed and closed it */
@@ -386,12 +393,20 @@ static void conn_shutdown(struct tcp_conn *c)
 		conn_close(c);
 }
 
-/* An answer from the forwarding engine. */
-static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *msg, size_t len)
+/* An answer from the forwarding engine, for whichever transport's connection asked. */
+static void deliver_stream(void *ctx, const struct fwd_client *fc, const uint8_t *msg, size_t len)
 {
-	struct tcp_server *s = ctx;
-	struct tcp_conn *c = fc->conn;
+	struct inrpd_stream *st = fc->conn;
+	(void)ctx;
+	st->deliver(st, fc->serial, msg, len);
+}
+
+static void deliver_tcp(struct inrpd_stream *st, uint64_t tag, const uint8_t *msg, size_t len)
+{
+	struct tcp_conn *c = (struct tcp_conn *)((char *)st - offsetof(struct tcp_conn, st));
+	struct tcp_server *s = c->srv;
 	struct outbuf o = { 0 };
+	(void)tag;
 
 	c->forwarded--;
 	if (c->closing)
@@ -499,6 +514,7 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->srv = s;
+	c->st.deliver = deliver_tcp;
 	uv_tcp_init(s->loop, &c->handle);
 	c->handle.data = c;
 	c->open_handles = 1;
@@ -721,7 +737,7 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
 	s->ctx.cnt = &s->cnt;
-	s->ctx.fwd = fwd_engine_create(&s->ctx, cfg->max_pending, cfg->max_sockets, deliver_tcp, s, err, err_len);
+	s->ctx.fwd = fwd_engine_create(&s->ctx, cfg->max_pending, cfg->max_sockets, deliver_stream, s, err, err_len);
 	if (!s->ctx.fwd) {
 		free(s);
 		return NULL;
@@ -767,6 +783,32 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		}
 	}
 	return s;
+}
+
+/*
+ * A query from another stream transport (DoT, DoH), answered by the main
+ * thread's context with that transport's counters; a forwarded one comes
+ * back through st->deliver with tag.
+ */
+size_t tcp_server_answer(struct tcp_server *s, struct inrpd_stream *st, uint64_t tag, const uint8_t *pkt,
+			 size_t len, const struct sockaddr *peer, uint8_t *out, struct inrpd_counters *cnt)
+{
+	inrpd_worker_begin(&s->ctx);
+	s->ctx.cnt = cnt;
+	size_t alen = inrpd_answer(&s->ctx, pkt, len, peer, out);
+	s->ctx.cnt = &s->cnt;
+	if (alen == INRPD_FORWARD) {
+		struct fwd_client fc = { .conn = st, .serial = tag };
+		fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
+		fwd_rearm(s);
+	}
+	return alen;
+}
+
+void tcp_server_forget(struct tcp_server *s, struct inrpd_stream *st)
+{
+	fwd_cancel_conn(s->ctx.fwd, st);
+	fwd_rearm(s);
 }
 
 void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t idle_ms)
