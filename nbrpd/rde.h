@@ -115,6 +115,11 @@ void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
 /* Reload: the trust file read again (it is also polled); new routes are checked against it. */
 void rde_sig_reload(struct rde *r);
 
+/* One loop turn's work (table growth, jobs, the flush), which a check
+ * handle runs every turn; true while more could run at once.  sim/ calls
+ * it directly, its loop never run. */
+bool rde_turn(struct rde *r);
+
 /* ---- peers ---- */
 
 struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner);
