@@ -23,6 +23,7 @@
 #include "decide.h"
 #include "log.h"
 #include "nexthop.h"
+#include "packer.h"
 #include "rdesig.h"
 #include "rib.h"
 #include "wqueue.h"
@@ -185,32 +186,29 @@ static void cand_of(const struct rde *r, const struct rib_route *rt, struct deci
 /* Ranks two routes or more (out of line: decide's usual case is one). */
 static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entry *e)
 {
-	/* one thread: the candidates of one name at a time, in arrays that only grow */
-	static struct decide_cand *cands;
-	static struct rib_route **rts;
-	static unsigned cap;
+	struct rank_scratch *sc = &r->rank;
 	unsigned order[ROUTESET_MAX_ROUTES], n = 0;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		rt->rank = 0;
-		if (n == cap) {
-			unsigned ncap = cap ? cap * 2 : 64;
-			struct decide_cand *nc = realloc(cands, ncap * sizeof(*nc));
+		if (n == sc->cap) {
+			unsigned ncap = sc->cap ? sc->cap * 2 : 64;
+			struct decide_cand *nc = realloc(sc->cands, ncap * sizeof(*nc));
 			if (nc)
-				cands = nc;
-			struct rib_route **nr = nc ? realloc(rts, ncap * sizeof(*nr)) : NULL;
+				sc->cands = nc;
+			struct rib_route **nr = nc ? realloc(sc->routes, ncap * sizeof(*nr)) : NULL;
 			if (nr)
-				rts = nr;
+				sc->routes = nr;
 			if (!nc || !nr)
 				break;  /* out of memory: ranked among those seen */
-			cap = ncap;
+			sc->cap = ncap;
 		}
-		rts[n] = rt;
-		cand_of(r, rt, &cands[n++]);
+		sc->routes[n] = rt;
+		cand_of(r, rt, &sc->cands[n++]);
 	}
 	unsigned keep = r->cfg->max_routes < ROUTESET_MAX_ROUTES ? r->cfg->max_routes : ROUTESET_MAX_ROUTES;
-	unsigned ranked = decide_rank(cands, n, keep, order);
+	unsigned ranked = decide_rank(sc->cands, n, keep, order);
 	for (unsigned i = 0; i < ranked; i++)
-		rts[order[i]]->rank = i + 1;
+		sc->routes[order[i]]->rank = i + 1;
 }
 
 /* Ranks the usable routes, best first, and marks the entry for the next flush. */
@@ -475,7 +473,7 @@ void rde_peer_eor(struct rde_peer *p)
 	if (!p->eor_owed || p->hops_pending || !p->up)
 		return;
 	p->eor_owed = false;
-	struct wq_buf *eor = adjout_end_of_rib();
+	struct wq_buf *eor = packer_end_of_rib();
 	if (eor) {
 		p->rde->ops.send(p->rde->ops.arg, p->owner, eor);
 		wq_buf_put(eor);
@@ -1126,7 +1124,7 @@ static void dump_one(struct rib_entry *e, void *arg)
 	struct job_ctx *x = arg;
 	struct rde_peer *p = x->j->peer;
 	if (e->adv && adjout_allows(x->r, e->adv, e, p, &p->export))
-		adjout_pack_advertise(e, e->adv, e->adv_load);
+		packer_advertise(x->r->packer, e, e->adv, e->adv_load);
 }
 
 static void reexport_one(struct rib_entry *e, void *arg)
@@ -1138,9 +1136,9 @@ static void reexport_one(struct rib_entry *e, void *arg)
 	bool was = adjout_allows(x->r, e->adv, e, p, &p->export_old);
 	bool now = adjout_allows(x->r, e->adv, e, p, &p->export);
 	if (now && !was)
-		adjout_pack_advertise(e, e->adv, e->adv_load);
+		packer_advertise(x->r->packer, e, e->adv, e->adv_load);
 	else if (was && !now)
-		adjout_pack_withdraw(e);
+		packer_withdraw(x->r->packer, e);
 }
 
 static void purge_one(struct rib_entry *e, void *arg)
@@ -1190,12 +1188,12 @@ static unsigned job_step(struct rde *r, struct rde_job *j, unsigned budget, bool
 			rib_cursor_start(&r->rib, &p->reexport);
 		}
 		struct rib_cursor *c = j->kind == JOB_DUMP ? &p->dump : &p->reexport;
-		adjout_pack_begin(r, rde_emit_to_peer, p);
+		packer_begin(r->packer, rde_emit_to_peer, p);
 		if (p->sig != SIG_OFF)
-			adjout_pack_sign_for(p);
+			packer_sign_for(r->packer, p);
 		while (seen < budget && !rib_cursor_done(&r->rib, c) && !r->ops.full(r->ops.arg, p->owner))
 			seen += rib_cursor_step(&r->rib, c, j->kind == JOB_DUMP ? dump_one : reexport_one, &x);
-		adjout_pack_end();
+		packer_end(r->packer);
 		if (!rib_cursor_done(&r->rib, c))
 			return seen;
 		if (j->kind == JOB_DUMP) {
@@ -1365,9 +1363,9 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
-	adjout_pack_begin(r, rde_emit_to_peer, p);
+	packer_begin(r->packer, rde_emit_to_peer, p);
 	if (p->sig != SIG_OFF)
-		adjout_pack_sign_for(p);
+		packer_sign_for(r->packer, p);
 	for (size_t i = 0; i < n; i++) {
 		const struct flush_item *it = &items[i];
 		struct rib_entry *e = it->e;
@@ -1380,26 +1378,20 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
 		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
 		if (now && (it->changed || !was))
-			adjout_pack_advertise(e, e->adv, e->adv_load);
+			packer_advertise(r->packer, e, e->adv, e->adv_load);
 		else if (!now && was)
-			adjout_pack_withdraw(e);
+			packer_withdraw(r->packer, e);
 		else
 			continue;
 		if (e->flags & ENTRY_ORIGIN_WD)
-			adjout_pack_origin_withdrawals(e);
+			packer_origin_withdrawals(r->packer, e);
 	}
-	adjout_pack_end();
+	packer_end(r->packer);
 }
-
-struct group {
-	struct rde *r;
-	struct rde_peer **members;
-	unsigned n;
-};
 
 static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn)
 {
-	struct group *g = arg;
+	struct update_group *g = arg;
 	for (unsigned i = 0; i < g->n; i++) {
 		g->members[i]->updates_out++;
 		g->members[i]->names_out += names;
@@ -1517,9 +1509,8 @@ static void flush(struct rde *r)
 		}
 	}
 	/* the update group: peers for which every name here is decided alike */
-	static struct rde_peer **members;
-	static unsigned members_cap;
-	struct group g = { .r = r, .members = members };
+	struct update_group *g = &r->group;
+	g->n = 0;
 	for (unsigned i = 0; i < r->npeers; i++) {
 		struct rde_peer *p = r->peers[i];
 		if (!p->up || p->server_mode)
@@ -1530,32 +1521,32 @@ static void flush(struct rde *r)
 				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
-		if (g.n == members_cap) {
-			unsigned cap = members_cap ? members_cap * 2 : 64;
-			struct rde_peer **v = realloc(members, cap * sizeof(*v));
+		if (g->n == g->cap) {
+			unsigned cap = g->cap ? g->cap * 2 : 64;
+			struct rde_peer **v = realloc(g->members, cap * sizeof(*v));
 			if (!v) {
 				flush_to_peer(r, p, items, dirty.n);
 				continue;
 			}
-			members = g.members = v;
-			members_cap = cap;
+			g->members = v;
+			g->cap = cap;
 		}
-		g.members[g.n++] = p;
+		g->members[g->n++] = p;
 	}
-	if (g.n) {
-		adjout_pack_begin(r, emit_to_group, &g);
+	if (g->n) {
+		packer_begin(r->packer, emit_to_group, g);
 		for (size_t i = 0; i < dirty.n; i++) {
 			const struct flush_item *it = &items[i];
 			if (it->e->adv && (it->changed || !it->old))
-				adjout_pack_advertise(it->e, it->e->adv, it->e->adv_load);
+				packer_advertise(r->packer, it->e, it->e->adv, it->e->adv_load);
 			else if (!it->e->adv && it->old)
-				adjout_pack_withdraw(it->e);
+				packer_withdraw(r->packer, it->e);
 			else
 				continue;
 			if (it->e->flags & ENTRY_ORIGIN_WD)
-				adjout_pack_origin_withdrawals(it->e);
+				packer_origin_withdrawals(r->packer, it->e);
 		}
-		adjout_pack_end();
+		packer_end(r->packer);
 	}
 	/* our inrpd after the peers: writing to it wakes it, and it would run
 	 * first, on the path of the change through the network.  A peer that
@@ -1896,7 +1887,10 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->by_name = calloc(r->nby_name, sizeof(*r->by_name));
 	r->naggs_buckets = 16;
 	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
-	if (!r->attrs || !r->by_name || !r->aggs || rib_init(&r->rib) < 0) {
+	r->group.r = r;
+	r->packer = packer_new(r);
+	if (!r->attrs || !r->by_name || !r->aggs || !r->packer || rib_init(&r->rib) < 0) {
+		packer_free(r->packer);
 		free(r->attrs);
 		free(r->by_name);
 		free(r->aggs);
@@ -1971,5 +1965,9 @@ void rde_free(struct rde *r)
 	free(r->dirty.v);
 	free(r->deferred.v);
 	free(r->release.v);
+	free(r->group.members);
+	free(r->rank.cands);
+	free(r->rank.routes);
+	packer_free(r->packer);
 	free(r);
 }

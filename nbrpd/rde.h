@@ -13,7 +13,8 @@
  * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
  * attr.c (interned attributes and the next-hop index), rdesig.c
  * (signatures checked and made), decide.c (the decision), adjout.c (what
- * peers are told, UPDATE packing); rib.h is what they share.  control.c
+ * peers are told), packer.c (UPDATE packing); rib.h is what they share.
+ * All their state is in struct rde: RDEs do not share any.  control.c
  * renders `show route` from the views below.
  */
 #ifndef NBRPD_RDE_H

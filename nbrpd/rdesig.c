@@ -15,6 +15,7 @@
 #include "refused.h"
 #include "hashkey.h"
 #include "log.h"
+#include "packer.h"
 #include "rdesig.h"
 #include "trust_serial.h"
 
@@ -147,6 +148,8 @@ struct rdesig {
 	bool trust_expired;             /* ... has passed: routes checked again then */
 	uint64_t trust_not_yet;         /* a file refused as not valid yet: read again from then (0: none) */
 	uint64_t turn;                  /* loop turns (rdesig_turn): a peer's budget is a turn's */
+	uint8_t *set_marks;             /* rdesig_set_others: which of a set's names a Route has */
+	size_t set_marks_cap;
 	bool stopping;
 };
 
@@ -476,6 +479,7 @@ void rdesig_free(struct rdesig *s)
 		set_release(s, s->own[b].set);
 	free(s->own);
 	free(s->asked);
+	free(s->set_marks);
 	if (s->have_trust)
 		trust_free(&s->trust);
 	sigkey_wipe(&s->key);
@@ -1073,20 +1077,19 @@ static long set_find(const struct sig_set *set, const uint8_t *wire, size_t len)
 	return -1;
 }
 
-size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
+size_t rdesig_set_others(struct rdesig *s, const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
 			 ProtobufCBinaryData *others)
 {
-	static uint8_t *in;
-	static size_t cap;
 	if (n >= set->n)
 		return 0;               /* the set whole (a Route holds no name twice) */
-	if (set->n > cap) {
-		uint8_t *v = realloc(in, set->n);
+	if (set->n > s->set_marks_cap) {
+		uint8_t *v = realloc(s->set_marks, set->n);
 		if (!v)
 			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
-		in = v;
-		cap = set->n;
+		s->set_marks = v;
+		s->set_marks_cap = set->n;
 	}
+	uint8_t *in = s->set_marks;
 	memset(in, 0, set->n);
 	long k = -1;
 	for (size_t i = 0; i < n; i++) {
@@ -1458,7 +1461,7 @@ static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, ui
 	const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
 					 ? &p->export_old : &p->export;
 	if (adjout_allows(r, e->adv, e, p, pol))
-		adjout_pack_advertise(e, e->adv, e->adv_load);
+		packer_advertise(r->packer, e, e->adv, e->adv_load);
 }
 
 static bool peer_signed(struct rde_peer *p)
@@ -1510,8 +1513,8 @@ static void on_signed(struct attest_sign_batch *b)
 		const uint8_t *target = run->hops[i]->target;
 		struct rde_peer *p = s->stopping ? NULL : peer_of_key(s, target);
 		if (p) {
-			adjout_pack_begin(s->rde, rde_emit_to_peer, p);
-			adjout_pack_sign_for(p);
+			packer_begin(s->rde->packer, rde_emit_to_peer, p);
+			packer_sign_for(s->rde->packer, p);
 		}
 		for (size_t k = i; k < b->n; k++) {
 			struct hop *h = run->hops[k];
@@ -1525,7 +1528,7 @@ static void on_signed(struct attest_sign_batch *b)
 			h->pending = false;
 		}
 		if (p) {
-			adjout_pack_end();
+			packer_end(s->rde->packer);
 			rde_peer_eor(p);
 		}
 	}
@@ -1597,15 +1600,15 @@ static void resend_signed(struct rdesig *s, const struct sig_set *set, const uin
 		struct rde_peer *p = r->peers[q];
 		if (!peer_signed(p))
 			continue;
-		adjout_pack_begin(r, rde_emit_to_peer, p);
-		adjout_pack_sign_for(p);
+		packer_begin(r->packer, rde_emit_to_peer, p);
+		packer_sign_for(r->packer, p);
 		for (uint32_t i = 0; set && i < set->n; i++) {
 			const uint8_t *w = set->names + set->off[i];
 			resend(s, p, w + 1, w[0]);
 		}
 		if (!set)
 			resend(s, p, wire, len);
-		adjout_pack_end();
+		packer_end(r->packer);
 	}
 }
 

@@ -79,7 +79,7 @@ void rdesig_chain_free(struct rde *r, struct sig_chain *c);
 struct sig_set;
 const struct sig_set *rdesig_set_of(struct rde *r, const struct rib_entry *e, const struct rib_attrs *a);
 size_t rdesig_set_size(const struct sig_set *set, size_t *bytes);
-size_t rdesig_set_others(const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
+size_t rdesig_set_others(struct rdesig *s, const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
 			 ProtobufCBinaryData *others);
 void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt);
 /* A route's chain, kept for attributes that were given a new state. */

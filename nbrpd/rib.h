@@ -327,6 +327,22 @@ static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
 }
 
 struct rde_job;
+struct packer;
+struct decide_cand;
+
+/* The flush's update group: peers every changed name is told alike to, sent one encoding (rde.c). */
+struct update_group {
+	struct rde *r;
+	struct rde_peer **members;
+	unsigned n, cap;
+};
+
+/* One name's candidates while its routes are ranked (rde.c): arrays that only grow. */
+struct rank_scratch {
+	struct decide_cand *cands;
+	struct rib_route **routes;
+	unsigned cap;
+};
 
 /* What the RDE knows of an aggregate's members: the version stored here (aggregate.c's). */
 struct rde_agg {
@@ -373,6 +389,9 @@ struct rde {
 	struct rde_agg **aggs;                  /* by name */
 	size_t naggs_buckets, naggs;
 	uint32_t flush_no;
+	struct update_group group;
+	struct rank_scratch rank;
+	struct packer *packer;                  /* the UPDATEs being made (packer.h) */
 	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
 	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
 	uint64_t last_stamp;                    /* our last origin_seq */
@@ -398,7 +417,7 @@ static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
 struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
 /* Takes over a malloc'd array of index slots and lets go of them over several turns. */
 void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
-/* Counts an UPDATE for the peer (arg) and queues it on its session: a packer's emit for one peer. */
+/* Counts an UPDATE for the peer (arg) and queues it on its session: a packer_emit_fn for one peer. */
 void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
 /* An aggregate's entry's record of its stored version, or NULL. */
 struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
@@ -425,21 +444,5 @@ static inline uint32_t adjout_load(const struct rde *r, const struct rib_attrs *
 {
 	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
 }
-
-/* UPDATE packing: names whose attributes look the same to the receiver share one Route.
- * Frames go to emit as they fill, and at adjout_pack_end. */
-typedef void (*adjout_emit_fn)(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
-void adjout_pack_begin(struct rde *r, adjout_emit_fn emit, void *arg);
-void adjout_pack_advertise(const struct rib_entry *e, const struct rib_attrs *a, uint32_t load);
-void adjout_pack_withdraw(const struct rib_entry *e);
-/* The origin withdrawals noted for e (origin_wd.h), after its Route or withdrawal; a signed peer only the signed ones. */
-void adjout_pack_origin_withdrawals(const struct rib_entry *e);
-/* After adjout_pack_begin: every Route carries its attestations for p (a peer with signatures on),
- * one name a Route; a name whose signature is not made yet is sent once it is (rdesig.c). */
-void adjout_pack_sign_for(struct rde_peer *p);
-/* Sends what is packed; returns the UPDATEs sent since adjout_pack_begin. */
-unsigned adjout_pack_end(void);
-/* An END-OF-RIB frame. */
-struct wq_buf *adjout_end_of_rib(void);
 
 #endif

@@ -2,8 +2,9 @@
  * The RDE (nbrpd/rde.c and its modules) linked alone, with the session
  * layer and the FIB channel replaced by recorders: UPDATE packing, the
  * update group, split horizon, the next-hop index, jobs that span loop
- * turns, flow control, purges, and more peers than a bit mask holds; and
- * the table alone, across doublings.
+ * turns, flow control, purges, and more peers than a bit mask holds; two
+ * RDEs in one process, one feeding the other; and the table alone, across
+ * doublings.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,8 @@
 
 /* ---- a recorder for each peer ---- */
 
+struct world;
+
 struct fake {
 	char name[32];
 	bool full;
@@ -35,9 +38,24 @@ struct fake {
 	uint64_t agg_version;                   /* of the last aggregate's route */
 	char agg_source[64];
 	struct rde_peer *rp;
+	struct fake *relay_to;          /* another RDE's peer: its UPDATEs are given to it at once */
+	struct world *relay_world;
 };
 
-static uint64_t fib_calls;
+struct world {
+	uv_loop_t loop;
+	struct nbrpd_config cfg;
+	struct nexthop_table *nh;
+	struct rde *rde;
+	struct fake *peers;
+	unsigned npeers;
+	/* what it told the FIB channel and the aggregate store */
+	uint64_t fib_calls, fib_agg_calls;
+	unsigned fib_agg_count;
+	unsigned offered_calls;
+	uint32_t offered_version;
+	struct ip_endpoint offered_source;
+};
 
 static void rec_send(void *arg, void *owner, struct wq_buf *frame)
 {
@@ -52,6 +70,11 @@ static void rec_send(void *arg, void *owner, struct wq_buf *frame)
 	} else {
 		assert_int_equal(m->body_case, NBRP__MESSAGE__BODY_UPDATE);
 		f->updates++;
+		if (f->relay_to) {
+			/* the other RDE reads it and takes its turn now, in the middle of this one's flush */
+			rde_peer_update(f->relay_to->rp, m->update);
+			uv_run(&f->relay_world->loop, UV_RUN_NOWAIT);
+		}
 		f->withdrawn += m->update->n_withdrawn;
 		f->agg_withdrawn += m->update->n_withdrawn_aggregates;
 		for (size_t i = 0; i < m->update->n_routes; i++) {
@@ -90,39 +113,32 @@ static void rec_notify(void *arg, void *owner, uint8_t code, uint8_t subcode, co
 
 static void rec_fib(void *arg, const struct name *n, const struct route *routes, unsigned count)
 {
-	(void)arg;
+	struct world *w = arg;
 	(void)n;
 	(void)routes;
 	(void)count;
-	fib_calls++;
+	w->fib_calls++;
 }
-
-static uint64_t fib_agg_calls;
-static unsigned fib_agg_count;
 
 static void rec_fib_aggregate(void *arg, const struct name *n, const struct route *routes, unsigned count)
 {
-	(void)arg;
+	struct world *w = arg;
 	(void)n;
 	(void)routes;
-	fib_agg_calls++;
-	fib_agg_count = count;
+	w->fib_agg_calls++;
+	w->fib_agg_count = count;
 }
-
-static unsigned offered_calls;
-static uint32_t offered_version;
-static struct ip_endpoint offered_source;
 
 static void rec_offered(void *arg, const struct name *agg, uint32_t version, const struct ip_endpoint *source,
 			const uint8_t *digest, bool whole)
 {
-	(void)arg;
+	struct world *w = arg;
 	(void)agg;
 	(void)digest;
 	(void)whole;
-	offered_calls++;
-	offered_version = version;
-	offered_source = *source;
+	w->offered_calls++;
+	w->offered_version = version;
+	w->offered_source = *source;
 }
 
 static void rec_fib_flush(void *arg)
@@ -137,20 +153,12 @@ static void rec_input_ready(void *arg)
 
 /* ---- the world ---- */
 
-struct world {
-	uv_loop_t loop;
-	struct nbrpd_config cfg;
-	struct nexthop_table *nh;
-	struct rde *rde;
-	struct fake *peers;
-	unsigned npeers;
-};
-
-static struct world *world_new(unsigned npeers)
+/* An RDE named router with peers p0.. (names NULL) or the names given, on a loop of its own. */
+static struct world *world_named(const char *router, unsigned npeers, const char *const *names)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	uv_loop_init(&w->loop);
-	snprintf(w->cfg.router_name, sizeof(w->cfg.router_name), "r1");
+	snprintf(w->cfg.router_name, sizeof(w->cfg.router_name), "%s", router);
 	w->cfg.inrp.family = AF_INET;
 	memcpy(w->cfg.inrp.addr, (uint8_t[]){ 192, 0, 2, 1 }, 4);
 	w->cfg.inrp.port = 53;
@@ -158,22 +166,28 @@ static struct world *world_new(unsigned npeers)
 	w->cfg.load_radius = 3;
 	w->cfg.max_routes = 4;
 	w->nh = nexthop_table_new(&w->loop);
-	static const struct rde_ops ops = { .send = rec_send, .full = rec_full, .notify = rec_notify,
-					    .fib_name = rec_fib, .fib_flush = rec_fib_flush,
-					    .fib_aggregate = rec_fib_aggregate, .aggregate_offered = rec_offered,
-					    .input_ready = rec_input_ready };
+	const struct rde_ops ops = { .send = rec_send, .full = rec_full, .notify = rec_notify,
+				     .fib_name = rec_fib, .fib_flush = rec_fib_flush,
+				     .fib_aggregate = rec_fib_aggregate, .aggregate_offered = rec_offered,
+				     .input_ready = rec_input_ready, .arg = w };
 	w->rde = rde_new(&w->loop, &w->cfg, w->nh, &ops);
 	w->peers = calloc(npeers, sizeof(*w->peers));
 	w->npeers = npeers;
 	for (unsigned i = 0; i < npeers; i++) {
 		struct nbrpd_peer_config pc = { .local_pref = 100 };
-		snprintf(pc.name, sizeof(pc.name), "p%u", i);
-		snprintf(w->peers[i].name, sizeof(w->peers[i].name), "p%u", i);
+		if (names)
+			snprintf(pc.name, sizeof(pc.name), "%s", names[i]);
+		else
+			snprintf(pc.name, sizeof(pc.name), "p%u", i);
+		snprintf(w->peers[i].name, sizeof(w->peers[i].name), "%.31s", pc.name);
 		w->peers[i].rp = rde_peer_add(w->rde, &pc, &w->peers[i]);
 	}
-	fib_calls = fib_agg_calls = 0;
-	offered_calls = 0;
 	return w;
+}
+
+static struct world *world_new(unsigned npeers)
+{
+	return world_named("r1", npeers, NULL);
 }
 
 /* Turns of the loop until no job is left (at most max); returns how many it took. */
@@ -259,7 +273,7 @@ static void names_share_routes_and_updates_are_full(void **state)
 	assert_string_equal(sink->first_path[0], "r1");
 	assert_string_equal(sink->first_path[1], "p0");
 	assert_int_equal(w->peers[0].advertised, 0);    /* not back to where it came from */
-	assert_int_equal(fib_calls, 3000);
+	assert_int_equal(w->fib_calls, 3000);
 	world_free(w);
 }
 
@@ -314,12 +328,12 @@ static void a_next_hop_change_decides_only_the_names_behind_it(void **state)
 	announce(w, 1, 0, 1000, "p1", 10, 100);         /* the same names, worse, next hop .10 */
 	announce(w, 1, 5000, 3000, "p1", 10, 0);        /* names only via .10 */
 	run(w, 10);
-	fib_calls = 0;
+	w->fib_calls = 0;
 	struct nexthop *x = nexthop_lookup(w->nh, AF_INET, (uint8_t[]){ 198, 51, 100, 9 });
 	assert_non_null(x);
 	nexthop_update(w->nh, x, false, 0, 0, "ospf1");
 	run(w, 100);
-	assert_int_equal(fib_calls, 2000);              /* only the names behind .9 */
+	assert_int_equal(w->fib_calls, 2000);              /* only the names behind .9 */
 	/* those with an alternate moved to it; the others are withdrawn */
 	assert_int_equal(w->peers[2].withdrawn, 1000);
 	world_free(w);
@@ -504,13 +518,13 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	offer_aggregate(w, 0, 7, 10);
 	run(w, 10);
 	/* the RDE asks for version 7 from p0's source, inrpd gets the aggregate's routes, no member */
-	assert_int_equal(offered_calls, 1);
-	assert_int_equal(offered_version, 7);
-	assert_int_equal(offered_source.port, 5300);
-	assert_memory_equal(offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
-	assert_int_equal(fib_agg_calls, 1);
-	assert_int_equal(fib_agg_count, 1);
-	assert_int_equal(fib_calls, 0);
+	assert_int_equal(w->offered_calls, 1);
+	assert_int_equal(w->offered_version, 7);
+	assert_int_equal(w->offered_source.port, 5300);
+	assert_memory_equal(w->offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
+	assert_int_equal(w->fib_agg_calls, 1);
+	assert_int_equal(w->fib_agg_count, 1);
+	assert_int_equal(w->fib_calls, 0);
 	/* nobody is told before a version is stored here */
 	assert_int_equal(w->peers[1].agg_routes + w->peers[2].agg_routes, 0);
 	struct name agg;
@@ -528,8 +542,8 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	/* p1 offers an older version: the newest is still asked for, from p0 */
 	offer_aggregate(w, 1, 5, 11);
 	run(w, 10);
-	assert_int_equal(offered_version, 7);
-	assert_memory_equal(offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
+	assert_int_equal(w->offered_version, 7);
+	assert_memory_equal(w->offered_source.addr, ((uint8_t[]){ 192, 0, 2, 10 }), 4);
 	/* a name of the same name is another route; withdrawing the name leaves the aggregate */
 	assert_null(rde_find(w->rde, &agg));
 	assert_non_null(rde_find_aggregate(w->rde, &agg));
@@ -550,8 +564,59 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	run(w, 10);
 	assert_null(rde_find_aggregate(w->rde, &agg));
 	assert_int_equal(w->peers[2].agg_withdrawn, 1);
-	assert_int_equal(fib_agg_count, 0);
+	assert_int_equal(w->fib_agg_count, 0);
 	world_free(w);
+}
+
+/* Two RDEs in one process, as a simulator runs routers: A's UPDATEs to its peer p1 are B's from
+ * its peer r1, read and flushed by B in the middle of A's flush.  The same names come into both
+ * from different peers; each RDE keeps its own table, packer, update group and policies. */
+static void two_rdes_in_one_process_share_no_state(void **state)
+{
+	static const char *const b_peers[] = { "r1", "q1", "q2" };
+	struct world *a = world_new(2);
+	struct world *b = world_named("r2", 3, b_peers);
+	a->peers[1].relay_to = &b->peers[0];
+	a->peers[1].relay_world = b;
+	struct nbrpd_policy_rule deny = { .allow = false };
+	name_from_text(&deny.suffix, "n3.example", 10);
+	struct nbrpd_peer_config pc = { .local_pref = 100, .export = { .nrules = 1, .rules = &deny } };
+	snprintf(pc.name, sizeof(pc.name), "q1");
+	rde_peer_configure(b->peers[1].rp, &pc);        /* B's q1 is not told n3.example */
+	up_all(a);
+	up_all(b);
+	announce(b, 2, 0, 3000, "q2", 9, 0);
+	run(b, 10);
+	announce(a, 0, 0, 3000, "p0", 9, 0);
+	run(a, 10);
+	run(b, 10);
+
+	struct fake *a_sink = &a->peers[1];
+	assert_int_equal(a_sink->updates, 3);           /* A's UPDATEs full, whatever B did meanwhile */
+	assert_int_equal(a_sink->advertised, 3000);
+	assert_string_equal(a_sink->first_path[0], "r1");
+	assert_string_equal(a_sink->first_path[1], "p0");
+	assert_int_equal(a->peers[0].advertised, 0);
+	assert_int_equal(a->fib_calls, 3000);
+
+	/* B keeps its own shorter route: what A sent is a second route, news to nobody */
+	struct rde_stats st;
+	rde_stats(b->rde, &st);
+	assert_int_equal(st.names, 3000);
+	assert_int_equal(st.routes, 6000);
+	rde_stats(a->rde, &st);
+	assert_int_equal(st.routes, 3000);
+	for (unsigned i = 0; i < 2; i++) {
+		struct fake *f = &b->peers[i];
+		assert_int_equal(f->advertised, i == 1 ? 2999 : 3000);
+		assert_int_equal(f->updates, 3);
+		assert_string_equal(f->first_path[0], "r2");
+		assert_string_equal(f->first_path[1], "q2");
+	}
+	assert_int_equal(b->peers[2].advertised, 0);
+	assert_int_equal(b->fib_calls, 6000);           /* its names, then their second routes */
+	world_free(a);
+	world_free(b);
 }
 
 static size_t name_of(unsigned i, uint8_t wire[32])
@@ -615,6 +680,7 @@ int main(void)
 		cmocka_unit_test(a_new_export_policy_is_applied_to_what_the_peer_was_told),
 		cmocka_unit_test(a_walk_sees_every_name_once_while_the_table_grows_under_it),
 		cmocka_unit_test(an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source),
+		cmocka_unit_test(two_rdes_in_one_process_share_no_state),
 		cmocka_unit_test(every_name_is_found_while_and_after_the_table_doubles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
