@@ -36,24 +36,6 @@ struct told {
 	uint32_t n, cap;
 };
 
-/* An MRAI's announcements held back: the newest Route of each name. */
-struct held_name {
-	ProtobufCBinaryData name;       /* into one of msgs */
-	const Nbrp__Route *route;
-};
-
-struct held_msg {
-	Nbrp__Message *m;
-	struct wq_buf *frame;           /* what m points into */
-};
-
-struct held {
-	struct held_msg *msgs;
-	uint32_t nmsgs, msgs_cap;
-	struct held_name *names;
-	uint32_t nnames, names_cap;
-};
-
 /* One end of a session: router `from`'s, towards the link's `to` (topo->link[i]). */
 struct half {
 	uint32_t from, rev;             /* rev: the other end's index */
@@ -63,7 +45,7 @@ struct half {
 	uint32_t gen;
 	bool up, mrai_pending;
 	struct told told;
-	struct held *held;
+	struct wq_buf *held;            /* the MRAI's: one UPDATE, the newest Route of each name */
 };
 
 #define MAX_AGGS        64              /* aggregates a run */
@@ -399,67 +381,82 @@ static void deliver(struct net *n, struct half *h, struct wq_buf *frame, uint64_
 	push(n, arrive, EV_ARRIVE, l->to, m);
 }
 
-static void held_free(struct held *hd)
+static bool same_name(const ProtobufCBinaryData *a, const ProtobufCBinaryData *b)
 {
-	if (!hd)
-		return;
-	for (uint32_t i = 0; i < hd->nmsgs; i++) {
-		nbrp_message_free(hd->msgs[i].m);
-		wq_buf_put(hd->msgs[i].frame);
-	}
-	free(hd->msgs);
-	free(hd->names);
-	free(hd);
+	return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
 }
 
-/* True when the name was held (and now is not). */
-static bool held_drop_name(struct held *hd, const ProtobufCBinaryData *nm)
+static bool in_routes(const ProtobufCBinaryData *nm, Nbrp__Route *const *routes, size_t n)
 {
-	for (uint32_t i = 0; hd && i < hd->nnames; i++)
-		if (hd->names[i].name.len == nm->len && memcmp(hd->names[i].name.data, nm->data, nm->len) == 0) {
-			hd->names[i] = hd->names[--hd->nnames];
-			return true;
-		}
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < routes[i]->n_names; k++)
+			if (same_name(nm, &routes[i]->names[k]))
+				return true;
 	return false;
 }
 
-static void *grow(void *v, uint32_t *cap, uint32_t need, size_t size)
+/*
+ * The MRAI's UPDATE held for a session, again: the names in drop[] and in
+ * add's Routes out of it, then (keep_add) add's Routes in.  Kept encoded (a decoded
+ * message costs a page or more): NULL when nothing is left.  *replaced:
+ * names that were held and are no more.
+ */
+static struct wq_buf *held_merge(struct wq_buf *held, const ProtobufCBinaryData *drop, size_t ndrop,
+				 Nbrp__Route *const *add, size_t nadd, bool keep_add, uint64_t *replaced)
 {
-	if (need <= *cap)
-		return v;
-	uint32_t c = *cap ? *cap : 4;
-	while (c < need)
-		c *= 2;
-	void *p = realloc(v, c * size);
-	if (!p) {
+	Nbrp__Message *old = NULL;
+	size_t nold = 0, names = 0;
+	if (held) {
+		struct nbrp_error e;
+		if (nbrp_decode(held->data + NBRP_HEADER_LEN, held->len - NBRP_HEADER_LEN, true, &old, &e) < 0)
+			abort();        /* our own encoding */
+		nold = old->update->n_routes;
+		for (size_t i = 0; i < nold; i++)
+			names += old->update->routes[i]->n_names;
+	}
+	Nbrp__Route **routes = malloc((nold + nadd + 1) * sizeof(*routes));
+	Nbrp__Route *copies = malloc((nold + 1) * sizeof(*copies));
+	ProtobufCBinaryData *kept = malloc((names + 1) * sizeof(*kept));
+	if (!routes || !copies || !kept) {
 		log_err("sim: out of memory");
 		abort();
 	}
-	*cap = c;
-	return p;
-}
-
-/* The MRAI keeps m's routes (names held before dropped), with its frame, to send when it runs out. */
-static void hold(struct net *n, struct half *h, Nbrp__Message *m, struct wq_buf *frame)
-{
-	struct held *hd = h->held;
-	if (!hd && !(hd = h->held = calloc(1, sizeof(*hd)))) {
-		log_err("sim: out of memory");
-		abort();
-	}
-	hd->msgs = grow(hd->msgs, &hd->msgs_cap, hd->nmsgs + 1, sizeof(*hd->msgs));
-	frame->refs++;
-	hd->msgs[hd->nmsgs++] = (struct held_msg){ m, frame };
-	const Nbrp__Update *u = m->update;
-	for (size_t i = 0; i < u->n_routes; i++)
-		for (size_t k = 0; k < u->routes[i]->n_names; k++) {
-			hd->names = grow(hd->names, &hd->names_cap, hd->nnames + 1, sizeof(*hd->names));
-			hd->names[hd->nnames++] = (struct held_name){ u->routes[i]->names[k], u->routes[i] };
+	size_t nr = 0, used = 0;
+	for (size_t i = 0; i < nold; i++) {
+		const Nbrp__Route *rt = old->update->routes[i];
+		copies[i] = *rt;
+		copies[i].names = &kept[used];
+		copies[i].n_names = 0;
+		for (size_t k = 0; k < rt->n_names; k++) {
+			bool gone = in_routes(&rt->names[k], add, nadd);
+			for (size_t d = 0; d < ndrop && !gone; d++)
+				gone = same_name(&rt->names[k], &drop[d]);
+			if (gone) {
+				++*replaced;
+				continue;
+			}
+			kept[used++] = rt->names[k];
+			copies[i].n_names++;
 		}
-	if (!h->mrai_pending) {
-		h->mrai_pending = true;
-		push(n, h->mrai_until, EV_MRAI, (uint32_t)(h - n->h), NULL);
+		if (copies[i].n_names)
+			routes[nr++] = &copies[i];
 	}
+	for (size_t i = 0; keep_add && i < nadd; i++)
+		routes[nr++] = add[i];
+	struct wq_buf *b = NULL;
+	if (nr) {
+		Nbrp__Update u = NBRP__UPDATE__INIT;
+		u.routes = routes;
+		u.n_routes = nr;
+		b = encode(&u);
+	}
+	free(routes);
+	free(copies);
+	free(kept);
+	nbrp_message_free(old);
+	if (held)
+		wq_buf_put(held);
+	return b;
 }
 
 static uint64_t mrai_next(struct net *n, uint64_t from)
@@ -471,48 +468,14 @@ static uint64_t mrai_next(struct net *n, uint64_t from)
 static void mrai_expired(struct net *n, struct half *h)
 {
 	h->mrai_pending = false;
-	struct held *hd = h->held;
+	struct wq_buf *b = h->held;
 	h->held = NULL;
-	if (!hd || !h->up || !hd->nnames) {
-		held_free(hd);
+	if (!b)
+		return;
+	if (!h->up) {
+		wq_buf_put(b);
 		return;
 	}
-	/* one Route a distinct Route held, with the names that still point to it */
-	Nbrp__Route **routes = calloc(hd->nnames, sizeof(*routes));
-	Nbrp__Route *copies = calloc(hd->nnames, sizeof(*copies));
-	ProtobufCBinaryData *names = calloc(hd->nnames, sizeof(*names));
-	if (!routes || !copies || !names) {
-		log_err("sim: out of memory");
-		abort();
-	}
-	size_t nr = 0, used = 0;
-	bool *done = calloc(hd->nnames, sizeof(*done));
-	if (!done)
-		abort();
-	for (uint32_t i = 0; i < hd->nnames; i++) {
-		if (done[i])
-			continue;
-		copies[nr] = *hd->names[i].route;
-		copies[nr].names = &names[used];
-		copies[nr].n_names = 0;
-		for (uint32_t k = i; k < hd->nnames; k++)
-			if (!done[k] && hd->names[k].route == hd->names[i].route) {
-				names[used++] = hd->names[k].name;
-				copies[nr].n_names++;
-				done[k] = true;
-			}
-		routes[nr] = &copies[nr];
-		nr++;
-	}
-	Nbrp__Update u = NBRP__UPDATE__INIT;
-	u.routes = routes;
-	u.n_routes = nr;
-	struct wq_buf *b = encode(&u);
-	free(done);
-	free(routes);
-	free(copies);
-	free(names);
-	held_free(hd);
 	h->mrai_until = mrai_next(n, n->now);
 	deliver(n, h, b, n->now, true);
 }
@@ -594,25 +557,19 @@ static void transmit(struct net *n, struct half *h, struct wq_buf *frame, Nbrp__
 	bool hold_routes = n->o.mrai_ns && f.n_routes && at < h->mrai_until;
 	if (n->o.mrai_ns && f.n_routes && !hold_routes)
 		h->mrai_until = mrai_next(n, at);
-	for (size_t i = 0; hold_routes && i < f.n_withdrawn; i++)
-		held_drop_name(h->held, &f.withdrawn[i]);       /* withdrawals go now, and cancel */
+	if (h->held || hold_routes) {
+		/* what goes now (withdrawals, routes once the MRAI ran out) replaces what was held */
+		uint64_t replaced = 0;
+		h->held = held_merge(h->held, f.withdrawn, f.n_withdrawn, f.routes, f.n_routes, hold_routes, &replaced);
+		n->w.held += replaced;
+	}
 	if (hold_routes) {
-		/* the MRAI runs: the routes wait (the newest of each name), the rest goes now */
-		for (size_t i = 0; i < f.n_routes; i++)
-			for (size_t k = 0; k < f.routes[i]->n_names; k++)
-				n->w.held += held_drop_name(h->held, &f.routes[i]->names[k]);
-		Nbrp__Update keep = NBRP__UPDATE__INIT;
-		keep.routes = f.routes;
-		keep.n_routes = f.n_routes;
-		struct wq_buf *kb = encode(&keep);
-		Nbrp__Message *km;
-		struct nbrp_error e;
-		if (nbrp_decode(kb->data + NBRP_HEADER_LEN, kb->len - NBRP_HEADER_LEN, true, &km, &e) < 0)
-			abort();
-		hold(n, h, km, kb);
-		wq_buf_put(kb);
 		f.n_routes = 0;
 		changed = true;
+		if (!h->mrai_pending) {
+			h->mrai_pending = true;
+			push(n, h->mrai_until, EV_MRAI, (uint32_t)(h - n->h), NULL);
+		}
 	}
 	bool empty = !f.n_routes && !f.n_withdrawn && !f.n_withdrawn_aggregates && !f.n_origin_withdrawals;
 	struct wq_buf *out = empty ? NULL : changed ? encode(&f) : frame;
@@ -890,7 +847,8 @@ void net_free(struct net *n)
 	}
 	for (size_t k = 0; n->h && k < n->t->nlinks; k++) {
 		free(n->h[k].told.v);
-		held_free(n->h[k].held);
+		if (n->h[k].held)
+			wq_buf_put(n->h[k].held);
 	}
 	nexthop_table_free(n->nexthops);
 	uv_loop_close(&n->loop);
@@ -989,7 +947,8 @@ static void half_down(struct net *n, struct half *h)
 	h->up = false;
 	h->gen++;
 	h->told.n = 0;
-	held_free(h->held);
+	if (h->held)
+		wq_buf_put(h->held);
 	h->held = NULL;
 	h->mrai_until = 0;
 	rde_peer_down(h->peer, false);

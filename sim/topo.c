@@ -47,7 +47,7 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
-		char kw[16], rel[8], label[32];
+		char kw[16], rel[16], label[32];
 		unsigned long a, b, us;
 		int used = 0;
 		if (sscanf(line, " %15s%n", kw, &used) != 1)
@@ -61,7 +61,7 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 			have_n = true;
 		} else if (strcmp(kw, "link") == 0) {
 			char *rest = line + used;
-			if (!have_n || sscanf(rest, "%lu %lu %7s %lu", &a, &b, rel, &us) != 4 || a >= t->n ||
+			if (!have_n || sscanf(rest, "%lu %lu %15s %lu", &a, &b, rel, &us) != 4 || a >= t->n ||
 			    b >= t->n || a == b || us > 10000000) {
 				snprintf(err, err_len, "%s:%u: link: A B p2c|p2p|flat DELAY_US, A and B distinct "
 					 "routers below %u (after `routers`), delay at most 10 s", path, lineno, t->n);
