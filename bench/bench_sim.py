@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""scripts/bench sim: NBRP at Internet scale, simulated (docs/SIMULATION.md).
+
+  default:   an Internet-like AS graph of --ases N (1,000) ASes
+             (sim/topology.py: networkx's random_internet_as_graph, seeded),
+             nbrpd's RDE in every AS, Gao-Rexford; each event (announce,
+             withdraw, move, an aggregate's next version, at --origins stub,
+             mid and tier-1 origins each; the session between the two
+             biggest transit ASes failing and coming back; a mid AS's link
+             flapping) in each mode: nbrp (origin withdrawals on, no MRAI),
+             pv (origin withdrawals off: plain path-vector exploration), bgp
+             (off, and a 30 s MRAI per session).  A table a mode on stderr.
+  --testbed N: the graph of `scripts/bench topology --routers N` (same seed),
+             its move of bench.content between its leaves X and Y, --rounds
+             times; with --compare, the testbed itself runs after it (root,
+             network namespaces, heavy) and the UPDATE counts are set side by
+             side.
+
+The graph files are kept in build/bench/ (the 75,000-AS one takes networkx
+about a minute).  The last line of output is one JSON object.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def topology(kind, n, seed, build):
+    out = build / "bench" / f"sim-{kind}-{n}-{seed}.txt"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        subprocess.run(["/usr/bin/python3", str(ROOT / "sim" / "topology.py"), kind, str(n), "--seed", str(seed),
+                        "-o", str(tmp)], check=True)
+        tmp.rename(out)
+    return out
+
+
+def table(result):
+    for mode, m in result["modes"].items():
+        print(f"\n{mode}: origin withdrawals {'on' if m['origin_withdrawals'] else 'off'}, MRAI {m['mrai_s']} s; "
+              f"{m['bytes_per_router'] / 1024:.1f} KiB a router; {m['wall_s']} s", file=sys.stderr)
+        print(f"  {'event':<20} {'converged ms':>13} {'max ms':>10} {'UPDATEs':>9} {'bytes':>10} "
+              f"{'best changes':>13} {'routers':>8} {'peak queue':>10}", file=sys.stderr)
+        for ev, t in m.get("events", {}).items():
+            print(f"  {ev:<20} {t['converge_ms']:>13.1f} {t['converge_max_ms']:>10.1f} {t['updates']:>9.0f} "
+                  f"{t['bytes']:>10.0f} {t['best_changes']:>13.0f} {t['routers_changed']:>8.0f} "
+                  f"{t['peak_queue']:>10}", file=sys.stderr)
+        for i, r in enumerate(m.get("rounds", [])):
+            print(f"  move {i + 1}: {r['updates']} UPDATEs, {r['bytes']} B, converged {r['converge_ms']:.2f} ms, "
+                  f"{r['best_changes']} best changes", file=sys.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--ases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--origins", type=int, default=3, help="origins of each class (stub, mid, tier-1)")
+    ap.add_argument("--names", type=int, default=16, help="background names, from random ASes")
+    ap.add_argument("--modes", default="nbrp,pv,bgp")
+    ap.add_argument("--mrai", type=int, default=30)
+    ap.add_argument("--testbed", type=int, default=0, metavar="N", help="the testbed's graph of N routers instead")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--compare", action="store_true", help="with --testbed: run scripts/bench topology too")
+    ap.add_argument("sim_args", nargs="*", help="passed to sim (after --)")
+    args = ap.parse_args()
+    build = pathlib.Path(args.build)
+    if args.testbed:
+        topo = topology("testbed", args.testbed, args.seed, build)
+        cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed),
+               "--modes", "nbrp,pv" if args.modes == "nbrp,pv,bgp" else args.modes, "--names", "0", "--move", "x", "y", "--rounds", str(args.rounds), *args.sim_args]
+    else:
+        topo = topology("internet", args.ases, args.seed, build)
+        cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed), "--modes", args.modes,
+               "--mrai", str(args.mrai), "--origins", str(args.origins), "--names", str(args.names), *args.sim_args]
+    print(" ".join(cmd), file=sys.stderr)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
+    result = json.loads(p.stdout.decode().splitlines()[-1])
+    table(result)
+    if args.testbed and args.compare:
+        q = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "bench_topology.py"), "--routers",
+                            str(args.testbed), "--seed", str(args.seed), "--rounds", str(args.rounds)],
+                           stdout=subprocess.PIPE, check=True)
+        real = json.loads(q.stdout.decode().splitlines()[-1])
+        sim = [r["updates"] for r in result["modes"]["nbrp"]["rounds"]]
+        result["testbed"] = {k: real[k] for k in ("nbrp_updates_rounds", "bird_updates_rounds", "nbrp_converge_ms_rounds",
+                                                   "nbrp_settled_ms_rounds", "bird_converge_ms_rounds")}
+        # the testbed's moves alternate as the simulator's do: round i is the same move in both
+        for mode, key in (("nbrp", "nbrp_updates_rounds"), ("pv", "bird_updates_rounds")):
+            if mode not in result["modes"]:
+                continue
+            sim = [r["updates"] for r in result["modes"][mode]["rounds"]]
+            real_rounds = real[key]
+            result[f"{mode}_updates_sim_over_testbed"] = [round(a / b, 3) for a, b in zip(sim, real_rounds) if b]
+            print(f"\nUPDATEs a move, {mode} against the testbed's {key}: simulated {sim}, testbed {real_rounds}",
+                  file=sys.stderr)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
