@@ -387,7 +387,7 @@ int main(int argc, char **argv)
 	struct args a = {
 		.seed = 1, .origins = 3, .names = 16, .gap_s = 120, .flap_s = 10, .flaps = 3, .rounds = 5,
 		/* scripts/bench nbrp, docs/SIMULATION.md "Cost model" */
-		.cost = { .update_ns = 5000, .name_ns = 400, .peer_name_ns = 25, .fetch_ns = 1000000 },
+		.cost = { .update_ns = 5000, .name_ns = 400, .peer_name_ns = 25, .fetch_ns = 20000 },
 	};
 	const char *modes = "nbrp,pv,bgp";
 	uint64_t mrai_s = 30;

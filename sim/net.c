@@ -58,6 +58,7 @@ struct aggv {
 struct best {
 	uint64_t key;                   /* the name's (or aggregate's) hash */
 	uint32_t from;                  /* routes[0]'s router + 1; 0: none */
+	uint32_t origin;                /* and its origin (inrp_origin_tag) */
 };
 
 struct router {
@@ -195,9 +196,11 @@ static void ops_notify(void *arg, void *owner, uint8_t code, uint8_t subcode, co
 static void best_changed(struct router *r, uint64_t key, const struct route *routes, unsigned count)
 {
 	struct net *n = r->net;
-	uint32_t from = 0;
-	if (count)
+	uint32_t from = 0, origin = 0;
+	if (count) {
 		from = routes[0].kind == ROUTE_SERVER ? r->id + 1 : id_of(routes[0].addr) + 1;
+		origin = routes[0].origin;
+	}
 	struct best *b = NULL;
 	for (uint32_t i = 0; i < r->nbest && !b; i++)
 		if (r->best[i].key == key)
@@ -217,11 +220,12 @@ static void best_changed(struct router *r, uint64_t key, const struct route *rou
 		}
 		b = &r->best[r->nbest++];
 		b->key = key;
-		b->from = 0;
+		b->from = b->origin = 0;
 	}
-	if (b->from == from)
+	if (b->from == from && b->origin == origin)
 		return;
 	b->from = from;
+	b->origin = origin;
 	n->w.best_changes++;
 	n->w.last_change_ns = n->now;
 	if (r->changed_window != n->window_no) {
