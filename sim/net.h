@@ -11,7 +11,7 @@
  *    where a route came from, so a router's routes learned from a peer
  *    or a provider are taken out of what it sends its peers and providers
  *    (a name told before is withdrawn instead).  The preference half of
- *    the rule is NBRP's own: each session's `preference` by relationship.
+ *    the rule is NBRP's own: each session's `local-pref` by relationship.
  *  - The references: origin withdrawals taken out of every UPDATE (plain
  *    path-vector exploration), and a BGP-like MRAI per session.
  */
