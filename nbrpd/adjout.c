@@ -1,5 +1,5 @@
 /*
- * What peers are told (the Adj-RIB-Out, rib.h).
+ * What peers are told (the Adj-RIB-Out, rde_internal.h).
  *
  * A peer is told a name's exported route unless the route came from that
  * peer or has the peer's name in its path, or the peer is a content
@@ -7,7 +7,7 @@
  * with our name, and the next hop is our inrpd.  Load travels load-radius
  * hops, then is sent as 0 (unknown).
  */
-#include "rib.h"
+#include "rde_internal.h"
 
 bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p)
 {

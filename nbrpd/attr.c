@@ -1,5 +1,5 @@
 /*
- * Interned route attributes (rib.h), and the next-hop index built on
+ * Interned route attributes (rde_internal.h), and the next-hop index built on
  * them: a next hop lists the attributes through it, and attributes list
  * the names that had a route with them, so a change of IP routing decides
  * again only the names behind the next hop (rde.c, the next-hop job).
@@ -11,8 +11,7 @@
 #include "inrp.h"
 #include "log.h"
 #include "nexthop.h"
-#include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 
 static uint32_t attrs_hash(const struct rib_attrs_key *k, const char *path)
 {
@@ -139,7 +138,7 @@ void attrs_free(struct rde *r, struct rib_attrs *a)
 	}
 	ents_release(r, a);
 	free(a->path_peers);
-	rdesig_chain_free(r, a->chain);
+	sig_chain_free(a->chain);
 	struct rde_peer *p = a->k.peer;
 	free(a);
 	if (p && --p->refs == 0)
@@ -240,7 +239,7 @@ void attrs_free_all(struct rde *r)
 			struct rde_peer *p = a->k.peer;
 			free(a->ents);
 			free(a->path_peers);
-			rdesig_chain_free(r, a->chain);
+			sig_chain_free(a->chain);
 			free(a);
 			if (p && !p->configured && --p->refs == 0)
 				free(p);        /* removed, still purging */

@@ -17,6 +17,7 @@
 #include "nbrpd.h"
 #include "nexthop.h"
 #include "rde.h"
+#include "rdesig.h"
 #include "refused.h"
 #include "session.h"
 #include "strbuf.h"
@@ -58,8 +59,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	bool fib = d->fib && fibpush_connected(d->fib);
 	struct rde_stats st;
 	rde_stats(d->rde, &st);
-	struct rde_sig_stats sg;
-	rde_sig_stats(d->rde, &sg);
+	struct rdesig_stats sg;
+	rdesig_stats(d->sig, &sg);
 	struct aggregates_stats as = { 0 };
 	if (d->aggs)
 		aggregates_stats(d->aggs, &as);
@@ -98,11 +99,11 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)sg.signed_withdrawals,
 			       (unsigned long long)sg.trust_serial,
 			       (unsigned long long)sg.trust_valid_until, sg.trust_expiring ? "true" : "false",
-			       rde_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
-			       rde_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
-			       rde_trust_refusal_name(TRUST_REFUSED_NOT_YET),
+			       rdesig_trust_refusal_name(TRUST_REFUSED_BAD), (unsigned long long)refused[TRUST_REFUSED_BAD],
+			       rdesig_trust_refusal_name(TRUST_REFUSED_OLDER), (unsigned long long)refused[TRUST_REFUSED_OLDER],
+			       rdesig_trust_refusal_name(TRUST_REFUSED_NOT_YET),
 			       (unsigned long long)refused[TRUST_REFUSED_NOT_YET],
-			       rde_trust_refusal_name(TRUST_REFUSED_EXPIRED),
+			       rdesig_trust_refusal_name(TRUST_REFUSED_EXPIRED),
 			       (unsigned long long)refused[TRUST_REFUSED_EXPIRED], (unsigned long long)sg.stale_verdicts);
 		return;
 	}
@@ -168,20 +169,20 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 static const char *const sig_policy_names[] = { "off", "prefer", "require" };
 
 /* Routes received by signature state, and the invalid ones by reason. */
-static void sig_counts(struct strbuf *b, const struct rde_peer_stats *rs, bool json)
+static void sig_counts(struct strbuf *b, const struct rdesig_peer_stats *rs, bool json)
 {
-	if (!rs->sig_state)
+	if (!rs->state)
 		return;
 	strbuf_addf(b, json ? ", \"routes_by_state\": {" : "; signatures:");
 	for (int s = ATTEST_VALID; s < ATTEST_PENDING; s++)
 		strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s %s %llu", s && json ? ", " : s ? "," : "",
-			    attest_state_name((enum attest_state)s), (unsigned long long)rs->sig_state[s]);
+			    attest_state_name((enum attest_state)s), (unsigned long long)rs->state[s]);
 	strbuf_addf(b, json ? "}, \"invalid_by_reason\": {" : "");
 	bool first = true;
 	for (int k = ATTEST_OK + 1; k < ATTEST_REASONS; k++)
-		if (json || rs->sig_invalid[k]) {
+		if (json || rs->invalid[k]) {
 			strbuf_addf(b, json ? "%s\"%s\": %llu" : "%s%s %llu", first ? (json ? "" : " (") : ", ",
-				    attest_reason_name((enum attest_reason)k), (unsigned long long)rs->sig_invalid[k]);
+				    attest_reason_name((enum attest_reason)k), (unsigned long long)rs->invalid[k]);
 			first = false;
 		}
 	if (json)
@@ -194,10 +195,10 @@ static void sig_counts(struct strbuf *b, const struct rde_peer_stats *rs, bool j
 			      "\"checks_weight\": %u"
 			    : "; checks: verified %llu, failed %llu, queued %llu, loop %llu ms, workers %llu ms, "
 			      "throttled %llu, weight %u",
-		    (unsigned long long)rs->sig_verified, (unsigned long long)rs->sig_failed,
-		    (unsigned long long)rs->sig_queued, (unsigned long long)(rs->sig_loop_ns / 1000000),
-		    (unsigned long long)(rs->sig_worker_ns / 1000000), (unsigned long long)rs->sig_throttled,
-		    rs->sig_weight);
+		    (unsigned long long)rs->verified, (unsigned long long)rs->failed,
+		    (unsigned long long)rs->queued, (unsigned long long)(rs->loop_ns / 1000000),
+		    (unsigned long long)(rs->worker_ns / 1000000), (unsigned long long)rs->throttled,
+		    rs->weight);
 }
 
 static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -212,14 +213,16 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 	for (unsigned i = 0; i < n; i++) {
 		const struct peer *p = sessions_peer(d->sessions, i);
 		struct rde_peer_stats rs = { 0 };
+		struct rdesig_peer_stats ss;
 		if (p->rde)
 			rde_peer_stats(p->rde, &rs);
+		rdesig_peer_stats(p->sig, &ss);
 		char addr[80];
 		ip_endpoint_format(&p->cfg.remote, addr, sizeof(addr));
 		const char *state = p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
 		strbuf_reset(&sig);
 		if (p->cfg.signatures != SIG_OFF)
-			sig_counts(&sig, &rs, json);
+			sig_counts(&sig, &ss, json);
 		unsigned long long since = p->established ? (uv_now(d->loop) - p->established_at) / 1000 : 0;
 		if (json) {
 			strbuf_reset(&err);
@@ -238,7 +241,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
 				       (unsigned long long)p->notifications_in, (unsigned long long)p->notifications_out,
 				       (unsigned long long)p->flaps, rs.dumping ? "true" : "false", peer_queued(p),
-				       (unsigned long long)rs.owd_refused, (unsigned long long)rs.owd_forged,
+				       (unsigned long long)rs.owd_refused, (unsigned long long)ss.owd_forged,
 				       p->restart_time_s, p->restart_time_asked_s,
 				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
 				       p->cfg.tls ? "tls" : "none", (unsigned long long)p->auth_refused,
@@ -248,9 +251,9 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 			if (rs.owd_refused)
 				strbuf_addf(&sig, "; unsigned origin withdrawals left %llu signed routes",
 					    (unsigned long long)rs.owd_refused);
-			if (rs.owd_forged)
+			if (ss.owd_forged)
 				strbuf_addf(&sig, "; signed origin withdrawals refused %llu",
-					    (unsigned long long)rs.owd_forged);
+					    (unsigned long long)ss.owd_forged);
 			if (p->cfg.tls || p->auth_refused || p->tls_failures)
 				strbuf_addf(&sig, "; tls%s: session keys refused %llu, failures %llu",
 					    p->cfg.tls ? "" : " off", (unsigned long long)p->auth_refused,
@@ -434,7 +437,7 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 		/* the name's own route, else the aggregate of that name; and what was refused for it */
 		const struct rib_entry *e = rde_find(d->rde, &n), *agg = rde_find_aggregate(d->rde, &n);
 		struct refused_entry ref[REFUSED_WAYS];
-		unsigned nref = rde_refused(d->rde, &n, ref);
+		unsigned nref = rdesig_refused(d->sig, &n, ref);
 		if (!e && !agg && !nref) {
 			ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s", args[0]);
 			return;
@@ -497,7 +500,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	unsigned nroutes = e ? rde_entry_routes(e, views, 1024) : 0;
 	struct name first;
 	char first_text[NAME_MAX_TEXT] = "";
-	uint32_t unauthorised = rde_aggregate_unauthorised(w->d->rde, &v->name, &first);
+	uint32_t unauthorised = rdesig_aggregate_unauthorised(w->d->sig, &v->name, &first);
 	uint64_t unsigned_sources = rde_aggregate_unsigned_sources(w->d->rde, &v->name);
 	if (unauthorised)
 		name_to_text(&first, first_text, sizeof(first_text));

@@ -27,6 +27,7 @@
 #include "privdrop.h"
 #include "prom.h"
 #include "rde.h"
+#include "rdesig.h"
 #include "session.h"
 #include "sigkey.h"
 #include "tlslink.h"
@@ -81,17 +82,24 @@ static int load_key(const struct nbrpd_config *cfg, struct sigkey *k, char *err,
 	return sigkey_load(cfg->key_file, k, err, err_len);
 }
 
-/* Signatures start with the first configuration that has a key file (at start or a reload). */
+/*
+ * Signatures start with the first configuration that has a key file (at
+ * start or a reload): the stage goes in front of the RDE, between it and
+ * the sessions, and its hooks into the RDE.
+ */
 static int start_signatures(struct nbrpd *d, const struct nbrpd_config *cfg, char *err, size_t err_len)
 {
-	if (!cfg->key_file || rde_has_signatures(d->rde))
+	if (!cfg->key_file || d->sig)
 		return 0;
 	struct sigkey k;
 	int rc = load_key(cfg, &k, err, err_len);
-	if (rc == 0)
-		rc = rde_sig_start(d->rde, &k, err, err_len);
-	if (rc == 0)
+	if (rc == 0 && !(d->sig = rdesig_new(d->loop, d->rde, &k, err, err_len)))
+		rc = -1;
+	if (rc == 0) {
+		rde_set_signer(d->rde, rdesig_signer(d->sig));
+		sessions_set_signatures(d->sessions, d->sig);
 		rc = sessions_set_key(d->sessions, &k, err, err_len);
+	}
 	sigkey_wipe(&k);
 	return rc;
 }
@@ -200,6 +208,8 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		struct nbrpd_peer_config was = p->cfg;
 		p->cfg = *pc;
 		rde_peer_configure(p->rde, pc);
+		if (p->sig)
+			rdesig_peer_configure(p->sig, pc->signatures);
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0) {
 			nexthop_put(d->nexthops, p->transport);
 			p->transport = nexthop_get(d->nexthops, pc->remote.family, pc->remote.addr);
@@ -222,7 +232,8 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 		}
 	}
 	rde_reload_content(d->rde, old, cfg);
-	rde_sig_reload(d->rde);
+	if (d->sig)
+		rdesig_reload(d->sig);
 	unsigned bad_defs = aggregates_configure(d->aggs, cfg);
 	if (redecide)
 		rde_redecide_all(d->rde);
@@ -474,6 +485,7 @@ static void stop(void)
 	g.metrics = NULL;
 	sessions_stop(d->sessions);
 	aggregates_stop(d->aggs);
+	rdesig_stop(d->sig);
 	rde_stop(d->rde);
 	health_stop(d->health);
 	d->health = NULL;
@@ -634,6 +646,7 @@ int main(int argc, char **argv)
 	sessions_free(d->sessions);
 	tlslink_global_deinit();
 	rde_free(d->rde);
+	rdesig_free(d->sig);            /* after the RDE: its chains are charged to it */
 	nexthop_table_free(d->nexthops);
 	free(abs_path);
 	/* the configuration in force: reloads replace d->cfg */

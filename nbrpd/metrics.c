@@ -16,6 +16,7 @@
 #include "nexthop.h"
 #include "prom.h"
 #include "rde.h"
+#include "rdesig.h"
 #include "session.h"
 
 static const char *const notif_codes[8] = {
@@ -29,11 +30,19 @@ static const char *peer_state_text(const struct peer *p)
 	return p->enabled ? nbrp_session_state_name(peer_state(p)) : "Disabled";
 }
 
-/* What a family reads of a peer: the session layer's counters and the RDE's. */
+/* What a family reads of a peer: the session layer's counters, the RDE's and the signature stage's. */
 struct peer_view {
 	const struct peer *p;
 	struct rde_peer_stats rs;
+	struct rdesig_peer_stats ss;
 };
+
+static void peer_view_read(struct peer_view *v)
+{
+	if (v->p->rde)
+		rde_peer_stats(v->p->rde, &v->rs);
+	rdesig_peer_stats(v->p->sig, &v->ss);
+}
 
 typedef uint64_t (*peer_value_fn)(const struct peer_view *v);
 
@@ -46,17 +55,17 @@ static uint64_t v_withdrawn_in(const struct peer_view *v) { return v->rs.withdra
 static uint64_t v_withdrawn_out(const struct peer_view *v) { return v->rs.withdrawn_out; }
 static uint64_t v_bad_routes(const struct peer_view *v) { return v->rs.bad_routes; }
 static uint64_t v_owd_refused(const struct peer_view *v) { return v->rs.owd_refused; }
-static uint64_t v_owd_forged(const struct peer_view *v) { return v->rs.owd_forged; }
+static uint64_t v_owd_forged(const struct peer_view *v) { return v->ss.owd_forged; }
 static uint64_t v_restart_capped(const struct peer_view *v) { return v->p->restart_capped; }
 static uint64_t v_flaps(const struct peer_view *v) { return v->p->flaps; }
 static uint64_t v_auth_refused(const struct peer_view *v) { return v->p->auth_refused; }
 static uint64_t v_tls_failures(const struct peer_view *v) { return v->p->tls_failures; }
 static uint64_t v_up(const struct peer_view *v) { return v->p->established != NULL; }
 static uint64_t v_eor(const struct peer_view *v) { return v->p->eor_received; }
-static uint64_t v_verified(const struct peer_view *v) { return v->rs.sig_verified; }
-static uint64_t v_failed(const struct peer_view *v) { return v->rs.sig_failed; }
-static uint64_t v_queued(const struct peer_view *v) { return v->rs.sig_queued; }
-static uint64_t v_throttled(const struct peer_view *v) { return v->rs.sig_throttled; }
+static uint64_t v_verified(const struct peer_view *v) { return v->ss.verified; }
+static uint64_t v_failed(const struct peer_view *v) { return v->ss.failed; }
+static uint64_t v_queued(const struct peer_view *v) { return v->ss.queued; }
+static uint64_t v_throttled(const struct peer_view *v) { return v->ss.throttled; }
 
 static const struct {
 	const char *name, *help;
@@ -107,8 +116,7 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 		prom_family(p, peer_families[f].name, peer_families[f].type, peer_families[f].help);
 		for (unsigned i = 0; i < n; i++) {
 			struct peer_view v = { .p = sessions_peer(d->sessions, i) };
-			if (v.p->rde)
-				rde_peer_stats(v.p->rde, &v.rs);
+			peer_view_read(&v);
 			prom_u64(p, peer_families[f].name, &(struct prom_label){ "peer", v.p->cfg.name }, 1,
 				 peer_families[f].fn(&v));
 		}
@@ -119,11 +127,11 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
 		if (!v.p->rde)
 			continue;
-		rde_peer_stats(v.p->rde, &v.rs);
+		peer_view_read(&v);
 		struct prom_label lb[2] = { { "peer", v.p->cfg.name }, { "where", "loop" } };
-		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.rs.sig_loop_ns / 1e9);
+		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.ss.loop_ns / 1e9);
 		lb[1].value = "workers";
-		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.rs.sig_worker_ns / 1e9);
+		prom_double(p, "nbrpd_peer_checks_seconds_total", lb, 2, (double)v.ss.worker_ns / 1e9);
 	}
 	prom_family(p, "nbrpd_peer_signed_routes_total", PROM_COUNTER,
 		    "Routes from a peer with signatures on, by the state of their check.");
@@ -131,11 +139,11 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
 		if (v.p->cfg.signatures == SIG_OFF || !v.p->rde)
 			continue;
-		rde_peer_stats(v.p->rde, &v.rs);
+		peer_view_read(&v);
 		for (int s = ATTEST_VALID; s < ATTEST_PENDING; s++) {
 			struct prom_label lb[2] = { { "peer", v.p->cfg.name },
 						    { "state", attest_state_name((enum attest_state)s) } };
-			prom_u64(p, "nbrpd_peer_signed_routes_total", lb, 2, v.rs.sig_state[s]);
+			prom_u64(p, "nbrpd_peer_signed_routes_total", lb, 2, v.ss.state ? v.ss.state[s] : 0);
 		}
 	}
 	prom_family(p, "nbrpd_peer_invalid_routes_total", PROM_COUNTER,
@@ -144,11 +152,11 @@ static void write_peers(struct prom *p, struct nbrpd *d)
 		struct peer_view v = { .p = sessions_peer(d->sessions, i) };
 		if (v.p->cfg.signatures == SIG_OFF || !v.p->rde)
 			continue;
-		rde_peer_stats(v.p->rde, &v.rs);
+		peer_view_read(&v);
 		for (int k = ATTEST_OK + 1; k < ATTEST_REASONS; k++) {
 			struct prom_label lb[2] = { { "peer", v.p->cfg.name },
 						    { "reason", attest_reason_name((enum attest_reason)k) } };
-			prom_u64(p, "nbrpd_peer_invalid_routes_total", lb, 2, v.rs.sig_invalid[k]);
+			prom_u64(p, "nbrpd_peer_invalid_routes_total", lb, 2, v.ss.invalid ? v.ss.invalid[k] : 0);
 		}
 	}
 	prom_family(p, "nbrpd_peer_state", PROM_GAUGE, "1 for the session's state, 0 for the others.");
@@ -226,8 +234,8 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 	prom_one(p, "nbrpd_tls_failures_total", PROM_COUNTER, "TLS handshakes or records that failed since start.",
 		 (double)tls_failures);
 
-	struct rde_sig_stats sg;
-	rde_sig_stats(d->rde, &sg);
+	struct rdesig_stats sg;
+	rdesig_stats(d->sig, &sg);
 	if (sg.on) {
 		prom_one(p, "nbrpd_trust_file_serial", PROM_GAUGE, "The serial of the trust file in force (0: none).",
 			 (double)sg.trust_serial);
@@ -245,7 +253,7 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 			    "Trust files read and not installed, by reason (the one in force stays).");
 		for (int k = 0; k < TRUST_REFUSALS; k++)
 			prom_u64(p, "nbrpd_trust_files_refused_total",
-				 &(struct prom_label){ "reason", rde_trust_refusal_name((enum rde_trust_refusal)k) }, 1,
+				 &(struct prom_label){ "reason", rdesig_trust_refusal_name((enum rdesig_trust_refusal)k) }, 1,
 				 sg.trust_refused[k]);
 	}
 

@@ -32,6 +32,7 @@ struct fibpush;
 struct health;
 struct nexthop_table;
 struct rde;
+struct rdesig;
 struct sessions;
 
 struct nbrpd {
@@ -40,6 +41,7 @@ struct nbrpd {
 	const char *conf_path;
 	struct nexthop_table *nexthops;
 	struct rde *rde;
+	struct rdesig *sig;             /* NULL: signatures off */
 	struct sessions *sessions;
 	struct fibpush *fib;
 	struct aggregates *aggs;

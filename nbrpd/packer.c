@@ -13,8 +13,7 @@
 #include <sys/socket.h>
 
 #include "packer.h"
-#include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
@@ -42,6 +41,7 @@ struct packer {
 	char signed_source[BATCH_SIGNED][NBRP_SOURCE_TEXT_MAX];        /* a relayed signed aggregate's */
 	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
 	struct rde_peer *sign_for;      /* NULL: not signed */
+	void *sign_peer;                /* the signer's context for it */
 	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
 	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
 	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
@@ -49,6 +49,8 @@ struct packer {
 	const struct sig_set *last_set;
 	size_t set_bytes, others_need, others_cap;
 	ProtobufCBinaryData *others;
+	uint8_t *marks;                 /* sig_set_others' */
+	size_t marks_cap;
 };
 
 struct packer *packer_new(struct rde *r)
@@ -64,6 +66,7 @@ void packer_free(struct packer *pk)
 	if (!pk)
 		return;
 	free(pk->others);
+	free(pk->marks);
 	free(pk);
 }
 
@@ -91,8 +94,9 @@ static void fill_others(struct packer *pk)
 			continue;
 		Nbrp__Route *rt = &pk->routes[k];
 		rt->set_others = pk->others + used;
-		rt->n_set_others = rdesig_set_others(pk->r->sig, set, rt->names, rt->n_names, rt->set_others);
-		rdesig_set_digest(set, rt);
+		rt->n_set_others = sig_set_others(set, rt->names, rt->n_names, rt->set_others, &pk->marks,
+						   &pk->marks_cap);
+		sig_set_digest(set, rt);
 		used += rt->n_set_others;
 		pk->set_of[k] = NULL;
 	}
@@ -178,7 +182,22 @@ void packer_origin_withdrawals(struct packer *pk, const struct rib_entry *e)
 
 void packer_sign_for(struct packer *pk, struct rde_peer *p)
 {
+	const struct rde_signer *sg = pk->r->signer;
 	pk->sign_for = p;
+	pk->sign_peer = sg->export_peer(sg->arg, p);
+}
+
+/* An aggregate's route passed on signed: the member digest it was signed with (ours: of the version stored). */
+static void export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
+{
+	const struct rde_agg *g;
+	if (a->chain && a->chain->digest.len) {
+		rt->aggregate_digest = a->chain->digest;
+	} else if (!a->k.peer && (g = rde_agg_of(r, e)) && g->has_digest) {
+		/* ours: the signer's export signed this version's digest */
+		rt->aggregate_digest.data = (uint8_t *)g->digest;
+		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
+	}
 }
 
 /* A new Route for name; out of line, so that a name of the same Route as the last costs no more
@@ -222,7 +241,7 @@ static __attribute__((noinline)) void new_route(struct packer *pk, const struct 
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
 		if (g) {
-			rdesig_export_digest(pk->r, e, a, rt);
+			export_digest(pk->r, e, a, rt);
 			/* a signed aggregate names the source its origin signed, ours or the one received */
 			if (a->k.peer)
 				rt->aggregate_source = (char *)nbrp_aggregate_source_format(
@@ -238,7 +257,7 @@ static __attribute__((noinline)) void new_route(struct packer *pk, const struct 
 static size_t set_wire(const struct sig_set *set, size_t *n)
 {
 	size_t bytes;
-	*n = rdesig_set_size(set, &bytes);
+	*n = sig_set_size(set, &bytes);
 	return bytes + 3 * *n;          /* a field's tag and length */
 }
 
@@ -280,7 +299,7 @@ static __attribute__((noinline)) void own_route(struct packer *pk, const struct 
 		if (set)
 			set_room(pk, set);
 		atts = pk->atts[pk->u.n_routes];
-		natts = rdesig_export(pk->sign_for, e, a, atts, MAX_ATTS, &seq);
+		natts = pk->r->signer->export(pk->sign_peer, e, a, atts, MAX_ATTS, &seq);
 		if (natts < 0)
 			return;         /* sent when signed */
 		if (set && natts > 0 && !set_reserve(pk, set))
@@ -308,7 +327,7 @@ void packer_advertise(struct packer *pk, const struct rib_entry *e, const struct
 	Nbrp__Update *u = &pk->u;
 	uint64_t sig = a->sig ^ ((uint64_t)load << 1);
 	if (__builtin_expect(entry_is_aggregate(e) || pk->sign_for, 0)) {
-		const struct sig_set *set = pk->sign_for ? rdesig_set_of(pk->r, e, a) : NULL;
+		const struct sig_set *set = pk->sign_for ? pk->r->signer->set_of(pk->r->signer->arg, e, a) : NULL;
 		if (set && pk->last_set == set && sig == pk->last_sig && pk->nnames < BATCH_SET_NAMES) {
 			/* a name of the set the last Route is for: it joins it, under the same signatures */
 			pk->names[pk->nnames].data = (uint8_t *)e->wire;

@@ -24,8 +24,7 @@
 #include "log.h"
 #include "nexthop.h"
 #include "packer.h"
-#include "rdesig.h"
-#include "rib.h"
+#include "rde_internal.h"
 #include "wqueue.h"
 
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
@@ -159,11 +158,6 @@ struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t le
 	return agg_find(r, wire, len);
 }
 
-struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len)
-{
-	return agg_get(r, wire, len);
-}
-
 /* ---- the decision applied to an entry ---- */
 
 static bool route_usable(const struct rib_route *rt)
@@ -236,7 +230,7 @@ static void route_free(struct rde *r, struct rib_route *rt)
 		return;
 	rt->a->nroutes--;
 	attrs_put(r, rt->a);
-	slab_free(&r->rib.routes, rt);
+	slab_free(&r->routes, rt);
 }
 
 /* Installs rt (its attributes referenced for it) in e. */
@@ -252,7 +246,7 @@ static void route_install(struct rde *r, struct rib_entry *e, struct rib_route *
 
 static struct rib_route *route_remove(struct rde *r, struct rib_entry *e, const struct rde_peer *p)
 {
-	struct rib_route *rt = rib_take_route(e, p);
+	struct rib_route *rt = route_take(e, p);
 	if (rt && !e->routes)
 		r->rib.names--;
 	return rt;
@@ -354,8 +348,6 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 	p->max_names = pc->max_names;
 	p->max_action = pc->max_action;
 	p->server_mode = pc->server_mode;
-	p->sig_cfg = pc->signatures;
-	p->sig = p->rde->sig ? pc->signatures : SIG_OFF;
 	free(p->import.rules);
 	if (policy_copy(&p->import, &pc->import) < 0)
 		log_err("peer %s: out of memory for its import policy", p->name);
@@ -378,7 +370,6 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	}
 	p->rde = r;
 	p->owner = owner;
-	p->sigq_tail = &p->sigq;
 	snprintf(p->name, sizeof(p->name), "%s", pc->name);
 	p->refs = 1;
 	p->gen = 1;
@@ -458,7 +449,6 @@ void rde_peer_remove(struct rde_peer *p)
 		}
 	r->peers_gen++;
 	p->gen++;
-	rdesig_peer_down(p);
 	purge(r, p, p->gen + 1);
 	free(p->import.rules);
 	free(p->export.rules);
@@ -470,7 +460,8 @@ void rde_peer_remove(struct rde_peer *p)
 
 void rde_peer_eor(struct rde_peer *p)
 {
-	if (!p->eor_owed || p->hops_pending || !p->up)
+	const struct rde_signer *sg = p->rde->signer;
+	if (!p->eor_owed || !p->up || (sg && sg->export_pending(sg->arg, p)))
 		return;
 	p->eor_owed = false;
 	struct wq_buf *eor = packer_end_of_rib();
@@ -487,7 +478,6 @@ void rde_peer_up(struct rde_peer *p)
 	p->up = true;
 	p->max_warned = false;
 	p->eor_owed = false;
-	p->hops_pending = 0;
 	p->dumping = true;
 	rib_cursor_start(&r->rib, &p->dump);
 	job_new(r, JOB_DUMP, p);
@@ -505,17 +495,12 @@ void rde_peer_down(struct rde_peer *p, bool keep_stale)
 	cancel_peer_jobs(r, p);
 	p->up = false;
 	p->gen++;                       /* what it said so far is stale */
-	rdesig_peer_down(p);
 	if (!keep_stale)
 		purge(r, p, p->gen);
 }
 
 void rde_peer_sweep(struct rde_peer *p)
 {
-	if (p->sigq) {
-		p->sweep_owed = true;   /* after the UPDATEs it sent before (rdesig.c) */
-		return;
-	}
 	purge(p->rde, p, p->gen);
 }
 
@@ -546,11 +531,7 @@ void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
 	out->names_out = p->names_out;
 	out->withdrawn_out = p->withdrawn_out;
 	out->owd_refused = p->owd_refused;
-	out->owd_forged = p->owd_forged;
 	out->dumping = p->dumping;
-	out->sig_state = p->sig_state;
-	out->sig_invalid = p->sig_invalid;
-	rdesig_peer_stats(p, out);
 }
 
 /* ---- UPDATEs in ---- */
@@ -571,7 +552,7 @@ static void withdraw_name(struct rde *r, struct rde_peer *p, const uint8_t *wire
  * from.  Signed by the origin's key and checked (key): every route whose
  * valid chain that key signed with that stamp or an older one goes,
  * whoever sent it, and older announcements of that key are refused from
- * now on (rdesig_fresh_note).  Unsigned (or as well, from a peer with
+ * now on (the signer's `withdrawn`).  Unsigned (or as well, from a peer with
  * signatures off: by_name): every route of a peer with signatures off that
  * ends at origin with that stamp or an older one goes; routes of peers with
  * signatures on that it would have dropped stay (counted for an unsigned
@@ -590,7 +571,7 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 		struct rde_peer *q = rt->a->k.peer;
 		if (!q || !rt->a->k.origin_seq || rt->a->k.origin_seq > seq)
 			continue;
-		const uint8_t *ok = key ? rdesig_route_origin(e, rt->a) : NULL;
+		const uint8_t *ok = key && rt->a->k.sig_state == ATTEST_VALID + 1 ? attrs_chain_origin(e, rt->a) : NULL;
 		if (!ok || memcmp(ok, sig->signer, sizeof(sig->signer)) != 0) {
 			const char *o = attrs_origin(rt->a);
 			if (!by_name || !o || strcmp(o, origin) != 0)
@@ -605,7 +586,7 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 		dropped = true;
 	}
 	if (key)
-		rdesig_fresh_note(r, NULL, wire, len, sig->signer, seq, sig->expiry, true);
+		r->signer->withdrawn(r->signer->arg, wire, len, sig->signer, seq, sig->expiry);
 	if (kept) {
 		from->owd_refused += kept;
 		uint64_t now = uv_now(r->loop);
@@ -636,7 +617,8 @@ static void origin_withdrawn(struct rde *r, struct rde_peer *from, const uint8_t
 static void own_withdrawn(struct rde *r, struct rib_entry *e, uint64_t seq)
 {
 	struct origin_wd_sig sig;
-	bool signed_ = seq && !entry_is_aggregate(e) && rdesig_sign_withdrawal(r, e->wire, e->len, r->last_stamp, &sig);
+	bool signed_ = seq && !entry_is_aggregate(e) && r->signer &&
+		       r->signer->sign_withdrawal(r->signer->arg, e->wire, e->len, r->last_stamp, &sig);
 	if (signed_)
 		seq = r->last_stamp;
 	if (seq && !entry_is_aggregate(e) && !origin_wd_note(&r->owd, e, r->cfg->router_name, seq,
@@ -669,6 +651,43 @@ uint64_t rde_stamp(struct rde *r)
 	return next_stamp(r);
 }
 
+/* A check's part of the attributes: its state, and for `prefer` a local preference. */
+static void attrs_check(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k)
+{
+	k->sig_state = (uint8_t)(j->state + 1);
+	k->sig_reason = j->state == ATTEST_INVALID ? (uint8_t)j->reason : 0;
+	/* a valid chain is its route's own: what it says is passed on */
+	if (j->state == ATTEST_VALID)
+		memcpy(k->sig_head, j->head, sizeof(k->sig_head));
+	if (p->sig == SIG_PREFER && j->state != ATTEST_VALID)
+		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
+}
+
+/*
+ * rt, an aggregate's Route from p, has a good chain but names another
+ * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
+ * with the aggregate, logged 1, 2, 4, ... times.
+ */
+static void unsigned_source(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
+{
+	struct rde_agg *g = agg_get(r, rt->aggregate.data, rt->aggregate.len);
+	if (!g)
+		return;
+	g->unsigned_sources++;
+	if (g->unsigned_sources & (g->unsigned_sources - 1))
+		return;
+	struct name n;
+	char text[NAME_MAX_TEXT];
+	n.len = g->len;
+	memcpy(n.wire, g->wire, g->len);
+	name_to_text(&n, text, sizeof(text));
+	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
+		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
+		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
+		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
+		 (unsigned long long)g->unsigned_sources);
+}
+
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
 static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
 					   const struct attest_job *check)
@@ -698,7 +717,7 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 		nbrp_aggregate_source_parse(rt->aggregate_source, &k.agg_source);   /* checked */
 	}
 	if (check)
-		rdesig_attrs(p, check, &k);
+		attrs_check(p, check, &k);
 	if (check && check->reason == ATTEST_UNSIGNED_SOURCE)
 		nbrp_aggregate_source_parse(rt->aggregate_signed_source, &k.agg_source);   /* the one signed, checked */
 	return attrs_get(r, &k, path);
@@ -764,13 +783,9 @@ static void notify(struct rde *r, struct rde_peer *p, uint8_t code, uint8_t sub,
 		r->ops.notify(r->ops.arg, p->owner, code, sub, text);
 }
 
-void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
+void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u, const struct rde_checks *checks)
 {
 	struct rde *r = p->rde;
-	if ((p->sig != SIG_OFF || p->sigq) && !p->sig_jobs) {
-		rdesig_update(p, u);    /* back here with the checks, now or once verified */
-		return;
-	}
 	/*
 	 * A name that does not parse cannot be withdrawn either, so what the
 	 * peer meant is lost: RFC 7606 resets the session for bad NLRI.
@@ -792,12 +807,11 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 		bool by_name = p->sig == SIG_OFF && !p->server_mode;
 		struct origin_wd_sig sig;
 		bool key = false, has_sig = attest_withdrawal_signed(w);
-		if (has_sig && r->sig) {
-			if (!rdesig_withdrawal_check(r, p, w, &sig))
-				continue;       /* refused, counted, logged: a forgery is no withdrawal at all */
-			key = true;
-		} else if (has_sig && w->signer.len == sizeof(sig.signer) && w->signature.len == sizeof(sig.sig)) {
-			/* no signatures here: applied as an unsigned one, passed on signed for those with */
+		if (has_sig && checks && !checks->withdrawal_ok[i])
+			continue;       /* refused, counted, logged by the stage: a forgery is no withdrawal at all */
+		if (has_sig && w->signer.len == sizeof(sig.signer) && w->signature.len == sizeof(sig.sig)) {
+			/* checked (by the origin's key); without a stage, as an unsigned one, passed on signed */
+			key = checks != NULL;
 			memcpy(sig.signer, w->signer.data, sizeof(sig.signer));
 			memcpy(sig.sig, w->signature.data, sizeof(sig.sig));
 			sig.expiry = w->expiry;
@@ -838,26 +852,15 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			p->bad_routes++;
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
-		const struct attest_job *check = p->sig_jobs ? &p->sig_jobs[i] : NULL;
-		bool sig_refused = false;
+		const struct attest_job *check = checks && checks->routes ? &checks->routes[i] : NULL;
 		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
-			rdesig_unsigned_source(p, rt);
-		if (verdict == IMPORT_OK && check) {
-			struct name first = { .len = 0 };
-			const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate
-						       : rt->n_names ? &rt->names[0] : NULL;
-			if (n0 && name_from_wire(&first, n0->data, n0->len) != NAME_OK)
-				first.len = 0;
-			if (!rdesig_accept(p, check, first.len ? &first : NULL,
-					   rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0)) {
-				verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
-				sig_refused = true;
-			}
-		}
+			unsigned_source(r, p, rt);
+		if (verdict == IMPORT_OK && check && checks->refused[i])
+			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
 		struct rib_attrs *a = verdict == IMPORT_OK ? attrs_from_update(r, p, rt, check) : NULL;
-		if (a && check)
-			rdesig_keep_chain(a, rt, check);
+		if (a && check && !a->chain && check->state == ATTEST_VALID)
+			a->chain = sig_chain_new(rt, check, r->signer->chain_bytes);   /* NULL: passed on unsigned */
 		uint64_t seq = a ? r->seq++ : 0;
 		bool over = false;
 		uint32_t ring[4];
@@ -874,16 +877,12 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 			const uint8_t *wire = agg ? key : b->data;
 			size_t len = agg ? agg_key(key, b->data, b->len) : b->len;
 			if (!a || import_none || (!import_all && !import_allows(p, b))) {
-				if (sig_refused)
-					rdesig_refused_note(p, check, b->data, b->len);
 				withdraw_name(r, p, wire, len);
 				continue;
 			}
 			struct rib_entry *e = rib_get(&r->rib, wire, len, agg ? rib_hash(wire, len) : hash);
 			if (!e)
 				continue;
-			if (check)
-				rdesig_refused_forget(p, b->data, b->len);
 			struct rib_route *old = route_remove(r, e, p);
 			if (!old && p->max_names && agg) {
 				/* an aggregate counts its members, as stored here */
@@ -910,7 +909,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 				}
 			}
 			/* an unchanged route keeps its age */
-			struct rib_route *nrt = rib_route_new(&r->rib, a, old && attrs_same_advertisement(old->a, a)
+			struct rib_route *nrt = route_new(r, a, old && attrs_same_advertisement(old->a, a)
 							      ? old->seq : seq);
 			if (!nrt) {
 				if (old) {
@@ -932,26 +931,35 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 }
 
+/* The attributes of a stored signed route with check j. */
+static void recheck_key(const struct rib_route *rt, const struct attest_job *j, struct rib_attrs_key *k)
+{
+	*k = rt->a->k;
+	k->local_pref = rt->a->k.peer->local_pref;
+	attrs_check(rt->a->k.peer, j, k);
+	memcpy(k->sig_head, rt->a->k.sig_head, sizeof(k->sig_head));   /* the chain it names */
+}
+
+bool rde_route_recheck_changes(const struct rib_route *rt, const struct attest_job *j)
+{
+	struct rib_attrs_key k;
+	recheck_key(rt, j, &k);
+	return memcmp(&k, &rt->a->k, sizeof(k)) != 0;
+}
+
 /* A signed route checked again (a new trust file): kept with its new state, or withdrawn. */
-void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j)
+void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j,
+		       bool keep)
 {
 	struct rde_peer *p = rt->a->k.peer;
-	struct rib_attrs_key k = rt->a->k;
-	k.local_pref = p->local_pref;
-	rdesig_attrs(p, j, &k);
-	memcpy(k.sig_head, rt->a->k.sig_head, sizeof(k.sig_head));     /* the chain it names */
-	if (memcmp(&k, &rt->a->k, sizeof(k)) == 0)
-		return;                 /* as it was */
-	struct name n;
-	rde_entry_name(e, &n);
-	bool keep = rdesig_accept(p, j, &n, 0);
-	if (!keep)
-		rdesig_refused_note(p, j, n.wire, n.len);
+	struct rib_attrs_key k;
+	recheck_key(rt, j, &k);
 	struct rib_attrs *a = keep ? attrs_get(r, &k, rt->a->path) : NULL;
-	struct rib_route *nrt = a ? rib_route_new(&r->rib, a, rt->seq) : NULL;
+	struct rib_route *nrt = a ? route_new(r, a, rt->seq) : NULL;
 	struct rib_route *old = route_remove(r, e, p);
 	if (nrt) {
-		rdesig_copy_chain(a, old->a);
+		if (!a->chain && old->a->chain)
+			a->chain = sig_chain_copy(old->a->chain);
 		route_install(r, e, nrt);       /* with attrs_get's reference */
 	} else {
 		attrs_put(r, a);
@@ -1013,7 +1021,7 @@ void rde_content_changed(struct rde *r, struct nbrpd_content *c)
 	k.origin_seq = old ? old->a->k.origin_seq : next_stamp(r);     /* the same announcement */
 	struct rib_attrs *a = attrs_get(r, &k, "");
 	/* a content's route keeps its age */
-	struct rib_route *rt = a ? rib_route_new(&r->rib, a, old ? old->seq : r->seq++) : NULL;
+	struct rib_route *rt = a ? route_new(r, a, old ? old->seq : r->seq++) : NULL;
 	if (!rt) {
 		attrs_put(r, a);
 		if (old)
@@ -1445,7 +1453,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		if (!rt->a->k.peer || !route_usable(rt))
 			continue;
-		const uint8_t *d = r->sig ? rdesig_valid_digest(rt->a) : NULL;
+		const uint8_t *d = r->signer ? attrs_valid_digest(rt->a) : NULL;
 		if (digest && !d)
 			continue;
 		if (!from || (d && !digest) || serial_gt(rt->a->k.agg_version, from->a->k.agg_version) ||
@@ -1592,7 +1600,8 @@ bool rde_turn(struct rde *r)
 	bool growing = rib_grow_step(&r->rib, GROW_BUDGET_BUCKETS);
 	run_jobs(r);
 	flush(r);
-	rdesig_turn(r);                 /* a new turn: peers at their budget read again */
+	if (r->signer)
+		r->signer->turn(r->signer->arg);        /* a new turn: peers at their budget read again */
 	if (r->input_paused) {
 		/* the sessions read again: what they had read waits no longer, and may pause them again */
 		r->input_paused = false;
@@ -1626,6 +1635,12 @@ static void schedule(struct rde *r)
 }
 
 /* ---- reading it ---- */
+
+uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
+{
+	const struct rde_agg *g = r->signer ? rde_agg_find(r, agg->wire, agg->len) : NULL;
+	return g ? g->unsigned_sources : 0;
+}
 
 uint64_t rde_names(const struct rde *r)
 {
@@ -1756,7 +1771,7 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	}
 	/* a version is one set of members for the life of the store: told again, nothing is new */
 	bool same = g->held && g->version == version;
-	if (same && (g->has_digest || !r->sig))
+	if (same && (g->has_digest || !r->signer))
 		return;
 	g->held = true;
 	g->version = version;
@@ -1767,8 +1782,8 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 	uint8_t key[NAME_MAX_WIRE];
 	size_t len = agg_key(key, agg->wire, agg->len);
 	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
-	if (r->sig)
-		rdesig_aggregate_stored(r, g, members, e);
+	if (r->signer)
+		r->signer->aggregate_stored(r->signer->arg, g, members, e);
 	if (e) {
 		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
 		schedule(r);
@@ -1862,7 +1877,7 @@ void rde_stats(const struct rde *r, struct rde_stats *out)
 {
 	out->names = r->rib.names;
 	out->entries = r->rib.entries;
-	out->routes = r->rib.routes.live;
+	out->routes = r->routes.live;
 	out->attrs = r->nattrs;
 	out->jobs = r->njobs;
 }
@@ -1889,6 +1904,7 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
 	r->group.r = r;
 	r->packer = packer_new(r);
+	slab_init(&r->routes, sizeof(struct rib_route));
 	if (!r->attrs || !r->by_name || !r->aggs || !r->packer || rib_init(&r->rib) < 0) {
 		packer_free(r->packer);
 		free(r->attrs);
@@ -1913,6 +1929,16 @@ void rde_set_config(struct rde *r, const struct nbrpd_config *cfg)
 	r->cfg = cfg;
 }
 
+void rde_set_signer(struct rde *r, const struct rde_signer *signer)
+{
+	r->signer = signer;
+}
+
+void rde_peer_set_signatures(struct rde_peer *p, enum sig_policy sig)
+{
+	p->sig = p->rde->signer ? sig : SIG_OFF;
+}
+
 void rde_input_resume(struct rde *r)
 {
 	r->input_paused = true;
@@ -1922,7 +1948,6 @@ void rde_input_resume(struct rde *r)
 void rde_stop(struct rde *r)
 {
 	r->stopping = true;
-	rdesig_stop(r->sig);
 	nexthop_on_changed(r->nexthops, NULL, NULL);
 	uv_close((uv_handle_t *)&r->check, NULL);
 	uv_close((uv_handle_t *)&r->idle, NULL);
@@ -1943,7 +1968,6 @@ void rde_free(struct rde *r)
 		free(j);
 	}
 	attrs_free_all(r);
-	rdesig_free(r->sig);
 	origin_wd_free(&r->owd);
 	for (unsigned i = 0; i < r->npeers; i++) {
 		free(r->peers[i]->import.rules);
@@ -1954,6 +1978,7 @@ void rde_free(struct rde *r)
 		free(r->peers[i]);
 	}
 	rib_destroy(&r->rib);
+	slab_destroy(&r->routes);
 	for (size_t i = 0; i < r->naggs_buckets; i++)
 		for (struct rde_agg *g = r->aggs[i], *n; g; g = n) {
 			n = g->hnext;

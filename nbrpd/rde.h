@@ -3,19 +3,23 @@
  * nbrpd knows, the decision, and what peers and inrpd are told.
  *
  * Calls go one way.  The session layer hands the RDE what its peers say
- * (rde_peer_*); the RDE reaches the sessions and the FIB channel only
- * through the callbacks given to rde_new, and hears of IP routing's
- * changes through the next-hop table's change callback.  Whole-table work
- * (a new peer's table, a peer going down, a sweep, a re-export, deciding
- * everything again) is a job that resumes across loop turns with a budget,
- * and a peer's table is produced only as fast as its session drains.
+ * (rde_peer_*), through the signature stage when signatures are on
+ * (rdesig.h: each UPDATE once, with its checks); the RDE reaches the
+ * sessions and the FIB channel only through the callbacks given to
+ * rde_new, the signature stage only through the hooks its owner installs
+ * (rde_set_signer), and hears of IP routing's changes through the next-hop
+ * table's change callback.  Whole-table work (a new peer's table, a peer
+ * going down, a sweep, a re-export, deciding everything again) is a job
+ * that resumes across loop turns with a budget, and a peer's table is
+ * produced only as fast as its session drains.
  *
  * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
- * attr.c (interned attributes and the next-hop index), rdesig.c
- * (signatures checked and made), decide.c (the decision), adjout.c (what
- * peers are told), packer.c (UPDATE packing); rib.h is what they share.
- * All their state is in struct rde: RDEs do not share any.  control.c
- * renders `show route` from the views below.
+ * attr.c (interned attributes and the next-hop index), decide.c (the
+ * decision), adjout.c (what peers are told), packer.c (UPDATE packing),
+ * sigchain.c (the signatures a route came with, kept to pass on);
+ * rde_internal.h is what they share, over rib.h, the table alone.  All
+ * their state is in struct rde: RDEs do not share any.  control.c renders
+ * `show route` from the views below.
  */
 #ifndef NBRPD_RDE_H
 #define NBRPD_RDE_H
@@ -36,7 +40,7 @@ struct rib_entry;
 struct nexthop;
 struct nexthop_table;
 struct wq_buf;
-struct sigkey;
+struct attest_job;
 struct nameset;
 
 /* How the RDE reaches the rest of nbrpd; `owner` is what rde_peer_add was given. */
@@ -77,44 +81,10 @@ void rde_stop(struct rde *r);
 void rde_free(struct rde *r);
 /* The configuration in force (reload): decision knobs, our name and inrpd. */
 void rde_set_config(struct rde *r, const struct nbrpd_config *cfg);
-
-/* Signatures (docs/SIGNATURES.md): our key (copied), the trust file read, the worker pool
- * started; peers' `signatures` settings apply from then on.  0, or -1 with err set. */
-int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len);
-bool rde_has_signatures(const struct rde *r);
-/* The key the trust file in force gives router name: NULL when it has none, or none is in force. */
-const uint8_t *rde_router_key(const struct rde *r, const char *name);
-struct rde_sig_stats {
-	bool on;                        /* a key is loaded */
-	bool trust;                     /* a trust file is in force */
-	uint64_t verified;              /* signatures verified */
-	uint64_t cache_hits, cache_misses;      /* verified links looked up */
-	uint64_t bad_cached;            /* chains refused by a link that failed before: no crypto */
-	uint64_t signed_hops, signed_origins;   /* signatures made */
-	uint64_t signed_withdrawals;            /* origin withdrawals of our names signed */
-	uint64_t hops_kept;             /* our hop signatures kept, by (head, peer) */
-	uint64_t rechecked;             /* stored routes checked again */
-	uint64_t stale_verdicts;        /* batches checked under trust data replaced meanwhile: checked again */
-	uint64_t chain_bytes;           /* chains kept to pass on, and name sets (ours too) */
-	uint64_t fresh_kept;            /* (name, origin key) newest origin_seq entries */
-	uint64_t trust_serial, trust_valid_until;       /* of the trust file in force */
-	bool trust_expiring;            /* it expires within TRUST_WARN_S (or has) */
-	const uint64_t *trust_refused;  /* trust files read and not installed, by enum rde_trust_refusal */
-};
-
-/* Why a trust file read was not installed (the one in force stays). */
-enum rde_trust_refusal {
-	TRUST_REFUSED_BAD,              /* does not read, parse or verify */
-	TRUST_REFUSED_OLDER,            /* serial not larger than the one in force's (and another file) */
-	TRUST_REFUSED_NOT_YET,          /* valid-from is still to come */
-	TRUST_REFUSED_EXPIRED,          /* valid-until has passed */
-	TRUST_REFUSALS
-};
-const char *rde_trust_refusal_name(enum rde_trust_refusal r);
-#define TRUST_WARN_S    (7 * 86400)     /* a trust file this close to its end is warned about */
-void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out);
-/* Reload: the trust file read again (it is also polled); new routes are checked against it. */
-void rde_sig_reload(struct rde *r);
+/* Signatures: the stage's hooks (rdesig_signer), installed once; peers are SIG_OFF until set. */
+struct rde_signer;
+void rde_set_signer(struct rde *r, const struct rde_signer *signer);
+void rde_peer_set_signatures(struct rde_peer *p, enum sig_policy sig);
 
 /* One loop turn's work (table growth, jobs, the flush), which a check
  * handle runs every turn; true while more could run at once.  sim/ calls
@@ -137,13 +107,18 @@ void rde_peer_up(struct rde_peer *p);
 void rde_peer_down(struct rde_peer *p, bool keep_stale);
 /* Drops the routes of its earlier sessions (END-OF-RIB after a restart, or the restart time ran out). */
 void rde_peer_sweep(struct rde_peer *p);
-void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u);
+/* What the signature stage found for an UPDATE (rdesig.h), handed with it. */
+struct rde_checks {
+	const struct attest_job *routes;        /* each Route's check, final; NULL: not checked */
+	const bool *refused;                    /* each Route refused for its check (require): withdrawn */
+	const bool *withdrawal_ok;              /* each signed origin withdrawal's signature checked good */
+};
+/* An UPDATE, once: checks NULL without a signature stage. */
+void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u, const struct rde_checks *checks);
 /* ROUTE-REFRESH: its table again, then END-OF-RIB. */
 void rde_peer_refresh(struct rde_peer *p);
 /* Its session went below its low-water mark. */
 void rde_peer_drained(struct rde_peer *p);
-/* Its UPDATEs wait for their signatures' checks: its session should not read. */
-bool rde_peer_waiting(const struct rde_peer *p);
 /* This turn has changed enough names, or inrpd is behind: the sessions should stop reading
  * until input_ready, so that no loop turn decides and sends more than a bounded batch. */
 bool rde_busy(struct rde *r);
@@ -157,18 +132,7 @@ struct rde_peer_stats {
 	uint64_t bad_routes;            /* treated as withdrawn */
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	uint64_t owd_refused;           /* routes of peers with signatures on its origin withdrawals left */
-	uint64_t owd_forged;            /* its signed origin withdrawals refused (bad signature, key, ...) */
 	bool dumping;                   /* its table is still being sent */
-	const uint64_t *sig_state;      /* routes received by attest_state (valid .. unverified) */
-	const uint64_t *sig_invalid;    /* invalid routes received by attest_reason */
-	/* its verification budget (rdesig.c) */
-	uint64_t sig_verified;          /* signatures sent to the workers for it */
-	uint64_t sig_failed;            /* routes whose signatures failed there */
-	uint64_t sig_queued;            /* UPDATEs waiting for their checks */
-	uint64_t sig_loop_ns;           /* loop time its checks took */
-	uint64_t sig_worker_items, sig_worker_ns;       /* routes the workers checked for it, their time */
-	uint64_t sig_throttled;         /* loop turns its reading stopped at its budget */
-	unsigned sig_weight;            /* its share against other peers' */
 };
 void rde_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out);
 
@@ -187,13 +151,6 @@ void rde_redecide_all(struct rde *r);
  * With signatures on, its member digest is taken here (once a version) for our origin
  * attestation and to check the routes that name this version. */
 void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members);
-/*
- * The members of the aggregate's version stored that the origin of its
- * signed routes may not originate, as last counted under the trust file in
- * force (its routes are then invalid, unauthorised member), and the first
- * of them; 0: none.
- */
-uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first);
 /* Good chains of the aggregate that named another source than the one signed (unsigned aggregate source). */
 uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
@@ -210,9 +167,6 @@ void rde_entry_name(const struct rib_entry *e, struct name *out);
 bool rde_entry_is_aggregate(const struct rib_entry *e);
 /* An aggregate's entry, or NULL when no route is known for it. */
 const struct rib_entry *rde_find_aggregate(const struct rde *r, const struct name *agg);
-struct refused_entry;
-/* The name's routes refused for their signatures lately, newest first (at most REFUSED_WAYS). */
-unsigned rde_refused(const struct rde *r, const struct name *n, struct refused_entry *out);
 /* A walk over loop turns: each step calls fn on at most about `budget` names with routes;
  * rde_walk_step returns true when the walk is done.  The table may change between steps:
  * every name present throughout is seen once. */

@@ -1,6 +1,8 @@
 /*
- * Signatures in the RDE: the verifier, the trust file and the worker pool,
- * and the queue of a peer's UPDATEs waiting for their checks (rdesig.h).
+ * Signatures, a stage in front of the RDE (rdesig.h): the verifier, the
+ * trust file and the worker pool, each peer's queue of UPDATEs waiting for
+ * their checks, and the signatures we make, which the RDE's packer asks
+ * for through the hooks of struct rde_signer.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -11,12 +13,14 @@
 
 #include <xxhash.h>
 
+#include "decide.h"
 #include "fresh.h"
-#include "refused.h"
 #include "hashkey.h"
 #include "log.h"
 #include "packer.h"
+#include "rde_internal.h"
 #include "rdesig.h"
+#include "refused.h"
 #include "trust_serial.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
@@ -43,30 +47,6 @@
  * stops reading.
  */
 #define SIGQ_MAX        4
-
-/* A valid route's attestations as received (the protobuf structs point into its own bytes). */
-struct sig_chain {
-	size_t size;                    /* bytes of this allocation */
-	uint8_t head[ATTEST_DIGEST_LEN];
-	uint64_t expiry;
-	size_t n;
-	ProtobufCBinaryData digest;
-	uint8_t digest_buf[ATTEST_DIGEST_LEN];
-	struct sig_set *set;            /* a name set's names (a reference), or NULL */
-	Nbrp__Attestation **ptrs;
-	Nbrp__Attestation pb[];
-};
-
-/* A signed name set's names in byte order, each [len][wire] at names + off[i]; shared by the
- * chains that carry it and the hops being signed for it, freed with the last reference. */
-struct sig_set {
-	uint32_t refs, n, bytes;        /* bytes: of names */
-	uint32_t holders;               /* of the references, the chains' and our own sets': the set is used */
-	size_t size;                    /* of this allocation */
-	uint8_t digest[ATTEST_DIGEST_LEN];
-	uint32_t *off;
-	uint8_t *names;
-};
 
 /* Our own content names, signed as sets: a name's set is the one its hash picks. */
 #define OWN_SET_NAMES   512     /* names a set holds, on average */
@@ -116,8 +96,41 @@ struct sign_run {
 	struct hop **hops;
 };
 
+/* A peer as the stage sees it: its queue, its budget, what its routes' checks found. */
+struct rdesig_peer {
+	struct rdesig *s;
+	struct rde_peer *p;             /* NULL once removed */
+	struct rdesig_peer *next, *hnext;       /* every peer; by p */
+	uint32_t refs;                  /* the session layer's, and its UPDATEs' with the workers */
+	struct sig_upd *q, **q_tail;    /* UPDATEs waiting for their checks, in order */
+	uint32_t q_len;
+	bool sweep_owed;                /* its END-OF-RIB came with UPDATEs in q: swept after them */
+	uint32_t hops_pending;          /* our hop signatures for it being made: its END-OF-RIB waits */
+	uint64_t state[ATTEST_PENDING]; /* routes received, by state */
+	uint64_t invalid[ATTEST_REASONS];       /* invalid routes received, by reason */
+	uint64_t log_ms;
+	unsigned logged;                /* lines logged since log_ms */
+	uint64_t owd_forged;            /* its signed origin withdrawals that did not check (not applied) */
+	uint64_t owd_forged_log_ms;
+	/* its budget: a fair share of the workers and of each loop turn */
+	struct sigpool_flow flow;       /* its verifications with the workers */
+	uint32_t good, bad;             /* routes valid and invalid lately: its weight */
+	uint64_t turn;                  /* the loop turn turn_ns counts */
+	uint64_t turn_ns;               /* loop time its checks took in that turn */
+	uint64_t turn_bytes;            /* ... and bytes of its UPDATEs */
+	uint64_t loop_ns;               /* ... in all */
+	uint64_t verified, failed;      /* signatures verified for it; routes they failed */
+	uint64_t throttled;             /* turns its reading stopped at its budget */
+};
+
 struct rdesig {
 	struct rde *rde;
+	struct rde_signer signer;       /* the hooks the RDE calls */
+	struct rdesig_peer *peers;
+	struct rdesig_peer **by_peer;   /* by the RDE's peer */
+	size_t nby_peer, npeers;
+	bool *verdicts;                 /* scratch for rde_checks: refused, then withdrawal_ok */
+	size_t verdicts_cap;
 	struct sigkey key;
 	struct trust trust;
 	bool have_trust;
@@ -147,16 +160,14 @@ struct rdesig {
 	bool trust_warned;              /* of the one in force: its end is near */
 	bool trust_expired;             /* ... has passed: routes checked again then */
 	uint64_t trust_not_yet;         /* a file refused as not valid yet: read again from then (0: none) */
-	uint64_t turn;                  /* loop turns (rdesig_turn): a peer's budget is a turn's */
-	uint8_t *set_marks;             /* rdesig_set_others: which of a set's names a Route has */
-	size_t set_marks_cap;
+	uint64_t turn;                  /* loop turns: a peer's budget is a turn's */
 	bool stopping;
 };
 
 /* An UPDATE waiting for its checks: a copy, and one job per Route once prepared. */
 struct sig_upd {
 	struct sig_upd *next;
-	struct rde_peer *p;             /* a reference */
+	struct rdesig_peer *sp;         /* a reference */
 	Nbrp__Update *u;
 	struct attest_job *jobs;        /* NULL: out of memory for them (dropped) */
 	struct attest_batch b;
@@ -197,8 +208,6 @@ struct recheck_run {
 
 static void recheck_start(struct rdesig *s);
 static void own_build(struct rdesig *s);
-static void set_put(struct rdesig *s, struct sig_set *set);
-static void set_release(struct rdesig *s, struct sig_set *set);
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -206,7 +215,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-const char *rde_trust_refusal_name(enum rde_trust_refusal r)
+const char *rdesig_trust_refusal_name(enum rdesig_trust_refusal r)
 {
 	static const char *const names[TRUST_REFUSALS] = { "bad", "not newer", "not yet valid", "expired" };
 	return r < TRUST_REFUSALS ? names[r] : "?";
@@ -227,7 +236,7 @@ static void utc_text(uint64_t t, char buf[32])
  * never comes back, and an expired or future one never makes every route
  * unverified.  Returns TRUST_REFUSALS to install it.
  */
-static enum rde_trust_refusal trust_acceptable(const struct rdesig *s, const struct trust *t, uint64_t now)
+static enum rdesig_trust_refusal trust_acceptable(const struct rdesig *s, const struct trust *t, uint64_t now)
 {
 	if (now < t->valid_from)
 		return TRUST_REFUSED_NOT_YET;
@@ -282,7 +291,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 		return;
 	}
 	uint64_t now = unix_now();
-	enum rde_trust_refusal why = trust_acceptable(s, &t, now);
+	enum rdesig_trust_refusal why = trust_acceptable(s, &t, now);
 	if (why != TRUST_REFUSALS) {
 		char from[32], until[32];
 		utc_text(t.valid_from, from);
@@ -300,7 +309,7 @@ static void read_trust(struct rdesig *s, bool verbose)
 				(unsigned long long)s->trust.serial, keeping);
 		else
 			log_err("signatures: %s: valid from %s until %s, not now (refused: %s); %s", cfg->trust_file,
-				from, until, rde_trust_refusal_name(why), keeping);
+				from, until, rdesig_trust_refusal_name(why), keeping);
 		trust_free(&t);
 		return;
 	}
@@ -366,18 +375,29 @@ static void on_poll(uv_timer_t *h)
 		read_trust(s, true);
 }
 
-void rde_sig_reload(struct rde *r)
+void rdesig_reload(struct rdesig *s)
 {
-	struct rdesig *s = r->sig;
-	if (!s)
-		return;
-	s->v.min_lifetime = r->cfg->signature_min_lifetime_s;
+	const struct nbrpd_config *cfg = s->rde->cfg;
+	s->v.min_lifetime = cfg->signature_min_lifetime_s;
 	read_trust(s, true);
 	own_build(s);           /* the configuration's content names */
-	uv_timer_set_repeat(&s->poll, r->cfg->trust_poll_ms);
+	uv_timer_set_repeat(&s->poll, cfg->trust_poll_ms);
 }
 
-int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err_len)
+static void *signer_export_peer(void *arg, struct rde_peer *to);
+static int signer_export(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
+			 Nbrp__Attestation **out, size_t max, uint64_t *seq);
+static const struct sig_set *signer_set_of(void *arg, const struct rib_entry *e, const struct rib_attrs *a);
+static bool signer_export_pending(void *arg, const struct rde_peer *p);
+static bool signer_sign_withdrawal(void *arg, const uint8_t *wire, size_t len, uint64_t seq,
+				   struct origin_wd_sig *out);
+static void signer_withdrawn(void *arg, const uint8_t *wire, size_t len, const uint8_t *key, uint64_t seq,
+			     uint64_t until);
+static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct nameset *members,
+				    struct rib_entry *e);
+static void signer_turn(void *arg);
+
+struct rdesig *rdesig_new(uv_loop_t *loop, struct rde *r, const struct sigkey *key, char *err, size_t err_len)
 {
 	const struct nbrpd_config *cfg = r->cfg;
 	struct rdesig *s = calloc(1, sizeof(*s));
@@ -385,15 +405,21 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 		free(s);
 		snprintf(err, err_len, "signatures: out of memory for %llu cache entries",
 			 (unsigned long long)cfg->signature_cache);
-		return -1;
+		return NULL;
 	}
-	if (sigpool_init(&s->pool, r->loop, cfg->signature_workers) < 0) {
+	if (sigpool_init(&s->pool, loop, cfg->signature_workers) < 0) {
 		attest_verifier_free(&s->v);
 		free(s);
 		snprintf(err, err_len, "signatures: cannot start %u worker threads", cfg->signature_workers);
-		return -1;
+		return NULL;
 	}
 	s->rde = r;
+	s->signer = (struct rde_signer){
+		.arg = s, .chain_bytes = &s->chain_bytes, .export_peer = signer_export_peer,
+		.export = signer_export, .set_of = signer_set_of, .export_pending = signer_export_pending,
+		.sign_withdrawal = signer_sign_withdrawal, .withdrawn = signer_withdrawn,
+		.aggregate_stored = signer_aggregate_stored, .turn = signer_turn,
+	};
 	s->key = *key;
 	s->next_expiry = UINT64_MAX;
 	if (refused_init(&s->refused, REFUSED_KEPT) < 0)
@@ -403,36 +429,31 @@ int rde_sig_start(struct rde *r, const struct sigkey *key, char *err, size_t err
 	if (cfg->state_dir && trust_serial_load(cfg->state_dir, &s->serial_floor, err, err_len) < 0)
 		log_err("signatures: %s: any trust file valid now is taken", err);
 	read_trust(s, false);
-	uv_timer_init(r->loop, &s->poll);
+	uv_timer_init(loop, &s->poll);
 	s->poll.data = s;
-	uv_timer_init(r->loop, &s->kick);
+	uv_timer_init(loop, &s->kick);
 	s->kick.data = s;
-	uv_timer_init(r->loop, &s->recheck);
+	uv_timer_init(loop, &s->recheck);
 	s->recheck.data = s;
 	uv_timer_start(&s->poll, on_poll, cfg->trust_poll_ms, cfg->trust_poll_ms);
-	r->sig = s;
-	for (unsigned i = 0; i < r->npeers; i++)
-		r->peers[i]->sig = r->peers[i]->sig_cfg;
-	return 0;
+	return s;
 }
 
-bool rde_has_signatures(const struct rde *r)
+const struct rde_signer *rdesig_signer(struct rdesig *s)
 {
-	return r->sig != NULL;
+	return &s->signer;
 }
 
-const uint8_t *rde_router_key(const struct rde *r, const char *name)
+const uint8_t *rdesig_router_key(const struct rdesig *s, const char *name)
 {
-	const struct rdesig *s = r->sig;
 	if (!s || !s->have_trust || s->trust_expired)
 		return NULL;
 	return trust_router_key(&s->trust, name, strlen(name));
 }
 
-void rde_sig_stats(const struct rde *r, struct rde_sig_stats *out)
+void rdesig_stats(const struct rdesig *s, struct rdesig_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	const struct rdesig *s = r->sig;
 	if (!s)
 		return;
 	out->on = true;
@@ -476,19 +497,300 @@ void rdesig_free(struct rdesig *s)
 	fresh_free(&s->fresh);
 	refused_free(&s->refused);
 	for (size_t b = 0; b < s->nown; b++)
-		set_release(s, s->own[b].set);
+		sig_set_release(s->own[b].set);
 	free(s->own);
 	free(s->asked);
-	free(s->set_marks);
+	for (struct rdesig_peer *sp = s->peers, *n; sp; sp = n) {
+		n = sp->next;
+		free(sp);
+	}
+	free(s->by_peer);
+	free(s->verdicts);
 	if (s->have_trust)
 		trust_free(&s->trust);
 	sigkey_wipe(&s->key);
 	free(s);
 }
 
+/* ---- peers ---- */
+
+static size_t peer_slot(const struct rde_peer *p, size_t nb)
+{
+	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (nb - 1);
+}
+
+/* The stage's view of an RDE peer (NULL: none, it was added before signatures started or removed). */
+static struct rdesig_peer *peer_of(const struct rdesig *s, const struct rde_peer *p)
+{
+	if (!s->nby_peer)
+		return NULL;
+	struct rdesig_peer *sp = s->by_peer[peer_slot(p, s->nby_peer)];
+	while (sp && sp->p != p)
+		sp = sp->hnext;
+	return sp;
+}
+
+static void by_peer_unlink(struct rdesig *s, struct rdesig_peer *sp)
+{
+	for (struct rdesig_peer **pp = &s->by_peer[peer_slot(sp->p, s->nby_peer)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == sp) {
+			*pp = sp->hnext;
+			return;
+		}
+}
+
+struct rdesig_peer *rdesig_peer_add(struct rdesig *s, struct rde_peer *p, enum sig_policy sig)
+{
+	if (s->npeers * 2 >= s->nby_peer) {
+		size_t nb = s->nby_peer ? s->nby_peer * 4 : 64;
+		struct rdesig_peer **b = calloc(nb, sizeof(*b));
+		if (!b)
+			return NULL;
+		for (struct rdesig_peer *q = s->peers; q; q = q->next)
+			if (q->p) {
+				size_t k = peer_slot(q->p, nb);
+				q->hnext = b[k];
+				b[k] = q;
+			}
+		free(s->by_peer);
+		s->by_peer = b;
+		s->nby_peer = nb;
+	}
+	struct rdesig_peer *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return NULL;
+	sp->s = s;
+	sp->p = p;
+	sp->refs = 1;
+	sp->q_tail = &sp->q;
+	sp->next = s->peers;
+	s->peers = sp;
+	size_t k = peer_slot(p, s->nby_peer);
+	sp->hnext = s->by_peer[k];
+	s->by_peer[k] = sp;
+	s->npeers++;
+	rde_peer_set_signatures(p, sig);
+	return sp;
+}
+
+void rdesig_peer_configure(struct rdesig_peer *sp, enum sig_policy sig)
+{
+	rde_peer_set_signatures(sp->p, sig);
+}
+
+static void peer_put(struct rdesig_peer *sp)
+{
+	if (--sp->refs)
+		return;
+	struct rdesig *s = sp->s;
+	for (struct rdesig_peer **pp = &s->peers; *pp; pp = &(*pp)->next)
+		if (*pp == sp) {
+			*pp = sp->next;
+			break;
+		}
+	free(sp);
+}
+
+void rdesig_peer_remove(struct rdesig_peer *sp)
+{
+	rdesig_peer_down(sp);
+	by_peer_unlink(sp->s, sp);
+	sp->s->npeers--;
+	sp->p = NULL;
+	peer_put(sp);
+}
+
+void rdesig_peer_up(struct rdesig_peer *sp)
+{
+	sp->hops_pending = 0;   /* those asked for its last session are sent to nobody */
+}
+
+/* ---- a route's check applied ---- */
+
+static void note_refused(struct rdesig *s, const struct rde_peer *p, const struct attest_job *j,
+			 const uint8_t *wire, size_t len)
+{
+	struct name n;
+	if (name_from_wire(&n, wire, len) == NAME_OK)
+		refused_note(&s->refused, &n, p->name, (uint8_t)j->state, (uint8_t)j->reason, unix_now());
+}
+
+static void forget_refused(struct rdesig *s, const struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct name n;
+	if (s->refused.used && name_from_wire(&n, wire, len) == NAME_OK)
+		refused_forget(&s->refused, &n, p->name);
+}
+
+unsigned rdesig_refused(const struct rdesig *s, const struct name *n, struct refused_entry *out)
+{
+	return s ? refused_find(&s->refused, n, out) : 0;
+}
+
+/*
+ * Routes of a peer lately verified valid on the workers, and refused for a
+ * bad signature (there, or a failed link seen before): a peer whose routes
+ * fail more than they verify gets the low weight.  Chains verified before
+ * count neither way: they cost nothing.
+ */
+static void recent(struct rdesig_peer *sp, uint32_t good, uint32_t bad)
+{
+	sp->good += good;
+	sp->bad += bad;
+	if (sp->good + sp->bad >= RECENT_ROUTES) {
+		sp->good /= 2;
+		sp->bad /= 2;
+	}
+}
+
+/*
+ * Whether a route with this check is imported (require: valid only); counts
+ * it, and logs a refusal with its first name (and how many more it had).
+ */
+static bool route_accepted(struct rdesig_peer *sp, const struct attest_job *j, const struct name *first, size_t more)
+{
+	const struct rde_peer *p = sp->p;
+	if (j->state >= ATTEST_PENDING)
+		return false;           /* not reached: every job is final when applied */
+	sp->state[j->state]++;
+	if (j->state == ATTEST_INVALID)
+		sp->invalid[j->reason]++;
+	if (j->state == ATTEST_INVALID && j->reason == ATTEST_BAD_SIGNATURE)
+		recent(sp, 0, 1);
+	if (p->sig != SIG_REQUIRE || j->state == ATTEST_VALID)
+		return true;
+	uint64_t now = uv_now(p->rde->loop);
+	if (now - sp->log_ms >= 1000) {
+		if (sp->logged > SIG_LOG_PER_S)
+			log_warn("peer %s: %u more routes rejected for their signatures", p->name,
+				 sp->logged - SIG_LOG_PER_S);
+		sp->log_ms = now;
+		sp->logged = 0;
+	}
+	if (sp->logged++ < SIG_LOG_PER_S) {
+		char name[NAME_MAX_TEXT] = "?", and[48] = "";
+		if (first)
+			name_to_text(first, name, sizeof(name));
+		if (more)
+			snprintf(and, sizeof(and), " (and %zu more names)", more);
+		log_warn("peer %s: route for %s%s rejected: %s%s%s", p->name, name, and, attest_state_name(j->state),
+			 j->state == ATTEST_INVALID ? ": " : "",
+			 j->state == ATTEST_INVALID ? attest_reason_name(j->reason) : "");
+	}
+	return false;
+}
+
+/* A stored route with check j done again: kept with its new state, or withdrawn (require). */
+static void route_checked(struct rdesig *s, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j)
+{
+	if (!rde_route_recheck_changes(rt, j))
+		return;                 /* as it was */
+	struct rdesig_peer *sp = peer_of(s, rt->a->k.peer);
+	struct name n;
+	rde_entry_name(e, &n);
+	bool keep = sp ? route_accepted(sp, j, &n, 0) : true;
+	if (!keep)
+		note_refused(s, rt->a->k.peer, j, n.wire, n.len);
+	rde_route_recheck(s->rde, e, rt, j, keep);
+}
+
+/*
+ * A signed origin withdrawal from sp, checked as an origin attestation is
+ * (the trust file, its expiry, its signature): false: refused, counted and
+ * logged.
+ */
+static bool withdrawal_check(struct rdesig_peer *sp, const Nbrp__OriginWithdrawal *w)
+{
+	struct rdesig *s = sp->s;
+	enum attest_reason why = attest_withdrawal_check(&s->v, w, unix_now());
+	if (why == ATTEST_OK)
+		return true;
+	sp->owd_forged++;
+	uint64_t now = uv_now(s->rde->loop);
+	if (now - sp->owd_forged_log_ms >= 1000) {      /* a line a second: the counter has the rest */
+		char name[NAME_MAX_TEXT] = "?";
+		struct name n = { .len = (uint8_t)w->name.len };
+		if (w->name.len <= NAME_MAX_WIRE) {
+			memcpy(n.wire, w->name.data, w->name.len);
+			name_to_text(&n, name, sizeof(name));
+		}
+		log_warn("peer %s: signed origin withdrawal of %s (stamp %llu) refused: %s (%llu so far)", sp->p->name,
+			 name, (unsigned long long)w->origin_seq, attest_reason_name(why),
+			 (unsigned long long)sp->owd_forged);
+		sp->owd_forged_log_ms = now;
+	}
+	return false;
+}
+
+static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
+			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
+			  size_t n_att, struct attest_job *j);
+
+static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route *rt, struct attest_job *j);
+
+/*
+ * u, from sp, to the RDE, once: with each Route's final check (jobs; NULL:
+ * its signatures are off), whether it is refused for it, and each signed
+ * origin withdrawal's check.
+ */
+static void hand_over(struct rdesig_peer *sp, const Nbrp__Update *u, struct attest_job *jobs)
+{
+	struct rdesig *s = sp->s;
+	struct rde_peer *p = sp->p;
+	size_t n = u->n_routes + u->n_origin_withdrawals;
+	if (n > s->verdicts_cap) {
+		bool *v = realloc(s->verdicts, n * sizeof(*v));
+		if (!v) {
+			log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
+			return;
+		}
+		s->verdicts = v;
+		s->verdicts_cap = n;
+	}
+	if (n)
+		memset(s->verdicts, 0, n * sizeof(*s->verdicts));
+	bool *refused = s->verdicts, *withdrawal_ok = s->verdicts + u->n_routes;
+	for (size_t i = 0; i < u->n_origin_withdrawals; i++) {
+		const Nbrp__OriginWithdrawal *w = u->origin_withdrawals[i];
+		if (!nbrp_name_valid(&w->name) || !nbrp_router_name_valid(w->origin))
+			break;          /* the RDE ends the session there */
+		withdrawal_ok[i] = !attest_withdrawal_signed(w) || withdrawal_check(sp, w);
+	}
+	for (size_t i = 0; jobs && i < u->n_routes; i++) {
+		const Nbrp__Route *rt = u->routes[i];
+		if (rt->aggregate.len)
+			members_check(s, p, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
+				      &rt->aggregate_digest, rt->attestations, rt->n_attestations, &jobs[i]);
+		else
+			fresh_route(s, p, rt, &jobs[i]);
+	}
+	for (size_t i = 0; jobs && i < u->n_routes; i++) {
+		const Nbrp__Route *rt = u->routes[i];
+		const char *why;
+		if (decide_import(rt, p->server_mode, p->rde->cfg->router_name, &why) != IMPORT_OK)
+			continue;       /* malformed or a loop: the RDE says so */
+		struct name first = { .len = 0 };
+		const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate : rt->n_names ? &rt->names[0] : NULL;
+		if (n0 && name_from_wire(&first, n0->data, n0->len) != NAME_OK)
+			first.len = 0;
+		refused[i] = !route_accepted(sp, &jobs[i], first.len ? &first : NULL,
+					     rt->n_names > 1 && !rt->aggregate.len ? rt->n_names - 1 : 0);
+		if (jobs[i].state == ATTEST_VALID && jobs[i].expiry < s->next_expiry)
+			s->next_expiry = jobs[i].expiry;        /* its chain, kept, is checked again then */
+		/* show route says why while it is refused, and no more once the peer's route is taken */
+		for (size_t k = 0; k < rt->n_names; k++)
+			if (refused[i])
+				note_refused(s, p, &jobs[i], rt->names[k].data, rt->names[k].len);
+			else
+				forget_refused(s, p, rt->names[k].data, rt->names[k].len);
+	}
+	struct rde_checks c = { .routes = jobs, .refused = refused, .withdrawal_ok = withdrawal_ok };
+	rde_peer_update(p, u, &c);
+}
+
 /* ---- the queue ---- */
 
-static void upd_free(struct rde *r, struct sig_upd *q)
+static void upd_free(struct sig_upd *q)
 {
 	if (q->jobs) {
 		size_t n = q->u->n_routes;
@@ -497,15 +799,13 @@ static void upd_free(struct rde *r, struct sig_upd *q)
 		free(q->jobs);
 	}
 	nbrp__update__free_unpacked(q->u, NULL);
-	struct rde_peer *p = q->p;
+	struct rdesig_peer *sp = q->sp;
 	free(q);
-	(void)r;
-	if (--p->refs == 0)
-		free(p);
+	peer_put(sp);
 }
 
 /* Prepares every Route; true when some have signatures left to verify. */
-static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
+static bool prepare(struct rdesig *s, const struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
 {
 	uint64_t now = unix_now();
 	bool pending = false;
@@ -515,111 +815,73 @@ static bool prepare(struct rdesig *s, struct rde_peer *p, const Nbrp__Update *u,
 	return pending;
 }
 
-static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
-			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
-			  size_t n_att, struct attest_job *j);
-
-static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route *rt, struct attest_job *j);
-
-static void apply(struct rde_peer *p, const Nbrp__Update *u, struct attest_job *jobs)
-{
-	for (size_t i = 0; i < u->n_routes; i++) {
-		const Nbrp__Route *rt = u->routes[i];
-		if (rt->aggregate.len)
-			members_check(p->rde->sig, p, rt->aggregate.data, rt->aggregate.len, rt->aggregate_version,
-				      &rt->aggregate_digest, rt->attestations, rt->n_attestations, &jobs[i]);
-		else
-			fresh_route(p->rde->sig, p, rt, &jobs[i]);
-	}
-	p->sig_jobs = jobs;
-	rde_peer_update(p, u);
-	p->sig_jobs = NULL;
-}
-
-static void drain(struct rde_peer *p);
-
-/*
- * Routes of p lately verified valid on the workers, and refused for a bad
- * signature (there, or a failed link seen before): a peer whose routes
- * fail more than they verify gets the low weight.  Chains verified before
- * count neither way: they cost nothing.
- */
-static void recent(struct rde_peer *p, uint32_t good, uint32_t bad)
-{
-	p->sig_good += good;
-	p->sig_bad += bad;
-	if (p->sig_good + p->sig_bad >= RECENT_ROUTES) {
-		p->sig_good /= 2;
-		p->sig_bad /= 2;
-	}
-}
+static void drain(struct rdesig_peer *sp);
 
 static void on_checked(struct attest_batch *b)
 {
 	struct sig_upd *q = b->arg;
-	struct rde_peer *p = q->p;
-	struct rde *r = p->rde;
+	struct rdesig_peer *sp = q->sp;
 	q->running = false;
 	uint32_t valid = 0;
 	for (size_t i = 0; i < b->n; i++) {
-		p->sig_failed += b->jobs[i].state == ATTEST_INVALID && b->jobs[i].reason == ATTEST_BAD_SIGNATURE;
+		sp->failed += b->jobs[i].state == ATTEST_INVALID && b->jobs[i].reason == ATTEST_BAD_SIGNATURE;
 		valid += b->jobs[i].state == ATTEST_VALID;
 	}
-	recent(p, valid, 0);    /* failures when applied, with those failed before the workers */
-	if (q->dead || r->sig->stopping) {
-		upd_free(r, q);
+	recent(sp, valid, 0);   /* failures when applied, with those failed before the workers */
+	if (q->dead || sp->s->stopping) {
+		upd_free(q);
 		return;
 	}
-	drain(p);
+	drain(sp);
 }
 
-static unsigned peer_weight(const struct rde_peer *p)
+static unsigned peer_weight(const struct rdesig_peer *sp)
 {
-	return p->sig_bad > p->sig_good ? WEIGHT_BAD : WEIGHT_GOOD;
+	return sp->bad > sp->good ? WEIGHT_BAD : WEIGHT_GOOD;
 }
 
-static bool over_budget(const struct rdesig *s, const struct rde_peer *p)
+static bool over_budget(const struct rdesig *s, const struct rdesig_peer *sp)
 {
-	return p->sig_turn == s->turn && (p->sig_turn_ns >= (uint64_t)peer_weight(p) * TURN_NS ||
-					   p->sig_turn_bytes >= (uint64_t)peer_weight(p) * TURN_BYTES);
+	return sp->turn == s->turn && (sp->turn_ns >= (uint64_t)peer_weight(sp) * TURN_NS ||
+					sp->turn_bytes >= (uint64_t)peer_weight(sp) * TURN_BYTES);
 }
 
 /*
- * Loop time since t0 spent on p's checks, and bytes of an UPDATE of it:
+ * Loop time since t0 spent on sp's checks, and bytes of an UPDATE of it:
  * at its turn's budget its session stops reading until the next.
  */
-static void charge(struct rdesig *s, struct rde_peer *p, uint64_t t0, size_t bytes)
+static void charge(struct rdesig *s, struct rdesig_peer *sp, uint64_t t0, size_t bytes)
 {
 	uint64_t ns = mono_ns() - t0;
-	bool was = over_budget(s, p);
-	if (p->sig_turn != s->turn) {
-		p->sig_turn = s->turn;
-		p->sig_turn_ns = p->sig_turn_bytes = 0;
+	bool was = over_budget(s, sp);
+	if (sp->turn != s->turn) {
+		sp->turn = s->turn;
+		sp->turn_ns = sp->turn_bytes = 0;
 	}
-	p->sig_turn_ns += ns;
-	p->sig_turn_bytes += bytes;
-	p->sig_loop_ns += ns;
-	if (!was && over_budget(s, p)) {
-		p->sig_throttled++;
+	sp->turn_ns += ns;
+	sp->turn_bytes += bytes;
+	sp->loop_ns += ns;
+	if (!was && over_budget(s, sp)) {
+		sp->throttled++;
 		rde_input_resume(s->rde);       /* read again next turn */
 	}
 }
 
-void rdesig_turn(struct rde *r)
+static void signer_turn(void *arg)
 {
-	if (r->sig)
-		r->sig->turn++;
+	struct rdesig *s = arg;
+	s->turn++;
 }
 
 static void submit(struct rdesig *s, struct sig_upd *q)
 {
-	struct rde_peer *p = q->p;
+	struct rdesig_peer *sp = q->sp;
 	memset(&q->b, 0, sizeof(q->b));
-	q->b.pool.flow = &p->sig_flow;
-	sigpool_flow_weight(&s->pool, &p->sig_flow, peer_weight(p));
+	q->b.pool.flow = &sp->flow;
+	sigpool_flow_weight(&s->pool, &sp->flow, peer_weight(sp));
 	for (size_t i = 0; i < q->u->n_routes; i++)
 		if (q->jobs[i].state == ATTEST_PENDING)
-			p->sig_verified += q->jobs[i].n_checks;
+			sp->verified += q->jobs[i].n_checks;
 	q->b.v = &s->v;
 	q->b.jobs = q->jobs;
 	q->b.n = q->u->n_routes;
@@ -648,13 +910,13 @@ static void upd_unprepare(struct rdesig *s, struct sig_upd *q)
 }
 
 /* Applies the waiting UPDATEs in order, up to the first still with the workers. */
-static void drain(struct rde_peer *p)
+static void drain(struct rdesig_peer *sp)
 {
-	struct rde *r = p->rde;
-	struct rdesig *s = r->sig;
+	struct rdesig *s = sp->s;
+	struct rde_peer *p = sp->p;
 	struct sig_upd *q;
 	uint64_t t0 = mono_ns();
-	while ((q = p->sigq) && !q->running) {
+	while ((q = sp->q) && !q->running) {
 		if (q->jobs && q->gen != s->trust_gen) {
 			upd_unprepare(s, q);
 			q->jobs = calloc(q->u->n_routes ? q->u->n_routes : 1, sizeof(*q->jobs));
@@ -668,23 +930,23 @@ static void drain(struct rde_peer *p)
 				}
 			}
 		}
-		p->sigq = q->next;
-		p->sigq_len--;
-		if (!p->sigq)
-			p->sigq_tail = &p->sigq;
+		sp->q = q->next;
+		sp->q_len--;
+		if (!sp->q)
+			sp->q_tail = &sp->q;
 		if (q->jobs)
-			apply(p, q->u, q->jobs);
-		upd_free(r, q);
+			hand_over(sp, q->u, q->jobs);
+		upd_free(q);
 	}
-	if (!p->sigq && p->sweep_owed) {
-		p->sweep_owed = false;
+	if (!sp->q && sp->sweep_owed) {
+		sp->sweep_owed = false;
 		rde_peer_sweep(p);      /* its END-OF-RIB came after these */
 	}
-	charge(s, p, t0, 0);
-	rde_input_resume(r);            /* its session may read again */
+	charge(s, sp, t0, 0);
+	rde_input_resume(s->rde);       /* its session may read again */
 }
 
-static struct sig_upd *enqueue(struct rde_peer *p, const Nbrp__Update *u)
+static struct sig_upd *enqueue(struct rdesig_peer *sp, const Nbrp__Update *u)
 {
 	struct sig_upd *q = calloc(1, sizeof(*q));
 	size_t len = nbrp__update__get_packed_size(u);
@@ -698,23 +960,26 @@ static struct sig_upd *enqueue(struct rde_peer *p, const Nbrp__Update *u)
 		free(q);
 		return NULL;
 	}
-	q->p = p;
-	p->refs++;
-	p->sigq_len++;
-	if (!p->sigq)
-		p->sigq_tail = &p->sigq;
-	*p->sigq_tail = q;
-	p->sigq_tail = &q->next;
+	q->sp = sp;
+	sp->refs++;
+	sp->q_len++;
+	*sp->q_tail = q;
+	sp->q_tail = &q->next;
 	return q;
 }
 
-void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
+void rdesig_update(struct rdesig_peer *sp, const Nbrp__Update *u)
 {
-	struct rdesig *s = p->rde->sig;
-	if (p->sigq) {
+	struct rdesig *s = sp->s;
+	struct rde_peer *p = sp->p;
+	if (p->sig == SIG_OFF && !sp->q) {
+		hand_over(sp, u, NULL);         /* only its origin withdrawals are checked */
+		return;
+	}
+	if (sp->q) {
 		/* checked now, applied after those before it */
 		uint64_t t0 = mono_ns();
-		struct sig_upd *q = enqueue(p, u);
+		struct sig_upd *q = enqueue(sp, u);
 		if (!q)
 			log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
 		else if (!(q->jobs = calloc(u->n_routes ? u->n_routes : 1, sizeof(*q->jobs))))
@@ -724,7 +989,7 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 			if (prepare(s, p, q->u, q->jobs))
 				submit(s, q);
 		}
-		charge(s, p, t0, nbrp__update__get_packed_size(u));
+		charge(s, sp, t0, nbrp__update__get_packed_size(u));
 		return;
 	}
 	struct attest_job *jobs = calloc(u->n_routes ? u->n_routes : 1, sizeof(*jobs));
@@ -734,12 +999,12 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 	uint64_t t0 = mono_ns();
 	if (!prepare(s, p, u, jobs)) {
-		apply(p, u, jobs);
+		hand_over(sp, u, jobs);
 		free(jobs);
-		charge(s, p, t0, nbrp__update__get_packed_size(u));
+		charge(s, sp, t0, nbrp__update__get_packed_size(u));
 		return;
 	}
-	struct sig_upd *q = enqueue(p, u);
+	struct sig_upd *q = enqueue(sp, u);
 	if (!q) {
 		log_err("peer %s: out of memory for a waiting UPDATE: dropped", p->name);
 		for (size_t i = 0; i < u->n_routes; i++)
@@ -749,17 +1014,24 @@ void rdesig_update(struct rde_peer *p, const Nbrp__Update *u)
 	}
 	q->jobs = jobs;
 	submit(s, q);
-	charge(s, p, t0, nbrp__update__get_packed_size(u));
+	charge(s, sp, t0, nbrp__update__get_packed_size(u));
 }
 
-void rdesig_peer_down(struct rde_peer *p)
+void rdesig_peer_sweep(struct rdesig_peer *sp)
 {
-	struct rde *r = p->rde;
-	struct sig_upd *q = p->sigq;
-	p->sigq = NULL;
-	p->sigq_tail = &p->sigq;
-	p->sigq_len = 0;
-	p->sweep_owed = false;
+	if (sp->q)
+		sp->sweep_owed = true;  /* after the UPDATEs it sent before */
+	else
+		rde_peer_sweep(sp->p);
+}
+
+void rdesig_peer_down(struct rdesig_peer *sp)
+{
+	struct sig_upd *q = sp->q;
+	sp->q = NULL;
+	sp->q_tail = &sp->q;
+	sp->q_len = 0;
+	sp->sweep_owed = false;
 	if (!q)
 		return;
 	/* those with the workers: their callbacks free them */
@@ -768,348 +1040,32 @@ void rdesig_peer_down(struct rde_peer *p)
 		if (q->running)
 			q->dead = true;
 		else
-			upd_free(r, q);
+			upd_free(q);
 	}
-	rde_input_resume(r);
+	rde_input_resume(sp->s->rde);
 }
 
-bool rde_peer_waiting(const struct rde_peer *p)
+bool rdesig_peer_waiting(const struct rdesig_peer *sp)
 {
-	uint32_t depth = p->sig_good > p->sig_bad ? SIGQ_MAX : 1;
-	return p->sigq_len >= depth || (p->rde->sig && over_budget(p->rde->sig, p));
+	uint32_t depth = sp->good > sp->bad ? SIGQ_MAX : 1;
+	return sp->q_len >= depth || over_budget(sp->s, sp);
 }
 
-void rdesig_peer_stats(const struct rde_peer *p, struct rde_peer_stats *out)
+void rdesig_peer_stats(const struct rdesig_peer *sp, struct rdesig_peer_stats *out)
 {
-	struct rdesig *s = p->rde->sig;
-	if (!s)
+	memset(out, 0, sizeof(*out));
+	if (!sp)
 		return;
-	out->sig_verified = p->sig_verified;
-	out->sig_failed = p->sig_failed;
-	out->sig_queued = p->sigq_len;
-	out->sig_loop_ns = p->sig_loop_ns;
-	sigpool_flow_stats(&s->pool, &p->sig_flow, &out->sig_worker_items, &out->sig_worker_ns);
-	out->sig_throttled = p->sig_throttled;
-	out->sig_weight = peer_weight(p);
-}
-
-/* ---- a route's check applied ---- */
-
-void rdesig_refused_note(struct rde_peer *p, const struct attest_job *j, const uint8_t *wire, size_t len)
-{
-	struct name n;
-	if (name_from_wire(&n, wire, len) == NAME_OK)
-		refused_note(&p->rde->sig->refused, &n, p->name, (uint8_t)j->state, (uint8_t)j->reason, unix_now());
-}
-
-void rdesig_refused_forget(struct rde_peer *p, const uint8_t *wire, size_t len)
-{
-	struct name n;
-	if (p->rde->sig->refused.used && name_from_wire(&n, wire, len) == NAME_OK)
-		refused_forget(&p->rde->sig->refused, &n, p->name);
-}
-
-unsigned rde_refused(const struct rde *r, const struct name *n, struct refused_entry *out)
-{
-	return r->sig ? refused_find(&r->sig->refused, n, out) : 0;
-}
-
-bool rdesig_accept(struct rde_peer *p, const struct attest_job *j, const struct name *first, size_t more)
-{
-	if (j->state >= ATTEST_PENDING)
-		return false;           /* not reached: every job is final when applied */
-	p->sig_state[j->state]++;
-	if (j->state == ATTEST_INVALID)
-		p->sig_invalid[j->reason]++;
-	if (j->state == ATTEST_INVALID && j->reason == ATTEST_BAD_SIGNATURE)
-		recent(p, 0, 1);
-	if (p->sig != SIG_REQUIRE || j->state == ATTEST_VALID)
-		return true;
-	uint64_t now = uv_now(p->rde->loop);
-	if (now - p->sig_log_ms >= 1000) {
-		if (p->sig_logged > SIG_LOG_PER_S)
-			log_warn("peer %s: %u more routes rejected for their signatures", p->name,
-				 p->sig_logged - SIG_LOG_PER_S);
-		p->sig_log_ms = now;
-		p->sig_logged = 0;
-	}
-	if (p->sig_logged++ < SIG_LOG_PER_S) {
-		char name[NAME_MAX_TEXT] = "?", and[48] = "";
-		if (first)
-			name_to_text(first, name, sizeof(name));
-		if (more)
-			snprintf(and, sizeof(and), " (and %zu more names)", more);
-		log_warn("peer %s: route for %s%s rejected: %s%s%s", p->name, name, and, attest_state_name(j->state),
-			 j->state == ATTEST_INVALID ? ": " : "",
-			 j->state == ATTEST_INVALID ? attest_reason_name(j->reason) : "");
-	}
-	return false;
-}
-
-void rdesig_attrs(const struct rde_peer *p, const struct attest_job *j, struct rib_attrs_key *k)
-{
-	k->sig_state = (uint8_t)(j->state + 1);
-	k->sig_reason = j->state == ATTEST_INVALID ? (uint8_t)j->reason : 0;
-	/* a valid chain is its route's own: what it says is passed on */
-	if (j->state == ATTEST_VALID)
-		memcpy(k->sig_head, j->head, sizeof(k->sig_head));
-	if (p->sig == SIG_PREFER && j->state != ATTEST_VALID)
-		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
-}
-
-/* ---- name sets ---- */
-
-/* A set of n names sorted (attest_set_digest's) with their digest, one reference. */
-static struct sig_set *set_new(struct rdesig *s, const struct attest_name *v, size_t n,
-			       const uint8_t digest[ATTEST_DIGEST_LEN])
-{
-	size_t bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		bytes += 1 + v[i].len;
-	size_t size = sizeof(struct sig_set) + n * sizeof(uint32_t) + bytes;
-	struct sig_set *set = malloc(size);
-	if (!set)
-		return NULL;
-	set->refs = set->holders = 1;
-	set->n = (uint32_t)n;
-	set->bytes = (uint32_t)bytes;
-	set->size = size;
-	memcpy(set->digest, digest, ATTEST_DIGEST_LEN);
-	set->off = (uint32_t *)(set + 1);
-	set->names = (uint8_t *)(set->off + n);
-	for (size_t i = 0, off = 0; i < n; i++) {
-		set->off[i] = (uint32_t)off;
-		set->names[off] = (uint8_t)v[i].len;
-		memcpy(set->names + off + 1, v[i].wire, v[i].len);
-		off += 1 + v[i].len;
-	}
-	s->chain_bytes += size;
-	return set;
-}
-
-/* A holder (a chain, one of our sets) lets go: hops still referring to it are swept. */
-static void set_release(struct rdesig *s, struct sig_set *set)
-{
-	if (set)
-		set->holders--;
-	set_put(s, set);
-}
-
-static void set_put(struct rdesig *s, struct sig_set *set)
-{
-	if (!set || --set->refs)
-		return;
-	s->chain_bytes -= set->size;
-	free(set);
-}
-
-/* The set of a Route that checked valid (its names and others), or NULL if out of memory. */
-static struct sig_set *set_of_route(struct rdesig *s, const Nbrp__Route *rt)
-{
-	struct attest_name *v;
-	if (attest_set_digest(rt, NULL, &v) != 0)
-		return NULL;
-	/* the digest was checked against the Route's (attest_prepare) */
-	struct sig_set *set = set_new(s, v, rt->n_names + rt->n_set_others, rt->aggregate_digest.data);
-	free(v);
-	return set;
-}
-
-/* ---- a valid route's chain, kept to be passed on ---- */
-
-static ProtobufCBinaryData copy_bytes(uint8_t **at, ProtobufCBinaryData b)
-{
-	ProtobufCBinaryData o = { b.len, b.len ? *at : NULL };
-	if (b.len)
-		memcpy(*at, b.data, b.len);
-	*at += b.len;
-	return o;
-}
-
-void rdesig_keep_chain(struct rib_attrs *a, const Nbrp__Route *rt, const struct attest_job *j)
-{
-	if (a->chain || j->state != ATTEST_VALID)
-		return;
-	size_t n = rt->n_attestations, bytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		const Nbrp__Attestation *x = rt->attestations[i];
-		bytes += x->signer.len + x->signature.len + x->for_key.len;
-	}
-	/* a set's names, sorted: for the others of each Route we pass its names on in */
-	struct sig_set *set = NULL;
-	struct rdesig *s = a->k.peer->rde->sig;
-	if (attest_route_is_set(rt) && !(set = set_of_route(s, rt)))
-		return;                 /* out of memory (it checked valid): passed on unsigned */
-	size_t size = sizeof(struct sig_chain) + n * (sizeof(Nbrp__Attestation) + sizeof(Nbrp__Attestation *)) + bytes;
-	struct sig_chain *c = malloc(size);
-	if (!c) {
-		set_release(s, set);
-		return;                 /* passed on unsigned */
-	}
-	c->size = size;
-	memcpy(c->head, j->head, sizeof(c->head));
-	c->expiry = j->expiry;
-	c->n = n;
-	c->ptrs = (Nbrp__Attestation **)(c->pb + n);
-	uint8_t *at = (uint8_t *)(c->ptrs + n);
-	for (size_t i = 0; i < n; i++) {
-		const Nbrp__Attestation *x = rt->attestations[i];
-		Nbrp__Attestation *y = &c->pb[i];
-		nbrp__attestation__init(y);
-		y->signer = copy_bytes(&at, x->signer);
-		y->signature = copy_bytes(&at, x->signature);
-		y->for_key = copy_bytes(&at, x->for_key);
-		y->timestamp = x->timestamp;
-		y->expiry = x->expiry;
-		c->ptrs[i] = y;
-	}
-	c->digest.len = 0;
-	c->digest.data = NULL;
-	if (rt->aggregate_digest.len == ATTEST_DIGEST_LEN) {
-		memcpy(c->digest_buf, rt->aggregate_digest.data, ATTEST_DIGEST_LEN);
-		c->digest.data = c->digest_buf;
-		c->digest.len = ATTEST_DIGEST_LEN;
-	}
-	c->set = set;
-	a->chain = c;
-	s->chain_bytes += size;
-	if (c->expiry < s->next_expiry)
-		s->next_expiry = c->expiry;
-}
-
-/* The copy's pointers are moved to its own bytes. */
-void rdesig_copy_chain(struct rib_attrs *to, const struct rib_attrs *from)
-{
-	const struct sig_chain *c = from->chain;
-	if (to->chain || !c)
-		return;
-	struct sig_chain *d = malloc(c->size);
-	if (!d)
-		return;
-	memcpy(d, c, c->size);
-	ptrdiff_t shift = (const uint8_t *)d - (const uint8_t *)c;
-	d->ptrs = (Nbrp__Attestation **)((uint8_t *)c->ptrs + shift);
-	for (size_t i = 0; i < d->n; i++) {
-		Nbrp__Attestation *y = &d->pb[i];
-		d->ptrs[i] = y;
-		if (y->signer.data)
-			y->signer.data += shift;
-		if (y->signature.data)
-			y->signature.data += shift;
-		if (y->for_key.data)
-			y->for_key.data += shift;
-	}
-	if (d->digest.data)
-		d->digest.data = d->digest_buf;
-	if (d->set) {
-		d->set->refs++;
-		d->set->holders++;
-	}
-	to->chain = d;
-	to->k.peer->rde->sig->chain_bytes += d->size;
-}
-
-void rdesig_chain_free(struct rde *r, struct sig_chain *c)
-{
-	if (!c)
-		return;
-	if (r->sig) {
-		r->sig->chain_bytes -= c->size;
-		set_release(r->sig, c->set);
-	}
-	free(c);
-}
-
-void rdesig_export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a,
-			  Nbrp__Route *rt)
-{
-	const struct rde_agg *g;
-	if (a->chain && a->chain->digest.len) {
-		rt->aggregate_digest = a->chain->digest;
-	} else if (!a->k.peer && (g = rde_agg_of(r, e)) && g->has_digest) {
-		/* ours: rdesig_export signed this version's digest */
-		rt->aggregate_digest.data = (uint8_t *)g->digest;
-		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
-	}
-}
-
-static struct own_set *own_of(struct rdesig *s, const uint8_t *wire, size_t len);
-
-const struct sig_set *rdesig_set_of(struct rde *r, const struct rib_entry *e, const struct rib_attrs *a)
-{
-	if (a->k.peer)
-		return a->chain ? a->chain->set : NULL;
-	if (!r->sig || entry_is_aggregate(e))
-		return NULL;
-	struct own_set *o = own_of(r->sig, e->wire, e->len);
-	return o ? o->set : NULL;
-}
-
-size_t rdesig_set_size(const struct sig_set *set, size_t *bytes)
-{
-	*bytes = set->bytes;
-	return set->n;
-}
-
-void rdesig_set_digest(const struct sig_set *set, Nbrp__Route *rt)
-{
-	rt->aggregate_digest.data = (uint8_t *)set->digest;
-	rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
-}
-
-/* The index of a name in set, or -1. */
-static long set_find(const struct sig_set *set, const uint8_t *wire, size_t len)
-{
-	size_t lo = 0, hi = set->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const uint8_t *m = set->names + set->off[mid];
-		int cmp = memcmp(m + 1, wire, m[0] < len ? m[0] : len);
-		if (!cmp)
-			cmp = (m[0] > len) - (m[0] < len);
-		if (!cmp)
-			return (long)mid;
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
-size_t rdesig_set_others(struct rdesig *s, const struct sig_set *set, const ProtobufCBinaryData *names, size_t n,
-			 ProtobufCBinaryData *others)
-{
-	if (n >= set->n)
-		return 0;               /* the set whole (a Route holds no name twice) */
-	if (set->n > s->set_marks_cap) {
-		uint8_t *v = realloc(s->set_marks, set->n);
-		if (!v)
-			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
-		s->set_marks = v;
-		s->set_marks_cap = set->n;
-	}
-	uint8_t *in = s->set_marks;
-	memset(in, 0, set->n);
-	long k = -1;
-	for (size_t i = 0; i < n; i++) {
-		/* names usually come in the set's order: the one after the last found, else a search */
-		const uint8_t *w = k + 1 < (long)set->n ? set->names + set->off[k + 1] : NULL;
-		if (w && w[0] == names[i].len && memcmp(w + 1, names[i].data, w[0]) == 0)
-			k++;
-		else
-			k = set_find(set, names[i].data, names[i].len);
-		if (k >= 0)
-			in[k] = 1;
-	}
-	size_t m = 0;
-	for (uint32_t i = 0; i < set->n; i++)
-		if (!in[i]) {
-			const uint8_t *w = set->names + set->off[i];
-			others[m].data = (uint8_t *)w + 1;
-			others[m++].len = w[0];
-		}
-	return m;
+	out->state = sp->state;
+	out->invalid = sp->invalid;
+	out->owd_forged = sp->owd_forged;
+	out->verified = sp->verified;
+	out->failed = sp->failed;
+	out->queued = sp->q_len;
+	out->loop_ns = sp->loop_ns;
+	sigpool_flow_stats(&sp->s->pool, &sp->flow, &out->worker_items, &out->worker_ns);
+	out->throttled = sp->throttled;
+	out->weight = peer_weight(sp);
 }
 
 /* ---- our signatures: hops by (prev, target), origins by name ---- */
@@ -1206,7 +1162,7 @@ static struct own_set *own_of(struct rdesig *s, const uint8_t *wire, size_t len)
 	if (!s->nown)
 		return NULL;
 	struct own_set *o = &s->own[slot(wire, len, NULL, 0, s->nown)];
-	return o->set && set_find(o->set, wire, len) >= 0 ? o : NULL;
+	return o->set && sig_set_find(o->set, wire, len) >= 0 ? o : NULL;
 }
 
 /* Our origin attestation over a set, signed on the loop once per period and membership. */
@@ -1288,17 +1244,17 @@ static void own_build(struct rdesig *s)
 			    memcmp(d, o->set->digest, ATTEST_DIGEST_LEN) == 0)
 				continue;       /* the same names: the same signature */
 			if (attest_set_digest(&rt, d, &sorted) == 0) {
-				set = set_new(s, sorted, n, d);
+				set = sig_set_new(sorted, n, d, &s->chain_bytes);
 				free(sorted);
 			}
 		}
-		set_release(s, o->set);
+		sig_set_release(o->set);
 		memset(o, 0, sizeof(*o));
 		o->set = set;           /* signed when first passed on */
 	}
 	if (own != s->own) {
 		for (size_t b = 0; b < s->nown; b++)
-			set_release(s, s->own[b].set);
+			sig_set_release(s->own[b].set);
 		free(s->own);
 		s->own = own;
 		s->nown = nb;
@@ -1374,8 +1330,8 @@ static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, st
 
 static void on_kick(uv_timer_t *t);
 
-/* Our hop h for peer p is to be signed (again); set: a name set's, whose names are sent when it is. */
-static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set, struct rde_peer *p)
+/* Our hop h for peer sp is to be signed (again); set: a name set's, whose names are sent when it is. */
+static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set, struct rdesig_peer *sp)
 {
 	if (s->nasked == s->asked_cap) {
 		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
@@ -1386,8 +1342,8 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *s
 		s->asked_cap = cap;
 	}
 	h->pending = true;
-	if (p)
-		p->hops_pending++;
+	if (sp)
+		sp->hops_pending++;
 	if (set && !h->set) {
 		h->set = (struct sig_set *)set;
 		h->set->refs++;
@@ -1397,11 +1353,36 @@ static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *s
 		uv_timer_start(&s->kick, on_kick, 0, 0);
 }
 
-int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct rib_attrs *a,
-		  Nbrp__Attestation **out, size_t max, uint64_t *seq)
+static void *signer_export_peer(void *arg, struct rde_peer *to)
 {
-	struct rdesig *s = to->rde->sig;
-	const uint8_t *target = s && s->have_trust ? trust_router_key(&s->trust, to->name, strlen(to->name)) : NULL;
+	return peer_of(arg, to);
+}
+
+static bool signer_export_pending(void *arg, const struct rde_peer *p)
+{
+	const struct rdesig_peer *sp = peer_of(arg, p);
+	return sp && sp->hops_pending;
+}
+
+static const struct sig_set *signer_set_of(void *arg, const struct rib_entry *e, const struct rib_attrs *a)
+{
+	if (a->k.peer)
+		return a->chain ? a->chain->set : NULL;
+	if (entry_is_aggregate(e))
+		return NULL;
+	struct own_set *o = own_of(arg, e->wire, e->len);
+	return o ? o->set : NULL;
+}
+
+static int signer_export(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
+			 Nbrp__Attestation **out, size_t max, uint64_t *seq)
+{
+	struct rdesig_peer *sp = peer;
+	if (!sp)
+		return 0;               /* a peer the stage has not seen: unsigned */
+	struct rdesig *s = sp->s;
+	struct rde_peer *to = sp->p;
+	const uint8_t *target = s->have_trust ? trust_router_key(&s->trust, to->name, strlen(to->name)) : NULL;
 	if (!target)
 		return 0;
 	uint64_t now = unix_now();
@@ -1441,7 +1422,7 @@ int rdesig_export(struct rde_peer *to, const struct rib_entry *e, const struct r
 	if (!h)
 		return 0;
 	if (!h->pending && (!h->have || h->w.expiry <= now + SIG_RENEW))
-		hop_request(s, h, rdesig_set_of(s->rde, e, a), to);
+		hop_request(s, h, signer_set_of(s, e, a), sp);
 	if (!h->have || h->w.expiry <= now)
 		return -1;
 	out[0] = &h->pb;
@@ -1464,20 +1445,18 @@ static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, ui
 		packer_advertise(r->packer, e, e->adv, e->adv_load);
 }
 
-static bool peer_signed(struct rde_peer *p)
+static bool peer_signed(const struct rdesig_peer *sp)
 {
-	return p && p->up && p->sig != SIG_OFF && p->owner;
+	return sp->p && sp->p->up && sp->p->sig != SIG_OFF && sp->p->owner;
 }
 
 /* The peer with signatures on whose key the trust file gives as target. */
-static struct rde_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
+static struct rdesig_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
 {
-	struct rde *r = s->rde;
-	for (unsigned i = 0; i < r->npeers && s->have_trust; i++) {
-		struct rde_peer *p = r->peers[i];
-		const uint8_t *k = peer_signed(p) ? trust_router_key(&s->trust, p->name, strlen(p->name)) : NULL;
+	for (struct rdesig_peer *sp = s->peers; sp && s->have_trust; sp = sp->next) {
+		const uint8_t *k = peer_signed(sp) ? trust_router_key(&s->trust, sp->p->name, strlen(sp->p->name)) : NULL;
 		if (k && memcmp(k, target, SIGKEY_PUBLIC_LEN) == 0)
-			return p;
+			return sp;
 	}
 	return NULL;
 }
@@ -1511,25 +1490,26 @@ static void on_signed(struct attest_sign_batch *b)
 		if (!run->hops[i]->pending)
 			continue;
 		const uint8_t *target = run->hops[i]->target;
-		struct rde_peer *p = s->stopping ? NULL : peer_of_key(s, target);
-		if (p) {
-			packer_begin(s->rde->packer, rde_emit_to_peer, p);
-			packer_sign_for(s->rde->packer, p);
+		struct rdesig_peer *sp = s->stopping ? NULL : peer_of_key(s, target);
+		struct packer *pk = s->rde->packer;
+		if (sp) {
+			packer_begin(pk, rde_emit_to_peer, sp->p);
+			packer_sign_for(pk, sp->p);
 		}
 		for (size_t k = i; k < b->n; k++) {
 			struct hop *h = run->hops[k];
 			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
 				continue;
-			if (p) {
-				resend_hop(s, p, h);
-				if (p->hops_pending)
-					p->hops_pending--;
+			if (sp) {
+				resend_hop(s, sp->p, h);
+				if (sp->hops_pending)
+					sp->hops_pending--;
 			}
 			h->pending = false;
 		}
-		if (p) {
-			packer_end(s->rde->packer);
-			rde_peer_eor(p);
+		if (sp) {
+			packer_end(pk);
+			rde_peer_eor(sp->p);
 		}
 	}
 	free(b->req);
@@ -1549,9 +1529,9 @@ static void on_kick(uv_timer_t *t)
 		free(run);
 		for (size_t i = 0; i < n; i++) {
 			s->asked[i]->pending = false;   /* asked again at the next export */
-			struct rde_peer *p = peer_of_key(s, s->asked[i]->target);
-			if (p && p->hops_pending && !--p->hops_pending)
-				rde_peer_eor(p);        /* its table without those names: it is told them later */
+			struct rdesig_peer *sp = peer_of_key(s, s->asked[i]->target);
+			if (sp && sp->hops_pending && !--sp->hops_pending)
+				rde_peer_eor(sp->p);        /* its table without those names: it is told them later */
 		}
 		s->nasked = 0;
 		return;
@@ -1596,10 +1576,10 @@ static bool hop_in_use(struct rdesig *s, const struct hop *h)
 static void resend_signed(struct rdesig *s, const struct sig_set *set, const uint8_t *wire, uint8_t len)
 {
 	struct rde *r = s->rde;
-	for (unsigned q = 0; q < r->npeers; q++) {
-		struct rde_peer *p = r->peers[q];
-		if (!peer_signed(p))
+	for (struct rdesig_peer *sp = s->peers; sp; sp = sp->next) {
+		if (!peer_signed(sp))
 			continue;
+		struct rde_peer *p = sp->p;
 		packer_begin(r->packer, rde_emit_to_peer, p);
 		packer_sign_for(r->packer, p);
 		for (uint32_t i = 0; set && i < set->n; i++) {
@@ -1624,14 +1604,14 @@ static void sweep(struct rdesig *s)
 			if (!h->pending && ((h->have && h->w.expiry <= now) || (h->set && !h->set->holders))) {
 				*pp = h->next;
 				s->hops.n--;
-				set_put(s, h->set);
+				sig_set_put(h->set);
 				free(h);
 				continue;
 			}
-			struct rde_peer *p = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
-					     ? peer_of_key(s, h->target) : NULL;
-			if (p && hop_in_use(s, h))
-				hop_request(s, h, NULL, p);
+			struct rdesig_peer *sp = h->have && !h->pending && h->w.expiry <= now + SIG_RENEW
+						 ? peer_of_key(s, h->target) : NULL;
+			if (sp && hop_in_use(s, h))
+				hop_request(s, h, NULL, sp);
 			pp = &h->next;
 		}
 	}
@@ -1664,7 +1644,7 @@ static void table_free(struct rdesig *s, struct sig_table *t)
 		for (void *e = t->b[i], *n; e; e = n) {
 			n = *(void **)e;
 			if (t == &s->hops)
-				set_put(s, ((struct hop *)e)->set);
+				sig_set_put(((struct hop *)e)->set);
 			free(e);
 		}
 	free(t->b);
@@ -1676,15 +1656,6 @@ static void table_free(struct rdesig *s, struct sig_table *t)
 static bool fresh_stale(const struct fresh_slot *f, uint64_t seq)
 {
 	return f && (seq < f->seq || (seq == f->seq && f->withdrawn));
-}
-
-/* The origin key of a route's chain (an aggregate's is ordered by its version: none). */
-static const uint8_t *chain_origin(const struct rib_entry *e, const struct rib_attrs *a)
-{
-	if (!a->chain || !a->chain->n || entry_is_aggregate(e))
-		return NULL;
-	const Nbrp__Attestation *o = a->chain->ptrs[a->chain->n - 1];
-	return o->signer.len == SIGKEY_PUBLIC_LEN ? o->signer.data : NULL;
 }
 
 static void stale_job(struct rdesig *s, struct attest_job *j, int where)
@@ -1702,10 +1673,10 @@ static void stale_job(struct rdesig *s, struct attest_job *j, int where)
  * `from` with an older stamp of that origin are stale (withdrawn under
  * require).  Returns false if it is itself older than what was noted.
  */
-bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t *wire, size_t len,
+static bool fresh_note(struct rdesig *s, const struct rde_peer *from, const uint8_t *wire, size_t len,
 		       const uint8_t *key, uint64_t seq, uint64_t until, bool withdrawn)
 {
-	struct rdesig *s = r->sig;
+	struct rde *r = s->rde;
 	struct fresh_slot *f = fresh_find(&s->fresh, wire, len, key);
 	uint32_t till = until > UINT32_MAX ? UINT32_MAX : (uint32_t)until;
 	if (fresh_stale(f, seq))
@@ -1731,14 +1702,20 @@ bool rdesig_fresh_note(struct rde *r, const struct rde_peer *from, const uint8_t
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
 		const uint8_t *o = a->k.peer && a->k.peer != from && a->k.sig_state == ATTEST_VALID + 1
-				   ? chain_origin(e, a) : NULL;
+				   ? attrs_chain_origin(e, a) : NULL;
 		if (!o || memcmp(o, key, SIGKEY_PUBLIC_LEN) != 0 || !fresh_stale(f, a->k.origin_seq))
 			continue;
 		struct attest_job j = { 0 };
 		stale_job(s, &j, a->k.npath);
-		rde_route_recheck(r, e, rt, &j);
+		route_checked(s, e, rt, &j);
 	}
 	return true;
+}
+
+static void signer_withdrawn(void *arg, const uint8_t *wire, size_t len, const uint8_t *key, uint64_t seq,
+			     uint64_t until)
+{
+	fresh_note(arg, NULL, wire, len, key, seq, until, true);
 }
 
 /* A Route checked valid: stale if its origin signed a newer stamp for one of its names since. */
@@ -1755,51 +1732,18 @@ static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route 
 	for (size_t i = 0; i < rt->n_names; i++) {
 		if (i + FRESH_AHEAD < rt->n_names)
 			fresh_prefetch(&s->fresh, nm[i + FRESH_AHEAD].data, nm[i + FRESH_AHEAD].len, o->signer.data);
-		stale |= !rdesig_fresh_note(s->rde, p, rt->names[i].data, rt->names[i].len, o->signer.data,
+		stale |= !fresh_note(s, p, rt->names[i].data, rt->names[i].len, o->signer.data,
 					    rt->origin_seq, o->expiry, false);
 	}
 	if (stale)
 		stale_job(s, j, (int)rt->n_path);
 }
 
-const uint8_t *rdesig_route_origin(const struct rib_entry *e, const struct rib_attrs *a)
+static bool signer_sign_withdrawal(void *arg, const uint8_t *wire, size_t len, uint64_t seq,
+				   struct origin_wd_sig *out)
 {
-	return a->k.sig_state == ATTEST_VALID + 1 ? chain_origin(e, a) : NULL;
-}
-
-bool rdesig_withdrawal_check(struct rde *r, struct rde_peer *from, const Nbrp__OriginWithdrawal *w,
-			     struct origin_wd_sig *out)
-{
-	struct rdesig *s = r->sig;
-	enum attest_reason why = attest_withdrawal_check(&s->v, w, unix_now());
-	if (why == ATTEST_OK) {
-		memcpy(out->signer, w->signer.data, sizeof(out->signer));
-		memcpy(out->sig, w->signature.data, sizeof(out->sig));
-		out->expiry = w->expiry;
-		return true;
-	}
-	from->owd_forged++;
-	uint64_t now = uv_now(r->loop);
-	if (now - from->owd_forged_log_ms >= 1000) {    /* a line a second: the counter has the rest */
-		char name[NAME_MAX_TEXT] = "?";
-		struct name n = { .len = (uint8_t)w->name.len };
-		if (w->name.len <= NAME_MAX_WIRE) {
-			memcpy(n.wire, w->name.data, w->name.len);
-			name_to_text(&n, name, sizeof(name));
-		}
-		log_warn("peer %s: signed origin withdrawal of %s (stamp %llu) refused: %s (%llu so far)", from->name,
-			 name, (unsigned long long)w->origin_seq, attest_reason_name(why),
-			 (unsigned long long)from->owd_forged);
-		from->owd_forged_log_ms = now;
-	}
-	return false;
-}
-
-bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint64_t seq,
-			    struct origin_wd_sig *out)
-{
-	struct rdesig *s = r->sig;
-	if (!s || !s->have_trust || trust_origin_check(&s->trust, wire, len, s->key.pk) != TRUST_AUTHORISED)
+	struct rdesig *s = arg;
+	if (!s->have_trust || trust_origin_check(&s->trust, wire, len, s->key.pk) != TRUST_AUTHORISED)
 		return false;   /* nobody would take it: what we could not sign as its origin */
 	memcpy(out->signer, s->key.pk, sizeof(out->signer));
 	out->expiry = unix_now() + SIG_LIFETIME;        /* as long as any chain we signed before it */
@@ -1812,7 +1756,7 @@ bool rdesig_sign_withdrawal(struct rde *r, const uint8_t *wire, size_t len, uint
 static void fresh_stored(struct rdesig *s, const struct rib_entry *e, const struct rib_attrs *a,
 			 struct attest_job *j)
 {
-	const uint8_t *o = j->state == ATTEST_VALID ? chain_origin(e, a) : NULL;
+	const uint8_t *o = j->state == ATTEST_VALID ? attrs_chain_origin(e, a) : NULL;
 	if (o && fresh_stale(fresh_find(&s->fresh, e->wire, e->len, o), a->k.origin_seq))
 		stale_job(s, j, a->k.npath);
 }
@@ -1871,7 +1815,7 @@ static void on_rechecked(struct attest_batch *b)
 						      &run->b.jobs[i]);
 				else
 					fresh_stored(s, e, it->a, &run->b.jobs[i]);
-				rde_route_recheck(r, e, rt, &run->b.jobs[i]);
+				route_checked(s, e, rt, &run->b.jobs[i]);
 				break;
 			}
 		attrs_put(r, it->a);
@@ -1891,7 +1835,6 @@ static void recheck_one(struct rib_entry *e, void *arg)
 {
 	struct recheck_ctx *x = arg;
 	struct rdesig *s = x->s;
-	struct rde *r = s->rde;
 	for (struct rib_route *rt = e->routes, *next; rt; rt = next) {
 		next = rt->next;        /* rt may be replaced */
 		struct rib_attrs *a = rt->a;
@@ -1916,7 +1859,7 @@ static void recheck_one(struct rib_entry *e, void *arg)
 					      &route.aggregate_digest, route.attestations, route.n_attestations, &j);
 			else
 				fresh_stored(s, e, a, &j);
-			rde_route_recheck(r, e, rt, &j);
+			route_checked(s, e, rt, &j);
 			continue;
 		}
 		struct recheck_run *run = x->run;
@@ -1980,7 +1923,7 @@ static void on_recheck(uv_timer_t *t)
 /* Starts (or starts over) checking every stored signed route against the trust in force. */
 static void recheck_start(struct rdesig *s)
 {
-	if (!s->rde->sig)
+	if (s->rde->signer != &s->signer)
 		return;                 /* at start: nothing stored yet */
 	rib_cursor_start(&s->rde->rib, &s->recheck_cur);
 	s->rechecking = true;
@@ -2035,7 +1978,7 @@ static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct 
 
 /*
  * A valid route of aggregate agg naming this version, if that version is
- * stored here (else it is checked when it is: rdesig_aggregate_stored): a
+ * stored here (else it is checked when it is: signer_aggregate_stored): a
  * mismatch of its digest, or a member its origin (att[n_att - 1], checked
  * valid) may not originate, makes it invalid.
  */
@@ -2081,9 +2024,10 @@ static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
 	return buf;
 }
 
-void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct nameset *members, struct rib_entry *e)
+static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct nameset *members,
+				    struct rib_entry *e)
 {
-	struct rdesig *s = r->sig;
+	struct rdesig *s = arg;
 	char name[NAME_MAX_TEXT];
 	/* once a version: about a millisecond per 15,000 members (docs/NBRP.md, Attestations) */
 	if (!g->has_digest && attest_member_digest(members, g->digest) < 0) {
@@ -2094,7 +2038,7 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 	g->has_digest = true;
 	/* one valid route signing these members makes the version verified: others disagree with it */
 	for (struct rib_route *rt = e ? e->routes : NULL; rt && !g->verified; rt = rt->next) {
-		const uint8_t *d = rdesig_valid_digest(rt->a);
+		const uint8_t *d = attrs_valid_digest(rt->a);
 		g->verified = d && rt->a->k.agg_version == g->version && memcmp(d, g->digest, ATTEST_DIGEST_LEN) == 0;
 	}
 	for (struct rib_route *rt = e ? e->routes : NULL, *next; rt; rt = next) {
@@ -2111,53 +2055,16 @@ void rdesig_aggregate_stored(struct rde *r, struct rde_agg *g, const struct name
 		if (j.reason == ATTEST_DIGEST_MISMATCH)
 			log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
 				 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
-		rde_route_recheck(r, e, rt, &j);
+		route_checked(s, e, rt, &j);
 	}
 }
 
-const uint8_t *rdesig_valid_digest(const struct rib_attrs *a)
+uint32_t rdesig_aggregate_unauthorised(const struct rdesig *s, const struct name *agg, struct name *first)
 {
-	if (!a->k.peer || a->k.sig_state != ATTEST_VALID + 1 || !a->chain || a->chain->digest.len != ATTEST_DIGEST_LEN)
-		return NULL;
-	return a->chain->digest.data;
-}
-
-uint32_t rde_aggregate_unauthorised(const struct rde *r, const struct name *agg, struct name *first)
-{
-	const struct rdesig *s = r->sig;
-	const struct rde_agg *g = rde_agg_find(r, agg->wire, agg->len);
-	if (!s || !g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
+	const struct rde_agg *g = s ? rde_agg_find(s->rde, agg->wire, agg->len) : NULL;
+	if (!g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
 		return 0;
 	first->len = g->unauth_len;
 	memcpy(first->wire, g->unauth_wire, g->unauth_len);
 	return g->unauthorised;
-}
-
-/* ---- an aggregate's source not the signed one ---- */
-
-void rdesig_unsigned_source(struct rde_peer *p, const Nbrp__Route *rt)
-{
-	struct rde_agg *g = rde_agg_get(p->rde, rt->aggregate.data, rt->aggregate.len);
-	if (!g)
-		return;
-	/* a good chain of that aggregate each time: as many as its origin signed, logged 1, 2, 4, ... */
-	g->unsigned_sources++;
-	if (g->unsigned_sources & (g->unsigned_sources - 1))
-		return;
-	struct name n;
-	char text[NAME_MAX_TEXT];
-	n.len = g->len;
-	memcpy(n.wire, g->wire, g->len);
-	name_to_text(&n, text, sizeof(text));
-	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
-		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
-		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
-		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
-		 (unsigned long long)g->unsigned_sources);
-}
-
-uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
-{
-	const struct rde_agg *g = r->sig ? rde_agg_find(r, agg->wire, agg->len) : NULL;
-	return g ? g->unsigned_sources : 0;
 }

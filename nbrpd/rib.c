@@ -19,7 +19,6 @@ int rib_init(struct rib *t)
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	if (!t->buckets)
 		return -1;
-	slab_init(&t->routes, sizeof(struct rib_route));
 	for (size_t c = 0; c < ENTRY_CLASSES; c++)
 		slab_init(&t->entry_slabs[c], c * 8);
 	return 0;
@@ -27,8 +26,7 @@ int rib_init(struct rib *t)
 
 void rib_destroy(struct rib *t)
 {
-	/* routes and entries go with their slabs */
-	slab_destroy(&t->routes);
+	/* entries go with their slabs */
 	for (size_t c = 0; c < ENTRY_CLASSES; c++)
 		slab_destroy(&t->entry_slabs[c]);
 	free(t->buckets);

@@ -1,20 +1,7 @@
 /*
- * Inside the RDE (rde.h): the table, routes, interned attributes and the
- * RDE's view of a peer.  Only the rde files include this.
- *
- * A route is split the way OpenBGPD splits a prefix from its rde_aspath
- * (and BIRD an rte from its rta): what a peer said for many names at once
- * (peer, session, next hop, path, load, local preference) is interned in
- * a shared, reference-counted struct rib_attrs; per name there is only a
- * small struct rib_route.  Entries and routes come from slabs.
- *
- * What peers were told is not kept per peer (that was a bit per peer and
- * name, and a limit of 64 peers): every peer is told the same thing about
- * a name, the entry's exported attributes (adv), filtered per peer by
- * rules that depend only on the attributes and the peer (adjout.c).  A
- * peer whose table is still being dumped has a cursor: names behind it
- * were sent and hear of changes, names ahead of it will be sent when the
- * cursor gets there.
+ * The table (rib.c): one entry per name, with its routes and what peers
+ * are told (rde_internal.h) held by pointer only: the table knows nothing
+ * of routes, peers or the RDE.
  */
 #ifndef NBRPD_RIB_H
 #define NBRPD_RIB_H
@@ -22,18 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <uv.h>
 
-#include "attest.h"
-#include "config.h"
 #include "hashkey.h"
-#include "origin_wd.h"
-#include "rde.h"
+#include "name.h"
 #include "slab.h"
 
-#define LOCAL_PREF_LOCAL        UINT32_MAX
-
-/* ---- the RDE's view of a peer ---- */
+struct rib_route;
+struct rib_attrs;
 
 /* How far a walk of the table got: buckets are visited by their index
  * modulo the table size when the walk began (the table only doubles), so
@@ -41,134 +23,6 @@
 struct rib_cursor {
 	size_t nb;                      /* table size when the walk began */
 	size_t next;                    /* the next bucket class to visit */
-};
-
-struct rde_peer {
-	struct rde *rde;
-	void *owner;                    /* the session layer's, for the callbacks */
-	char name[NBRP_ROUTER_NAME_MAX + 1];
-	uint32_t refs;                  /* attributes naming it, +1 while configured */
-	uint32_t gen;                   /* session generation: routes of older ones are stale */
-	uint32_t local_pref;
-	uint64_t max_names;
-	enum max_names_action max_action;
-	bool server_mode;
-	bool configured;
-	bool up;                        /* established: told routes */
-	bool max_warned;
-	bool dumping;                   /* its table is being sent (cursor `dump`) */
-	bool eor_owed;                  /* the dump is done; END-OF-RIB waits for hops_pending */
-	uint32_t hops_pending;          /* our hop signatures for it being made (rdesig.c) */
-	bool reexporting;               /* a new export policy is being applied (cursor `reexport`) */
-	struct rib_cursor dump, reexport;
-	struct nbrpd_policy import, export;
-	struct nbrpd_policy export_old;         /* while reexporting: what names ahead of the cursor were told under */
-	struct nbrpd_policy export_next;        /* waiting for the job to start */
-	bool export_next_set;
-	uint32_t flush_mark;            /* excluded from this flush's update group */
-	uint64_t names;
-	uint64_t updates_out, withdrawn_in, bad_routes;
-	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
-	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
-	uint64_t owd_log_ms;            /* the last line logged about them */
-	uint64_t owd_forged;            /* its signed origin withdrawals that did not check (not applied) */
-	uint64_t owd_forged_log_ms;
-	struct rde_peer *hnext;         /* by name (rde.c) */
-	/* signatures (rdesig.c) */
-	enum sig_policy sig;            /* in force: SIG_OFF when the RDE has no key */
-	enum sig_policy sig_cfg;        /* configured */
-	struct sig_upd *sigq, **sigq_tail;      /* UPDATEs waiting for their checks, in order */
-	const struct attest_job *sig_jobs;      /* while one of them is applied: its routes' checks */
-	uint64_t sig_state[ATTEST_PENDING];     /* routes received, by state */
-	uint64_t sig_invalid[ATTEST_REASONS];   /* invalid routes received, by reason */
-	uint64_t sig_log_ms;
-	unsigned sig_logged;            /* lines logged since sig_log_ms */
-	/* its budget (rdesig.c): a fair share of the workers and of each loop turn */
-	struct sigpool_flow sig_flow;   /* its verifications with the workers */
-	uint32_t sig_good, sig_bad;     /* routes valid and invalid lately: its weight */
-	uint32_t sigq_len;              /* UPDATEs in sigq */
-	bool sweep_owed;                /* its END-OF-RIB came with UPDATEs in sigq: swept after them */
-	uint64_t sig_turn;              /* the loop turn sig_turn_ns counts */
-	uint64_t sig_turn_ns;           /* loop time its checks took in that turn */
-	uint64_t sig_turn_bytes;        /* ... and bytes of its UPDATEs */
-	uint64_t sig_loop_ns;           /* ... in all */
-	uint64_t sig_verified, sig_failed;      /* signatures verified for it; routes they failed */
-	uint64_t sig_throttled;         /* turns its reading stopped at its budget */
-};
-
-/* ---- attributes ---- */
-
-/* What a route says apart from its name; zeroed before filling (hashed and compared as bytes). */
-struct rib_attrs_key {
-	struct rde_peer *peer;                  /* NULL: local content */
-	const struct nbrpd_content *content;    /* local: its servers */
-	uint32_t gen;                           /* the peer's session it came in */
-	uint32_t local_pref;
-	uint32_t load_ms;
-	struct ip_endpoint next_hop;
-	bool server;                            /* from a content server's own session */
-	uint8_t sig_state;                      /* its check: enum attest_state + 1; 0: not checked */
-	uint8_t sig_reason;                     /* enum attest_reason */
-	uint8_t sig_head[ATTEST_DIGEST_LEN];    /* a valid chain's newest link (what we sign over); else 0 */
-	uint8_t npath;
-	uint16_t path_bytes;
-	uint32_t agg_version;                   /* an aggregate's route: the version it offers */
-	struct ip_endpoint agg_source;          /* ... and where the sender serves it */
-	uint64_t origin_seq;                    /* the origin's stamp of the announcement; 0: none */
-};
-
-/* Interned attributes, shared by every route that says the same; immutable but for the indexes. */
-struct rib_attrs {
-	struct rib_attrs *hnext;
-	struct rib_attrs *nh_next, **nh_pprev;  /* the next hop's list of attributes through it */
-	uint32_t refs;                          /* routes, exports (adv), an UPDATE being applied */
-	uint32_t hash;
-	uint32_t origin;                        /* the path's last router (us for an empty path) as the FIB tags it (route.h) */
-	uint64_t sig;                           /* path and peer as one number: equal sig, equal UPDATE Route */
-	struct nexthop *nh;                     /* the next hop, as IP routing sees it; NULL: local */
-	/* The next-hop index: every name that had a route with these attributes.
-	 * Appended when a route is made, compacted when stale slots outnumber
-	 * live routes, so it stays within twice the live count. */
-	struct rib_entry **ents;
-	uint32_t nents, ents_cap, nroutes, walkers;
-	/* peers whose name is in the path (not told), as of rde->peers_gen */
-	struct rde_peer **path_peers;
-	uint32_t npath_peers, path_peers_gen;
-	uint32_t excluded_mark;                 /* the flush its peers were last marked excluded in */
-	struct sig_chain *chain;                /* a valid route's attestations as received (rdesig.c) */
-	struct rib_attrs_key k;
-	char path[];                            /* npath NUL-terminated router names */
-};
-
-struct rib_attrs *attrs_get(struct rde *r, const struct rib_attrs_key *k, const char *path);
-/* The last router name of a's path (the origin), NULL for an empty path. */
-const char *attrs_origin(const struct rib_attrs *a);
-/* Frees a set of attributes whose last reference went (attrs_put). */
-void attrs_free(struct rde *r, struct rib_attrs *a);
-static inline void attrs_put(struct rde *r, struct rib_attrs *a)
-{
-	if (a && --a->refs == 0)
-		attrs_free(r, a);
-}
-/* Records that e has a route with a (the next-hop index). */
-static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
-/* Its slow path: the list full, or the name's count of slots. */
-void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e);
-/* Lets go of index slots (their entries may then be freed). */
-void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n);
-#define UNINDEX_AT_ONCE         4096    /* more slots than this go through a job */
-/* The peers whose name is in a's path. */
-unsigned attrs_path_peers(struct rde *r, struct rib_attrs *a, struct rde_peer ***out);
-bool attrs_same_advertisement(const struct rib_attrs *a, const struct rib_attrs *b);
-void attrs_free_all(struct rde *r);
-
-/* ---- routes and entries ---- */
-
-struct rib_route {
-	struct rib_route *next;
-	struct rib_attrs *a;
-	uint64_t seq : 56;                      /* arrival order */
-	uint64_t rank : 8;                      /* 1..nbest among the best; 0: not ranked */
 };
 
 enum {
@@ -209,25 +63,6 @@ static inline bool entry_is_aggregate(const struct rib_entry *e)
 	return e->len > 1 && e->wire[0] == AGG_KEY_MARK;
 }
 
-static inline bool route_stale(const struct rib_route *rt)
-{
-	return rt->a->k.peer && rt->a->k.gen != rt->a->k.peer->gen;
-}
-
-static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
-{
-	if (!a->nh)
-		return;                 /* local content: its servers are followed by content */
-	if (a->nents == a->ents_cap || e->refs == UINT16_MAX) {
-		attrs_index_grow(r, a, e);
-		return;
-	}
-	a->ents[a->nents++] = e;
-	e->refs++;
-}
-
-/* ---- the table (rib.c) ---- */
-
 #define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
 #define ENTRY_CLASSES           (ENTRY_CLASS(NAME_MAX_WIRE) + 1)
 
@@ -244,7 +79,6 @@ struct rib {
 	size_t nold, moved;                     /* its buckets [0, moved) already moved */
 	uint64_t entries;
 	uint64_t names;                         /* entries with a route */
-	struct slab routes;
 	struct slab entry_slabs[ENTRY_CLASSES];
 };
 
@@ -282,25 +116,6 @@ bool rib_grow_step(struct rib *t, unsigned budget);
 /* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
  * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
 void rib_entry_release(struct rib *t, struct rib_entry *e);
-static inline struct rib_route *rib_route_new(struct rib *t, struct rib_attrs *a, uint64_t seq)
-{
-	struct rib_route *rt = slab_alloc(&t->routes);
-	if (rt)
-		*rt = (struct rib_route){ .a = a, .seq = seq };
-	return rt;
-}
-/* Takes a route out of its entry's list, or NULL (peer NULL: the local one). */
-static inline struct rib_route *rib_take_route(struct rib_entry *e, const struct rde_peer *p)
-{
-	for (struct rib_route **pp = &e->routes; *pp; pp = &(*pp)->next)
-		if ((*pp)->a->k.peer == p) {
-			struct rib_route *rt = *pp;
-			*pp = rt->next;
-			return rt;
-		}
-	return NULL;
-}
-
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c);
 bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
 /* Calls fn on every entry of the cursor's next bucket class, then advances; returns entries seen. */
@@ -308,141 +123,6 @@ unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct 
 static inline bool rib_cursor_passed(const struct rib_cursor *c, const struct rib_entry *e)
 {
 	return (rib_hash(e->wire, e->len) & (c->nb - 1)) < c->next;
-}
-
-/* ---- the RDE ---- */
-
-/* A list of entries (dirty, deferred, to release); false when out of memory. */
-struct entry_list {
-	struct rib_entry **v;
-	size_t n, cap;
-};
-bool entry_list_grow(struct entry_list *l, struct rib_entry *e);
-static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
-{
-	if (l->n == l->cap)
-		return entry_list_grow(l, e);
-	l->v[l->n++] = e;
-	return true;
-}
-
-struct rde_job;
-struct packer;
-struct decide_cand;
-
-/* The flush's update group: peers every changed name is told alike to, sent one encoding (rde.c). */
-struct update_group {
-	struct rde *r;
-	struct rde_peer **members;
-	unsigned n, cap;
-};
-
-/* One name's candidates while its routes are ranked (rde.c): arrays that only grow. */
-struct rank_scratch {
-	struct decide_cand *cands;
-	struct rib_route **routes;
-	unsigned cap;
-};
-
-/* What the RDE knows of an aggregate's members: the version stored here (aggregate.c's). */
-struct rde_agg {
-	struct rde_agg *hnext;
-	uint32_t version, members;
-	uint32_t adv_version;                   /* the version peers were last told */
-	bool held;                              /* a version is stored */
-	bool has_digest;                        /* digest is of that version's members (signatures on) */
-	bool verified;                          /* a valid route signed that digest for that version */
-	bool distrust;                          /* one signed another and none this: fetched whole at the flush */
-	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
-	/* members of that version that auth_key may not originate, under trust file auth_gen (0: none counted) */
-	uint64_t auth_gen;
-	uint32_t auth_version, unauthorised;
-	uint8_t auth_key[SIGKEY_PUBLIC_LEN];
-	uint64_t unsigned_sources;              /* good chains whose peer named another source than the signed one */
-	uint8_t unauth_len;                     /* the first of them */
-	uint8_t unauth_wire[NAME_MAX_WIRE];
-	uint8_t len;
-	uint8_t wire[NAME_MAX_WIRE];
-};
-
-struct rde {
-	uv_loop_t *loop;
-	const struct nbrpd_config *cfg;
-	struct nexthop_table *nexthops;
-	struct rde_ops ops;
-	struct rib rib;
-	uint64_t seq;                           /* arrival order of routes */
-	uint64_t start_ms;
-	struct rib_attrs **attrs;               /* interned attributes */
-	size_t nattrs_buckets, nattrs;
-	struct rde_peer **peers;                /* every peer, configured or going */
-	unsigned npeers, peers_cap;
-	struct rde_peer **by_name;              /* configured peers by name */
-	size_t nby_name;
-	uint32_t peers_gen;                     /* changes when a peer comes or goes */
-	struct entry_list dirty, deferred, release;
-	uv_timer_t deferred_timer;
-	uv_check_t check;                       /* jobs, then the flush, once per loop turn */
-	uv_idle_t idle;                         /* keeps the loop from blocking while jobs can run */
-	struct rde_job *jobs;
-	unsigned njobs;
-	struct rde_agg **aggs;                  /* by name */
-	size_t naggs_buckets, naggs;
-	uint32_t flush_no;
-	struct update_group group;
-	struct rank_scratch rank;
-	struct packer *packer;                  /* the UPDATEs being made (packer.h) */
-	struct rdesig *sig;                     /* NULL: signatures neither checked nor made */
-	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
-	uint64_t last_stamp;                    /* our last origin_seq */
-	uint32_t stamp_flush;                   /* the flush_no it was given in */
-	bool input_paused;                      /* rde_busy said so this turn */
-	bool stopping;
-};
-
-/* Marks e for the next flush. */
-static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
-{
-	if (!(e->flags & ENTRY_DIRTY) && entry_list_push(&r->dirty, e))
-		e->flags |= ENTRY_DIRTY;
-}
-/* An entry nothing may hold any more: freed at the next flush if so. */
-static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
-{
-	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
-		return;
-	if (entry_list_push(&r->release, e))
-		e->flags |= ENTRY_RELEASE;
-}
-struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
-/* Takes over a malloc'd array of index slots and lets go of them over several turns. */
-void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
-/* Counts an UPDATE for the peer (arg) and queues it on its session: a packer_emit_fn for one peer. */
-void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
-/* An aggregate's entry's record of its stored version, or NULL. */
-struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
-/* The same by the aggregate's name (wire form), or NULL. */
-struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
-/* The record of an aggregate, made if there is none (NULL: out of memory). */
-struct rde_agg *rde_agg_get(struct rde *r, const uint8_t *wire, size_t len);
-/* Checks a signed route again with its new state (rdesig.c's verifications done). */
-void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt, const struct attest_job *j);
-/* A stamp for an announcement of ours, newer than every one before it. */
-uint64_t rde_stamp(struct rde *r);
-/* END-OF-RIB to p if its dump is done and none of its names waits for our signature. */
-void rde_peer_eor(struct rde_peer *p);
-
-/* ---- what peers are told (adjout.c) ---- */
-
-/* Whether p is told about attributes a (the name's export policy aside). */
-bool adjout_to_peer(struct rde *r, struct rib_attrs *a, struct rde_peer *p);
-/* ... and with the name under a policy. */
-bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e, struct rde_peer *p,
-		   const struct nbrpd_policy *export);
-/* The load a peer is told for a route with these attributes (load-radius). */
-static inline uint32_t adjout_load(const struct rde *r, const struct rib_attrs *a)
-{
-	return (uint32_t)a->k.npath + 1 <= r->cfg->load_radius ? a->k.load_ms : 0;
 }
 
 #endif

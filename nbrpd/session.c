@@ -22,6 +22,7 @@
 #include "nbrp_session.h"
 #include "nexthop.h"
 #include "rde.h"
+#include "rdesig.h"
 #include "route.h"
 #include "session.h"
 #include "sigkey.h"
@@ -40,6 +41,7 @@ struct sessions {
 	struct peer **peers;            /* the configured ones */
 	unsigned npeers, cap;
 	struct tlslink_cred *tls;       /* our key, for `authentication tls` */
+	struct rdesig *sig;             /* NULL: signatures off */
 	uint64_t auth_refused, tls_failures;    /* every peer's, removed ones' too */
 	uv_tcp_t listener;
 	bool listening;
@@ -48,6 +50,29 @@ struct sessions {
 
 static void schedule_retry(struct sessions *sess, struct peer *p);
 static void peer_release(struct peer *p);
+
+/* With signatures on, the signature stage sits between a peer's session and the RDE (rdesig.h). */
+static void peer_sweep(struct peer *p)
+{
+	if (p->sig)
+		rdesig_peer_sweep(p->sig);
+	else if (p->rde)
+		rde_peer_sweep(p->rde);
+}
+
+static void peer_down(struct peer *p, bool keep_stale)
+{
+	if (p->sig)
+		rdesig_peer_down(p->sig);
+	rde_peer_down(p->rde, keep_stale);
+}
+
+static void peer_up(struct peer *p)
+{
+	if (p->sig)
+		rdesig_peer_up(p->sig);
+	rde_peer_up(p->rde);
+}
 
 static int dir_of(const struct peer *p, const struct nbrp_session *c)
 {
@@ -61,8 +86,7 @@ static void on_restart_over(uv_timer_t *t)
 		return;
 	p->restarting = false;
 	log_warn("peer %s: restart time over, dropping its stale routes", p->cfg.name);
-	if (p->rde)
-		rde_peer_sweep(p->rde);
+	peer_sweep(p);
 }
 
 /* The connection is gone; if it carried the session, the session is down. */
@@ -83,7 +107,7 @@ static void on_closed(struct nbrp_session *c)
 			log_warn("peer %s: session down; keeping its routes for %u s (graceful restart)",
 				 p->cfg.name, p->restart_time_s);
 			p->restarting = true;
-			rde_peer_down(p->rde, true);
+			peer_down(p, true);
 			uv_timer_start(&p->restart_timer, on_restart_over, (uint64_t)p->restart_time_s * 1000, 0);
 		} else {
 			log_warn("peer %s: session down", p->cfg.name);
@@ -92,7 +116,7 @@ static void on_closed(struct nbrp_session *c)
 				uv_timer_stop(&p->restart_timer);
 			}
 			if (p->rde)
-				rde_peer_down(p->rde, false);
+				peer_down(p, false);
 		}
 	}
 	if (dir == 0)
@@ -128,7 +152,7 @@ static bool session_key_trusted(struct peer *p, const struct nbrp_session *c, co
 				struct nbrp_error *e)
 {
 	const uint8_t *got = nbrp_session_peer_key(c);
-	const uint8_t *want = p->rde ? rde_router_key(p->s->rde, p->cfg.name) : NULL;
+	const uint8_t *want = p->rde ? rdesig_router_key(p->s->sig, p->cfg.name) : NULL;
 	bool open_key_agrees = o->key.len == 0 || (got && memcmp(o->key.data, got, SIGKEY_PUBLIC_LEN) == 0);
 	if (got && want && memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0 && open_key_agrees)
 		return true;
@@ -220,7 +244,7 @@ static void on_established(struct nbrp_session *c)
 	p->last_error[0] = 0;
 	log_info("peer %s: session established (hold time %u s)", p->cfg.name, c->hold_s);
 	if (p->rde)
-		rde_peer_up(p->rde);
+		peer_up(p);
 }
 
 static void on_message(struct nbrp_session *c, const Nbrp__Message *m)
@@ -230,11 +254,12 @@ static void on_message(struct nbrp_session *c, const Nbrp__Message *m)
 	switch (m->body_case) {
 	case NBRP__MESSAGE__BODY_UPDATE:
 		p->updates_in++;
-		if (p->rde) {
-			rde_peer_update(p->rde, m->update);
-			if (rde_busy(sess->rde) || rde_peer_waiting(p->rde))
-				nbrp_session_pause(c);  /* sessions_resume, after this turn's flush */
-		}
+		if (p->sig)
+			rdesig_update(p->sig, m->update);
+		else if (p->rde)
+			rde_peer_update(p->rde, m->update, NULL);
+		if (p->rde && (rde_busy(sess->rde) || (p->sig && rdesig_peer_waiting(p->sig))))
+			nbrp_session_pause(c);  /* sessions_resume, after this turn's flush */
 		return;
 	case NBRP__MESSAGE__BODY_END_OF_RIB:
 		p->eor_received = true;
@@ -242,13 +267,14 @@ static void on_message(struct nbrp_session *c, const Nbrp__Message *m)
 			/* what it did not send again is gone */
 			p->restarting = false;
 			uv_timer_stop(&p->restart_timer);
-			if (p->rde)
-				rde_peer_sweep(p->rde);
+			peer_sweep(p);
 		}
 		log_info("peer %s: end of RIB", p->cfg.name);
 		sess->on_eor(sess->arg);
 		return;
 	case NBRP__MESSAGE__BODY_ROUTE_REFRESH:
+		if (p->sig)
+			rdesig_peer_up(p->sig);         /* its table again, as at its start */
 		if (p->rde)
 			rde_peer_refresh(p->rde);
 		return;
@@ -435,8 +461,11 @@ struct peer *peer_add(struct sessions *sess, const struct nbrpd_peer_config *pc)
 	p->s = sess;
 	p->cfg = *pc;
 	p->rde = rde_peer_add(sess->rde, pc, p);
+	p->sig = p->rde && sess->sig ? rdesig_peer_add(sess->sig, p->rde, pc->signatures) : NULL;
 	p->transport = nexthop_get(sess->nexthops, pc->remote.family, pc->remote.addr);
-	if (!p->rde || !p->transport) {
+	if (!p->rde || (sess->sig && !p->sig) || !p->transport) {
+		if (p->sig)
+			rdesig_peer_remove(p->sig);
 		if (p->rde)
 			rde_peer_remove(p->rde);
 		nexthop_put(sess->nexthops, p->transport);
@@ -495,6 +524,9 @@ void peer_remove(struct peer *p)
 	uv_timer_stop(&p->restart_timer);
 	p->restarting = false;
 	/* its routes, stale ones included, go with its RDE peer */
+	if (p->sig)
+		rdesig_peer_remove(p->sig);
+	p->sig = NULL;
 	rde_peer_remove(p->rde);
 	p->rde = NULL;
 	nexthop_put(sess->nexthops, p->transport);
@@ -533,7 +565,7 @@ void sessions_resume(void *arg)
 	struct sessions *sess = arg;
 	for (unsigned i = 0; i < sess->npeers; i++) {
 		struct peer *p = sess->peers[i];
-		if (p->established && p->established->paused && !(p->rde && rde_peer_waiting(p->rde)))
+		if (p->established && p->established->paused && !(p->sig && rdesig_peer_waiting(p->sig)))
 			nbrp_session_resume(p->established);
 	}
 }
@@ -593,7 +625,7 @@ void sessions_check_keys(struct sessions *sess)
 			const uint8_t *got = c && !c->closing ? nbrp_session_peer_key(c) : NULL;
 			if (!got || c->state < NBRP_SESSION_OPENCONFIRM)
 				continue;       /* its OPEN, checked against the new file, is still to come */
-			const uint8_t *want = rde_router_key(sess->rde, p->cfg.name);
+			const uint8_t *want = rdesig_router_key(sess->sig, p->cfg.name);
 			if (want && memcmp(got, want, SIGKEY_PUBLIC_LEN) == 0)
 				continue;
 			p->auth_refused++;
@@ -610,11 +642,11 @@ void sessions_refresh_refused(struct sessions *sess)
 		struct peer *p = sess->peers[i];
 		if (!p->established || !p->rde || p->cfg.signatures != SIG_REQUIRE)
 			continue;
-		struct rde_peer_stats rs = { 0 };
-		rde_peer_stats(p->rde, &rs);
+		struct rdesig_peer_stats ss;
+		rdesig_peer_stats(p->sig, &ss);
 		uint64_t refused = 0;
-		for (int k = ATTEST_INVALID; rs.sig_state && k < ATTEST_PENDING; k++)
-			refused += rs.sig_state[k];
+		for (int k = ATTEST_INVALID; ss.state && k < ATTEST_PENDING; k++)
+			refused += ss.state[k];
 		if (!refused)
 			continue;
 		log_info("peer %s: asking for its table again, to check the %llu routes refused so far under the "
@@ -628,6 +660,16 @@ void sessions_auth_totals(const struct sessions *sess, uint64_t *key_refused, ui
 {
 	*key_refused = sess->auth_refused;
 	*tls_failures = sess->tls_failures;
+}
+
+void sessions_set_signatures(struct sessions *sess, struct rdesig *sig)
+{
+	sess->sig = sig;
+	for (unsigned i = 0; i < sess->npeers; i++) {
+		struct peer *p = sess->peers[i];
+		if (p->rde && !(p->sig = rdesig_peer_add(sig, p->rde, p->cfg.signatures)))
+			log_err("peer %s: out of memory for its signatures: its routes go unchecked", p->cfg.name);
+	}
 }
 
 int sessions_set_key(struct sessions *sess, const struct sigkey *k, char *err, size_t err_len)
@@ -700,6 +742,7 @@ void sessions_stop(struct sessions *sess)
 		uv_timer_stop(&p->restart_timer);
 		p->configured = false;
 		p->rde = NULL;
+		p->sig = NULL;          /* the stage's, freed with it */
 		for (int k = 0; k < 2; k++)
 			if (p->conn[k])
 				nbrp_session_notify(p->conn[k], NBRP_ERR_CEASE, NBRP_CEASE_SHUTDOWN, "shutting down");

@@ -18,6 +18,8 @@
 
 struct rde;
 struct rde_peer;
+struct rdesig;
+struct rdesig_peer;
 struct nexthop;
 struct nexthop_table;
 struct sessions;
@@ -27,6 +29,7 @@ struct peer {
 	struct sessions *s;
 	struct nbrpd_peer_config cfg;
 	struct rde_peer *rde;           /* NULL once removed */
+	struct rdesig_peer *sig;        /* the signature stage's view of it; NULL: signatures off */
 	bool configured;                /* false: removed, its connections closing */
 	bool enabled;
 	bool eor_received;
@@ -70,6 +73,8 @@ void sessions_refresh_refused(struct sessions *s);
 /* Sessions refused for their TLS key, and TLS failures, since start (removed peers' too). */
 void sessions_auth_totals(const struct sessions *s, uint64_t *key_refused, uint64_t *tls_failures);
 /* Our key for peers with `authentication tls` (once; copied).  0, or -1 with err set. */
+/* Signatures started: every peer's UPDATEs go through the stage from now on, new peers' too. */
+void sessions_set_signatures(struct sessions *s, struct rdesig *sig);
 int sessions_set_key(struct sessions *s, const struct sigkey *k, char *err, size_t err_len);
 /* Every enabled peer sent its table. */
 bool sessions_all_eor(const struct sessions *s);

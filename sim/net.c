@@ -624,7 +624,7 @@ static void turn(struct net *n, struct router *r)
 				n->w.withdrawn_in += u->n_withdrawn;
 				n->w.names_in += update_names(u) - u->n_withdrawn;
 				n->w.owd_in += u->n_origin_withdrawals;
-				rde_peer_update(mine->peer, u);
+				rde_peer_update(mine->peer, u, NULL);
 			}
 			nbrp_message_free(d);
 		}

@@ -72,7 +72,7 @@ static void rec_send(void *arg, void *owner, struct wq_buf *frame)
 		f->updates++;
 		if (f->relay_to) {
 			/* the other RDE reads it and takes its turn now, in the middle of this one's flush */
-			rde_peer_update(f->relay_to->rp, m->update);
+			rde_peer_update(f->relay_to->rp, m->update, NULL);
 			uv_run(&f->relay_world->loop, UV_RUN_NOWAIT);
 		}
 		f->withdrawn += m->update->n_withdrawn;
@@ -244,7 +244,7 @@ static void announce(struct world *w, unsigned p, unsigned first, unsigned count
 	Nbrp__Update u = NBRP__UPDATE__INIT;
 	u.n_routes = 1;
 	u.routes = &rp;
-	rde_peer_update(w->peers[p].rp, &u);
+	rde_peer_update(w->peers[p].rp, &u, NULL);
 	free(names);
 	free(wire);
 }
@@ -313,7 +313,7 @@ static void a_peer_in_the_path_is_not_told_and_is_told_the_withdrawal_of_what_it
 	Nbrp__Update u = NBRP__UPDATE__INIT;
 	u.n_routes = 1;
 	u.routes = &rp;
-	rde_peer_update(w->peers[1].rp, &u);
+	rde_peer_update(w->peers[1].rp, &u, NULL);
 	run(w, 10);
 	assert_int_equal(w->peers[2].withdrawn, 1);
 	assert_int_equal(w->peers[0].advertised, 1);    /* p0 hears of the better one */
@@ -504,7 +504,7 @@ static void offer_aggregate(struct world *w, unsigned p, uint32_t version, unsig
 	Nbrp__Update u = NBRP__UPDATE__INIT;
 	u.n_routes = 1;
 	u.routes = &rp;
-	rde_peer_update(w->peers[p].rp, &u);
+	rde_peer_update(w->peers[p].rp, &u, NULL);
 }
 
 static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source(void **state)
@@ -552,15 +552,15 @@ static void an_aggregate_is_passed_on_only_once_stored_with_our_version_and_sour
 	Nbrp__Update u = NBRP__UPDATE__INIT;
 	u.n_withdrawn = 1;
 	u.withdrawn = &gone;                            /* the name: not the aggregate */
-	rde_peer_update(w->peers[0].rp, &u);
+	rde_peer_update(w->peers[0].rp, &u, NULL);
 	run(w, 10);
 	assert_non_null(rde_find_aggregate(w->rde, &agg));
 	memset(&u, 0, sizeof(u));
 	nbrp__update__init(&u);
 	u.n_withdrawn_aggregates = 1;
 	u.withdrawn_aggregates = &gone;
-	rde_peer_update(w->peers[0].rp, &u);
-	rde_peer_update(w->peers[1].rp, &u);
+	rde_peer_update(w->peers[0].rp, &u, NULL);
+	rde_peer_update(w->peers[1].rp, &u, NULL);
 	run(w, 10);
 	assert_null(rde_find_aggregate(w->rde, &agg));
 	assert_int_equal(w->peers[2].agg_withdrawn, 1);
