@@ -505,18 +505,17 @@ static uint64_t update_names(const Nbrp__Update *u)
 }
 
 /*
- * A frame the RDE queued, decoded (m), at the end of its router's turn:
- * the session layer's rules, then the link.  Takes frame's reference and m.
+ * A frame the RDE queued, decoded (m, the caller's), at the end of its
+ * router's turn: the session layer's rules, then the link.  Takes the
+ * frame's reference.
  */
-static void transmit(struct net *n, struct half *h, struct wq_buf *frame, Nbrp__Message *m, uint64_t at)
+static void transmit(struct net *n, struct half *h, struct wq_buf *frame, const Nbrp__Message *m, uint64_t at)
 {
 	if (!h->up) {
-		nbrp_message_free(m);
 		wq_buf_put(frame);
 		return;
 	}
 	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE) {
-		nbrp_message_free(m);
 		deliver(n, h, frame, at, false);
 		return;
 	}
@@ -581,7 +580,6 @@ static void transmit(struct net *n, struct half *h, struct wq_buf *frame, Nbrp__
 		wq_buf_put(frame);
 	free(routes);
 	free(withdrawn);
-	nbrp_message_free(m);
 	if (out)
 		deliver(n, h, out, at, true);
 }
@@ -647,7 +645,9 @@ static void turn(struct net *n, struct router *r)
 	memcpy(out, n->out, nout * sizeof(*out));
 	uint64_t queued = 0;
 	for (size_t i = 0; i < nout; i++) {
-		dec[i] = decode_or_die(out[i].frame, r->id);
+		/* an update group's peers are queued one buffer, one after another: decoded once */
+		bool again = i > 0 && out[i].frame == out[i - 1].frame;
+		dec[i] = again ? dec[i - 1] : decode_or_die(out[i].frame, r->id);
 		if (dec[i]->body_case == NBRP__MESSAGE__BODY_UPDATE)
 			queued += update_names(dec[i]->update);
 	}
@@ -660,6 +660,9 @@ static void turn(struct net *n, struct router *r)
 		n->w.last_busy_ns = done;
 	for (size_t i = 0; i < nout; i++)
 		transmit(n, &n->h[out[i].half], out[i].frame, dec[i], done);
+	for (size_t i = 0; i < nout; i++)
+		if (i + 1 == nout || dec[i + 1] != dec[i])
+			nbrp_message_free(dec[i]);
 	free(dec);
 	free(out);
 }
