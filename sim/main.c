@@ -17,6 +17,7 @@
 #include "hashkey.h"
 #include "log.h"
 #include "net.h"
+#include "rand.h"
 #include "strbuf.h"
 #include "topo.h"
 
@@ -73,10 +74,7 @@ static void usage(void)
 static uint64_t rng_state;
 static uint64_t rnd(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return sim_rand(&rng_state);
 }
 
 static int parse_modes(struct args *a, const char *text, uint64_t mrai_s)

@@ -10,6 +10,7 @@
 #include "nbrp.h"
 #include "net.h"
 #include "nexthop.h"
+#include "rand.h"
 #include "rde.h"
 #include "wqueue.h"
 
@@ -102,11 +103,7 @@ struct net {
 
 static uint64_t rnd(struct net *n)
 {
-	/* splitmix64 */
-	uint64_t z = (n->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return sim_rand(&n->rng);
 }
 
 static void addr_of(uint32_t id, uint8_t addr[16])
