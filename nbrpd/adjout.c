@@ -31,6 +31,6 @@ bool adjout_allows(struct rde *r, struct rib_attrs *a, const struct rib_entry *e
 	if (nbrpd_policy_open(export))
 		return true;
 	struct name n;
-	rde_entry_name(e, &n);
+	rib_entry_name(e, &n);
 	return nbrpd_policy_allows(export, &n);
 }

@@ -107,14 +107,14 @@ void attrs_unindex(struct rde *r, struct rib_entry **ents, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (--ents[i]->refs == 0)
-			rde_maybe_release(r, ents[i]);
+			rib_maybe_release(&r->rib, ents[i]);
 }
 
 static void ents_release(struct rde *r, struct rib_attrs *a)
 {
 	if (a->nents > UNINDEX_AT_ONCE) {
 		/* a table's worth: a job lets go of it over several loop turns */
-		rde_unindex_later(r, a->ents, a->nents);
+		r->unindex_later(r, a->ents, a->nents);
 	} else {
 		attrs_unindex(r, a->ents, a->nents);
 		free(a->ents);
@@ -163,7 +163,7 @@ static void ents_compact(struct rde *r, struct rib_attrs *a)
 			e->flags |= ENTRY_MARK;
 			a->ents[kept++] = e;
 		} else if (--e->refs == 0) {
-			rde_maybe_release(r, e);
+			rib_maybe_release(&r->rib, e);
 		}
 	}
 	for (uint32_t i = 0; i < kept; i++)
@@ -204,7 +204,7 @@ unsigned attrs_path_peers(struct rde *r, struct rib_attrs *a, struct rde_peer **
 		unsigned n = 0;
 		const char *s = a->path;
 		for (unsigned i = 0; i < a->k.npath; i++) {
-			struct rde_peer *p = rde_peer_by_name(r, s);
+			struct rde_peer *p = peer_names_find(&r->by_name, s);
 			if (p)
 				found[n++] = p;
 			s += strlen(s) + 1;

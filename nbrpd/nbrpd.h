@@ -5,10 +5,12 @@
  *
  *   main.c, control.c   wiring, signals, reload; the control socket (nbrc)
  *      |
- *      +--> session.c    sessions with peers  ---> rde.h (the RDE)
- *      +--> rde.c        the RDE: rib.c, attr.c, decide.c, adjout.c
- *      |                 reaches sessions and the FIB channel only through
- *      |                 the callbacks main.c gives it
+ *      +--> session.c    sessions with peers  ---> rdesig.h (signatures on) ---> rde.h
+ *      +--> rdesig.c     signatures: a stage in front of the RDE, each UPDATE
+ *      |                 handed on once with its checks
+ *      +--> rde.c        the RDE: packer.c, adjout.c, attr.c, decide.c, rib.c, ...
+ *      |                 reaches sessions, the FIB channel and the signature
+ *      |                 stage only through the callbacks main.c gives it
  *      +--> fibpush.c    the FIB channel to inrpd
  *      +--> aggregates.c stores, fetches and serving of aggregates ---> fibpush.c;
  *      |                 hears from the RDE and tells it through callbacks

@@ -193,7 +193,7 @@ static void export_digest(const struct rde *r, const struct rib_entry *e, const 
 	const struct rde_agg *g;
 	if (a->chain && a->chain->digest.len) {
 		rt->aggregate_digest = a->chain->digest;
-	} else if (!a->k.peer && (g = rde_agg_of(r, e)) && g->has_digest) {
+	} else if (!a->k.peer && (g = agg_table_of(&r->aggs, e)) && g->has_digest) {
 		/* ours: the signer's export signed this version's digest */
 		rt->aggregate_digest.data = (uint8_t *)g->digest;
 		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
@@ -306,7 +306,7 @@ static __attribute__((noinline)) void own_route(struct packer *pk, const struct 
 			natts = 0;      /* out of memory for its others: sent unsigned */
 	}
 	const struct rde_agg *g = NULL;
-	if (entry_is_aggregate(e) && !(g = rde_agg_of(pk->r, e)))
+	if (entry_is_aggregate(e) && !(g = agg_table_of(&pk->r->aggs, e)))
 		return;
 	ProtobufCBinaryData *name = &pk->names[pk->nnames];
 	name->data = (uint8_t *)e->wire + (g != NULL);

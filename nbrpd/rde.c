@@ -50,50 +50,12 @@ struct rde_job {
 
 static void schedule(struct rde *r);
 
-bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
-{
-	size_t cap = l->cap ? l->cap * 2 : 1024;
-	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-	if (!v) {
-		log_err("out of memory for a list of %zu changed names", l->n + 1);
-		return false;
-	}
-	l->v = v;
-	l->cap = cap;
-	l->v[l->n++] = e;
-	return true;
-}
-
 static uint32_t now_ms(const struct rde *r)
 {
 	return (uint32_t)(uv_now(r->loop) - r->start_ms);
 }
 
-/* ---- peers by name ---- */
-
-static size_t name_slot(const char *name, size_t n)
-{
-	return (size_t)hashkey64(name, strlen(name)) & (n - 1);
-}
-
-struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name)
-{
-	for (struct rde_peer *p = r->by_name[name_slot(name, r->nby_name)]; p; p = p->hnext)
-		if (strcmp(p->name, name) == 0)
-			return p;
-	return NULL;
-}
-
-static void by_name_unlink(struct rde *r, struct rde_peer *p)
-{
-	for (struct rde_peer **pp = &r->by_name[name_slot(p->name, r->nby_name)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == p) {
-			*pp = p->hnext;
-			return;
-		}
-}
-
-/* ---- aggregates: their entries' keys, their stored versions ---- */
+/* ---- aggregates' entries ---- */
 
 /* The table key of an aggregate's entry (rib.h); len at most NBRP_AGGREGATE_NAME_MAX. */
 static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t len)
@@ -101,61 +63,6 @@ static size_t agg_key(uint8_t key[NAME_MAX_WIRE], const uint8_t *wire, size_t le
 	key[0] = AGG_KEY_MARK;
 	memcpy(key + 1, wire, len);
 	return len + 1;
-}
-
-static size_t agg_slot(const uint8_t *wire, size_t len, size_t n)
-{
-	return (size_t)hashkey64(wire, len) & (n - 1);       /* the names are the peers' */
-}
-
-static struct rde_agg *agg_find(const struct rde *r, const uint8_t *wire, size_t len)
-{
-	for (struct rde_agg *g = r->aggs[agg_slot(wire, len, r->naggs_buckets)]; g; g = g->hnext)
-		if (g->len == len && memcmp(g->wire, wire, len) == 0)
-			return g;
-	return NULL;
-}
-
-static struct rde_agg *agg_get(struct rde *r, const uint8_t *wire, size_t len)
-{
-	struct rde_agg *g = agg_find(r, wire, len);
-	if (g)
-		return g;
-	if (r->naggs >= r->naggs_buckets) {
-		size_t nb = r->naggs_buckets * 2;
-		struct rde_agg **b = calloc(nb, sizeof(*b));
-		if (!b)
-			return NULL;
-		for (size_t i = 0; i < r->naggs_buckets; i++)
-			for (struct rde_agg *q = r->aggs[i], *n; q; q = n) {
-				n = q->hnext;
-				size_t k = agg_slot(q->wire, q->len, nb);
-				q->hnext = b[k];
-				b[k] = q;
-			}
-		free(r->aggs);
-		r->aggs = b;
-		r->naggs_buckets = nb;
-	}
-	if (!(g = calloc(1, sizeof(*g))))
-		return NULL;
-	g->len = (uint8_t)len;
-	memcpy(g->wire, wire, len);
-	size_t k = agg_slot(wire, len, r->naggs_buckets);
-	g->hnext = r->aggs[k];
-	r->aggs[k] = g;
-	r->naggs++;
-	return g;
-}
-
-struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e)
-{
-	return entry_is_aggregate(e) ? agg_find(r, e->wire + 1, e->len - 1u) : NULL;
-}
-
-struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len)
-{
-	return agg_find(r, wire, len);
 }
 
 /* ---- the decision applied to an entry ---- */
@@ -295,7 +202,7 @@ static void job_free(struct rde *r, struct rde_job *j)
 	free(j);
 }
 
-void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n)
+static void unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n)
 {
 	struct rde_job *j = job_new(r, JOB_UNINDEX, NULL);
 	if (!j) {
@@ -378,26 +285,7 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	if (policy_copy(&p->export, &pc->export) < 0)
 		log_err("peer %s: out of memory for its export policy", p->name);
 	r->peers[r->npeers++] = p;
-	/* the name table grows with the peers, so lookups stay one probe */
-	if (r->npeers * 2 > r->nby_name) {
-		size_t nb = r->nby_name * 4;
-		struct rde_peer **b = calloc(nb, sizeof(*b));
-		if (b) {
-			for (size_t i = 0; i < r->nby_name; i++)
-				for (struct rde_peer *q = r->by_name[i], *n; q; q = n) {
-					n = q->hnext;
-					size_t k = name_slot(q->name, nb);
-					q->hnext = b[k];
-					b[k] = q;
-				}
-			free(r->by_name);
-			r->by_name = b;
-			r->nby_name = nb;
-		}
-	}
-	size_t k = name_slot(p->name, r->nby_name);
-	p->hnext = r->by_name[k];
-	r->by_name[k] = p;
+	peer_names_add(&r->by_name, p);
 	r->peers_gen++;
 	return p;
 }
@@ -441,7 +329,7 @@ void rde_peer_remove(struct rde_peer *p)
 	p->up = false;
 	p->configured = false;
 	p->owner = NULL;
-	by_name_unlink(r, p);
+	peer_names_remove(&r->by_name, p);
 	for (unsigned i = 0; i < r->npeers; i++)
 		if (r->peers[i] == p) {
 			r->peers[i] = r->peers[--r->npeers];
@@ -670,7 +558,7 @@ static void attrs_check(const struct rde_peer *p, const struct attest_job *j, st
  */
 static void unsigned_source(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
 {
-	struct rde_agg *g = agg_get(r, rt->aggregate.data, rt->aggregate.len);
+	struct rde_agg *g = agg_table_get(&r->aggs, rt->aggregate.data, rt->aggregate.len);
 	if (!g)
 		return;
 	g->unsigned_sources++;
@@ -728,8 +616,8 @@ static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_pee
 {
 	uint64_t n = 0;
 	uint8_t key[NAME_MAX_WIRE];
-	for (size_t i = 0; i < r->naggs_buckets; i++)
-		for (const struct rde_agg *g = r->aggs[i]; g; g = g->hnext) {
+	for (size_t i = 0; i < r->aggs.nb; i++)
+		for (const struct rde_agg *g = r->aggs.b[i]; g; g = g->hnext) {
 			size_t len = agg_key(key, g->wire, g->len);
 			const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
 			for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
@@ -886,7 +774,7 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u, const struct rde
 			struct rib_route *old = route_remove(r, e, p);
 			if (!old && p->max_names && agg) {
 				/* an aggregate counts its members, as stored here */
-				const struct rde_agg *g = agg_find(r, b->data, b->len);
+				const struct rde_agg *g = agg_table_find(&r->aggs, b->data, b->len);
 				if (p->names + peer_aggregate_members(r, p) + (g ? g->members : 0) >= p->max_names)
 					over = true;
 			}
@@ -1337,7 +1225,7 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	const struct rib_route *best = best_route(e);
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
 	/* an aggregate is passed on once a version is stored here, to be fetched from us */
-	struct rde_agg *g = entry_is_aggregate(e) ? rde_agg_of(r, e) : NULL;
+	struct rde_agg *g = entry_is_aggregate(e) ? agg_table_of(&r->aggs, e) : NULL;
 	if (entry_is_aggregate(e) && (!g || !g->held || g->distrust || !r->cfg->has_transfer))
 		a = NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
@@ -1369,6 +1257,37 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	return changed;
 }
 
+/* The export policy p was told e under (a re-export job's cursor not past it yet: the old one). */
+static const struct nbrpd_policy *export_policy_at(const struct rde_peer *p, const struct rib_entry *e)
+{
+	return p->reexporting && !rib_cursor_passed(&p->reexport, e) ? &p->export_old : &p->export;
+}
+
+void rde_resend_begin(struct rde_peer *p)
+{
+	struct rde *r = p->rde;
+	packer_begin(r->packer, rde_emit_to_peer, p);
+	if (p->sig != SIG_OFF)
+		packer_sign_for(r->packer, p);
+}
+
+void rde_resend(struct rde_peer *p, const uint8_t *wire, size_t len)
+{
+	struct rde *r = p->rde;
+	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
+	if (!e || !e->adv)
+		return;
+	if (p->dumping && !rib_cursor_passed(&p->dump, e))
+		return;                 /* the dump sends it */
+	if (adjout_allows(r, e->adv, e, p, export_policy_at(p, e)))
+		packer_advertise(r->packer, e, e->adv, e->adv_load);
+}
+
+void rde_resend_end(struct rde_peer *p)
+{
+	packer_end(p->rde->packer);
+}
+
 static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_item *items, size_t n)
 {
 	packer_begin(r->packer, rde_emit_to_peer, p);
@@ -1381,8 +1300,7 @@ static void flush_to_peer(struct rde *r, struct rde_peer *p, const struct flush_
 			continue;       /* its own routes, before and after: it hears nothing of them */
 		if (p->dumping && !rib_cursor_passed(&p->dump, e))
 			continue;       /* the dump sends it when it gets there */
-		const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
-						 ? &p->export_old : &p->export;
+		const struct nbrpd_policy *pol = export_policy_at(p, e);
 		bool was = it->old && adjout_allows(r, it->old, e, p, pol);
 		bool now = e->adv && adjout_allows(r, e->adv, e, p, pol);
 		if (now && (it->changed || !was))
@@ -1466,7 +1384,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 	for (const struct rib_route *rt = e->routes; rt; rt = rt->next)
 		if (!rt->a->k.peer)
 			from = NULL;    /* defined here: never fetched */
-	struct rde_agg *g = rde_agg_of(r, e);
+	struct rde_agg *g = agg_table_of(&r->aggs, e);
 	bool whole = false;
 	if (from && digest && g && g->held) {
 		uint32_t w = from->a->k.agg_version;
@@ -1482,11 +1400,7 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 static void flush(struct rde *r)
 {
 	if (!r->dirty.n) {
-		for (size_t i = 0; i < r->release.n; i++) {
-			r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
-			rib_entry_release(&r->rib, r->release.v[i]);
-		}
-		r->release.n = 0;
+		rib_release_pending(&r->rib);
 		return;
 	}
 	struct entry_list dirty = r->dirty;
@@ -1579,7 +1493,7 @@ static void flush(struct rde *r)
 		struct rib_entry *e = items[i].e;
 		attrs_put(r, items[i].old);
 		e->flags &= (uint8_t)~ENTRY_DIRTY;
-		rde_maybe_release(r, e);
+		rib_maybe_release(&r->rib, e);
 	}
 	free(items);
 	if (!r->dirty.v && dirty.cap <= 65536) {
@@ -1588,11 +1502,7 @@ static void flush(struct rde *r)
 	} else {
 		free(dirty.v);
 	}
-	for (size_t i = 0; i < r->release.n; i++) {
-		r->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
-		rib_entry_release(&r->rib, r->release.v[i]);
-	}
-	r->release.n = 0;
+	rib_release_pending(&r->rib);
 }
 
 bool rde_turn(struct rde *r)
@@ -1638,7 +1548,7 @@ static void schedule(struct rde *r)
 
 uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
 {
-	const struct rde_agg *g = r->signer ? rde_agg_find(r, agg->wire, agg->len) : NULL;
+	const struct rde_agg *g = r->signer ? agg_table_find(&r->aggs, agg->wire, agg->len) : NULL;
 	return g ? g->unsigned_sources : 0;
 }
 
@@ -1700,9 +1610,7 @@ void rde_walk_end(struct rde_walk *w)
 
 void rde_entry_name(const struct rib_entry *e, struct name *out)
 {
-	size_t skip = entry_is_aggregate(e);
-	out->len = (uint8_t)(e->len - skip);
-	memcpy(out->wire, e->wire + skip, out->len);
+	rib_entry_name(e, out);
 }
 
 bool rde_entry_is_aggregate(const struct rib_entry *e)
@@ -1764,7 +1672,7 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 {
 	if (agg->len > NBRP_AGGREGATE_NAME_MAX)
 		return;
-	struct rde_agg *g = agg_get(r, agg->wire, agg->len);
+	struct rde_agg *g = agg_table_get(&r->aggs, agg->wire, agg->len);
 	if (!g) {
 		log_err("out of memory for aggregates: the version stored is not passed on");
 		return;
@@ -1898,18 +1806,16 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->peers_gen = 1;
 	r->nattrs_buckets = 64;
 	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
-	r->nby_name = 16;
-	r->by_name = calloc(r->nby_name, sizeof(*r->by_name));
-	r->naggs_buckets = 16;
-	r->aggs = calloc(r->naggs_buckets, sizeof(*r->aggs));
+	r->unindex_later = unindex_later;
 	r->group.r = r;
 	r->packer = packer_new(r);
 	slab_init(&r->routes, sizeof(struct rib_route));
-	if (!r->attrs || !r->by_name || !r->aggs || !r->packer || rib_init(&r->rib) < 0) {
+	int names_ok = peer_names_init(&r->by_name), aggs_ok = agg_table_init(&r->aggs);
+	if (!r->attrs || names_ok < 0 || aggs_ok < 0 || !r->packer || rib_init(&r->rib) < 0) {
 		packer_free(r->packer);
 		free(r->attrs);
-		free(r->by_name);
-		free(r->aggs);
+		peer_names_free(&r->by_name);
+		agg_table_free(&r->aggs);
 		free(r);
 		return NULL;
 	}
@@ -1979,17 +1885,11 @@ void rde_free(struct rde *r)
 	}
 	rib_destroy(&r->rib);
 	slab_destroy(&r->routes);
-	for (size_t i = 0; i < r->naggs_buckets; i++)
-		for (struct rde_agg *g = r->aggs[i], *n; g; g = n) {
-			n = g->hnext;
-			free(g);
-		}
-	free(r->aggs);
+	agg_table_free(&r->aggs);
 	free(r->peers);
-	free(r->by_name);
+	peer_names_free(&r->by_name);
 	free(r->dirty.v);
 	free(r->deferred.v);
-	free(r->release.v);
 	free(r->group.members);
 	free(r->rank.cands);
 	free(r->rank.routes);

@@ -13,13 +13,15 @@
  * that resumes across loop turns with a budget, and a peer's table is
  * produced only as fast as its session drains.
  *
- * Modules: rde.c (peers, UPDATEs in, jobs, flush), rib.c (the table),
- * attr.c (interned attributes and the next-hop index), decide.c (the
- * decision), adjout.c (what peers are told), packer.c (UPDATE packing),
- * sigchain.c (the signatures a route came with, kept to pass on);
- * rde_internal.h is what they share, over rib.h, the table alone.  All
- * their state is in struct rde: RDEs do not share any.  control.c renders
- * `show route` from the views below.
+ * Modules, each calling only those after it (tests/check_rde_calls.py):
+ * rde.c (peers, UPDATEs in, jobs, flush), adjout.c (what peers are told),
+ * packer.c (UPDATE packing), attr.c (interned attributes and the next-hop
+ * index), agg_table.c (aggregates' stored versions), decide.c (the
+ * decision), peer_names.c (peers by name), sigchain.c (the signatures a
+ * route came with, kept to pass on), rib.c (the table); rde_internal.h is
+ * what they share, over rib.h, the table alone.  All their state is in
+ * struct rde: RDEs do not share any.  control.c renders `show route` from
+ * the views below.
  */
 #ifndef NBRPD_RDE_H
 #define NBRPD_RDE_H

@@ -25,10 +25,12 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "agg_table.h"
 #include "attest.h"
 #include "config.h"
 #include "hashkey.h"
 #include "origin_wd.h"
+#include "peer_names.h"
 #include "rde.h"
 #include "rib.h"
 #include "sigchain.h"
@@ -179,7 +181,6 @@ static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_en
 /* ---- the RDE ---- */
 
 struct nameset;
-struct rde_agg;
 struct origin_wd_sig;
 
 /*
@@ -212,20 +213,6 @@ struct rde_signer {
 	void (*turn)(void *arg);
 };
 
-/* A list of entries (dirty, deferred, to release); false when out of memory. */
-struct entry_list {
-	struct rib_entry **v;
-	size_t n, cap;
-};
-bool entry_list_grow(struct entry_list *l, struct rib_entry *e);
-static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
-{
-	if (l->n == l->cap)
-		return entry_list_grow(l, e);
-	l->v[l->n++] = e;
-	return true;
-}
-
 struct rde_job;
 struct packer;
 struct decide_cand;
@@ -244,27 +231,6 @@ struct rank_scratch {
 	unsigned cap;
 };
 
-/* What the RDE knows of an aggregate's members: the version stored here (aggregate.c's). */
-struct rde_agg {
-	struct rde_agg *hnext;
-	uint32_t version, members;
-	uint32_t adv_version;                   /* the version peers were last told */
-	bool held;                              /* a version is stored */
-	bool has_digest;                        /* digest is of that version's members (signatures on) */
-	bool verified;                          /* a valid route signed that digest for that version */
-	bool distrust;                          /* one signed another and none this: fetched whole at the flush */
-	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
-	/* members of that version that auth_key may not originate, under trust file auth_gen (0: none counted) */
-	uint64_t auth_gen;
-	uint32_t auth_version, unauthorised;
-	uint8_t auth_key[SIGKEY_PUBLIC_LEN];
-	uint64_t unsigned_sources;              /* good chains whose peer named another source than the signed one */
-	uint8_t unauth_len;                     /* the first of them */
-	uint8_t unauth_wire[NAME_MAX_WIRE];
-	uint8_t len;
-	uint8_t wire[NAME_MAX_WIRE];
-};
-
 struct rde {
 	uv_loop_t *loop;
 	const struct nbrpd_config *cfg;
@@ -278,17 +244,17 @@ struct rde {
 	size_t nattrs_buckets, nattrs;
 	struct rde_peer **peers;                /* every peer, configured or going */
 	unsigned npeers, peers_cap;
-	struct rde_peer **by_name;              /* configured peers by name */
-	size_t nby_name;
+	struct peer_names by_name;              /* configured peers */
 	uint32_t peers_gen;                     /* changes when a peer comes or goes */
-	struct entry_list dirty, deferred, release;
+	struct entry_list dirty, deferred;
 	uv_timer_t deferred_timer;
 	uv_check_t check;                       /* jobs, then the flush, once per loop turn */
 	uv_idle_t idle;                         /* keeps the loop from blocking while jobs can run */
 	struct rde_job *jobs;
 	unsigned njobs;
-	struct rde_agg **aggs;                  /* by name */
-	size_t naggs_buckets, naggs;
+	struct agg_table aggs;
+	/* takes over a malloc'd array of index slots and lets go of them over several turns (attr.c's) */
+	void (*unindex_later)(struct rde *r, struct rib_entry **ents, uint32_t n);
 	uint32_t flush_no;
 	struct update_group group;
 	struct rank_scratch rank;
@@ -306,14 +272,6 @@ static inline void rde_mark_dirty(struct rde *r, struct rib_entry *e)
 {
 	if (!(e->flags & ENTRY_DIRTY) && entry_list_push(&r->dirty, e))
 		e->flags |= ENTRY_DIRTY;
-}
-/* An entry nothing may hold any more: freed at the next flush if so. */
-static inline void rde_maybe_release(struct rde *r, struct rib_entry *e)
-{
-	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
-		return;
-	if (entry_list_push(&r->release, e))
-		e->flags |= ENTRY_RELEASE;
 }
 static inline struct rib_route *route_new(struct rde *r, struct rib_attrs *a, uint64_t seq)
 {
@@ -334,15 +292,8 @@ static inline struct rib_route *route_take(struct rib_entry *e, const struct rde
 	return NULL;
 }
 
-struct rde_peer *rde_peer_by_name(const struct rde *r, const char *name);
-/* Takes over a malloc'd array of index slots and lets go of them over several turns. */
-void rde_unindex_later(struct rde *r, struct rib_entry **ents, uint32_t n);
 /* Counts an UPDATE for the peer (arg) and queues it on its session: a packer_emit_fn for one peer. */
 void rde_emit_to_peer(void *arg, struct wq_buf *frame, unsigned names, unsigned withdrawn);
-/* An aggregate's entry's record of its stored version, or NULL. */
-struct rde_agg *rde_agg_of(const struct rde *r, const struct rib_entry *e);
-/* The same by the aggregate's name (wire form), or NULL. */
-struct rde_agg *rde_agg_find(const struct rde *r, const uint8_t *wire, size_t len);
 /* Whether a stored signed route's attributes change with this check (rdesig.c's, done again). */
 bool rde_route_recheck_changes(const struct rib_route *rt, const struct attest_job *j);
 /* ... then the route kept with them (keep: its check accepted, rdesig.c's), or withdrawn. */
@@ -350,6 +301,11 @@ void rde_route_recheck(struct rde *r, struct rib_entry *e, struct rib_route *rt,
 		       bool keep);
 /* A stamp for an announcement of ours, newer than every one before it. */
 uint64_t rde_stamp(struct rde *r);
+/* Names p is told again, if it is told them now (the signer's: our signature for them is made);
+ * between begin and end, one packing. */
+void rde_resend_begin(struct rde_peer *p);
+void rde_resend(struct rde_peer *p, const uint8_t *wire, size_t len);
+void rde_resend_end(struct rde_peer *p);
 /* END-OF-RIB to p if its dump is done and none of its names waits for our signature. */
 void rde_peer_eor(struct rde_peer *p);
 

@@ -17,7 +17,6 @@
 #include "fresh.h"
 #include "hashkey.h"
 #include "log.h"
-#include "packer.h"
 #include "rde_internal.h"
 #include "rdesig.h"
 #include "refused.h"
@@ -519,7 +518,7 @@ static size_t peer_slot(const struct rde_peer *p, size_t nb)
 	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (nb - 1);
 }
 
-/* The stage's view of an RDE peer (NULL: none, it was added before signatures started or removed). */
+/* The stage's view of an RDE peer (NULL: removed). */
 static struct rdesig_peer *peer_of(const struct rdesig *s, const struct rde_peer *p)
 {
 	if (!s->nby_peer)
@@ -687,7 +686,7 @@ static void route_checked(struct rdesig *s, struct rib_entry *e, struct rib_rout
 		return;                 /* as it was */
 	struct rdesig_peer *sp = peer_of(s, rt->a->k.peer);
 	struct name n;
-	rde_entry_name(e, &n);
+	rib_entry_name(e, &n);
 	bool keep = sp ? route_accepted(sp, j, &n, 0) : true;
 	if (!keep)
 		note_refused(s, rt->a->k.peer, j, n.wire, n.len);
@@ -1389,7 +1388,7 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
-	struct rde_agg *g = rde_agg_of(to->rde, e);    /* an aggregate's: the version stored */
+	struct rde_agg *g = agg_table_of(&to->rde->aggs, e);    /* an aggregate's: the version stored */
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
@@ -1430,21 +1429,6 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 	return (int)n + 1;
 }
 
-/* A name whose signature for p is made: p hears its route now, if it is still told it. */
-static void resend(struct rdesig *s, struct rde_peer *p, const uint8_t *wire, uint8_t len)
-{
-	struct rde *r = s->rde;
-	struct rib_entry *e = rib_lookup(&r->rib, wire, len, rib_hash(wire, len));
-	if (!e || !e->adv)
-		return;
-	if (p->dumping && !rib_cursor_passed(&p->dump, e))
-		return;                 /* the dump sends it */
-	const struct nbrpd_policy *pol = p->reexporting && !rib_cursor_passed(&p->reexport, e)
-					 ? &p->export_old : &p->export;
-	if (adjout_allows(r, e->adv, e, p, pol))
-		packer_advertise(r->packer, e, e->adv, e->adv_load);
-}
-
 static bool peer_signed(const struct rdesig_peer *sp)
 {
 	return sp->p && sp->p->up && sp->p->sig != SIG_OFF && sp->p->owner;
@@ -1462,15 +1446,15 @@ static struct rdesig_peer *peer_of_key(struct rdesig *s, const uint8_t *target)
 }
 
 /* A hop signed for p: its name, or every name of its set, sent to p now. */
-static void resend_hop(struct rdesig *s, struct rde_peer *p, struct hop *h)
+static void resend_hop(struct rde_peer *p, const struct hop *h)
 {
 	if (!h->set) {
-		resend(s, p, h->wire, h->len);
+		rde_resend(p, h->wire, h->len);
 		return;
 	}
 	for (uint32_t i = 0; i < h->set->n; i++) {
 		const uint8_t *w = h->set->names + h->set->off[i];
-		resend(s, p, w + 1, w[0]);
+		rde_resend(p, w + 1, w[0]);
 	}
 }
 
@@ -1491,24 +1475,21 @@ static void on_signed(struct attest_sign_batch *b)
 			continue;
 		const uint8_t *target = run->hops[i]->target;
 		struct rdesig_peer *sp = s->stopping ? NULL : peer_of_key(s, target);
-		struct packer *pk = s->rde->packer;
-		if (sp) {
-			packer_begin(pk, rde_emit_to_peer, sp->p);
-			packer_sign_for(pk, sp->p);
-		}
+		if (sp)
+			rde_resend_begin(sp->p);
 		for (size_t k = i; k < b->n; k++) {
 			struct hop *h = run->hops[k];
 			if (!h->pending || memcmp(h->target, target, SIGKEY_PUBLIC_LEN) != 0)
 				continue;
 			if (sp) {
-				resend_hop(s, sp->p, h);
+				resend_hop(sp->p, h);
 				if (sp->hops_pending)
 					sp->hops_pending--;
 			}
 			h->pending = false;
 		}
 		if (sp) {
-			packer_end(pk);
+			rde_resend_end(sp->p);
 			rde_peer_eor(sp->p);
 		}
 	}
@@ -1575,20 +1556,18 @@ static bool hop_in_use(struct rdesig *s, const struct hop *h)
 /* Every peer with signatures on hears the set's names (or one name) again: re-signed on export. */
 static void resend_signed(struct rdesig *s, const struct sig_set *set, const uint8_t *wire, uint8_t len)
 {
-	struct rde *r = s->rde;
 	for (struct rdesig_peer *sp = s->peers; sp; sp = sp->next) {
 		if (!peer_signed(sp))
 			continue;
 		struct rde_peer *p = sp->p;
-		packer_begin(r->packer, rde_emit_to_peer, p);
-		packer_sign_for(r->packer, p);
+		rde_resend_begin(p);
 		for (uint32_t i = 0; set && i < set->n; i++) {
 			const uint8_t *w = set->names + set->off[i];
-			resend(s, p, w + 1, w[0]);
+			rde_resend(p, w + 1, w[0]);
 		}
 		if (!set)
-			resend(s, p, wire, len);
-		packer_end(r->packer);
+			rde_resend(p, wire, len);
+		rde_resend_end(p);
 	}
 }
 
@@ -1805,7 +1784,7 @@ static void on_rechecked(struct attest_batch *b)
 	s->stale_verdicts += stale;
 	for (size_t i = 0; i < run->n; i++) {
 		struct recheck_item *it = &run->items[i];
-		struct rde_peer *p = s->stopping || stale ? NULL : rde_peer_by_name(r, it->peer);
+		struct rde_peer *p = s->stopping || stale ? NULL : peer_names_find(&r->by_name, it->peer);
 		struct rib_entry *e = p ? rib_lookup(&r->rib, it->wire, it->len, rib_hash(it->wire, it->len)) : NULL;
 		for (struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a == it->a) {
@@ -1987,7 +1966,7 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 			  size_t n_att, struct attest_job *j)
 {
 	struct rde_agg *g;
-	if (j->state != ATTEST_VALID || !(g = rde_agg_find(s->rde, agg, len)) || !g->held || !g->has_digest ||
+	if (j->state != ATTEST_VALID || !(g = agg_table_find(&s->rde->aggs, agg, len)) || !g->held || !g->has_digest ||
 	    g->version != version)
 		return;
 	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
@@ -2061,7 +2040,7 @@ static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct n
 
 uint32_t rdesig_aggregate_unauthorised(const struct rdesig *s, const struct name *agg, struct name *first)
 {
-	const struct rde_agg *g = s ? rde_agg_find(s->rde, agg->wire, agg->len) : NULL;
+	const struct rde_agg *g = s ? agg_table_find(&s->rde->aggs, agg->wire, agg->len) : NULL;
 	if (!g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
 		return 0;
 	first->len = g->unauth_len;

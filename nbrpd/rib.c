@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "rib.h"
 
 #define MOVE_PER_INSERT 1       /* buckets of a doubling moved with each new name */
@@ -31,6 +32,7 @@ void rib_destroy(struct rib *t)
 		slab_destroy(&t->entry_slabs[c]);
 	free(t->buckets);
 	free(t->old);
+	free(t->release.v);
 	t->buckets = t->old = NULL;
 }
 
@@ -124,7 +126,7 @@ struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32
 	return e;
 }
 
-void rib_entry_release(struct rib *t, struct rib_entry *e)
+static void entry_release(struct rib *t, struct rib_entry *e)
 {
 	if (e->routes || e->adv || e->flags || e->refs)
 		return;
@@ -134,6 +136,15 @@ void rib_entry_release(struct rib *t, struct rib_entry *e)
 	*pp = e->hnext;
 	t->entries--;
 	slab_free(&t->entry_slabs[ENTRY_CLASS(e->len)], e);
+}
+
+void rib_release_pending(struct rib *t)
+{
+	for (size_t i = 0; i < t->release.n; i++) {
+		t->release.v[i]->flags &= (uint8_t)~ENTRY_RELEASE;
+		entry_release(t, t->release.v[i]);
+	}
+	t->release.n = 0;
 }
 
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c)
@@ -180,4 +191,18 @@ unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct 
 	}
 	c->next++;
 	return seen;
+}
+
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
+{
+	size_t cap = l->cap ? l->cap * 2 : 1024;
+	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
+	if (!v) {
+		log_err("out of memory for a list of %zu changed names", l->n + 1);
+		return false;
+	}
+	l->v = v;
+	l->cap = cap;
+	l->v[l->n++] = e;
+	return true;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "hashkey.h"
 #include "name.h"
@@ -63,8 +64,30 @@ static inline bool entry_is_aggregate(const struct rib_entry *e)
 	return e->len > 1 && e->wire[0] == AGG_KEY_MARK;
 }
 
+/* The entry's name: a name's, or for an aggregate's entry the aggregate's. */
+static inline void rib_entry_name(const struct rib_entry *e, struct name *out)
+{
+	size_t skip = entry_is_aggregate(e);
+	out->len = (uint8_t)(e->len - skip);
+	memcpy(out->wire, e->wire + skip, out->len);
+}
+
 #define ENTRY_CLASS(len)        ((offsetof(struct rib_entry, wire) + (len) + 7) / 8)
 #define ENTRY_CLASSES           (ENTRY_CLASS(NAME_MAX_WIRE) + 1)
+
+/* A list of entries (dirty, deferred, to release); false when out of memory. */
+struct entry_list {
+	struct rib_entry **v;
+	size_t n, cap;
+};
+bool entry_list_grow(struct entry_list *l, struct rib_entry *e);
+static inline bool entry_list_push(struct entry_list *l, struct rib_entry *e)
+{
+	if (l->n == l->cap)
+		return entry_list_grow(l, e);
+	l->v[l->n++] = e;
+	return true;
+}
 
 /*
  * Chained, two entries a bucket on average, doubling when full.  A doubling
@@ -80,6 +103,7 @@ struct rib {
 	uint64_t entries;
 	uint64_t names;                         /* entries with a route */
 	struct slab entry_slabs[ENTRY_CLASSES];
+	struct entry_list release;              /* entries nothing may hold any more, freed at the flush */
 };
 
 int rib_init(struct rib *t);
@@ -113,9 +137,17 @@ struct rib_entry *rib_lookup(const struct rib *t, const uint8_t *wire, size_t le
 struct rib_entry *rib_get(struct rib *t, const uint8_t *wire, size_t len, uint32_t hash);
 /* Moves up to `budget` buckets of a doubling; true while one is under way. */
 bool rib_grow_step(struct rib *t, unsigned budget);
-/* Frees e if nothing holds it any more (no route, nothing advertised, not listed, no index
- * slot).  Only the flush calls it, so no walk ever holds a freed entry. */
-void rib_entry_release(struct rib *t, struct rib_entry *e);
+/* An entry nothing may hold any more (no route, nothing advertised, not listed, no index
+ * slot): freed at the next rib_release_pending if that is still so. */
+static inline void rib_maybe_release(struct rib *t, struct rib_entry *e)
+{
+	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
+		return;
+	if (entry_list_push(&t->release, e))
+		e->flags |= ENTRY_RELEASE;
+}
+/* Only the flush calls it, so no walk ever holds a freed entry. */
+void rib_release_pending(struct rib *t);
 void rib_cursor_start(const struct rib *t, struct rib_cursor *c);
 bool rib_cursor_done(const struct rib *t, const struct rib_cursor *c);
 /* Calls fn on every entry of the cursor's next bucket class, then advances; returns entries seen. */
