@@ -39,6 +39,33 @@ def topology(kind, n, seed, build):
     return out
 
 
+def ranks(values):
+    """ranks 1..n, ties sharing their mean rank"""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a, b):
+    """rank correlation of two {router: ms}, over the routers in both; None when fewer than 3"""
+    common = sorted(set(a) & set(b))
+    if len(common) < 3:
+        return None
+    x, y = ranks([a[r] for r in common]), ranks([b[r] for r in common])
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((p - mx) * (q - my) for p, q in zip(x, y))
+    sxx, syy = sum((p - mx) ** 2 for p in x), sum((q - my) ** 2 for q in y)
+    return round(sxy / (sxx * syy) ** 0.5, 3) if sxx and syy else None
+
+
 def table(result):
     for mode, m in result["modes"].items():
         print(f"\n{mode}: origin withdrawals {'on' if m['origin_withdrawals'] else 'off'}, MRAI {m['mrai_s']} s; "
@@ -52,6 +79,7 @@ def table(result):
         for i, r in enumerate(m.get("rounds", [])):
             print(f"  move {i + 1}: {r['updates']} UPDATEs, {r['bytes']} B, converged {r['converge_ms']:.2f} ms, "
                   f"{r['best_changes']} best changes", file=sys.stderr)
+            r.pop("settled_by_router")      # in the comparison below, not in the record
 
 
 def main():
@@ -80,6 +108,7 @@ def main():
     print(" ".join(cmd), file=sys.stderr)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
     result = json.loads(p.stdout.decode().splitlines()[-1])
+    order = [r["settled_by_router"] for r in result["modes"].get("nbrp", {}).get("rounds", [])]
     table(result)
     if args.testbed and args.compare:
         q = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "bench_topology.py"), "--routers",
@@ -88,7 +117,9 @@ def main():
         real = json.loads(q.stdout.decode().splitlines()[-1])
         sim = [r["updates"] for r in result["modes"]["nbrp"]["rounds"]]
         result["testbed"] = {k: real[k] for k in ("nbrp_updates_rounds", "bird_updates_rounds", "nbrp_converge_ms_rounds",
-                                                   "nbrp_settled_ms_rounds", "bird_converge_ms_rounds")}
+                                                   "nbrp_settled_ms_rounds", "bird_converge_ms_rounds",
+                                                   "nbrp_settled_by_router_rounds")}
+        result["sim_settled_by_router_rounds"] = order
         # the testbed's moves alternate as the simulator's do: round i is the same move in both
         for mode, key in (("nbrp", "nbrp_updates_rounds"), ("pv", "bird_updates_rounds")):
             if mode not in result["modes"]:
@@ -98,6 +129,10 @@ def main():
             result[f"{mode}_updates_sim_over_testbed"] = [round(a / b, 3) for a, b in zip(sim, real_rounds) if b]
             print(f"\nUPDATEs a move, {mode} against the testbed's {key}: simulated {sim}, testbed {real_rounds}",
                   file=sys.stderr)
+        # the order the routers settled in: each inrpd's last change in the testbed, each RDE's here
+        rho = [spearman(s, t) for s, t in zip(order, real.get("nbrp_settled_by_router_rounds", []))]
+        result["settled_order_spearman_rounds"] = rho
+        print(f"the order the routers settled in, rank correlation a move: {rho}", file=sys.stderr)
     print(json.dumps(result))
 
 

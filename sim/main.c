@@ -236,10 +236,20 @@ static int run_moves(struct net *n, const struct topo *t, const struct args *a, 
 		net_run(n, UINT64_MAX);
 		const struct net_window *w = net_window(n);
 		record(mode, EV_MOVE, MID, w, "testbed", a->quiet);
-		/* each router's path length at the end: the order it converged in follows it */
-		strbuf_addf(json, "%s{\"updates\":%llu,\"bytes\":%llu,\"converge_ms\":%.3f,\"best_changes\":%llu}",
-			      i ? "," : "", (unsigned long long)w->updates, (unsigned long long)w->bytes,
-			      (double)(w->last_change_ns - w->start_ns) / 1e6, (unsigned long long)w->best_changes);
+		strbuf_addf(json, "%s{\"updates\":%llu,\"bytes\":%llu,\"converge_ms\":%.3f,\"best_changes\":%llu,"
+			    "\"settled_by_router\":{", i ? "," : "", (unsigned long long)w->updates,
+			    (unsigned long long)w->bytes, (double)(w->last_change_ns - w->start_ns) / 1e6,
+			    (unsigned long long)w->best_changes);
+		/* the order the routers settled in, as the testbed reads it from each inrpd */
+		bool first = true;
+		for (uint32_t r = 0; r < t->n; r++) {
+			uint64_t at;
+			if (!net_router_changed(n, r, &at))
+				continue;
+			strbuf_addf(json, "%s\"r%u\":%.3f", first ? "" : ",", r, (double)(at - w->start_ns) / 1e6);
+			first = false;
+		}
+		strbuf_addf(json, "}}");
 		settle(n, a->gap_s);
 	}
 	strbuf_addf(json, "]");

@@ -72,6 +72,7 @@ struct router {
 	bool turn_queued;
 	uint64_t busy_until;
 	uint64_t changed_window;        /* the window its best routes last changed in */
+	uint64_t changed_ns;            /* and when, last */
 	struct best *best;
 	uint32_t nbest, best_cap;
 	struct aggv *aggv;              /* by aggregate, once one reached it */
@@ -225,6 +226,7 @@ static void best_changed(struct router *r, uint64_t key, const struct route *rou
 	b->origin = origin;
 	n->w.best_changes++;
 	n->w.last_change_ns = n->now;
+	r->changed_ns = n->now;
 	if (r->changed_window != n->window_no) {
 		r->changed_window = n->window_no;
 		n->w.routers_changed++;
@@ -994,6 +996,14 @@ bool net_best(const struct net *n, uint32_t r, const char *text, uint32_t *from,
 		return false;
 	*from = v[0].content ? r : id_of_name(v[0].from);
 	*npath = v[0].content ? 0 : v[0].npath;
+	return true;
+}
+
+bool net_router_changed(const struct net *n, uint32_t r, uint64_t *at_ns)
+{
+	if (r >= n->t->n || n->r[r].changed_window != n->window_no)
+		return false;
+	*at_ns = n->r[r].changed_ns;
 	return true;
 }
 

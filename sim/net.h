@@ -80,6 +80,8 @@ int net_session(struct net *n, uint32_t a, uint32_t b, bool up);
 /* Router r's best route for a name: the neighbour it came from (r itself for its own), path length
  * (0 for its own); false when it has none. */
 bool net_best(const struct net *n, uint32_t r, const char *name, uint32_t *from, unsigned *npath);
+/* When router r's best route for some name last changed in this window; false: it did not. */
+bool net_router_changed(const struct net *n, uint32_t r, uint64_t *at_ns);
 /* Routers whose stored version of the aggregate is below v. */
 uint32_t net_agg_behind(const struct net *n, const char *agg, uint32_t v);
 /* Bytes of the process's resident set (/proc/self/statm). */
