@@ -39,6 +39,17 @@ def topology(kind, n, seed, build):
     return out
 
 
+def calibration(path):
+    """sim's cost options from the last line of `scripts/bench nbrp` (docs/SIMULATION.md, "Cost model")"""
+    j = json.loads(pathlib.Path(path).read_text().strip().splitlines()[-1])
+    names = j["nbrp_names_per_s"]
+    name_us = 1e6 / names[0]
+    update_us = 1e6 / j["agg1_names_per_s"][0] - name_us
+    peer_name_us = (1e6 / names[-1] - name_us) / (len(names) - 1) if len(names) > 1 else 0.0
+    return ["--cost-name-us", f"{name_us:.4f}", "--cost-update-us", f"{max(update_us, 0):.4f}",
+            "--cost-peer-name-us", f"{max(peer_name_us, 0):.4f}"]
+
+
 def ranks(values):
     """ranks 1..n, ties sharing their mean rank"""
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -94,6 +105,8 @@ def main():
     ap.add_argument("--testbed", type=int, default=0, metavar="N", help="the testbed's graph of N routers instead")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--compare", action="store_true", help="with --testbed: run scripts/bench topology too")
+    ap.add_argument("--calibrate", metavar="FILE",
+                    help="the output of `scripts/bench nbrp` on this machine: the cost model's figures from it")
     ap.add_argument("sim_args", nargs="*", help="passed to sim (after --)")
     args = ap.parse_args()
     build = pathlib.Path(args.build)
@@ -105,6 +118,8 @@ def main():
         topo = topology("internet", args.ases, args.seed, build)
         cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed), "--modes", args.modes,
                "--mrai", str(args.mrai), "--origins", str(args.origins), "--names", str(args.names), *args.sim_args]
+    if args.calibrate:
+        cmd[1:1] = calibration(args.calibrate)
     print(" ".join(cmd), file=sys.stderr)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
     result = json.loads(p.stdout.decode().splitlines()[-1])
