@@ -13,6 +13,14 @@ struct edge {
 	uint8_t rel_ab;                 /* what b is to a */
 };
 
+/* Nothing but blanks after a statement's fields. */
+static bool blank(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return *p == '\0';
+}
+
 static int by_from_to(const void *x, const void *y)
 {
 	const struct topo_link *p = x, *q = y;
@@ -49,11 +57,12 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 			*hash = '\0';
 		char kw[16], rel[16], label[32];
 		unsigned long a, b, us;
-		int used = 0;
+		int used = 0, end = 0;
 		if (sscanf(line, " %15s%n", kw, &used) != 1)
 			continue;
 		if (strcmp(kw, "routers") == 0) {
-			if (have_n || sscanf(line + used, "%lu %n", &a, &used) != 1 || a == 0 || a > MAX_ROUTERS) {
+			if (have_n || sscanf(line + used, "%lu%n", &a, &end) != 1 || !blank(line + used + end) || a == 0 ||
+			    a > MAX_ROUTERS) {
 				snprintf(err, err_len, "%s:%u: routers: one count 1..%u, once", path, lineno, MAX_ROUTERS);
 				goto out;
 			}
@@ -61,8 +70,8 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 			have_n = true;
 		} else if (strcmp(kw, "link") == 0) {
 			char *rest = line + used;
-			if (!have_n || sscanf(rest, "%lu %lu %15s %lu", &a, &b, rel, &us) != 4 || a >= t->n ||
-			    b >= t->n || a == b || us > 10000000) {
+			if (!have_n || sscanf(rest, "%lu %lu %15s %lu%n", &a, &b, rel, &us, &end) != 4 || !blank(rest + end) ||
+			    a >= t->n || b >= t->n || a == b || us > 10000000) {
 				snprintf(err, err_len, "%s:%u: link: A B p2c|p2p|flat DELAY_US, A and B distinct "
 					 "routers below %u (after `routers`), delay at most 10 s", path, lineno, t->n);
 				goto out;
@@ -90,7 +99,8 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 			}
 			e[ne++] = (struct edge){ (uint32_t)a, (uint32_t)b, (uint32_t)us, r };
 		} else if (strcmp(kw, "mark") == 0) {
-			if (!have_n || sscanf(line + used, "%31s %lu", label, &a) != 2 || a >= t->n ||
+			if (!have_n || sscanf(line + used, "%31s %lu%n", label, &a, &end) != 2 || !blank(line + used + end) ||
+			    a >= t->n ||
 			    strlen(label) >= sizeof(t->mark[0].label) || t->nmarks == TOPO_MARKS) {
 				snprintf(err, err_len, "%s:%u: mark: LABEL (under 16 bytes) ROUTER, at most %u marks",
 					 path, lineno, TOPO_MARKS);

@@ -150,6 +150,10 @@ def test_every_router_takes_the_gao_rexford_route(topology):
     ("link 0 1 p2p 100\n", ":1: link"),
     ("routers 3\nlink 0 1 p2p 100\nlink 1 0 p2p 100\n", "linked twice"),
     ("routers 2\nbogus\n", ":2: unknown keyword bogus"),
+    ("routers 3\nlink 0 1 p2p 100 200\n", ":2: link"),
+    ("routers 3 4\n", ":1: routers"),
+    ("routers 3\nmark x 1 2\n", ":2: mark"),
+    ("routers 3\nlink 0 1 p2p 20000000\n", ":2: link"),
 ])
 def test_a_bad_topology_is_refused_with_its_line(tmp_path, text, why):
     path = tmp_path / "bad.txt"
