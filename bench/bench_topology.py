@@ -419,13 +419,14 @@ def nbrp_settled(lab, move):
     log's is the time its loop took before it last slept, so a change made
     on waking can carry an earlier turn's time (here, stamps up to 20 ms
     before probe answers that still showed the old route)."""
-    last = []
+    last = {}
     for r in lab.routers.values():
         text = netlab.bird_cmd(r.dir / "inrpd.ctl", "show status json")
         when = json.loads(text[text.index("{"):text.rindex("}") + 1])["fib_channel"]["last_change"]
         if when and when >= move["t0_wall"]:
-            last.append(when)
-    return (max(last) - move["t0_wall"]) * 1000
+            last[r.name] = round((when - move["t0_wall"]) * 1000, 2)
+    move["settled_by_router"] = last        # the order the routers settled in (scripts/bench sim --compare)
+    return max(last.values())
 
 
 def nbrp_updates(lab):
@@ -559,6 +560,7 @@ def main():
                   "bird_floor_ms_rounds": [round(r["floor_ms"]) for r in rounds["bird"]],
                   "nbrp_settled_ms": round(med("nbrp", "settled_ms"), 1),
                   "nbrp_settled_ms_rounds": [round(r["settled_ms"], 1) for r in rounds["nbrp"]],
+                  "nbrp_settled_by_router_rounds": [r["settled_by_router"] for r in rounds["nbrp"]],
                   "nbrp_rib_converge_ms": round(med("nbrp_rib", "ms")),
                   "nbrp_rib_converge_ms_rounds": [round(r["ms"]) for r in rounds["nbrp_rib"]],
                   "nbrp_reload_ms": round(med("nbrp", "reload_ms"), 1),

@@ -1505,11 +1505,8 @@ static void flush(struct rde *r)
 	rib_release_pending(&r->rib);
 }
 
-static void on_check(uv_check_t *h)
+bool rde_turn(struct rde *r)
 {
-	struct rde *r = h->data;
-	if (r->stopping)
-		return;
 	bool growing = rib_grow_step(&r->rib, GROW_BUDGET_BUCKETS);
 	run_jobs(r);
 	flush(r);
@@ -1524,7 +1521,15 @@ static void on_check(uv_check_t *h)
 	bool runnable = growing || r->input_paused || r->dirty.n;
 	for (struct rde_job *j = r->jobs; j && !runnable; j = j->next)
 		runnable = !job_blocked(r, j);
-	if (!runnable)
+	return runnable;
+}
+
+static void on_check(uv_check_t *h)
+{
+	struct rde *r = h->data;
+	if (r->stopping)
+		return;
+	if (!rde_turn(r))
 		uv_idle_stop(&r->idle);
 }
 

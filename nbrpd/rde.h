@@ -88,6 +88,11 @@ struct rde_signer;
 void rde_set_signer(struct rde *r, const struct rde_signer *signer);
 void rde_peer_set_signatures(struct rde_peer *p, enum sig_policy sig);
 
+/* One loop turn's work (table growth, jobs, the flush), which a check
+ * handle runs every turn; true while more could run at once.  sim/ calls
+ * it directly, its loop never run. */
+bool rde_turn(struct rde *r);
+
 /* ---- peers ---- */
 
 struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner);

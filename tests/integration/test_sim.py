@@ -1,0 +1,163 @@
+"""sim (docs/SIMULATION.md): nbrpd's RDE in every router of a simulated graph.
+
+A 30-AS Internet-like graph (sim/topology.py), every mode: the run is the
+same for a seed, and once the start has converged every router's best route
+for each name is the one Gao-Rexford predicts (customer routes before peer
+routes before provider routes, then the shortest), computed here directly
+from the graph.  And a bad topology file is refused with file:line.
+"""
+import heapq
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("CR_BUILD", REPO / "build"))
+SIM = BUILD / "sim" / "sim"
+
+CUSTOMER, PEER, PROVIDER = 0, 1, 2
+
+
+@pytest.fixture(scope="module")
+def topology(tmp_path_factory):
+    pytest.importorskip("networkx")
+    path = tmp_path_factory.mktemp("sim") / "as30.txt"
+    subprocess.run([sys.executable, str(REPO / "sim" / "topology.py"), "internet", "30", "--seed", "3",
+                    "-o", str(path)], check=True)
+    return path
+
+
+def read_links(path):
+    """{router: {neighbour: what the neighbour is to it}}"""
+    rel = {}
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if f and f[0] == "routers":
+            rel = {i: {} for i in range(int(f[1]))}
+        elif f and f[0] == "link":
+            a, b = int(f[1]), int(f[2])
+            if f[3] == "p2c":
+                rel[a][b], rel[b][a] = CUSTOMER, PROVIDER
+            else:
+                rel[a][b] = rel[b][a] = PEER
+    return rel
+
+
+def gao_rexford(rel, origin):
+    """{router: (class, path length)} of its best route: the direct computation."""
+    best = {origin: (-1, 0)}
+    # customer routes: up the provider chains from the origin, shortest first
+    frontier, cust = [origin], {origin: 0}
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for p, what in sorted(rel[u].items()):
+                if what == PROVIDER and p not in cust:
+                    cust[p] = cust[u] + 1
+                    best[p] = (CUSTOMER, cust[p])
+                    nxt.append(p)
+        frontier = nxt
+    # peer routes: a peer's customer route (or the origin itself)
+    for r in rel:
+        if r in best:
+            continue
+        lens = [cust[q] + 1 for q, what in rel[r].items() if what == PEER and q in cust]
+        if lens:
+            best[r] = (PEER, min(lens))
+    # provider routes: a provider's best, whatever it is, shortest first
+    heap = [(length, r) for r, (_, length) in best.items()]
+    heapq.heapify(heap)
+    dist = {r: length for r, (_, length) in best.items()}
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > dist[u]:
+            continue
+        for c, what in rel[u].items():
+            if what == CUSTOMER and (c not in best or best[c][0] == PROVIDER) and d + 1 < dist.get(c, 1 << 30):
+                dist[c] = d + 1
+                best[c] = (PROVIDER, d + 1)
+                heapq.heappush(heap, (d + 1, c))
+    return best
+
+
+def run_sim(topology, *extra):
+    p = subprocess.run([str(SIM), "--topology", str(topology), "--seed", "7", "--origins", "2", "--names", "6",
+                        "--gap", "60", "--dump", "--quiet", *extra], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def dumps(out):
+    """each mode's routes after the start, in order: [{name: (origin, {router: (from, npath)})}]"""
+    modes, cur = [], None
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "origin":
+            if not modes or f[1] in modes[-1]:
+                modes.append({})
+            cur = modes[-1][f[1]] = (int(f[2]), {})
+        elif f and f[0] == "route":
+            cur[1][int(f[2])] = (int(f[3]), int(f[4]))
+    return modes
+
+
+def deterministic(out):
+    """what must not change from one run to the next: all but the memory measured"""
+    j = json.loads(out.splitlines()[-1])
+    for m in j["modes"].values():
+        for k in ("bytes_per_router", "rss_per_router", "wall_s"):
+            m.pop(k)
+    return [line for line in out.splitlines()[:-1] if "KiB a router" not in line], j
+
+
+def test_a_run_is_the_same_for_a_seed(topology):
+    a = run_sim(topology)
+    b = run_sim(topology)
+    assert deterministic(a) == deterministic(b)
+    j = json.loads(a.splitlines()[-1])
+    assert set(j["modes"]) == {"nbrp", "pv", "bgp"}
+    # the references differ from NBRP where they should: no origin withdrawals, the MRAI holds
+    assert j["modes"]["bgp"]["mrai_s"] == 30
+    ev = j["modes"]["nbrp"]["events"]
+    assert ev["announce_stub"]["updates"] > 0 and ev["withdraw_stub"]["updates"] > 0
+
+
+def test_every_router_takes_the_gao_rexford_route(topology):
+    rel = read_links(topology)
+    modes = dumps(run_sim(topology))
+    assert len(modes) == 3
+    for routes in modes:
+        assert len(routes) == 6
+        for name, (origin, got) in routes.items():
+            want = gao_rexford(rel, origin)
+            assert set(got) == set(want), f"{name} from r{origin}: routers with a route"
+            for r, (cls, length) in want.items():
+                frm, npath = got[r]
+                if r == origin:
+                    assert (frm, npath) == (r, 0)
+                    continue
+                assert npath == length, f"{name} from r{origin} at r{r}: path length"
+                assert rel[r][frm] == cls, f"{name} from r{origin} at r{r}: the route's class"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("routers 3\nlink 0 5 p2c 100\n", ":2: link"),
+    ("routers 3\nlink 0 1 sideways 100\n", ":2: link: relationship sideways"),
+    ("link 0 1 p2p 100\n", ":1: link"),
+    ("routers 3\nlink 0 1 p2p 100\nlink 1 0 p2p 100\n", "linked twice"),
+    ("routers 2\nbogus\n", ":2: unknown keyword bogus"),
+    ("routers 3\nlink 0 1 p2p 100 200\n", ":2: link"),
+    ("routers 3 4\n", ":1: routers"),
+    ("routers 3\nmark x 1 2\n", ":2: mark"),
+    ("routers 3\nlink 0 1 p2p 20000000\n", ":2: link"),
+])
+def test_a_bad_topology_is_refused_with_its_line(tmp_path, text, why):
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    p = subprocess.run([str(SIM), "--topology", str(path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert why in p.stderr
