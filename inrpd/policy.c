@@ -19,6 +19,7 @@
 #include "policy.h"
 #include "prom.h"
 #include "strbuf.h"
+#include "vec.h"
 #include "wire.h"
 #include "xfrcli.h"
 
@@ -254,12 +255,8 @@ static void load(struct zone *z)
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {
-		if (len == cap) {
-			uint8_t *nb = cap < (1u << 30) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
-			if (!nb)
-				break;
-			buf = nb;
-		}
+		if (len == cap && (cap >= (1u << 30) || VEC_RESERVE(buf, cap, len + 65536) < 0))
+			break;
 		size_t n = fread(buf + len, 1, cap - len, f);
 		len += n;
 		if (n == 0)

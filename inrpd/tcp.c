@@ -225,6 +225,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	/* whatever is buffered is less than one whole message (see on_read) */
 	size_t cap = dns_frame_grow(c->rcap, c->rlen);
 	if (cap != c->rcap) {
+		/* not vec: dns_frame_grow sizes it, up to one maximal message */
 		uint8_t *nb = realloc(c->rbuf, cap);
 		if (nb) {
 			c->rbuf = nb;
@@ -276,6 +277,7 @@ static bool out_append(struct outbuf *o, const uint8_t *msg, size_t len)
 		size_t cap = o->cap ? o->cap : 4096;
 		while (cap - used < len + 2)
 			cap *= 2;
+		/* not vec: the answers follow the write request in one allocation, freed by on_write */
 		struct tcp_write *nw = realloc(o->w, sizeof(*nw) + cap);
 		if (!nw)
 			return false;

@@ -8,6 +8,7 @@
 #include "dns.h"
 #include "hashkey.h"
 #include "rpz.h"
+#include "vec.h"
 #include "wire.h"
 
 const char *rpz_action_name(enum rpz_action a)
@@ -480,18 +481,8 @@ struct builder {
 
 static int blob_put(struct builder *b, const void *p, size_t n)
 {
-	if (b->blob_len + n > b->blob_cap) {
-		size_t cap = b->blob_cap ? b->blob_cap * 2 : 4096;
-		while (cap < b->blob_len + n)
-			cap *= 2;
-		if (cap > UINT32_MAX)
-			return -1;
-		uint8_t *nb = realloc(b->t->blob, cap);
-		if (!nb)
-			return -1;
-		b->t->blob = nb;
-		b->blob_cap = cap;
-	}
+	if (b->blob_len + n > UINT32_MAX || VEC_RESERVE(b->t->blob, b->blob_cap, b->blob_len + n) < 0)
+		return -1;              /* offsets into it are 32 bits */
 	memcpy(b->t->blob + b->blob_len, p, n);
 	b->blob_len += n;
 	return 0;
