@@ -274,17 +274,23 @@ static void conn_resume_or_pause(struct tcp_conn *c)
 	}
 }
 
-/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
-static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
-		    size_t len)
+void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct uv_tcp_s *h, const struct sockaddr *client, const uint8_t *msg, size_t len)
 {
 	if (!tap_wants(s->ctx.tap, type))
 		return;
 	struct sockaddr_storage self;
 	int slen = sizeof(self);
-	if (uv_tcp_getsockname(&c->handle, (struct sockaddr *)&self, &slen) < 0)
+	if (uv_tcp_getsockname(h, (struct sockaddr *)&self, &slen) < 0)
 		self.ss_family = AF_UNSPEC;
-	tap_client(s->ctx.tap, type, true, (struct sockaddr *)&c->client, (struct sockaddr *)&self, msg, len);
+	tap_client(s->ctx.tap, type, proto, client, (struct sockaddr *)&self, msg, len);
+}
+
+/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
+static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
+		    size_t len)
+{
+	tcp_server_tap(s, type, DNSTAP_TCP, &c->handle, (struct sockaddr *)&c->client, msg, len);
 }
 
 static void conn_process(struct tcp_conn *c)
