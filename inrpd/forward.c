@@ -661,7 +661,7 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		udp_end(e, p);
 		return -1;
 	}
-	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, false, r, msg, len, 0);
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, DNSTAP_UDP, r, msg, len, 0);
 	return 0;
 }
 
@@ -818,7 +818,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 		return false;
 	}
 	CNT_INC(e->w->cnt, upstream_tcp);
-	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, true, &p->req.cand[p->cur], msg, len, 0);
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, DNSTAP_TCP, &p->req.cand[p->cur], msg, len, 0);
 	if (p->hop)
 		RELAXED_ADD(&hop_counts(e, p->hop)->queries, 1);
 	p->tcp = c;
@@ -893,7 +893,8 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 	uint64_t now = inrpd_now_us();
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
-	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_RESPONSE, over_tcp, &p->req.cand[p->cur], pkt, len, p->sent_us);
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_RESPONSE, over_tcp ? DNSTAP_TCP : DNSTAP_UDP, &p->req.cand[p->cur],
+		      pkt, len, p->sent_us);
 	if (h) {
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */

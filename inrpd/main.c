@@ -169,13 +169,30 @@ static void format_counters(const struct inrpd_counters *c, bool json, char *buf
 		snprintf(buf + n, len - n, "}");
 }
 
+/* A line for each transport, TLS's and HTTPS's own counters after the answer path's. */
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
 {
-	char ub[4096], tb[4096];
-	format_counters(u, false, ub, sizeof(ub));
-	format_counters(t, false, tb, sizeof(tb));
-	log_info("%s: udp: %s; tcp: %s", when, ub, tb);
+	char buf[4096];
+	format_counters(u, false, buf, sizeof(buf));
+	log_info("%s: udp: %s", when, buf);
+	format_counters(t, false, buf, sizeof(buf));
+	log_info("%s: tcp: %s", when, buf);
+	for (unsigned k = 0; k < 2; k++) {
+		if (!g.tls[k])
+			continue;
+		struct inrpd_counters c = { 0 };
+		struct tls_counters tc = { 0 };
+		tls_server_counters(g.tls[k], &c, &tc);
+		format_counters(&c, false, buf, sizeof(buf));
+		size_t n = strlen(buf);
+		for (unsigned i = 0; i < TLS_COUNTERS && n < sizeof(buf); i++)
+			if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %llu",
+						      tls_counter_name((enum tls_counter)i),
+						      (unsigned long long)tc.v[i]);
+		log_info("%s: %s: %s", when, tls_kind_name((enum tls_kind)k), buf);
+	}
 }
 
 static bool same_string(const char *a, const char *b)

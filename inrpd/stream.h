@@ -11,9 +11,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "dnstap.h"
+
 struct inrpd_runtime;
 struct inrpd_counters;
 struct tcp_server;
+struct uv_tcp_s;
 
 /* Where a forwarded query's answer goes; tag is the one it was asked with. */
 struct inrpd_stream {
@@ -29,6 +32,11 @@ struct inrpd_stream {
  */
 size_t tcp_server_answer(struct tcp_server *s, struct inrpd_stream *st, uint64_t tag, const uint8_t *pkt,
 			 size_t len, const struct sockaddr *peer, uint8_t *out, struct inrpd_counters *cnt);
+
+/* A client's query or our answer to it, to dnstap (if it logs them), as client; h: the connection. */
+void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct uv_tcp_s *h, const struct sockaddr *client, const uint8_t *msg, size_t len);
+
 /* st is closing: its queries in the forwarding engine are dropped. */
 void tcp_server_forget(struct tcp_server *s, struct inrpd_stream *st);
 

@@ -333,27 +333,27 @@ void tap_log(struct tap_queue *q, struct dnstap_event *ev)
 	CNT_INC(q->cnt, dnstap_sent);
 }
 
-void tap_client_(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct sockaddr *client,
-		 const struct sockaddr *self, const uint8_t *msg, size_t len)
+void tap_client_(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+		 const struct sockaddr *client, const struct sockaddr *self, const uint8_t *msg, size_t len)
 {
 	bool query = type == DNSTAP_CLIENT_QUERY;
 	struct dnstap_event ev = {
-		.type = type, .tcp = tcp, .query_addr = client, .response_addr = self,
+		.type = type, .protocol = proto, .query_addr = client, .response_addr = self,
 		.query = query ? msg : NULL, .query_len = query ? len : 0,
 		.response = query ? NULL : msg, .response_len = query ? 0 : len,
 	};
 	tap_log(q, &ev);
 }
 
-void tap_forwarder_(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct route *hop,
-		    const uint8_t *msg, size_t len, uint64_t sent_mono_us)
+void tap_forwarder_(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct route *hop, const uint8_t *msg, size_t len, uint64_t sent_mono_us)
 {
 	bool query = type == DNSTAP_FORWARDER_QUERY;
 	struct sockaddr_storage ss;
 	struct timespec sent;
 	route_sockaddr(hop, &ss);
 	struct dnstap_event ev = {
-		.type = type, .tcp = tcp, .response_addr = (struct sockaddr *)&ss,
+		.type = type, .protocol = proto, .response_addr = (struct sockaddr *)&ss,
 		.query = query ? msg : NULL, .query_len = query ? len : 0,
 		.response = query ? NULL : msg, .response_len = query ? 0 : len,
 	};

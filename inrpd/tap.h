@@ -72,25 +72,26 @@ static inline bool tap_wants(const struct tap_queue *q, enum dnstap_type type)
 /* Logs one event through q (the caller's thread's); its own time defaults to now. */
 void tap_log(struct tap_queue *q, struct dnstap_event *ev);
 
-void tap_client_(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct sockaddr *client,
-		 const struct sockaddr *self, const uint8_t *msg, size_t len);
-void tap_forwarder_(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct route *hop,
-		    const uint8_t *msg, size_t len, uint64_t sent_mono_us);
+void tap_client_(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+		 const struct sockaddr *client, const struct sockaddr *self, const uint8_t *msg, size_t len);
+void tap_forwarder_(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct route *hop, const uint8_t *msg, size_t len, uint64_t sent_mono_us);
 
 /* A client's query, or our response to it (self: the address it asked; NULL: not known). */
-static inline void tap_client(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct sockaddr *client,
-			      const struct sockaddr *self, const uint8_t *msg, size_t len)
+static inline void tap_client(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+			      const struct sockaddr *client, const struct sockaddr *self, const uint8_t *msg,
+			      size_t len)
 {
 	if (tap_wants(q, type))
-		tap_client_(q, type, tcp, client, self, msg, len);
+		tap_client_(q, type, proto, client, self, msg, len);
 }
 
 /* Our query to a next hop, or its response (sent_mono_us: when the query went, CLOCK_MONOTONIC). */
-static inline void tap_forwarder(struct tap_queue *q, enum dnstap_type type, bool tcp, const struct route *hop,
-				 const uint8_t *msg, size_t len, uint64_t sent_mono_us)
+static inline void tap_forwarder(struct tap_queue *q, enum dnstap_type type, enum dnstap_protocol proto,
+				 const struct route *hop, const uint8_t *msg, size_t len, uint64_t sent_mono_us)
 {
 	if (tap_wants(q, type))
-		tap_forwarder_(q, type, tcp, hop, msg, len, sent_mono_us);
+		tap_forwarder_(q, type, proto, hop, msg, len, sent_mono_us);
 }
 
 #endif

@@ -54,6 +54,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "lru.h"
 #include "proxy.h"
 #include "stream.h"
 #include "tcp.h"
@@ -80,7 +81,7 @@ struct tcp_conn {
 	struct inrpd_stream st;         /* the forwarding engine's client */
 	uv_shutdown_t shutdown;
 	struct tcp_server *srv;
-	struct tcp_conn *prev, *next;
+	struct lru_node lru;            /* on srv->conns */
 	uint8_t *rbuf;
 	size_t rcap, rlen;
 	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
@@ -121,8 +122,7 @@ struct tcp_server {
 	uv_loop_t *loop;
 	unsigned nlisten;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct tcp_conn *conns;         /* most recently active first */
-	struct tcp_conn *conns_tail;    /* ... idle the longest */
+	struct lru conns;               /* most recently active first, closing ones too */
 	unsigned nconns;                /* on the list, closing ones included */
 	unsigned nopen;                 /* not closing: what max_conns bounds */
 	unsigned max_conns;
@@ -142,36 +142,10 @@ static void fwd_rearm(struct tcp_server *s);
 
 static void conn_close(struct tcp_conn *c);
 
-static void conn_link(struct tcp_server *s, struct tcp_conn *c)
-{
-	c->prev = NULL;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	else
-		s->conns_tail = c;
-	s->conns = c;
-}
-
-static void conn_unlink(struct tcp_server *s, struct tcp_conn *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		s->conns_tail = c->prev;
-}
-
 /* A query or an answer: the connection is the most recently active. */
 static void conn_touch(struct tcp_conn *c)
 {
-	if (c->srv->conns == c)
-		return;
-	conn_unlink(c->srv, c);
-	conn_link(c->srv, c);
+	lru_touch(&c->srv->conns, &c->lru);
 }
 
 static void conn_handle_closed(uv_handle_t *h)
@@ -180,7 +154,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	struct tcp_server *s = c->srv;
-	conn_unlink(s, c);
+	lru_remove(&s->conns, &c->lru);
 	s->nconns--;
 	free(c->rbuf);
 	free(c);
@@ -302,17 +276,23 @@ static void conn_resume_or_pause(struct tcp_conn *c)
 	}
 }
 
-/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
-static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
-		    size_t len)
+void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct uv_tcp_s *h, const struct sockaddr *client, const uint8_t *msg, size_t len)
 {
 	if (!tap_wants(s->ctx.tap, type))
 		return;
 	struct sockaddr_storage self;
 	int slen = sizeof(self);
-	if (uv_tcp_getsockname(&c->handle, (struct sockaddr *)&self, &slen) < 0)
+	if (uv_tcp_getsockname(h, (struct sockaddr *)&self, &slen) < 0)
 		self.ss_family = AF_UNSPEC;
-	tap_client(s->ctx.tap, type, true, (struct sockaddr *)&c->client, (struct sockaddr *)&self, msg, len);
+	tap_client(s->ctx.tap, type, proto, client, (struct sockaddr *)&self, msg, len);
+}
+
+/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
+static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
+		    size_t len)
+{
+	tcp_server_tap(s, type, DNSTAP_TCP, &c->handle, (struct sockaddr *)&c->client, msg, len);
 }
 
 static void conn_process(struct tcp_conn *c)
@@ -492,7 +472,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 /* Closes the connection idle the longest to make room; false if every one has a query in flight. */
 static bool conn_evict_idle(struct tcp_server *s)
 {
-	for (struct tcp_conn *c = s->conns_tail; c; c = c->prev) {
+	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
+		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
 		if (c->closing || c->forwarded)
 			continue;
 		log_debug("tcp: %u connections, closing the one idle the longest", s->nopen);
@@ -530,7 +511,7 @@ static void on_connection(uv_stream_t *server, int status)
 		/* close alone: on the list (for tcp_server_free's count) but not open */
 		c->closing = true;
 		s->nconns++;
-		conn_link(s, c);
+		lru_push(&s->conns, &c->lru);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
@@ -541,7 +522,7 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	conn_link(s, c);
+	lru_push(&s->conns, &c->lru);
 	s->nconns++;
 	s->nopen++;
 	uv_tcp_nodelay(&c->handle, 1);
@@ -817,9 +798,11 @@ void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t id
 {
 	s->max_conns = max_conns;
 	s->idle_ms = idle_ms;
-	for (struct tcp_conn *c = s->conns; c; c = c->next)
+	for (struct lru_node *n = s->conns.head; n; n = n->next) {
+		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
 		if (!c->closing)
 			uv_timer_set_repeat(&c->timer, idle_ms);
+	}
 }
 
 void tcp_server_close(struct tcp_server *s)
@@ -829,8 +812,8 @@ void tcp_server_close(struct tcp_server *s)
 	s->closing = true;
 	for (unsigned i = 0; i < s->nlisten; i++)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct tcp_conn *c = s->conns; c; c = c->next)
-		conn_close(c);
+	for (struct lru_node *n = s->conns.head; n; n = n->next)
+		conn_close(lru_entry(n, struct tcp_conn, lru));
 	/* closing the clients cancelled their queries' exchanges; this is for certainty */
 	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
 		upstream_close(u);
@@ -858,7 +841,7 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns || s->open_aux || s->upstreams)
+	if (s->open_listeners || s->conns.head || s->open_aux || s->upstreams)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
 			"connections open", s->open_listeners, s->nconns, s->nupstreams);
 	fwd_engine_free(s->ctx.fwd);

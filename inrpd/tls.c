@@ -24,6 +24,13 @@
  * credentials it started with.  Session tickets are sealed with a key the
  * reload keeps (tlslink_cred_x509), so they resume across it.
  *
+ * A connection from an address in proxy-protocol-from starts with a PROXY
+ * v2 header (proxy.h) before its handshake: its raw bytes are held (at
+ * most a header's worth) until the header is whole, and what follows it
+ * in the same read is the first ciphertext.  Its queries are answered,
+ * and logged to dnstap, as the client the header carries.  Those bytes do
+ * not restart the idle clock: the handshake's bound is the header's too.
+ *
  * Idle, a connection holds its socket, its TLS session and a read buffer
  * of a few hundred bytes: plaintext not yet a whole message is the only
  * buffer kept between reads; ciphertext is read into the server's buffer
@@ -40,6 +47,7 @@
 #include "dnspad.h"
 #include "log.h"
 #include "lru.h"
+#include "proxy.h"
 #include "runtime.h"
 #include "stream.h"
 #include "tls.h"
@@ -62,9 +70,13 @@ struct tls_conn {
 	struct doh_session *doh;        /* DoH, after the handshake */
 	uint8_t *rbuf;                  /* DoT: plaintext short of a whole message */
 	size_t rcap, rlen;
+	uint8_t *head;                  /* the start of a PROXY header, until it is whole */
+	size_t head_len;
 	struct sockaddr_storage peer;
+	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
 	unsigned open_handles;
 	unsigned forwarded;             /* queries in the forwarding engine */
+	bool started;                   /* that header, or its absence, settled */
 	bool handshaken, closing, paused, eof;
 	bool reading;                   /* in conn_input: it flushes, not deliver() */
 };
@@ -144,6 +156,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	doh_session_free(c->doh);
 	tlslink_free(c->link);
 	free(c->rbuf);
+	free(c->head);
 	free(c);
 }
 
@@ -251,6 +264,14 @@ static void conn_finish(struct tls_conn *c)
 	}
 }
 
+/* A query or its answer, as it came or went, to dnstap. */
+static void conn_tap(struct tls_conn *c, enum dnstap_type type, const uint8_t *msg, size_t len)
+{
+	struct tls_server *s = c->srv;
+	tcp_server_tap(s->tcp, type, s->kind == TLS_DOT ? DNSTAP_DOT : DNSTAP_DOH, &c->handle,
+		       (const struct sockaddr *)&c->client, msg, len);
+}
+
 /* One answer for the client: padded if its query was, framed (DoT) or a response (DoH). */
 static void conn_answer(struct tls_conn *c, uint64_t tag, const uint8_t *msg, size_t len)
 {
@@ -260,6 +281,7 @@ static void conn_answer(struct tls_conn *c, uint64_t tag, const uint8_t *msg, si
 	if (tag & TAG_PADDED)
 		len = dns_msg_pad(m, len, DNS_TCP_MAX, DNS_PAD_BLOCK_RESPONSE);
 	CNT_INC(&s->cnt, answered);
+	conn_tap(c, DNSTAP_CLIENT_RESPONSE, m, len);
 	if (c->doh) {
 		doh_session_respond(c->doh, (int32_t)(tag >> 1), m, len);
 		return;
@@ -278,8 +300,9 @@ static void conn_query(struct tls_conn *c, uint64_t tag, const uint8_t *msg, siz
 	struct tls_server *s = c->srv;
 	if (dns_msg_padded(msg, len))
 		tag |= TAG_PADDED;
+	conn_tap(c, DNSTAP_CLIENT_QUERY, msg, len);
 	c->forwarded++;         /* as if forwarded: an answer may come back before it returns */
-	size_t alen = tcp_server_answer(s->tcp, &c->st, tag, msg, len, (const struct sockaddr *)&c->peer,
+	size_t alen = tcp_server_answer(s->tcp, &c->st, tag, msg, len, (const struct sockaddr *)&c->client,
 					s->answer, &s->cnt);
 	if (alen == INRPD_FORWARD)
 		return;
@@ -467,21 +490,91 @@ static void conn_input(struct tls_conn *c)
 	}
 }
 
+/* Ciphertext for the link, in two pieces (either empty); false if the connection closed. */
+static bool conn_ciphertext(struct tls_conn *c, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	uint8_t *room = tlslink_space(c->link, alen + blen);
+	if (!room) {
+		log_err("%s: out of memory for a read", tls_kind_name(c->srv->kind));
+		conn_close(c);
+		return false;
+	}
+	if (alen)
+		memcpy(room, a, alen);
+	if (blen)
+		memcpy(room + alen, b, blen);
+	tlslink_commit(c->link, alen + blen);
+	return true;
+}
+
+/*
+ * The first bytes, before the handshake: a PROXY header settled (held
+ * until whole), then the rest as ciphertext.  False if the connection
+ * closed or has nothing for TLS yet.
+ */
+static bool conn_start(struct tls_conn *c, const uint8_t *in, size_t n)
+{
+	struct tls_server *s = c->srv;
+	const uint8_t *p = in;
+	size_t len = n, took = n, used = 0;
+	if (c->head) {
+		took = n < INRPD_PROXY_MAX - c->head_len ? n : INRPD_PROXY_MAX - c->head_len;
+		memcpy(c->head + c->head_len, in, took);
+		c->head_len += took;
+		p = c->head;
+		len = c->head_len;
+	}
+	rcu_thread_online();
+	enum inrpd_proxy_verdict v = inrpd_proxy_stream(rcu_dereference(inrpd_rt), (struct sockaddr *)&c->peer,
+							p, len, &used, &c->client, &s->cnt);
+	rcu_thread_offline();
+	if (v == INRPD_PROXY_WAIT && took == n && len < INRPD_PROXY_MAX) {
+		/* a header not yet whole is shorter than INRPD_PROXY_MAX */
+		if (!c->head) {
+			if (!(c->head = malloc(INRPD_PROXY_MAX))) {
+				log_err("%s: out of memory for a PROXY header", tls_kind_name(s->kind));
+				conn_close(c);
+				return false;
+			}
+			memcpy(c->head, in, n);
+			c->head_len = n;
+		}
+		return false;
+	}
+	if (v == INRPD_PROXY_WAIT)
+		inrpd_proxy_stream_cut(&s->cnt);        /* cannot be: a header longer than its bound */
+	if (v != INRPD_PROXY_PASS) {
+		conn_close(c);
+		return false;
+	}
+	c->started = true;
+	/* dnsdist sends the ClientHello in the header's segment */
+	bool more = len - used + n - took > 0;
+	bool ok = !more || conn_ciphertext(c, p + used, len - used, in + took, n - took);
+	free(c->head);
+	c->head = NULL;
+	c->head_len = 0;
+	return ok && more;
+}
+
+/* The client went away or idled with a PROXY header begun: cut short. */
+static bool conn_cut(struct tls_conn *c)
+{
+	if (c->started || !c->head_len)
+		return false;
+	inrpd_proxy_stream_cut(&c->srv->cnt);
+	return true;
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct tls_conn *c = stream->data;
 	if (c->closing || nread == 0)
 		return;
 	if (nread > 0) {
-		uint8_t *room = tlslink_space(c->link, (size_t)nread);
-		if (!room) {
-			log_err("%s: out of memory for a read", tls_kind_name(c->srv->kind));
-			conn_close(c);
-			return;
-		}
-		memcpy(room, buf->base, (size_t)nread);
-		tlslink_commit(c->link, (size_t)nread);
-		conn_input(c);
+		const uint8_t *in = (const uint8_t *)buf->base;
+		if (!c->started ? conn_start(c, in, (size_t)nread) : conn_ciphertext(c, in, (size_t)nread, NULL, 0))
+			conn_input(c);
 		return;
 	}
 	if (nread == UV_EOF && c->handshaken) {
@@ -491,7 +584,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			conn_finish(c);
 		return;
 	}
-	if (!c->handshaken)
+	if (!conn_cut(c) && !c->handshaken)
 		tc_inc(c->srv, TLS_CNT_FAIL_OTHER);
 	log_debug("%s: read: %s", tls_kind_name(c->srv->kind), uv_strerror((int)nread));
 	conn_close(c);
@@ -502,7 +595,7 @@ static void on_idle(uv_timer_t *t)
 	struct tls_conn *c = t->data;
 	if (c->forwarded)
 		return;                 /* waiting for us is not idle */
-	if (!c->handshaken)
+	if (!conn_cut(c) && !c->handshaken)
 		tc_inc(c->srv, TLS_CNT_FAIL_TIMEOUT);
 	log_debug("%s: closing idle connection", tls_kind_name(c->srv->kind));
 	conn_close(c);
@@ -555,6 +648,7 @@ static void on_connection(uv_stream_t *server, int status)
 	int plen = sizeof(c->peer);
 	if (ok && uv_tcp_getpeername(&c->handle, (struct sockaddr *)&c->peer, &plen) < 0)
 		c->peer.ss_family = AF_UNSPEC;  /* not allowed recursion */
+	c->client = c->peer;
 	if (!ok) {
 		c->closing = true;
 		s->nconns++;

@@ -288,7 +288,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		if (!client)
 			continue;
 		const struct sockaddr *self = (const struct sockaddr *)&w->self[listen_idx];
-		tap_client(w->ctx.tap, DNSTAP_CLIENT_QUERY, false, client, self, query, qlen);
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_QUERY, DNSTAP_UDP, client, self, query, qlen);
 		size_t len = inrpd_answer(&w->ctx, query, qlen, client, w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
@@ -309,7 +309,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 		if (len == 0)
 			continue;
 		note(w, false);
-		tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, false, client, self, w->outbuf[k], len);
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, DNSTAP_UDP, client, self, w->outbuf[k], len);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;
@@ -434,7 +434,7 @@ static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *ms
 		return;
 	}
 	CNT_INC(&w->cnt, answered);
-	tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, false, (const struct sockaddr *)&c->peer,
+	tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, DNSTAP_UDP, (const struct sockaddr *)&c->peer,
 		   (const struct sockaddr *)&w->self[c->listen_idx], msg, len);
 }
 

@@ -30,7 +30,7 @@ enum {
 	MSG_RESPONSE_TIME_NSEC = 13 << 3 | 5,
 	MSG_RESPONSE_MESSAGE = 14 << 3 | 2,
 };
-enum { TYPE_MESSAGE = 1, FAMILY_INET = 1, FAMILY_INET6 = 2, PROTOCOL_UDP = 1, PROTOCOL_TCP = 2 };
+enum { TYPE_MESSAGE = 1, FAMILY_INET = 1, FAMILY_INET6 = 2 };
 
 /* Where the bytes go; p NULL: only counted. */
 struct out {
@@ -122,7 +122,7 @@ static void put_message(struct out *o, const struct dnstap_event *ev)
 	put_field_varint(o, MSG_TYPE, ev->type);
 	if (family == AF_INET || family == AF_INET6)
 		put_field_varint(o, MSG_SOCKET_FAMILY, family == AF_INET ? FAMILY_INET : FAMILY_INET6);
-	put_field_varint(o, MSG_SOCKET_PROTOCOL, ev->tcp ? PROTOCOL_TCP : PROTOCOL_UDP);
+	put_field_varint(o, MSG_SOCKET_PROTOCOL, ev->protocol);
 	if (has_qa)
 		put_field_bytes(o, MSG_QUERY_ADDRESS, qa, qa_len);
 	if (has_ra)

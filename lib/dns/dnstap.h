@@ -27,9 +27,17 @@ enum dnstap_type {
 	DNSTAP_FORWARDER_RESPONSE = 8,
 };
 
+/* The transport a message came or went by (dnstap.proto's SocketProtocol). */
+enum dnstap_protocol {
+	DNSTAP_UDP = 1,
+	DNSTAP_TCP = 2,
+	DNSTAP_DOT = 3,
+	DNSTAP_DOH = 4,
+};
+
 struct dnstap_event {
 	enum dnstap_type type;
-	bool tcp;                       /* else UDP */
+	enum dnstap_protocol protocol;
 	/* the initiator's and the responder's sockets (IPv4 or IPv6; NULL, or
 	 * another family: not sent); the family is the first one's */
 	const struct sockaddr *query_addr, *response_addr;

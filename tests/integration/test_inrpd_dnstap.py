@@ -1,10 +1,15 @@
 """dnstap query logs: inrpd writes Frame Streams to a real reader
 (fstrm_capture), and dnstap-ldns decodes what it wrote: clients' queries
 and answers over UDP and TCP, forwarded queries with the next hop's
-address, identity and version.  Without a reader, answers go on and the
-messages are counted as dropped; a reader that goes away and comes back
-is written to again."""
+address, identity and version; over TLS and HTTPS (decoded by
+tests/tools/tapdump, protobuf-c's reader: dnstap-ldns 0.2 cannot name
+DOT) as the client a PROXY header carried.  Without a reader, answers go
+on and the messages are counted as dropped; a reader that goes away and
+comes back is written to again."""
 
+import json
+import os
+import pathlib
 import re
 import signal
 import socket
@@ -18,6 +23,8 @@ import pytest
 
 from conftest import ENV, free_port, loopback_addr, run_inrpd, wait_for
 from test_inrpd_forward import counters, router
+from test_inrpd_proxy import STREAM, header
+from tlstest import TlsOverSocket, client_context, doh_exchange, dot_exchange, start
 import prom
 
 SERVER = "127.0.0.98"
@@ -58,6 +65,19 @@ class Capture:
                 m = re.search(r"^\s*;(\S+)\s+IN\s+(\w+)", doc, re.M)
                 fields["question"] = (m.group(1), m.group(2)) if m else None
                 found.append(fields)
+        return found
+
+    def decoded(self):
+        """Every message, read by protobuf-c (tests/tools/tapdump): dicts, messages as dnspython's."""
+        tool = pathlib.Path(os.environ.get("CR_BUILD", pathlib.Path(__file__).parents[2] / "build"))
+        r = subprocess.run([str(tool / "tests" / "tools" / "tapdump"), str(self.out)], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        found = [json.loads(line) for line in r.stdout.splitlines()]
+        for m in found:
+            for k in ("query_message", "response_message"):
+                if k in m:
+                    m[k] = dns.message.from_wire(bytes.fromhex(m[k]))
         return found
 
 
@@ -132,6 +152,46 @@ def test_client_and_forwarded_messages_decode(inrpd_factory, capture, tmp_path):
         assert (f["response_address"], f["response_port"]) == (hop.addr, str(hop.port))
     fr = by[("FORWARDER_RESPONSE", "UDP", "www.far.content.")]
     assert "query_time" in fr and "response_time" in fr
+
+
+def test_dot_and_doh_are_logged_as_the_client_proxy_carried(inrpd_factory, capture, tmp_path):
+    """Queries over TLS and HTTPS, each from a proxy with a PROXY header in
+    front of its handshake: CLIENT_QUERY and CLIENT_RESPONSE with the
+    socket protocol DOT or DOH and the carried client's address and port."""
+    sock = tmp_path / "tap.sock"
+    cap = capture(sock, tmp_path / "tap.fstrm")
+    proxy = loopback_addr()
+    d = start(inrpd_factory, tmp_path, tap_body(sock, f"proxy-protocol-from {proxy}/32;\n"), doh=True)
+    d.wait_log("dnstap: connected to")
+    base = counters(d)
+    for port, alpn, ask_, client, to in ((d.dot_port, "dot", dot_exchange, "192.0.2.77", "192.0.2.53"),
+                                         (d.doh_port, "h2", doh_exchange, "2001:db8::77", "2001:db8::53")):
+        conn = TlsOverSocket(d.addr, port, client_context(d.certs, alpn=(alpn,)), source=proxy,
+                             first=header(client, sport=4242, dst=to, transport=STREAM))
+        r = ask_(conn, dns.message.make_query(f"{alpn}.local.content", "A"))
+        assert [a.address for a in r.answer[0]] == [SERVER]
+        conn.close()
+    wait_for(lambda: counters(d)["dnstap_sent"] == base["dnstap_sent"] + 4, 10, "4 messages handed over")
+    d.stop()
+    cap.stop()
+
+    msgs = [m for m in cap.decoded()
+            if str((m.get("query_message") or m.get("response_message")).question[0].name).startswith(
+                ("dot.", "h2."))]
+    got = {(m["type"], m["socket_protocol"], m.get("query_address"), m.get("query_port")) for m in msgs}
+    assert got == {
+        ("CLIENT_QUERY", "DOT", "192.0.2.77", 4242), ("CLIENT_RESPONSE", "DOT", "192.0.2.77", 4242),
+        ("CLIENT_QUERY", "DOH", "2001:db8::77", 4242), ("CLIENT_RESPONSE", "DOH", "2001:db8::77", 4242),
+    }
+    assert len(msgs) == 4
+    for m in msgs:
+        if m["socket_protocol"] == "DOT":
+            assert (m["socket_family"], m["response_address"], m["response_port"]) == \
+                ("INET", d.addr, d.dot_port)
+        else:           # the carried client's family: the listen address (IPv4) is left out
+            assert m["socket_family"] == "INET6" and "response_address" not in m
+        if m["type"] == "CLIENT_RESPONSE":
+            assert [a.address for a in m["response_message"].answer[0]] == [SERVER]
 
 
 def test_no_reader_drops_and_counts_and_a_returning_reader_is_written_again(inrpd_factory, capture, tmp_path):

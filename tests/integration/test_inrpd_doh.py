@@ -8,6 +8,7 @@ import base64
 import http.server
 import re
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -338,3 +339,29 @@ def test_unfinished_bodies_cannot_pile_up(inrpd_factory, tmp_path):
     head, r = doh_get(d, "www.example.content")
     assert " 200" in head.splitlines()[0] and addrs(r)
     h.sock.close()
+
+
+def test_sigusr1_and_shutdown_log_tls_and_https_counters(inrpd_factory, tmp_path):
+    """SIGUSR1 and the stop log a line of counters for each transport: TLS's
+    and HTTPS's with their own (handshakes, HTTP statuses) after the
+    answer path's."""
+    d = start(inrpd_factory, tmp_path, ROUTED, dot=True, doh=True)
+    head, r = doh_get(d, "www.example.content")
+    assert " 200" in head.splitlines()[0] and addrs(r)
+    assert "127.0.0.10" in subprocess.run(
+        ["kdig", f"@{d.addr}", "-p", str(d.dot_port), "+tls", f"+tls-ca={d.certs.ca}",
+         f"+tls-hostname={SERVER_NAME}", "www.example.content", "A"], capture_output=True, text=True,
+        timeout=30).stdout
+
+    def logged(when):
+        lines = {t: re.search(rf"{when}: {t}: (.*)", d.log()) for t in ("udp", "tcp", "tls", "https")}
+        assert all(lines.values()), d.log()
+        return {t: dict(re.findall(r"(\w+) (\d+)", m.group(1))) for t, m in lines.items()}
+    d.signal(signal.SIGUSR1)
+    d.wait_log("statistics: https: ")
+    for when in ("statistics", "stopped"):
+        c = logged(when)
+        assert c["tls"]["queries"] == "1" and c["tls"]["handshakes"] == "1" and "http_200" not in c["tls"]
+        assert c["https"]["queries"] == "1" and c["https"]["http_200"] == "1"
+        if when == "statistics":
+            assert d.stop() == 0

@@ -3,10 +3,12 @@ certificates made with openssl in the test's directory, inrpd started with
 DoT and DoH listeners on free ports, and a DoT client on Python's ssl
 (TLS versions, session resumption and ALPN under the test's control)."""
 
+import base64
 import socket
 import ssl
 import struct
 import subprocess
+import time
 
 import dns.message
 
@@ -132,3 +134,101 @@ def same_answer(a, b):
     def records(m):
         return sorted((str(r.name), r.rdtype, sorted(x.to_text() for x in r)) for r in m.answer + m.authority)
     return a.rcode() == b.rcode() and records(a) == records(b)
+
+
+class TlsOverSocket:
+    """TLS driven by hand over a raw connection (ssl.MemoryBIO), so that
+    bytes may go before the handshake (a PROXY header) and share the
+    ClientHello's segment, or reach the server split at split."""
+
+    def __init__(self, addr, port, ctx, first=b"", source="127.0.0.1", split=None, timeout=10):
+        self.raw = socket.create_connection((addr, port), timeout=timeout, source_address=(source, 0))
+        self.raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.inc, self.out, server_hostname=SERVER_NAME)
+        try:
+            self.tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        data = first + self.out.read()
+        if split is not None:
+            self.raw.sendall(data[:split])
+            time.sleep(0.05)        # most likely read alone; either way the answer must be the same
+            data = data[split:]
+        self.raw.sendall(data)
+        self._pump(self.tls.do_handshake)
+
+    def _pump(self, op):
+        while True:
+            try:
+                r = op()
+                self._flush()
+                return r
+            except ssl.SSLWantReadError:
+                self._flush()
+                data = self.raw.recv(65536)
+                if not data:
+                    raise ConnectionError("closed by the server")
+                self.inc.write(data)
+
+    def _flush(self):
+        data = self.out.read()
+        if data:
+            self.raw.sendall(data)
+
+    def send(self, data):
+        self._pump(lambda: self.tls.write(data))
+
+    def recv(self):
+        return self._pump(lambda: self.tls.read(65536))
+
+    def close(self):
+        self.raw.close()
+
+
+def dot_exchange(conn, msg):
+    """One query over a DoT connection (TlsOverSocket): its answer."""
+    w = msg.to_wire()
+    conn.send(struct.pack(">H", len(w)) + w)
+    buf = b""
+    while len(buf) < 2 or len(buf) < 2 + struct.unpack(">H", buf[:2])[0]:
+        buf += conn.recv()
+    return dns.message.from_wire(buf[2:2 + struct.unpack(">H", buf[:2])[0]])
+
+
+def _h2_frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def _hpack_literal(name, value):
+    """A header as HPACK's literal without indexing, new name, no Huffman (RFC 7541 6.2.2)."""
+    def string(s):
+        b = s.encode()
+        assert len(b) < 127
+        return bytes([len(b)]) + b
+    return b"\x00" + string(name) + string(value)
+
+
+def doh_exchange(conn, msg, path="/dns-query"):
+    """One GET over an HTTP/2 connection (TlsOverSocket, ALPN h2), by hand: its answer."""
+    q = base64.urlsafe_b64encode(msg.to_wire()).rstrip(b"=").decode()
+    block = b"".join(_hpack_literal(n, v) for n, v in (
+        (":method", "GET"), (":scheme", "https"), (":authority", SERVER_NAME),
+        (":path", f"{path}?dns={q}"), ("accept", "application/dns-message")))
+    conn.send(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _h2_frame(4, 0, 0) +
+              _h2_frame(1, 0x5, 1, block))                 # HEADERS: END_STREAM | END_HEADERS
+    buf, body = b"", b""
+    while True:
+        while len(buf) < 9 or len(buf) < 9 + struct.unpack(">I", b"\0" + buf[:3])[0]:
+            buf += conn.recv()
+        n = struct.unpack(">I", b"\0" + buf[:3])[0]
+        ftype, flags, stream = buf[3], buf[4], struct.unpack(">I", buf[5:9])[0] & 0x7fffffff
+        payload, buf = buf[9:9 + n], buf[9 + n:]
+        if ftype == 4 and not flags & 1:
+            conn.send(_h2_frame(4, 1, 0))                   # SETTINGS ACK
+        elif ftype in (3, 7):
+            raise ConnectionError(f"HTTP/2 frame type {ftype}: {payload.hex()}")
+        elif ftype == 0 and stream == 1:
+            body += payload
+        if ftype in (0, 1) and stream == 1 and flags & 1:
+            return dns.message.from_wire(body)

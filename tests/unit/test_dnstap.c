@@ -35,7 +35,7 @@ static size_t reference(const struct dnstap_event *ev, uint8_t *out)
 
 	m.type = (Dnstap__Message__Type)ev->type;
 	m.has_socket_protocol = 1;
-	m.socket_protocol = ev->tcp ? DNSTAP__SOCKET_PROTOCOL__TCP : DNSTAP__SOCKET_PROTOCOL__UDP;
+	m.socket_protocol = (Dnstap__SocketProtocol)ev->protocol;
 	if (family == AF_INET || family == AF_INET6) {
 		m.has_socket_family = 1;
 		m.socket_family = family == AF_INET ? DNSTAP__SOCKET_FAMILY__INET : DNSTAP__SOCKET_FAMILY__INET6;
@@ -118,7 +118,7 @@ static void test_client_query_v4(void **state)
 	inet_pton(AF_INET, "198.51.100.1", &self.sin_addr);
 	struct timespec t = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
 	struct dnstap_event ev = {
-		.type = DNSTAP_CLIENT_QUERY,
+		.type = DNSTAP_CLIENT_QUERY, .protocol = DNSTAP_UDP,
 		.query_addr = (struct sockaddr *)&client, .response_addr = (struct sockaddr *)&self,
 		.query = query, .query_len = sizeof(query), .query_time = &t,
 		.identity = "cr1.example", .version = "inrpd 0.1.0",
@@ -154,7 +154,7 @@ static void test_forwarder_response_v6_tcp(void **state)
 	inet_pton(AF_INET6, "2001:db8::53", &hop.sin6_addr);
 	struct timespec qt = { .tv_sec = 1700000000, .tv_nsec = 1 }, rt = { .tv_sec = 1700000001, .tv_nsec = 2 };
 	struct dnstap_event ev = {
-		.type = DNSTAP_FORWARDER_RESPONSE, .tcp = true,
+		.type = DNSTAP_FORWARDER_RESPONSE, .protocol = DNSTAP_TCP,
 		.response_addr = (struct sockaddr *)&hop,
 		.response = response, .response_len = sizeof(response),
 		.query_time = &qt, .response_time = &rt,
@@ -187,7 +187,7 @@ static void test_addresses_left_out(void **state)
 	struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons(1) };
 	struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons(2) };
 	struct dnstap_event ev = {
-		.type = DNSTAP_CLIENT_RESPONSE,
+		.type = DNSTAP_CLIENT_RESPONSE, .protocol = DNSTAP_UDP,
 		.query_addr = (struct sockaddr *)&v4, .response_addr = (struct sockaddr *)&v6,
 		.response = response, .response_len = sizeof(response),
 	};
@@ -207,6 +207,30 @@ static void test_addresses_left_out(void **state)
 	dnstap__dnstap__free_unpacked(d, NULL);
 }
 
+/* Each transport as the schema names it: DoT and DoH too, not only UDP and TCP. */
+static void test_protocols(void **state)
+{
+	(void)state;
+	static const struct {
+		enum dnstap_protocol ours;
+		Dnstap__SocketProtocol schema;
+	} map[] = {
+		{ DNSTAP_UDP, DNSTAP__SOCKET_PROTOCOL__UDP }, { DNSTAP_TCP, DNSTAP__SOCKET_PROTOCOL__TCP },
+		{ DNSTAP_DOT, DNSTAP__SOCKET_PROTOCOL__DOT }, { DNSTAP_DOH, DNSTAP__SOCKET_PROTOCOL__DOH },
+	};
+	struct sockaddr_in client = { .sin_family = AF_INET, .sin_port = htons(853) };
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		struct dnstap_event ev = {
+			.type = DNSTAP_CLIENT_QUERY, .protocol = map[i].ours,
+			.query_addr = (struct sockaddr *)&client, .query = query, .query_len = sizeof(query),
+		};
+		Dnstap__Dnstap *d = round_trip(&ev);
+		assert_true(d->message->has_socket_protocol);
+		assert_int_equal(d->message->socket_protocol, map[i].schema);
+		dnstap__dnstap__free_unpacked(d, NULL);
+	}
+}
+
 /* Varints of every length the fields take: a 64 KiB message, far times. */
 static void test_long_fields(void **state)
 {
@@ -217,7 +241,7 @@ static void test_long_fields(void **state)
 	struct sockaddr_in6 c = { .sin6_family = AF_INET6, .sin6_port = htons(65535) };
 	struct timespec t = { .tv_sec = (time_t)1 << 40, .tv_nsec = 999999999 };
 	struct dnstap_event ev = {
-		.type = DNSTAP_CLIENT_RESPONSE, .tcp = true, .query_addr = (struct sockaddr *)&c,
+		.type = DNSTAP_CLIENT_RESPONSE, .protocol = DNSTAP_DOH, .query_addr = (struct sockaddr *)&c,
 		.response = big, .response_len = sizeof(big), .query_time = &t, .response_time = &t,
 		.identity = "i", .version = "",
 	};
@@ -243,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_client_query_v4),
 		cmocka_unit_test(test_forwarder_response_v6_tcp),
 		cmocka_unit_test(test_addresses_left_out),
+		cmocka_unit_test(test_protocols),
 		cmocka_unit_test(test_long_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
