@@ -738,8 +738,7 @@ static const struct ctl_command commands[] = {
 	{ "show cache", 0, 0, true, show_cache, "show cache [json]",
 	  "the packet cache: size, entries, hits, misses, evictions" },
 	{ "show route", 1, 2, true, show_route, "show route NAME [TYPE] [json]",
-	  "the route a name takes now (table, suffix, aggregates, servers, next routers); "
-	  "its answers cached for A, AAAA and TYPE" },
+	  "the route a name takes now, and its answers cached (A, AAAA, TYPE)" },
 	{ "show rpz", 0, 0, true, show_rpz, "show rpz [json]",
 	  "response policy zones: primary, serial, rules, transfers, hits by action" },
 	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",
