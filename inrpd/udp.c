@@ -14,6 +14,10 @@
  * to the address it came from, also when a PROXY v2 header (proxy.h) says
  * the query is another client's.
  *
+ * A worker's cache shard is its own, read and written without a lock:
+ * `inrpc show route` asks each worker to look into it (its wake eventfd),
+ * and the worker answers between two rounds of batches.
+ *
  * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
  * within the batch, and announces a quiescent state after each one.
@@ -513,6 +517,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
+		w->wake_fd = -1;
 		if (cfg->refresh_slots && !(w->refresh = refresh_create(cfg->refresh_slots)))
 			goto nomem;
 		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
