@@ -832,6 +832,41 @@ static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const str
 	return v;
 }
 
+/* No route: ordinary DNS, the upstream resolvers the candidates. */
+static void to_upstreams(struct fwd_request *req, const struct inrpd_runtime *rt)
+{
+	req->fallback = true;
+	req->upstream_0x20 = rt->upstream_0x20;
+	req->ncand = (uint8_t)rt->nupstreams;
+	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+}
+
+bool inrpd_cache_route_fp(const struct inrpd_runtime *rt, const struct name *n, uint64_t *fp)
+{
+	struct inrpd_worker w = { .rt = rt };
+	struct fwd_request *req = &w.req;
+	name_copy(&req->q.qname, n);
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
+	w.chan = rcu_dereference(inrpd_chan_fib);
+	bool found, all_excluded;
+	unsigned apex_off;
+	bool cached = resolve_name(&w, NULL, &found, &all_excluded, &apex_off) == 0 && !all_excluded;
+	if (!online)
+		rcu_thread_offline();
+	for (unsigned i = 0; i < req->ncand && cached; i++)
+		cached = req->cand[i].kind == ROUTE_ROUTER;     /* a server: answered here */
+	if (cached && req->ncand == 0) {
+		cached = rt->nupstreams > 0;
+		if (cached)
+			to_upstreams(req, rt);
+	}
+	if (cached)
+		*fp = route_fingerprint(req);
+	return cached;
+}
+
 size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out)
 {
@@ -1007,10 +1042,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		CNT_INC(cnt, acl_refused);
 		return refuse(w, WHY_PROHIBITED, out, limit);
 	}
-	req->fallback = true;
-	req->upstream_0x20 = rt->upstream_0x20;
-	req->ncand = (uint8_t)rt->nupstreams;
-	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+	to_upstreams(req, rt);
 	size_t n = from_cache(w, out);
 	if (n)
 		return n;

@@ -137,6 +137,14 @@ struct inrpd_route_view {
 };
 /* Fills v for n; call on a registered RCU thread (it goes online for the lookup). */
 void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, struct inrpd_route_view *v);
+/*
+ * The route fingerprint (struct fwd_request) a client's query for n would
+ * look the cache up with now: a client that may recurse, with no INRP
+ * option and no response policy.  False when no answer of n is cached
+ * under any: answered here, a broken redirect chain, no route and no
+ * upstream.  Call on a registered RCU thread, as inrpd_route_view.
+ */
+bool inrpd_cache_route_fp(const struct inrpd_runtime *rt, const struct name *n, uint64_t *fp);
 /* A SERVFAIL (with INRP status if the client is a router, and an extended
  * DNS error saying why) for a request. */
 size_t inrpd_answer_servfail(const struct fwd_request *req, uint64_t router_id, uint8_t status,

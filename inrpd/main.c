@@ -21,6 +21,9 @@
 #include <urcu-qsbr.h>
 
 #include "addr.h"
+#include "answer.h"
+#include "dns.h"
+#include "inrpd.h"
 #include "conf.h"
 #include "ctl.h"
 #include "strbuf.h"
@@ -518,30 +521,143 @@ static void show_cache(void *ctx, char **args, unsigned nargs, bool json, struct
 		       (unsigned long long)st.evictions, (unsigned long long)st.stale_hits);
 }
 
-/* The route a name takes now: from which table, its suffix, memberships, the candidates ranked. */
+/*
+ * What the packet cache holds of a name's answers for types, in every
+ * shard: the UDP workers' asked of their owners (udp_workers_cache_peek),
+ * the stream transports' looked at here, on its owner thread.  Every
+ * combination of the key's flags (RD, CD, DO) is a key of its own.
+ */
+#define PEEK_FLAGS 8
+
+static const char *flags_text(unsigned f, bool json, char *buf, size_t len)
+{
+	static const char *const names[] = { "rd", "cd", "do" };       /* CACHE_F_RD, _CD, _DO */
+	size_t o = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < 3; i++)
+		if (f & (1u << i))
+			o += (size_t)snprintf(buf + o, len - o, json ? "%s\"%s\"" : "%s%s", o ? (json ? ", " : " ") : "",
+					      names[i]);
+	return o || json ? buf : "no flags";
+}
+
+static bool show_route_cache(const struct name *n, const uint16_t *types, unsigned ntypes, bool json,
+			     struct strbuf *b, struct ctl_reply *r)
+{
+	const struct inrpd_runtime *rt = inrpd_rt;     /* the main thread is the only writer */
+	uint64_t fp_now = 0;
+	bool routed = inrpd_cache_route_fp(rt, n, &fp_now);
+	struct cache_key keys[3 * PEEK_FLAGS];
+	unsigned nkeys = 0;
+	for (unsigned t = 0; t < ntypes; t++)
+		for (unsigned f = 0; f < PEEK_FLAGS; f++)
+			cache_key_make(&keys[nkeys++], n, types[t], DNS_CLASS_IN, (uint8_t)f);
+	unsigned nudp = udp_workers_count(g.udp);
+	struct udp_peek_result *res = calloc((size_t)(nudp + 1) * nkeys, sizeof(*res));
+	if (!res)
+		return false;
+	uint64_t now = inrpd_now_ms();
+	udp_workers_cache_peek(g.udp, keys, nkeys, now, res);
+	struct udp_peek_result *tcp = res + (size_t)nudp * nkeys;
+	for (unsigned k = 0; k < nkeys; k++)
+		tcp[k].found = tcp_server_cache_peek(g.tcp, &keys[k], now, &tcp[k].peek);
+
+	if (json)
+		strbuf_addf(b, ", \"cache\": [");
+	for (unsigned t = 0; t < ntypes; t++) {
+		char tbuf[16], shard[24], fl[32];
+		const char *type = dns_type_to_text(types[t], tbuf, sizeof(tbuf));
+		unsigned shown = 0;
+		if (json)
+			strbuf_addf(b, "%s{\"type\": \"%s\", \"entries\": [", t ? ", " : "", type);
+		for (unsigned s = 0; s <= nudp; s++) {
+			for (unsigned f = 0; f < PEEK_FLAGS; f++) {
+				const struct udp_peek_result *x = &res[(size_t)s * nkeys + t * PEEK_FLAGS + f];
+				if (x->busy || !x->found)
+					continue;
+				uint64_t life_ms = (uint64_t)x->peek.lifetime_s * 1000;
+				bool stale = x->peek.age_ms >= life_ms;
+				if (stale && x->peek.age_ms - life_ms >= (uint64_t)rt->cache_stale_s * 1000)
+					continue;       /* expired: never served again */
+				uint32_t ttl = stale ? 0 : x->peek.lifetime_s - x->peek.age_ms / 1000;
+				bool same = routed && x->peek.fp == fp_now;
+				const char *rcode = dns_rcode_name(x->peek.rcode);
+				if (s < nudp)
+					snprintf(shard, sizeof(shard), json ? "udp%u" : "udp worker %u", s);
+				else
+					snprintf(shard, sizeof(shard), "tcp");
+				if (json)
+					strbuf_addf(b, "%s{\"shard\": \"%s\", \"flags\": [%s], \"rcode\": \"%s\", "
+						    "\"ttl\": %u, \"lifetime\": %u, \"stale\": %s, \"route_matches\": %s}",
+						    shown ? ", " : "", shard, flags_text(f, true, fl, sizeof(fl)),
+						    rcode ? rcode : "?", ttl, x->peek.lifetime_s, stale ? "true" : "false",
+						    same ? "true" : "false");
+				else if (stale)
+					ctl_reply_line(r, CTL_DATA, "  %s cached in %s (%s): %s, stale, %s", type, shard,
+						       flags_text(f, false, fl, sizeof(fl)), rcode ? rcode : "?",
+						       same ? "under this route" : "cached under another route");
+				else
+					ctl_reply_line(r, CTL_DATA, "  %s cached in %s (%s): %s, ttl %u of %u s, %s", type,
+						       shard, flags_text(f, false, fl, sizeof(fl)), rcode ? rcode : "?", ttl,
+						       x->peek.lifetime_s,
+						       same ? "under this route" : "cached under another route");
+				shown++;
+			}
+		}
+		if (json)
+			strbuf_addf(b, "], \"cached\": %s}", shown ? "true" : "false");
+		else if (!shown)
+			ctl_reply_line(r, CTL_DATA, "  %s not cached", type);
+	}
+	if (json)
+		strbuf_addf(b, "], \"cache_busy\": [");
+	for (unsigned s = 0, busy = 0; s < nudp; s++) {
+		if (!res[(size_t)s * nkeys].busy)
+			continue;
+		if (json)
+			strbuf_addf(b, "%s\"udp%u\"", busy ? ", " : "", s);
+		else
+			ctl_reply_line(r, CTL_DATA, "  udp worker %u busy: its shard not looked at", s);
+		busy++;
+	}
+	if (json)
+		strbuf_addf(b, "]");
+	free(res);
+	return true;
+}
+
+/*
+ * The route a name takes now (from which table, its suffix, memberships,
+ * the candidates ranked) and what the cache holds of its answers for A,
+ * AAAA and the type asked.
+ */
 static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
-	(void)nargs;
 	struct name n;
 	int rc = name_from_text(&n, args[0], strlen(args[0]));
 	if (rc != NAME_OK) {
 		ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name \"%s\": %s", args[0], name_strerror(rc));
 		return;
 	}
+	uint16_t types[3] = { DNS_TYPE_A, DNS_TYPE_AAAA };
+	unsigned ntypes = 2;
+	if (nargs > 1) {
+		if (!dns_type_from_text(args[1], &types[2])) {
+			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad type \"%s\": a mnemonic (MX) or TYPEnnn", args[1]);
+			return;
+		}
+		if (types[2] != DNS_TYPE_A && types[2] != DNS_TYPE_AAAA)
+			ntypes = 3;
+	}
 	struct inrpd_route_view v;
 	inrpd_route_view(inrpd_rt, &n, &v);     /* the main thread is the only writer of inrpd_rt */
-	if (!v.found) {
-		ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s: it goes to the upstreams (if the client may recurse)",
-			      args[0]);
-		return;
-	}
-	char suffix[NAME_MAX_TEXT], target[NAME_MAX_TEXT] = "";
+	char suffix[NAME_MAX_TEXT] = "", target[NAME_MAX_TEXT] = "";
 	name_to_text(&v.suffix, suffix, sizeof(suffix));
 	if (v.has_redirect)
 		name_to_text(&v.redirect, target, sizeof(target));
 	struct strbuf b = { 0 };
-	const char *table = v.from_nbrpd ? "nbrpd" : "configuration";
+	const char *table = !v.found ? "none" : v.from_nbrpd ? "nbrpd" : "configuration";
 	if (json) {
 		strbuf_addf(&b, "{\"name\": \"");
 		strbuf_add_json(&b, args[0]);
@@ -550,6 +666,8 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 		strbuf_addf(&b, "\", \"table\": \"%s\", \"own\": %s, \"redirect\": \"", table, v.own ? "true" : "false");
 		strbuf_add_json(&b, target);
 		strbuf_addf(&b, "\", \"aggregates\": [");
+	} else if (!v.found) {
+		strbuf_addf(&b, "%s: no route: to the upstreams, if the client may recurse", args[0]);
 	} else {
 		strbuf_addf(&b, "%s: route %s, from %s%s%s%s", args[0], suffix, table, v.own ? ", its own" : "",
 			    v.has_redirect ? ", redirect to " : "", target);
@@ -577,8 +695,13 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 				    i ? ", " : "", router ? "router" : "server", a, router ? rt->port : 0, rt->load_ms);
 	}
 	if (json) {
-		strbuf_addf(&b, "]}");
-		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		strbuf_addf(&b, "]");
+		if (show_route_cache(&n, types, ntypes, true, &b, r)) {
+			strbuf_addf(&b, "}");
+			ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		} else {
+			ctl_reply_end(r, CTL_ERR_FAILED, "out of memory");
+		}
 	} else {
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 		for (unsigned i = 0; i < v.nroutes; i++) {
@@ -591,6 +714,8 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 			else
 				ctl_reply_line(r, CTL_DATA, "  %u. server %s, load %u ms", i + 1, a, rt->load_ms);
 		}
+		if (!show_route_cache(&n, types, ntypes, false, NULL, r))
+			ctl_reply_end(r, CTL_ERR_FAILED, "out of memory");
 	}
 	strbuf_free(&b);
 }
@@ -629,8 +754,8 @@ static const struct ctl_command commands[] = {
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
 	{ "show cache", 0, 0, true, show_cache, "show cache [json]",
 	  "the packet cache: size, entries, hits, misses, evictions" },
-	{ "show route", 1, 1, true, show_route, "show route NAME [json]",
-	  "the route a name takes now: its table, suffix, aggregates, servers and next routers" },
+	{ "show route", 1, 2, true, show_route, "show route NAME [TYPE] [json]",
+	  "the route a name takes now, and its answers cached (A, AAAA, TYPE)" },
 	{ "show rpz", 0, 0, true, show_rpz, "show rpz [json]",
 	  "response policy zones: primary, serial, rules, transfers, hits by action" },
 	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",

@@ -832,6 +832,12 @@ void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st)
 		cache_stats_add(s->ctx.cache, st);
 }
 
+bool tcp_server_cache_peek(const struct tcp_server *s, const struct cache_key *k, uint64_t now_ms,
+			   struct cache_peek *p)
+{
+	return s->ctx.cache && cache_peek(s->ctx.cache, k, now_ms, p);
+}
+
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
 {
 	inrpd_counters_add(sum, &s->cnt);

@@ -20,6 +20,9 @@ void tcp_server_close(struct tcp_server *s);
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum);
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg);
 void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st);
+/* cache_peek on the shard of the stream transports: on the main thread, its owner. */
+bool tcp_server_cache_peek(const struct tcp_server *s, const struct cache_key *k, uint64_t now_ms,
+			   struct cache_peek *p);
 void tcp_server_free(struct tcp_server *s);
 
 #endif

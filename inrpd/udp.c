@@ -14,6 +14,10 @@
  * to the address it came from, also when a PROXY v2 header (proxy.h) says
  * the query is another client's.
  *
+ * A worker's cache shard is its own, read and written without a lock:
+ * `inrpc show route` asks each worker to look into it (its wake eventfd),
+ * and the worker answers between two rounds of batches.
+ *
  * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
  * within the batch, and announces a quiescent state after each one.
@@ -48,6 +52,7 @@
 #define UDP_TOKEN_STOP          INRPD_MAX_LISTEN
 #define UDP_TOKEN_WAKE          (INRPD_MAX_LISTEN + 1)
 #define CTL_LEN                 CMSG_SPACE(sizeof(struct in6_pktinfo))
+#define PEEK_WAIT_MS            500     /* for the workers' answers to a cache peek */
 
 struct udp_worker {
 	struct inrpd_counters cnt;      /* first: its own cache line */
@@ -62,8 +67,10 @@ struct udp_worker {
 	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
 	struct tap_queue *tap;          /* dnstap (NULL: off) */
 	struct sockaddr_storage self[INRPD_MAX_LISTEN];        /* listen addresses, for dnstap */
-	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
-	bool wake_pending;              /* ... and wake_fd was written since we read it */
+	int wake_fd;                    /* routes changed, or a cache peek asked */
+	bool wake_pending;              /* routes changed and wake_fd was written since we read it */
+	bool peek_pending;              /* a cache peek asked (udp_workers_cache_peek) */
+	uint64_t peek_done;             /* the last peek answered (under the peek's lock) */
 
 	struct mmsghdr in[UDP_BATCH];
 	unsigned in_used;               /* entries of in[] the last recvmmsg filled (arm_in) */
@@ -80,11 +87,29 @@ struct udp_worker {
 	uint8_t outbuf[UDP_BATCH][INRPD_ANSWER_MAX];
 };
 
+/*
+ * A cache peek (inrpc's `show route`): the shards are the workers' own
+ * and lock-free, so the control thread asks each owner, and every field
+ * here and the workers' peek_done are read and written under lock only.
+ */
+struct udp_peek {
+	pthread_mutex_t lock;
+	pthread_cond_t answered;        /* a worker has answered (CLOCK_MONOTONIC) */
+	uint64_t seq;                   /* the peek asked now; 0: none */
+	uint64_t last;                  /* the last one asked */
+	uint64_t now_ms;
+	unsigned nkeys;
+	const struct cache_key *keys;   /* the asker's, while seq is asked */
+	struct udp_peek_result *res;    /* [worker * nkeys + key] */
+};
+
 struct udp_workers {
 	unsigned n;
 	int stop_fd;
 	bool stop;
 	struct udp_worker **w;
+	bool peek_ready;                /* peek's lock and condition made */
+	struct udp_peek peek;
 };
 
 static bool addr_is_wildcard(const struct inrpd_listen *l)
@@ -350,6 +375,21 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	return n;
 }
 
+/* A cache peek asked of this worker: its shard looked at, between batches (it is the owner). */
+static void answer_peek(struct udp_worker *w)
+{
+	struct udp_peek *p = &w->parent->peek;
+	pthread_mutex_lock(&p->lock);
+	if (p->seq && p->seq != w->peek_done) {
+		struct udp_peek_result *res = p->res + (size_t)w->idx * p->nkeys;
+		for (unsigned i = 0; i < p->nkeys; i++)
+			res[i].found = w->ctx.cache && cache_peek(w->ctx.cache, &p->keys[i], p->now_ms, &res[i].peek);
+		w->peek_done = p->seq;
+		pthread_cond_signal(&p->answered);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
@@ -382,10 +422,13 @@ static void *worker_main(void *arg)
 			if (ready[k] != UDP_TOKEN_WAKE)
 				continue;
 			uint64_t v;
-			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
+			bool routes = __atomic_exchange_n(&w->wake_pending, false, __ATOMIC_RELAXED);
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
-			refresh_routes_changed(w->refresh, inrpd_now_ms());
+			if (routes && w->refresh)
+				refresh_routes_changed(w->refresh, inrpd_now_ms());
+			if (__atomic_exchange_n(&w->peek_pending, false, __ATOMIC_ACQUIRE))
+				answer_peek(w);
 		}
 		fwd_on_ready(w->ctx.fwd);
 		if (w->refresh) {
@@ -453,6 +496,18 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		snprintf(err, err_len, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int e = pthread_cond_init(&ws->peek.answered, &ca);
+	pthread_condattr_destroy(&ca);
+	if (e == 0 && (e = pthread_mutex_init(&ws->peek.lock, NULL)) != 0)
+		pthread_cond_destroy(&ws->peek.answered);
+	if (e != 0) {
+		snprintf(err, err_len, "cache peek: %s", strerror(e));
+		goto fail;
+	}
+	ws->peek_ready = true;
 	for (unsigned i = 0; i < nworkers; i++) {
 		struct udp_worker *w;
 		if (posix_memalign((void **)&w, 64, sizeof(*w)) != 0)
@@ -462,15 +517,13 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
-		w->wake_fd = -1;                /* refresh off: none */
-		if (cfg->refresh_slots) {
-			if (!(w->refresh = refresh_create(cfg->refresh_slots)))
-				goto nomem;
-			w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-			if (w->wake_fd < 0) {
-				snprintf(err, err_len, "eventfd: %s", strerror(errno));
-				goto fail;
-			}
+		w->wake_fd = -1;
+		if (cfg->refresh_slots && !(w->refresh = refresh_create(cfg->refresh_slots)))
+			goto nomem;
+		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w->wake_fd < 0) {
+			snprintf(err, err_len, "eventfd: %s", strerror(errno));
+			goto fail;
 		}
 		w->ctx.cnt = &w->cnt;
 		w->ctx.udp = true;
@@ -505,7 +558,7 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 				goto epoll_fail;
 		}
 		if (fwd_engine_watch(w->ctx.fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
-		    (w->wake_fd >= 0 && fwd_engine_watch(w->ctx.fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0))
+		    fwd_engine_watch(w->ctx.fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0)
 			goto epoll_fail;
 	}
 	return ws;
@@ -568,6 +621,10 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 	}
 	if (ws->stop_fd >= 0)
 		close(ws->stop_fd);
+	if (ws->peek_ready) {
+		pthread_mutex_destroy(&ws->peek.lock);
+		pthread_cond_destroy(&ws->peek.answered);
+	}
 	free(ws->w);
 	free(ws);
 }
@@ -582,6 +639,60 @@ void udp_workers_routes_changed(struct udp_workers *ws)
 		if (write(w->wake_fd, &one, sizeof(one)) != sizeof(one))
 			log_debug("udp worker %u: waking for routes: %s", w->idx, strerror(errno));
 	}
+}
+
+unsigned udp_workers_count(const struct udp_workers *ws)
+{
+	return ws->n;
+}
+
+/*
+ * Asks every worker at once and waits for them together: a worker wakes
+ * from its epoll_wait, or ends its round of batches, in well under a
+ * millisecond, so only one stuck in a long round misses the deadline.
+ * The peek is withdrawn (seq 0) before the lock is let go, so a late
+ * worker never writes into res after we return.
+ */
+void udp_workers_cache_peek(struct udp_workers *ws, const struct cache_key *keys, unsigned nkeys,
+			    uint64_t now_ms, struct udp_peek_result *res)
+{
+	struct udp_peek *p = &ws->peek;
+	for (size_t i = 0; i < (size_t)ws->n * nkeys; i++)
+		res[i] = (struct udp_peek_result){ .busy = true };
+	pthread_mutex_lock(&p->lock);
+	p->seq = ++p->last;
+	p->now_ms = now_ms;
+	p->nkeys = nkeys;
+	p->keys = keys;
+	p->res = res;
+	pthread_mutex_unlock(&p->lock);
+	uint64_t one = 1;
+	for (unsigned i = 0; i < ws->n; i++) {
+		struct udp_worker *w = ws->w[i];
+		__atomic_store_n(&w->peek_pending, true, __ATOMIC_RELEASE);
+		if (write(w->wake_fd, &one, sizeof(one)) != sizeof(one))
+			log_debug("udp worker %u: waking for a cache peek: %s", w->idx, strerror(errno));
+	}
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (PEEK_WAIT_MS % 1000) * 1000000L;
+	until.tv_sec += PEEK_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		unsigned done = 0;
+		for (unsigned i = 0; i < ws->n; i++)
+			done += ws->w[i]->peek_done == p->seq;
+		if (done == ws->n || pthread_cond_timedwait(&p->answered, &p->lock, &until) == ETIMEDOUT)
+			break;
+	}
+	for (unsigned i = 0; i < ws->n; i++)
+		for (unsigned k = 0; k < nkeys && ws->w[i]->peek_done == p->seq; k++)
+			res[(size_t)i * nkeys + k].busy = false;
+	p->seq = 0;
+	p->keys = NULL;
+	p->res = NULL;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *sum)

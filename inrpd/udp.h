@@ -2,7 +2,9 @@
 #ifndef INRPD_UDP_H
 #define INRPD_UDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cache.h"
 #include "config.h"
@@ -22,5 +24,20 @@ void udp_workers_counters(const struct udp_workers *w, struct inrpd_counters *su
 void udp_workers_routes_changed(struct udp_workers *w);
 void udp_workers_hops(const struct udp_workers *w, fwd_hop_fn fn, void *arg);
 void udp_workers_cache_stats(const struct udp_workers *w, struct cache_stats *st);
+unsigned udp_workers_count(const struct udp_workers *w);
+
+/* One key in one worker's shard. */
+struct udp_peek_result {
+	bool busy;                      /* the worker did not answer in time */
+	bool found;
+	struct cache_peek peek;
+};
+/*
+ * Looks keys up in every worker's shard (cache_peek, by each worker at its
+ * next batch boundary), waiting at most half a second: res holds
+ * count * nkeys results, worker by worker.  Control thread only.
+ */
+void udp_workers_cache_peek(struct udp_workers *w, const struct cache_key *keys, unsigned nkeys,
+			    uint64_t now_ms, struct udp_peek_result *res);
 
 #endif

@@ -462,9 +462,8 @@ static int in_fail(struct xfr_in *x, const char *fmt, ...)
 
 static const char *rcode_name(unsigned rcode)
 {
-	static const char *const names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",
-					     "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE" };
-	return rcode < sizeof(names) / sizeof(names[0]) ? names[rcode] : "an unknown rcode";
+	const char *name = dns_rcode_name(rcode);
+	return name ? name : "an unknown rcode";
 }
 
 /* One answer record, already in bounds: the state machine of RFC 1995 and 5936. */

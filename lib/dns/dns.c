@@ -1,7 +1,10 @@
 /*
  * DNS queries in, responses out.  See dns.h for the policy.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "dns.h"
@@ -777,4 +780,51 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 			b->arcount++;
 	}
 	return rc == 0;
+}
+
+/* ---- names of codes ---- */
+
+const char *dns_rcode_name(unsigned rcode)
+{
+	static const char *const names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",
+					     "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE" };
+	return rcode < sizeof(names) / sizeof(names[0]) ? names[rcode] : NULL;
+}
+
+static const struct {
+	uint16_t type;
+	const char *name;
+} type_names[] = {
+	{ 1, "A" }, { 2, "NS" }, { 5, "CNAME" }, { 6, "SOA" }, { 12, "PTR" }, { 13, "HINFO" },
+	{ 15, "MX" }, { 16, "TXT" }, { 28, "AAAA" }, { 29, "LOC" }, { 33, "SRV" }, { 35, "NAPTR" },
+	{ 39, "DNAME" }, { 43, "DS" }, { 44, "SSHFP" }, { 46, "RRSIG" }, { 47, "NSEC" },
+	{ 48, "DNSKEY" }, { 50, "NSEC3" }, { 52, "TLSA" }, { 64, "SVCB" }, { 65, "HTTPS" },
+	{ 99, "SPF" }, { 255, "ANY" }, { 257, "CAA" },
+};
+
+bool dns_type_from_text(const char *s, uint16_t *type)
+{
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++) {
+		if (strcasecmp(s, type_names[i].name) == 0) {
+			*type = type_names[i].type;
+			return true;
+		}
+	}
+	if (strncasecmp(s, "TYPE", 4) != 0 || s[4] < '0' || s[4] > '9' || strlen(s + 4) > 5)
+		return false;
+	char *end;
+	unsigned long v = strtoul(s + 4, &end, 10);
+	if (*end || v > UINT16_MAX)
+		return false;
+	*type = (uint16_t)v;
+	return true;
+}
+
+const char *dns_type_to_text(uint16_t type, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+		if (type_names[i].type == type)
+			return type_names[i].name;
+	snprintf(buf, len, "TYPE%u", type);
+	return buf;
 }
