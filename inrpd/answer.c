@@ -935,7 +935,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 
 	/* response policy: before the routes and the cache, for every name */
 	struct inrpd_rpz_match pm;
-	struct name rewrite = { .len = 0 };
+	struct name rewrite;            /* only its length is read unless set: zeroed whole, 40 Ir a query */
+	rewrite.len = 0;
 	if (inrpd_rpz_match(&q->qname, client, &pm)) {
 		size_t n;
 		if (unsettled) {                /* a policy's answer is not a local one */
