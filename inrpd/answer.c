@@ -252,6 +252,7 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 	w->rt = rcu_dereference(inrpd_rt);
 	w->chan = rcu_dereference(inrpd_chan_fib);
 	w->now_ms = inrpd_now_ms();
+	w->exempt_from.family = 0;
 }
 
 void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len)
@@ -791,17 +792,30 @@ static int read_options(struct inrpd_worker *w, const uint8_t *pkt, const struct
  * not exempt, not a router of ours, is rate-limited (rrl.c), and what
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
-static inline bool exempt(const struct inrpd_runtime *rt, const struct ip_addr *from)
+static bool exempt_lookup(const struct inrpd_runtime *rt, const struct ip_addr *from)
 {
 	return prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
 	       prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
 	       (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr));
 }
 
+/* A batch's queries mostly come from few clients: the last one's verdict is kept for the batch. */
+static inline bool exempt(struct inrpd_worker *w, const struct ip_addr *from)
+{
+	const uint8_t *a = from->addr, *b = w->exempt_from.addr;
+	bool same = from->family == w->exempt_from.family &&
+		    (from->family == AF_INET ? memcmp(a, b, 4) == 0 : memcmp(a, b, 16) == 0);
+	if (!same) {
+		w->exempt_from = *from;
+		w->exempt_was = exempt_lookup(w->rt, from);
+	}
+	return w->exempt_was;
+}
+
 /* RRL off: the client's exemption looked up for its amplification cap; the limit of its answers. */
 static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen)
 {
-	if (!exempt(w->rt, from))
+	if (!exempt(w, from))
 		w->req.udp_cap = amplification_cap(qlen);
 	return response_limit(&w->req, INRPD_ANSWER_MAX);
 }
@@ -811,7 +825,7 @@ static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const str
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct inrpd_counters *cnt = w->cnt;
-	if (exempt(rt, from))
+	if (exempt(w, from))
 		return RRL_PASS;
 	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms);
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
