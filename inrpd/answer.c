@@ -913,7 +913,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 			dns_response_truncate(&b);
 			return finish(w, &b);
 		}
-		limit = response_limit(req, INRPD_ANSWER_MAX);
+		if (req->udp_cap)                /* the limit changes only with a cap */
+			limit = response_limit(req, INRPD_ANSWER_MAX);
 	}
 	if (rc == DNS_PARSE_OK && cookie_valid)
 		CNT_INC(cnt, cookies);
