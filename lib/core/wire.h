@@ -14,14 +14,27 @@
 #include <stdint.h>
 #include <string.h>
 
+/* One move and a byte swap each, which the compiler does not always make of a shift per byte. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WIRE_BE16(v) __builtin_bswap16(v)
+#define WIRE_BE32(v) __builtin_bswap32(v)
+#else
+#define WIRE_BE16(v) (v)
+#define WIRE_BE32(v) (v)
+#endif
+
 static inline uint16_t wire_load16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] << 8 | p[1]);
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return WIRE_BE16(v);
 }
 
 static inline uint32_t wire_load32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return WIRE_BE32(v);
 }
 
 static inline uint64_t wire_load64(const uint8_t *p)
@@ -31,14 +44,14 @@ static inline uint64_t wire_load64(const uint8_t *p)
 
 static inline void wire_store16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	v = WIRE_BE16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void wire_store32(uint8_t *p, uint32_t v)
 {
-	wire_store16(p, (uint16_t)(v >> 16));
-	wire_store16(p + 2, (uint16_t)v);
+	v = WIRE_BE32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void wire_store64(uint8_t *p, uint64_t v)
