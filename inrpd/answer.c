@@ -193,29 +193,33 @@ size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
 	return dns_response_finish(&b, req->edns_udp_size);
 }
 
-/* Appends a candidate unless an equal route is already there. */
 /*
  * The routes of a lookup as candidates, in rank order, once each, at most
  * ROUTESET_MAX_ROUTES; servers the client excludes left out.  Returns how
- * many; *seen counts every route.
+ * many; *seen counts every route.  Inlined, with what its loops read held
+ * in locals (out's bytes could alias the sets' counts): every query that
+ * finds a route comes here.
  */
-static unsigned candidates(const struct fib_result *res, const struct inrp_query_opt *in,
-			   struct route *out, unsigned *seen)
+static inline __attribute__((always_inline)) unsigned candidates(const struct fib_result *res,
+								 const struct inrp_query_opt *in,
+								 struct route *out, unsigned *seen)
 {
-	unsigned n = 0;
-	*seen = 0;
-	for (unsigned s = 0; s < res->nsets; s++)
-		for (unsigned i = 0; i < res->sets[s]->count; i++) {
-			const struct route *r = &res->sets[s]->routes[i];
+	unsigned n = 0, all = 0, nsets = res->nsets;
+	bool excludes = in->nexclude > 0;
+	for (unsigned s = 0; s < nsets; s++) {
+		const struct route *r = res->sets[s]->routes, *end = r + res->sets[s]->count;
+		all += (unsigned)(end - r);
+		for (; r < end; r++) {
 			bool dup = false;
-			++*seen;
-			if (in->nexclude && r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
+			if (excludes && r->kind == ROUTE_SERVER && inrp_is_excluded(in, r->family, r->addr))
 				continue;
 			for (unsigned k = 0; k < n && !dup; k++)
 				dup = route_equal(&out[k], r);
 			if (!dup && n < ROUTESET_MAX_ROUTES)
 				out[n++] = *r;
 		}
+	}
+	*seen = all;
 	return n;
 }
 
@@ -252,6 +256,7 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 	w->rt = rcu_dereference(inrpd_rt);
 	w->chan = rcu_dereference(inrpd_chan_fib);
 	w->now_ms = inrpd_now_ms();
+	w->exempt_from.family = 0;
 }
 
 void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len)
@@ -791,17 +796,30 @@ static int read_options(struct inrpd_worker *w, const uint8_t *pkt, const struct
  * not exempt, not a router of ours, is rate-limited (rrl.c), and what
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
-static inline bool exempt(const struct inrpd_runtime *rt, const struct ip_addr *from)
+static bool exempt_lookup(const struct inrpd_runtime *rt, const struct ip_addr *from)
 {
 	return prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
 	       prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
 	       (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr));
 }
 
+/* A batch's queries mostly come from few clients: the last one's verdict is kept for the batch. */
+static inline bool exempt(struct inrpd_worker *w, const struct ip_addr *from)
+{
+	const uint8_t *a = from->addr, *b = w->exempt_from.addr;
+	bool same = from->family == w->exempt_from.family &&
+		    (from->family == AF_INET ? memcmp(a, b, 4) == 0 : memcmp(a, b, 16) == 0);
+	if (!same) {
+		w->exempt_from = *from;
+		w->exempt_was = exempt_lookup(w->rt, from);
+	}
+	return w->exempt_was;
+}
+
 /* RRL off: the client's exemption looked up for its amplification cap; the limit of its answers. */
 static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen)
 {
-	if (!exempt(w->rt, from))
+	if (!exempt(w, from))
 		w->req.udp_cap = amplification_cap(qlen);
 	return response_limit(&w->req, INRPD_ANSWER_MAX);
 }
@@ -811,7 +829,7 @@ static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const str
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct inrpd_counters *cnt = w->cnt;
-	if (exempt(rt, from))
+	if (exempt(w, from))
 		return RRL_PASS;
 	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms);
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
@@ -934,7 +952,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 			dns_response_truncate(&b);
 			return finish(w, &b);
 		}
-		limit = response_limit(req, INRPD_ANSWER_MAX);
+		if (req->udp_cap)                /* the limit changes only with a cap */
+			limit = response_limit(req, INRPD_ANSWER_MAX);
 	}
 	if (rc == DNS_PARSE_OK && cookie_valid)
 		CNT_INC(cnt, cookies);
@@ -970,7 +989,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 
 	/* response policy: before the routes and the cache, for every name */
 	struct inrpd_rpz_match pm;
-	struct name rewrite = { .len = 0 };
+	struct name rewrite;            /* only its length is read unless set: zeroed whole, 40 Ir a query */
+	rewrite.len = 0;
 	if (inrpd_rpz_match(&q->qname, client, &pm)) {
 		size_t n;
 		if (unsettled) {                /* a policy's answer is not a local one */

@@ -83,6 +83,9 @@ struct inrpd_worker {
 	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
 	struct tap_queue *tap;          /* its dnstap queue (tap.h); NULL: off */
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
+	/* the batch's last client asked about its exemption from RRL (family 0: none yet), and whether it is */
+	struct ip_addr exempt_from;
+	bool exempt_was;
 	struct fwd_request req;         /* the query being answered */
 };
 

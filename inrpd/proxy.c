@@ -61,13 +61,11 @@ static enum inrpd_proxy_verdict take(const struct inrpd_runtime *rt, const struc
 	return INRPD_PROXY_PASS;
 }
 
-const struct sockaddr *inrpd_proxy_datagram(const struct inrpd_runtime *rt, const struct sockaddr *peer,
-					    const uint8_t **pkt, size_t *len,
-					    struct sockaddr_storage *carried, struct inrpd_counters *cnt)
+/* A header to take, or a datagram that looks like one. */
+static __attribute__((noinline)) const struct sockaddr *
+datagram_take(const struct inrpd_runtime *rt, const struct sockaddr *peer, const uint8_t **pkt, size_t *len,
+	      struct sockaddr_storage *carried, struct inrpd_counters *cnt)
 {
-	/* the common case, no proxy and no signature, at the cost of a byte's look */
-	if (!rt->nproxy_from && (*len == 0 || (*pkt)[0] != proxyv2_signature[0]))
-		return peer;
 	size_t used = 0;
 	carried->ss_family = AF_UNSPEC;
 	if (take(rt, peer, *pkt, *len, false, &used, carried, cnt) == INRPD_PROXY_DROP) {
@@ -78,6 +76,16 @@ const struct sockaddr *inrpd_proxy_datagram(const struct inrpd_runtime *rt, cons
 	*pkt += used;
 	*len -= used;
 	return carried->ss_family != AF_UNSPEC ? (const struct sockaddr *)carried : peer;
+}
+
+const struct sockaddr *inrpd_proxy_datagram(const struct inrpd_runtime *rt, const struct sockaddr *peer,
+					    const uint8_t **pkt, size_t *len,
+					    struct sockaddr_storage *carried, struct inrpd_counters *cnt)
+{
+	/* the common case, no proxy and no signature, at the cost of a byte's look */
+	if (!rt->nproxy_from && (*len == 0 || (*pkt)[0] != proxyv2_signature[0]))
+		return peer;
+	return datagram_take(rt, peer, pkt, len, carried, cnt);
 }
 
 enum inrpd_proxy_verdict inrpd_proxy_stream(const struct inrpd_runtime *rt, const struct sockaddr *peer,

@@ -202,7 +202,7 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
 /* A question that went to next content routers (forwarded), or was answered
  * from the cache for them (only such a request is cacheable and not
  * fallback): asked lately. */
-static void note(struct udp_worker *w, bool forwarded)
+static inline void note(struct udp_worker *w, bool forwarded)
 {
 	const struct fwd_request *req = &w->ctx.req;
 	if (!w->refresh || !req->cacheable || req->fallback)
@@ -335,14 +335,10 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			continue;
 		note(w, false);
 		tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, DNSTAP_UDP, client, self, w->outbuf[k], len);
-		struct msghdr *o = &w->out[k].msg_hdr;
-		w->iov_out[k].iov_base = w->outbuf[k];
+		struct msghdr *o = &w->out[k].msg_hdr;        /* its buffer and iovec set once (udp_workers_open) */
 		w->iov_out[k].iov_len = len;
 		o->msg_name = &w->peer[i];
 		o->msg_namelen = h->msg_namelen;
-		o->msg_iov = &w->iov_out[k];
-		o->msg_iovlen = 1;
-		o->msg_flags = 0;
 		o->msg_control = NULL;
 		o->msg_controllen = 0;
 		if (pktinfo) {
@@ -545,6 +541,10 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 			h->msg_name = &w->peer[j];
 			h->msg_iov = &w->iov_in[j];
 			h->msg_iovlen = 1;
+			struct msghdr *o = &w->out[j].msg_hdr;
+			w->iov_out[j].iov_base = w->outbuf[j];
+			o->msg_iov = &w->iov_out[j];
+			o->msg_iovlen = 1;
 		}
 		w->in_used = UDP_BATCH;         /* the rest: arm_in */
 		for (unsigned l = 0; l < cfg->nlisten; l++) {

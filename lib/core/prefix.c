@@ -81,15 +81,20 @@ bool prefix_list_has(const struct prefix *list, unsigned n, int family, const ui
 int prefix_sockaddr_addr(const struct sockaddr *sa, uint8_t out[16])
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	struct ip_addr a;
-	if (!sockaddr_ip(sa, &a))
-		return 0;
-	if (a.family == AF_INET6 && memcmp(a.addr, mapped, 12) == 0) {
-		memcpy(out, a.addr + 12, 4);
+	/* every query's client comes here: straight from the sockaddr, no struct ip_addr between */
+	if (sa->sa_family == AF_INET) {
+		memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
 		return AF_INET;
 	}
-	memcpy(out, a.addr, a.family == AF_INET ? 4 : 16);
-	return a.family;
+	if (sa->sa_family != AF_INET6)
+		return 0;
+	const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	if (memcmp(a, mapped, 12) == 0) {
+		memcpy(out, a + 12, 4);
+		return AF_INET;
+	}
+	memcpy(out, a, 16);
+	return AF_INET6;
 }
 
 bool prefix_list_contains(const struct prefix *list, unsigned n, const struct sockaddr *sa)

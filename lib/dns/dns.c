@@ -54,7 +54,7 @@ static bool question_name(struct wire_reader *r, struct dns_query *q)
 			break;
 	}
 	wire_take(r, n);
-	memcpy(q->qname_orig, start, n);
+	wire_copy_short(q->qname_orig, start, n);
 	for (size_t w = 0; w < n; w += 8) {
 		uint64_t x;
 		memcpy(&x, q->qname_orig + w, 8);
@@ -220,7 +220,7 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	memset(h, 0, DNS_HEADER_LEN);
 	wire_store16(h, q->id);
 	if (b->with_question) {
-		memcpy(h + DNS_HEADER_LEN, q->qname_orig, q->qname.len);
+		wire_copy_short(h + DNS_HEADER_LEN, q->qname_orig, q->qname.len);
 		wire_store16(h + DNS_HEADER_LEN + q->qname.len, q->qtype);
 		wire_store16(h + DNS_HEADER_LEN + q->qname.len + 2, q->qclass);
 	}

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "fib.h"
 #include "hashkey.h"
+#include "wire.h"
 
 /*
  * Every trie node is one 32-byte slot keyed by its whole suffix: the wire
@@ -592,11 +593,8 @@ void fib_prefetch_wire(const struct fib *f, const uint8_t *wire, size_t room)
 		return;
 	unsigned klen = (unsigned)(p - second);
 	uint64_t buf[4] = { 0, 0, 0, 0 };       /* the key, lowercased, readable as short_key_words reads */
-	if (room - second >= sizeof(buf))
-		memcpy(buf, wire + second, sizeof(buf));
-	else
-		for (unsigned i = 0; i < klen; i++)
-			((uint8_t *)buf)[i] = wire[second + i];
+	size_t have = room - second;
+	wire_copy_short((uint8_t *)buf, wire + second, have < sizeof(buf) ? have : sizeof(buf));
 	for (unsigned i = 0; i < 4; i++)
 		buf[i] = name_lower_word(buf[i]);
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);

@@ -83,6 +83,22 @@ static void a_reader_at_an_offset_starts_there_and_past_the_end_is_bad(void **st
 	assert_int_equal(wire_u8(&r), 0);
 }
 
+static void a_short_copy_copies_exactly_its_bytes(void **state)
+{
+	(void)state;
+	uint8_t src[256], dst[256 + 32];
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	for (size_t n = 0; n <= sizeof(src); n++) {
+		memset(dst, 0xAA, sizeof(dst));
+		wire_copy_short(dst, src, n);
+		if (n)
+			assert_memory_equal(dst, src, n);
+		for (size_t k = n; k < sizeof(dst); k++)
+			assert_int_equal(dst[k], 0xAA);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -91,6 +107,7 @@ int main(void)
 		cmocka_unit_test(a_write_that_does_not_fit_is_bad_and_writes_nothing),
 		cmocka_unit_test(a_peek_looks_ahead_without_taking_or_going_bad),
 		cmocka_unit_test(a_reader_at_an_offset_starts_there_and_past_the_end_is_bad),
+		cmocka_unit_test(a_short_copy_copies_exactly_its_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
