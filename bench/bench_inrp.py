@@ -417,7 +417,6 @@ def hop_only(args):
     med = {n: sorted(v)[len(v) // 2] for n, v in per.items()}
     out = {f"{n}_hop_p50_us": med[n] for n in names} | {f"{n}_hop_runs": per[n] for n in names}
     out |= {f"{n}_floor_ratio": round(med[n] / med["relay"], 3) for n in chains}
-    out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
 
@@ -678,6 +677,7 @@ remote-control:
         "nsd_bytes_per_name": round(results["nsd"][2] / len(names), 1),
         "unbound_bytes_per_name": round(results["unbound"][2] / len(names), 1),
     }
+    out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
 
