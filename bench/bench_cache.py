@@ -21,6 +21,11 @@ bench/udp_echo under the same load (what the kernel alone charges a
 datagram in and out).  cache_bytes_per_entry is inrpd's RSS growth over
 the warm-up divided by the entries its cache then holds.
 
+--dnstap: a second inrpd before the same Unbound, its cache warmed the
+same way, logs every query and answer to fstrm_capture writing to
+/dev/null, and is measured alternately with the first (as scripts/bench
+inrp --dnstap does; bench_inrp.dnstap_compare).
+
 The last line of output is one JSON object.
 """
 import argparse
@@ -33,8 +38,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_inrp import (descendants, unbound_conf, free_port, gen_names, measure, rss_bytes,  # noqa: E402
-                        start, stop, udp_answers)
+from bench_inrp import (TapReader, descendants, dnstap_compare, unbound_conf, free_port, gen_names,  # noqa: E402
+                        measure, rss_bytes, start, stop, tap_counters, udp_answers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -53,12 +58,39 @@ def inrpc_cache(inrpc, ctl):
     return json.loads(out)
 
 
+def dnstap_beside(args, work, inrpd, inrpc, plain, upstream, probe, qfile, pin, pin_client, client_cpus, procs):
+    """--dnstap: a second inrpd before the same upstream, logging to a reader, its cache warmed the same way."""
+    reader = TapReader(work, pin_client)
+    try:
+        addr, port = "127.0.0.55", free_port()
+        ctl = os.path.join(work, "inrpd-tap.ctl")
+        conf = os.path.join(work, "inrpd-tap.conf")
+        with open(conf, "w") as f:
+            f.write(f"listen {addr} port {port};\nworkers 1;\nlog-level warn;\n"
+                    f"upstream {upstream[0]} port {upstream[1]};\ncache-size 64M;\n" + reader.conf(ctl))
+        with open(os.path.join(work, "inrpd-tap.log"), "w") as log:
+            p = start(pin([inrpd, "-f", "-c", conf]), addr, port, probe, 60, log)
+            procs.append(p)
+            try:
+                warm(addr, port, qfile, client_cpus)
+                return dnstap_compare(plain, (p, addr, port), lambda: tap_counters(inrpc, ctl), qfile,
+                                      max(3, args.seconds // 2), client_cpus, args.dnstap_pairs)
+            finally:
+                stop(p)
+    finally:
+        reader.close()
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench cache", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=100_000)
     ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--dnstap", action="store_true",
+                    help="also a second inrpd logging every query and answer to a dnstap reader, "
+                         "measured alternately with the plain one")
+    ap.add_argument("--dnstap-pairs", type=int, default=3)
     args = ap.parse_args()
 
     inrpd = os.path.join(args.build, "inrpd", "inrpd")
@@ -112,6 +144,9 @@ def main():
             results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
             st = inrpc_cache(inrpc, ctl)
             print(f"inrpd    cache after: hits {st['hits']}, misses {st['misses']}", flush=True)
+            if args.dnstap:
+                results["dnstap"] = dnstap_beside(args, work, inrpd, inrpc, (p, addr, port), (ub_addr, ub_port),
+                                                  names[0], qfile, pin, pin_client, client_cpus, procs)
             stop(p)
 
         # dnsdist: the same upstream, its packet cache big enough for every name
@@ -166,6 +201,7 @@ getPool(""):setCache(pc)
         qps, us = results[k][0], results[k][1]
         out[f"{k}_qps_per_cpu"] = round(1e6 / us) if us else None
         out[f"{k}_server_cpu"] = round(qps * us / 1e6, 2)
+    out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
 

@@ -27,6 +27,15 @@ scrape_cpu_us is not: the CPU time all of inrpd's threads spend on one
 scrape (the kernel's per-thread sum_exec_runtime, in ns, over 50 scrapes
 of an otherwise idle inrpd, less an idle window of the same length).
 
+--dnstap: a second inrpd with the same routes logs every query and
+answer (CLIENT_QUERY, CLIENT_RESPONSE) over Frame Streams to fstrm_capture
+writing to /dev/null (pinned with the client), and is measured
+alternately with the plain one (--dnstap-pairs pairs, half --seconds
+each, medians): dnstap_cpu_us_per_query against
+dnstap_plain_cpu_us_per_query, their ratio dnstap_cpu_ratio (the CPU of
+inrpd's every thread, libfstrm's I/O thread included; not the reader's),
+and the messages sent and dropped meanwhile.
+
 The last line of output is one JSON object.
 """
 import http.client
@@ -237,6 +246,67 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+class TapReader:
+    """A dnstap reader for --dnstap: fstrm_capture on a unix socket in work,
+    throwing what it reads away (/dev/null), pinned with the client."""
+
+    def __init__(self, work, pin_client):
+        self.sock = os.path.join(work, "dnstap.sock")
+        self.log = open(os.path.join(work, "fstrm_capture.out"), "w")
+        self.proc = subprocess.Popen(pin_client(["fstrm_capture", "-t", "protobuf:dnstap.Dnstap", "-u", self.sock,
+                                                 "-w", "/dev/null"]),
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                stop(self.proc)
+                raise RuntimeError(f"fstrm_capture did not listen; see {self.log.name}")
+            time.sleep(0.05)
+
+    def conf(self, ctl):
+        """inrpd's lines for dnstap to this reader (every message type), and a control socket."""
+        return f'dnstap {{ socket-path "{self.sock}"; }}\ncontrol "{ctl}";\n'
+
+    def close(self):
+        stop(self.proc)
+        self.log.close()
+
+
+def tap_counters(inrpc, ctl):
+    out = subprocess.run([inrpc, "-s", ctl, "--json", "show", "counters"], capture_output=True, text=True,
+                         check=True).stdout
+    c = json.loads(out)
+    # the UDP workers' and the main thread's (TCP)
+    return (sum(c[k]["dnstap_sent"] for k in ("udp", "tcp")), sum(c[k]["dnstap_dropped"] for k in ("udp", "tcp")))
+
+
+def dnstap_compare(plain, tapped, counters, qfile, seconds, client_cpus, pairs):
+    """plain and tapped: (proc, addr, port) of two inrpd answering the same,
+    the second logging to a dnstap reader; measured alternately, pairs
+    times (the others' load drifts), medians of each.  counters: the
+    tapped one's (dnstap_sent, dnstap_dropped)."""
+    runs = {False: [], True: []}
+    sent0, dropped0 = counters()
+    for i in range(pairs):
+        for tap in ((False, True) if i % 2 == 0 else (True, False)):
+            proc, addr, port = tapped if tap else plain
+            runs[tap].append(measure("inrpd+tap" if tap else "inrpd", proc, addr, port, qfile, seconds,
+                                     client_cpus))
+    sent, dropped = counters()
+    plain_us, tap_us = median(r[1] for r in runs[False]), median(r[1] for r in runs[True])
+    print(f"dnstap: {tap_us:.2f} us CPU/query against {plain_us:.2f} plain ({tap_us / plain_us:.3f}); "
+          f"{sent - sent0} messages sent, {dropped - dropped0} dropped", flush=True)
+    return {
+        "dnstap_qps": round(median(r[0] for r in runs[True])),
+        "dnstap_plain_qps": round(median(r[0] for r in runs[False])),
+        "dnstap_cpu_us_per_query": round(tap_us, 3),
+        "dnstap_plain_cpu_us_per_query": round(plain_us, 3),
+        "dnstap_cpu_ratio": round(tap_us / plain_us, 4),
+        "dnstap_sent": sent - sent0,
+        "dnstap_dropped": dropped - dropped0,
+    }
+
+
 def udp_answers(addr, port, wire):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(0.2)
@@ -380,6 +450,30 @@ include: "{local}"
     return ub_conf
 
 
+def dnstap_beside(args, work, includes, plain, probe, qfile, pin, client_cpus, procs):
+    """--dnstap: the same routes in a second inrpd that logs to a reader."""
+    pin_client = (lambda cmd: ["taskset", "-c", client_cpus] + cmd) if client_cpus else (lambda cmd: cmd)
+    inrpc = os.path.join(os.path.dirname(args.inrpd), "inrpc")
+    reader = TapReader(work, pin_client)
+    try:
+        addr, port = "127.0.0.45", free_port()
+        ctl = os.path.join(work, "inrpd-tap.ctl")
+        conf = os.path.join(work, "inrpd-tap.conf")
+        with open(conf, "w") as f:
+            f.write(f"listen {addr} port {port};\nworkers 1;\nanswer-ttl 300;\nlog-level warn;\n" +
+                    reader.conf(ctl) + "".join(f'include "{path}";\n' for path in includes))
+        with open(os.path.join(work, "inrpd-tap.log"), "w") as log:
+            p = start(pin([args.inrpd, "-f", "-c", conf]), addr, port, probe, 600, log)
+            procs.append(p)
+            try:
+                return dnstap_compare(plain, (p, addr, port), lambda: tap_counters(inrpc, ctl), qfile,
+                                      max(3, args.seconds // 2), client_cpus, args.dnstap_pairs)
+            finally:
+                stop(p)
+    finally:
+        reader.close()
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench inrp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
@@ -395,6 +489,10 @@ def main():
     ap.add_argument("--hop-only", action="store_true",
                     help="only the forwarding hop against the relay, --hop-rounds times, medians")
     ap.add_argument("--hop-rounds", type=int, default=5)
+    ap.add_argument("--dnstap", action="store_true",
+                    help="also a second inrpd logging every query and answer to a dnstap reader, "
+                         "measured alternately with the plain one")
+    ap.add_argument("--dnstap-pairs", type=int, default=3)
     ap.add_argument("--hop-against", metavar="INRPD",
                     help="with --hop-only: another inrpd build measured in the same rounds (before/after)")
     args = ap.parse_args()
@@ -476,6 +574,9 @@ def main():
                                                                   median(r[1] for r in runs[scraped]))
             results["scrape_cpu_us"] = scrape_cpu_us(p.pid, "127.0.0.1", mport)
             print(f"one scrape costs inrpd {results['scrape_cpu_us']:.0f} us of CPU", flush=True)
+            if args.dnstap:
+                results["dnstap"] = dnstap_beside(args, work, includes, (p, addr, port), names[0], qfile, pin,
+                                                  client_cpus, procs)
             stop(p)
 
         # NSD: the names as A records in three zones
@@ -576,6 +677,7 @@ remote-control:
         "nsd_bytes_per_name": round(results["nsd"][2] / len(names), 1),
         "unbound_bytes_per_name": round(results["unbound"][2] / len(names), 1),
     }
+    out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
 

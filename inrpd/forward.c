@@ -575,6 +575,7 @@ static size_t build_query(const struct fwd_pending *p, const struct fwd_hop *h, 
 		.qclass = req->q.qclass,
 		.rd = req->fallback ? true : req->q.rd,
 		.cd = req->q.cd,
+		.ad = true,              /* AD answered whatever the client's query: the cache serves both kinds */
 		.edns = true,
 		.edns_do = req->q.edns_do,
 		.udp_size = FWD_UPSTREAM_UDP_SIZE,

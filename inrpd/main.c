@@ -252,6 +252,7 @@ static int reload_config(char *msg, size_t msg_len)
 {
 	char err[CONF_ERR_LEN];
 	log_info("reloading %s", g.conf_path);
+	tap_reopen(inrpd_tap);          /* a rotated dnstap file, whatever the configuration says */
 	struct inrpd_config *cfg = inrpd_config_load(g.conf_path, err, sizeof(err));
 	if (!cfg) {
 		log_err("reload failed, keeping the running configuration: %s", err);
@@ -894,7 +895,7 @@ int main(int argc, char **argv)
 	if (!(inrpd_cache_flush = cache_flush_new()))
 		daemon_fail("out of memory");
 
-	if (cfg->dnstap.socket_path &&
+	if ((cfg->dnstap.socket_path || cfg->dnstap.file_path) &&
 	    !(inrpd_tap = tap_open(&cfg->dnstap, first->identity, first->version, nworkers + 1, err, sizeof(err))))
 		daemon_fail(err);
 	if (uv_loop_init(&g.loop) < 0)

@@ -16,8 +16,15 @@
  * receive timeouts bound how long a reader that stops reading holds the
  * I/O thread (never a worker): past them the connection is closed, the
  * messages meanwhile dropped, and the I/O thread connects again.
+ *
+ * A file is emptied when opened (one Frame Streams stream a file, as
+ * fstrm_file_writer makes).  A reload asks the I/O thread to look at its
+ * path before its next write: if the file there is no longer ours (logrotate
+ * moved it), ours gets its STOP frame and is closed, and a new one is
+ * started at the path.  One not moved is written on.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <fstrm.h>
@@ -52,7 +60,11 @@ struct tap {
 	struct fstrm_iothr *iothr;
 	int fd;                         /* the I/O thread's */
 	int connected;                  /* a reader is there (written by the I/O thread) */
-	struct sockaddr_un sa;
+	struct sockaddr_un sa;          /* the reader's socket, or */
+	char file[PATH_MAX];            /* the file ("": a socket) */
+	int reopen;                     /* a reload asked (set by the main thread) */
+	dev_t file_dev;                 /* what the file's fd is */
+	ino_t file_ino;
 	char identity[TAP_IDENTITY_MAX + 1];    /* "": not sent */
 	char version[TAP_IDENTITY_MAX + 1];
 	uint16_t want;
@@ -71,13 +83,23 @@ struct tap_record {
 
 struct tap_conf_ctx {
 	struct tap_conf *c;
-	bool seen_path, seen_sid, seen_sver, seen_id, seen_ver, seen_cq, seen_cr, seen_fq, seen_fr;
+	bool seen_path, seen_file, seen_sid, seen_sver, seen_id, seen_ver, seen_cq, seen_cr, seen_fq, seen_fr;
 };
 
 static int kw_socket_path(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct tap_conf_ctx *x = arg;
+	if (x->c->file_path)
+		return conf_error(err, err_len, s, "dnstap: '%s' and 'file' exclude each other", s->argv[0]);
 	return conf_arg_path(s, 1, &x->seen_path, UNIX_PATH_MAX, &x->c->socket_path, err, err_len);
+}
+
+static int kw_file(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct tap_conf_ctx *x = arg;
+	if (x->c->socket_path)
+		return conf_error(err, err_len, s, "dnstap: 'file' and 'socket-path' exclude each other");
+	return conf_arg_path(s, 1, &x->seen_file, PATH_MAX - 1, &x->c->file_path, err, err_len);
 }
 
 static int text(const struct conf_stmt *s, bool *seen, char *out, char *err, size_t err_len)
@@ -117,9 +139,11 @@ TAP_BOOL(kw_log_fq, seen_fq, log_fq)
 TAP_BOOL(kw_log_fr, seen_fr, log_fr)
 #undef TAP_BOOL
 
-/* Unbound's dnstap options, without their "dnstap-" (the block says it). */
+/* Unbound's dnstap options, without their "dnstap-" (the block says it), and BIND's file. */
 static const struct conf_keyword tap_keywords[] = {
 	{ "socket-path", 2, 2, CONF_NO_BLOCK, kw_socket_path },
+	{ "socket", 2, 2, CONF_NO_BLOCK, kw_socket_path },     /* as Knot and the dnstap docs say it */
+	{ "file", 2, 2, CONF_NO_BLOCK, kw_file },
 	{ "send-identity", 2, 2, CONF_NO_BLOCK, kw_send_identity },
 	{ "identity", 2, 2, CONF_NO_BLOCK, kw_identity },
 	{ "send-version", 2, 2, CONF_NO_BLOCK, kw_send_version },
@@ -141,22 +165,26 @@ int tap_conf_parse(const struct conf_stmt *s, struct tap_conf *c, char *err, siz
 	struct tap_conf_ctx x = { .c = c };
 	if (conf_dispatch(s->block, tap_keywords, &x, err, err_len) < 0)
 		return -1;
-	if (!c->socket_path)
-		return conf_error(err, err_len, s, "dnstap: no 'socket-path'");
+	if (!c->socket_path && !c->file_path)
+		return conf_error(err, err_len, s, "dnstap: no 'socket-path' or 'file'");
 	return 0;
 }
 
 void tap_conf_free(struct tap_conf *c)
 {
 	free(c->socket_path);
-	c->socket_path = NULL;
+	free(c->file_path);
+	c->socket_path = c->file_path = NULL;
+}
+
+static bool same_path(const char *a, const char *b)
+{
+	return a && b ? strcmp(a, b) == 0 : a == b;
 }
 
 bool tap_conf_equal(const struct tap_conf *a, const struct tap_conf *b)
 {
-	if (!a->socket_path || !b->socket_path)
-		return !a->socket_path && !b->socket_path;
-	return strcmp(a->socket_path, b->socket_path) == 0 &&
+	return same_path(a->socket_path, b->socket_path) && same_path(a->file_path, b->file_path) &&
 	       a->send_identity == b->send_identity && a->send_version == b->send_version &&
 	       strcmp(a->identity, b->identity) == 0 && strcmp(a->version, b->version) == 0 &&
 	       a->log_cq == b->log_cq && a->log_cr == b->log_cr && a->log_fq == b->log_fq &&
@@ -221,16 +249,16 @@ static fstrm_res sock_read(void *obj, void *data, size_t count)
 	return fstrm_res_success;
 }
 
-static fstrm_res sock_write(void *obj, const struct iovec *iov, int iovcnt)
+/* Every byte of iov to fd (a socket, with no SIGPIPE, or a file). */
+static fstrm_res write_all(int fd, bool sock, const struct iovec *iov, int iovcnt)
 {
-	struct tap *t = obj;
 	struct iovec v[IOV_MAX];
 	if (iovcnt <= 0 || iovcnt > IOV_MAX)
 		return fstrm_res_failure;
 	memcpy(v, iov, (size_t)iovcnt * sizeof(*v));
 	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)iovcnt };
 	while (m.msg_iovlen > 0) {
-		ssize_t n = sendmsg(t->fd, &m, MSG_NOSIGNAL);
+		ssize_t n = sock ? sendmsg(fd, &m, MSG_NOSIGNAL) : writev(fd, m.msg_iov, (int)m.msg_iovlen);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -248,6 +276,95 @@ static fstrm_res sock_write(void *obj, const struct iovec *iov, int iovcnt)
 		}
 	}
 	return fstrm_res_success;
+}
+
+static fstrm_res sock_write(void *obj, const struct iovec *iov, int iovcnt)
+{
+	struct tap *t = obj;
+	return write_all(t->fd, true, iov, iovcnt);
+}
+
+/* ---- the file ---- */
+
+static int file_create(struct tap *t)
+{
+	struct stat st;
+	int fd = open(t->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		log_err("dnstap: %s: %s", t->file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	t->file_dev = st.st_dev;
+	t->file_ino = st.st_ino;
+	return fd;
+}
+
+static fstrm_res file_open(void *obj)
+{
+	struct tap *t = obj;
+	if ((t->fd = file_create(t)) < 0)
+		return fstrm_res_failure;
+	__atomic_store_n(&t->connected, 1, __ATOMIC_RELAXED);
+	log_info("dnstap: writing to %s", t->file);
+	return fstrm_res_success;
+}
+
+static fstrm_res file_close(void *obj)
+{
+	struct tap *t = obj;
+	if (t->fd < 0)
+		return fstrm_res_failure;
+	__atomic_store_n(&t->connected, 0, __ATOMIC_RELAXED);
+	close(t->fd);
+	t->fd = -1;
+	return fstrm_res_success;
+}
+
+/* A control frame (START with our content type, or STOP) written to fd. */
+static int file_control(int fd, fstrm_control_type type)
+{
+	uint8_t buf[64];
+	size_t len = sizeof(buf);
+	struct fstrm_control *c = fstrm_control_init();
+	fstrm_res res = fstrm_control_set_type(c, type);
+	if (res == fstrm_res_success && type == FSTRM_CONTROL_START)
+		res = fstrm_control_add_field_content_type(c, (const uint8_t *)DNSTAP_CONTENT_TYPE,
+							   strlen(DNSTAP_CONTENT_TYPE));
+	if (res == fstrm_res_success)
+		res = fstrm_control_encode(c, buf, &len, FSTRM_CONTROL_FLAG_WITH_HEADER);
+	fstrm_control_destroy(&c);
+	struct iovec v = { .iov_base = buf, .iov_len = len };
+	return res == fstrm_res_success && write_all(fd, false, &v, 1) == fstrm_res_success ? 0 : -1;
+}
+
+/* Asked by a reload: the file at our path is not ours any more, so ours ends and a new one begins. */
+static void file_follow(struct tap *t)
+{
+	struct stat st;
+	if (stat(t->file, &st) == 0 && st.st_dev == t->file_dev && st.st_ino == t->file_ino)
+		return;
+	int fd = file_create(t);
+	if (fd < 0)
+		return;         /* the old one is written on */
+	if (file_control(fd, FSTRM_CONTROL_START) < 0) {
+		log_err("dnstap: %s: %s", t->file, strerror(errno));
+		close(fd);
+		return;
+	}
+	file_control(t->fd, FSTRM_CONTROL_STOP);
+	close(t->fd);
+	t->fd = fd;
+	log_info("dnstap: %s reopened", t->file);
+}
+
+static fstrm_res file_write(void *obj, const struct iovec *iov, int iovcnt)
+{
+	struct tap *t = obj;
+	if (__atomic_exchange_n(&t->reopen, 0, __ATOMIC_RELAXED))
+		file_follow(t);
+	return write_all(t->fd, false, iov, iovcnt);
 }
 
 static fstrm_res sock_destroy(void *obj)
@@ -383,7 +500,10 @@ struct tap *tap_open(const struct tap_conf *c, const char *identity, const char 
 	t->fd = -1;
 	t->nqueues = nqueues;
 	t->sa.sun_family = AF_UNIX;
-	snprintf(t->sa.sun_path, sizeof(t->sa.sun_path), "%s", c->socket_path);
+	if (c->socket_path)
+		snprintf(t->sa.sun_path, sizeof(t->sa.sun_path), "%s", c->socket_path);
+	else
+		snprintf(t->file, sizeof(t->file), "%s", c->file_path);
 	if (c->send_identity)
 		snprintf(t->identity, sizeof(t->identity), "%s", c->identity[0] ? c->identity : identity);
 	if (c->send_version)
@@ -420,10 +540,17 @@ int tap_start(struct tap *t, char *err, size_t err_len)
 	struct fstrm_writer_options *wopt = fstrm_writer_options_init();
 	fstrm_writer_options_add_content_type(wopt, DNSTAP_CONTENT_TYPE, strlen(DNSTAP_CONTENT_TYPE));
 	struct fstrm_rdwr *rdwr = fstrm_rdwr_init(t);
-	fstrm_rdwr_set_open(rdwr, sock_open);
-	fstrm_rdwr_set_close(rdwr, sock_close);
-	fstrm_rdwr_set_read(rdwr, sock_read);
-	fstrm_rdwr_set_write(rdwr, sock_write);
+	if (t->file[0]) {
+		/* no read: a file's stream goes one way, no handshake */
+		fstrm_rdwr_set_open(rdwr, file_open);
+		fstrm_rdwr_set_close(rdwr, file_close);
+		fstrm_rdwr_set_write(rdwr, file_write);
+	} else {
+		fstrm_rdwr_set_open(rdwr, sock_open);
+		fstrm_rdwr_set_close(rdwr, sock_close);
+		fstrm_rdwr_set_read(rdwr, sock_read);
+		fstrm_rdwr_set_write(rdwr, sock_write);
+	}
 	fstrm_rdwr_set_destroy(rdwr, sock_destroy);
 	struct fstrm_writer *w = fstrm_writer_init(wopt, &rdwr);
 	fstrm_writer_options_destroy(&wopt);
@@ -451,6 +578,12 @@ int tap_start(struct tap *t, char *err, size_t err_len)
 	for (unsigned i = 0; i < t->nqueues; i++)
 		t->queues[i].ioq = fstrm_iothr_get_input_queue_idx(t->iothr, i);
 	return 0;
+}
+
+void tap_reopen(struct tap *t)
+{
+	if (t && t->file[0])
+		__atomic_store_n(&t->reopen, 1, __ATOMIC_RELAXED);
 }
 
 void tap_close(struct tap *t)

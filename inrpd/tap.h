@@ -1,6 +1,6 @@
 /*
  * Query logs in dnstap (lib/dns/dnstap.h) over Frame Streams to a unix
- * socket (libfstrm's I/O thread): CLIENT_QUERY and CLIENT_RESPONSE for what
+ * socket or into a file (libfstrm's I/O thread): CLIENT_QUERY and CLIENT_RESPONSE for what
  * clients ask and are told, FORWARDER_QUERY and FORWARDER_RESPONSE for what
  * goes to the next router or an upstream resolver and comes back.
  *
@@ -11,6 +11,7 @@
  * allocated per message: when the ring or the queue is full, or no reader
  * is connected, the message is dropped and counted (dnstap_dropped).  The
  * I/O thread connects again, every second, to a reader that went away.
+ * A file is reopened on reload when it has been moved away (rotated).
  */
 #ifndef INRPD_TAP_H
 #define INRPD_TAP_H
@@ -28,7 +29,8 @@
 
 /* The `dnstap { ... }` block. */
 struct tap_conf {
-	char *socket_path;              /* NULL: no dnstap */
+	char *socket_path;              /* a reader's socket, or */
+	char *file_path;                /* a file; both NULL: no dnstap */
 	bool send_identity, send_version;
 	char identity[TAP_IDENTITY_MAX + 1];    /* "": the server's identity */
 	char version[TAP_IDENTITY_MAX + 1];     /* "": "inrpd VERSION" */
@@ -61,6 +63,8 @@ struct tap *tap_open(const struct tap_conf *c, const char *identity, const char 
 struct tap_queue *tap_queue_next(struct tap *t, struct inrpd_counters *cnt);
 /* Starts the I/O thread (after the privilege drop: it is a thread). */
 int tap_start(struct tap *t, char *err, size_t err_len);
+/* On reload (main thread): a file moved away is followed by a new one at its path. */
+void tap_reopen(struct tap *t);
 /* After every thread writing to it has stopped. */
 void tap_close(struct tap *t);
 

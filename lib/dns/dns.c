@@ -113,6 +113,7 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	q->opcode = 0;
 	q->rd = false;
 	q->cd = false;
+	q->ad = false;
 	q->has_question = false;
 	q->has_edns = false;
 	q->edns_do = false;
@@ -135,6 +136,7 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	q->opcode = (h[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT;
 	q->rd = (h[2] & F1_RD) != 0;
 	q->cd = (h[3] & F2_CD) != 0;
+	q->ad = (h[3] & F2_AD) != 0;
 	if (h[2] & F1_QR)                       /* a response: answering could loop */
 		return DNS_PARSE_DROP;
 	if (q->opcode != DNS_OPCODE_QUERY)
@@ -310,6 +312,12 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 	return true;
 }
 
+/* RFC 6840 5.8: AD only for a client that signalled it understands it, by DO or by AD */
+static bool wants_ad(const struct dns_query *q)
+{
+	return q->edns_do || q->ad;
+}
+
 size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t body_len,
 			   size_t an_ns_len, uint16_t an, uint16_t ns, uint16_t ar, uint16_t rcode,
 			   bool ad, size_t *copied)
@@ -318,7 +326,7 @@ size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t bo
 	if (b->failed)
 		return 0;
 	b->rcode = rcode > F2_RCODE_MASK && !b->q->has_edns ? DNS_RCODE_SERVFAIL : rcode;
-	b->upstream_flags = ad && b->q->edns_do ? F2_AD : 0;
+	b->upstream_flags = ad && wants_ad(b->q) ? F2_AD : 0;
 	if (b->truncated || !b->with_question || b->ancount || b->nscount || b->arcount)
 		return 0;
 	/* the whole body if it fits, else the answer and authority sections without the additional */
@@ -411,7 +419,7 @@ size_t dns_query_write(const struct dns_query_spec *s, uint8_t *buf, size_t cap)
 	struct wire_writer w = wire_writer(buf, cap);
 	wire_put16(&w, s->id);
 	wire_put8(&w, s->rd ? F1_RD : 0);
-	wire_put8(&w, s->cd ? F2_CD : 0);
+	wire_put8(&w, (s->cd ? F2_CD : 0) | (s->ad ? F2_AD : 0));
 	wire_put16(&w, 1);                      /* QDCOUNT */
 	wire_put16(&w, 0);
 	wire_put16(&w, 0);
@@ -738,8 +746,7 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 	b->rcode = a->rcode;
 	if (a->rcode > F2_RCODE_MASK && !b->q->has_edns)
 		b->rcode = DNS_RCODE_SERVFAIL;
-	/* RFC 6840 5.8: AD only for a client that signalled it understands it */
-	b->upstream_flags = a->ad && b->q->edns_do ? F2_AD : 0;
+	b->upstream_flags = a->ad && wants_ad(b->q) ? F2_AD : 0;
 	if (b->truncated || !b->with_question)
 		return true;
 	if (a->tc || !a->has_question) {

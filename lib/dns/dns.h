@@ -83,6 +83,7 @@ struct dns_query {
 	uint8_t opcode;
 	bool rd;
 	bool cd;
+	bool ad;                                /* RFC 6840 5.7: it understands AD in the answer */
 
 	/* Question: valid when has_question. */
 	bool has_question;
@@ -225,6 +226,7 @@ struct dns_query_spec {
 	uint8_t qname_len;
 	uint16_t qtype, qclass;
 	bool rd, cd;
+	bool ad;                        /* we read AD in the answer (RFC 6840 5.7) */
 	bool edns;                      /* add an OPT RR */
 	bool edns_do;
 	uint16_t udp_size;              /* our receive buffer, advertised */

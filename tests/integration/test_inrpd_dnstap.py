@@ -5,7 +5,8 @@ address, identity and version; over TLS and HTTPS (decoded by
 tests/tools/tapdump, protobuf-c's reader: dnstap-ldns 0.2 cannot name
 DOT) as the client a PROXY header carried.  Without a reader, answers go
 on and the messages are counted as dropped; a reader that goes away and
-comes back is written to again."""
+comes back is written to again.  Into a file (`file`), read back the same
+ways, followed to a new file when logrotate moves it and inrpd reloads."""
 
 import json
 import os
@@ -54,31 +55,38 @@ class Capture:
         self.log.close()
 
     def messages(self):
-        """Every message in the file, as dnstap-ldns's YAML: dicts of its plain fields."""
-        r = subprocess.run(["dnstap-ldns", "-y", "-r", str(self.out)], capture_output=True, text=True,
-                           timeout=30)
-        assert r.returncode == 0, r.stderr
-        found = []
-        for doc in r.stdout.split("\n---"):
-            fields = dict(re.findall(r'^\s*(\w+): "?([^"\n|]*?)"?$', doc, re.M))
-            if fields:
-                m = re.search(r"^\s*;(\S+)\s+IN\s+(\w+)", doc, re.M)
-                fields["question"] = (m.group(1), m.group(2)) if m else None
-                found.append(fields)
-        return found
+        return ldns_messages(self.out)
 
     def decoded(self):
-        """Every message, read by protobuf-c (tests/tools/tapdump): dicts, messages as dnspython's."""
-        tool = pathlib.Path(os.environ.get("CR_BUILD", pathlib.Path(__file__).parents[2] / "build"))
-        r = subprocess.run([str(tool / "tests" / "tools" / "tapdump"), str(self.out)], capture_output=True,
-                           text=True, timeout=30)
-        assert r.returncode == 0, r.stderr
-        found = [json.loads(line) for line in r.stdout.splitlines()]
-        for m in found:
-            for k in ("query_message", "response_message"):
-                if k in m:
-                    m[k] = dns.message.from_wire(bytes.fromhex(m[k]))
-        return found
+        return tapdump(self.out)
+
+
+def ldns_messages(path):
+    """Every message in a Frame Streams file, as dnstap-ldns's YAML: dicts of its plain fields."""
+    r = subprocess.run(["dnstap-ldns", "-y", "-r", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    found = []
+    for doc in r.stdout.split("\n---"):
+        fields = dict(re.findall(r'^\s*(\w+): "?([^"\n|]*?)"?$', doc, re.M))
+        if fields:
+            m = re.search(r"^\s*;(\S+)\s+IN\s+(\w+)", doc, re.M)
+            fields["question"] = (m.group(1), m.group(2)) if m else None
+            found.append(fields)
+    return found
+
+
+def tapdump(path):
+    """Every message, read by protobuf-c (tests/tools/tapdump): dicts, messages as dnspython's."""
+    tool = pathlib.Path(os.environ.get("CR_BUILD", pathlib.Path(__file__).parents[2] / "build"))
+    r = subprocess.run([str(tool / "tests" / "tools" / "tapdump"), str(path)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    found = [json.loads(line) for line in r.stdout.splitlines()]
+    for m in found:
+        for k in ("query_message", "response_message"):
+            if k in m:
+                m[k] = dns.message.from_wire(bytes.fromhex(m[k]))
+    return found
 
 
 @pytest.fixture
@@ -261,6 +269,70 @@ def test_reload_keeps_the_running_dnstap(inrpd_factory, capture, tmp_path):
     assert "www.new.content." in {m["question"][0] for m in cap.messages()}
 
 
+def file_body(path):
+    return (f'dnstap {{ file "{path}"; identity "tap-file"; }}\n'
+            f'route "local.content" {{ server {SERVER}; }}\n')
+
+
+def names(msgs):
+    return {str(m["query_message"].question[0].name) for m in msgs if "query_message" in m} | \
+        {str(m["response_message"].question[0].name) for m in msgs if "response_message" in m}
+
+
+def test_queries_logged_to_a_file(inrpd_factory, tmp_path):
+    """`file`: no reader needed; UDP and TCP queries and answers are in
+    the file, read by dnstap-ldns and by protobuf-c."""
+    out = tmp_path / "tap.fstrm"
+    out.write_bytes(b"an old log, emptied at start")
+    d = router(inrpd_factory, tmp_path, file_body(out))
+    d.wait_log("dnstap: writing to")
+    base = counters(d)
+    assert [a.address for a in ask(d, "udp.local.content").answer[0]] == [SERVER]
+    assert [a.address for a in ask(d, "tcp.local.content", tcp=True).answer[0]] == [SERVER]
+    wait_for(lambda: counters(d)["dnstap_sent"] == base["dnstap_sent"] + 4, 10, "4 messages handed over")
+    assert counters(d)["dnstap_dropped"] == base["dnstap_dropped"]
+    d.stop()
+    msgs = [m for m in ldns_messages(out) if m["question"][0].endswith(".content.")]
+    got = {(m["type"], m["socket_protocol"], m["question"][0]) for m in msgs}
+    assert got == {("CLIENT_QUERY", "UDP", "udp.local.content."), ("CLIENT_RESPONSE", "UDP", "udp.local.content."),
+                   ("CLIENT_QUERY", "TCP", "tcp.local.content."), ("CLIENT_RESPONSE", "TCP", "tcp.local.content.")}
+    assert len(msgs) == 4 and all(m["identity"] == "tap-file" for m in msgs)
+    resp = [m for m in tapdump(out) if m["type"] == "CLIENT_RESPONSE" and "response_message" in m and
+            str(m["response_message"].question[0].name) == "udp.local.content."]
+    assert len(resp) == 1 and resp[0]["response_message"].answer[0][0].address == SERVER
+
+
+def test_a_rotated_file_is_followed_on_reload(inrpd_factory, tmp_path):
+    """logrotate's way: the file is moved away and inrpd reloaded.  The
+    moved file is ended (every message before the move, readable to its
+    end) and a new one is started at the path; a reload with no move
+    writes on in the same file."""
+    out = tmp_path / "tap.fstrm"
+    body = file_body(out)
+    d = router(inrpd_factory, tmp_path, body)
+    d.wait_log("dnstap: writing to")
+    ask(d, "one.local.content")
+    # written out by the I/O thread, not only handed to it
+    wait_for(lambda: b"\x03one\x05local" in out.read_bytes(), 10, "the first query in the file")
+    out.rename(tmp_path / "tap.fstrm.1")
+    mark = d.reload(f'control "{d.ctl}";\nrouter-id "r0";\n' + body)
+    d.wait_log("reloaded", start=mark)
+    ask(d, "two.local.content")
+    d.wait_log("dnstap: .* reopened", start=mark)
+    wait_for(lambda: out.exists() and b"\x03two\x05local" in out.read_bytes(), 10, "the second query in a new file")
+    mark = d.reload(f'control "{d.ctl}";\nrouter-id "r0";\n' + body)
+    d.wait_log("reloaded", start=mark)
+    ask(d, "three.local.content")
+    d.stop()
+    assert "reopened" not in d.log()[mark:]
+    assert names(tapdump(tmp_path / "tap.fstrm.1")) >= {"one.local.content."}
+    assert "two.local.content." not in names(tapdump(tmp_path / "tap.fstrm.1"))
+    assert names(tapdump(out)) >= {"two.local.content.", "three.local.content."}
+    assert "one.local.content." not in names(tapdump(out))
+    # dnstap-ldns reads both to their STOP frames
+    assert {m["question"][0] for m in ldns_messages(tmp_path / "tap.fstrm.1")} >= {"one.local.content."}
+
+
 def control_frame(ctype, content_type=b"protobuf:dnstap.Dnstap"):
     """A Frame Streams control frame: escape, length, type, one content-type field."""
     body = struct.pack(">III", ctype, 1, len(content_type)) + content_type
@@ -368,6 +440,10 @@ def test_a_reader_that_never_answers_the_handshake(inrpd_factory, tmp_path):
     ("dnstap { socket-path \"/t.sock\"; socket-path \"/u.sock\"; }", "socket-path"),
     ("dnstap { socket-path \"/t.sock\"; dnstap-enable yes; }", "dnstap-enable"),
     ("dnstap { socket-path \"/t.sock\"; }\ndnstap { socket-path \"/u.sock\"; }", "given twice"),
+    ("dnstap { socket-path \"/t.sock\";\nfile \"/t.fstrm\"; }", "exclude each other"),
+    ("dnstap { file \"/t.fstrm\";\nsocket \"/t.sock\"; }", "exclude each other"),
+    ("dnstap { file \"t.fstrm\"; }", "absolute"),
+    ("dnstap { file \"/t.fstrm\"; file \"/u.fstrm\"; }", "file"),
 ])
 def test_bad_dnstap_blocks_are_refused_with_file_and_line(tmp_path, block, error):
     conf = tmp_path / "inrpd.conf"
@@ -375,3 +451,18 @@ def test_bad_dnstap_blocks_are_refused_with_file_and_line(tmp_path, block, error
     r = run_inrpd("-t", "-c", str(conf))
     assert r.returncode != 0
     assert re.search(rf"inrpd\.conf:\d+: .*{re.escape(error)}", r.stderr, re.I), r.stderr
+
+
+def test_socket_is_socket_path_spelled_as_the_issue_does(tmp_path):
+    conf = tmp_path / "inrpd.conf"
+    conf.write_text('listen 127.0.0.1 port 5300;\ndnstap { socket "/t.sock"; }\n')
+    r = run_inrpd("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+
+
+def test_file_and_socket_excluded_at_the_second_ones_line(tmp_path):
+    conf = tmp_path / "inrpd.conf"
+    conf.write_text('listen 127.0.0.1 port 5300;\ndnstap {\n  file "/t.fstrm";\n  socket-path "/t.sock";\n}\n')
+    r = run_inrpd("-t", "-c", str(conf))
+    assert r.returncode != 0
+    assert "inrpd.conf:4: dnstap: 'socket-path' and 'file' exclude each other" in r.stderr, r.stderr
