@@ -54,6 +54,7 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "list.h"
 #include "lru.h"
 #include "proxy.h"
 #include "stream.h"
@@ -81,7 +82,7 @@ struct tcp_conn {
 	struct inrpd_stream st;         /* the forwarding engine's client */
 	uv_shutdown_t shutdown;
 	struct tcp_server *srv;
-	struct lru_node lru;            /* on srv->conns */
+	struct list_node lru;           /* on srv->conns */
 	uint8_t *rbuf;
 	size_t rcap, rlen;
 	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
@@ -106,7 +107,7 @@ struct fwd_tcp_conn {
 	uv_connect_t connect;
 	uv_write_t write;
 	struct tcp_server *srv;
-	struct fwd_tcp_conn *prev, *next;
+	struct list_node link;          /* on srv->upstreams */
 	uint32_t token;                 /* the engine's, for fwd_on_tcp_answer */
 	bool attached;                  /* the engine waits for the outcome */
 	bool closing;
@@ -122,7 +123,7 @@ struct tcp_server {
 	uv_loop_t *loop;
 	unsigned nlisten;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct lru conns;               /* most recently active first, closing ones too */
+	struct list conns;              /* most recently active first, closing ones too */
 	unsigned nconns;                /* on the list, closing ones included */
 	unsigned nopen;                 /* not closing: what max_conns bounds */
 	unsigned max_conns;
@@ -134,7 +135,7 @@ struct tcp_server {
 	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
-	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
+	struct list upstreams;          /* open or closing, until their close callback */
 	unsigned nupstreams;
 };
 
@@ -154,7 +155,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	struct tcp_server *s = c->srv;
-	lru_remove(&s->conns, &c->lru);
+	list_remove(&s->conns, &c->lru);
 	s->nconns--;
 	free(c->rbuf);
 	free(c);
@@ -472,8 +473,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 /* Closes the connection idle the longest to make room; false if every one has a query in flight. */
 static bool conn_evict_idle(struct tcp_server *s)
 {
-	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
-		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
+	for (struct list_node *n = s->conns.tail; n; n = n->prev) {
+		struct tcp_conn *c = list_entry(n, struct tcp_conn, lru);
 		if (c->closing || c->forwarded)
 			continue;
 		log_debug("tcp: %u connections, closing the one idle the longest", s->nopen);
@@ -511,7 +512,7 @@ static void on_connection(uv_stream_t *server, int status)
 		/* close alone: on the list (for tcp_server_free's count) but not open */
 		c->closing = true;
 		s->nconns++;
-		lru_push(&s->conns, &c->lru);
+		list_push(&s->conns, &c->lru);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
@@ -522,7 +523,7 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	lru_push(&s->conns, &c->lru);
+	list_push(&s->conns, &c->lru);
 	s->nconns++;
 	s->nopen++;
 	uv_tcp_nodelay(&c->handle, 1);
@@ -552,12 +553,7 @@ static void upstream_closed(uv_handle_t *h)
 {
 	struct fwd_tcp_conn *u = h->data;
 	struct tcp_server *s = u->srv;
-	if (u->prev)
-		u->prev->next = u->next;
-	else
-		s->upstreams = u->next;
-	if (u->next)
-		u->next->prev = u->prev;
+	list_remove(&s->upstreams, &u->link);
 	s->nupstreams--;
 	free(u->answer);
 	free(u);
@@ -684,10 +680,7 @@ static struct fwd_tcp_conn *upstream_open(void *ctx, const struct route *to, con
 		return NULL;
 	}
 	u->handle.data = u;
-	u->next = s->upstreams;
-	if (s->upstreams)
-		s->upstreams->prev = u;
-	s->upstreams = u;
+	list_push(&s->upstreams, &u->link);
 	s->nupstreams++;
 	struct sockaddr_storage ss;
 	route_sockaddr(to, &ss);
@@ -798,8 +791,8 @@ void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t id
 {
 	s->max_conns = max_conns;
 	s->idle_ms = idle_ms;
-	for (struct lru_node *n = s->conns.head; n; n = n->next) {
-		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
+	for (struct list_node *n = s->conns.head; n; n = n->next) {
+		struct tcp_conn *c = list_entry(n, struct tcp_conn, lru);
 		if (!c->closing)
 			uv_timer_set_repeat(&c->timer, idle_ms);
 	}
@@ -812,11 +805,11 @@ void tcp_server_close(struct tcp_server *s)
 	s->closing = true;
 	for (unsigned i = 0; i < s->nlisten; i++)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct lru_node *n = s->conns.head; n; n = n->next)
-		conn_close(lru_entry(n, struct tcp_conn, lru));
+	for (struct list_node *n = s->conns.head; n; n = n->next)
+		conn_close(list_entry(n, struct tcp_conn, lru));
 	/* closing the clients cancelled their queries' exchanges; this is for certainty */
-	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
-		upstream_close(u);
+	for (struct list_node *n = s->upstreams.head; n; n = n->next)
+		upstream_close(list_entry(n, struct fwd_tcp_conn, link));
 	uv_close((uv_handle_t *)&s->fwd_timer, aux_closed);
 	uv_close((uv_handle_t *)&s->fwd_poll, aux_closed);
 }
@@ -841,7 +834,7 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns.head || s->open_aux || s->upstreams)
+	if (s->open_listeners || s->conns.head || s->open_aux || s->upstreams.head)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
 			"connections open", s->open_listeners, s->nconns, s->nupstreams);
 	fwd_engine_free(s->ctx.fwd);

@@ -65,7 +65,7 @@ struct tls_conn {
 	uv_timer_t timer;
 	struct inrpd_stream st;
 	struct tls_server *srv;
-	struct lru_node lru;            /* on srv->conns */
+	struct list_node lru;           /* on srv->conns */
 	struct tlslink *link;
 	struct doh_session *doh;        /* DoH, after the handshake */
 	uint8_t *rbuf;                  /* DoT: plaintext short of a whole message */
@@ -94,7 +94,7 @@ struct tls_server {
 	struct tlslink_cred *cred;      /* for new connections */
 	unsigned nlisten, open_listeners;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct lru conns;               /* most recently active first, closing ones too */
+	struct list conns;              /* most recently active first, closing ones too */
 	unsigned nconns;                /* on the list, closing ones included */
 	unsigned nopen;
 	unsigned max_conns;
@@ -151,7 +151,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	struct tls_server *s = c->srv;
-	lru_remove(&s->conns, &c->lru);
+	list_remove(&s->conns, &c->lru);
 	s->nconns--;
 	doh_session_free(c->doh);
 	tlslink_free(c->link);
@@ -603,8 +603,8 @@ static void on_idle(uv_timer_t *t)
 
 static bool conn_evict_idle(struct tls_server *s)
 {
-	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
-		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
+	for (struct list_node *n = s->conns.tail; n; n = n->prev) {
+		struct tls_conn *c = list_entry(n, struct tls_conn, lru);
 		if (c->closing || c->forwarded)
 			continue;
 		tc_inc(s, TLS_CNT_EVICTED);
@@ -652,14 +652,14 @@ static void on_connection(uv_stream_t *server, int status)
 	if (!ok) {
 		c->closing = true;
 		s->nconns++;
-		lru_push(&s->conns, &c->lru);
+		list_push(&s->conns, &c->lru);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	lru_push(&s->conns, &c->lru);
+	list_push(&s->conns, &c->lru);
 	s->nconns++;
 	s->nopen++;
 	CNT_SET(&s->tc, v[TLS_CNT_CONNECTIONS], s->nopen);
@@ -722,8 +722,8 @@ void tls_server_reload(struct tls_server *s, const struct inrpd_config *cfg)
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
 	snprintf(s->path, sizeof(s->path), "%s", cfg->tls.https_path);
-	for (struct lru_node *n = s->conns.head; n; n = n->next) {
-		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
+	for (struct list_node *n = s->conns.head; n; n = n->next) {
+		struct tls_conn *c = list_entry(n, struct tls_conn, lru);
 		if (!c->closing)
 			uv_timer_set_repeat(&c->timer, s->idle_ms);
 	}
@@ -742,8 +742,8 @@ void tls_server_close(struct tls_server *s)
 	s->closing = true;
 	for (unsigned i = 0; i < s->nlisten; i++)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct lru_node *n = s->conns.head; n; n = n->next)
-		conn_close(lru_entry(n, struct tls_conn, lru));
+	for (struct list_node *n = s->conns.head; n; n = n->next)
+		conn_close(list_entry(n, struct tls_conn, lru));
 }
 
 void tls_server_free(struct tls_server *s)
