@@ -1,6 +1,7 @@
 /*
- * An intrusive doubly-linked list: embed a struct list_node, link it at
- * the head and unlink it from anywhere in O(1), with no allocation.
+ * Intrusive lists, with no allocation: a doubly-linked list (embed a
+ * struct list_node, link it at the head and unlink it from anywhere in
+ * O(1)) and a queue, first in first out (embed a struct fifo_node).
  */
 #ifndef CR_LIST_H
 #define CR_LIST_H
@@ -40,6 +41,34 @@ static inline void list_remove(struct list *l, struct list_node *n)
 		n->next->prev = n->prev;
 	else
 		l->tail = n->prev;
+}
+
+struct fifo_node {
+	struct fifo_node *next;
+};
+
+struct fifo {
+	struct fifo_node *head;         /* out first */
+	struct fifo_node *tail;
+};
+
+static inline void fifo_push(struct fifo *q, struct fifo_node *n)
+{
+	n->next = NULL;
+	if (q->tail)
+		q->tail->next = n;
+	else
+		q->head = n;
+	q->tail = n;
+}
+
+/* The head, taken off; NULL when empty. */
+static inline struct fifo_node *fifo_pop(struct fifo *q)
+{
+	struct fifo_node *n = q->head;
+	if (n && !(q->head = n->next))
+		q->tail = NULL;
+	return n;
 }
 
 #endif
