@@ -444,22 +444,10 @@ static int kw_control(const struct conf_stmt *s, void *arg, char *err, size_t er
 	return conf_arg_path(s, 1, &x->seen_control, UNIX_PATH_MAX, &x->cfg->control_path, err, err_len);
 }
 
-/* A string of 1 to max characters, given once, into out (max + 1 bytes). */
-static int text_once(const struct conf_stmt *s, bool *seen, char *out, size_t max, char *err, size_t err_len)
-{
-	if (conf_once(seen, s, err, err_len) < 0)
-		return -1;
-	size_t n = strlen(s->argv[1]);
-	if (n == 0 || n > max)
-		return conf_error(err, err_len, s, "%s must have 1 to %zu characters", s->argv[0], max);
-	memcpy(out, s->argv[1], n + 1);
-	return 0;
-}
-
 static int kw_router_id(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return text_once(s, &x->seen_router_id, x->cfg->router_name, INRPD_ROUTER_NAME_MAX, err, err_len);
+	return conf_once_text(s, &x->seen_router_id, x->cfg->router_name, INRPD_ROUTER_NAME_MAX, err, err_len);
 }
 
 static int kw_upstream(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -625,13 +613,13 @@ static int kw_minimal_any(const struct conf_stmt *s, void *arg, char *err, size_
 static int kw_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return text_once(s, &x->seen_identity, x->cfg->identity, INRPD_TXT_MAX, err, err_len);
+	return conf_once_text(s, &x->seen_identity, x->cfg->identity, INRPD_TXT_MAX, err, err_len);
 }
 
 static int kw_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct cfg_ctx *x = arg;
-	return text_once(s, &x->seen_version, x->cfg->version, INRPD_TXT_MAX, err, err_len);
+	return conf_once_text(s, &x->seen_version, x->cfg->version, INRPD_TXT_MAX, err, err_len);
 }
 
 static int kw_hide_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)

@@ -25,6 +25,7 @@
 
 #include "dnspad.h"
 #include "dohreq.h"
+#include "list.h"
 #include "log.h"
 #include "tls.h"
 #include "tlslink.h"
@@ -34,7 +35,7 @@
 #define DOH_CONN_WINDOW (256 * 1024)
 
 struct doh_stream {
-	struct doh_stream *prev, *next;
+	struct list_node link;          /* on the session's streams */
 	struct dohreq req;
 	size_t held;                    /* request bytes kept, credited back at close */
 	uint8_t *body;                  /* the response's */
@@ -46,19 +47,14 @@ struct doh_session {
 	nghttp2_session *h2;
 	struct tls_conn *conn;
 	const char *path;
-	struct doh_stream *streams;     /* open: nghttp2_session_del calls no callback */
+	struct list streams;            /* open: nghttp2_session_del calls no callback */
 };
 
 static void stream_free(struct doh_session *d, struct doh_stream *st)
 {
 	if (st->held)
 		nghttp2_session_consume_connection(d->h2, st->held);
-	if (st->prev)
-		st->prev->next = st->next;
-	else
-		d->streams = st->next;
-	if (st->next)
-		st->next->prev = st->prev;
+	list_remove(&d->streams, &st->link);
 	dohreq_free(&st->req);
 	free(st->body);
 	free(st);
@@ -152,10 +148,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
 	if (!st)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	dohreq_init(&st->req, d->path);
-	st->next = d->streams;
-	if (d->streams)
-		d->streams->prev = st;
-	d->streams = st;
+	list_push(&d->streams, &st->link);
 	nghttp2_session_set_stream_user_data(h2, f->hd.stream_id, st);
 	return 0;
 }
@@ -306,9 +299,10 @@ void doh_session_free(struct doh_session *d)
 {
 	if (!d)
 		return;
-	while (d->streams) {
-		d->streams->held = 0;   /* no credit to give back: the session goes too */
-		stream_free(d, d->streams);
+	while (d->streams.head) {
+		struct doh_stream *st = list_entry(d->streams.head, struct doh_stream, link);
+		st->held = 0;           /* no credit to give back: the session goes too */
+		stream_free(d, st);
 	}
 	nghttp2_session_del(d->h2);
 	free(d);

@@ -102,27 +102,16 @@ static int kw_file(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 	return conf_arg_path(s, 1, &x->seen_file, PATH_MAX - 1, &x->c->file_path, err, err_len);
 }
 
-static int text(const struct conf_stmt *s, bool *seen, char *out, char *err, size_t err_len)
-{
-	if (conf_once(seen, s, err, err_len) < 0)
-		return -1;
-	size_t n = strlen(s->argv[1]);
-	if (n == 0 || n > TAP_IDENTITY_MAX)
-		return conf_error(err, err_len, s, "%s must have 1 to %d characters", s->argv[0], TAP_IDENTITY_MAX);
-	memcpy(out, s->argv[1], n + 1);
-	return 0;
-}
-
 static int kw_identity(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct tap_conf_ctx *x = arg;
-	return text(s, &x->seen_id, x->c->identity, err, err_len);
+	return conf_once_text(s, &x->seen_id, x->c->identity, TAP_IDENTITY_MAX, err, err_len);
 }
 
 static int kw_version(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	struct tap_conf_ctx *x = arg;
-	return text(s, &x->seen_ver, x->c->version, err, err_len);
+	return conf_once_text(s, &x->seen_ver, x->c->version, TAP_IDENTITY_MAX, err, err_len);
 }
 
 #define TAP_BOOL(fn, seen, field) \

@@ -8,13 +8,8 @@
  * zero-length message, when the client closes its side (once our answers
  * are written), and at shutdown.  Bytes that do not complete a query do
  * not restart the idle clock, so a client trickling them is closed too.
- * At tcp-max-connections, a new connection closes the one idle the
- * longest (RFC 7766 6.2.3: slow or idle clients must not lock others
- * out); one with a query in the forwarding engine is not idle.  When
- * every connection has one, the newcomer is accepted and closed at once,
- * so it does not linger in the backlog.  A client that does not read its
- * answers stops being read once TCP_WRITE_QUEUE_MAX bytes are queued,
- * until the queue drains.
+ * Accepting, tcp-max-connections and backpressure are conn.c's, shared
+ * with DoT and DoH.
  *
  * A connection from an address in proxy-protocol-from starts with a PROXY
  * v2 header (proxy.h), read before the first message; its queries are
@@ -51,10 +46,11 @@
 #include <uv.h>
 #include <urcu-qsbr.h>
 
+#include "conn.h"
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
-#include "lru.h"
+#include "list.h"
 #include "proxy.h"
 #include "stream.h"
 #include "tcp.h"
@@ -62,8 +58,6 @@
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096
-#define TCP_WRITE_QUEUE_MAX     (256 * 1024)
-#define TCP_BACKLOG             256
 /*
  * Upstream TCP connections open at once.  Each holds a socket and, while
  * reading, up to 64 KiB of answer; they are only for truncated answers to
@@ -76,21 +70,10 @@
 struct tcp_server;
 
 struct tcp_conn {
-	uv_tcp_t handle;                /* first: handle.data is unused */
-	uv_timer_t timer;
-	struct inrpd_stream st;         /* the forwarding engine's client */
-	uv_shutdown_t shutdown;
+	struct conn base;               /* first */
 	struct tcp_server *srv;
-	struct lru_node lru;            /* on srv->conns */
 	uint8_t *rbuf;
 	size_t rcap, rlen;
-	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
-	bool started;                   /* that header, or its absence, settled */
-	unsigned open_handles;
-	unsigned forwarded;             /* queries in the forwarding engine */
-	bool closing;
-	bool paused;                    /* reading stopped for write backpressure */
-	bool eof;
 };
 
 struct tcp_write {
@@ -106,7 +89,7 @@ struct fwd_tcp_conn {
 	uv_connect_t connect;
 	uv_write_t write;
 	struct tcp_server *srv;
-	struct fwd_tcp_conn *prev, *next;
+	struct list_node link;          /* on srv->upstreams */
 	uint32_t token;                 /* the engine's, for fwd_on_tcp_answer */
 	bool attached;                  /* the engine waits for the outcome */
 	bool closing;
@@ -119,77 +102,31 @@ struct fwd_tcp_conn {
 };
 
 struct tcp_server {
-	uv_loop_t *loop;
-	unsigned nlisten;
-	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct lru conns;               /* most recently active first, closing ones too */
-	unsigned nconns;                /* on the list, closing ones included */
-	unsigned nopen;                 /* not closing: what max_conns bounds */
-	unsigned max_conns;
-	uint64_t idle_ms;
-	unsigned open_listeners;
-	bool closing;
+	struct conn_set set;            /* the clients' connections */
 	struct inrpd_counters cnt;
 	struct inrpd_worker ctx;        /* the counters above, its engine, the main thread's cache shard */
 	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
-	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
+	struct list upstreams;          /* open or closing, until their close callback */
 	unsigned nupstreams;
 };
 
 static void fwd_rearm(struct tcp_server *s);
 
-static void conn_close(struct tcp_conn *c);
-
-/* A query or an answer: the connection is the most recently active. */
-static void conn_touch(struct tcp_conn *c)
-{
-	lru_touch(&c->srv->conns, &c->lru);
-}
-
-static void conn_handle_closed(uv_handle_t *h)
-{
-	struct tcp_conn *c = h->data;
-	if (--c->open_handles > 0)
-		return;
-	struct tcp_server *s = c->srv;
-	lru_remove(&s->conns, &c->lru);
-	s->nconns--;
-	free(c->rbuf);
-	free(c);
-}
-
-static void conn_close(struct tcp_conn *c)
-{
-	if (c->closing)
-		return;
-	c->closing = true;
-	c->srv->nopen--;
-	if (c->forwarded) {
-		fwd_cancel_conn(c->srv->ctx.fwd, &c->st);
-		c->forwarded = 0;
-		fwd_rearm(c->srv);
-	}
-	uv_read_stop((uv_stream_t *)&c->handle);
-	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
-	uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
-}
-
 /* The client went away or idled before its first bytes were settled. */
 static void conn_cut(struct tcp_conn *c)
 {
-	if (!c->started && c->rlen > 0)
+	if (!c->base.started && c->rlen > 0)
 		inrpd_proxy_stream_cut(&c->srv->cnt);
 }
 
-static void on_idle(uv_timer_t *t)
+static void on_idle(struct conn *base)
 {
-	struct tcp_conn *c = t->data;
+	struct tcp_conn *c = (struct tcp_conn *)base;
 	log_debug("tcp: closing idle connection");
 	conn_cut(c);
-	conn_close(c);
+	conn_close(base);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -209,32 +146,12 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-	struct tcp_conn *c = req->data;
-	(void)status;
-	conn_close(c);
-}
-
 static void on_write(uv_write_t *req, int status)
 {
 	struct tcp_write *w = req->data;
 	struct tcp_conn *c = w->conn;
 	free(w);
-	if (c->closing)
-		return;
-	if (status < 0) {
-		log_debug("tcp: write: %s", uv_strerror(status));
-		conn_close(c);
-		return;
-	}
-	if (c->paused && !c->eof &&
-	    uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) < TCP_WRITE_QUEUE_MAX / 2) {
-		c->paused = false;
-		uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
-	}
+	conn_written(&c->base, status);
 }
 
 /* Output of one read: the answers, each with its length prefix. */
@@ -268,14 +185,6 @@ static bool out_append(struct outbuf *o, const uint8_t *msg, size_t len)
 	return true;
 }
 
-static void conn_resume_or_pause(struct tcp_conn *c)
-{
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) > TCP_WRITE_QUEUE_MAX) {
-		c->paused = true;
-		uv_read_stop((uv_stream_t *)&c->handle);
-	}
-}
-
 void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_protocol proto,
 		    const struct uv_tcp_s *h, const struct sockaddr *client, const uint8_t *msg, size_t len)
 {
@@ -292,7 +201,7 @@ void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_pro
 static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
 		    size_t len)
 {
-	tcp_server_tap(s, type, DNSTAP_TCP, &c->handle, (struct sockaddr *)&c->client, msg, len);
+	tcp_server_tap(s, type, DNSTAP_TCP, &c->base.handle, (struct sockaddr *)&c->base.client, msg, len);
 }
 
 static void conn_process(struct tcp_conn *c)
@@ -307,22 +216,22 @@ static void conn_process(struct tcp_conn *c)
 
 	rcu_thread_online();
 	inrpd_worker_begin(&s->ctx);
-	if (!c->started) {
-		enum inrpd_proxy_verdict v = inrpd_proxy_stream(s->ctx.rt, (struct sockaddr *)&c->client, c->rbuf,
-								c->rlen, &off, &c->client, &s->cnt);
-		c->started = v == INRPD_PROXY_PASS;
+	if (!c->base.started) {
+		enum inrpd_proxy_verdict v = inrpd_proxy_stream(s->ctx.rt, (struct sockaddr *)&c->base.client, c->rbuf,
+								c->rlen, &off, &c->base.client, &s->cnt);
+		c->base.started = v == INRPD_PROXY_PASS;
 		bad = v == INRPD_PROXY_DROP;
 	}
-	while (c->started && !bad &&
+	while (c->base.started && !bad &&
 	       (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
 		tap_tcp(s, c, DNSTAP_CLIENT_QUERY, c->rbuf + off + 2, mlen);
-		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->client, answer);
+		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->base.client, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
-			struct fwd_client fc = { .conn = &c->st };
-			c->forwarded++;
+			struct fwd_client fc = { .conn = &c->base.st };
+			c->base.forwarded++;
 			fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
-			if (c->closing)         /* delivery failed and closed it */
+			if (c->base.closing)         /* delivery failed and closed it */
 				break;
 			continue;
 		}
@@ -343,14 +252,14 @@ static void conn_process(struct tcp_conn *c)
 	if (off > 0) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
-		uv_timer_again(&c->timer);      /* idle counts from the last query */
-		conn_touch(c);
+		uv_timer_again(&c->base.timer);      /* idle counts from the last query */
+		conn_touch(&c->base);
 	}
 	if (o.w) {
 		o.w->conn = c;
 		o.w->req.data = o.w;
 		uv_buf_t b = uv_buf_init((char *)o.w->data, (unsigned)o.w->len);
-		int rc = uv_write(&o.w->req, (uv_stream_t *)&c->handle, &b, 1, on_write);
+		int rc = uv_write(&o.w->req, (uv_stream_t *)&c->base.handle, &b, 1, on_write);
 		if (rc < 0) {
 			log_debug("tcp: write: %s", uv_strerror(rc));
 			CNT_ADD(&s->cnt, dropped, o.count);
@@ -362,17 +271,10 @@ static void conn_process(struct tcp_conn *c)
 		}
 	}
 	if (bad) {
-		conn_close(c);
+		conn_close(&c->base);
 		return;
 	}
-	conn_resume_or_pause(c);
-}
-
-static void conn_shutdown(struct tcp_conn *c)
-{
-	c->shutdown.data = c;
-	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->handle, on_shutdown) < 0)
-		conn_close(c);
+	conn_pause_if_full(&c->base);
 }
 
 /* An answer from the forwarding engine, for whichever transport's connection asked. */
@@ -385,36 +287,36 @@ static void deliver_stream(void *ctx, const struct fwd_client *fc, const uint8_t
 
 static void deliver_tcp(struct inrpd_stream *st, uint64_t tag, const uint8_t *msg, size_t len)
 {
-	struct tcp_conn *c = (struct tcp_conn *)((char *)st - offsetof(struct tcp_conn, st));
+	struct tcp_conn *c = (struct tcp_conn *)((char *)st - offsetof(struct tcp_conn, base.st));
 	struct tcp_server *s = c->srv;
 	struct outbuf o = { 0 };
 	(void)tag;
 
-	c->forwarded--;
-	if (c->closing)
+	c->base.forwarded--;
+	if (c->base.closing)
 		return;
 	if (!out_append(&o, msg, len)) {
 		CNT_INC(&s->cnt, dropped);
-		conn_close(c);
+		conn_close(&c->base);
 		return;
 	}
 	o.w->conn = c;
 	o.w->req.data = o.w;
 	uv_buf_t b = uv_buf_init((char *)o.w->data, (unsigned)o.w->len);
-	int rc = uv_write(&o.w->req, (uv_stream_t *)&c->handle, &b, 1, on_write);
+	int rc = uv_write(&o.w->req, (uv_stream_t *)&c->base.handle, &b, 1, on_write);
 	if (rc < 0) {
 		free(o.w);
 		CNT_INC(&s->cnt, dropped);
-		conn_close(c);
+		conn_close(&c->base);
 		return;
 	}
 	CNT_INC(&s->cnt, answered);
 	tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, msg, len);
-	conn_touch(c);
-	if (c->eof && c->forwarded == 0)
-		conn_shutdown(c);
-	else if (!c->eof)
-		conn_resume_or_pause(c);
+	conn_touch(&c->base);
+	if (c->base.eof && c->base.forwarded == 0)
+		conn_finish(&c->base);
+	else if (!c->base.eof)
+		conn_pause_if_full(&c->base);
 }
 
 static void on_fwd_timer(uv_timer_t *t)
@@ -425,7 +327,7 @@ static void on_fwd_timer(uv_timer_t *t)
 
 static void fwd_rearm(struct tcp_server *s)
 {
-	if (s->closing)
+	if (s->set.closing)
 		return;
 	int ms = fwd_expire(s->ctx.fwd);
 	if (ms < 0)
@@ -447,7 +349,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct tcp_conn *c = stream->data;
 	(void)buf;
-	if (c->closing)
+	if (c->base.closing)
 		return;
 	if (nread > 0) {
 		c->rlen += (size_t)nread;
@@ -459,86 +361,33 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	conn_cut(c);
 	if (nread == UV_EOF) {
 		/* the client is done: send what is queued and in flight, then close */
-		c->eof = true;
-		uv_read_stop(stream);
-		if (c->forwarded == 0)
-			conn_shutdown(c);
+		conn_eof(&c->base);
 		return;
 	}
 	log_debug("tcp: read: %s", uv_strerror((int)nread));
-	conn_close(c);
+	conn_close(&c->base);
 }
 
-/* Closes the connection idle the longest to make room; false if every one has a query in flight. */
-static bool conn_evict_idle(struct tcp_server *s)
+static bool conn_accepted(struct conn *base)
 {
-	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
-		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
-		if (c->closing || c->forwarded)
-			continue;
-		log_debug("tcp: %u connections, closing the one idle the longest", s->nopen);
-		CNT_INC(&s->cnt, tcp_evicted);
-		conn_close(c);
-		return true;
-	}
-	return false;
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-	struct tcp_server *s = server->data;
-	if (status < 0) {
-		log_warn("tcp: accept: %s", uv_strerror(status));
-		return;
-	}
-	struct tcp_conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		log_err("tcp: out of memory for a connection");
-		return;
-	}
-	c->srv = s;
-	c->st.deliver = deliver_tcp;
-	uv_tcp_init(s->loop, &c->handle);
-	c->handle.data = c;
-	c->open_handles = 1;
-	bool ok = uv_accept(server, (uv_stream_t *)&c->handle) == 0 && !s->closing;
-	if (ok && s->nopen >= s->max_conns && !conn_evict_idle(s)) {
-		log_debug("tcp: %u connections, each with a query in flight: refusing another", s->nopen);
-		CNT_INC(&s->cnt, tcp_full);
-		ok = false;
-	}
-	if (!ok || !(c->rbuf = malloc(TCP_RBUF_INIT))) {
-		/* close alone: on the list (for tcp_server_free's count) but not open */
-		c->closing = true;
-		s->nconns++;
-		lru_push(&s->conns, &c->lru);
-		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
-		return;
-	}
+	struct tcp_conn *c = (struct tcp_conn *)base;
+	c->srv = (struct tcp_server *)((char *)base->set - offsetof(struct tcp_server, set));
+	c->base.st.deliver = deliver_tcp;
+	if (!(c->rbuf = malloc(TCP_RBUF_INIT)))
+		return false;
 	c->rcap = TCP_RBUF_INIT;
-	int plen = sizeof(c->client);
-	if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&c->client, &plen) < 0)
-		c->client.ss_family = AF_UNSPEC;        /* not allowed recursion */
-	uv_timer_init(s->loop, &c->timer);
-	c->timer.data = c;
-	c->open_handles = 2;
-	lru_push(&s->conns, &c->lru);
-	s->nconns++;
-	s->nopen++;
-	uv_tcp_nodelay(&c->handle, 1);
-	uv_timer_start(&c->timer, on_idle, s->idle_ms, s->idle_ms);
-	int rc = uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
-	if (rc < 0) {
-		log_debug("tcp: read start: %s", uv_strerror(rc));
-		conn_close(c);
-	}
+	return true;
 }
 
-static void listener_closed(uv_handle_t *h)
+static void conn_release(struct conn *base)
 {
-	struct tcp_server *s = h->data;
-	s->open_listeners--;
+	struct tcp_conn *c = (struct tcp_conn *)base;
+	free(c->rbuf);
 }
+
+static const struct conn_ops tcp_conn_ops = {
+	.alloc = on_alloc, .read = on_read, .accepted = conn_accepted, .idle = on_idle, .release = conn_release,
+};
 
 static void aux_closed(uv_handle_t *h)
 {
@@ -552,12 +401,7 @@ static void upstream_closed(uv_handle_t *h)
 {
 	struct fwd_tcp_conn *u = h->data;
 	struct tcp_server *s = u->srv;
-	if (u->prev)
-		u->prev->next = u->next;
-	else
-		s->upstreams = u->next;
-	if (u->next)
-		u->next->prev = u->prev;
+	list_remove(&s->upstreams, &u->link);
 	s->nupstreams--;
 	free(u->answer);
 	free(u);
@@ -668,7 +512,7 @@ static struct fwd_tcp_conn *upstream_open(void *ctx, const struct route *to, con
 					  size_t len, uint32_t token)
 {
 	struct tcp_server *s = ctx;
-	if (s->closing || s->nupstreams >= TCP_UPSTREAM_MAX || len > UINT16_MAX)
+	if (s->set.closing || s->nupstreams >= TCP_UPSTREAM_MAX || len > UINT16_MAX)
 		return NULL;
 	struct fwd_tcp_conn *u = calloc(1, sizeof(*u) + 2 + len);
 	if (!u)
@@ -678,16 +522,13 @@ static struct fwd_tcp_conn *upstream_open(void *ctx, const struct route *to, con
 	wire_store16(u->query, (uint16_t)len);
 	memcpy(u->query + 2, query, len);
 	u->query_len = 2 + len;
-	int rc = uv_tcp_init(s->loop, &u->handle);
+	int rc = uv_tcp_init(s->set.loop, &u->handle);
 	if (rc < 0) {
 		free(u);
 		return NULL;
 	}
 	u->handle.data = u;
-	u->next = s->upstreams;
-	if (s->upstreams)
-		s->upstreams->prev = u;
-	s->upstreams = u;
+	list_push(&s->upstreams, &u->link);
 	s->nupstreams++;
 	struct sockaddr_storage ss;
 	route_sockaddr(to, &ss);
@@ -716,9 +557,10 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 		snprintf(err, err_len, "out of memory");
 		return NULL;
 	}
-	s->loop = loop;
-	s->max_conns = cfg->tcp_max_conns;
-	s->idle_ms = cfg->tcp_idle_ms;
+	conn_set_init(&s->set, loop, "tcp", &tcp_conn_ops, sizeof(struct tcp_conn), s);
+	conn_set_limits(&s->set, cfg->tcp_max_conns, cfg->tcp_idle_ms);
+	s->set.evicted = &s->cnt.tcp_evicted;
+	s->set.full = &s->cnt.tcp_full;
 	s->ctx.cnt = &s->cnt;
 	s->ctx.fwd = fwd_engine_create(&s->ctx, cfg->max_pending, cfg->max_sockets, deliver_stream, s, err, err_len);
 	if (!s->ctx.fwd) {
@@ -742,28 +584,11 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->fwd_poll.data = s;
 	s->open_aux++;
 	uv_poll_start(&s->fwd_poll, UV_READABLE, on_fwd_readable);
-	for (unsigned i = 0; i < cfg->nlisten; i++) {
-		const struct inrpd_listen *l = &cfg->listen[i];
-		struct sockaddr_storage ss;
-		char what[80];
-		unsigned flags = l->ep.family == AF_INET6 ? UV_TCP_IPV6ONLY : 0;
-		ip_endpoint_sockaddr(&(l)->ep, &ss);
-		ip_endpoint_format(&(l)->ep, what, sizeof(what));
-		uv_tcp_t *t = &s->listeners[i];
-		uv_tcp_init(loop, t);
-		t->data = s;
-		s->nlisten = i + 1;
-		s->open_listeners++;
-		int rc = uv_tcp_bind(t, (struct sockaddr *)&ss, flags);
-		if (rc == 0)
-			rc = uv_listen((uv_stream_t *)t, TCP_BACKLOG, on_connection);
-		if (rc < 0) {
-			snprintf(err, err_len, "listen %s: tcp: %s", what, uv_strerror(rc));
-			tcp_server_close(s);
-			uv_run(loop, UV_RUN_NOWAIT);    /* runs the close callbacks */
-			tcp_server_free(s);
-			return NULL;
-		}
+	if (conn_set_listen(&s->set, cfg->listen, cfg->nlisten, "listen", err, err_len) < 0) {
+		tcp_server_close(s);
+		uv_run(loop, UV_RUN_NOWAIT);    /* runs the close callbacks */
+		tcp_server_free(s);
+		return NULL;
 	}
 	return s;
 }
@@ -796,27 +621,17 @@ void tcp_server_forget(struct tcp_server *s, struct inrpd_stream *st)
 
 void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t idle_ms)
 {
-	s->max_conns = max_conns;
-	s->idle_ms = idle_ms;
-	for (struct lru_node *n = s->conns.head; n; n = n->next) {
-		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
-		if (!c->closing)
-			uv_timer_set_repeat(&c->timer, idle_ms);
-	}
+	conn_set_limits(&s->set, max_conns, idle_ms);
 }
 
 void tcp_server_close(struct tcp_server *s)
 {
-	if (s->closing)
+	if (s->set.closing)
 		return;
-	s->closing = true;
-	for (unsigned i = 0; i < s->nlisten; i++)
-		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct lru_node *n = s->conns.head; n; n = n->next)
-		conn_close(lru_entry(n, struct tcp_conn, lru));
+	conn_set_close(&s->set);
 	/* closing the clients cancelled their queries' exchanges; this is for certainty */
-	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
-		upstream_close(u);
+	for (struct list_node *n = s->upstreams.head; n; n = n->next)
+		upstream_close(list_entry(n, struct fwd_tcp_conn, link));
 	uv_close((uv_handle_t *)&s->fwd_timer, aux_closed);
 	uv_close((uv_handle_t *)&s->fwd_poll, aux_closed);
 }
@@ -847,9 +662,9 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns.head || s->open_aux || s->upstreams)
+	if (s->set.open_listeners || s->set.conns.head || s->open_aux || s->upstreams.head)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
-			"connections open", s->open_listeners, s->nconns, s->nupstreams);
+			"connections open", s->set.open_listeners, s->set.nconns, s->nupstreams);
 	fwd_engine_free(s->ctx.fwd);
 	cache_destroy(s->ctx.cache);
 	free(s);

@@ -15,8 +15,8 @@
  * to a query with EDNS Padding is padded to a multiple of 468 bytes (RFC
  * 8467 4.1).
  *
- * Connections are as over TCP: tcp-idle-timeout bounds the handshake and
- * the time without a complete query; at tcp-max-connections (each
+ * Connections are TCP's (conn.c): tcp-idle-timeout bounds the handshake
+ * and the time without a complete query; at tcp-max-connections (each
  * transport its own) a newcomer closes the connection idle the longest
  * that has no query in flight, else is refused; a client that does not
  * read stops being read.  A reload's new certificate is for the
@@ -43,10 +43,10 @@
 #include <urcu-qsbr.h>
 
 #include "answer.h"
+#include "conn.h"
 #include "dnsframe.h"
 #include "dnspad.h"
 #include "log.h"
-#include "lru.h"
 #include "proxy.h"
 #include "runtime.h"
 #include "stream.h"
@@ -54,18 +54,13 @@
 #include "tlslink.h"
 #include "wire.h"
 
-#define TLS_BACKLOG             256
-#define TLS_WRITE_QUEUE_MAX     (256 * 1024)
 #define TLS_READ_BUF            (64 * 1024)
 #define TLS_RBUF_INIT           1024    /* DoT plaintext: grown as a message needs */
 #define TAG_PADDED              1u      /* the query had EDNS Padding */
 
 struct tls_conn {
-	uv_tcp_t handle;                /* handle.data: this */
-	uv_timer_t timer;
-	struct inrpd_stream st;
+	struct conn base;               /* first */
 	struct tls_server *srv;
-	struct lru_node lru;            /* on srv->conns */
 	struct tlslink *link;
 	struct doh_session *doh;        /* DoH, after the handshake */
 	uint8_t *rbuf;                  /* DoT: plaintext short of a whole message */
@@ -73,11 +68,7 @@ struct tls_conn {
 	uint8_t *head;                  /* the start of a PROXY header, until it is whole */
 	size_t head_len;
 	struct sockaddr_storage peer;
-	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
-	unsigned open_handles;
-	unsigned forwarded;             /* queries in the forwarding engine */
-	bool started;                   /* that header, or its absence, settled */
-	bool handshaken, closing, paused, eof;
+	bool handshaken;
 	bool reading;                   /* in conn_input: it flushes, not deliver() */
 };
 
@@ -88,18 +79,10 @@ struct tls_write {
 };
 
 struct tls_server {
-	uv_loop_t *loop;
+	struct conn_set set;            /* the clients' connections */
 	enum tls_kind kind;
 	struct tcp_server *tcp;
 	struct tlslink_cred *cred;      /* for new connections */
-	unsigned nlisten, open_listeners;
-	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct lru conns;               /* most recently active first, closing ones too */
-	unsigned nconns;                /* on the list, closing ones included */
-	unsigned nopen;
-	unsigned max_conns;
-	uint64_t idle_ms;
-	bool closing;
 	char path[INRPD_HTTPS_PATH_MAX + 1];
 	const struct inrpd_runtime *rt; /* while online in conn_input */
 	uint64_t arrived_us;
@@ -139,46 +122,11 @@ static void tc_inc(struct tls_server *s, enum tls_counter i)
 }
 
 /* A query: the connection is the most recently active, and its idle clock starts again. */
-static void conn_touch(struct tls_conn *c)
+static void conn_active(struct tls_conn *c)
 {
-	uv_timer_again(&c->timer);
-	lru_touch(&c->srv->conns, &c->lru);
+	uv_timer_again(&c->base.timer);
+	conn_touch(&c->base);
 }
-
-static void conn_handle_closed(uv_handle_t *h)
-{
-	struct tls_conn *c = h->data;
-	if (--c->open_handles > 0)
-		return;
-	struct tls_server *s = c->srv;
-	lru_remove(&s->conns, &c->lru);
-	s->nconns--;
-	doh_session_free(c->doh);
-	tlslink_free(c->link);
-	free(c->rbuf);
-	free(c->head);
-	free(c);
-}
-
-static void conn_close(struct tls_conn *c)
-{
-	if (c->closing)
-		return;
-	struct tls_server *s = c->srv;
-	c->closing = true;
-	s->nopen--;
-	CNT_SET(&s->tc, v[TLS_CNT_CONNECTIONS], s->nopen);
-	if (c->forwarded) {
-		tcp_server_forget(s->tcp, &c->st);
-		c->forwarded = 0;
-	}
-	uv_read_stop((uv_stream_t *)&c->handle);
-	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
-	uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
-}
-
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -194,18 +142,7 @@ static void on_write(uv_write_t *req, int status)
 	struct tls_conn *c = w->conn;
 	free(w->data);
 	free(w);
-	if (c->closing)
-		return;
-	if (status < 0) {
-		log_debug("%s: write: %s", tls_kind_name(c->srv->kind), uv_strerror(status));
-		conn_close(c);
-		return;
-	}
-	if (c->paused && !c->eof &&
-	    uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) < TLS_WRITE_QUEUE_MAX / 2) {
-		c->paused = false;
-		uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
-	}
+	conn_written(&c->base, status);
 }
 
 /* Hands the link's ciphertext to libuv; false if the connection closed. */
@@ -213,7 +150,7 @@ static bool conn_flush(struct tls_conn *c)
 {
 	if (c->doh && doh_session_send(c->doh, c->link) < 0) {
 		log_debug("https: %s", tlslink_error(c->link));
-		conn_close(c);
+		conn_close(&c->base);
 		return false;
 	}
 	size_t len;
@@ -223,53 +160,30 @@ static bool conn_flush(struct tls_conn *c)
 	struct tls_write *w = malloc(sizeof(*w));
 	if (!w) {
 		free(p);
-		conn_close(c);
+		conn_close(&c->base);
 		return false;
 	}
 	w->conn = c;
 	w->data = p;
 	w->req.data = w;
 	uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
-	int rc = uv_write(&w->req, (uv_stream_t *)&c->handle, &b, 1, on_write);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->base.handle, &b, 1, on_write);
 	if (rc < 0) {
 		log_debug("%s: write: %s", tls_kind_name(c->srv->kind), uv_strerror(rc));
 		free(p);
 		free(w);
-		conn_close(c);
+		conn_close(&c->base);
 		return false;
 	}
 	return true;
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-	struct tls_conn *c = req->data;
-	(void)status;
-	free(req);
-	conn_close(c);
-}
-
-/* The client is done and every answer is queued: close once they are written. */
-static void conn_finish(struct tls_conn *c)
-{
-	uv_shutdown_t *req = malloc(sizeof(*req));
-	if (!req) {
-		conn_close(c);
-		return;
-	}
-	req->data = c;
-	if (uv_shutdown(req, (uv_stream_t *)&c->handle, on_shutdown) < 0) {
-		free(req);
-		conn_close(c);
-	}
 }
 
 /* A query or its answer, as it came or went, to dnstap. */
 static void conn_tap(struct tls_conn *c, enum dnstap_type type, const uint8_t *msg, size_t len)
 {
 	struct tls_server *s = c->srv;
-	tcp_server_tap(s->tcp, type, s->kind == TLS_DOT ? DNSTAP_DOT : DNSTAP_DOH, &c->handle,
-		       (const struct sockaddr *)&c->client, msg, len);
+	tcp_server_tap(s->tcp, type, s->kind == TLS_DOT ? DNSTAP_DOT : DNSTAP_DOH, &c->base.handle,
+		       (const struct sockaddr *)&c->base.client, msg, len);
 }
 
 /* One answer for the client: padded if its query was, framed (DoT) or a response (DoH). */
@@ -290,7 +204,7 @@ static void conn_answer(struct tls_conn *c, uint64_t tag, const uint8_t *msg, si
 	if (tlslink_write(c->link, s->frame, 2 + len) < 0) {
 		log_debug("tls: %s", tlslink_error(c->link));
 		CNT_INC(&s->cnt, dropped);
-		conn_close(c);
+		conn_close(&c->base);
 	}
 }
 
@@ -301,12 +215,12 @@ static void conn_query(struct tls_conn *c, uint64_t tag, const uint8_t *msg, siz
 	if (dns_msg_padded(msg, len))
 		tag |= TAG_PADDED;
 	conn_tap(c, DNSTAP_CLIENT_QUERY, msg, len);
-	c->forwarded++;         /* as if forwarded: an answer may come back before it returns */
-	size_t alen = tcp_server_answer(s->tcp, &c->st, tag, msg, len, (const struct sockaddr *)&c->client,
+	c->base.forwarded++;         /* as if forwarded: an answer may come back before it returns */
+	size_t alen = tcp_server_answer(s->tcp, &c->base.st, tag, msg, len, (const struct sockaddr *)&c->base.client,
 					s->answer, &s->cnt);
 	if (alen == INRPD_FORWARD)
 		return;
-	c->forwarded--;
+	c->base.forwarded--;
 	if (alen == 0) {
 		if (c->doh)
 			doh_session_respond(c->doh, (int32_t)(tag >> 1), NULL, 0);
@@ -319,20 +233,20 @@ static void conn_query(struct tls_conn *c, uint64_t tag, const uint8_t *msg, siz
 /* An answer from the forwarding engine. */
 static void deliver(struct inrpd_stream *st, uint64_t tag, const uint8_t *msg, size_t len)
 {
-	struct tls_conn *c = (struct tls_conn *)((char *)st - offsetof(struct tls_conn, st));
-	c->forwarded--;
-	if (c->closing)
+	struct tls_conn *c = (struct tls_conn *)((char *)st - offsetof(struct tls_conn, base.st));
+	c->base.forwarded--;
+	if (c->base.closing)
 		return;
 	conn_answer(c, tag, msg, len);
-	if (c->closing || c->reading || !conn_flush(c))
+	if (c->base.closing || c->reading || !conn_flush(c))
 		return;
-	if (c->eof && c->forwarded == 0)
-		conn_finish(c);
+	if (c->base.eof && c->base.forwarded == 0)
+		conn_finish(&c->base);
 }
 
 void tls_conn_request(struct tls_conn *c, int32_t id, const uint8_t *msg, size_t len)
 {
-	conn_touch(c);
+	conn_active(c);
 	conn_query(c, (uint64_t)id << 1, msg, len);
 }
 
@@ -356,12 +270,12 @@ static bool dot_messages(struct tls_conn *c)
 {
 	size_t off = 0, mlen;
 	enum dns_frame f;
-	while (!c->closing && (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
-		conn_touch(c);
+	while (!c->base.closing && (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
+		conn_active(c);
 		conn_query(c, 0, c->rbuf + off + 2, mlen);
 		off += 2 + mlen;
 	}
-	if (c->closing)
+	if (c->base.closing)
 		return false;
 	if (f == DNS_FRAME_BAD)
 		return false;
@@ -401,7 +315,7 @@ static int conn_plaintext(struct tls_conn *c)
 					return -1;
 			}
 		}
-		if (c->closing)
+		if (c->base.closing)
 			return -1;
 		if (n == 0)
 			return 1;
@@ -420,7 +334,7 @@ static void handshake_failed(struct tls_conn *c)
 	tc_inc(c->srv, by_reason[tlslink_failure(c->link)]);
 	log_debug("%s: %s", tls_kind_name(c->srv->kind), tlslink_error(c->link));
 	conn_flush(c);          /* our alert, if any */
-	conn_close(c);
+	conn_close(&c->base);
 }
 
 /* After ciphertext came in: the handshake, then the queries. */
@@ -445,17 +359,17 @@ static void conn_input(struct tls_conn *c)
 			if (!tlslink_alpn_is(c->link, "h2")) {
 				log_debug("https: the client did not agree to HTTP/2 (ALPN h2)");
 				tc_inc(s, TLS_CNT_FAIL_ALPN);
-				conn_close(c);
+				conn_close(&c->base);
 				return;
 			}
 			c->doh = doh_session_new(c, s->path);
 			if (!c->doh) {
 				log_err("https: out of memory for an HTTP/2 session");
-				conn_close(c);
+				conn_close(&c->base);
 				return;
 			}
 		}
-		uv_timer_again(&c->timer);
+		uv_timer_again(&c->base.timer);
 	}
 	s->arrived_us = inrpd_now_us();
 	rcu_thread_online();
@@ -465,12 +379,12 @@ static void conn_input(struct tls_conn *c)
 	c->reading = false;
 	s->rt = NULL;
 	rcu_thread_offline();
-	if (c->closing)
+	if (c->base.closing)
 		return;
 	if (rc < 0) {
 		log_debug("%s: %s", tls_kind_name(s->kind), c->doh ? "HTTP/2 error" : tlslink_error(c->link));
 		conn_flush(c);
-		conn_close(c);
+		conn_close(&c->base);
 		return;
 	}
 	if (!conn_flush(c))
@@ -478,16 +392,10 @@ static void conn_input(struct tls_conn *c)
 	if (rc == 0 || (c->doh && doh_session_done(c->doh))) {
 		/* the client closed TLS: the answers in flight still go */
 		log_debug("%s: %s", tls_kind_name(s->kind), tlslink_error(c->link));
-		c->eof = true;
-		uv_read_stop((uv_stream_t *)&c->handle);
-		if (c->forwarded == 0)
-			conn_finish(c);
+		conn_eof(&c->base);
 		return;
 	}
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->handle) > TLS_WRITE_QUEUE_MAX) {
-		c->paused = true;
-		uv_read_stop((uv_stream_t *)&c->handle);
-	}
+	conn_pause_if_full(&c->base);
 }
 
 /* Ciphertext for the link, in two pieces (either empty); false if the connection closed. */
@@ -496,7 +404,7 @@ static bool conn_ciphertext(struct tls_conn *c, const uint8_t *a, size_t alen, c
 	uint8_t *room = tlslink_space(c->link, alen + blen);
 	if (!room) {
 		log_err("%s: out of memory for a read", tls_kind_name(c->srv->kind));
-		conn_close(c);
+		conn_close(&c->base);
 		return false;
 	}
 	if (alen)
@@ -526,14 +434,14 @@ static bool conn_start(struct tls_conn *c, const uint8_t *in, size_t n)
 	}
 	rcu_thread_online();
 	enum inrpd_proxy_verdict v = inrpd_proxy_stream(rcu_dereference(inrpd_rt), (struct sockaddr *)&c->peer,
-							p, len, &used, &c->client, &s->cnt);
+							p, len, &used, &c->base.client, &s->cnt);
 	rcu_thread_offline();
 	if (v == INRPD_PROXY_WAIT && took == n && len < INRPD_PROXY_MAX) {
 		/* a header not yet whole is shorter than INRPD_PROXY_MAX */
 		if (!c->head) {
 			if (!(c->head = malloc(INRPD_PROXY_MAX))) {
 				log_err("%s: out of memory for a PROXY header", tls_kind_name(s->kind));
-				conn_close(c);
+				conn_close(&c->base);
 				return false;
 			}
 			memcpy(c->head, in, n);
@@ -544,10 +452,10 @@ static bool conn_start(struct tls_conn *c, const uint8_t *in, size_t n)
 	if (v == INRPD_PROXY_WAIT)
 		inrpd_proxy_stream_cut(&s->cnt);        /* cannot be: a header longer than its bound */
 	if (v != INRPD_PROXY_PASS) {
-		conn_close(c);
+		conn_close(&c->base);
 		return false;
 	}
-	c->started = true;
+	c->base.started = true;
 	/* dnsdist sends the ClientHello in the header's segment */
 	bool more = len - used + n - took > 0;
 	bool ok = !more || conn_ciphertext(c, p + used, len - used, in + took, n - took);
@@ -560,7 +468,7 @@ static bool conn_start(struct tls_conn *c, const uint8_t *in, size_t n)
 /* The client went away or idled with a PROXY header begun: cut short. */
 static bool conn_cut(struct tls_conn *c)
 {
-	if (c->started || !c->head_len)
+	if (c->base.started || !c->head_len)
 		return false;
 	inrpd_proxy_stream_cut(&c->srv->cnt);
 	return true;
@@ -569,114 +477,66 @@ static bool conn_cut(struct tls_conn *c)
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct tls_conn *c = stream->data;
-	if (c->closing || nread == 0)
+	if (c->base.closing || nread == 0)
 		return;
 	if (nread > 0) {
 		const uint8_t *in = (const uint8_t *)buf->base;
-		if (!c->started ? conn_start(c, in, (size_t)nread) : conn_ciphertext(c, in, (size_t)nread, NULL, 0))
+		if (!c->base.started ? conn_start(c, in, (size_t)nread) : conn_ciphertext(c, in, (size_t)nread, NULL, 0))
 			conn_input(c);
 		return;
 	}
 	if (nread == UV_EOF && c->handshaken) {
-		c->eof = true;
-		uv_read_stop(stream);
-		if (c->forwarded == 0)
-			conn_finish(c);
+		conn_eof(&c->base);
 		return;
 	}
 	if (!conn_cut(c) && !c->handshaken)
 		tc_inc(c->srv, TLS_CNT_FAIL_OTHER);
 	log_debug("%s: read: %s", tls_kind_name(c->srv->kind), uv_strerror((int)nread));
-	conn_close(c);
+	conn_close(&c->base);
 }
 
-static void on_idle(uv_timer_t *t)
+static void on_idle(struct conn *base)
 {
-	struct tls_conn *c = t->data;
-	if (c->forwarded)
+	struct tls_conn *c = (struct tls_conn *)base;
+	if (c->base.forwarded)
 		return;                 /* waiting for us is not idle */
 	if (!conn_cut(c) && !c->handshaken)
 		tc_inc(c->srv, TLS_CNT_FAIL_TIMEOUT);
 	log_debug("%s: closing idle connection", tls_kind_name(c->srv->kind));
-	conn_close(c);
+	conn_close(&c->base);
 }
 
-static bool conn_evict_idle(struct tls_server *s)
+static bool conn_accepted(struct conn *base)
 {
-	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
-		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
-		if (c->closing || c->forwarded)
-			continue;
-		tc_inc(s, TLS_CNT_EVICTED);
-		conn_close(c);
-		return true;
-	}
-	return false;
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-	struct tls_server *s = server->data;
+	struct tls_conn *c = (struct tls_conn *)base;
+	struct tls_server *s = (struct tls_server *)((char *)base->set - offsetof(struct tls_server, set));
 	char err[160];
-	if (status < 0) {
-		log_warn("%s: accept: %s", tls_kind_name(s->kind), uv_strerror(status));
-		return;
-	}
-	struct tls_conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		log_err("%s: out of memory for a connection", tls_kind_name(s->kind));
-		return;
-	}
 	c->srv = s;
-	c->st.deliver = deliver;
-	uv_tcp_init(s->loop, &c->handle);
-	c->handle.data = c;
-	c->open_handles = 1;
-	bool ok = uv_accept(server, (uv_stream_t *)&c->handle) == 0 && !s->closing;
-	if (ok && s->nopen >= s->max_conns && !conn_evict_idle(s)) {
-		tc_inc(s, TLS_CNT_FULL);
-		ok = false;
+	c->base.st.deliver = deliver;
+	c->peer = c->base.client;
+	if (!(c->link = tlslink_new(s->cred, true, err, sizeof(err)))) {
+		log_err("%s: %s", s->set.name, err);
+		return false;
 	}
-	if (ok && !(c->link = tlslink_new(s->cred, true, err, sizeof(err)))) {
-		log_err("%s: %s", tls_kind_name(s->kind), err);
-		ok = false;
+	if (tlslink_set_alpn(c->link, s->kind == TLS_DOT ? "dot" : "h2") < 0) {
+		log_err("%s: %s", s->set.name, tlslink_error(c->link));
+		return false;
 	}
-	if (ok && tlslink_set_alpn(c->link, s->kind == TLS_DOT ? "dot" : "h2") < 0) {
-		log_err("%s: %s", tls_kind_name(s->kind), tlslink_error(c->link));
-		ok = false;
-	}
-	int plen = sizeof(c->peer);
-	if (ok && uv_tcp_getpeername(&c->handle, (struct sockaddr *)&c->peer, &plen) < 0)
-		c->peer.ss_family = AF_UNSPEC;  /* not allowed recursion */
-	c->client = c->peer;
-	if (!ok) {
-		c->closing = true;
-		s->nconns++;
-		lru_push(&s->conns, &c->lru);
-		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
-		return;
-	}
-	uv_timer_init(s->loop, &c->timer);
-	c->timer.data = c;
-	c->open_handles = 2;
-	lru_push(&s->conns, &c->lru);
-	s->nconns++;
-	s->nopen++;
-	CNT_SET(&s->tc, v[TLS_CNT_CONNECTIONS], s->nopen);
-	uv_tcp_nodelay(&c->handle, 1);
-	uv_timer_start(&c->timer, on_idle, s->idle_ms, s->idle_ms);
-	int rc = uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
-	if (rc < 0) {
-		log_debug("%s: read start: %s", tls_kind_name(s->kind), uv_strerror(rc));
-		conn_close(c);
-	}
+	return true;
 }
 
-static void listener_closed(uv_handle_t *h)
+static void conn_release(struct conn *base)
 {
-	struct tls_server *s = h->data;
-	s->open_listeners--;
+	struct tls_conn *c = (struct tls_conn *)base;
+	doh_session_free(c->doh);
+	tlslink_free(c->link);
+	free(c->rbuf);
+	free(c->head);
 }
+
+static const struct conn_ops tls_conn_ops = {
+	.alloc = on_alloc, .read = on_read, .accepted = conn_accepted, .idle = on_idle, .release = conn_release,
+};
 
 struct tls_server *tls_server_open(uv_loop_t *loop, enum tls_kind kind, const struct inrpd_config *cfg,
 				   struct tcp_server *tcp, char *err, size_t err_len)
@@ -688,45 +548,26 @@ struct tls_server *tls_server_open(uv_loop_t *loop, enum tls_kind kind, const st
 		snprintf(err, err_len, "out of memory");
 		return NULL;
 	}
-	s->loop = loop;
+	conn_set_init(&s->set, loop, tls_kind_name(kind), &tls_conn_ops, sizeof(struct tls_conn), tcp);
+	s->set.evicted = &s->tc.v[TLS_CNT_EVICTED];
+	s->set.full = &s->tc.v[TLS_CNT_FULL];
+	s->set.open_gauge = &s->tc.v[TLS_CNT_CONNECTIONS];
 	s->kind = kind;
 	s->tcp = tcp;
 	tls_server_reload(s, cfg);
-	for (unsigned i = 0; i < n; i++) {
-		struct sockaddr_storage ss;
-		char what[80];
-		unsigned flags = ls[i].ep.family == AF_INET6 ? UV_TCP_IPV6ONLY : 0;
-		ip_endpoint_sockaddr(&ls[i].ep, &ss);
-		ip_endpoint_format(&ls[i].ep, what, sizeof(what));
-		uv_tcp_t *t = &s->listeners[i];
-		uv_tcp_init(loop, t);
-		t->data = s;
-		s->nlisten = i + 1;
-		s->open_listeners++;
-		int rc = uv_tcp_bind(t, (struct sockaddr *)&ss, flags);
-		if (rc == 0)
-			rc = uv_listen((uv_stream_t *)t, TLS_BACKLOG, on_connection);
-		if (rc < 0) {
-			snprintf(err, err_len, "listen-%s %s: %s", tls_kind_name(kind), what, uv_strerror(rc));
-			tls_server_close(s);
-			uv_run(loop, UV_RUN_NOWAIT);    /* runs the close callbacks */
-			tls_server_free(s);
-			return NULL;
-		}
+	if (conn_set_listen(&s->set, ls, n, kind == TLS_DOT ? "listen-tls" : "listen-https", err, err_len) < 0) {
+		tls_server_close(s);
+		uv_run(loop, UV_RUN_NOWAIT);    /* runs the close callbacks */
+		tls_server_free(s);
+		return NULL;
 	}
 	return s;
 }
 
 void tls_server_reload(struct tls_server *s, const struct inrpd_config *cfg)
 {
-	s->max_conns = cfg->tcp_max_conns;
-	s->idle_ms = cfg->tcp_idle_ms;
+	conn_set_limits(&s->set, cfg->tcp_max_conns, cfg->tcp_idle_ms);
 	snprintf(s->path, sizeof(s->path), "%s", cfg->tls.https_path);
-	for (struct lru_node *n = s->conns.head; n; n = n->next) {
-		struct tls_conn *c = lru_entry(n, struct tls_conn, lru);
-		if (!c->closing)
-			uv_timer_set_repeat(&c->timer, s->idle_ms);
-	}
 	if (cfg->tls.cred) {
 		if (s->cred)
 			tlslink_cred_share_tickets(cfg->tls.cred, s->cred);
@@ -737,22 +578,16 @@ void tls_server_reload(struct tls_server *s, const struct inrpd_config *cfg)
 
 void tls_server_close(struct tls_server *s)
 {
-	if (s->closing)
-		return;
-	s->closing = true;
-	for (unsigned i = 0; i < s->nlisten; i++)
-		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct lru_node *n = s->conns.head; n; n = n->next)
-		conn_close(lru_entry(n, struct tls_conn, lru));
+	conn_set_close(&s->set);
 }
 
 void tls_server_free(struct tls_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns.head)
+	if (s->set.open_listeners || s->set.conns.head)
 		log_err("%s: freeing the server with %u listeners and %u connections open",
-			tls_kind_name(s->kind), s->open_listeners, s->nconns);
+			s->set.name, s->set.open_listeners, s->set.nconns);
 	tlslink_cred_free(s->cred);
 	free(s);
 }

@@ -11,12 +11,13 @@
 #include <stdint.h>
 
 #include "attest.h"
+#include "chain.h"
 #include "name.h"
 #include "rib.h"
 
 /* What the RDE knows of an aggregate's members: the version stored here (aggregates.c's). */
 struct rde_agg {
-	struct rde_agg *hnext;
+	struct chain_node hlink;                /* by name */
 	uint32_t version, members;
 	uint32_t adv_version;                   /* the version peers were last told */
 	bool held;                              /* a version is stored */
@@ -36,8 +37,7 @@ struct rde_agg {
 };
 
 struct agg_table {
-	struct rde_agg **b;
-	size_t nb, n;
+	struct chain_table c;
 };
 
 int agg_table_init(struct agg_table *t);

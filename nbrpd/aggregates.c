@@ -18,6 +18,7 @@
 #include "aggregates.h"
 #include "aggstore.h"
 #include "attest.h"
+#include "chain.h"
 #include "fibpush.h"
 #include "hashkey.h"
 #include "log.h"
@@ -31,7 +32,7 @@
 
 struct aggregate {
 	struct aggregates *owner;
-	struct aggregate *hnext;
+	struct chain_node hlink;        /* on owner->tab */
 	struct name name;
 	struct aggstore *store;         /* NULL: could not be opened (error says why) */
 	char error[256];
@@ -65,8 +66,7 @@ struct aggregates {
 	const struct nbrpd_config *cfg;
 	struct aggregates_ops ops;
 	struct fibpush *fib;
-	struct aggregate **tab;         /* by name */
-	size_t nb, n;
+	struct chain_table tab;         /* by name */
 	struct xfrserv *serv;
 	struct ip_endpoint serv_at;
 	struct prefix *acl;
@@ -78,17 +78,27 @@ struct aggregates {
 	bool stopping;
 };
 
-static size_t slot(const struct name *n, size_t nb)
+static uint64_t name_hash(const struct name *n)
 {
-	return (size_t)hashkey64(n->wire, n->len) & (nb - 1);        /* peers name them */
+	return hashkey64(n->wire, n->len);      /* peers name them */
 }
 
 static struct aggregate *find(const struct aggregates *a, const struct name *n)
 {
-	for (struct aggregate *g = a->tab[slot(n, a->nb)]; g; g = g->hnext)
-		if (name_equal(&g->name, n))
+	uint64_t h = name_hash(n);
+	for (struct chain_node *c = chain_first(&a->tab, h); c; c = c->next) {
+		struct aggregate *g = chain_entry(c, struct aggregate, hlink);
+		if (c->hash == h && name_equal(&g->name, n))
 			return g;
+	}
 	return NULL;
+}
+
+/* Every aggregate, in no order: from next_of(a, NULL) until NULL. */
+static struct aggregate *next_of(const struct aggregates *a, const struct aggregate *g)
+{
+	const struct chain_node *c = chain_next(&a->tab, g ? &g->hlink : NULL);
+	return c ? chain_entry(c, struct aggregate, hlink) : NULL;
 }
 
 static void text_of(const struct name *n, char *buf, size_t len)
@@ -102,22 +112,6 @@ static struct aggregate *get(struct aggregates *a, const struct name *n)
 	struct aggregate *g = find(a, n);
 	if (g)
 		return g;
-	if (a->n >= a->nb) {
-		size_t nb = a->nb * 2;
-		struct aggregate **t = calloc(nb, sizeof(*t));
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < a->nb; i++)
-			for (struct aggregate *q = a->tab[i], *nx; q; q = nx) {
-				nx = q->hnext;
-				size_t k = slot(&q->name, nb);
-				q->hnext = t[k];
-				t[k] = q;
-			}
-		free(a->tab);
-		a->tab = t;
-		a->nb = nb;
-	}
 	if (!(g = calloc(1, sizeof(*g))))
 		return NULL;
 	g->owner = a;
@@ -125,10 +119,7 @@ static struct aggregate *get(struct aggregates *a, const struct name *n)
 	g->retry_ms = RETRY_MIN_MS;
 	uv_timer_init(a->loop, &g->retry);
 	g->retry.data = g;
-	size_t k = slot(n, a->nb);
-	g->hnext = a->tab[k];
-	a->tab[k] = g;
-	a->n++;
+	(void)chain_add(&a->tab, &g->hlink, name_hash(n));      /* has buckets: aggregates_new */
 	if (!a->cfg->state_dir) {
 		char t[NAME_MAX_TEXT];
 		text_of(n, t, sizeof(t));
@@ -550,7 +541,7 @@ struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cf
 				  const struct aggregates_ops *ops, char *err, size_t err_len)
 {
 	struct aggregates *a = calloc(1, sizeof(*a));
-	if (!a || !(a->tab = calloc(a->nb = 16, sizeof(*a->tab)))) {
+	if (!a || chain_init(&a->tab) < 0) {
 		free(a);
 		snprintf(err, err_len, "out of memory");
 		return NULL;
@@ -564,7 +555,7 @@ struct aggregates *aggregates_new(uv_loop_t *loop, const struct nbrpd_config *cf
 		char at[ENDPOINT_TEXT_MAX];
 		snprintf(err, err_len, "transfer-listen %s: %s", ip_endpoint_format(&cfg->transfer, at, sizeof(at)), e);
 		free(a->acl);
-		free(a->tab);
+		chain_free(&a->tab);
 		free(a);
 		return NULL;
 	}
@@ -596,21 +587,19 @@ unsigned aggregates_configure(struct aggregates *a, const struct nbrpd_config *c
 	char err[256];
 	if (serve(a, cfg, err, sizeof(err)) < 0)
 		log_err("transfer-listen: %s: aggregates are not served", err);
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext)
-			g->local = false;
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g))
+		g->local = false;
 	unsigned bad = 0;
 	for (unsigned i = 0; i < cfg->ncontent; i++)
 		if (cfg->content[i].aggregate && !define(a, &cfg->content[i]))
 			bad++;
 	/* one no longer defined here may now be fetched from peers; a learned version is told
 	 * again (nothing new for the RDE, unless signatures just started: it takes its digest) */
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
-			if (!g->local)
-				tell_stored(a, g);
-			fetch_start(a, g);
-		}
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g)) {
+		if (!g->local)
+			tell_stored(a, g);
+		fetch_start(a, g);
+	}
 	return bad;
 }
 
@@ -626,13 +615,12 @@ void aggregates_stop(struct aggregates *a)
 	if (!a)
 		return;
 	a->stopping = true;
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
-			if (g->fetch)
-				xfrcli_cancel(g->fetch);
-			g->fetch = NULL;
-			uv_close((uv_handle_t *)&g->retry, NULL);
-		}
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g)) {
+		if (g->fetch)
+			xfrcli_cancel(g->fetch);
+		g->fetch = NULL;
+		uv_close((uv_handle_t *)&g->retry, NULL);
+	}
 	if (a->serv)
 		xfrserv_stop(a->serv);
 	a->serv = NULL;
@@ -642,13 +630,12 @@ void aggregates_free(struct aggregates *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i], *n; g; g = n) {
-			n = g->hnext;
-			aggstore_close(g->store);
-			free(g);
-		}
-	free(a->tab);
+	for (struct aggregate *g = next_of(a, NULL), *n; g; g = n) {
+		n = next_of(a, g);
+		aggstore_close(g->store);
+		free(g);
+	}
+	chain_free(&a->tab);
 	free(a->acl);
 	free(a);
 }
@@ -663,13 +650,12 @@ struct aggregates_sync {
 struct aggregates_sync *aggregates_sync_begin(struct aggregates *a)
 {
 	struct aggregates_sync *s = calloc(1, sizeof(*s));
-	if (!s || (a->n && !(s->list = malloc(a->n * sizeof(*s->list))))) {
+	if (!s || (a->tab.n && !(s->list = malloc(a->tab.n * sizeof(*s->list))))) {
 		free(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext)
-			s->list[s->n++] = g;
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g))
+		s->list[s->n++] = g;
 	return s;
 }
 
@@ -750,13 +736,12 @@ static int by_name(const void *x, const void *y)
 
 void aggregates_walk(struct aggregates *a, aggregates_walk_fn fn, void *arg)
 {
-	struct aggregate **list = malloc((a->n ? a->n : 1) * sizeof(*list));
+	struct aggregate **list = malloc((a->tab.n ? a->tab.n : 1) * sizeof(*list));
 	if (!list)
 		return;
 	size_t n = 0;
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext)
-			list[n++] = g;
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g))
+		list[n++] = g;
 	qsort(list, n, sizeof(*list), by_name);
 	for (size_t i = 0; i < n; i++) {
 		struct aggregate_view v;
@@ -777,26 +762,25 @@ bool aggregates_view(struct aggregates *a, const struct name *agg, struct aggreg
 void aggregates_stats(struct aggregates *a, struct aggregates_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->aggregates = a->n;
+	out->aggregates = a->tab.n;
 	out->fetch_bytes = a->fetch_bytes;
-	for (size_t i = 0; i < a->nb; i++)
-		for (struct aggregate *g = a->tab[i]; g; g = g->hnext) {
-			out->fetches += g->fetches;
-			out->fetch_failures += g->failures;
-			out->fetch_over_names += g->cuts[XFRCLI_CUT_NAMES];
-			out->fetch_over_bytes += g->cuts[XFRCLI_CUT_BYTES];
-			out->fetch_idle += g->cuts[XFRCLI_CUT_IDLE];
-			out->fetch_time += g->cuts[XFRCLI_CUT_TIME];
-			out->fetch_wrong_version += g->cuts[XFRCLI_CUT_VERSION];
-			out->fetch_digest_mismatch += g->cuts[XFRCLI_CUT_DIGEST];
-			out->discards += g->discards;
-			if (g->store) {
-				struct aggstore_stats st;
-				aggstore_stats(g->store, &st);
-				out->members += st.members;
-				out->store_errors += st.errors;
-			}
+	for (struct aggregate *g = next_of(a, NULL); g; g = next_of(a, g)) {
+		out->fetches += g->fetches;
+		out->fetch_failures += g->failures;
+		out->fetch_over_names += g->cuts[XFRCLI_CUT_NAMES];
+		out->fetch_over_bytes += g->cuts[XFRCLI_CUT_BYTES];
+		out->fetch_idle += g->cuts[XFRCLI_CUT_IDLE];
+		out->fetch_time += g->cuts[XFRCLI_CUT_TIME];
+		out->fetch_wrong_version += g->cuts[XFRCLI_CUT_VERSION];
+		out->fetch_digest_mismatch += g->cuts[XFRCLI_CUT_DIGEST];
+		out->discards += g->discards;
+		if (g->store) {
+			struct aggstore_stats st;
+			aggstore_stats(g->store, &st);
+			out->members += st.members;
+			out->store_errors += st.errors;
 		}
+	}
 	if (a->serv) {
 		struct xfrserv_stats st;
 		xfrserv_stats(a->serv, &st);

@@ -220,22 +220,25 @@ static void pending_set(struct pending_name *pn, const struct name *n, const str
 	memcpy(pn->routes, routes, count * sizeof(routes[0]));
 }
 
-void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count)
+/* Queues a name's or an aggregate's routes in its chunk (q, *n of max), sent when full. */
+static void pend(struct fibpush *f, struct pending_name *q, unsigned *n, unsigned max, const struct name *name,
+		 const struct route *routes, unsigned count)
 {
 	if (!f->connected)
 		return;
-	pending_set(&f->pending[f->npending++], n, routes, count);
-	if (f->npending == CHUNK_NAMES)
+	pending_set(&q[(*n)++], name, routes, count);
+	if (*n == max)
 		fibpush_flush(f);
+}
+
+void fibpush_name(struct fibpush *f, const struct name *n, const struct route *routes, unsigned count)
+{
+	pend(f, f->pending, &f->npending, CHUNK_NAMES, n, routes, count);
 }
 
 void fibpush_aggregate(struct fibpush *f, const struct name *agg, const struct route *routes, unsigned count)
 {
-	if (!f->connected)
-		return;
-	pending_set(&f->pending_aggs[f->npending_aggs++], agg, routes, count);
-	if (f->npending_aggs == CHUNK_AGGS)
-		fibpush_flush(f);
+	pend(f, f->pending_aggs, &f->npending_aggs, CHUNK_AGGS, agg, routes, count);
 }
 
 /* ---- members ---- */

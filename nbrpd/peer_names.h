@@ -1,18 +1,17 @@
 /*
  * The RDE's configured peers by name: a path's router names are looked up
  * here (attr.c), as are peers by the signature stage.  Chained through
- * struct rde_peer's hnext; grows with the peers, so a lookup stays one probe.
+ * struct rde_peer's hlink; grows with the peers, so a lookup stays one probe.
  */
 #ifndef NBRPD_PEER_NAMES_H
 #define NBRPD_PEER_NAMES_H
 
-#include <stddef.h>
+#include "chain.h"
 
 struct rde_peer;
 
 struct peer_names {
-	struct rde_peer **b;
-	size_t nb, n;
+	struct chain_table c;
 };
 
 int peer_names_init(struct peer_names *t);

@@ -602,14 +602,14 @@ static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_pee
 {
 	uint64_t n = 0;
 	uint8_t key[NAME_MAX_WIRE];
-	for (size_t i = 0; i < r->aggs.nb; i++)
-		for (const struct rde_agg *g = r->aggs.b[i]; g; g = g->hnext) {
-			size_t len = agg_key(key, g->wire, g->len);
-			const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
-			for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
-				if (rt->a->k.peer == p)
-					n += g->members;
-		}
+	for (const struct chain_node *c = chain_next(&r->aggs.c, NULL); c; c = chain_next(&r->aggs.c, c)) {
+		const struct rde_agg *g = chain_entry(c, struct rde_agg, hlink);
+		size_t len = agg_key(key, g->wire, g->len);
+		const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
+		for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
+			if (rt->a->k.peer == p)
+				n += g->members;
+	}
 	return n;
 }
 

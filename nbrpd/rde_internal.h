@@ -67,7 +67,7 @@ struct rde_peer {
 	uint64_t names_in, names_out, withdrawn_out;    /* names in UPDATEs */
 	uint64_t owd_refused;           /* routes of signed peers its origin withdrawals did not drop */
 	uint64_t owd_log_ms;            /* the last line logged about them */
-	struct rde_peer *hnext;         /* by name (rde.c) */
+	struct chain_node hlink;        /* by name (peer_names.c) */
 	/* what its routes' signatures mean, and whether it is sent ours (set by the signature stage, rdesig.h) */
 	enum sig_policy sig;            /* SIG_OFF without a signer */
 };

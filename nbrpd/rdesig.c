@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "chain.h"
 #include "decide.h"
 #include "fresh.h"
 #include "hashkey.h"
@@ -100,7 +101,8 @@ struct sign_run {
 struct rdesig_peer {
 	struct rdesig *s;
 	struct rde_peer *p;             /* NULL once removed */
-	struct rdesig_peer *next, *hnext;       /* every peer; by p */
+	struct rdesig_peer *next;       /* every peer */
+	struct chain_node hlink;        /* by p, while it has one */
 	uint32_t refs;                  /* the session layer's, and its UPDATEs' with the workers */
 	struct sig_upd *q, **q_tail;    /* UPDATEs waiting for their checks, in order */
 	uint32_t q_len;
@@ -127,8 +129,7 @@ struct rdesig {
 	struct rde *rde;
 	struct rde_signer signer;       /* the hooks the RDE calls */
 	struct rdesig_peer *peers;
-	struct rdesig_peer **by_peer;   /* by the RDE's peer */
-	size_t nby_peer, npeers;
+	struct chain_table by_peer;     /* by the RDE's peer */
 	bool *verdicts;                 /* scratch for rde_checks: refused, then withdrawal_ok */
 	size_t verdicts_cap;
 	struct sigkey key;
@@ -504,7 +505,7 @@ void rdesig_free(struct rdesig *s)
 		n = sp->next;
 		free(sp);
 	}
-	free(s->by_peer);
+	chain_free(&s->by_peer);
 	free(s->verdicts);
 	if (s->have_trust)
 		trust_free(&s->trust);
@@ -514,61 +515,38 @@ void rdesig_free(struct rdesig *s)
 
 /* ---- peers ---- */
 
-static size_t peer_slot(const struct rde_peer *p, size_t nb)
+static uint64_t peer_hash(const struct rde_peer *p)
 {
-	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (nb - 1);
+	return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32;
 }
 
 /* The stage's view of an RDE peer (NULL: removed). */
 static struct rdesig_peer *peer_of(const struct rdesig *s, const struct rde_peer *p)
 {
-	if (!s->nby_peer)
-		return NULL;
-	struct rdesig_peer *sp = s->by_peer[peer_slot(p, s->nby_peer)];
-	while (sp && sp->p != p)
-		sp = sp->hnext;
-	return sp;
-}
-
-static void by_peer_unlink(struct rdesig *s, struct rdesig_peer *sp)
-{
-	for (struct rdesig_peer **pp = &s->by_peer[peer_slot(sp->p, s->nby_peer)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == sp) {
-			*pp = sp->hnext;
-			return;
-		}
+	uint64_t h = peer_hash(p);
+	for (struct chain_node *n = chain_first(&s->by_peer, h); n; n = n->next) {
+		struct rdesig_peer *sp = chain_entry(n, struct rdesig_peer, hlink);
+		if (sp->p == p)
+			return sp;
+	}
+	return NULL;
 }
 
 struct rdesig_peer *rdesig_peer_add(struct rdesig *s, struct rde_peer *p, enum sig_policy sig)
 {
-	if (s->npeers * 2 >= s->nby_peer) {
-		size_t nb = s->nby_peer ? s->nby_peer * 4 : 64;
-		struct rdesig_peer **b = calloc(nb, sizeof(*b));
-		if (!b)
-			return NULL;
-		for (struct rdesig_peer *q = s->peers; q; q = q->next)
-			if (q->p) {
-				size_t k = peer_slot(q->p, nb);
-				q->hnext = b[k];
-				b[k] = q;
-			}
-		free(s->by_peer);
-		s->by_peer = b;
-		s->nby_peer = nb;
-	}
 	struct rdesig_peer *sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return NULL;
+	if (chain_add(&s->by_peer, &sp->hlink, peer_hash(p)) < 0) {
+		free(sp);
+		return NULL;
+	}
 	sp->s = s;
 	sp->p = p;
 	sp->refs = 1;
 	sp->q_tail = &sp->q;
 	sp->next = s->peers;
 	s->peers = sp;
-	size_t k = peer_slot(p, s->nby_peer);
-	sp->hnext = s->by_peer[k];
-	s->by_peer[k] = sp;
-	s->npeers++;
 	rde_peer_set_signatures(p, sig);
 	return sp;
 }
@@ -594,8 +572,7 @@ static void peer_put(struct rdesig_peer *sp)
 void rdesig_peer_remove(struct rdesig_peer *sp)
 {
 	rdesig_peer_down(sp);
-	by_peer_unlink(sp->s, sp);
-	sp->s->npeers--;
+	chain_remove(&sp->s->by_peer, &sp->hlink);
 	sp->p = NULL;
 	peer_put(sp);
 }

@@ -17,7 +17,7 @@
 #include "hashkey.h"
 #include "log.h"
 #include "net.h"
-#include "rand.h"
+#include "splitmix.h"
 #include "strbuf.h"
 #include "topo.h"
 
@@ -74,7 +74,7 @@ static void usage(void)
 static uint64_t rng_state;
 static uint64_t rnd(void)
 {
-	return sim_rand(&rng_state);
+	return splitmix64(&rng_state);
 }
 
 static int parse_modes(struct args *a, const char *text, uint64_t mrai_s)

@@ -10,8 +10,8 @@
 #include "nbrp.h"
 #include "net.h"
 #include "nexthop.h"
-#include "rand.h"
 #include "rde.h"
+#include "splitmix.h"
 #include "wqueue.h"
 
 /* Gao-Rexford by NBRP's own per-session preference: customers' routes first. */
@@ -104,7 +104,7 @@ struct net {
 
 static uint64_t rnd(struct net *n)
 {
-	return sim_rand(&n->rng);
+	return splitmix64(&n->rng);
 }
 
 static void addr_of(uint32_t id, uint8_t addr[16])

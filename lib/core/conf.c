@@ -918,6 +918,17 @@ int conf_once_bool(const struct conf_stmt *s, bool *seen, bool *out, char *err, 
 	return conf_arg_bool(s, 1, out, err, err_len);
 }
 
+int conf_once_text(const struct conf_stmt *s, bool *seen, char *out, size_t max, char *err, size_t err_len)
+{
+	if (conf_once(seen, s, err, err_len) < 0)
+		return -1;
+	size_t n = strlen(s->argv[1]);
+	if (n == 0 || n > max)
+		return conf_error(err, err_len, s, "%s must have 1 to %zu characters", s->argv[0], max);
+	memcpy(out, s->argv[1], n + 1);
+	return 0;
+}
+
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len)
 {

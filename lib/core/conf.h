@@ -120,6 +120,8 @@ int conf_once_duration_ms(const struct conf_stmt *s, bool *seen, uint64_t min_ms
 int conf_once_log_level(const struct conf_stmt *s, bool *seen, int *out, char *err, size_t err_len);
 /* "yes"/"no" (conf_arg_bool's words) at argv[1], given once. */
 int conf_once_bool(const struct conf_stmt *s, bool *seen, bool *out, char *err, size_t err_len);
+/* A string of 1 to max characters at argv[1], given once, into out (max + 1 bytes). */
+int conf_once_text(const struct conf_stmt *s, bool *seen, char *out, size_t max, char *err, size_t err_len);
 /* An absolute path of at most max_len bytes, given once; strdup'd into *out. */
 int conf_arg_path(const struct conf_stmt *s, unsigned idx, bool *seen, size_t max_len, char **out,
 		  char *err, size_t err_len);

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "ctl.h"
+#include "list.h"
 #include "sockpath.h"
 #include "log.h"
 
@@ -124,7 +125,7 @@ void ctl_dispatch(const struct ctl_command *table, void *ctx, int argc, char **a
 struct ctl_client {
 	uv_pipe_t pipe;                 /* first: the handle's address is the client's */
 	struct ctl_server *server;
-	struct ctl_client *prev, *next;
+	struct list_node link;          /* on server->clients */
 	uv_shutdown_t shutdown;
 	char in[CTL_MAX_LINE + 1];
 	size_t inlen;
@@ -141,7 +142,7 @@ struct ctl_server {
 	char *name;
 	ctl_handler_fn fn;
 	void *ctx;
-	struct ctl_client *clients;
+	struct list clients;
 	unsigned nclients;
 	unsigned open_handles;          /* listener + clients: freed at zero */
 	bool closing;
@@ -165,12 +166,7 @@ static void client_closed(uv_handle_t *h)
 {
 	struct ctl_client *c = (struct ctl_client *)h;
 	struct ctl_server *s = c->server;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	list_remove(&s->clients, &c->link);
 	s->nclients--;
 	free(c);
 	server_release(s);
@@ -346,10 +342,7 @@ static void on_connection(uv_stream_t *listener, int status)
 	c->server = s;
 	uv_pipe_init(s->loop, &c->pipe, 0);
 	s->open_handles++;
-	c->next = s->clients;
-	if (s->clients)
-		s->clients->prev = c;
-	s->clients = c;
+	list_push(&s->clients, &c->link);
 	s->nclients++;
 	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
 		client_close(c);
@@ -413,8 +406,8 @@ void ctl_server_close(struct ctl_server *s)
 		return;
 	s->closing = true;
 	unlink(s->path);
-	for (struct ctl_client *c = s->clients; c; c = c->next)
-		client_close(c);
+	for (struct list_node *n = s->clients.head; n; n = n->next)
+		client_close(list_entry(n, struct ctl_client, link));
 	uv_close((uv_handle_t *)&s->listener, listener_closed);
 }
 

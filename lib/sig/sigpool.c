@@ -17,17 +17,26 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static struct sigpool_batch *batch_of(struct fifo_node *n)
+{
+	return n ? list_entry(n, struct sigpool_batch, link) : NULL;
+}
+
+static struct sigpool_flow *flow_of(struct fifo_node *n)
+{
+	return n ? list_entry(n, struct sigpool_flow, turn) : NULL;
+}
+
 static void deliver(struct sigpool *p)
 {
 	pthread_mutex_lock(&p->mu);
-	struct sigpool_batch *b = p->done_head;
-	p->done_head = p->done_tail = NULL;
+	struct fifo done = p->done;
+	p->done.head = p->done.tail = NULL;
 	pthread_mutex_unlock(&p->mu);
-	while (b) {
-		struct sigpool_batch *next = b->link;
+	struct sigpool_batch *b;
+	while ((b = batch_of(fifo_pop(&done)))) {
 		p->running--;
 		b->done(b);             /* may free b or submit more */
-		b = next;
 	}
 }
 
@@ -39,12 +48,7 @@ static void on_async(uv_async_t *h)
 /* Under the lock: b is complete. */
 static void completed(struct sigpool *p, struct sigpool_batch *b)
 {
-	b->link = NULL;
-	if (p->done_tail)
-		p->done_tail->link = b;
-	else
-		p->done_head = b;
-	p->done_tail = b;
+	fifo_push(&p->done, &b->link);
 }
 
 static long quantum(const struct sigpool_flow *f)
@@ -59,19 +63,15 @@ static long quantum(const struct sigpool_flow *f)
  */
 static struct sigpool_batch *pick(struct sigpool *p)
 {
-	if (p->urgent)
-		return p->urgent;
+	if (p->urgent.head)
+		return batch_of(p->urgent.head);
 	struct sigpool_flow *f;
-	while ((f = p->round) && f->credit <= 0) {
+	while ((f = flow_of(p->round.head)) && f->credit <= 0) {
 		f->credit += quantum(f);
-		if (f->next) {
-			p->round = f->next;
-			f->next = NULL;
-			p->round_tail->next = f;
-			p->round_tail = f;
-		}
+		if (f->turn.next)
+			fifo_push(&p->round, fifo_pop(&p->round));
 	}
-	return f ? f->head : NULL;
+	return f ? batch_of(f->batches.head) : NULL;
 }
 
 /* Under the lock: items [b->next, to) of b are handed out. */
@@ -83,21 +83,16 @@ static void take(struct sigpool *p, struct sigpool_batch *b, size_t to)
 	b->next = to;
 	if (to < b->n)
 		return;
+	/* b is its lane's head */
 	if (!f) {
-		p->urgent = b->link;
-		if (!p->urgent)
-			p->urgent_tail = NULL;
+		fifo_pop(&p->urgent);
 		return;
 	}
-	f->head = b->link;
-	if (f->head)
+	fifo_pop(&f->batches);
+	if (f->batches.head)
 		return;
 	/* nothing left to hand out: out of the round (it is its head) */
-	f->tail = NULL;
-	p->round = f->next;
-	if (!p->round)
-		p->round_tail = NULL;
-	f->next = NULL;
+	fifo_pop(&p->round);
 	f->queued = false;
 	f->credit = 0;
 }
@@ -168,7 +163,6 @@ int sigpool_init(struct sigpool *p, uv_loop_t *loop, unsigned workers)
 void sigpool_submit(struct sigpool *p, struct sigpool_batch *b)
 {
 	b->next = b->finished = 0;
-	b->link = NULL;
 	if (!b->flow)
 		b->flow = &p->own;
 	pthread_mutex_lock(&p->mu);
@@ -177,29 +171,16 @@ void sigpool_submit(struct sigpool *p, struct sigpool_batch *b)
 		completed(p, b);
 		uv_async_send(&p->async);
 	} else if (b->urgent) {
-		if (p->urgent_tail)
-			p->urgent_tail->link = b;
-		else
-			p->urgent = b;
-		p->urgent_tail = b;
+		fifo_push(&p->urgent, &b->link);
 		pthread_cond_broadcast(&p->cond);
 	} else {
 		struct sigpool_flow *f = b->flow;
-		if (f->tail)
-			f->tail->link = b;
-		else
-			f->head = b;
-		f->tail = b;
+		fifo_push(&f->batches, &b->link);
 		if (!f->queued) {
 			/* joins the round at its end, with a turn's credit */
 			f->queued = true;
 			f->credit = quantum(f);
-			f->next = NULL;
-			if (p->round_tail)
-				p->round_tail->next = f;
-			else
-				p->round = f;
-			p->round_tail = f;
+			fifo_push(&p->round, &f->turn);
 		}
 		pthread_cond_broadcast(&p->cond);
 	}

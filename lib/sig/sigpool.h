@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "list.h"
+
 #define SIGPOOL_DEFAULT_WORKERS 2
 #define SIGPOOL_MAX_WORKERS     64
 
@@ -32,8 +34,8 @@ struct sigpool_flow {
 	/* the pool's, under its lock */
 	unsigned weight;                /* chunks a turn (0: 1) */
 	long credit;                    /* items it may still take this turn */
-	struct sigpool_batch *head, *tail;
-	struct sigpool_flow *next;      /* in the round of flows with work */
+	struct fifo batches;            /* with items left to hand out */
+	struct fifo_node turn;          /* in the round of flows with work */
 	bool queued;
 	uint64_t items, ns;             /* items done for it, and the workers' time they took */
 };
@@ -47,7 +49,7 @@ struct sigpool_batch {
 	bool urgent;                    /* handed out before every flow's */
 	/* the pool's */
 	size_t next, finished;
-	struct sigpool_batch *link;
+	struct fifo_node link;          /* on the urgent lane, its flow's batches or the done queue */
 };
 
 struct sigpool {
@@ -57,10 +59,10 @@ struct sigpool {
 	pthread_t threads[SIGPOOL_MAX_WORKERS];
 	unsigned workers;
 	bool stop;
-	struct sigpool_batch *urgent, *urgent_tail;     /* items left to hand out, urgent lane */
-	struct sigpool_flow *round, *round_tail;        /* flows with items left to hand out */
-	struct sigpool_flow own;                        /* batches with no flow */
-	struct sigpool_batch *done_head, *done_tail;    /* for the loop */
+	struct fifo urgent;             /* batches with items left to hand out, urgent lane */
+	struct fifo round;              /* flows with items left to hand out */
+	struct sigpool_flow own;        /* batches with no flow */
+	struct fifo done;               /* batches for the loop */
 	unsigned running;                       /* batches submitted, done not yet called */
 	uint64_t urgent_items, urgent_ns;       /* the urgent lane's items done and time */
 };
