@@ -777,10 +777,14 @@ def test_tcp_retry_to_the_next_router_carries_the_inrp_option(inrpd_factory, tmp
 def test_a_tcp_answer_that_never_comes_moves_on_to_the_next_upstream(inrpd_factory, tmp_path,
                                                                      truncating_upstream):
     silent, good = truncating_upstream("silent"), truncating_upstream("answer")
-    d = router(inrpd_factory, tmp_path, "query-timeout 2s;\n"
+    # 4 s: the silent upstream's share (half) holds its UDP round and its TCP
+    # connection even on a loaded machine
+    d = router(inrpd_factory, tmp_path, "query-timeout 4s;\n"
                f"upstream {silent.addr} port {silent.port};\nupstream {good.addr} port {good.port};\n")
-    r = d.tcp("slow.fake.test", "TXT", timeout=10)
+    r = d.tcp("slow.fake.test", "TXT", timeout=15)
     assert txt_count(r) == TruncatingUpstream.RECORDS
+    # the fake upstreams' threads record what they read in their own time
+    wait_for(lambda: len(silent.queries("slow.fake.test")[1]) == 1, 5, "the silent upstream's TCP query")
     assert len(silent.queries("slow.fake.test")[1]) == 1 and len(good.queries("slow.fake.test")[1]) == 1
     assert hops(d)[(silent.addr, silent.port)]["timeouts"] == 1
     # the connection that timed out is closed, not left behind
