@@ -405,6 +405,24 @@ static int cmp_owner(const void *a, const void *b)
 	return rec_type(x) == DNS_TYPE_CNAME ? -1 : rec_type(y) == DNS_TYPE_CNAME ? 1 : 0;
 }
 
+/*
+ * An owner's records side by side for compiling: sorted by a hash of the
+ * owner first, so the sort compares integers held in the array and reads
+ * the records themselves only when two hashes agree.
+ */
+struct by_owner {
+	uint64_t h;
+	struct rrec *r;
+};
+
+static int cmp_by_owner(const void *a, const void *b)
+{
+	const struct by_owner *x = a, *y = b;
+	if (x->h != y->h)
+		return x->h < y->h ? -1 : 1;
+	return cmp_owner(&x->r, &y->r);
+}
+
 static bool has_label(const uint8_t *w, size_t len, const char *label)
 {
 	size_t n = strlen(label);
@@ -502,27 +520,27 @@ static void bad(struct builder *b, const struct rrec *r, const char *why)
 }
 
 /* One owner's records (CNAME first) as at most one rule. */
-static int compile_owner(struct builder *b, const struct name *apex, struct rrec **recs, size_t n)
+static int compile_owner(struct builder *b, const struct name *apex, const struct by_owner *recs, size_t n)
 {
 	struct rpz_table *t = b->t;
 	uint8_t olen;
-	const uint8_t *owner = rec_owner(recs[0], &olen);
+	const uint8_t *owner = rec_owner(recs[0].r, &olen);
 	size_t klen = (size_t)olen - apex->len;
 	const uint8_t *key = owner;
 	bool wild = klen > 0 && owner[0] == 1 && owner[1] == '*';
 	if (klen == 0) {
 		for (size_t i = 0; i < n; i++) {
-			uint16_t type = rec_type(recs[i]);
+			uint16_t type = rec_type(recs[i].r);
 			if (type == DNS_TYPE_SOA || type == DNS_TYPE_NS)
 				t->st.ignored++;
 			else
-				bad(b, recs[i], "data at the zone's apex");
+				bad(b, recs[i].r, "data at the zone's apex");
 		}
 		return 0;
 	}
 	if (other_trigger(owner, klen)) {
 		for (size_t i = 0; i < n; i++)
-			bad(b, recs[i], "not a QNAME trigger (rpz-ip, rpz-nsip, rpz-nsdname, rpz-client-ip)");
+			bad(b, recs[i].r, "not a QNAME trigger (rpz-ip, rpz-nsip, rpz-nsdname, rpz-client-ip)");
 		return 0;
 	}
 	if (wild) {
@@ -539,18 +557,18 @@ static int compile_owner(struct builder *b, const struct name *apex, struct rrec
 	size_t first = 0;
 	int action = -1;
 	/* a CNAME says everything: any other record beside it is left out */
-	for (; first < n && rec_type(recs[first]) == DNS_TYPE_CNAME && action < 0; first++) {
+	for (; first < n && rec_type(recs[first].r) == DNS_TYPE_CNAME && action < 0; first++) {
 		uint16_t rdlen;
-		const uint8_t *rd = rec_rdata(recs[first], &rdlen);
+		const uint8_t *rd = rec_rdata(recs[first].r, &rdlen);
 		action = cname_action(rd, rdlen, &trigger, &why);
 		if (action < 0)
-			bad(b, recs[first], why);
+			bad(b, recs[first].r, why);
 		else
-			r.ttl = recs[first]->ttl;
+			r.ttl = recs[first].r->ttl;
 	}
 	if (action >= 0) {
 		for (size_t i = first; i < n; i++)
-			bad(b, recs[i], "beside a CNAME");
+			bad(b, recs[i].r, "beside a CNAME");
 		n = first;
 		first--;
 	}
@@ -560,22 +578,22 @@ static int compile_owner(struct builder *b, const struct name *apex, struct rrec
 	r.data_off = (uint32_t)b->blob_len;
 	bool by_cname = action >= 0;
 	for (size_t i = first; i < n; i++) {     /* a CNAME's rule, or the data after the bad CNAMEs */
-		uint16_t type = rec_type(recs[i]), rdlen;
-		const uint8_t *rd = rec_rdata(recs[i], &rdlen);
+		uint16_t type = rec_type(recs[i].r), rdlen;
+		const uint8_t *rd = rec_rdata(recs[i].r, &rdlen);
 		if (by_cname && action != RPZ_LOCAL)
 			break;
 		if (!by_cname && !local_ok(type, rd, rdlen, &why)) {
-			bad(b, recs[i], why);
+			bad(b, recs[i].r, why);
 			continue;
 		}
 		uint8_t head[8];
 		wire_store16(head, type);
-		wire_store32(head + 2, recs[i]->ttl);
+		wire_store32(head + 2, recs[i].r->ttl);
 		wire_store16(head + 6, rdlen);
 		if (blob_put(b, head, sizeof(head)) < 0 || blob_put(b, rd, rdlen) < 0)
 			return -1;
-		if (recs[i]->ttl < r.ttl)
-			r.ttl = recs[i]->ttl;
+		if (recs[i].r->ttl < r.ttl)
+			r.ttl = recs[i].r->ttl;
 		if (action < 0)
 			action = RPZ_LOCAL;
 	}
@@ -595,7 +613,7 @@ static int compile_owner(struct builder *b, const struct name *apex, struct rrec
 	return 0;
 }
 
-static struct rpz_table *build_fail(struct rpz_table *t, struct rrec **all)
+static struct rpz_table *build_fail(struct rpz_table *t, struct by_owner *all)
 {
 	free(all);
 	rpz_table_free(t);
@@ -605,7 +623,7 @@ static struct rpz_table *build_fail(struct rpz_table *t, struct rrec **all)
 struct rpz_table *rpz_table_build(const struct rpz_zone *z, rpz_bad_fn badfn, void *arg)
 {
 	struct rpz_table *t = calloc(1, sizeof(*t));
-	struct rrec **all = malloc((z->count ? z->count : 1) * sizeof(*all));
+	struct by_owner *all = malloc((z->count ? z->count : 1) * sizeof(*all));
 	if (!t || !all)
 		return build_fail(t, all);
 	t->rules = malloc((z->count ? z->count : 1) * sizeof(*t->rules));
@@ -613,14 +631,17 @@ struct rpz_table *rpz_table_build(const struct rpz_zone *z, rpz_bad_fn badfn, vo
 		return build_fail(t, all);
 	size_t n = 0;
 	for (size_t i = 0; z->mask && i <= z->mask; i++)
-		if (z->slots[i])
-			all[n++] = z->slots[i];
-	qsort(all, n, sizeof(*all), cmp_owner);
+		if (z->slots[i]) {
+			all[n].h = hashkey64(z->slots[i]->key, 1u + z->slots[i]->key[0]);
+			all[n++].r = z->slots[i];
+		}
+	qsort(all, n, sizeof(*all), cmp_by_owner);
 	struct builder b = { .t = t, .bad = badfn, .arg = arg };
 	for (size_t i = 0; i < n;) {
+		const uint8_t *k = all[i].r->key;
 		size_t j = i + 1;
-		while (j < n && all[j]->key[0] == all[i]->key[0] &&
-		       memcmp(all[j]->key + 1, all[i]->key + 1, all[i]->key[0]) == 0)
+		while (j < n && all[j].h == all[i].h && all[j].r->key[0] == k[0] &&
+		       memcmp(all[j].r->key + 1, k + 1, k[0]) == 0)
 			j++;
 		if (compile_owner(&b, &z->apex, all + i, j - i) < 0)
 			return build_fail(t, all);

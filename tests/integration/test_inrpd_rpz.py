@@ -565,3 +565,98 @@ def test_key_file_readable_by_others_refused(tmp_path):
     conf.write_text(f'listen 127.0.0.1 port 5399;\nrpz "x.test" {{ primary 127.0.0.1; tsig-key "{key}"; }}\n')
     r = run_inrpd("-t", "-c", str(conf))
     assert r.returncode != 0 and "others may read it" in r.stderr, r.stderr
+
+
+PARITY = """\
+$ORIGIN rpz.test.
+@ 300 IN SOA ns.rpz.test. admin.rpz.test. 1 3600 600 86400 60
+@ 300 IN NS ns.rpz.test.
+nx.pt CNAME .
+*.wild.pt CNAME .
+nodata.pt CNAME *.
+*.all.pt CNAME .
+ok.all.pt CNAME rpz-passthru.
+pass.pt CNAME rpz-passthru.
+drop.pt CNAME rpz-drop.
+tcp.pt CNAME rpz-tcp-only.
+local.pt A 192.0.2.7
+local.pt A 192.0.2.8
+local.pt AAAA 2001:db8::7
+local.pt TXT "walled" "garden"
+garden.pt CNAME a.pt.
+"""
+
+# (name, type, transport): every action, wildcards and the exact rules inside
+# them, and names no rule matches (answered by the upstream, or NXDOMAIN there)
+PARITY_QUESTIONS = [
+    ("nx.pt", "A", "udp"), ("nx.pt", "AAAA", "tcp"),
+    ("x.wild.pt", "A", "udp"), ("a.b.wild.pt", "TXT", "udp"), ("wild.pt", "A", "udp"),
+    ("nodata.pt", "A", "udp"), ("nodata.pt", "MX", "tcp"),
+    ("other.all.pt", "A", "udp"), ("ok.all.pt", "A", "udp"),
+    ("pass.pt", "A", "udp"), ("pass.pt", "A", "tcp"),
+    ("drop.pt", "A", "udp"),
+    ("tcp.pt", "A", "udp"), ("tcp.pt", "A", "tcp"),
+    ("local.pt", "A", "udp"), ("local.pt", "AAAA", "udp"), ("local.pt", "TXT", "tcp"), ("local.pt", "MX", "udp"),
+    ("garden.pt", "A", "udp"),
+    ("a.pt", "A", "udp"), ("missing.pt", "A", "udp"), ("sub.nx.pt", "A", "udp"),
+]
+
+
+def observed(addr, port, name, rdtype, transport):
+    """What a client sees, less what the two differ in by design: the rcode,
+    TC, and the answer as sets of (owner, type, rdata); "timeout" for none."""
+    q = dns.message.make_query(name, rdtype, use_edns=0)
+    try:
+        if transport == "udp":
+            r = dns.query.udp(q, addr, port=port, timeout=1)
+        else:
+            r = dns.query.tcp(q, addr, port=port, timeout=2)
+    except dns.exception.Timeout:
+        return "timeout"
+    answer = frozenset((rs.name.to_text(), dns.rdatatype.to_text(rs.rdtype), rd.to_text())
+                       for rs in r.answer for rd in rs)
+    return dns.rcode.to_text(r.rcode()), bool(r.flags & dns.flags.TC), answer
+
+
+def test_parity_with_unbound(tmp_path, inrpd_factory):
+    """The same policy zone in Unbound's RPZ (zonefile) and in inrpd (by AXFR
+    from NSD), both in front of the same upstream: the same rcodes, TC and
+    answer RRsets for every action and for names no rule matches."""
+    started = []
+    try:
+        # every name has an answer upstream, so only a policy makes it another
+        up = Unbound(tmp_path, ["a.pt. 300 IN A 192.0.2.1", "pass.pt. 300 IN A 192.0.2.2",
+                                "ok.all.pt. 300 IN A 192.0.2.3", "tcp.pt. 300 IN A 192.0.2.4",
+                                "wild.pt. 300 IN A 192.0.2.5", "nx.pt. 300 IN A 192.0.2.6",
+                                "nx.pt. 300 IN AAAA 2001:db8::6", "x.wild.pt. 300 IN A 192.0.2.6",
+                                "nodata.pt. 300 IN A 192.0.2.6", "other.all.pt. 300 IN A 192.0.2.6",
+                                "local.pt. 300 IN A 192.0.2.6", "garden.pt. 300 IN A 192.0.2.6",
+                                "drop.pt. 300 IN A 192.0.2.6"],
+                     extra=['local-zone: "pt." static'])
+        started.append(up)
+        zonefile = tmp_path / "parity.zone"
+        zonefile.write_text(PARITY)
+        ub = Unbound(tmp_path, [], extra=[
+            'module-config: "respip iterator"', "do-not-query-localhost: no",
+            "forward-zone:", '  name: "pt."', f"  forward-addr: {up.addr}@{up.port}",
+            "rpz:", '  name: "rpz.test."', f'  zonefile: "{zonefile}"'])
+        started.append(ub)
+        nsd = Nsd(tmp_path, {"rpz.test": PARITY})
+        started.append(nsd)
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f"upstream {up.addr} port {up.port};\nrpz-log-level none;\n" +
+                   rpz_block("rpz.test", nsd, key, ede="none"))
+        wait_serial(d, "rpz.test", 1)
+        differ = []
+        for name, rdtype, transport in PARITY_QUESTIONS:
+            ours = observed(d.addr, d.port, name, rdtype, transport)
+            theirs = observed(ub.addr, ub.port, name, rdtype, transport)
+            if ours != theirs:
+                differ.append((name, rdtype, transport, ours, theirs))
+        assert not differ, "\n".join(map(str, differ))
+        # inrpd applied every action, so Unbound, answering the same, did too
+        hits = show_rpz(d)["rpz.test"]["hits"]
+        assert all(hits[a] for a in ("nxdomain", "nodata", "passthru", "drop", "tcp-only", "local-data")), hits
+    finally:
+        for p in reversed(started):
+            p.stop()
