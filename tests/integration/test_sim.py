@@ -24,7 +24,6 @@ CUSTOMER, PEER, PROVIDER = 0, 1, 2
 
 @pytest.fixture(scope="module")
 def topology(tmp_path_factory):
-    pytest.importorskip("networkx")
     path = tmp_path_factory.mktemp("sim") / "as30.txt"
     subprocess.run([sys.executable, str(REPO / "sim" / "topology.py"), "internet", "30", "--seed", "3",
                     "-o", str(path)], check=True)
