@@ -39,15 +39,13 @@
 #include "log.h"
 #include "name.h"
 #include "nameset.h"
+#include "splitmix.h"
 
 static uint64_t rng;
 
 static uint64_t next_rand(void)
 {
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return splitmix64(&rng);
 }
 
 static void random_name(struct name *n)

@@ -56,6 +56,7 @@
 #include "fib.h"
 #include "name.h"
 #include "route.h"
+#include "splitmix.h"
 
 #include "baseline_table.h"
 
@@ -80,14 +81,6 @@ struct opts {
 struct rng {
 	uint64_t s[4];
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static void rng_seed(struct rng *r, uint64_t seed)
 {

@@ -37,68 +37,16 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "answer.h"
+#include "fibsync.h"
 #include "hashkey.h"
 #include "inrpd.h"
+#include "policy.h"
+#include "records.h"
+#include "rrl.h"
 #include "wire.h"
 
 struct cache_flush *inrpd_cache_flush;
-
-uint64_t inrpd_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);     /* TTLs are seconds: a tick is plenty */
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void inrpd_counters_add(struct inrpd_counters *sum, const struct inrpd_counters *c)
-{
-#define ADD(f) sum->f += __atomic_load_n(&c->f, __ATOMIC_RELAXED)
-	for (unsigned p = 0; p < INRPD_PATHS; p++) {
-		for (unsigned b = 0; b <= INRPD_LAT_BUCKETS; b++)
-			ADD(lat.count[p][b]);
-		ADD(lat.sum_us[p]);
-	}
-	ADD(queries);
-	ADD(answered);
-	ADD(formerr);
-	ADD(refused);
-	ADD(truncated);
-	ADD(dropped);
-	ADD(local);
-	ADD(forwarded);
-	ADD(fallback);
-	ADD(servfail);
-	ADD(loops);
-	ADD(acl_refused);
-	ADD(pending_full);
-	ADD(bad_upstream);
-	ADD(fwd_wrong_source);
-	ADD(fwd_bad_id);
-	ADD(fwd_bad_cookie);
-	ADD(fwd_0x20_mismatch);
-	ADD(fwd_no_socket);
-	ADD(upstream_tcp);
-	ADD(upstream_tcp_full);
-	ADD(nodata);
-	ADD(notimp);
-	ADD(hop_failed);
-	ADD(rrl_dropped);
-	ADD(rrl_slipped);
-	ADD(amp_truncated);
-	ADD(cookies);
-	ADD(badcookie);
-	ADD(cached);
-	ADD(stale);
-	ADD(no_route);
-	ADD(hop_behind);
-	ADD(other_origin);
-	ADD(rerouted);
-	ADD(refreshed);
-	ADD(tcp_evicted);
-	ADD(tcp_full);
-	ADD(in_flight);
-#undef ADD
-}
 
 bool inrpd_acl_allows(const struct inrpd_runtime *rt, const struct sockaddr *client)
 {
@@ -115,6 +63,9 @@ enum why {
 	WHY_PROHIBITED,
 	WHY_NO_UPSTREAM,
 	WHY_NOT_SUPPORTED,
+	WHY_RPZ_BLOCKED,
+	WHY_RPZ_CENSORED,
+	WHY_RPZ_FILTERED,
 };
 
 static const struct {
@@ -128,6 +79,9 @@ static const struct {
 	[WHY_PROHIBITED] = { 18, "recursion not allowed" },     /* Prohibited */
 	[WHY_NO_UPSTREAM] = { 20, "no upstream resolver" },     /* Not Authoritative */
 	[WHY_NOT_SUPPORTED] = { 21, "class not supported" },    /* Not Supported */
+	[WHY_RPZ_BLOCKED] = { 15, "blocked by response policy" },
+	[WHY_RPZ_CENSORED] = { 16, "censored by response policy" },
+	[WHY_RPZ_FILTERED] = { 17, "filtered by response policy" },
 };
 
 #define EDE_MAX 40                      /* 2-byte code and the longest text above */
@@ -157,6 +111,9 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 		dns_response_add_option(b, DNS_OPT_NSID, (const uint8_t *)req->nsid, req->nsid_len);
 	if (req->cookie)
 		dns_response_add_option(b, DNS_OPT_COOKIE, req->cookie_out, sizeof(req->cookie_out));
+	if (why == WHY_NONE && req->policy_ede)        /* the answer to a policy's rewrite */
+		why = req->policy_ede == 15 ? WHY_RPZ_BLOCKED : req->policy_ede == 16 ? WHY_RPZ_CENSORED
+										: WHY_RPZ_FILTERED;
 	if (why != WHY_NONE) {
 		size_t n = strlen(why_ede[why].text);
 		ob->ede[0] = (uint8_t)(why_ede[why].code >> 8);
@@ -187,6 +144,13 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 		if (!dns_response_add_cname(b, &n, req->answer_ttl))
 			return;
 	}
+}
+
+/* An unproven client's answers: never much more than its query, so a spoofed source gains little. */
+static uint16_t amplification_cap(size_t qlen)
+{
+	size_t cap = qlen * INRPD_AMPLIFICATION;
+	return (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
 }
 
 static size_t response_limit(const struct fwd_request *req, size_t cap)
@@ -260,10 +224,9 @@ static unsigned candidates(const struct fib_result *res, const struct inrp_query
  * the longer match wins, and on a tie the static route (the operator's
  * override).  The static table is skipped when the config has no routes.
  */
-static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct name *n,
-					   struct fib_result *res)
+static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct fib *chan,
+					   const struct name *n, struct fib_result *res)
 {
-	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
 	bool found_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, res) && res->nsets > 0;
 	const struct fib *in = found_static ? rt->fib : NULL;
 	if (!chan)
@@ -278,20 +241,27 @@ static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const 
 	return in;
 }
 
-static bool lookup(const struct inrpd_runtime *rt, const struct name *n, struct fib_result *res)
+static bool lookup(const struct inrpd_runtime *rt, const struct fib *chan, const struct name *n,
+		   struct fib_result *res)
 {
-	return lookup_in(rt, n, res) != NULL;
+	return lookup_in(rt, chan, n, res) != NULL;
 }
 
-void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len)
+void inrpd_worker_begin(struct inrpd_worker *w)
+{
+	w->rt = rcu_dereference(inrpd_rt);
+	w->chan = rcu_dereference(inrpd_chan_fib);
+	w->now_ms = inrpd_now_ms();
+}
+
+void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len)
 {
 	if (len <= DNS_HEADER_LEN)
 		return;
-	const struct fib *chan = rcu_dereference(inrpd_chan_fib);
-	if (rt->nroutes > 0)
-		fib_prefetch_wire(rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
-	if (chan)
-		fib_prefetch_wire(chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (w->rt->nroutes > 0)
+		fib_prefetch_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+	if (w->chan)
+		fib_prefetch_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
 }
 
 /*
@@ -301,9 +271,11 @@ void inrpd_prefetch(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
  * false when no suffix has routes; *apex_off is where the matched suffix
  * (the route's name) starts in req->target.
  */
-static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
-			bool *found, bool *all_excluded, unsigned *apex_off)
+static int resolve_name(struct inrpd_worker *w, const struct name *start, bool *found, bool *all_excluded,
+			unsigned *apex_off)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
 	struct name *cur = &req->target;
 	const struct inrp_query_opt *in = &req->inrp;
 
@@ -313,9 +285,15 @@ static int resolve_name(const struct inrpd_runtime *rt, struct fwd_request *req,
 	req->ncand = 0;
 	*found = false;
 	*all_excluded = false;
-	for (unsigned restarts = 0;; restarts++) {
+	if (start) {                    /* a policy's CNAME: the chain starts with it */
+		memcpy(req->chain, start->wire, start->len);
+		req->chain_len = start->len;
+		req->nchain = 1;
+		name_copy(cur, start);
+	}
+	for (unsigned restarts = req->nchain;; restarts++) {
 		struct fib_result res;
-		if (!lookup(rt, cur, &res))
+		if (!lookup(rt, w->chan, cur, &res))
 			return 0;
 		if (res.sets[0]->has_redirect) {
 			const struct name *to = &res.sets[0]->redirect;
@@ -348,7 +326,7 @@ void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, stru
 	if (!online)
 		rcu_thread_online();
 	struct fib_result res;
-	const struct fib *in = lookup_in(rt, n, &res);
+	const struct fib *in = lookup_in(rt, rcu_dereference(inrpd_chan_fib), n, &res);
 	if (in) {
 		v->found = true;
 		v->from_nbrpd = in != rt->fib;
@@ -379,7 +357,7 @@ bool inrpd_reroute(struct fwd_request *req)
 	struct fib_result res;
 	struct route now[ROUTESET_MAX_ROUTES];
 	unsigned n = 0, seen;
-	if (rt && lookup(rt, &req->target, &res) && !res.sets[0]->has_redirect)
+	if (rt && lookup(rt, rcu_dereference(inrpd_chan_fib), &req->target, &res) && !res.sets[0]->has_redirect)
 		n = candidates(&res, &req->inrp, now, &seen);
 	if (!online)
 		rcu_thread_offline();
@@ -400,20 +378,26 @@ bool inrpd_reroute(struct fwd_request *req)
 	return true;
 }
 
-static size_t finish(struct dns_builder *b, const struct fwd_request *req,
-		     struct inrpd_counters *cnt)
+/* An answer of n bytes (0: none could be made) counted. */
+static size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
 {
-	size_t n = dns_response_finish(b, req->edns_udp_size);
+	struct inrpd_counters *cnt = w->cnt;
 	if (n == 0) {
 		CNT_INC(cnt, dropped);
 		return 0;
 	}
-	if (b->truncated) {
+	if (truncated) {
 		CNT_INC(cnt, truncated);
-		if (req->udp_cap)
+		if (w->req.udp_cap)
 			CNT_INC(cnt, amp_truncated);
 	}
 	return n;                               /* the transport counts it answered once sent */
+}
+
+static size_t finish(struct inrpd_worker *w, struct dns_builder *b)
+{
+	size_t n = dns_response_finish(b, w->req.edns_udp_size);
+	return counted(w, n, b->truncated);
 }
 
 /*
@@ -447,9 +431,23 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
  * question at the route's name), NODATA with the SOA in authority when
  * there is nothing of the type.  Never NXDOMAIN: the name is routed.
  */
-static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_request *req,
-			  unsigned apex_off, uint8_t *out, size_t limit, struct inrpd_counters *cnt)
+/* A local answer as made, not yet counted. */
+struct here {
+	size_t len;                     /* 0: none could be made */
+	bool truncated;
+	bool nodata;
+};
+
+static struct here made(const struct fwd_request *req, struct dns_builder *b, bool nodata)
 {
+	size_t n = dns_response_finish(b, req->edns_udp_size);
+	return (struct here){ .len = n, .truncated = b->truncated, .nodata = nodata };
+}
+
+static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
+{
+	const struct inrpd_runtime *rt = w->rt;
+	const struct fwd_request *req = &w->req;
 	const struct dns_query *q = &req->q;
 	struct dns_builder b;
 	struct opt_bufs ob;
@@ -463,7 +461,6 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 			resp.origin = req->cand[i].origin;
 			break;
 		}
-	CNT_INC(cnt, local);
 	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, &resp, WHY_NONE);
 	add_chain(&b, req);
 	uint16_t chain = b.ancount;
@@ -489,10 +486,10 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 		}
 	}
 	if (only)
-		return finish(&b, req, cnt);
+		return made(req, &b, false);
 	bool addr_type = q->qtype == DNS_TYPE_A || q->qtype == DNS_TYPE_AAAA;
 	if (addr_type && b.ancount > chain)
-		return finish(&b, req, cnt);
+		return made(req, &b, false);
 	/* records or NODATA: they need the route's name */
 	struct name apex;
 	apex.len = (uint8_t)(req->target.len - apex_off);
@@ -501,12 +498,99 @@ static size_t answer_here(const struct inrpd_runtime *rt, const struct fwd_reque
 		dns_response_add_rr(&b, DNS_TYPE_SOA, soa, (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
 	else if (!addr_type)
 		inrpd_records_answer(rt->records, &apex, q->qtype, &b, ttl);
-	if (b.ancount == chain && !b.truncated && !b.failed) {
-		CNT_INC(cnt, nodata);
+	bool nodata = b.ancount == chain && !b.truncated && !b.failed;
+	if (nodata)
 		dns_response_add_authority(&b, &apex, DNS_TYPE_SOA, soa,
 					   (uint16_t)soa_rdata(&apex, ttl, soa), ttl);
+	return made(req, &b, nodata);
+}
+
+static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen);
+
+/* Rare: out of line, so the common answer's code stays as it was. */
+__attribute__((cold, noinline))
+static struct here build_capped(struct inrpd_worker *w, unsigned apex_off, uint8_t *out,
+				const struct ip_addr *from, size_t qlen)
+{
+	return build_here(w, apex_off, out, settle_cap(w, from, qlen));
+}
+
+/*
+ * The local answer, counted.  unsettled: RRL is off, the client has not
+ * proven its address, and whether it is exempt from the amplification
+ * cap has not been looked up.  An answer within the cap is the same
+ * either way (the builder's limit matters only where something would not
+ * fit), so that is looked up only for one that is not, which is made
+ * again if the cap applies.
+ */
+static size_t answer_here(struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit,
+			  const struct ip_addr *unsettled, size_t qlen)
+{
+	struct here h = build_here(w, apex_off, out, limit);
+	if (__builtin_expect(unsettled != NULL, 0) && (!h.len || h.truncated || h.len > amplification_cap(qlen)))
+		h = build_capped(w, apex_off, out, unsettled, qlen);
+	CNT_INC(w->cnt, local);
+	if (h.nodata)
+		CNT_INC(w->cnt, nodata);
+	return counted(w, h.len, h.truncated);
+}
+
+/*
+ * A response policy's answer (policy.h): true with *n (0: dropped), or
+ * false when the query goes on: passthru, tcp-only over TCP, and a local
+ * CNAME, whose target *rewrite is then resolved as a redirect's is.
+ */
+static bool answer_policy(struct inrpd_worker *w, const struct inrpd_rpz_match *m, uint8_t *out, size_t limit,
+			  size_t *n, struct name *rewrite)
+{
+	struct fwd_request *req = &w->req;
+	const struct rpz_hit *hit = &m->hit;
+	enum why why = m->ede == 15 ? WHY_RPZ_BLOCKED : m->ede == 16 ? WHY_RPZ_CENSORED
+		     : m->ede == 17 ? WHY_RPZ_FILTERED : WHY_NONE;
+	struct dns_builder b;
+	struct opt_bufs ob;
+	uint8_t soa[SOA_RDATA_MAX];
+	bool nodata = hit->action == RPZ_NODATA;
+	switch (hit->action) {
+	case RPZ_PASSTHRU:
+		return false;
+	case RPZ_TCP_ONLY:
+		if (!req->limit_udp)
+			return false;
+		dns_response_init(&b, &req->q, DNS_RCODE_NOERROR, out, limit);
+		dns_response_truncate(&b);
+		*n = finish(w, &b);
+		return true;
+	case RPZ_DROP:
+		CNT_INC(w->cnt, dropped);
+		*n = 0;
+		return true;
+	case RPZ_LOCAL: {
+		size_t pos = 0;
+		uint16_t type, rdlen;
+		uint32_t ttl;
+		const uint8_t *rd;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == DNS_TYPE_CNAME && name_from_wire(rewrite, rd, rdlen) == NAME_OK)
+				return false;
+		start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, why);
+		pos = 0;
+		while (rpz_data_next(hit, &pos, &type, &ttl, &rd, &rdlen))
+			if (type == req->q.qtype || req->q.qtype == DNS_TYPE_ANY)
+				dns_response_add_rr(&b, type, rd, rdlen, ttl);
+		nodata = b.ancount == 0;
+		break;
 	}
-	return finish(&b, req, cnt);
+	default:
+		start(&b, req, hit->action == RPZ_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_NOERROR, out, limit, &ob,
+		      NULL, why);
+		break;
+	}
+	if (hit->action == RPZ_NXDOMAIN || nodata)
+		dns_response_add_authority(&b, m->zone, DNS_TYPE_SOA, soa,
+					   (uint16_t)soa_rdata(m->zone, hit->ttl, soa), hit->ttl);
+	*n = finish(w, &b);
+	return true;
 }
 
 /* ---- the packet cache ---- */
@@ -581,9 +665,10 @@ void inrpd_cache_store(struct cache *cache, const struct fwd_request *req, const
  * the answer's length, 0 on a miss.  A query with INRP exclusions asks
  * for answers without some servers: it bypasses the cache both ways.
  */
-static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req,
-			 struct cache *cache, uint8_t *out, struct inrpd_counters *cnt)
+static size_t from_cache(struct inrpd_worker *w, uint8_t *out)
 {
+	struct fwd_request *req = &w->req;
+	struct cache *cache = w->cache;
 	req->cacheable = false;
 	if (!cache || (req->client_inrp && req->inrp.nexclude > 0))
 		return 0;
@@ -591,11 +676,11 @@ static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req
 	uint8_t flags = (q->rd ? CACHE_F_RD : 0) | (q->cd ? CACHE_F_CD : 0) | (q->edns_do ? CACHE_F_DO : 0);
 	cache_key_make(&req->cache_key, &q->qname, q->qtype, q->qclass, flags);
 	req->cache_fp = route_fingerprint(req);
-	req->cache_limits = rt->cache;
-	req->cache_stale_s = rt->cache_stale_s;
+	req->cache_limits = w->rt->cache;
+	req->cache_stale_s = w->rt->cache_stale_s;
 	req->cacheable = true;
 	struct cache_hit hit;
-	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, inrpd_now_ms(), 0, &hit))
+	if (!cache_lookup(cache, &req->cache_key, req->cache_fp, w->now_ms, 0, &hit))
 		return 0;
 	/* A held SERVFAIL damps a burst for a failing name, but must not outlast
 	 * the failure: a router client (it holds its own) and a query once the
@@ -609,19 +694,18 @@ static size_t from_cache(const struct inrpd_runtime *rt, struct fwd_request *req
 		return 0;
 	size_t n = inrpd_answer_cached(req, &hit, out, INRPD_ANSWER_MAX);
 	if (n)
-		CNT_INC(cnt, cached);
+		CNT_INC(w->cnt, cached);
 	return n;
 }
 
 /* A REFUSED answer, with its reason. */
-static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t limit,
-		     struct inrpd_counters *cnt)
+static size_t refuse(struct inrpd_worker *w, enum why why, uint8_t *out, size_t limit)
 {
 	struct dns_builder b;
 	struct opt_bufs ob;
-	CNT_INC(cnt, refused);
-	start(&b, req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
-	return finish(&b, req, cnt);
+	CNT_INC(w->cnt, refused);
+	start(&b, &w->req, DNS_RCODE_REFUSED, out, limit, &ob, NULL, why);
+	return finish(w, &b);
 }
 
 /*
@@ -629,9 +713,10 @@ static size_t refuse(struct fwd_request *req, enum why why, uint8_t *out, size_t
  * and version.server the version, as BIND and Unbound answer them
  * (hide-identity, hide-version: REFUSED); other CHAOS questions REFUSED.
  */
-static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *req, uint8_t *out, size_t limit,
-			   struct inrpd_counters *cnt)
+static size_t answer_chaos(struct inrpd_worker *w, uint8_t *out, size_t limit)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	const struct fwd_request *req = &w->req;
 	static const struct { const char *wire; uint8_t len; bool version; } known[] = {
 		{ "\2id\6server", 11, false },
 		{ "\10hostname\4bind", 15, false },
@@ -644,10 +729,10 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
 		if (q->qname.len == known[i].len && memcmp(q->qname.wire, known[i].wire, known[i].len) == 0)
 			text = known[i].version ? rt->version : rt->identity;
 	if (!text || !text[0])
-		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
+		return refuse(w, WHY_NOT_SUPPORTED, out, limit);
 	struct dns_builder b;
 	struct opt_bufs ob;
-	CNT_INC(cnt, chaos);
+	CNT_INC(w->cnt, chaos);
 	start(&b, req, DNS_RCODE_NOERROR, out, limit, &ob, NULL, WHY_NONE);
 	if (q->qtype == DNS_TYPE_TXT || q->qtype == DNS_TYPE_ANY) {
 		uint8_t rdata[1 + INRPD_TXT_MAX];
@@ -656,7 +741,7 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
 		memcpy(rdata + 1, text, n);
 		dns_response_add_rr(&b, DNS_TYPE_TXT, rdata, (uint16_t)(1 + n), 0);
 	}
-	return finish(&b, req, cnt);
+	return finish(w, &b);
 }
 
 /*
@@ -665,9 +750,11 @@ static size_t answer_chaos(const struct inrpd_runtime *rt, struct fwd_request *r
  * checked).  Returns DNS_PARSE_OK or FORMERR for a malformed INRP or
  * COOKIE option.
  */
-static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, struct fwd_request *req,
-			const struct ip_addr *from, bool *cookie_valid, bool *cookie_bad)
+static int read_options(struct inrpd_worker *w, const uint8_t *pkt, const struct ip_addr *from,
+			bool *cookie_valid, bool *cookie_bad)
 {
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
 	const struct dns_query *q = &req->q;
 	const uint8_t *opts = pkt + q->edns_opts_off, *data, *cc, *sc;
 	size_t dlen, sc_len;
@@ -704,15 +791,29 @@ static int read_options(const struct inrpd_runtime *rt, const uint8_t *pkt, stru
  * not exempt, not a router of ours, is rate-limited (rrl.c), and what
  * passes gets answers of at most INRPD_AMPLIFICATION times its query.
  */
-static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_request *req,
-				   struct rrl *rrl, size_t len, const struct ip_addr *from,
-				   bool client_cookie, struct inrpd_counters *cnt)
+static inline bool exempt(const struct inrpd_runtime *rt, const struct ip_addr *from)
 {
-	if (prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
-	    prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
-	    (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr)))
+	return prefix_list_has(rt->acl, rt->nacl, from->family, from->addr) ||
+	       prefix_list_has(rt->rrl_exempt, rt->nrrl_exempt, from->family, from->addr) ||
+	       (rt->rrl_exempt_routers && inrpd_routers_has(from->family, from->addr));
+}
+
+/* RRL off: the client's exemption looked up for its amplification cap; the limit of its answers. */
+static size_t settle_cap(struct inrpd_worker *w, const struct ip_addr *from, size_t qlen)
+{
+	if (!exempt(w->rt, from))
+		w->req.udp_cap = amplification_cap(qlen);
+	return response_limit(&w->req, INRPD_ANSWER_MAX);
+}
+
+static enum rrl_verdict rate_limit(struct inrpd_worker *w, size_t len, const struct ip_addr *from,
+				   bool client_cookie)
+{
+	const struct inrpd_runtime *rt = w->rt;
+	struct inrpd_counters *cnt = w->cnt;
+	if (exempt(rt, from))
 		return RRL_PASS;
-	enum rrl_verdict v = rrl_check(rrl, rt, from->family, from->addr, inrpd_now_ms());
+	enum rrl_verdict v = rrl_check(w->rrl, rt, from->family, from->addr, w->now_ms);
 	/* A client cookie is never dropped: its slip (BADCOOKIE with ours) is
 	 * hardly larger than the query, and the client asks again proven.
 	 * Dropped, it waits out its whole timeout: a router asking a next hop
@@ -726,24 +827,58 @@ static enum rrl_verdict rate_limit(const struct inrpd_runtime *rt, struct fwd_re
 	} else if (v == RRL_SLIP) {
 		CNT_INC(cnt, rrl_slipped);
 	} else {
-		/* never much more than the query: a spoofed source gains little */
-		size_t cap = len * INRPD_AMPLIFICATION;
-		req->udp_cap = (uint16_t)(cap < DNS_UDP_MIN ? cap : DNS_UDP_MIN);
+		w->req.udp_cap = amplification_cap(len);
 	}
 	return v;
 }
 
-size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t len,
-		    const struct sockaddr *client, uint8_t *out, bool limit_udp,
-		    struct fwd_request *req, struct cache *cache, struct rrl *rrl,
-		    struct inrpd_counters *cnt)
+/* No route: ordinary DNS, the upstream resolvers the candidates. */
+static void to_upstreams(struct fwd_request *req, const struct inrpd_runtime *rt)
 {
+	req->fallback = true;
+	req->upstream_0x20 = rt->upstream_0x20;
+	req->ncand = (uint8_t)rt->nupstreams;
+	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
+}
+
+bool inrpd_cache_route_fp(const struct inrpd_runtime *rt, const struct name *n, uint64_t *fp)
+{
+	struct inrpd_worker w = { .rt = rt };
+	struct fwd_request *req = &w.req;
+	name_copy(&req->q.qname, n);
+	bool online = rcu_read_ongoing();
+	if (!online)
+		rcu_thread_online();
+	w.chan = rcu_dereference(inrpd_chan_fib);
+	bool found, all_excluded;
+	unsigned apex_off;
+	bool cached = resolve_name(&w, NULL, &found, &all_excluded, &apex_off) == 0 && !all_excluded;
+	if (!online)
+		rcu_thread_offline();
+	for (unsigned i = 0; i < req->ncand && cached; i++)
+		cached = req->cand[i].kind == ROUTE_ROUTER;     /* a server: answered here */
+	if (cached && req->ncand == 0) {
+		cached = rt->nupstreams > 0;
+		if (cached)
+			to_upstreams(req, rt);
+	}
+	if (cached)
+		*fp = route_fingerprint(req);
+	return cached;
+}
+
+size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+		    const struct sockaddr *client, uint8_t *out)
+{
+	const struct inrpd_runtime *rt = w->rt;
+	struct fwd_request *req = &w->req;
+	struct inrpd_counters *cnt = w->cnt;
 	struct dns_query *q = &req->q;
 	struct inrp_query_opt *in = &req->inrp;
 	struct dns_builder b;
 
 	CNT_INC(cnt, queries);
-	req->limit_udp = limit_udp;
+	req->limit_udp = w->udp;
 	req->client_inrp = false;
 	req->fallback = false;
 	req->answer_ttl = rt->answer_ttl;
@@ -753,6 +888,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	req->chain_len = 0;
 	req->nsid_len = 0;
 	req->cookie = false;
+	req->policy_ede = 0;
 	req->udp_cap = 0;
 	req->cacheable = false;
 	in->npath = 0;
@@ -768,12 +904,21 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	size_t limit = response_limit(req, INRPD_ANSWER_MAX);
 	struct ip_addr from;
 	from.family = prefix_sockaddr_addr(client, from.addr);
-	bool cookie_valid = false, cookie_bad = false;
+	bool cookie_valid = false, cookie_bad = false, unsettled = false;
 	if (rc == DNS_PARSE_OK && q->has_edns)
-		rc = read_options(rt, pkt, req, &from, &cookie_valid, &cookie_bad);
-	if (rc == DNS_PARSE_OK && limit_udp && from.family && !cookie_valid) {
+		rc = read_options(w, pkt, &from, &cookie_valid, &cookie_bad);
+	bool unproven = rc == DNS_PARSE_OK && w->udp && from.family && !cookie_valid;
+	if (unproven && !rt->rrl_rate) {
+		/* RRL off: the exemption decides only the amplification cap; an
+		 * ordinary question settles it once its route is known (below),
+		 * any other now */
+		if (cookie_bad || q->qclass != DNS_CLASS_IN || req->client_inrp)
+			limit = settle_cap(w, &from, len);
+		else
+			unsettled = true;
+	} else if (unproven) {
 		bool client_cookie = req->cookie && !cookie_bad;
-		int v = rate_limit(rt, req, rrl, len, &from, client_cookie, cnt);
+		int v = rate_limit(w, len, &from, client_cookie);
 		if (v == RRL_DROP)
 			return 0;
 		if (v == RRL_SLIP && client_cookie) {
@@ -782,12 +927,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			struct opt_bufs ob;
 			CNT_INC(cnt, badcookie);
 			start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
-			return finish(&b, req, cnt);
+			return finish(w, &b);
 		}
 		if (v == RRL_SLIP) {
 			dns_response_init(&b, q, DNS_RCODE_NOERROR, out, limit);
 			dns_response_truncate(&b);
-			return finish(&b, req, cnt);
+			return finish(w, &b);
 		}
 		limit = response_limit(req, INRPD_ANSWER_MAX);
 	}
@@ -798,7 +943,12 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		struct opt_bufs ob;
 		CNT_INC(cnt, badcookie);
 		start(&b, req, DNS_RCODE_BADCOOKIE, out, limit, &ob, NULL, WHY_NONE);
-		return finish(&b, req, cnt);
+		return finish(w, &b);
+	}
+	if (rc == DNS_RCODE_NOTIMP) {
+		size_t n = inrpd_rpz_notify(pkt, len, client, out, limit);
+		if (n)
+			return n;
 	}
 	if (rc != DNS_PARSE_OK) {
 		if (rc == DNS_RCODE_FORMERR)
@@ -806,25 +956,36 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		if (rc == DNS_RCODE_NOTIMP)
 			CNT_INC(cnt, notimp);
 		dns_response_init(&b, q, (unsigned)rc, out, limit);
-		return finish(&b, req, cnt);
+		return finish(w, &b);
 	}
 	if (q->qclass == DNS_CLASS_CH)
-		return answer_chaos(rt, req, out, limit, cnt);
+		return answer_chaos(w, out, limit);
 	if (q->qclass != DNS_CLASS_IN)
-		return refuse(req, WHY_NOT_SUPPORTED, out, limit, cnt);
+		return refuse(w, WHY_NOT_SUPPORTED, out, limit);
 	if (req->client_inrp && inrp_path_contains(in, rt->router_id)) {
 		CNT_INC(cnt, loops);
 		CNT_INC(cnt, servfail);
 		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_LOOP, out, limit);
 	}
 
-	bool found, all_excluded;
-	unsigned apex_off = 0;
-	if (resolve_name(rt, req, &found, &all_excluded, &apex_off) < 0 || all_excluded) {
-		CNT_INC(cnt, servfail);
-		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
+	/* response policy: before the routes and the cache, for every name */
+	struct inrpd_rpz_match pm;
+	struct name rewrite = { .len = 0 };
+	if (inrpd_rpz_match(&q->qname, client, &pm)) {
+		size_t n;
+		if (unsettled) {                /* a policy's answer is not a local one */
+			limit = settle_cap(w, &from, len);
+			unsettled = false;
+		}
+		if (answer_policy(w, &pm, out, limit, &n, &rewrite))
+			return n;
+		if (rewrite.len)
+			req->policy_ede = pm.ede;
 	}
 
+	bool found, all_excluded;
+	unsigned apex_off = 0;
+	int resolved = resolve_name(w, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off);
 	unsigned nservers = 0, nrouters = 0;
 	for (unsigned i = 0; i < req->ncand; i++) {
 		if (req->cand[i].kind == ROUTE_SERVER)
@@ -832,8 +993,16 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 		else
 			nrouters++;
 	}
+	if (unsettled && nservers == 0) {       /* every answer but a local one (none on a failure) */
+		limit = settle_cap(w, &from, len);
+		unsettled = false;
+	}
+	if (resolved < 0 || all_excluded) {
+		CNT_INC(cnt, servfail);
+		return inrpd_answer_servfail(req, rt->router_id, INRP_STATUS_UNREACHABLE, out, limit);
+	}
 	if (nservers > 0)
-		return answer_here(rt, req, apex_off, out, limit, cnt);
+		return answer_here(w, apex_off, out, limit, unsettled ? &from : NULL, len);
 
 	uint32_t budget = rt->query_timeout_ms;
 	if (req->client_inrp && in->budget_ms && in->budget_ms < budget)
@@ -854,7 +1023,7 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 			if (req->cand[i].kind == ROUTE_ROUTER)
 				req->cand[k++] = req->cand[i];
 		req->ncand = (uint8_t)k;
-		size_t n = from_cache(rt, req, cache, out, cnt);
+		size_t n = from_cache(w, out);
 		if (n)
 			return n;
 		CNT_INC(cnt, forwarded);
@@ -868,16 +1037,13 @@ size_t inrpd_answer(const struct inrpd_runtime *rt, const uint8_t *pkt, size_t l
 	}
 	/* no route: ordinary DNS */
 	if (rt->nupstreams == 0)
-		return refuse(req, WHY_NO_UPSTREAM, out, limit, cnt);
+		return refuse(w, WHY_NO_UPSTREAM, out, limit);
 	if (!inrpd_acl_allows(rt, client)) {
 		CNT_INC(cnt, acl_refused);
-		return refuse(req, WHY_PROHIBITED, out, limit, cnt);
+		return refuse(w, WHY_PROHIBITED, out, limit);
 	}
-	req->fallback = true;
-	req->upstream_0x20 = rt->upstream_0x20;
-	req->ncand = (uint8_t)rt->nupstreams;
-	memcpy(req->cand, rt->upstreams, rt->nupstreams * sizeof(rt->upstreams[0]));
-	size_t n = from_cache(rt, req, cache, out, cnt);
+	to_upstreams(req, rt);
+	size_t n = from_cache(w, out);
 	if (n)
 		return n;
 	CNT_INC(cnt, fallback);

@@ -2,6 +2,11 @@
  * inrpd's configuration: the keywords of inrpd.conf on top of lib/conf.
  *
  *     listen 127.0.0.1 port 5353;          repeatable, IPv4 or IPv6
+ *     listen-tls 127.0.0.1 port 853;       DNS over TLS (RFC 7858), repeatable
+ *     listen-https 127.0.0.1 port 443;     DNS over HTTPS (RFC 8484), repeatable
+ *     tls-certificate "/etc/inrpd/cert.pem";  the chain, PEM; read again on reload
+ *     tls-key "/etc/inrpd/key.pem";
+ *     https-path "/dns-query";
  *     workers 2;                           or "auto": one per CPU
  *     answer-ttl 5;
  *     edns-udp-size 1232;
@@ -15,6 +20,8 @@
  *     upstream-0x20 no;                    the name in random case to upstreams (RFC 5452 9.2)
  *     allow-recursion 192.0.2.0/24;        who may use them (default: loopback
  *                                          and private ranges; "none": nobody)
+ *     proxy-protocol-from 127.0.0.1;       repeatable: these must send a PROXY v2
+ *                                          header, others may not (proxy.h)
  *     query-timeout 2s;                    all attempts of one query
  *     hop-probe-interval 5s;               a hop passed over as slow is probed this often
  *     hop-limit 16;
@@ -40,6 +47,7 @@
  *     metrics 127.0.0.1 port 9153;         Prometheus /metrics (lib/ops/metrics.h)
  *     metrics-allow 192.0.2.0/24;          who may scrape (default: loopback)
  *     user "inrpd";  group "inrpd";        given up root for, once bound (lib/ops/privdrop.h)
+ *     dnstap { socket-path "/run/dnstap.sock"; }   query logs (tap.h)
  *     route "www.example.content" {
  *         server 127.0.0.10;               ranked in the order given
  *         server ::1 load 20;
@@ -61,7 +69,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <sodium.h>
 #include <urcu-qsbr.h>
@@ -69,8 +76,14 @@
 #include "conf.h"
 #include "service_conf.h"
 #include "log.h"
-#include "inrpd.h"
+#include "config.h"
+#include "fib.h"
+#include "inrp.h"
+#include "records.h"
 #include "refresh.h"
+#include "rrl.h"
+#include "vec.h"
+#include "tlslink.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -118,39 +131,111 @@ struct cfg_ctx {
 	bool seen_cache_size, seen_cache_ttl, seen_cache_neg, seen_cache_servfail, seen_cache_stale;
 	bool seen_rrl_rate, seen_rrl_slip, seen_rrl_routers, seen_cookie_secret;
 	bool seen_router_id, seen_acl, seen_acl_none, seen_timeout, seen_probe, seen_hop_limit, seen_pending, seen_refresh;
+	bool seen_cert, seen_key, seen_https_path;
+	const struct conf_stmt *tls_stmt, *cert_stmt, *key_stmt;
 };
 
-static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+/* "KEYWORD ADDRESS [port NUMBER]" into list (n of them). */
+static int parse_listen(const struct conf_stmt *s, struct inrpd_listen *list, unsigned *n, uint16_t port,
+			char *err, size_t err_len)
 {
-	struct cfg_ctx *x = arg;
-	struct inrpd_config *cfg = x->cfg;
-	struct inrpd_listen l = { .ep.port = INRPD_DEFAULT_PORT, .line = s->line };
+	struct inrpd_listen l = { .ep.port = port, .line = s->line };
 
 	if (conf_arg_addr(s, 1, &l.ep.family, l.ep.addr, err, err_len) < 0)
 		return -1;
 	if (s->argc == 3)
-		return conf_error(err, err_len, s, "expected 'listen ADDRESS [port NUMBER]'");
+		return conf_error(err, err_len, s, "expected '%s ADDRESS [port NUMBER]'", s->argv[0]);
 	if (s->argc == 4) {
-		uint64_t port;
+		uint64_t p;
 		if (strcmp(s->argv[2], "port") != 0)
 			return conf_error(err, err_len, s, "expected 'port', not '%s'", s->argv[2]);
-		if (conf_arg_uint(s, 3, 1, 65535, &port, err, err_len) < 0)
+		if (conf_arg_uint(s, 3, 1, 65535, &p, err, err_len) < 0)
 			return -1;
-		l.ep.port = (uint16_t)port;
+		l.ep.port = (uint16_t)p;
 	}
-	for (unsigned i = 0; i < cfg->nlisten; i++) {
-		const struct inrpd_listen *o = &cfg->listen[i];
+	for (unsigned i = 0; i < *n; i++) {
+		const struct inrpd_listen *o = &list[i];
 		if (o->ep.family == l.ep.family && o->ep.port == l.ep.port &&
 		    memcmp(o->ep.addr, l.ep.addr, l.ep.family == AF_INET ? 4 : 16) == 0) {
 			char buf[80];
-			return conf_error(err, err_len, s, "duplicate listen %s (first at line %u)",
+			return conf_error(err, err_len, s, "duplicate %s %s (first at line %u)", s->argv[0],
 					  ip_endpoint_format(&l.ep, buf, sizeof(buf)), o->line);
 		}
 	}
-	if (cfg->nlisten == INRPD_MAX_LISTEN)
-		return conf_error(err, err_len, s, "too many listen addresses (at most %d)",
+	if (*n == INRPD_MAX_LISTEN)
+		return conf_error(err, err_len, s, "too many %s addresses (at most %d)", s->argv[0],
 				  INRPD_MAX_LISTEN);
-	cfg->listen[cfg->nlisten++] = l;
+	list[(*n)++] = l;
+	return 0;
+}
+
+static int kw_listen(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return parse_listen(s, x->cfg->listen, &x->cfg->nlisten, INRPD_DEFAULT_PORT, err, err_len);
+}
+
+static int kw_listen_tls(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (!x->tls_stmt)
+		x->tls_stmt = s;
+	return parse_listen(s, x->cfg->tls.dot, &x->cfg->tls.ndot, INRPD_DOT_PORT, err, err_len);
+}
+
+static int kw_listen_https(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	if (!x->tls_stmt)
+		x->tls_stmt = s;
+	return parse_listen(s, x->cfg->tls.doh, &x->cfg->tls.ndoh, INRPD_DOH_PORT, err, err_len);
+}
+
+static int kw_tls_certificate(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	x->cert_stmt = s;
+	return conf_arg_path_near(s, 1, &x->seen_cert, PATH_MAX, &x->cfg->tls.cert_file, err, err_len);
+}
+
+static int kw_tls_key(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	x->key_stmt = s;
+	return conf_arg_path_near(s, 1, &x->seen_key, PATH_MAX, &x->cfg->tls.key_file, err, err_len);
+}
+
+static int kw_https_path(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	const char *p = s->argv[1];
+	if (conf_once(&x->seen_https_path, s, err, err_len) < 0)
+		return -1;
+	if (p[0] != '/' || strlen(p) > INRPD_HTTPS_PATH_MAX || strpbrk(p, "?# \t"))
+		return conf_error(err, err_len, s, "https-path: expected a path from '/', without '?' or '#', "
+				  "of at most %d bytes", INRPD_HTTPS_PATH_MAX);
+	snprintf(x->cfg->tls.https_path, sizeof(x->cfg->tls.https_path), "%s", p);
+	return 0;
+}
+
+/* The certificate and key read now, so a bad one is the configuration's error (and a reload's). */
+static int load_tls(struct cfg_ctx *x, char *err, size_t err_len)
+{
+	struct inrpd_tls_config *t = &x->cfg->tls;
+	if (!x->seen_cert && !x->seen_key) {
+		if (x->tls_stmt)
+			return conf_error(err, err_len, x->tls_stmt, "%s needs 'tls-certificate' and 'tls-key'",
+					  x->tls_stmt->argv[0]);
+		return 0;
+	}
+	if (!x->seen_cert || !x->seen_key) {
+		const struct conf_stmt *s = x->seen_cert ? x->cert_stmt : x->key_stmt;
+		return conf_error(err, err_len, s, "'tls-certificate' and 'tls-key' go together");
+	}
+	char why[CONF_ERR_LEN];
+	t->cred = tlslink_cred_x509(t->cert_file, t->key_file, why, sizeof(why));
+	if (!t->cred)
+		return conf_error(err, err_len, x->cert_stmt, "tls-certificate: %s", why);
 	return 0;
 }
 
@@ -346,14 +431,8 @@ static int kw_route(const struct conf_stmt *s, void *arg, char *err, size_t err_
 	if (!r.has_redirect && r.nroutes == 0)
 		return conf_error(err, err_len, s, "route \"%s\" has no server, router or redirect",
 				  s->argv[1]);
-	if (x->nroutes == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct cfg_route *nr = realloc(x->routes, cap * sizeof(*nr));
-		if (!nr)
-			return conf_error(err, err_len, s, "out of memory");
-		x->routes = nr;
-		x->cap = cap;
-	}
+	if (VEC_RESERVE(x->routes, x->cap, x->nroutes + 1) < 0)
+		return conf_error(err, err_len, s, "out of memory");
 	x->routes[x->nroutes++] = r;
 	return 0;
 }
@@ -410,14 +489,10 @@ static int add_acl(struct inrpd_config *cfg, const struct conf_stmt *s, const ch
 			return -1;
 	} else {
 		/* the built-in defaults, written as prefixes above */
-		char buf[64];
-		snprintf(buf, sizeof(buf), "%s", text);
-		char *slash = strchr(buf, '/');
-		*slash = 0;
-		family = strchr(buf, ':') ? AF_INET6 : AF_INET;
-		if (inet_pton(family, buf, p.addr) != 1)
+		if (prefix_parse(text, &p) < 0)
 			return -1;
-		len = (unsigned)atoi(slash + 1);
+		family = p.family;
+		len = p.len;
 	}
 	p.family = (uint8_t)family;
 	p.len = (uint8_t)len;
@@ -441,6 +516,28 @@ static int kw_allow_recursion(const struct conf_stmt *s, void *arg, char *err, s
 		return conf_error(err, err_len, s, "'allow-recursion none' with prefixes");
 	x->seen_acl = true;
 	return add_acl(x->cfg, s, NULL, err, err_len);
+}
+
+/* A repeatable "KEYWORD PREFIX;" into a list of INRPD_MAX_ACL. */
+static int add_prefix(const struct conf_stmt *s, struct prefix *list, unsigned *n, char *err, size_t err_len)
+{
+	struct prefix p = { 0 };
+	int family;
+	unsigned len;
+	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
+		return -1;
+	if (*n == INRPD_MAX_ACL)
+		return conf_error(err, err_len, s, "too many %s prefixes (at most %d)", s->argv[0], INRPD_MAX_ACL);
+	p.family = (uint8_t)family;
+	p.len = (uint8_t)len;
+	list[(*n)++] = p;
+	return 0;
+}
+
+static int kw_proxy_protocol_from(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct inrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	return add_prefix(s, cfg->proxy_from, &cfg->nproxy_from, err, err_len);
 }
 
 static int kw_query_timeout(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -637,19 +734,8 @@ static int kw_rrl_slip(const struct conf_stmt *s, void *arg, char *err, size_t e
 
 static int kw_rrl_exempt(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	struct cfg_ctx *x = arg;
-	struct inrpd_config *cfg = x->cfg;
-	struct prefix p = { 0 };
-	int family;
-	unsigned len;
-	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
-		return -1;
-	if (cfg->nrrl_exempt == INRPD_MAX_ACL)
-		return conf_error(err, err_len, s, "too many rrl-exempt prefixes (at most %d)", INRPD_MAX_ACL);
-	p.family = (uint8_t)family;
-	p.len = (uint8_t)len;
-	cfg->rrl_exempt[cfg->nrrl_exempt++] = p;
-	return 0;
+	struct inrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	return add_prefix(s, cfg->rrl_exempt, &cfg->nrrl_exempt, err, err_len);
 }
 
 static int kw_rrl_routers(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -680,8 +766,37 @@ static int kw_cookie_secret(const struct conf_stmt *s, void *arg, char *err, siz
 	return 0;
 }
 
+static int kw_dnstap(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return tap_conf_parse(s, &x->cfg->dnstap, err, err_len);
+}
+
+static int kw_rpz(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_zone(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
+static int kw_rpz_log_level(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_log_level(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
+static int kw_state_dir(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	return inrpd_rpz_conf_state_dir(&((struct cfg_ctx *)arg)->cfg->rpz, s, err, err_len);
+}
+
 static const struct conf_keyword top_keywords[] = {
+	{ "rpz", 2, 2, CONF_BLOCK, kw_rpz },
+	{ "state-dir", 2, 2, CONF_NO_BLOCK, kw_state_dir },
+	{ "rpz-log-level", 2, 2, CONF_NO_BLOCK, kw_rpz_log_level },
 	{ "listen", 2, 4, CONF_NO_BLOCK, kw_listen },
+	{ "listen-tls", 2, 4, CONF_NO_BLOCK, kw_listen_tls },
+	{ "listen-https", 2, 4, CONF_NO_BLOCK, kw_listen_https },
+	{ "tls-certificate", 2, 2, CONF_NO_BLOCK, kw_tls_certificate },
+	{ "tls-key", 2, 2, CONF_NO_BLOCK, kw_tls_key },
+	{ "https-path", 2, 2, CONF_NO_BLOCK, kw_https_path },
 	{ "workers", 2, 2, CONF_NO_BLOCK, kw_workers },
 	{ "answer-ttl", 2, 2, CONF_NO_BLOCK, kw_answer_ttl },
 	{ "edns-udp-size", 2, 2, CONF_NO_BLOCK, kw_edns_udp_size },
@@ -694,6 +809,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "router-id", 2, 2, CONF_NO_BLOCK, kw_router_id },
 	{ "upstream", 2, 4, CONF_NO_BLOCK, kw_upstream },
 	{ "allow-recursion", 2, 2, CONF_NO_BLOCK, kw_allow_recursion },
+	{ "proxy-protocol-from", 2, 2, CONF_NO_BLOCK, kw_proxy_protocol_from },
 	{ "query-timeout", 2, 2, CONF_NO_BLOCK, kw_query_timeout },
 	{ "hop-probe-interval", 2, 2, CONF_NO_BLOCK, kw_hop_probe },
 	{ "hop-limit", 2, 2, CONF_NO_BLOCK, kw_hop_limit },
@@ -718,6 +834,7 @@ static const struct conf_keyword top_keywords[] = {
 	{ "rrl-exempt", 2, 2, CONF_NO_BLOCK, kw_rrl_exempt },
 	{ "rrl-exempt-routers", 2, 2, CONF_NO_BLOCK, kw_rrl_routers },
 	{ "cookie-secret", 2, 2, CONF_NO_BLOCK, kw_cookie_secret },
+	{ "dnstap", 1, 1, CONF_BLOCK, kw_dnstap },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },
 };
 
@@ -807,6 +924,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 	cfg->rrl_rate = DEFAULT_RRL_RATE;
 	cfg->rrl_slip = DEFAULT_RRL_SLIP;
 	cfg->rrl_exempt_routers = true;
+	cfg->rpz.log_level = LOG_LVL_INFO;
+	snprintf(cfg->tls.https_path, sizeof(cfg->tls.https_path), "/dns-query");
 	cfg->records = inrpd_records_new();
 	if (!cfg->records) {
 		snprintf(err, err_len, "out of memory");
@@ -839,6 +958,8 @@ struct inrpd_config *inrpd_config_load(const char *path, char *err, size_t err_l
 			 ip_endpoint_format(&cfg->listen[0].ep, where, sizeof(where)));
 	}
 	if (rc == 0)
+		rc = load_tls(&x, err, err_len);
+	if (rc == 0)
 		rc = build_fib(&x, err, err_len);
 	if (rc == 0)
 		inrpd_records_finish(cfg->records);
@@ -865,7 +986,11 @@ void inrpd_config_free(struct inrpd_config *cfg)
 	free(cfg->pid_file);
 	free(cfg->control_path);
 	free(cfg->fib_channel_path);
+	free(cfg->tls.cert_file);
+	free(cfg->tls.key_file);
+	tlslink_cred_free(cfg->tls.cred);
 	privdrop_conf_free(&cfg->run_as);
+	tap_conf_free(&cfg->dnstap);
 	free(cfg);
 }
 
@@ -925,6 +1050,8 @@ struct inrpd_runtime *inrpd_runtime_from_config(struct inrpd_config *cfg)
 	memcpy(rt->upstreams, cfg->upstreams, sizeof(rt->upstreams));
 	rt->nacl = cfg->nacl;
 	memcpy(rt->acl, cfg->acl, sizeof(rt->acl));
+	rt->nproxy_from = cfg->nproxy_from;
+	memcpy(rt->proxy_from, cfg->proxy_from, sizeof(rt->proxy_from));
 	cfg->fib = NULL;
 	return rt;
 }

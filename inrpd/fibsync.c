@@ -39,7 +39,9 @@
 #include "addr.h"
 #include "fibchan.h"
 #include "log.h"
-#include "inrpd.h"
+#include "fib.h"
+#include "fibsync.h"
+#include "rrl.h"
 #include "sockpath.h"
 
 #define FIBSYNC_READ_BUF (64 * 1024)

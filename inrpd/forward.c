@@ -111,7 +111,9 @@
 #include <sodium.h>
 
 #include "log.h"
+#include "forward.h"
 #include "inrpd.h"
+#include "tap.h"
 #include "upsock.h"
 #include "wire.h"
 
@@ -190,8 +192,7 @@ struct fwd_engine {
 	fwd_deliver_fn deliver;
 	void *ctx;
 	struct fwd_tcp_ops tcp;         /* open == NULL: truncated answers are relayed */
-	struct cache *cache;            /* the owner thread's; NULL: none */
-	struct inrpd_counters *cnt;
+	struct inrpd_worker *w;         /* the owner's: its counters, its cache shard */
 	struct upsock *up;
 	unsigned max_pending;
 	unsigned npending;
@@ -207,13 +208,6 @@ struct fwd_engine {
 	uint8_t rbuf[FWD_MSG_MAX];
 	uint8_t obuf[FWD_MSG_MAX];
 };
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* n (at most FWD_RANDOM_BUF) bytes from the CSPRNG, drawn a buffer at a time */
 static const uint8_t *random_bytes(struct fwd_engine *e, unsigned n)
@@ -425,7 +419,7 @@ static void slot_release(struct fwd_engine *e, struct fwd_pending *p)
 	udp_end(e, p);
 	p->used = false;
 	e->free_slots[e->nfree++] = slot;
-	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
+	CNT_SET(e->w->cnt, in_flight, e->max_pending - e->nfree);
 }
 
 /*
@@ -442,11 +436,11 @@ static void finish_query(struct fwd_engine *e, struct fwd_pending *p, size_t len
 	enum inrpd_path path = p->req.fallback ? INRPD_PATH_FALLBACK : INRPD_PATH_FORWARDED;
 	slot_release(e, p);
 	if (len == 0) {
-		CNT_INC(e->cnt, dropped);
+		CNT_INC(e->w->cnt, dropped);
 		return;
 	}
 	if (!c.refresh)                 /* clients' answers only */
-		inrpd_latency_observe(e->cnt, path, now_us() - started, 1);
+		inrpd_latency_observe(e->w->cnt, path, inrpd_now_us() - started, 1);
 	e->deliver(e->ctx, &c, e->obuf, len);
 }
 
@@ -454,24 +448,24 @@ static void fail(struct fwd_engine *e, struct fwd_pending *p, uint64_t router_id
 {
 	struct cache_hit hit;
 	/* RFC 8767: every hop failed; an expired answer beats none */
-	if (e->cache && p->req.cacheable && p->req.cache_stale_s &&
-	    cache_lookup(e->cache, &p->req.cache_key, p->req.cache_fp, inrpd_now_ms(),
+	if (e->w->cache && p->req.cacheable && p->req.cache_stale_s &&
+	    cache_lookup(e->w->cache, &p->req.cache_key, p->req.cache_fp, inrpd_now_ms(),
 			 p->req.cache_stale_s, &hit)) {
 		size_t n = inrpd_answer_cached(&p->req, &hit, e->obuf, sizeof(e->obuf));
 		if (n) {
-			CNT_INC(e->cnt, stale);
+			CNT_INC(e->w->cnt, stale);
 			finish_query(e, p, n);
 			return;
 		}
 	}
-	CNT_INC(e->cnt, servfail);
+	CNT_INC(e->w->cnt, servfail);
 	size_t n = inrpd_answer_servfail(&p->req, router_id, p->status, e->obuf, sizeof(e->obuf));
 	/* held briefly, so a burst for a failing name does not go out again; a
 	 * router client's failure may be its short budget, not the name's */
 	finish_query(e, p, n);
 	/* ... not a refresh's: a failure while routes converge is not the clients' */
 	if (!p->req.client_inrp && !p->client.refresh)
-		inrpd_cache_store(e->cache, &p->req, e->obuf, n, NULL);
+		inrpd_cache_store(e->w->cache, &p->req, e->obuf, n, NULL);
 }
 
 /* A candidate's expected cost, as the worst (a hop never asked is
@@ -667,6 +661,7 @@ static int send_attempt(struct fwd_engine *e, struct fwd_pending *p, unsigned i,
 		udp_end(e, p);
 		return -1;
 	}
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, DNSTAP_UDP, r, msg, len, 0);
 	return 0;
 }
 
@@ -700,7 +695,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 	uint32_t slot = (uint32_t)(p - e->slots);
 
 	for (;;) {
-		uint64_t now = now_us();
+		uint64_t now = inrpd_now_us();
 		struct fwd_hop *h;
 		bool probe;
 		int i = choose(p, now, &h, &probe);
@@ -727,7 +722,7 @@ static void attempt(struct fwd_engine *e, struct fwd_pending *p, uint64_t router
 		int sent = send_attempt(e, p, (unsigned)i, h, ms);
 		if (sent == -2) {
 			/* every alternate would need one too */
-			CNT_INC(e->cnt, fwd_no_socket);
+			CNT_INC(e->w->cnt, fwd_no_socket);
 			fail(e, p, router_id);
 			return;
 		}
@@ -748,8 +743,8 @@ bool fwd_shed(struct fwd_engine *e, const struct fwd_request *req, uint8_t *out,
 {
 	if (e->nfree > 0)
 		return false;
-	CNT_INC(e->cnt, pending_full);
-	CNT_INC(e->cnt, servfail);
+	CNT_INC(e->w->cnt, pending_full);
+	CNT_INC(e->w->cnt, servfail);
 	/* answer from the request itself: no slot to borrow */
 	*len = inrpd_answer_servfail(req, req->router_id, INRP_STATUS_UNREACHABLE, out, cap);
 	return true;
@@ -765,7 +760,7 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 		return;
 	}
 	uint32_t slot = e->free_slots[--e->nfree];
-	CNT_SET(e->cnt, in_flight, e->max_pending - e->nfree);
+	CNT_SET(e->w->cnt, in_flight, e->max_pending - e->nfree);
 	struct fwd_pending *p = &e->slots[slot];
 	p->used = true;
 	p->tried = 0;
@@ -785,22 +780,16 @@ void fwd_start(struct fwd_engine *e, const struct fwd_request *req, const struct
 	p->id = 0;
 	p->client = *client;
 	p->req = *req;
-	p->end_us = now_us() + (uint64_t)req->budget_ms * 1000;
+	p->end_us = inrpd_now_us() + (uint64_t)req->budget_ms * 1000;
 	p->deadline_us = 0;
 	attempt(e, p, router_id);
 }
 
 static bool source_matches(const struct route *r, const struct sockaddr_storage *ss)
 {
-	if (ss->ss_family == AF_INET && r->family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-		return ntohs(sin->sin_port) == r->port && memcmp(&sin->sin_addr, r->addr, 4) == 0;
-	}
-	if (ss->ss_family == AF_INET6 && r->family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-		return ntohs(sin6->sin6_port) == r->port && memcmp(&sin6->sin6_addr, r->addr, 16) == 0;
-	}
-	return false;
+	struct ip_addr a;
+	return sockaddr_ip((const struct sockaddr *)ss, &a) && sockaddr_port((const struct sockaddr *)ss) == r->port &&
+	       ip_equal(a.family, a.addr, r->family, r->addr);
 }
 
 /*
@@ -815,7 +804,7 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	/* a UDP client can use TC: it asks us again over TCP, and comes here then */
 	if (!e->tcp.open || p->req.limit_udp)
 		return false;
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 	if (now >= p->end_us)
 		return false;
 	uint32_t ms = attempt_ms(p, now);
@@ -825,10 +814,11 @@ static bool ask_over_tcp(struct fwd_engine *e, struct fwd_pending *p)
 	size_t len = build_query(p, p->hop, ms, msg, sizeof(msg));
 	struct fwd_tcp_conn *c = len ? e->tcp.open(e->ctx, &p->req.cand[p->cur], msg, len, slot) : NULL;
 	if (!c) {
-		CNT_INC(e->cnt, upstream_tcp_full);
+		CNT_INC(e->w->cnt, upstream_tcp_full);
 		return false;
 	}
-	CNT_INC(e->cnt, upstream_tcp);
+	CNT_INC(e->w->cnt, upstream_tcp);
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_QUERY, DNSTAP_TCP, &p->req.cand[p->cur], msg, len, 0);
 	if (p->hop)
 		RELAXED_ADD(&hop_counts(e, p->hop)->queries, 1);
 	p->tcp = c;
@@ -886,7 +876,7 @@ static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t 
 	uint64_t pause_us = (uint64_t)FWD_BEHIND_PAUSE_MS * 1000 << p->pauses;
 	if (p->pauses >= FWD_BEHIND_WAITS || now + pause_us >= p->end_us)
 		return false;
-	CNT_INC(e->cnt, hop_behind);
+	CNT_INC(e->w->cnt, hop_behind);
 	p->pauses++;
 	p->pausing = true;
 	p->tried &= ~(1u << p->cur);
@@ -900,9 +890,11 @@ static bool pause_for_hop(struct fwd_engine *e, struct fwd_pending *p, uint64_t 
 static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 			  const struct dns_upstream_answer *a, bool over_tcp)
 {
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 	struct fwd_hop *h = p->hop;
 	struct inrp_response_opt hop_opt, *from_hop = NULL;
+	tap_forwarder(e->w->tap, DNSTAP_FORWARDER_RESPONSE, over_tcp ? DNSTAP_TCP : DNSTAP_UDP, &p->req.cand[p->cur],
+		      pkt, len, p->sent_us);
 	if (h) {
 		RELAXED_ADD(&hop_counts(e, h)->answers, 1);
 		/* a TCP exchange's time includes the handshake: not the hop's RTT */
@@ -939,7 +931,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 		return;
 	if (failed) {
 		/* the hop cannot deliver: the next alternate, this one not again */
-		CNT_INC(e->cnt, hop_failed);
+		CNT_INC(e->w->cnt, hop_failed);
 		if (h)
 			RELAXED_ADD(&hop_counts(e, h)->failures, 1);
 		p->failed |= 1u << p->cur;
@@ -954,7 +946,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 				      e->obuf, sizeof(e->obuf));
 	if (n == 0) {
 		/* records we cannot decode: as good as no answer */
-		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->w->cnt, bad_upstream);
 		attempt(e, p, router_id);
 		return;
 	}
@@ -962,11 +954,11 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 	 * query goes the preferred way; nor is one from another origin */
 	bool keep = !p->probing && !other_origin;
 	if (other_origin)
-		CNT_INC(e->cnt, other_origin);
+		CNT_INC(e->w->cnt, other_origin);
 	/* the client first: storing may fault in a fresh page of the cache */
 	finish_query(e, p, n);
 	if (keep)
-		inrpd_cache_store(e->cache, &p->req, e->obuf, n, from_hop);
+		inrpd_cache_store(e->w->cache, &p->req, e->obuf, n, from_hop);
 }
 
 /*
@@ -979,7 +971,7 @@ static void accept_answer(struct fwd_engine *e, struct fwd_pending *p, const uin
 static bool on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t *pkt, size_t len,
 		      const struct sockaddr_storage *from)
 {
-#define DROP(why) do { CNT_INC(e->cnt, bad_upstream); CNT_INC(e->cnt, why); } while (0)
+#define DROP(why) do { CNT_INC(e->w->cnt, bad_upstream); CNT_INC(e->w->cnt, why); } while (0)
 	/* the socket is connected, so only a datagram queued before it was
 	 * connected again comes from elsewhere */
 	if (!source_matches(&p->req.cand[p->cur], from)) {
@@ -995,7 +987,7 @@ static bool on_answer(struct fwd_engine *e, struct fwd_pending *p, const uint8_t
 	const char *why;
 	if (dns_upstream_answer_parse(pkt, len, id, &p->req.target, p->req.q.qtype, p->req.q.qclass,
 				      &a, &why) < 0) {
-		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->w->cnt, bad_upstream);
 		log_debug("forward: ignoring an answer: %s", why);
 		return false;
 	}
@@ -1039,7 +1031,7 @@ static void read_slot(struct fwd_engine *e, uint32_t slot)
 			return;
 		}
 		if (!p->used || !p->udp_live || (size_t)n < DNS_HEADER_LEN) {
-			CNT_INC(e->cnt, bad_upstream);  /* late (the attempt is over), or junk */
+			CNT_INC(e->w->cnt, bad_upstream);  /* late (the attempt is over), or junk */
 			continue;
 		}
 		if (on_answer(e, p, e->rbuf, (size_t)n, &from)) {
@@ -1067,21 +1059,21 @@ void fwd_on_tcp_answer(struct fwd_engine *e, uint32_t token, struct fwd_tcp_conn
 					      p->req.q.qclass, &a, &why) < 0) {
 		/* our own connection to the hop: a wrong answer means a broken hop,
 		 * not a spoofer to wait out, so on to the next alternate */
-		CNT_INC(e->cnt, bad_upstream);
+		CNT_INC(e->w->cnt, bad_upstream);
 		log_debug("forward: no answer over TCP: %s", why);
 		attempt(e, p, p->req.router_id);
 		return;
 	}
 	if (!case_matches(p, pkt, len, &a)) {
-		CNT_INC(e->cnt, bad_upstream);
-		CNT_INC(e->cnt, fwd_0x20_mismatch);
+		CNT_INC(e->w->cnt, bad_upstream);
+		CNT_INC(e->w->cnt, fwd_0x20_mismatch);
 		log_debug("forward: no answer over TCP: question not in the case asked");
 		attempt(e, p, p->req.router_id);
 		return;
 	}
 	if (answer_cookie(p->hop, pkt, &a) < 0) {
-		CNT_INC(e->cnt, bad_upstream);
-		CNT_INC(e->cnt, fwd_bad_cookie);
+		CNT_INC(e->w->cnt, bad_upstream);
+		CNT_INC(e->w->cnt, fwd_bad_cookie);
 		log_debug("forward: no answer over TCP: not our client cookie");
 		attempt(e, p, p->req.router_id);
 		return;
@@ -1115,7 +1107,7 @@ void fwd_on_ready(struct fwd_engine *e)
 
 int fwd_expire(struct fwd_engine *e)
 {
-	uint64_t now = now_us();
+	uint64_t now = inrpd_now_us();
 
 	while (e->npending > 0) {
 		uint32_t slot = e->heap[0];
@@ -1127,11 +1119,11 @@ int fwd_expire(struct fwd_engine *e)
 			p->pausing = false;
 			/* our own route may have moved meanwhile (the hop had withdrawn it) */
 			if (inrpd_reroute(&p->req)) {
-				CNT_INC(e->cnt, rerouted);
+				CNT_INC(e->w->cnt, rerouted);
 				p->tried = p->failed = 0;
 			}
 			attempt(e, p, p->req.router_id);
-			now = now_us();
+			now = inrpd_now_us();
 			continue;
 		}
 		tcp_drop(e, p);                 /* a TCP exchange that took too long */
@@ -1141,7 +1133,7 @@ int fwd_expire(struct fwd_engine *e)
 			__atomic_store_n(&p->hop->last_timeout_us, now, __ATOMIC_RELAXED);
 		}
 		attempt(e, p, p->req.router_id);
-		now = now_us();
+		now = inrpd_now_us();
 	}
 	return -1;
 }
@@ -1165,11 +1157,6 @@ unsigned fwd_pending_count(const struct fwd_engine *e)
 void fwd_engine_set_tcp(struct fwd_engine *e, const struct fwd_tcp_ops *ops)
 {
 	e->tcp = *ops;
-}
-
-void fwd_engine_set_cache(struct fwd_engine *e, struct cache *cache)
-{
-	e->cache = cache;
 }
 
 int fwd_engine_fd(const struct fwd_engine *e)
@@ -1198,13 +1185,13 @@ static void zunmap(void *p, size_t bytes)
 static void init_client_secret(void)
 {
 	if (getrandom(client_secret, sizeof(client_secret), 0) != sizeof(client_secret)) {
-		uint64_t t = now_us();
+		uint64_t t = inrpd_now_us();
 		memcpy(client_secret, &t, sizeof(t));   /* cookies then only tell hops apart */
 	}
 }
 
-struct fwd_engine *fwd_engine_create(unsigned max_pending, unsigned max_sockets, fwd_deliver_fn deliver_fn,
-				     void *ctx, struct inrpd_counters *cnt, char *err, size_t err_len)
+struct fwd_engine *fwd_engine_create(struct inrpd_worker *w, unsigned max_pending, unsigned max_sockets,
+				     fwd_deliver_fn deliver_fn, void *ctx, char *err, size_t err_len)
 {
 	if (max_pending == 0 || max_pending > 65535) {
 		snprintf(err, err_len, "max-pending must lie in 1..65535");
@@ -1220,7 +1207,7 @@ struct fwd_engine *fwd_engine_create(unsigned max_pending, unsigned max_sockets,
 		goto nomem;
 	e->deliver = deliver_fn;
 	e->ctx = ctx;
-	e->cnt = cnt;
+	e->w = w;
 	e->max_pending = max_pending;
 	e->slots = zmap(max_pending * sizeof(*e->slots));
 	e->free_slots = calloc(max_pending, sizeof(*e->free_slots));

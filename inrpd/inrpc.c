@@ -11,7 +11,7 @@ int main(int argc, char **argv)
 		.prog = "inrpc",
 		.daemon = "inrpd",
 		.default_socket = "/run/inrpd/inrpd.ctl",
-		.commands = "show status, show counters, show hops, show cache, show route NAME, flush cache [NAME], reload, help",
+		.commands = "show status, show counters, show hops, show cache, show route NAME [TYPE], flush cache [NAME], reload, help",
 	};
 	return ctl_cli_main(&cli, argc, argv);
 }

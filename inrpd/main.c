@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <arpa/inet.h>
 #include <uv.h>
 #include <urcu-qsbr.h>
 
 #include "addr.h"
+#include "answer.h"
+#include "dns.h"
+#include "inrpd.h"
 #include "conf.h"
 #include "ctl.h"
 #include "strbuf.h"
@@ -30,7 +32,15 @@
 #include "metrics.h"
 #include "privdrop.h"
 #include "prom.h"
-#include "inrpd.h"
+#include "config.h"
+#include "fibsync.h"
+#include "rrl.h"
+#include "stats.h"
+#include "tcp.h"
+#include "udp.h"
+#include "tap.h"
+#include "tls.h"
+#include "tlslink.h"
 
 #ifndef INRPD_VERSION
 #define INRPD_VERSION "unknown"
@@ -45,6 +55,7 @@ static struct {
 	struct inrpd_config *cfg;       /* the configuration the sockets were opened with */
 	struct udp_workers *udp;
 	struct tcp_server *tcp;
+	struct tls_server *tls[2];      /* by enum tls_kind: DoT, DoH; NULL: not listening */
 	uv_loop_t loop;
 	uv_signal_t sig_int, sig_term, sig_hup, sig_usr1;
 	struct ctl_server *ctl;
@@ -116,6 +127,14 @@ static const struct {
 	F(nodata), F(chaos), F(notimp), F(hop_failed), F(cached), F(stale), F(no_route), F(hop_behind), F(other_origin), F(rerouted), F(refreshed),
 	F(tcp_evicted), F(tcp_full), F(in_flight),
 	F(rrl_dropped), F(rrl_slipped), F(amp_truncated), F(cookies), F(badcookie),
+	F(proxy_accepted), F(proxy_refused), F(proxy_missing),
+#define BAD(x, st) { "proxy_" #x, offsetof(struct inrpd_counters, proxy_bad[st]) }
+	BAD(truncated, PROXYV2_SHORT), BAD(bad_version, PROXYV2_BAD_VERSION),
+	BAD(bad_command, PROXYV2_BAD_COMMAND), BAD(bad_family, PROXYV2_BAD_FAMILY),
+	BAD(bad_transport, PROXYV2_BAD_TRANSPORT), BAD(too_long, PROXYV2_TOO_LONG),
+	BAD(short_address, PROXYV2_SHORT_ADDRESS), BAD(bad_tlv, PROXYV2_BAD_TLV),
+#undef BAD
+	F(dnstap_sent), F(dnstap_dropped),
 #undef F
 };
 #define NCOUNTERS (sizeof(counter_fields) / sizeof(counter_fields[0]))
@@ -153,13 +172,30 @@ static void format_counters(const struct inrpd_counters *c, bool json, char *buf
 		snprintf(buf + n, len - n, "}");
 }
 
+/* A line for each transport, TLS's and HTTPS's own counters after the answer path's. */
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
 {
-	char ub[2048], tb[2048];
-	format_counters(u, false, ub, sizeof(ub));
-	format_counters(t, false, tb, sizeof(tb));
-	log_info("%s: udp: %s; tcp: %s", when, ub, tb);
+	char buf[4096];
+	format_counters(u, false, buf, sizeof(buf));
+	log_info("%s: udp: %s", when, buf);
+	format_counters(t, false, buf, sizeof(buf));
+	log_info("%s: tcp: %s", when, buf);
+	for (unsigned k = 0; k < 2; k++) {
+		if (!g.tls[k])
+			continue;
+		struct inrpd_counters c = { 0 };
+		struct tls_counters tc = { 0 };
+		tls_server_counters(g.tls[k], &c, &tc);
+		format_counters(&c, false, buf, sizeof(buf));
+		size_t n = strlen(buf);
+		for (unsigned i = 0; i < TLS_COUNTERS && n < sizeof(buf); i++)
+			if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %llu",
+						      tls_counter_name((enum tls_counter)i),
+						      (unsigned long long)tc.v[i]);
+		log_info("%s: %s: %s", when, tls_kind_name((enum tls_kind)k), buf);
+	}
 }
 
 static bool same_string(const char *a, const char *b)
@@ -167,16 +203,23 @@ static bool same_string(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
+static bool listens_equal(const struct inrpd_listen *a, unsigned na, const struct inrpd_listen *b, unsigned nb)
 {
-	if (a->nlisten != b->nlisten)
+	if (na != nb)
 		return false;
-	for (unsigned i = 0; i < a->nlisten; i++) {
-		const struct inrpd_listen *x = &a->listen[i], *y = &b->listen[i];
+	for (unsigned i = 0; i < na; i++) {
+		const struct inrpd_listen *x = &a[i], *y = &b[i];
 		if (x->ep.family != y->ep.family || x->ep.port != y->ep.port || memcmp(x->ep.addr, y->ep.addr, 16) != 0)
 			return false;
 	}
 	return true;
+}
+
+static bool listen_equal(const struct inrpd_config *a, const struct inrpd_config *b)
+{
+	return listens_equal(a->listen, a->nlisten, b->listen, b->nlisten) &&
+	       listens_equal(a->tls.dot, a->tls.ndot, b->tls.dot, b->tls.ndot) &&
+	       listens_equal(a->tls.doh, a->tls.ndoh, b->tls.doh, b->tls.ndoh);
 }
 
 /* Once root is given up, a new listener on a privileged port could not be bound. */
@@ -227,14 +270,21 @@ static int reload_config(char *msg, size_t msg_len)
 	    cfg->refresh_slots != g.cfg->refresh_slots ||
 	    !metrics_config_equal(&cfg->metrics, &g.cfg->metrics) ||
 	    !privdrop_config_equal(&cfg->run_as, &g.cfg->run_as))
-		log_warn("reload: changes to 'listen', 'workers', 'pid-file', 'control', 'fib-channel', "
+		log_warn("reload: changes to 'listen', 'listen-tls', 'listen-https', 'workers', 'pid-file', 'control', 'fib-channel', "
 			 "'max-pending', 'refresh-on-route-change', 'metrics', 'user' and 'group' take effect on restart");
+	if (!tap_conf_equal(&cfg->dnstap, &g.cfg->dnstap))
+		log_warn("reload: changes to 'dnstap' take effect on restart");
 	if (g.fibsync)
 		fibsync_set_grace(g.fibsync, cfg->fib_grace_ms);
 	log_set_level(effective_level(cfg));
 	tcp_server_set_limits(g.tcp, cfg->tcp_max_conns, cfg->tcp_idle_ms);
+	for (unsigned k = 0; k < 2; k++)
+		if (g.tls[k])
+			tls_server_reload(g.tls[k], cfg);     /* new connections get the new certificate */
 
 	struct inrpd_runtime *rt = inrpd_runtime_from_config(cfg);
+	if (rt && inrpd_rpz_apply(&g.loop, &cfg->rpz) < 0)
+		log_err("reload: out of memory for the rpz zones; the ones running stay");
 	inrpd_config_free(cfg);
 	if (!rt) {
 		log_err("reload failed, keeping the running configuration: out of memory");
@@ -277,10 +327,29 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 	struct inrpd_counters u, t;
 	counters_now(&u, &t);
 	if (json) {
-		char ub[2048], tb[2048];
+		char ub[4096], tb[4096];
 		format_counters(&u, true, ub, sizeof(ub));
 		format_counters(&t, true, tb, sizeof(tb));
-		ctl_reply_line(r, CTL_DATA, "{\"udp\": %s, \"tcp\": %s}", ub, tb);
+		struct strbuf sb = { 0 };
+		strbuf_addf(&sb, "{\"udp\": %s, \"tcp\": %s", ub, tb);
+		for (unsigned k = 0; k < 2; k++) {
+			if (!g.tls[k])
+				continue;
+			struct inrpd_counters c = { 0 };
+			struct tls_counters tc = { 0 };
+			tls_server_counters(g.tls[k], &c, &tc);
+			format_counters(&c, true, ub, sizeof(ub));
+			ub[strlen(ub) - 1] = '\0';     /* the transport's own counters go in the same object */
+			strbuf_addf(&sb, ", \"%s\": %s", tls_kind_name((enum tls_kind)k), ub);
+			for (unsigned i = 0; i < TLS_COUNTERS; i++)
+				if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+					strbuf_addf(&sb, ", \"%s\": %llu", tls_counter_name((enum tls_counter)i),
+						      (unsigned long long)tc.v[i]);
+			strbuf_addf(&sb, "}");
+		}
+		strbuf_addf(&sb, "}");
+		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&sb));
+		strbuf_free(&sb);
 		return;
 	}
 	/* one counter a line, as unbound-control prints them, so grep and awk can pick one */
@@ -288,6 +357,20 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 		ctl_reply_line(r, CTL_DATA, "udp.%s %llu", counter_fields[i].name, counter_get(&u, i));
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		ctl_reply_line(r, CTL_DATA, "tcp.%s %llu", counter_fields[i].name, counter_get(&t, i));
+	for (unsigned k = 0; k < 2; k++) {
+		if (!g.tls[k])
+			continue;
+		struct inrpd_counters c = { 0 };
+		struct tls_counters tc = { 0 };
+		const char *name = tls_kind_name((enum tls_kind)k);
+		tls_server_counters(g.tls[k], &c, &tc);
+		for (size_t i = 0; i < NCOUNTERS; i++)
+			ctl_reply_line(r, CTL_DATA, "%s.%s %llu", name, counter_fields[i].name, counter_get(&c, i));
+		for (unsigned i = 0; i < TLS_COUNTERS; i++)
+			if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+				ctl_reply_line(r, CTL_DATA, "%s.%s %llu", name, tls_counter_name((enum tls_counter)i),
+					       (unsigned long long)tc.v[i]);
+	}
 }
 
 static void show_hops(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
@@ -438,30 +521,143 @@ static void show_cache(void *ctx, char **args, unsigned nargs, bool json, struct
 		       (unsigned long long)st.evictions, (unsigned long long)st.stale_hits);
 }
 
-/* The route a name takes now: from which table, its suffix, memberships, the candidates ranked. */
+/*
+ * What the packet cache holds of a name's answers for types, in every
+ * shard: the UDP workers' asked of their owners (udp_workers_cache_peek),
+ * the stream transports' looked at here, on its owner thread.  Every
+ * combination of the key's flags (RD, CD, DO) is a key of its own.
+ */
+#define PEEK_FLAGS 8
+
+static const char *flags_text(unsigned f, bool json, char *buf, size_t len)
+{
+	static const char *const names[] = { "rd", "cd", "do" };       /* CACHE_F_RD, _CD, _DO */
+	size_t o = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < 3; i++)
+		if (f & (1u << i))
+			o += (size_t)snprintf(buf + o, len - o, json ? "%s\"%s\"" : "%s%s", o ? (json ? ", " : " ") : "",
+					      names[i]);
+	return o || json ? buf : "no flags";
+}
+
+static bool show_route_cache(const struct name *n, const uint16_t *types, unsigned ntypes, bool json,
+			     struct strbuf *b, struct ctl_reply *r)
+{
+	const struct inrpd_runtime *rt = inrpd_rt;     /* the main thread is the only writer */
+	uint64_t fp_now = 0;
+	bool routed = inrpd_cache_route_fp(rt, n, &fp_now);
+	struct cache_key keys[3 * PEEK_FLAGS];
+	unsigned nkeys = 0;
+	for (unsigned t = 0; t < ntypes; t++)
+		for (unsigned f = 0; f < PEEK_FLAGS; f++)
+			cache_key_make(&keys[nkeys++], n, types[t], DNS_CLASS_IN, (uint8_t)f);
+	unsigned nudp = udp_workers_count(g.udp);
+	struct udp_peek_result *res = calloc((size_t)(nudp + 1) * nkeys, sizeof(*res));
+	if (!res)
+		return false;
+	uint64_t now = inrpd_now_ms();
+	udp_workers_cache_peek(g.udp, keys, nkeys, now, res);
+	struct udp_peek_result *tcp = res + (size_t)nudp * nkeys;
+	for (unsigned k = 0; k < nkeys; k++)
+		tcp[k].found = tcp_server_cache_peek(g.tcp, &keys[k], now, &tcp[k].peek);
+
+	if (json)
+		strbuf_addf(b, ", \"cache\": [");
+	for (unsigned t = 0; t < ntypes; t++) {
+		char tbuf[16], shard[24], fl[32];
+		const char *type = dns_type_to_text(types[t], tbuf, sizeof(tbuf));
+		unsigned shown = 0;
+		if (json)
+			strbuf_addf(b, "%s{\"type\": \"%s\", \"entries\": [", t ? ", " : "", type);
+		for (unsigned s = 0; s <= nudp; s++) {
+			for (unsigned f = 0; f < PEEK_FLAGS; f++) {
+				const struct udp_peek_result *x = &res[(size_t)s * nkeys + t * PEEK_FLAGS + f];
+				if (x->busy || !x->found)
+					continue;
+				uint64_t life_ms = (uint64_t)x->peek.lifetime_s * 1000;
+				bool stale = x->peek.age_ms >= life_ms;
+				if (stale && x->peek.age_ms - life_ms >= (uint64_t)rt->cache_stale_s * 1000)
+					continue;       /* expired: never served again */
+				uint32_t ttl = stale ? 0 : x->peek.lifetime_s - x->peek.age_ms / 1000;
+				bool same = routed && x->peek.fp == fp_now;
+				const char *rcode = dns_rcode_name(x->peek.rcode);
+				if (s < nudp)
+					snprintf(shard, sizeof(shard), json ? "udp%u" : "udp worker %u", s);
+				else
+					snprintf(shard, sizeof(shard), "tcp");
+				if (json)
+					strbuf_addf(b, "%s{\"shard\": \"%s\", \"flags\": [%s], \"rcode\": \"%s\", "
+						    "\"ttl\": %u, \"lifetime\": %u, \"stale\": %s, \"route_matches\": %s}",
+						    shown ? ", " : "", shard, flags_text(f, true, fl, sizeof(fl)),
+						    rcode ? rcode : "?", ttl, x->peek.lifetime_s, stale ? "true" : "false",
+						    same ? "true" : "false");
+				else if (stale)
+					ctl_reply_line(r, CTL_DATA, "  %s cached in %s (%s): %s, stale, %s", type, shard,
+						       flags_text(f, false, fl, sizeof(fl)), rcode ? rcode : "?",
+						       same ? "under this route" : "cached under another route");
+				else
+					ctl_reply_line(r, CTL_DATA, "  %s cached in %s (%s): %s, ttl %u of %u s, %s", type,
+						       shard, flags_text(f, false, fl, sizeof(fl)), rcode ? rcode : "?", ttl,
+						       x->peek.lifetime_s,
+						       same ? "under this route" : "cached under another route");
+				shown++;
+			}
+		}
+		if (json)
+			strbuf_addf(b, "], \"cached\": %s}", shown ? "true" : "false");
+		else if (!shown)
+			ctl_reply_line(r, CTL_DATA, "  %s not cached", type);
+	}
+	if (json)
+		strbuf_addf(b, "], \"cache_busy\": [");
+	for (unsigned s = 0, busy = 0; s < nudp; s++) {
+		if (!res[(size_t)s * nkeys].busy)
+			continue;
+		if (json)
+			strbuf_addf(b, "%s\"udp%u\"", busy ? ", " : "", s);
+		else
+			ctl_reply_line(r, CTL_DATA, "  udp worker %u busy: its shard not looked at", s);
+		busy++;
+	}
+	if (json)
+		strbuf_addf(b, "]");
+	free(res);
+	return true;
+}
+
+/*
+ * The route a name takes now (from which table, its suffix, memberships,
+ * the candidates ranked) and what the cache holds of its answers for A,
+ * AAAA and the type asked.
+ */
 static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	(void)ctx;
-	(void)nargs;
 	struct name n;
 	int rc = name_from_text(&n, args[0], strlen(args[0]));
 	if (rc != NAME_OK) {
 		ctl_reply_end(r, CTL_ERR_SYNTAX, "bad name \"%s\": %s", args[0], name_strerror(rc));
 		return;
 	}
+	uint16_t types[3] = { DNS_TYPE_A, DNS_TYPE_AAAA };
+	unsigned ntypes = 2;
+	if (nargs > 1) {
+		if (!dns_type_from_text(args[1], &types[2])) {
+			ctl_reply_end(r, CTL_ERR_SYNTAX, "bad type \"%s\": a mnemonic (MX) or TYPEnnn", args[1]);
+			return;
+		}
+		if (types[2] != DNS_TYPE_A && types[2] != DNS_TYPE_AAAA)
+			ntypes = 3;
+	}
 	struct inrpd_route_view v;
 	inrpd_route_view(inrpd_rt, &n, &v);     /* the main thread is the only writer of inrpd_rt */
-	if (!v.found) {
-		ctl_reply_end(r, CTL_ERR_FAILED, "no route for %s: it goes to the upstreams (if the client may recurse)",
-			      args[0]);
-		return;
-	}
-	char suffix[NAME_MAX_TEXT], target[NAME_MAX_TEXT] = "";
+	char suffix[NAME_MAX_TEXT] = "", target[NAME_MAX_TEXT] = "";
 	name_to_text(&v.suffix, suffix, sizeof(suffix));
 	if (v.has_redirect)
 		name_to_text(&v.redirect, target, sizeof(target));
 	struct strbuf b = { 0 };
-	const char *table = v.from_nbrpd ? "nbrpd" : "configuration";
+	const char *table = !v.found ? "none" : v.from_nbrpd ? "nbrpd" : "configuration";
 	if (json) {
 		strbuf_addf(&b, "{\"name\": \"");
 		strbuf_add_json(&b, args[0]);
@@ -470,6 +666,8 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 		strbuf_addf(&b, "\", \"table\": \"%s\", \"own\": %s, \"redirect\": \"", table, v.own ? "true" : "false");
 		strbuf_add_json(&b, target);
 		strbuf_addf(&b, "\", \"aggregates\": [");
+	} else if (!v.found) {
+		strbuf_addf(&b, "%s: no route: to the upstreams, if the client may recurse", args[0]);
 	} else {
 		strbuf_addf(&b, "%s: route %s, from %s%s%s%s", args[0], suffix, table, v.own ? ", its own" : "",
 			    v.has_redirect ? ", redirect to " : "", target);
@@ -497,8 +695,13 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 				    i ? ", " : "", router ? "router" : "server", a, router ? rt->port : 0, rt->load_ms);
 	}
 	if (json) {
-		strbuf_addf(&b, "]}");
-		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		strbuf_addf(&b, "]");
+		if (show_route_cache(&n, types, ntypes, true, &b, r)) {
+			strbuf_addf(&b, "}");
+			ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
+		} else {
+			ctl_reply_end(r, CTL_ERR_FAILED, "out of memory");
+		}
 	} else {
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&b));
 		for (unsigned i = 0; i < v.nroutes; i++) {
@@ -511,6 +714,8 @@ static void show_route(void *ctx, char **args, unsigned nargs, bool json, struct
 			else
 				ctl_reply_line(r, CTL_DATA, "  %u. server %s, load %u ms", i + 1, a, rt->load_ms);
 		}
+		if (!show_route_cache(&n, types, ntypes, false, NULL, r))
+			ctl_reply_end(r, CTL_ERR_FAILED, "out of memory");
 	}
 	strbuf_free(&b);
 }
@@ -534,6 +739,12 @@ static void flush_cache(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_end(r, CTL_OK, "%s and below flushed", args[0]);
 }
 
+static void show_rpz(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
+{
+	(void)ctx, (void)args, (void)nargs;
+	inrpd_rpz_show(r, json);
+}
+
 static const struct ctl_command commands[] = {
 	{ "show status", 0, 0, true, show_status, "show status [json]",
 	  "version, uptime, listen addresses, table size" },
@@ -543,8 +754,10 @@ static const struct ctl_command commands[] = {
 	  "next routers and upstreams: queries, timeouts, RTT, load" },
 	{ "show cache", 0, 0, true, show_cache, "show cache [json]",
 	  "the packet cache: size, entries, hits, misses, evictions" },
-	{ "show route", 1, 1, true, show_route, "show route NAME [json]",
-	  "the route a name takes now: its table, suffix, aggregates, servers and next routers" },
+	{ "show route", 1, 2, true, show_route, "show route NAME [TYPE] [json]",
+	  "the route a name takes now, and its answers cached (A, AAAA, TYPE)" },
+	{ "show rpz", 0, 0, true, show_rpz, "show rpz [json]",
+	  "response policy zones: primary, serial, rules, transfers, hits by action" },
 	{ "flush cache", 0, 1, false, flush_cache, "flush cache [NAME]",
 	  "drop every cached answer, or those of NAME and below" },
 	{ "reload", 0, 0, false, cmd_reload, "reload", "re-read the configuration file" },
@@ -563,7 +776,8 @@ static void collect_metrics(void *ctx, struct prom *p)
 	uint64_t now = uv_now(&g.loop);
 	inrpd_metrics_write(p, &(struct inrpd_metrics_source){
 		.version = INRPD_VERSION, .uptime_ms = now - g.started, .now_ms = now,
-		.udp = g.udp, .tcp = g.tcp, .fibsync = g.fibsync, .metrics = g.metrics });
+		.udp = g.udp, .tcp = g.tcp, .tls = { g.tls[0], g.tls[1] }, .fibsync = g.fibsync,
+		.metrics = g.metrics });
 }
 
 /* The FIB channel changed routes in service: the workers' questions asked lately are looked up again. */
@@ -589,6 +803,10 @@ static void stop(void)
 	metrics_server_close(g.metrics);
 	g.metrics = NULL;
 	fibsync_close(g.fibsync);
+	inrpd_rpz_close();
+	for (unsigned k = 0; k < 2; k++)
+		if (g.tls[k])
+			tls_server_close(g.tls[k]);
 	tcp_server_close(g.tcp);        /* the loop ends once every handle is closed */
 }
 
@@ -676,6 +894,9 @@ int main(int argc, char **argv)
 	if (!(inrpd_cache_flush = cache_flush_new()))
 		daemon_fail("out of memory");
 
+	if (cfg->dnstap.socket_path &&
+	    !(inrpd_tap = tap_open(&cfg->dnstap, first->identity, first->version, nworkers + 1, err, sizeof(err))))
+		daemon_fail(err);
 	if (uv_loop_init(&g.loop) < 0)
 		daemon_fail("uv_loop_init failed");
 	/*
@@ -685,6 +906,10 @@ int main(int argc, char **argv)
 	 */
 	g.tcp = tcp_server_open(&g.loop, cfg, err, sizeof(err));
 	if (!g.tcp)
+		daemon_fail(err);
+	if (cfg->tls.ndot && !(g.tls[TLS_DOT] = tls_server_open(&g.loop, TLS_DOT, cfg, g.tcp, err, sizeof(err))))
+		daemon_fail(err);
+	if (cfg->tls.ndoh && !(g.tls[TLS_DOH] = tls_server_open(&g.loop, TLS_DOH, cfg, g.tcp, err, sizeof(err))))
 		daemon_fail(err);
 	g.udp = udp_workers_open(cfg, nworkers, err, sizeof(err));
 	if (!g.udp)
@@ -712,12 +937,21 @@ int main(int argc, char **argv)
 		daemon_fail(err);
 	if (cfg->pid_file && daemon_write_pid_file(cfg->pid_file, err, sizeof(err)) < 0)
 		daemon_fail(err);
-	const char *own[] = { cfg->control_path, cfg->fib_channel_path };
-	if (privdrop_apply(&cfg->run_as, own, 2, err, sizeof(err)) < 0 ||
+	const char *state = cfg->rpz.state_dir[0] ? cfg->rpz.state_dir : NULL;
+	if (state && mkdir(state, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, sizeof(err), "state-dir %.300s: %s", state, strerror(errno));
+		daemon_fail(err);
+	}
+	const char *own[] = { cfg->control_path, cfg->fib_channel_path, state };
+	if (privdrop_apply(&cfg->run_as, own, 3, err, sizeof(err)) < 0 ||
 	    (g.metrics && metrics_server_start(g.metrics, err, sizeof(err)) < 0))
+		daemon_fail(err);
+	if (inrpd_tap && tap_start(inrpd_tap, err, sizeof(err)) < 0)
 		daemon_fail(err);
 	if (udp_workers_start(g.udp, err, sizeof(err)) < 0)
 		daemon_fail(err);
+	if (inrpd_rpz_apply(&g.loop, &cfg->rpz) < 0)
+		daemon_fail("out of memory");
 
 	log_info("inrpd %s started: %u listen addresses, %u udp workers, %u routes",
 		 INRPD_VERSION, cfg->nlisten, nworkers, first->nroutes);
@@ -731,8 +965,14 @@ int main(int argc, char **argv)
 	g.udp = NULL;
 	tcp_server_counters(g.tcp, &t);
 	log_counters("stopped", &u, &t);
+	for (unsigned k = 0; k < 2; k++) {
+		tls_server_free(g.tls[k]);
+		g.tls[k] = NULL;
+	}
 	tcp_server_free(g.tcp);
 	g.tcp = NULL;
+	tap_close(inrpd_tap);           /* every thread that logged has stopped */
+	inrpd_tap = NULL;
 	cache_flush_free(inrpd_cache_flush);
 	inrpd_cache_flush = NULL;
 	int rc = uv_loop_close(&g.loop);
@@ -747,10 +987,12 @@ int main(int argc, char **argv)
 		fib_destroy(chan);
 	fibsync_free(g.fibsync);
 	g.fibsync = NULL;
+	inrpd_rpz_free();
 	if (cfg->pid_file)
 		unlink(cfg->pid_file);
 	inrpd_config_free(cfg);
 	free(abs_path);
+	tlslink_global_deinit();
 	rcu_unregister_thread();
 	return 0;
 }

@@ -8,12 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
+#include <time.h>
 
 #include "addr.h"
-#include "inrpd.h"
+#include "fibsync.h"
+#include "stats.h"
+#include "tcp.h"
+#include "udp.h"
 #include "metrics.h"
 #include "prom.h"
+#include "vec.h"
+#include "tls.h"
 
 /* ---- next hops, summed over every engine (each thread keeps its own) ---- */
 
@@ -47,18 +52,8 @@ static void hop_collect(const struct fwd_hop_stats *st, void *arg)
 			return;
 		}
 	}
-	if (l->n == l->cap) {
-		unsigned cap = l->cap ? l->cap * 2 : 16;
-		struct fwd_hop_stats *nh = realloc(l->h, cap * sizeof(*nh));
-		if (!nh)
-			return;
-		l->h = nh;
-		uint64_t *nw = realloc(l->rtt_weight, cap * sizeof(*nw));
-		if (!nw)
-			return;
-		l->rtt_weight = nw;
-		l->cap = cap;
-	}
+	if (VEC_RESERVE(l->h, l->cap, l->n + 1) < 0 || VEC_RESERVE(l->rtt_weight, l->rtt_weight_cap, l->n + 1) < 0)
+		return;
 	l->h[l->n] = *st;
 	l->rtt_weight[l->n] = st->srtt_us ? st->answers : 0;
 	l->n++;
@@ -105,9 +100,28 @@ static const struct {
 	{ "refreshed", "Questions asked lately fetched again, for the cache, after their route changed." },
 	{ "tcp_evicted", "TCP connections closed, idle the longest, to make room for a new one." },
 	{ "tcp_full", "TCP connections refused: every open one had a query in flight." },
+	{ "proxy_accepted", "PROXY v2 headers taken from proxy-protocol-from (datagrams or connections)." },
+	{ "proxy_refused", "PROXY v2 headers refused: not from proxy-protocol-from (dropped or closed)." },
+	{ "proxy_missing", "Datagrams or connections from proxy-protocol-from without a PROXY v2 header." },
+	{ "proxy_truncated", "PROXY v2 headers cut short (a datagram, or a connection closed or idle in it)." },
+	{ "proxy_bad_version", "PROXY v2 headers refused: version not 2." },
+	{ "proxy_bad_command", "PROXY v2 headers refused: command neither LOCAL nor PROXY." },
+	{ "proxy_bad_family", "PROXY v2 headers refused: PROXY for a family other than IPv4 or IPv6." },
+	{ "proxy_bad_transport", "PROXY v2 headers refused: PROXY for a transport other than TCP or UDP." },
+	{ "proxy_too_long", "PROXY v2 headers refused: longer than 512 bytes." },
+	{ "proxy_short_address", "PROXY v2 headers refused: length too short for the addresses." },
+	{ "proxy_bad_tlv", "PROXY v2 headers refused: a TLV past the header's end." },
+	{ "dnstap_sent", "dnstap messages handed to the writer thread." },
+	{ "dnstap_dropped", "dnstap messages dropped: no reader connected, or the thread's queue full." },
 };
 
-static void write_counters(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+/* One transport's counters and its label. */
+struct transport {
+	const char *name;
+	struct inrpd_counters c;
+};
+
+static void write_counters(struct prom *p, const struct transport *t, unsigned nt)
 {
 	for (unsigned i = 0; i < inrpd_counter_count(); i++) {
 		const char *c = inrpd_counter_name(i);
@@ -120,20 +134,20 @@ static void write_counters(struct prom *p, const struct inrpd_counters *udp, con
 			if (strcmp(counter_help[k].counter, c) == 0)
 				snprintf(help, sizeof(help), "%s", counter_help[k].help);
 		prom_family(p, name, PROM_COUNTER, help);
-		prom_u64(p, name, &(struct prom_label){ "transport", "udp" }, 1, inrpd_counter_value(udp, i));
-		prom_u64(p, name, &(struct prom_label){ "transport", "tcp" }, 1, inrpd_counter_value(tcp, i));
+		for (unsigned k = 0; k < nt; k++)
+			prom_u64(p, name, &(struct prom_label){ "transport", t[k].name }, 1, inrpd_counter_value(&t[k].c, i));
 	}
 }
 
-static void write_in_flight(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+static void write_in_flight(struct prom *p, const struct transport *t, unsigned nt)
 {
 	const char *name = "inrpd_queries_in_flight";
 	prom_family(p, name, PROM_GAUGE, "Queries waiting for a next hop or an upstream now (at most max-pending per worker).");
-	prom_u64(p, name, &(struct prom_label){ "transport", "udp" }, 1, udp->in_flight);
-	prom_u64(p, name, &(struct prom_label){ "transport", "tcp" }, 1, tcp->in_flight);
+	for (unsigned k = 0; k < nt; k++)
+		prom_u64(p, name, &(struct prom_label){ "transport", t[k].name }, 1, t[k].c.in_flight);
 }
 
-static void write_latency(struct prom *p, const struct inrpd_counters *udp, const struct inrpd_counters *tcp)
+static void write_latency(struct prom *p, const struct transport *t, unsigned nt)
 {
 	static const uint32_t bounds_us[INRPD_LAT_BUCKETS] = INRPD_LAT_BOUNDS_US;
 	static const char *const paths[INRPD_PATHS] = { "local", "forwarded", "fallback" };
@@ -143,15 +157,73 @@ static void write_latency(struct prom *p, const struct inrpd_counters *udp, cons
 	const char *name = "inrpd_answer_duration_seconds";
 	prom_family(p, name, PROM_HISTOGRAM, "From a query's arrival to its answer sent: answered here, "
 		    "through the next content router, or through an upstream.");
-	for (unsigned t = 0; t < 2; t++) {
-		const struct inrpd_latency *l = t ? &tcp->lat : &udp->lat;
+	for (unsigned i = 0; i < nt; i++) {
+		const struct inrpd_latency *l = &t[i].c.lat;
 		for (unsigned k = 0; k < INRPD_PATHS; k++) {
 			struct prom_histogram h = { .nbounds = INRPD_LAT_BUCKETS, .bounds = bounds,
 						    .counts = l->count[k], .sum = l->sum_us[k] / 1e6 };
-			struct prom_label lb[2] = { { "transport", t ? "tcp" : "udp" }, { "path", paths[k] } };
+			struct prom_label lb[2] = { { "transport", t[i].name }, { "path", paths[k] } };
 			prom_histogram(p, name, lb, 2, &h);
 		}
 	}
+}
+
+/* DNS over TLS and HTTPS: handshakes, their failures, connections, HTTP statuses, the certificate. */
+static void write_tls(struct prom *p, const struct inrpd_metrics_source *src)
+{
+	static const struct {
+		const char *name, *help;
+		enum prom_type type;
+		enum tls_counter c;
+	} fams[] = {
+		{ "inrpd_tls_handshakes_total", "TLS handshakes completed.", PROM_COUNTER, TLS_CNT_HANDSHAKES },
+		{ "inrpd_tls_resumptions_total", "TLS handshakes that resumed a session (a ticket).", PROM_COUNTER,
+		  TLS_CNT_RESUMED },
+		{ "inrpd_tls_connections", "TLS connections open now.", PROM_GAUGE, TLS_CNT_CONNECTIONS },
+		{ "inrpd_tls_connections_evicted_total", "TLS connections closed, idle the longest, to make room.",
+		  PROM_COUNTER, TLS_CNT_EVICTED },
+		{ "inrpd_tls_connections_refused_total", "TLS connections refused: every open one had a query in flight.",
+		  PROM_COUNTER, TLS_CNT_FULL },
+	};
+	static const struct {
+		const char *reason;
+		enum tls_counter c;
+	} fails[] = {
+		{ "not_tls", TLS_CNT_FAIL_NOT_TLS }, { "version", TLS_CNT_FAIL_VERSION },
+		{ "cipher", TLS_CNT_FAIL_CIPHER }, { "alert", TLS_CNT_FAIL_ALERT },
+		{ "timeout", TLS_CNT_FAIL_TIMEOUT }, { "other", TLS_CNT_FAIL_OTHER }, { "alpn", TLS_CNT_FAIL_ALPN },
+	};
+	struct tls_counters tc[2] = { 0 };
+	int64_t not_after = 0;
+	for (unsigned k = 0; k < 2; k++) {
+		struct inrpd_counters unused = { 0 };
+		if (src->tls[k]) {
+			tls_server_counters(src->tls[k], &unused, &tc[k]);
+			not_after = tls_server_not_after(src->tls[k]);
+		}
+	}
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		prom_family(p, fams[f].name, fams[f].type, fams[f].help);
+		for (unsigned k = 0; k < 2; k++)
+			if (src->tls[k])
+				prom_u64(p, fams[f].name, &(struct prom_label){ "transport", tls_kind_name(k) }, 1,
+					 tc[k].v[fams[f].c]);
+	}
+	const char *name = "inrpd_tls_handshake_failures_total";
+	prom_family(p, name, PROM_COUNTER, "TLS handshakes failed, by reason.");
+	for (unsigned k = 0; k < 2; k++)
+		for (size_t i = 0; src->tls[k] && i < sizeof(fails) / sizeof(fails[0]); i++) {
+			struct prom_label lb[2] = { { "transport", tls_kind_name(k) }, { "reason", fails[i].reason } };
+			prom_u64(p, name, lb, 2, tc[k].v[fails[i].c]);
+		}
+	name = "inrpd_https_responses_total";
+	prom_family(p, name, PROM_COUNTER, "DNS over HTTPS responses, by HTTP status.");
+	for (unsigned i = TLS_CNT_HTTP_FIRST; src->tls[TLS_DOH] && i < TLS_COUNTERS; i++)
+		prom_u64(p, name, &(struct prom_label){ "code", tls_counter_name(i) + 5 }, 1, tc[TLS_DOH].v[i]);
+	if (not_after)
+		prom_one(p, "inrpd_tls_certificate_expiry_seconds", PROM_GAUGE,
+			 "Seconds until the TLS certificate's notAfter (negative: expired).",
+			 (double)(not_after - (int64_t)time(NULL)));
 }
 
 static bool is_upstream(const struct inrpd_runtime *rt, const struct fwd_hop_stats *h)
@@ -245,12 +317,20 @@ void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
 	prom_u64(p, "inrpd_build_info", &(struct prom_label){ "version", src->version }, 1, 1);
 	prom_one(p, "inrpd_uptime_seconds", PROM_GAUGE, "Seconds since inrpd started.", src->uptime_ms / 1e3);
 
-	struct inrpd_counters u = { 0 }, t = { 0 };
-	udp_workers_counters(src->udp, &u);
-	tcp_server_counters(src->tcp, &t);
-	write_counters(p, &u, &t);
-	write_in_flight(p, &u, &t);
-	write_latency(p, &u, &t);
+	struct transport t[4] = { { .name = "udp" }, { .name = "tcp" } };
+	unsigned nt = 2;
+	udp_workers_counters(src->udp, &t[0].c);
+	tcp_server_counters(src->tcp, &t[1].c);
+	for (unsigned k = 0; k < 2; k++)
+		if (src->tls[k]) {
+			struct tls_counters unused = { 0 };
+			t[nt].name = tls_kind_name(k);
+			tls_server_counters(src->tls[k], &t[nt++].c, &unused);
+		}
+	write_counters(p, t, nt);
+	write_in_flight(p, t, nt);
+	write_latency(p, t, nt);
+	write_tls(p, src);
 
 	const struct inrpd_runtime *rt = inrpd_rt;      /* the main thread is the only writer */
 	struct inrpd_hops l;
@@ -259,6 +339,7 @@ void inrpd_metrics_write(struct prom *p, const struct inrpd_metrics_source *src)
 	inrpd_hops_free(&l);
 	write_fibs(p, rt, inrpd_chan_fib);
 	write_fibsync(p, src->fibsync, src->now_ms);
+	inrpd_rpz_metrics(p);
 
 	struct metrics_server_stats ms = { 0 };
 	if (src->metrics)

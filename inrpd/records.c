@@ -16,7 +16,9 @@
 #include <string.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "dns.h"
+#include "records.h"
+#include "vec.h"
 
 struct inrpd_record {
 	struct name owner;              /* the route's name */
@@ -27,7 +29,8 @@ struct inrpd_record {
 };
 
 struct inrpd_records {
-	unsigned n, cap;
+	unsigned n;
+	size_t cap;
 	struct inrpd_record *r;
 };
 
@@ -131,14 +134,8 @@ int inrpd_records_add(struct inrpd_records *rs, const struct name *owner, const 
 	}
 	const uint8_t *rd = wire + owner->len + 10;
 	size_t len = wlen - owner->len - 10;
-	if (rs->n == rs->cap) {
-		unsigned cap = rs->cap ? rs->cap * 2 : 8;
-		struct inrpd_record *nr = realloc(rs->r, cap * sizeof(*nr));
-		if (!nr)
-			goto nomem;
-		rs->r = nr;
-		rs->cap = cap;
-	}
+	if (VEC_RESERVE(rs->r, rs->cap, rs->n + 1) < 0)
+		goto nomem;
 	struct inrpd_record *r = &rs->r[rs->n];
 	r->rdata = malloc(len ? len : 1);
 	if (!r->rdata)

@@ -32,7 +32,7 @@
 #include <xxhash.h>
 
 #include "hashkey.h"
-#include "inrpd.h"
+#include "rrl.h"
 
 #define RRL_BUCKETS     4096
 #define ROUTERS_MAX     8192    /* router addresses remembered for the exemption */

@@ -16,6 +16,11 @@
  * answers stops being read once TCP_WRITE_QUEUE_MAX bytes are queued,
  * until the queue drains.
  *
+ * A connection from an address in proxy-protocol-from starts with a PROXY
+ * v2 header (proxy.h), read before the first message; its queries are
+ * answered as the client it carries.  One cut short there (closed, idle)
+ * is counted proxy_truncated.
+ *
  * Queries that go to another router or an upstream resolver are handed to
  * the main thread's forwarding engine, whose sockets and deadline this
  * loop watches; their answers are written when they come, so they may
@@ -31,6 +36,11 @@
  * connection is not worth the upstream's idle rules.  The engine's
  * deadline bounds each exchange: no timer here.
  *
+ * DNS over TLS and HTTPS (tls.c) hand their queries to the same answer
+ * path, packet cache and forwarding engine (tcp_server_answer): the main
+ * thread's engine answers every stream transport, each connection behind
+ * a struct inrpd_stream that says where its forwarded answers go.
+ *
  * RCU: the main thread is offline except while it answers the messages of
  * one read; the runtime is dereferenced once per read.
  */
@@ -44,6 +54,11 @@
 #include "dnsframe.h"
 #include "log.h"
 #include "inrpd.h"
+#include "lru.h"
+#include "proxy.h"
+#include "stream.h"
+#include "tcp.h"
+#include "tap.h"
 #include "wire.h"
 
 #define TCP_RBUF_INIT           4096
@@ -63,11 +78,14 @@ struct tcp_server;
 struct tcp_conn {
 	uv_tcp_t handle;                /* first: handle.data is unused */
 	uv_timer_t timer;
+	struct inrpd_stream st;         /* the forwarding engine's client */
 	uv_shutdown_t shutdown;
 	struct tcp_server *srv;
-	struct tcp_conn *prev, *next;
+	struct lru_node lru;            /* on srv->conns */
 	uint8_t *rbuf;
 	size_t rcap, rlen;
+	struct sockaddr_storage client; /* the peer, or the client its PROXY header carried */
+	bool started;                   /* that header, or its absence, settled */
 	unsigned open_handles;
 	unsigned forwarded;             /* queries in the forwarding engine */
 	bool closing;
@@ -104,8 +122,7 @@ struct tcp_server {
 	uv_loop_t *loop;
 	unsigned nlisten;
 	uv_tcp_t listeners[INRPD_MAX_LISTEN];
-	struct tcp_conn *conns;         /* most recently active first */
-	struct tcp_conn *conns_tail;    /* ... idle the longest */
+	struct lru conns;               /* most recently active first, closing ones too */
 	unsigned nconns;                /* on the list, closing ones included */
 	unsigned nopen;                 /* not closing: what max_conns bounds */
 	unsigned max_conns;
@@ -113,50 +130,22 @@ struct tcp_server {
 	unsigned open_listeners;
 	bool closing;
 	struct inrpd_counters cnt;
-	struct fwd_engine *fwd;
-	struct cache *cache;            /* the main thread's shard */
+	struct inrpd_worker ctx;        /* the counters above, its engine, the main thread's cache shard */
 	uv_poll_t fwd_poll;
 	uv_timer_t fwd_timer;
 	unsigned open_aux;              /* fwd_poll and fwd_timer handles */
 	struct fwd_tcp_conn *upstreams; /* open or closing, until their close callback */
 	unsigned nupstreams;
-	struct fwd_request req;         /* scratch */
 };
 
 static void fwd_rearm(struct tcp_server *s);
 
 static void conn_close(struct tcp_conn *c);
 
-static void conn_link(struct tcp_server *s, struct tcp_conn *c)
-{
-	c->prev = NULL;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	else
-		s->conns_tail = c;
-	s->conns = c;
-}
-
-static void conn_unlink(struct tcp_server *s, struct tcp_conn *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		s->conns_tail = c->prev;
-}
-
 /* A query or an answer: the connection is the most recently active. */
 static void conn_touch(struct tcp_conn *c)
 {
-	if (c->srv->conns == c)
-		return;
-	conn_unlink(c->srv, c);
-	conn_link(c->srv, c);
+	lru_touch(&c->srv->conns, &c->lru);
 }
 
 static void conn_handle_closed(uv_handle_t *h)
@@ -165,7 +154,7 @@ static void conn_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	struct tcp_server *s = c->srv;
-	conn_unlink(s, c);
+	lru_remove(&s->conns, &c->lru);
 	s->nconns--;
 	free(c->rbuf);
 	free(c);
@@ -178,7 +167,7 @@ static void conn_close(struct tcp_conn *c)
 	c->closing = true;
 	c->srv->nopen--;
 	if (c->forwarded) {
-		fwd_cancel_conn(c->srv->fwd, c);
+		fwd_cancel_conn(c->srv->ctx.fwd, &c->st);
 		c->forwarded = 0;
 		fwd_rearm(c->srv);
 	}
@@ -188,10 +177,18 @@ static void conn_close(struct tcp_conn *c)
 	uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 }
 
+/* The client went away or idled before its first bytes were settled. */
+static void conn_cut(struct tcp_conn *c)
+{
+	if (!c->started && c->rlen > 0)
+		inrpd_proxy_stream_cut(&c->srv->cnt);
+}
+
 static void on_idle(uv_timer_t *t)
 {
 	struct tcp_conn *c = t->data;
 	log_debug("tcp: closing idle connection");
+	conn_cut(c);
 	conn_close(c);
 }
 
@@ -202,6 +199,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	/* whatever is buffered is less than one whole message (see on_read) */
 	size_t cap = dns_frame_grow(c->rcap, c->rlen);
 	if (cap != c->rcap) {
+		/* not vec: dns_frame_grow sizes it, up to one maximal message */
 		uint8_t *nb = realloc(c->rbuf, cap);
 		if (nb) {
 			c->rbuf = nb;
@@ -253,6 +251,7 @@ static bool out_append(struct outbuf *o, const uint8_t *msg, size_t len)
 		size_t cap = o->cap ? o->cap : 4096;
 		while (cap - used < len + 2)
 			cap *= 2;
+		/* not vec: the answers follow the write request in one allocation, freed by on_write */
 		struct tcp_write *nw = realloc(o->w, sizeof(*nw) + cap);
 		if (!nw)
 			return false;
@@ -277,6 +276,25 @@ static void conn_resume_or_pause(struct tcp_conn *c)
 	}
 }
 
+void tcp_server_tap(struct tcp_server *s, enum dnstap_type type, enum dnstap_protocol proto,
+		    const struct uv_tcp_s *h, const struct sockaddr *client, const uint8_t *msg, size_t len)
+{
+	if (!tap_wants(s->ctx.tap, type))
+		return;
+	struct sockaddr_storage self;
+	int slen = sizeof(self);
+	if (uv_tcp_getsockname(h, (struct sockaddr *)&self, &slen) < 0)
+		self.ss_family = AF_UNSPEC;
+	tap_client(s->ctx.tap, type, proto, client, (struct sockaddr *)&self, msg, len);
+}
+
+/* A client's query or our answer to it, to dnstap, as the client PROXY named if it did. */
+static void tap_tcp(struct tcp_server *s, struct tcp_conn *c, enum dnstap_type type, const uint8_t *msg,
+		    size_t len)
+{
+	tcp_server_tap(s, type, DNSTAP_TCP, &c->handle, (struct sockaddr *)&c->client, msg, len);
+}
+
 static void conn_process(struct tcp_conn *c)
 {
 	struct tcp_server *s = c->srv;
@@ -284,27 +302,32 @@ static void conn_process(struct tcp_conn *c)
 	uint8_t answer[INRPD_ANSWER_MAX];
 	size_t off = 0, mlen;
 	bool bad = false;
-	enum dns_frame f;
+	enum dns_frame f = DNS_FRAME_MORE;
 	uint64_t arrived = inrpd_now_us();
 
 	rcu_thread_online();
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
-	while ((f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
-		struct sockaddr_storage peer;
-		int plen = sizeof(peer);
-		if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&peer, &plen) < 0)
-			peer.ss_family = AF_UNSPEC;     /* not allowed recursion */
-		size_t alen = inrpd_answer(rt, c->rbuf + off + 2, mlen, (struct sockaddr *)&peer,
-					   answer, false, &s->req, s->cache, NULL, &s->cnt);
+	inrpd_worker_begin(&s->ctx);
+	if (!c->started) {
+		enum inrpd_proxy_verdict v = inrpd_proxy_stream(s->ctx.rt, (struct sockaddr *)&c->client, c->rbuf,
+								c->rlen, &off, &c->client, &s->cnt);
+		c->started = v == INRPD_PROXY_PASS;
+		bad = v == INRPD_PROXY_DROP;
+	}
+	while (c->started && !bad &&
+	       (f = dns_frame_next(c->rbuf + off, c->rlen - off, &mlen)) == DNS_FRAME_MSG) {
+		tap_tcp(s, c, DNSTAP_CLIENT_QUERY, c->rbuf + off + 2, mlen);
+		size_t alen = inrpd_answer(&s->ctx, c->rbuf + off + 2, mlen, (struct sockaddr *)&c->client, answer);
 		off += 2 + mlen;
 		if (alen == INRPD_FORWARD) {
-			struct fwd_client fc = { .conn = c };
+			struct fwd_client fc = { .conn = &c->st };
 			c->forwarded++;
-			fwd_start(s->fwd, &s->req, &fc);
+			fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
 			if (c->closing)         /* delivery failed and closed it */
 				break;
 			continue;
 		}
+		if (alen)
+			tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, answer, alen);
 		if (alen && !out_append(&o, answer, alen)) {
 			log_err("tcp: out of memory for answers");
 			CNT_INC(&s->cnt, dropped);
@@ -352,12 +375,20 @@ static void conn_shutdown(struct tcp_conn *c)
 		conn_close(c);
 }
 
-/* An answer from the forwarding engine. */
-static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *msg, size_t len)
+/* An answer from the forwarding engine, for whichever transport's connection asked. */
+static void deliver_stream(void *ctx, const struct fwd_client *fc, const uint8_t *msg, size_t len)
 {
-	struct tcp_server *s = ctx;
-	struct tcp_conn *c = fc->conn;
+	struct inrpd_stream *st = fc->conn;
+	(void)ctx;
+	st->deliver(st, fc->serial, msg, len);
+}
+
+static void deliver_tcp(struct inrpd_stream *st, uint64_t tag, const uint8_t *msg, size_t len)
+{
+	struct tcp_conn *c = (struct tcp_conn *)((char *)st - offsetof(struct tcp_conn, st));
+	struct tcp_server *s = c->srv;
 	struct outbuf o = { 0 };
+	(void)tag;
 
 	c->forwarded--;
 	if (c->closing)
@@ -378,6 +409,7 @@ static void deliver_tcp(void *ctx, const struct fwd_client *fc, const uint8_t *m
 		return;
 	}
 	CNT_INC(&s->cnt, answered);
+	tap_tcp(s, c, DNSTAP_CLIENT_RESPONSE, msg, len);
 	conn_touch(c);
 	if (c->eof && c->forwarded == 0)
 		conn_shutdown(c);
@@ -395,7 +427,7 @@ static void fwd_rearm(struct tcp_server *s)
 {
 	if (s->closing)
 		return;
-	int ms = fwd_expire(s->fwd);
+	int ms = fwd_expire(s->ctx.fwd);
 	if (ms < 0)
 		uv_timer_stop(&s->fwd_timer);
 	else
@@ -407,7 +439,7 @@ static void on_fwd_readable(uv_poll_t *h, int status, int events)
 	struct tcp_server *s = h->data;
 	(void)status;
 	(void)events;
-	fwd_on_readable(s->fwd);
+	fwd_on_readable(s->ctx.fwd);
 	fwd_rearm(s);
 }
 
@@ -424,6 +456,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (nread == 0)                         /* EAGAIN */
 		return;
+	conn_cut(c);
 	if (nread == UV_EOF) {
 		/* the client is done: send what is queued and in flight, then close */
 		c->eof = true;
@@ -439,7 +472,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 /* Closes the connection idle the longest to make room; false if every one has a query in flight. */
 static bool conn_evict_idle(struct tcp_server *s)
 {
-	for (struct tcp_conn *c = s->conns_tail; c; c = c->prev) {
+	for (struct lru_node *n = s->conns.tail; n; n = n->prev) {
+		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
 		if (c->closing || c->forwarded)
 			continue;
 		log_debug("tcp: %u connections, closing the one idle the longest", s->nopen);
@@ -463,6 +497,7 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->srv = s;
+	c->st.deliver = deliver_tcp;
 	uv_tcp_init(s->loop, &c->handle);
 	c->handle.data = c;
 	c->open_handles = 1;
@@ -476,15 +511,18 @@ static void on_connection(uv_stream_t *server, int status)
 		/* close alone: on the list (for tcp_server_free's count) but not open */
 		c->closing = true;
 		s->nconns++;
-		conn_link(s, c);
+		lru_push(&s->conns, &c->lru);
 		uv_close((uv_handle_t *)&c->handle, conn_handle_closed);
 		return;
 	}
 	c->rcap = TCP_RBUF_INIT;
+	int plen = sizeof(c->client);
+	if (uv_tcp_getpeername(&c->handle, (struct sockaddr *)&c->client, &plen) < 0)
+		c->client.ss_family = AF_UNSPEC;        /* not allowed recursion */
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->open_handles = 2;
-	conn_link(s, c);
+	lru_push(&s->conns, &c->lru);
 	s->nconns++;
 	s->nopen++;
 	uv_tcp_nodelay(&c->handle, 1);
@@ -543,7 +581,7 @@ static void upstream_done(struct fwd_tcp_conn *u, const uint8_t *pkt, size_t len
 	u->attached = false;
 	/* pkt lies in u->answer, freed only by the close callback, after this */
 	if (attached)
-		fwd_on_tcp_answer(s->fwd, u->token, u, pkt, len);
+		fwd_on_tcp_answer(s->ctx.fwd, u->token, u, pkt, len);
 	upstream_close(u);
 	fwd_rearm(s);
 }
@@ -681,27 +719,26 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	s->loop = loop;
 	s->max_conns = cfg->tcp_max_conns;
 	s->idle_ms = cfg->tcp_idle_ms;
-	s->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_tcp, s, &s->cnt, err, err_len);
-	if (!s->fwd) {
+	s->ctx.cnt = &s->cnt;
+	s->ctx.fwd = fwd_engine_create(&s->ctx, cfg->max_pending, cfg->max_sockets, deliver_stream, s, err, err_len);
+	if (!s->ctx.fwd) {
 		free(s);
 		return NULL;
 	}
-	if (cfg->cache_size && cfg->cache_shards) {
-		s->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
-		if (!s->cache) {
-			snprintf(err, err_len, "out of memory for the packet cache");
-			fwd_engine_free(s->fwd);
-			free(s);
-			return NULL;
-		}
-		fwd_engine_set_cache(s->fwd, s->cache);
+	if (cfg->cache_size && cfg->cache_shards &&
+	    !(s->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush))) {
+		snprintf(err, err_len, "out of memory for the packet cache");
+		fwd_engine_free(s->ctx.fwd);
+		free(s);
+		return NULL;
 	}
+	s->ctx.tap = tap_queue_next(inrpd_tap, &s->cnt);
 	static const struct fwd_tcp_ops tcp_ops = { .open = upstream_open, .abort = upstream_abort };
-	fwd_engine_set_tcp(s->fwd, &tcp_ops);
+	fwd_engine_set_tcp(s->ctx.fwd, &tcp_ops);
 	uv_timer_init(loop, &s->fwd_timer);
 	s->fwd_timer.data = s;
 	s->open_aux++;
-	uv_poll_init(loop, &s->fwd_poll, fwd_engine_fd(s->fwd));
+	uv_poll_init(loop, &s->fwd_poll, fwd_engine_fd(s->ctx.fwd));
 	s->fwd_poll.data = s;
 	s->open_aux++;
 	uv_poll_start(&s->fwd_poll, UV_READABLE, on_fwd_readable);
@@ -731,13 +768,41 @@ struct tcp_server *tcp_server_open(uv_loop_t *loop, const struct inrpd_config *c
 	return s;
 }
 
+/*
+ * A query from another stream transport (DoT, DoH), answered by the main
+ * thread's context with that transport's counters; a forwarded one comes
+ * back through st->deliver with tag.
+ */
+size_t tcp_server_answer(struct tcp_server *s, struct inrpd_stream *st, uint64_t tag, const uint8_t *pkt,
+			 size_t len, const struct sockaddr *peer, uint8_t *out, struct inrpd_counters *cnt)
+{
+	inrpd_worker_begin(&s->ctx);
+	s->ctx.cnt = cnt;
+	size_t alen = inrpd_answer(&s->ctx, pkt, len, peer, out);
+	s->ctx.cnt = &s->cnt;
+	if (alen == INRPD_FORWARD) {
+		struct fwd_client fc = { .conn = st, .serial = tag };
+		fwd_start(s->ctx.fwd, &s->ctx.req, &fc);
+		fwd_rearm(s);
+	}
+	return alen;
+}
+
+void tcp_server_forget(struct tcp_server *s, struct inrpd_stream *st)
+{
+	fwd_cancel_conn(s->ctx.fwd, st);
+	fwd_rearm(s);
+}
+
 void tcp_server_set_limits(struct tcp_server *s, unsigned max_conns, uint64_t idle_ms)
 {
 	s->max_conns = max_conns;
 	s->idle_ms = idle_ms;
-	for (struct tcp_conn *c = s->conns; c; c = c->next)
+	for (struct lru_node *n = s->conns.head; n; n = n->next) {
+		struct tcp_conn *c = lru_entry(n, struct tcp_conn, lru);
 		if (!c->closing)
 			uv_timer_set_repeat(&c->timer, idle_ms);
+	}
 }
 
 void tcp_server_close(struct tcp_server *s)
@@ -747,8 +812,8 @@ void tcp_server_close(struct tcp_server *s)
 	s->closing = true;
 	for (unsigned i = 0; i < s->nlisten; i++)
 		uv_close((uv_handle_t *)&s->listeners[i], listener_closed);
-	for (struct tcp_conn *c = s->conns; c; c = c->next)
-		conn_close(c);
+	for (struct lru_node *n = s->conns.head; n; n = n->next)
+		conn_close(lru_entry(n, struct tcp_conn, lru));
 	/* closing the clients cancelled their queries' exchanges; this is for certainty */
 	for (struct fwd_tcp_conn *u = s->upstreams; u; u = u->next)
 		upstream_close(u);
@@ -758,13 +823,19 @@ void tcp_server_close(struct tcp_server *s)
 
 void tcp_server_hops(const struct tcp_server *s, fwd_hop_fn fn, void *arg)
 {
-	fwd_engine_hops(s->fwd, fn, arg);
+	fwd_engine_hops(s->ctx.fwd, fn, arg);
 }
 
 void tcp_server_cache_stats(const struct tcp_server *s, struct cache_stats *st)
 {
-	if (s->cache)
-		cache_stats_add(s->cache, st);
+	if (s->ctx.cache)
+		cache_stats_add(s->ctx.cache, st);
+}
+
+bool tcp_server_cache_peek(const struct tcp_server *s, const struct cache_key *k, uint64_t now_ms,
+			   struct cache_peek *p)
+{
+	return s->ctx.cache && cache_peek(s->ctx.cache, k, now_ms, p);
 }
 
 void tcp_server_counters(const struct tcp_server *s, struct inrpd_counters *sum)
@@ -776,10 +847,10 @@ void tcp_server_free(struct tcp_server *s)
 {
 	if (!s)
 		return;
-	if (s->open_listeners || s->conns || s->open_aux || s->upstreams)
+	if (s->open_listeners || s->conns.head || s->open_aux || s->upstreams)
 		log_err("tcp: freeing the server with %u listeners, %u connections and %u upstream "
 			"connections open", s->open_listeners, s->nconns, s->nupstreams);
-	fwd_engine_free(s->fwd);
-	cache_destroy(s->cache);
+	fwd_engine_free(s->ctx.fwd);
+	cache_destroy(s->ctx.cache);
 	free(s);
 }

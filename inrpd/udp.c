@@ -10,7 +10,13 @@
  * worker's own forwarding engine (forward.c), whose sockets and deadlines
  * the worker waits for with its own: its listeners are in the engine's
  * epoll set (a socket per query in flight, upsock.c), so one epoll_wait
- * serves both.  The answer leaves through the socket the query came in on.
+ * serves both.  The answer leaves through the socket the query came in on,
+ * to the address it came from, also when a PROXY v2 header (proxy.h) says
+ * the query is another client's.
+ *
+ * A worker's cache shard is its own, read and written without a lock:
+ * `inrpc show route` asks each worker to look into it (its wake eventfd),
+ * and the worker answers between two rounds of batches.
  *
  * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
@@ -30,6 +36,10 @@
 
 #include "log.h"
 #include "inrpd.h"
+#include "proxy.h"
+#include "rrl.h"
+#include "tap.h"
+#include "udp.h"
 #include "refresh.h"
 
 #define UDP_BATCH               32
@@ -42,6 +52,7 @@
 #define UDP_TOKEN_STOP          INRPD_MAX_LISTEN
 #define UDP_TOKEN_WAKE          (INRPD_MAX_LISTEN + 1)
 #define CTL_LEN                 CMSG_SPACE(sizeof(struct in6_pktinfo))
+#define PEEK_WAIT_MS            500     /* for the workers' answers to a cache peek */
 
 struct udp_worker {
 	struct inrpd_counters cnt;      /* first: its own cache line */
@@ -52,15 +63,18 @@ struct udp_worker {
 	unsigned nfds;
 	int fds[INRPD_MAX_LISTEN];
 	bool pktinfo[INRPD_MAX_LISTEN]; /* wildcard address: reply from the query's destination */
-	struct fwd_engine *fwd;
-	struct cache *cache;            /* this worker's shard of the packet cache */
-	struct rrl *rrl;                /* its rate limits */
+	struct inrpd_worker ctx;        /* counters above, its engine, cache shard, rate limits */
 	struct refresh *refresh;        /* questions asked lately (NULL: refresh-on-route-change 0) */
-	int wake_fd;                    /* routes changed (udp_workers_routes_changed) */
-	bool wake_pending;              /* ... and wake_fd was written since we read it */
-	struct fwd_request req;         /* scratch for the query being answered */
+	struct tap_queue *tap;          /* dnstap (NULL: off) */
+	struct sockaddr_storage self[INRPD_MAX_LISTEN];        /* listen addresses, for dnstap */
+	int wake_fd;                    /* routes changed, or a cache peek asked */
+	bool wake_pending;              /* routes changed and wake_fd was written since we read it */
+	bool peek_pending;              /* a cache peek asked (udp_workers_cache_peek) */
+	uint64_t peek_done;             /* the last peek answered (under the peek's lock) */
 
 	struct mmsghdr in[UDP_BATCH];
+	unsigned in_used;               /* entries of in[] the last recvmmsg filled (arm_in) */
+	bool in_pktinfo;                /* in[] has control buffers */
 	struct mmsghdr out[UDP_BATCH];
 	struct iovec iov_in[UDP_BATCH];
 	struct iovec iov_out[UDP_BATCH];
@@ -73,11 +87,29 @@ struct udp_worker {
 	uint8_t outbuf[UDP_BATCH][INRPD_ANSWER_MAX];
 };
 
+/*
+ * A cache peek (inrpc's `show route`): the shards are the workers' own
+ * and lock-free, so the control thread asks each owner, and every field
+ * here and the workers' peek_done are read and written under lock only.
+ */
+struct udp_peek {
+	pthread_mutex_t lock;
+	pthread_cond_t answered;        /* a worker has answered (CLOCK_MONOTONIC) */
+	uint64_t seq;                   /* the peek asked now; 0: none */
+	uint64_t last;                  /* the last one asked */
+	uint64_t now_ms;
+	unsigned nkeys;
+	const struct cache_key *keys;   /* the asker's, while seq is asked */
+	struct udp_peek_result *res;    /* [worker * nkeys + key] */
+};
+
 struct udp_workers {
 	unsigned n;
 	int stop_fd;
 	bool stop;
 	struct udp_worker **w;
+	bool peek_ready;                /* peek's lock and condition made */
+	struct udp_peek peek;
 };
 
 static bool addr_is_wildcard(const struct inrpd_listen *l)
@@ -172,12 +204,13 @@ static size_t reply_pktinfo(const struct msghdr *in, void *out, size_t out_len)
  * fallback): asked lately. */
 static void note(struct udp_worker *w, bool forwarded)
 {
-	if (!w->refresh || !w->req.cacheable || w->req.fallback)
+	const struct fwd_request *req = &w->ctx.req;
+	if (!w->refresh || !req->cacheable || req->fallback)
 		return;
-	uint64_t now_ms = inrpd_now_ms();       /* the pass's clock: a precise one runs ahead of it */
-	unsigned slot = refresh_note(w->refresh, w->req.cache_key.hash, &w->req.q, now_ms);
+	uint64_t now_ms = w->ctx.now_ms;        /* the pass's clock: a precise one runs ahead of it */
+	unsigned slot = refresh_note(w->refresh, req->cache_key.hash, &req->q, now_ms);
 	if (forwarded)
-		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+		refresh_started(w->refresh, slot, req->cache_fp, now_ms);
 }
 
 /*
@@ -190,30 +223,58 @@ static void refresh_pass(struct udp_worker *w)
 	uint64_t now_ms = inrpd_now_ms();
 	if (!refresh_begin(w->refresh, now_ms))
 		return;
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
-	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
 	struct inrpd_counters scratch;  /* not clients' queries: counted as refreshed */
+	struct inrpd_worker pass = {    /* as over TCP: no RRL, no UDP limit */
+		.cnt = &scratch, .cache = w->ctx.cache, .fwd = w->ctx.fwd,
+	};
+	inrpd_worker_begin(&pass);
+	struct fwd_request *req = &pass.req;
+	struct sockaddr_storage self = { .ss_family = AF_UNSPEC };
 	uint8_t query[DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN];
 	unsigned slot;
 	size_t qlen;
 	while ((qlen = refresh_next(w->refresh, now_ms, query, sizeof(query), &slot))) {
 		memset(&scratch, 0, sizeof(scratch));
-		size_t len = inrpd_answer(rt, query, qlen, (const struct sockaddr *)&self, w->outbuf[0], false,
-					  &w->req, w->cache, NULL, &scratch);
-		if (len != INRPD_FORWARD || w->req.fallback ||
-		    !refresh_wanted(w->refresh, slot, w->req.cache_fp, now_ms, rt->query_timeout_ms))
+		size_t len = inrpd_answer(&pass, query, qlen, (const struct sockaddr *)&self, w->outbuf[0]);
+		if (len != INRPD_FORWARD || req->fallback ||
+		    !refresh_wanted(w->refresh, slot, req->cache_fp, now_ms, pass.rt->query_timeout_ms))
 			continue;
 		struct fwd_client c = { .refresh = slot + 1 };
-		refresh_started(w->refresh, slot, w->req.cache_fp, now_ms);
+		refresh_started(w->refresh, slot, req->cache_fp, now_ms);
 		CNT_INC(&w->cnt, refreshed);
-		fwd_start(w->fwd, &w->req, &c);
+		fwd_start(w->ctx.fwd, req, &c);
 	}
 }
 
-static void prefetch(const struct udp_worker *w, const struct inrpd_runtime *rt, int i)
+static void prefetch(const struct udp_worker *w, int i)
 {
-	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC))
-		inrpd_prefetch(rt, w->inbuf[i], w->in[i].msg_len);
+	if (!(w->in[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+		size_t skip = proxyv2_skip(w->inbuf[i], w->in[i].msg_len);
+		inrpd_prefetch(&w->ctx, w->inbuf[i] + skip, w->in[i].msg_len - skip);
+	}
+}
+
+/*
+ * Readies in[] for recvmmsg.  The kernel rewrites the lengths and flags of
+ * the entries it fills and no others, so only those are set again (every
+ * one when the listener's kind changes): a call that finds one query, or
+ * none, does not pay for the whole batch.
+ */
+static void arm_in(struct udp_worker *w, bool pktinfo)
+{
+	unsigned n = w->in_used;
+	if (pktinfo != w->in_pktinfo) {
+		n = UDP_BATCH;
+		w->in_pktinfo = pktinfo;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct msghdr *h = &w->in[i].msg_hdr;
+		h->msg_namelen = sizeof(w->peer[i]);
+		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
+		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
+		h->msg_flags = 0;
+	}
+	w->in_used = 0;
 }
 
 /* One recvmmsg batch on fd; returns the number of messages received. */
@@ -221,17 +282,9 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 {
 	int fd = w->fds[listen_idx];
 	bool pktinfo = w->pktinfo[listen_idx];
-	for (unsigned i = 0; i < UDP_BATCH; i++) {
-		struct msghdr *h = &w->in[i].msg_hdr;
-		h->msg_name = &w->peer[i];
-		h->msg_namelen = sizeof(w->peer[i]);
-		h->msg_iov = &w->iov_in[i];
-		h->msg_iovlen = 1;
-		h->msg_control = pktinfo ? w->ctl_in[i].buf : NULL;
-		h->msg_controllen = pktinfo ? sizeof(w->ctl_in[i].buf) : 0;
-		h->msg_flags = 0;
-	}
+	arm_in(w, pktinfo);
 	int n = recvmmsg(fd, w->in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	w->in_used = n >= 0 ? (unsigned)n : UDP_BATCH;  /* after a failure, trust none */
 	if (n <= 0) {
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			log_debug("udp worker %u: recvmmsg: %s", w->idx, strerror(errno));
@@ -239,25 +292,32 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	}
 
 	uint64_t arrived = inrpd_now_us();     /* one clock read per batch, not per query */
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w->ctx);
 	unsigned k = 0;
 	for (int i = 0; i < n && i < UDP_PREFETCH; i++)
-		prefetch(w, rt, i);
+		prefetch(w, i);
 	for (int i = 0; i < n; i++) {
 		struct msghdr *h = &w->in[i].msg_hdr;
 		if (i + UDP_PREFETCH < n)
-			prefetch(w, rt, i + UDP_PREFETCH);
+			prefetch(w, i + UDP_PREFETCH);
 		if (h->msg_flags & MSG_TRUNC) {         /* larger than any query we take */
 			CNT_INC(&w->cnt, queries);
 			CNT_INC(&w->cnt, dropped);
 			continue;
 		}
-		size_t len = inrpd_answer(rt, w->inbuf[i], w->in[i].msg_len,
-					  (const struct sockaddr *)&w->peer[i], w->outbuf[k], true,
-					  &w->req, w->cache, w->rrl, &w->cnt);
+		const uint8_t *query = w->inbuf[i];
+		size_t qlen = w->in[i].msg_len;
+		struct sockaddr_storage carried;
+		const struct sockaddr *client = inrpd_proxy_datagram(w->ctx.rt, (const struct sockaddr *)&w->peer[i],
+								     &query, &qlen, &carried, &w->cnt);
+		if (!client)
+			continue;
+		const struct sockaddr *self = (const struct sockaddr *)&w->self[listen_idx];
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_QUERY, DNSTAP_UDP, client, self, query, qlen);
+		size_t len = inrpd_answer(&w->ctx, query, qlen, client, w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)
-			fwd_shed(w->fwd, &w->req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
+			fwd_shed(w->ctx.fwd, &w->ctx.req, w->outbuf[k], sizeof(w->outbuf[k]), &len);
 		if (len == INRPD_FORWARD) {
 			struct fwd_client c;
 			memcpy(&c.peer, &w->peer[i], sizeof(c.peer));
@@ -268,12 +328,13 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			c.serial = 0;
 			c.refresh = 0;
 			note(w, true);
-			fwd_start(w->fwd, &w->req, &c);
+			fwd_start(w->ctx.fwd, &w->ctx.req, &c);
 			continue;
 		}
 		if (len == 0)
 			continue;
 		note(w, false);
+		tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, DNSTAP_UDP, client, self, w->outbuf[k], len);
 		struct msghdr *o = &w->out[k].msg_hdr;
 		w->iov_out[k].iov_base = w->outbuf[k];
 		w->iov_out[k].iov_len = len;
@@ -314,6 +375,21 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 	return n;
 }
 
+/* A cache peek asked of this worker: its shard looked at, between batches (it is the owner). */
+static void answer_peek(struct udp_worker *w)
+{
+	struct udp_peek *p = &w->parent->peek;
+	pthread_mutex_lock(&p->lock);
+	if (p->seq && p->seq != w->peek_done) {
+		struct udp_peek_result *res = p->res + (size_t)w->idx * p->nkeys;
+		for (unsigned i = 0; i < p->nkeys; i++)
+			res[i].found = w->ctx.cache && cache_peek(w->ctx.cache, &p->keys[i], p->now_ms, &res[i].peek);
+		w->peek_done = p->seq;
+		pthread_cond_signal(&p->answered);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
@@ -324,14 +400,14 @@ static void *worker_main(void *arg)
 	rcu_register_thread();
 
 	for (;;) {
-		int timeout = fwd_expire(w->fwd);
+		int timeout = fwd_expire(w->ctx.fwd);
 		if (w->refresh) {
 			int due = refresh_timeout(w->refresh, inrpd_now_ms());
 			if (due >= 0 && (timeout < 0 || due < timeout))
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = fwd_engine_wait(w->fwd, timeout, ready, &nready);
+		int n = fwd_engine_wait(w->ctx.fwd, timeout, ready, &nready);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -346,12 +422,15 @@ static void *worker_main(void *arg)
 			if (ready[k] != UDP_TOKEN_WAKE)
 				continue;
 			uint64_t v;
-			__atomic_store_n(&w->wake_pending, false, __ATOMIC_RELAXED);
+			bool routes = __atomic_exchange_n(&w->wake_pending, false, __ATOMIC_RELAXED);
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				log_debug("udp worker %u: wake: %s", w->idx, strerror(errno));
-			refresh_routes_changed(w->refresh, inrpd_now_ms());
+			if (routes && w->refresh)
+				refresh_routes_changed(w->refresh, inrpd_now_ms());
+			if (__atomic_exchange_n(&w->peek_pending, false, __ATOMIC_ACQUIRE))
+				answer_peek(w);
 		}
-		fwd_on_ready(w->fwd);
+		fwd_on_ready(w->ctx.fwd);
 		if (w->refresh) {
 			refresh_pass(w);
 			rcu_quiescent_state();
@@ -398,6 +477,8 @@ static void deliver_udp(void *ctx, const struct fwd_client *c, const uint8_t *ms
 		return;
 	}
 	CNT_INC(&w->cnt, answered);
+	tap_client(w->ctx.tap, DNSTAP_CLIENT_RESPONSE, DNSTAP_UDP, (const struct sockaddr *)&c->peer,
+		   (const struct sockaddr *)&w->self[c->listen_idx], msg, len);
 }
 
 struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nworkers,
@@ -415,6 +496,18 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		snprintf(err, err_len, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int e = pthread_cond_init(&ws->peek.answered, &ca);
+	pthread_condattr_destroy(&ca);
+	if (e == 0 && (e = pthread_mutex_init(&ws->peek.lock, NULL)) != 0)
+		pthread_cond_destroy(&ws->peek.answered);
+	if (e != 0) {
+		snprintf(err, err_len, "cache peek: %s", strerror(e));
+		goto fail;
+	}
+	ws->peek_ready = true;
 	for (unsigned i = 0; i < nworkers; i++) {
 		struct udp_worker *w;
 		if (posix_memalign((void **)&w, 64, sizeof(*w)) != 0)
@@ -424,43 +517,48 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 		ws->n = i + 1;
 		w->parent = ws;
 		w->idx = i;
-		w->wake_fd = -1;                /* refresh off: none */
-		if (cfg->refresh_slots) {
-			if (!(w->refresh = refresh_create(cfg->refresh_slots)))
-				goto nomem;
-			w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-			if (w->wake_fd < 0) {
-				snprintf(err, err_len, "eventfd: %s", strerror(errno));
-				goto fail;
-			}
-		}
-		w->fwd = fwd_engine_create(cfg->max_pending, cfg->max_sockets, deliver_udp, w, &w->cnt, err, err_len);
-		if (!w->fwd)
-			goto fail;
-		if (!(w->rrl = rrl_create(nworkers)))
+		w->wake_fd = -1;
+		if (cfg->refresh_slots && !(w->refresh = refresh_create(cfg->refresh_slots)))
 			goto nomem;
-		if (cfg->cache_size && cfg->cache_shards) {
-			/* a shard each, the TCP thread's included: no lock on any hit */
-			w->cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush);
-			if (!w->cache)
-				goto nomem;
-			fwd_engine_set_cache(w->fwd, w->cache);
+		w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w->wake_fd < 0) {
+			snprintf(err, err_len, "eventfd: %s", strerror(errno));
+			goto fail;
 		}
+		w->ctx.cnt = &w->cnt;
+		w->ctx.udp = true;
+		w->ctx.fwd = fwd_engine_create(&w->ctx, cfg->max_pending, cfg->max_sockets, deliver_udp, w,
+					       err, err_len);
+		if (!w->ctx.fwd)
+			goto fail;
+		if (!(w->ctx.rrl = rrl_create(nworkers)))
+			goto nomem;
+		/* a shard each, the TCP thread's included: no lock on any hit */
+		if (cfg->cache_size && cfg->cache_shards &&
+		    !(w->ctx.cache = cache_create(cfg->cache_size / cfg->cache_shards, inrpd_cache_flush)))
+			goto nomem;
+		w->ctx.tap = tap_queue_next(inrpd_tap, &w->cnt);
 		for (unsigned j = 0; j < UDP_BATCH; j++) {
+			struct msghdr *h = &w->in[j].msg_hdr;
 			w->iov_in[j].iov_base = w->inbuf[j];
 			w->iov_in[j].iov_len = sizeof(w->inbuf[j]);
+			h->msg_name = &w->peer[j];
+			h->msg_iov = &w->iov_in[j];
+			h->msg_iovlen = 1;
 		}
+		w->in_used = UDP_BATCH;         /* the rest: arm_in */
 		for (unsigned l = 0; l < cfg->nlisten; l++) {
 			int fd = open_socket(&cfg->listen[l], &w->pktinfo[l], err, err_len);
 			if (fd < 0)
 				goto fail;
 			w->fds[l] = fd;
 			w->nfds = l + 1;
-			if (fwd_engine_watch(w->fwd, fd, l) < 0)
+			ip_endpoint_sockaddr(&cfg->listen[l].ep, &w->self[l]);
+			if (fwd_engine_watch(w->ctx.fwd, fd, l) < 0)
 				goto epoll_fail;
 		}
-		if (fwd_engine_watch(w->fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
-		    (w->wake_fd >= 0 && fwd_engine_watch(w->fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0))
+		if (fwd_engine_watch(w->ctx.fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
+		    fwd_engine_watch(w->ctx.fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0)
 			goto epoll_fail;
 	}
 	return ws;
@@ -513,9 +611,9 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 			inrpd_counters_add(final, &w->cnt);
 		for (unsigned l = 0; l < w->nfds; l++)
 			close(w->fds[l]);
-		fwd_engine_free(w->fwd);
-		cache_destroy(w->cache);
-		rrl_free(w->rrl);
+		fwd_engine_free(w->ctx.fwd);
+		cache_destroy(w->ctx.cache);
+		rrl_free(w->ctx.rrl);
 		refresh_free(w->refresh);
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
@@ -523,6 +621,10 @@ void udp_workers_stop(struct udp_workers *ws, struct inrpd_counters *final)
 	}
 	if (ws->stop_fd >= 0)
 		close(ws->stop_fd);
+	if (ws->peek_ready) {
+		pthread_mutex_destroy(&ws->peek.lock);
+		pthread_cond_destroy(&ws->peek.answered);
+	}
 	free(ws->w);
 	free(ws);
 }
@@ -539,6 +641,60 @@ void udp_workers_routes_changed(struct udp_workers *ws)
 	}
 }
 
+unsigned udp_workers_count(const struct udp_workers *ws)
+{
+	return ws->n;
+}
+
+/*
+ * Asks every worker at once and waits for them together: a worker wakes
+ * from its epoll_wait, or ends its round of batches, in well under a
+ * millisecond, so only one stuck in a long round misses the deadline.
+ * The peek is withdrawn (seq 0) before the lock is let go, so a late
+ * worker never writes into res after we return.
+ */
+void udp_workers_cache_peek(struct udp_workers *ws, const struct cache_key *keys, unsigned nkeys,
+			    uint64_t now_ms, struct udp_peek_result *res)
+{
+	struct udp_peek *p = &ws->peek;
+	for (size_t i = 0; i < (size_t)ws->n * nkeys; i++)
+		res[i] = (struct udp_peek_result){ .busy = true };
+	pthread_mutex_lock(&p->lock);
+	p->seq = ++p->last;
+	p->now_ms = now_ms;
+	p->nkeys = nkeys;
+	p->keys = keys;
+	p->res = res;
+	pthread_mutex_unlock(&p->lock);
+	uint64_t one = 1;
+	for (unsigned i = 0; i < ws->n; i++) {
+		struct udp_worker *w = ws->w[i];
+		__atomic_store_n(&w->peek_pending, true, __ATOMIC_RELEASE);
+		if (write(w->wake_fd, &one, sizeof(one)) != sizeof(one))
+			log_debug("udp worker %u: waking for a cache peek: %s", w->idx, strerror(errno));
+	}
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (PEEK_WAIT_MS % 1000) * 1000000L;
+	until.tv_sec += PEEK_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		unsigned done = 0;
+		for (unsigned i = 0; i < ws->n; i++)
+			done += ws->w[i]->peek_done == p->seq;
+		if (done == ws->n || pthread_cond_timedwait(&p->answered, &p->lock, &until) == ETIMEDOUT)
+			break;
+	}
+	for (unsigned i = 0; i < ws->n; i++)
+		for (unsigned k = 0; k < nkeys && ws->w[i]->peek_done == p->seq; k++)
+			res[(size_t)i * nkeys + k].busy = false;
+	p->seq = 0;
+	p->keys = NULL;
+	p->res = NULL;
+	pthread_mutex_unlock(&p->lock);
+}
+
 void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *sum)
 {
 	for (unsigned i = 0; i < ws->n; i++)
@@ -548,12 +704,12 @@ void udp_workers_counters(const struct udp_workers *ws, struct inrpd_counters *s
 void udp_workers_cache_stats(const struct udp_workers *ws, struct cache_stats *st)
 {
 	for (unsigned i = 0; i < ws->n; i++)
-		if (ws->w[i]->cache)
-			cache_stats_add(ws->w[i]->cache, st);
+		if (ws->w[i]->ctx.cache)
+			cache_stats_add(ws->w[i]->ctx.cache, st);
 }
 
 void udp_workers_hops(const struct udp_workers *ws, fwd_hop_fn fn, void *arg)
 {
 	for (unsigned i = 0; i < ws->n; i++)
-		fwd_engine_hops(ws->w[i]->fwd, fn, arg);
+		fwd_engine_hops(ws->w[i]->ctx.fwd, fn, arg);
 }

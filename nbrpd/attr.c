@@ -182,6 +182,8 @@ void attrs_index_grow(struct rde *r, struct rib_attrs *a, struct rib_entry *e)
 		if (!a->walkers && a->nents >= 2 * a->nroutes + 16)
 			ents_compact(r, a);
 		if (a->nents == a->ents_cap) {
+			/* not vec: its size_t capacity would grow this struct by 8 bytes, and its first
+			 * 32 slots quadruple the index of a valid chain's attributes (a route's own) */
 			uint32_t cap = a->ents_cap ? a->ents_cap * 2 : 8;
 			struct rib_entry **v = realloc(a->ents, cap * sizeof(*v));
 			if (!v) {

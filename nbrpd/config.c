@@ -74,13 +74,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include "conf.h"
 #include "service_conf.h"
 #include "config.h"
 #include "sigpool.h"
+#include "vec.h"
 
 #define DEFAULT_HOLD_TIME_S     90
 #define DEFAULT_CONNECT_RETRY   1000
@@ -116,7 +116,7 @@
 
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
-	size_t content_cap;
+	size_t content_cap, allow_transfer_cap;
 	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
 	bool seen_state_dir, seen_transfer, seen_xfr_source, seen_xfr_idle, seen_xfr_time;
 	bool seen_fetch_names, seen_fetch_bytes, seen_fetch_idle, seen_fetch_time;
@@ -128,6 +128,7 @@ struct cfg_ctx {
 struct peer_ctx {
 	struct nbrpd_peer_config *p;
 	bool seen_address, seen_pref, seen_max, seen_passive, seen_server, seen_sig, seen_auth;
+	size_t import_cap, export_cap;
 };
 
 static int endpoint(const struct conf_stmt *s, bool *seen, struct ip_endpoint *e, uint16_t default_port,
@@ -345,7 +346,9 @@ static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err
 	static const char *const verbs[] = { "allow", "deny", "default", NULL };
 	static const char *const defaults[] = { "allow", "deny", NULL };
 	struct peer_ctx *pc = arg;
-	struct nbrpd_policy *pol = strcmp(s->argv[0], "import") == 0 ? &pc->p->import : &pc->p->export;
+	bool import = strcmp(s->argv[0], "import") == 0;
+	struct nbrpd_policy *pol = import ? &pc->p->import : &pc->p->export;
+	size_t *cap = import ? &pc->import_cap : &pc->export_cap;
 	unsigned verb, def;
 	if (conf_arg_choice(s, 1, verbs, &verb, err, err_len) < 0)
 		return -1;
@@ -362,10 +365,8 @@ static int kw_policy(const struct conf_stmt *s, void *arg, char *err, size_t err
 	for (unsigned i = 0; i < pol->nrules; i++)
 		if (name_equal(&pol->rules[i].suffix, &r.suffix))
 			return conf_error(err, err_len, s, "%s rule for \"%s\" given twice", s->argv[0], s->argv[2]);
-	struct nbrpd_policy_rule *nr = realloc(pol->rules, (pol->nrules + 1) * sizeof(*nr));
-	if (!nr)
+	if (VEC_RESERVE(pol->rules, *cap, pol->nrules + 1) < 0)
 		return conf_error(err, err_len, s, "out of memory");
-	pol->rules = nr;
 	pol->rules[pol->nrules++] = r;
 	return 0;
 }
@@ -424,14 +425,8 @@ static int kw_peer(const struct conf_stmt *s, void *arg, char *err, size_t err_l
 		if (strcmp(cfg->peers[i].name, s->argv[1]) == 0)
 			return conf_error(err, err_len, s, "peer \"%s\" already defined at line %u",
 					  s->argv[1], cfg->peers[i].line);
-	if (cfg->npeers == cfg->peers_cap) {
-		unsigned cap = cfg->peers_cap ? cfg->peers_cap * 2 : 8;
-		struct nbrpd_peer_config *np = realloc(cfg->peers, cap * sizeof(*np));
-		if (!np)
-			return conf_error(err, err_len, s, "out of memory");
-		cfg->peers = np;
-		cfg->peers_cap = cap;
-	}
+	if (VEC_RESERVE(cfg->peers, cfg->peers_cap, cfg->npeers + 1) < 0)
+		return conf_error(err, err_len, s, "out of memory");
 	struct nbrpd_peer_config *p = &cfg->peers[cfg->npeers];
 	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%s", s->argv[1]);
@@ -578,15 +573,9 @@ static int content_block(const struct conf_stmt *s, struct cfg_ctx *x, bool aggr
 	}
 	c.up_mask = (uint32_t)((1ull << c.nservers) - 1);
 	c.file = s->file;
-	if (cfg->ncontent == x->content_cap) {
-		size_t cap = x->content_cap ? x->content_cap * 2 : 8;
-		struct nbrpd_content *n = realloc(cfg->content, cap * sizeof(*n));
-		if (!n) {
-			content_free(&c);
-			return conf_error(err, err_len, s, "out of memory");
-		}
-		cfg->content = n;
-		x->content_cap = cap;
+	if (VEC_RESERVE(cfg->content, x->content_cap, cfg->ncontent + 1) < 0) {
+		content_free(&c);
+		return conf_error(err, err_len, s, "out of memory");
 	}
 	cfg->content[cfg->ncontent++] = c;
 	return 0;
@@ -634,19 +623,18 @@ static int kw_transfer_source(const struct conf_stmt *s, void *arg, char *err, s
 
 static int kw_allow_transfer(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
-	struct nbrpd_config *cfg = ((struct cfg_ctx *)arg)->cfg;
+	struct cfg_ctx *x = arg;
+	struct nbrpd_config *cfg = x->cfg;
 	int family;
 	unsigned len;
 	struct prefix p = { 0 };
 	if (conf_arg_prefix(s, 1, &family, p.addr, &len, err, err_len) < 0)
 		return -1;
-	struct prefix *v = realloc(cfg->allow_transfer, (cfg->nallow_transfer + 1) * sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(cfg->allow_transfer, x->allow_transfer_cap, cfg->nallow_transfer + 1) < 0)
 		return conf_error(err, err_len, s, "out of memory");
 	p.family = (uint8_t)family;
 	p.len = (uint8_t)len;
-	v[cfg->nallow_transfer++] = p;
-	cfg->allow_transfer = v;
+	cfg->allow_transfer[cfg->nallow_transfer++] = p;
 	return 0;
 }
 

@@ -106,7 +106,8 @@ struct nbrpd_config {
 	char *control_path;
 	char *pid_file;
 	int log_level;
-	unsigned npeers, peers_cap;
+	unsigned npeers;
+	size_t peers_cap;
 	struct nbrpd_peer_config *peers;
 	unsigned ncontent;
 	struct nbrpd_content *content;  /* content names and aggregates defined here */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "readfile.h"
 #include "sigkey.h"
 #include "trust.h"
 
@@ -27,47 +28,22 @@ static int usage(FILE *f)
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (;;) {
-		if (*len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				fprintf(stderr, "nbrp-key: %s: out of memory\n", path);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + *len, 1, cap - *len, f);
-		*len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		fprintf(stderr, "nbrp-key: %s: read error\n", path);
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
+	char why[128];
+	char *buf = readfile(path, 0, false, len, why, sizeof(why));
+	if (!buf)
+		fprintf(stderr, "nbrp-key: %s: %s\n", path, why);
 	return buf;
 }
 
 /* path replaced by buf: a temporary file beside it, fsync, rename, fsync the directory. */
 static int replace_file(const char *path, const char *buf, size_t len)
 {
-	int rc = atomicfile_replace(path, buf, len, 0644);
-	if (rc < 0)
-		fprintf(stderr, "nbrp-key: %s: %s\n", path, strerror(-rc));
-	return rc < 0 ? -1 : 0;
+	char err[512];
+	if (atomicfile_replace(path, buf, len, 0644, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nbrp-key: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 static void print_summary(const char *path, const struct trust *t)

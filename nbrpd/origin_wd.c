@@ -8,18 +8,13 @@
 
 #include "origin_wd.h"
 #include "rib.h"
+#include "vec.h"
 
 bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin, uint64_t seq,
 		    const struct origin_wd_sig *sig)
 {
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct origin_wd_item *v = realloc(w->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		w->v = v;
-		w->cap = cap;
-	}
+	if (VEC_RESERVE(w->v, w->cap, w->n + 1) < 0)
+		return false;
 	struct origin_wd_item *it = &w->v[w->n++];
 	it->e = e;
 	it->seq = seq;

@@ -14,6 +14,7 @@
 
 #include "packer.h"
 #include "rde_internal.h"
+#include "vec.h"
 #include "wqueue.h"
 
 #define BATCH_NAMES     1024    /* names per UPDATE */
@@ -273,14 +274,8 @@ static void set_room(struct packer *pk, const struct sig_set *set)
 static bool set_reserve(struct packer *pk, const struct sig_set *set)
 {
 	size_t n, bytes = set_wire(set, &n);
-	if (pk->others_need + n > pk->others_cap) {
-		size_t cap = pk->others_need + n > 2 * pk->others_cap ? pk->others_need + n : 2 * pk->others_cap;
-		ProtobufCBinaryData *v = realloc(pk->others, cap * sizeof(*v));
-		if (!v)
-			return false;
-		pk->others = v;
-		pk->others_cap = cap;
-	}
+	if (VEC_RESERVE(pk->others, pk->others_cap, pk->others_need + n) < 0)
+		return false;
 	pk->set_bytes += bytes;
 	pk->others_need += n;
 	return true;

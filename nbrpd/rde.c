@@ -25,6 +25,7 @@
 #include "nexthop.h"
 #include "packer.h"
 #include "rde_internal.h"
+#include "vec.h"
 #include "wqueue.h"
 
 #define JOB_BUDGET_ENTRIES      2048    /* entries visited by jobs in one loop turn */
@@ -91,18 +92,9 @@ static __attribute__((noinline)) void rank_routes(struct rde *r, struct rib_entr
 	unsigned order[ROUTESET_MAX_ROUTES], n = 0;
 	for (struct rib_route *rt = e->routes; rt; rt = rt->next) {
 		rt->rank = 0;
-		if (n == sc->cap) {
-			unsigned ncap = sc->cap ? sc->cap * 2 : 64;
-			struct decide_cand *nc = realloc(sc->cands, ncap * sizeof(*nc));
-			if (nc)
-				sc->cands = nc;
-			struct rib_route **nr = nc ? realloc(sc->routes, ncap * sizeof(*nr)) : NULL;
-			if (nr)
-				sc->routes = nr;
-			if (!nc || !nr)
-				break;  /* out of memory: ranked among those seen */
-			sc->cap = ncap;
-		}
+		if (VEC_RESERVE(sc->cands, sc->cands_cap, n + 1) < 0 ||
+		    VEC_RESERVE(sc->routes, sc->routes_cap, n + 1) < 0)
+			break;  /* out of memory: ranked among those seen */
 		sc->routes[n] = rt;
 		cand_of(r, rt, &sc->cands[n++]);
 	}
@@ -265,15 +257,9 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	struct rde_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	if (r->npeers == r->peers_cap) {
-		unsigned cap = r->peers_cap ? r->peers_cap * 2 : 16;
-		struct rde_peer **v = realloc(r->peers, cap * sizeof(*v));
-		if (!v) {
-			free(p);
-			return NULL;
-		}
-		r->peers = v;
-		r->peers_cap = cap;
+	if (VEC_RESERVE(r->peers, r->peers_cap, r->npeers + 1) < 0) {
+		free(p);
+		return NULL;
 	}
 	p->rde = r;
 	p->owner = owner;
@@ -1443,15 +1429,9 @@ static void flush(struct rde *r)
 				flush_to_peer(r, p, items, dirty.n);
 			continue;
 		}
-		if (g->n == g->cap) {
-			unsigned cap = g->cap ? g->cap * 2 : 64;
-			struct rde_peer **v = realloc(g->members, cap * sizeof(*v));
-			if (!v) {
-				flush_to_peer(r, p, items, dirty.n);
-				continue;
-			}
-			g->members = v;
-			g->cap = cap;
+		if (VEC_RESERVE(g->members, g->cap, g->n + 1) < 0) {
+			flush_to_peer(r, p, items, dirty.n);
+			continue;
 		}
 		g->members[g->n++] = p;
 	}
@@ -1497,7 +1477,7 @@ static void flush(struct rde *r)
 	}
 	free(items);
 	if (!r->dirty.v && dirty.cap <= 65536) {
-		dirty.n = 0;            /* the next turn's list: no realloc from 1,024 up every turn */
+		dirty.n = 0;            /* the next turn's list: not grown from nothing every turn */
 		r->dirty = dirty;
 	} else {
 		free(dirty.v);

@@ -221,14 +221,15 @@ struct decide_cand;
 struct update_group {
 	struct rde *r;
 	struct rde_peer **members;
-	unsigned n, cap;
+	unsigned n;
+	size_t cap;
 };
 
 /* One name's candidates while its routes are ranked (rde.c): arrays that only grow. */
 struct rank_scratch {
 	struct decide_cand *cands;
 	struct rib_route **routes;
-	unsigned cap;
+	size_t cands_cap, routes_cap;
 };
 
 struct rde {
@@ -243,7 +244,8 @@ struct rde {
 	struct rib_attrs **attrs;               /* interned attributes */
 	size_t nattrs_buckets, nattrs;
 	struct rde_peer **peers;                /* every peer, configured or going */
-	unsigned npeers, peers_cap;
+	unsigned npeers;
+	size_t peers_cap;
 	struct peer_names by_name;              /* configured peers */
 	uint32_t peers_gen;                     /* changes when a peer comes or goes */
 	struct entry_list dirty, deferred;

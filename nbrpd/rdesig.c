@@ -21,6 +21,7 @@
 #include "rdesig.h"
 #include "refused.h"
 #include "trust_serial.h"
+#include "vec.h"
 
 #define SIG_LOG_PER_S   5       /* rejected routes logged per peer and second */
 #define SIG_LIFETIME    43200   /* seconds our signatures are valid (docs/SIGNATURES.md, Expiry) */
@@ -202,7 +203,7 @@ struct recheck_run {
 	uint64_t gen;                   /* prepared under (trust_gen): a newer walk supersedes it */
 	struct rdesig *s;
 	struct recheck_item *items;
-	size_t n, cap;
+	size_t n, cap, jobs_cap;
 };
 
 static void recheck_start(struct rdesig *s);
@@ -737,14 +738,9 @@ static void hand_over(struct rdesig_peer *sp, const Nbrp__Update *u, struct atte
 	struct rdesig *s = sp->s;
 	struct rde_peer *p = sp->p;
 	size_t n = u->n_routes + u->n_origin_withdrawals;
-	if (n > s->verdicts_cap) {
-		bool *v = realloc(s->verdicts, n * sizeof(*v));
-		if (!v) {
-			log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
-			return;
-		}
-		s->verdicts = v;
-		s->verdicts_cap = n;
+	if (VEC_RESERVE(s->verdicts, s->verdicts_cap, n) < 0) {
+		log_err("peer %s: out of memory for the checks of an UPDATE: dropped", p->name);
+		return;
 	}
 	if (n)
 		memset(s->verdicts, 0, n * sizeof(*s->verdicts));
@@ -1332,14 +1328,8 @@ static void on_kick(uv_timer_t *t);
 /* Our hop h for peer sp is to be signed (again); set: a name set's, whose names are sent when it is. */
 static void hop_request(struct rdesig *s, struct hop *h, const struct sig_set *set, struct rdesig_peer *sp)
 {
-	if (s->nasked == s->asked_cap) {
-		size_t cap = s->asked_cap ? s->asked_cap * 2 : 256;
-		struct hop **v = realloc(s->asked, cap * sizeof(*v));
-		if (!v)
-			return;         /* asked again at the next export */
-		s->asked = v;
-		s->asked_cap = cap;
-	}
+	if (VEC_RESERVE(s->asked, s->asked_cap, s->nasked + 1) < 0)
+		return;                 /* asked again at the next export */
 	h->pending = true;
 	if (sp)
 		sp->hops_pending++;
@@ -1842,18 +1832,8 @@ static void recheck_one(struct rib_entry *e, void *arg)
 			continue;
 		}
 		struct recheck_run *run = x->run;
-		if (run && run->n == run->cap) {
-			size_t cap = run->cap ? run->cap * 2 : 64;
-			struct recheck_item *v = realloc(run->items, cap * sizeof(*v));
-			struct attest_job *jv = v ? realloc(run->b.jobs, cap * sizeof(*jv)) : NULL;
-			if (v)
-				run->items = v;
-			if (jv)
-				run->b.jobs = jv;
-			if (v && jv)
-				run->cap = cap;
-		}
-		if (!run || run->n == run->cap) {
+		if (!run || VEC_RESERVE(run->items, run->cap, run->n + 1) < 0 ||
+		    VEC_RESERVE(run->b.jobs, run->jobs_cap, run->n + 1) < 0) {
 			attest_job_drop(&j);    /* out of memory: it keeps its state */
 			continue;
 		}

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "rib.h"
+#include "vec.h"
 
 #define MOVE_PER_INSERT 1       /* buckets of a doubling moved with each new name */
 
@@ -195,14 +196,10 @@ unsigned rib_cursor_step(struct rib *t, struct rib_cursor *c, void (*fn)(struct 
 
 bool entry_list_grow(struct entry_list *l, struct rib_entry *e)
 {
-	size_t cap = l->cap ? l->cap * 2 : 1024;
-	struct rib_entry **v = realloc(l->v, cap * sizeof(*v));
-	if (!v) {
+	if (VEC_RESERVE(l->v, l->cap, l->n + 1) < 0) {
 		log_err("out of memory for a list of %zu changed names", l->n + 1);
 		return false;
 	}
-	l->v = v;
-	l->cap = cap;
 	l->v[l->n++] = e;
 	return true;
 }

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "addr.h"
 #include "attest.h"
@@ -27,6 +26,7 @@
 #include "session.h"
 #include "sigkey.h"
 #include "tlslink.h"
+#include "vec.h"
 
 #define RETRY_MAX_FACTOR        32
 
@@ -39,7 +39,8 @@ struct sessions {
 	void (*on_eor)(void *arg);
 	void *arg;
 	struct peer **peers;            /* the configured ones */
-	unsigned npeers, cap;
+	unsigned npeers;
+	size_t cap;
 	struct tlslink_cred *tls;       /* our key, for `authentication tls` */
 	struct rdesig *sig;             /* NULL: signatures off */
 	uint64_t auth_refused, tls_failures;    /* every peer's, removed ones' too */
@@ -447,14 +448,8 @@ void peer_enable(struct peer *p, bool enable)
 
 struct peer *peer_add(struct sessions *sess, const struct nbrpd_peer_config *pc)
 {
-	if (sess->npeers == sess->cap) {
-		unsigned cap = sess->cap ? sess->cap * 2 : 16;
-		struct peer **v = realloc(sess->peers, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		sess->peers = v;
-		sess->cap = cap;
-	}
+	if (VEC_RESERVE(sess->peers, sess->cap, sess->npeers + 1) < 0)
+		return NULL;
 	struct peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sigchain.h"
+#include "vec.h"
 
 struct sig_set *sig_set_new(const struct attest_name *v, size_t n, const uint8_t digest[ATTEST_DIGEST_LEN],
 			    uint64_t *charged)
@@ -198,13 +199,8 @@ size_t sig_set_others(const struct sig_set *set, const ProtobufCBinaryData *name
 {
 	if (n >= set->n)
 		return 0;               /* the set whole (a Route holds no name twice) */
-	if (set->n > *marks_cap) {
-		uint8_t *v = realloc(*marks, set->n);
-		if (!v)
-			return 0;       /* the receiver finds the digest wrong: as if sent unsigned */
-		*marks = v;
-		*marks_cap = set->n;
-	}
+	if (VEC_RESERVE(*marks, *marks_cap, set->n) < 0)
+		return 0;               /* the receiver finds the digest wrong: as if sent unsigned */
 	uint8_t *in = *marks;
 	memset(in, 0, set->n);
 	long k = -1;

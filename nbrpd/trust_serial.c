@@ -52,10 +52,5 @@ int trust_serial_save(const char *state_dir, uint64_t serial, char *err, size_t 
 	char path[PATH_MAX], buf[32];
 	snprintf(path, sizeof(path), "%s/" TRUST_SERIAL_FILE, state_dir);
 	int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)serial);
-	int rc = atomicfile_replace(path, buf, (size_t)len, 0644);
-	if (rc < 0) {
-		snprintf(err, err_len, "%s: %s", path, strerror(-rc));
-		return -1;
-	}
-	return 0;
+	return atomicfile_replace(path, buf, (size_t)len, 0644, err, err_len);
 }

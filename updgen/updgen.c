@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <uv.h>
@@ -47,7 +46,9 @@
 #include "nbrp_session.h"
 #include "prefix.h"
 #include "sigkey.h"
+#include "splitmix.h"
 #include "tlslink.h"
+#include "wire.h"
 
 #define MAX_SINKS               10000
 #define MAX_AGGREGATES          100000
@@ -144,7 +145,7 @@ struct app {
 	uint64_t sent, bytes_out, start_ns, end_ns;
 	uint64_t updates;                       /* names, aggregate routes and changes: what --rate paces */
 	uint64_t plain_total, changes_total;    /* UNBOUNDED: until --duration */
-	uint64_t rng;
+	uint64_t rng;                           /* splitmix64 from --seed: a repeatable stream */
 	struct seen seen;
 	struct genagg agg;
 	unsigned nagg, announced;               /* aggregates, and those whose first route went */
@@ -163,14 +164,6 @@ static uint64_t now_ns(void)
 	return uv_hrtime();
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: a repeatable stream from --seed */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static int seen_init(struct seen *t, uint64_t expected)
 {
@@ -280,7 +273,7 @@ static size_t make_name(struct app *a, uint8_t *out)
 {
 	static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	for (;;) {
-		uint64_t r = rng_next(&a->rng);
+		uint64_t r = splitmix64(&a->rng);
 		unsigned len = 3 + (unsigned)(r % 15);
 		unsigned tldpick = (unsigned)((r >> 8) % 10);
 		const char *tld = tldpick < 8 ? "com" : tldpick == 8 ? "org" : "net";
@@ -297,7 +290,7 @@ static size_t make_name(struct app *a, uint8_t *out)
 		__uint128_t frac = 0;
 		for (unsigned k = 0; k < len; k++) {
 			if (k % 6 == 0)
-				frac = rng_next(&a->rng);
+				frac = splitmix64(&a->rng);
 			frac *= 36;
 			out[p++] = (uint8_t)alnum[(unsigned)(frac >> 64)];
 			frac = (uint64_t)frac;
@@ -412,7 +405,7 @@ static uint64_t send_batch(struct app *a, struct session *s, uint64_t budget)
 				a->sent++;
 				continue;
 			}
-			i = (unsigned)(rng_next(&a->rng) % a->nagg);
+			i = (unsigned)(splitmix64(&a->rng) % a->nagg);
 			if (a->agg_msg[i] == msg)
 				break;
 			char err[512];
@@ -820,13 +813,11 @@ static int parse_endpoint(const char *text, struct sockaddr_storage *ss, socklen
 		if (!port)
 			return -1;
 	}
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons(port);
-	if (inet_pton(AF_INET, buf, &sin->sin_addr) != 1)
+	int family;
+	uint8_t addr[16];
+	if (!ip_parse(buf, &family, addr) || family != AF_INET)
 		return -1;
-	*len = sizeof(*sin);
+	*len = sockaddr_from_bytes(family, addr, port, ss);
 	return 0;
 }
 
@@ -860,8 +851,7 @@ static int parse_listen(const char *text, struct xfrserv_config *c)
 	} else if (strchr(buf, '.') && (port = strchr(buf, ':'))) {
 		*port++ = 0;
 	}
-	c->family = strchr(host, ':') ? AF_INET6 : AF_INET;
-	if (inet_pton(c->family, host, c->addr) != 1)
+	if (!ip_parse(host, &c->family, c->addr))
 		return -1;
 	c->port = 0;
 	if (port) {
@@ -947,9 +937,10 @@ static int setup_aggregates(struct app *a)
 
 	struct xfrserv_config *x = &o->xfr;
 	if (!o->has_xfr_listen) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)&o->local;
-		x->family = AF_INET;
-		memcpy(x->addr, &sin->sin_addr, 4);
+		struct ip_addr local;
+		sockaddr_ip((const struct sockaddr *)&o->local, &local);
+		x->family = local.family;
+		memcpy(x->addr, local.addr, sizeof(x->addr));
 	}
 	x->acl = o->xfr_allow;
 	/* a router under test may fetch every aggregate at once: REFUSED would measure this limit */
@@ -1093,8 +1084,10 @@ int main(int argc, char **argv)
 			socklen_t l;
 			if (parse_endpoint(optarg, &ss, &l, 53) < 0)
 				goto bad;
-			memcpy(o->next_hop, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-			o->next_hop_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			struct ip_addr hop;
+			sockaddr_ip((const struct sockaddr *)&ss, &hop);
+			memcpy(o->next_hop, hop.addr, 4);
+			o->next_hop_port = sockaddr_port((const struct sockaddr *)&ss);
 			break;
 		}
 		case 'L': o->load_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -1235,9 +1228,11 @@ int main(int argc, char **argv)
 		}
 		struct sockaddr_storage local = o->local;
 		if (!o->source) {
-			struct sockaddr_in *sin = (struct sockaddr_in *)&local;
-			uint32_t addr = ntohl(sin->sin_addr.s_addr) + i + 1;
-			sin->sin_addr.s_addr = htonl(addr);
+			/* the next addresses after --local's, one a session */
+			struct ip_addr src;
+			sockaddr_ip((const struct sockaddr *)&local, &src);
+			wire_store32(src.addr, wire_load32(src.addr) + i + 1);
+			sockaddr_from_bytes(AF_INET, src.addr, sockaddr_port((const struct sockaddr *)&local), &local);
 		}
 		rc = nbrp_session_connect(s->ns, (struct sockaddr *)&o->router, (struct sockaddr *)&local);
 		if (rc < 0) {

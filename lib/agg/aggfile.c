@@ -8,6 +8,7 @@
 
 #include "aggfile.h"
 #include "name.h"
+#include "readfile.h"
 
 static inline bool blank(char c)
 {
@@ -99,37 +100,11 @@ int aggfile_read(const char *path, struct nameset *members, struct aggfile_resul
 		 aggfile_report_fn report, void *rctx, unsigned max_reports)
 {
 	memset(res, 0, sizeof(*res));
-	FILE *f = fopen(path, "rb");
-	char msg[512];
-	if (!f) {
-		snprintf(msg, sizeof(msg), "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				snprintf(msg, sizeof(msg), "%s: out of memory", path);
-				goto fail;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	bool err = ferror(f);
-	int e = errno;
-	fclose(f);
-	if (err) {
-		free(buf);
-		snprintf(msg, sizeof(msg), "%s: %s", path, strerror(e));
+	char why[128], msg[512];
+	size_t len;
+	char *buf = readfile(path, 0, false, &len, why, sizeof(why));
+	if (!buf) {
+		snprintf(msg, sizeof(msg), "%s: %s", path, why);
 		goto fail;
 	}
 	int rc = aggfile_parse(buf, len, path, members, res, report, rctx, max_reports);

@@ -26,6 +26,7 @@
 
 #include "aggstore.h"
 #include "log.h"
+#include "vec.h"
 #include "wire.h"
 
 #define REC_HDR         16
@@ -207,14 +208,8 @@ void aggstore_diff_from_record(const uint8_t *rec, struct aggstore_diff *d)
 
 static int recs_push(struct aggstore_jrec **recs, size_t *n, size_t *cap, const struct aggstore_jrec *r)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 16;
-		struct aggstore_jrec *nr = realloc(*recs, c * sizeof(*nr));
-		if (!nr)
-			return -1;
-		*recs = nr;
-		*cap = c;
-	}
+	if (VEC_RESERVE(*recs, *cap, *n + 1) < 0)
+		return -1;
 	(*recs)[(*n)++] = *r;
 	return 0;
 }
@@ -1149,13 +1144,8 @@ int aggstore_diffs_next(struct aggstore_diffs *d, struct aggstore_diff *out)
 	if (d->next >= d->n)
 		return 0;
 	const struct aggstore_jrec *r = &d->recs[d->next];
-	if (r->len > d->cap) {
-		uint8_t *b = realloc(d->buf, r->len);
-		if (!b)
-			return -ENOMEM;
-		d->buf = b;
-		d->cap = r->len;
-	}
+	if (VEC_RESERVE(d->buf, d->cap, r->len) < 0)
+		return -ENOMEM;
 	size_t got = 0;
 	while (got < r->len) {
 		ssize_t n = pread(d->fd, d->buf + got, r->len - got, (off_t)(r->off + got));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dns.h"
 #include "dnsrr.h"
@@ -23,21 +24,32 @@
 /* Whether the record's owner is n (read with name_from_packet's rules). */
 static bool owned_by(const uint8_t *pkt, size_t len, const struct dns_rr *rr, const struct name *n)
 {
-	struct wire_reader r = wire_reader(rr->owner, (size_t)(pkt + len - rr->owner));
+	struct wire_reader r = wire_reader_at(pkt, len, (size_t)(rr->owner - pkt));
 	struct name owner;
 	return dns_name_read(&r, pkt, &owner) == NAME_OK && name_equal(&owner, n);
 }
 
-/* An SOA's serial: its two names, then the five numbers filling the RDATA. */
-static bool soa_serial(const uint8_t *pkt, const struct dns_rr *rr, uint32_t *serial)
+/* An SOA's serial: its two names, then the five numbers filling the RDATA; refresh and retry too if asked. */
+static bool soa_fields(const uint8_t *pkt, const struct dns_rr *rr, uint32_t *serial, uint32_t *refresh,
+		       uint32_t *retry)
 {
 	struct wire_reader d = wire_reader(rr->rdata, rr->rdlen);
 	struct name n;
 	dns_name_read(&d, pkt, &n);
 	dns_name_read(&d, pkt, &n);
 	*serial = wire_u32(&d);
-	wire_take(&d, SOA_FIXED - 4);
+	uint32_t ref = wire_u32(&d), ret = wire_u32(&d);
+	wire_take(&d, SOA_FIXED - 12);
+	if (refresh) {
+		*refresh = ref;
+		*retry = ret;
+	}
 	return !d.bad && wire_left(&d) == 0;
+}
+
+static bool soa_serial(const uint8_t *pkt, const struct dns_rr *rr, uint32_t *serial)
+{
+	return soa_fields(pkt, rr, serial, NULL, NULL);
 }
 
 int xfr_query_parse(const uint8_t *pkt, size_t len, struct xfr_query *q, bool *has_question)
@@ -426,6 +438,11 @@ void xfr_in_limit(struct xfr_in *x, uint64_t max_names, uint64_t max_bytes)
 	x->max_bytes = max_bytes;
 }
 
+void xfr_in_tsig(struct xfr_in *x, struct tsig_stream *ts)
+{
+	x->tsig = ts;
+}
+
 void xfr_in_free(struct xfr_in *x)
 {
 	free(x->msg);
@@ -445,13 +462,28 @@ static int in_fail(struct xfr_in *x, const char *fmt, ...)
 
 static const char *rcode_name(unsigned rcode)
 {
-	static const char *const names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",
-					     "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE" };
-	return rcode < sizeof(names) / sizeof(names[0]) ? names[rcode] : "an unknown rcode";
+	const char *name = dns_rcode_name(rcode);
+	return name ? name : "an unknown rcode";
 }
 
 /* One answer record, already in bounds: the state machine of RFC 1995 and 5936. */
-static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct name *member,
+/* What a record that is not the zone's SOA carries: an aggregate's member, or a zone's record. */
+struct in_item {
+	const struct name *member;
+	const uint8_t *pkt;
+	size_t len;
+	const struct dns_rr *rr;
+	const struct name *owner;
+};
+
+static int emit(struct xfr_in *x, bool add, const struct in_item *it)
+{
+	if (x->ops->rr)
+		return x->ops->rr(x->ctx, add, it->pkt, it->len, it->rr, it->owner);
+	return x->ops->name(x->ctx, add, it->member->wire, it->member->len);
+}
+
+static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct in_item *it,
 		     bool last_in_first_message)
 {
 	int cb = 0;
@@ -476,7 +508,7 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 		if (!soa) {
 			x->form = XFR_IN_FULL;
 			x->state = I_AXFR;
-			if (x->ops->begin(x->ctx, true) < 0 || x->ops->name(x->ctx, true, member->wire, member->len) < 0)
+			if (x->ops->begin(x->ctx, true) < 0 || emit(x, true, it) < 0)
 				return in_fail(x, "the receiver refused the transfer's data");
 			return XFR_IN_MORE;
 		}
@@ -505,7 +537,7 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 			x->state = I_DONE;
 			cb = x->ops->end(x->ctx, true, 0, serial);
 		} else {
-			cb = x->ops->name(x->ctx, true, member->wire, member->len);
+			cb = emit(x, true, it);
 		}
 		break;
 	case I_DELS:
@@ -515,12 +547,12 @@ static int in_record(struct xfr_in *x, bool soa, uint32_t serial, const struct n
 			x->to = serial;
 			x->state = I_ADDS;
 		} else {
-			cb = x->ops->name(x->ctx, false, member->wire, member->len);
+			cb = emit(x, false, it);
 		}
 		break;
 	case I_ADDS:
 		if (!soa) {
-			cb = x->ops->name(x->ctx, true, member->wire, member->len);
+			cb = emit(x, true, it);
 			break;
 		}
 		if (x->ops->end(x->ctx, false, x->from, x->to) < 0)
@@ -569,6 +601,19 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		return in_fail(x, "the server answered %s", rcode_name(h.flags2 & 0x0f));
 	if (h.flags1 & F1_TC)
 		return in_fail(x, "truncated message (TC) in a transfer");
+	if (x->tsig) {
+		const char *why;
+		size_t body;
+		int t = tsig_stream_verify(x->tsig, pkt, len, (uint64_t)time(NULL), &body, &why);
+		if (t < 0) {
+			x->tsig_failed = true;
+			return in_fail(x, "TSIG: %s", why);
+		}
+		if (t == 0) {
+			len = body;             /* the records before it */
+			h.arcount--;
+		}
+	}
 	if (h.qdcount > 1 || (h.qdcount == 0 && x->messages == 1))
 		return in_fail(x, "%u questions", h.qdcount);
 	if (h.nscount != 0)
@@ -595,15 +640,24 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 				return in_fail(x, "unexpected additional record");
 			continue;
 		}
-		if (!owned_by(pkt, len, &rr, &x->agg))
-			return in_fail(x, "record %u is not owned by the aggregate", i);
+		struct wire_reader o = wire_reader(rr.owner, (size_t)(pkt + len - rr.owner));
+		struct name owner;
+		if (dns_name_read(&o, pkt, &owner) != NAME_OK)
+			return in_fail(x, "record %u: bad owner name", i);
+		bool apex = name_equal(&owner, &x->agg);
+		if (x->ops->rr ? !name_is_subdomain(&owner, &x->agg) : !apex)
+			return in_fail(x, "record %u is not owned by the %s", i, x->ops->rr ? "zone" : "aggregate");
 		if (rr.rclass != DNS_CLASS_IN)
 			return in_fail(x, "record %u of class %u", i, rr.rclass);
 		uint32_t serial = 0;
 		struct name member;
-		if (rr.type == DNS_TYPE_SOA) {
-			if (!soa_serial(pkt, &rr, &serial))
+		struct in_item item = { &member, pkt, len, &rr, &owner };
+		if (rr.type == DNS_TYPE_SOA && apex) {
+			bool first_soa = x->state == I_START;
+			if (!soa_fields(pkt, &rr, &serial, first_soa ? &x->soa_refresh : NULL, &x->soa_retry))
 				return in_fail(x, "record %u: bad SOA data", i);
+		} else if (x->ops->rr) {
+			/* a zone's record: the receiver reads it */
 		} else if (rr.type == TYPE_PTR) {
 			struct wire_reader d = wire_reader(rr.rdata, rr.rdlen);
 			if (dns_name_read(&d, pkt, &member) != NAME_OK || wire_left(&d) != 0)
@@ -613,7 +667,7 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		} else {
 			return in_fail(x, "record %u of type %u in an aggregate", i, rr.type);
 		}
-		int st = in_record(x, rr.type == DNS_TYPE_SOA, serial, &member, first && h.ancount == 1);
+		int st = in_record(x, rr.type == DNS_TYPE_SOA && apex, serial, &item, first && h.ancount == 1);
 		if (st < 0)
 			return st;
 	}
@@ -621,6 +675,10 @@ int xfr_in_message(struct xfr_in *x, const uint8_t *pkt, size_t len)
 		return in_fail(x, "record %u runs past the message", it.next);
 	if (dns_rr_iter_offset(&it) != len)
 		return in_fail(x, "%zu bytes after the records", len - dns_rr_iter_offset(&it));
+	if (x->state == I_DONE && x->tsig && !tsig_stream_complete(x->tsig)) {
+		x->tsig_failed = true;
+		return in_fail(x, "TSIG: the last message is not signed");
+	}
 	return x->state == I_DONE ? XFR_IN_DONE : XFR_IN_MORE;
 }
 

@@ -27,8 +27,10 @@
 #include <stdint.h>
 
 #include "aggstore.h"
+#include "dnsrr.h"
 #include "name.h"
 #include "nameset.h"
+#include "tsig.h"
 
 #define DNS_RCODE_NOTAUTH 9
 #define XFR_SOA_REFRESH 3600
@@ -108,6 +110,13 @@ struct xfr_in_ops {
 	int (*name)(void *ctx, bool add, const uint8_t *wire, uint8_t len);
 	/* the set at version to (full), or the diff from -> to, is complete */
 	int (*end)(void *ctx, bool full, uint32_t from, uint32_t to);
+	/*
+	 * Set for a zone other than an aggregate (a policy zone): every
+	 * record at or below the zone but its apex's SOA comes here, of any
+	 * type, instead of to name(); msg is the message it is in.
+	 */
+	int (*rr)(void *ctx, bool add, const uint8_t *msg, size_t len, const struct dns_rr *rr,
+		  const struct name *owner);
 };
 
 enum xfr_in_result {
@@ -136,12 +145,15 @@ struct xfr_in {
 
 	int state;
 	uint32_t new_serial, from, to;
+	uint32_t soa_refresh, soa_retry;        /* the new SOA's timers */
 	enum xfr_in_form form;
 	bool gap;                       /* the error: diffs that do not chain from what we hold */
 	uint64_t bytes, messages, records;
 	uint64_t names;                 /* member records: a full set's, a diff's removed and added */
 	uint64_t max_names, max_bytes;  /* 0: no cap */
 	enum xfr_in_over over;          /* the error: a cap reached */
+	struct tsig_stream *tsig;       /* NULL: unsigned; else every message checked by it */
+	bool tsig_failed;               /* the error: a TSIG that does not verify */
 	char err[256];
 };
 
@@ -159,6 +171,8 @@ void xfr_in_free(struct xfr_in *x);
  * message is read.
  */
 void xfr_in_limit(struct xfr_in *x, uint64_t max_names, uint64_t max_bytes);
+/* The reply must be signed: each message verified by ts (tsig_stream_init with the query's MAC). */
+void xfr_in_tsig(struct xfr_in *x, struct tsig_stream *ts);
 /* Bytes from the TCP stream, as received. */
 int xfr_in_feed(struct xfr_in *x, const uint8_t *data, size_t len);
 /* One whole message (without the length prefix). */

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <sodium.h>
 
 #include "addr.h"
 #include "attest.h"
@@ -24,11 +27,15 @@ struct attempt {
 
 struct xfrcli {
 	uv_loop_t *loop;
-	struct aggstore *store;
+	struct aggstore *store;         /* an aggregate's; NULL for a zone (xfrcli_fetch_zone) */
+	struct xfrcli_zone zone;
+	uint8_t req_mac[TSIG_MAC_LEN];
+	struct tsig_stream ts;
 	struct sockaddr_storage server;
 	struct sockaddr_storage local;  /* family 0: the kernel's choice */
 	char server_text[INET6_ADDRSTRLEN + 8];
 	char agg[NAME_MAX_TEXT];
+	const char *what;               /* "aggregate" or "zone", for the log */
 	struct xfrcli_limits lim;
 	uint64_t deadline;              /* uv_now when time_ms runs out; 0: none */
 	bool has_want;                  /* a version asked for (xfrcli_want) */
@@ -41,7 +48,7 @@ struct xfrcli {
 	/* one attempt: a connection, a query, the reply read */
 	struct attempt *cur;
 	uv_timer_t timer;
-	uint8_t query[512];
+	uint8_t query[1024];            /* the question, an IXFR's SOA and a TSIG, names at their longest */
 	uint8_t rbuf[65536];
 	uint16_t qtype;
 	struct xfr_in in;
@@ -197,7 +204,55 @@ static int cb_end(void *ctx, bool full, uint32_t from, uint32_t to)
 	return 0;
 }
 
-static const struct xfr_in_ops in_ops = { cb_begin, cb_name, cb_end };
+static const struct xfr_in_ops in_ops = { cb_begin, cb_name, cb_end, NULL };
+
+/* A zone's records go to the caller; a diff it cannot apply sends the fetch on by AXFR. */
+static int zone_rc(struct xfrcli *c, int rc)
+{
+	if (rc == XFRCLI_NOT_APPLIED) {
+		c->not_applied = true;
+		snprintf(c->store_err, sizeof(c->store_err), "a diff does not apply to the zone held");
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+static int zcb_begin(void *ctx, bool full)
+{
+	struct xfrcli *c = ctx;
+	return zone_rc(c, c->zone.ops->begin(c->zone.ctx, full));
+}
+
+static int zcb_end(void *ctx, bool full, uint32_t from, uint32_t to)
+{
+	struct xfrcli *c = ctx;
+	int rc = zone_rc(c, c->zone.ops->end(c->zone.ctx, full, from, to));
+	if (rc == 0)
+		c->res.versions++;
+	return rc;
+}
+
+static int zcb_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const struct dns_rr *rr,
+		  const struct name *owner)
+{
+	struct xfrcli *c = ctx;
+	return zone_rc(c, c->zone.ops->rr(c->zone.ctx, add, msg, len, rr, owner));
+}
+
+static const struct xfr_in_ops zone_ops = { zcb_begin, NULL, zcb_end, zcb_rr };
+
+static const struct name *zone_name(const struct xfrcli *c)
+{
+	return c->store ? aggstore_name(c->store) : &c->zone.zone;
+}
+
+/* The version held: the store's, or the zone's serial the caller gave. */
+static bool held_version(const struct xfrcli *c, uint32_t *v)
+{
+	if (c->store)
+		return aggstore_version(c->store, v);
+	*v = c->zone.serial;
+	return c->zone.has_serial;
+}
 
 static void free_client(uv_handle_t *h)
 {
@@ -242,8 +297,15 @@ static void finish(struct xfrcli *c, int status, const char *fmt, ...)
 		va_end(ap);
 	}
 	uint32_t v = 0;
-	bool has = aggstore_version(c->store, &v);
-	c->res.to = v;
+	bool has;
+	if (c->store) {
+		has = aggstore_version(c->store, &v);
+		c->res.to = v;
+	} else {
+		has = status == 0 || c->res.had_version;
+		v = status == 0 ? c->res.to : c->res.from;
+		c->res.to = v;
+	}
 	c->res.seconds = (double)(uv_hrtime() - c->t0) / 1e9;
 	char held[32] = "none", now[32] = "none";
 	if (c->res.had_version)
@@ -251,14 +313,14 @@ static void finish(struct xfrcli *c, int status, const char *fmt, ...)
 	if (has)
 		snprintf(now, sizeof(now), "%u", v);
 	if (status == 0)
-		log_info("aggregate %s from %s: %s, version %s -> %u (%u versions stored), %llu bytes in %.3f s",
-			 c->agg, c->server_text, c->res.kind, held, v, c->res.versions,
+		log_info("%s %s from %s: %s, version %s -> %u (%u versions stored), %llu bytes in %.3f s",
+			 c->what, c->agg, c->server_text, c->res.kind, held, v, c->res.versions,
 			 (unsigned long long)c->res.bytes, c->res.seconds);
 	else
-		log_warn("aggregate %s from %s: %s failed after %llu bytes in %.3f s: %s; holding version %s",
-			 c->agg, c->server_text, c->res.kind, (unsigned long long)c->res.bytes, c->res.seconds,
+		log_warn("%s %s from %s: %s failed after %llu bytes in %.3f s: %s; holding version %s",
+			 c->what, c->agg, c->server_text, c->res.kind, (unsigned long long)c->res.bytes, c->res.seconds,
 			 c->res.why, now);
-	if (has && status != 0 && c->res.versions)
+	if (c->store && has && status != 0 && c->res.versions)
 		log_info("aggregate %s: now at version %u", c->agg, v);
 	if (!c->cancelled && c->done)
 		c->done(c->ctx, &c->res);
@@ -320,6 +382,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		rc = XFR_IN_ERROR;
 	}
 	if (rc == XFR_IN_DONE) {
+		if (!c->store) {
+			c->res.to = c->in.new_serial;
+			c->res.refresh = c->in.soa_refresh;
+			c->res.retry = c->in.soa_retry;
+		}
 		if (c->in.form == XFR_IN_CURRENT)
 			snprintf(c->res.kind, sizeof(c->res.kind), "IXFR: current");
 		else if (c->qtype == DNS_TYPE_IXFR && c->in.form == XFR_IN_FULL)
@@ -330,6 +397,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (c->refused) {
 		c->res.cut = c->refused;
 		finish(c, -1, "%s; refused", c->store_err);
+		return;
+	}
+	if (c->in.tsig_failed) {
+		c->res.cut = XFRCLI_CUT_TSIG;
+		finish(c, -1, "%s; refused", c->in.err);
 		return;
 	}
 	if (c->in.over != XFR_IN_UNDER || c->over_names) {
@@ -368,16 +440,28 @@ static void on_connect(uv_connect_t *req, int status)
 	}
 	progress(c);
 	uint32_t held = 0;
-	aggstore_version(c->store, &held);
-	uint16_t id = (uint16_t)(uv_hrtime() ^ (uintptr_t)c);
-	size_t len = xfr_query_write(id, aggstore_name(c->store), c->qtype, held, c->query + 2, sizeof(c->query) - 2);
+	held_version(c, &held);
+	uint16_t id;
+	randombytes_buf(&id, sizeof(id));
+	size_t len = xfr_query_write(id, zone_name(c), c->qtype, held, c->query + 2, sizeof(c->query) - 2);
+	if (len && c->zone.key)
+		len = tsig_sign(c->zone.key, c->query + 2, len, sizeof(c->query) - 2, (uint64_t)time(NULL),
+				c->req_mac);
+	if (len == 0) {
+		finish(c, -1, "the query does not fit");
+		return;
+	}
 	c->query[0] = (uint8_t)(len >> 8);
 	c->query[1] = (uint8_t)len;
-	if (xfr_in_init(&c->in, id, aggstore_name(c->store), c->qtype, held, &in_ops, c) < 0) {
+	if (xfr_in_init(&c->in, id, zone_name(c), c->qtype, held, c->store ? &in_ops : &zone_ops, c) < 0) {
 		finish(c, -1, "out of memory");
 		return;
 	}
 	c->in_ready = true;
+	if (c->zone.key) {
+		tsig_stream_init(&c->ts, c->zone.key, c->req_mac);
+		xfr_in_tsig(&c->in, &c->ts);
+	}
 	/* the byte cap spans the fetch: an AXFR after an IXFR gets what the IXFR left */
 	uint64_t max_bytes = c->lim.max_bytes;
 	if (max_bytes)
@@ -422,15 +506,18 @@ static void start_attempt(struct xfrcli *c, uint16_t qtype)
 		finish(c, -1, "connect: %s", uv_strerror(rc));
 }
 
-int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
-		 const struct sockaddr *local, const struct xfrcli_limits *lim, const struct xfrcli_want *want,
-		 xfrcli_done_fn done, void *ctx)
+static struct xfrcli *client_new(uv_loop_t *loop, struct aggstore *store, const struct xfrcli_zone *z,
+				 const struct sockaddr *server, const struct sockaddr *local,
+				 const struct xfrcli_limits *lim, xfrcli_done_fn done, void *ctx)
 {
 	struct xfrcli *c = calloc(1, sizeof(*c));
 	if (!c)
-		return -1;
+		return NULL;
 	c->loop = loop;
 	c->store = store;
+	if (z)
+		c->zone = *z;
+	c->what = store ? "aggregate" : "zone";
 	c->lim = *lim;
 	if (!c->lim.idle_ms)
 		c->lim.idle_ms = 10000;
@@ -444,13 +531,35 @@ int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, c
 	if (local && local->sa_family == server->sa_family)
 		memcpy(&c->local, local, slen);
 	sockaddr_format_port(server, c->server_text, sizeof(c->server_text));
-	name_to_text(aggstore_name(store), c->agg, sizeof(c->agg));
+	name_to_text(zone_name(c), c->agg, sizeof(c->agg));
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	c->t0 = uv_hrtime();
 	if (c->lim.time_ms)
 		c->deadline = uv_now(loop) + c->lim.time_ms;
-	c->res.had_version = aggstore_version(store, &c->res.from);
+	c->res.had_version = held_version(c, &c->res.from);
+	return c;
+}
+
+int xfrcli_fetch_zone(struct xfrcli **out, uv_loop_t *loop, const struct xfrcli_zone *z,
+		      const struct sockaddr *server, const struct sockaddr *local, const struct xfrcli_limits *lim,
+		      xfrcli_done_fn done, void *ctx)
+{
+	struct xfrcli *c = client_new(loop, NULL, z, server, local, lim, done, ctx);
+	if (!c)
+		return -1;
+	*out = c;
+	start_attempt(c, z->has_serial ? DNS_TYPE_IXFR : DNS_TYPE_AXFR);
+	return 0;
+}
+
+int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
+		 const struct sockaddr *local, const struct xfrcli_limits *lim, const struct xfrcli_want *want,
+		 xfrcli_done_fn done, void *ctx)
+{
+	struct xfrcli *c = client_new(loop, store, NULL, server, local, lim, done, ctx);
+	if (!c)
+		return -1;
 	bool whole = !c->res.had_version;
 	if (want) {
 		c->has_want = true;

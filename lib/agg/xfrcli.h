@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "aggstore.h"
+#include "xfr.h"
 
 struct xfrcli_limits {
 	uint64_t max_names;             /* 0: no cap */
@@ -39,8 +40,9 @@ enum xfrcli_cut {
 	XFRCLI_CUT_NONE, XFRCLI_CUT_NAMES, XFRCLI_CUT_BYTES, XFRCLI_CUT_IDLE, XFRCLI_CUT_TIME,
 	XFRCLI_CUT_VERSION,             /* not the version asked for */
 	XFRCLI_CUT_DIGEST,              /* not the members signed: member digest mismatch */
+	XFRCLI_CUT_TSIG,                /* a reply whose TSIG does not verify */
 };
-#define XFRCLI_CUTS (XFRCLI_CUT_DIGEST + 1)
+#define XFRCLI_CUTS (XFRCLI_CUT_TSIG + 1)
 
 /* What a route offers: exactly this version, with these members if digest is set. */
 struct xfrcli_want {
@@ -56,6 +58,7 @@ struct xfrcli_result {
 	char kind[340];                 /* "IXFR", "AXFR", "AXFR (fallback: ...)", "IXFR answered as AXFR", "current" */
 	bool had_version;
 	uint32_t from, to;              /* held before, and after */
+	uint32_t refresh, retry;        /* a zone's: its SOA's timers (seconds) */
 	unsigned versions;              /* stored by this fetch */
 	uint64_t bytes;                 /* received, framing included, all attempts */
 	double seconds;
@@ -74,6 +77,27 @@ struct xfrcli;
 int xfrcli_fetch(struct xfrcli **out, uv_loop_t *loop, struct aggstore *store, const struct sockaddr *server,
 		 const struct sockaddr *local, const struct xfrcli_limits *lim, const struct xfrcli_want *want,
 		 xfrcli_done_fn done, void *ctx);
+/*
+ * A zone other than an aggregate (a policy zone), fetched for the caller:
+ * IXFR from serial when has_serial, else AXFR; the records go to ops (the
+ * reader's rr() callback, begin() and end()); an ops callback returning
+ * XFRCLI_NOT_APPLIED says a diff does not apply, and the fetch goes on by
+ * AXFR.  With a key, the query is signed and every reply verified (TSIG);
+ * nothing is taken from a reply that does not verify.  The result's to
+ * is the serial the reply ended at (when it succeeded).
+ */
+#define XFRCLI_NOT_APPLIED (-2)
+struct xfrcli_zone {
+	struct name zone;
+	bool has_serial;
+	uint32_t serial;
+	const struct xfr_in_ops *ops;
+	void *ctx;
+	const struct tsig_key *key;     /* NULL: unsigned */
+};
+int xfrcli_fetch_zone(struct xfrcli **out, uv_loop_t *loop, const struct xfrcli_zone *z,
+		      const struct sockaddr *server, const struct sockaddr *local, const struct xfrcli_limits *lim,
+		      xfrcli_done_fn done, void *ctx);
 /* Stops a fetch in progress without calling done (what was stored stays). */
 void xfrcli_cancel(struct xfrcli *c);
 

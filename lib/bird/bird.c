@@ -2,7 +2,6 @@
  * BIRD 2 control-socket client: the reply reader, the reader of
  * "show route for ADDR all", and the libuv client (bird.h, docs/BIRD.md).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,8 +10,10 @@
 #include <sys/un.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "bird.h"
 #include "log.h"
+#include "vec.h"
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -85,27 +86,10 @@ static int reader_add_line(struct bird_reader *rd, int code, const char *text, s
 		reader_fail(rd, "reply longer than %zu bytes", rd->max_bytes);
 		return -1;
 	}
-	if (rd->nlines == rd->lines_cap) {
-		size_t cap = rd->lines_cap ? rd->lines_cap * 2 : 16;
-		struct bird_line *nl = realloc(rd->lines, cap * sizeof(*nl));
-		if (!nl) {
-			reader_fail(rd, "out of memory");
-			return -1;
-		}
-		rd->lines = nl;
-		rd->lines_cap = cap;
-	}
-	if (rd->buflen + len + 1 > rd->bufcap) {
-		size_t cap = rd->bufcap ? rd->bufcap : 1024;
-		while (cap < rd->buflen + len + 1)
-			cap *= 2;
-		char *nb = realloc(rd->buf, cap);
-		if (!nb) {
-			reader_fail(rd, "out of memory");
-			return -1;
-		}
-		rd->buf = nb;
-		rd->bufcap = cap;
+	if (VEC_RESERVE(rd->lines, rd->lines_cap, rd->nlines + 1) < 0 ||
+	    VEC_RESERVE(rd->buf, rd->bufcap, rd->buflen + len + 1) < 0) {
+		reader_fail(rd, "out of memory");
+		return -1;
 	}
 	memcpy(rd->buf + rd->buflen, text, len);
 	rd->buf[rd->buflen + len] = 0;
@@ -376,11 +360,7 @@ static void parse_nexthop_line(const char *t, struct route_tmp *rt)
 	if (strncmp(t, "via ", 4) == 0) {
 		char addr[64];
 		const char *p = copy_word(t + 4, 0, addr, sizeof(addr));
-		if (inet_pton(AF_INET, addr, rt->nh_addr) == 1)
-			rt->nh_family = AF_INET;
-		else if (inet_pton(AF_INET6, addr, rt->nh_addr) == 1)
-			rt->nh_family = AF_INET6;
-		else
+		if (!ip_parse(addr, &rt->nh_family, rt->nh_addr))
 			return;
 		p = skip_spaces(p);
 		if (strncmp(p, "on ", 3) == 0)

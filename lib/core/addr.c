@@ -12,6 +12,18 @@ const char *ip_format(int family, const uint8_t *addr, char *buf, size_t len)
 	return buf;
 }
 
+bool ip_parse(const char *text, int *family, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, text, addr) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, text, addr) == 1)
+		*family = AF_INET6;
+	else
+		return false;
+	return true;
+}
+
 const char *ip_endpoint_format(const struct ip_endpoint *e, char *buf, size_t len)
 {
 	char a[IP_TEXT_MAX];

@@ -30,6 +30,8 @@ struct ip_endpoint {
 	uint16_t port;                  /* host order */
 };
 
+/* Text (dotted quad or IPv6) to a family and 16 bytes (IPv4 in the first 4, the rest 0); false if neither. */
+bool ip_parse(const char *text, int *family, uint8_t addr[16]);
 /* The address as text ("?" if the family is neither); buf of IP_TEXT_MAX. */
 const char *ip_format(int family, const uint8_t *addr, char *buf, size_t len);
 /* "ADDR port N". */

@@ -11,7 +11,8 @@
 
 #include "atomicfile.h"
 
-int atomicfile_replace(const char *path, const void *buf, size_t len, mode_t mode)
+/* 0 or -errno */
+static int replace(const char *path, const void *buf, size_t len, mode_t mode)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
@@ -35,4 +36,14 @@ int atomicfile_replace(const char *path, const void *buf, size_t len, mode_t mod
 	rc = fsync(fd) != 0 ? -errno : 0;
 	close(fd);
 	return rc;
+}
+
+int atomicfile_replace(const char *path, const void *buf, size_t len, mode_t mode, char *err, size_t err_len)
+{
+	int rc = replace(path, buf, len, mode);
+	if (rc < 0) {
+		snprintf(err, err_len, "%s: %s", path, strerror(-rc));
+		return -1;
+	}
+	return 0;
 }

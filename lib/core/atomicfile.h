@@ -10,9 +10,9 @@
 
 /*
  * path replaced by buf: PATH.tmp written (mode), fsync'ed and renamed over
- * path, then its directory fsync'ed.  Returns 0, or -errno (nothing of the
- * temporary file left).
+ * path, then its directory fsync'ed.  Returns 0, or -1 with "PATH: reason"
+ * in err (nothing of the temporary file left).
  */
-int atomicfile_replace(const char *path, const void *buf, size_t len, mode_t mode);
+int atomicfile_replace(const char *path, const void *buf, size_t len, mode_t mode, char *err, size_t err_len);
 
 #endif

@@ -5,7 +5,6 @@
  * Only the raw file buffers are malloc'd on their own, and each is freed by
  * the function that read it.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "conf.h"
+#include "readfile.h"
 
 _Static_assert(CONF_MAX_FILE == 16u << 20, "update the 'larger than' messages");
 #define TOO_LARGE "file larger than 16 MiB"
@@ -298,77 +299,6 @@ static void unlex(struct lexer *lx, const struct token *t)
 
 /* Files */
 
-/* The file's contents in a malloc'd buffer, or NULL and *why. */
-static char *read_file(const char *path, bool regular_only, size_t *lenp, const char **why)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0, cap;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		*why = strerror(errno);
-		return NULL;
-	}
-	*why = NULL;
-	if (fstat(fd, &st) < 0)
-		*why = strerror(errno);
-	else if (S_ISDIR(st.st_mode))
-		*why = "is a directory";
-	/* a device or FIFO in an include would hang or fill memory */
-	else if (regular_only && !S_ISREG(st.st_mode))
-		*why = "not a regular file";
-	else if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > CONF_MAX_FILE)
-		*why = TOO_LARGE;
-	if (*why)
-		goto out;
-
-	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
-	if (!(buf = malloc(cap))) {
-		*why = "out of memory";
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			/* sizes can change under us, and pipes have none */
-			size_t ncap = cap > CONF_MAX_FILE / 2 ? CONF_MAX_FILE + 1 : cap * 2;
-			char *nb;
-
-			if (cap > CONF_MAX_FILE) {
-				*why = TOO_LARGE;
-				goto out;
-			}
-			if (!(nb = realloc(buf, ncap))) {
-				*why = "out of memory";
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		if ((r = read(fd, buf + len, cap - len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			*why = strerror(errno);
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += r;
-	}
-	if (len > CONF_MAX_FILE)
-		*why = TOO_LARGE;
-out:
-	close(fd);
-	if (*why) {
-		free(buf);
-		return NULL;
-	}
-	*lenp = len;
-	return buf;
-}
-
 /* "dir/" of "dir/name.conf", or "" for a bare name. */
 static char *dir_prefix(struct arena *a, const char *path)
 {
@@ -408,7 +338,7 @@ static int include(struct lexer *lx, const char *path, unsigned line, unsigned d
 {
 	struct parser *ps = lx->ps;
 	size_t dl = path[0] == '/' ? 0 : strlen(lx->dir), pl = strlen(path);
-	const char *why;
+	char why[128];
 	char *file, *dir, *buf;
 	size_t len;
 	int rc;
@@ -424,7 +354,7 @@ static int include(struct lexer *lx, const char *path, unsigned line, unsigned d
 	memcpy(file + dl, path, pl + 1);
 	if (!(dir = dir_prefix(ps->arena, file)))
 		return perr(ps, lx->file, line, "out of memory");
-	if (!(buf = read_file(file, true, &len, &why)))
+	if (!(buf = readfile(file, CONF_MAX_FILE, true, &len, why, sizeof(why))))
 		return perr(ps, lx->file, line, "cannot include '%s': %s", file, why);
 	ps->includes++;
 	rc = parse_buffer(ps, file, dir, buf, len, depth, tail);
@@ -561,7 +491,8 @@ struct conf *conf_parse_file(const char *path, char *err, size_t err_len)
 	struct parser ps = { .err = err, .err_len = err_len };
 	struct conf_stmt **tail;
 	struct conf *c;
-	const char *why, *file, *dir;
+	const char *file, *dir;
+	char why[128];
 	char *buf;
 	size_t len;
 	int rc;
@@ -573,7 +504,7 @@ struct conf *conf_parse_file(const char *path, char *err, size_t err_len)
 		return NULL;
 	}
 	ps.arena = c->priv;
-	if (!(buf = read_file(path, false, &len, &why))) {
+	if (!(buf = readfile(path, CONF_MAX_FILE, false, &len, why, sizeof(why)))) {
 		perr(&ps, path, 0, "%s", why);
 		conf_free(c);
 		return NULL;
@@ -883,20 +814,6 @@ int conf_arg_duration_ms(const struct conf_stmt *s, unsigned idx, uint64_t min_m
 	return 0;
 }
 
-static int parse_addr(const char *w, int *family, uint8_t addr[16])
-{
-	memset(addr, 0, 16);
-	if (inet_pton(AF_INET, w, addr) == 1) {
-		*family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, w, addr) == 1) {
-		*family = AF_INET6;
-		return 0;
-	}
-	return -1;
-}
-
 int conf_arg_addr(const struct conf_stmt *s, unsigned idx, int *family, uint8_t addr[16],
 		  char *err, size_t err_len)
 {
@@ -906,7 +823,7 @@ int conf_arg_addr(const struct conf_stmt *s, unsigned idx, int *family, uint8_t 
 
 	if (!w)
 		return -1;
-	if (parse_addr(w, &fam, a) < 0)
+	if (!ip_parse(w, &fam, a))
 		return conf_error(err, err_len, s, "'%s' must be an IPv4 or IPv6 address, got '%s'",
 				  arg_name(s, idx), w);
 	*family = fam;
@@ -933,7 +850,7 @@ int conf_arg_prefix(const struct conf_stmt *s, unsigned idx, int *family, uint8_
 		goto bad;
 	memcpy(buf, w, n);
 	buf[n] = '\0';
-	if (parse_addr(buf, &fam, a) < 0)
+	if (!ip_parse(buf, &fam, a))
 		goto bad;
 	max = fam == AF_INET ? 32 : 128;
 	len = max;

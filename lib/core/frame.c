@@ -37,6 +37,7 @@ uint8_t *frame_reader_space(struct frame_reader *r, size_t len)
 			cap = limit;
 		if (cap < r->end + len)
 			return NULL;
+		/* not vec: its doubling would pass the limit */
 		uint8_t *nb = realloc(r->buf, cap);
 		if (!nb)
 			return NULL;

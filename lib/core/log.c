@@ -60,7 +60,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 {
 	static const char *const tags[] = { "error", "warning", "info", "debug" };
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-	char msg[1024];
+	char msg[4096];                 /* a transport's counters on one line */
 	va_list ap;
 
 	if (level > log_level_now())

@@ -2,21 +2,14 @@
 #include <stdlib.h>
 
 #include "strbuf.h"
+#include "vec.h"
 
 bool strbuf_reserve(struct strbuf *b, size_t more)
 {
-	if (b->len + more + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	char *s = realloc(b->s, cap);
-	if (!s) {
+	if (VEC_RESERVE(b->s, b->cap, b->len + more + 1) < 0) {
 		b->nomem = true;
 		return false;
 	}
-	b->s = s;
-	b->cap = cap;
 	return true;
 }
 

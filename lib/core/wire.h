@@ -74,6 +74,14 @@ static inline const uint8_t *wire_take(struct wire_reader *r, size_t n)
 	return p;
 }
 
+/* data[0..len) read from off on (where a compression pointer leads); bad when off is past len. */
+static inline struct wire_reader wire_reader_at(const uint8_t *data, size_t len, size_t off)
+{
+	struct wire_reader r = wire_reader(data, len);
+	wire_take(&r, off);
+	return r;
+}
+
 /* The next n bytes without taking them, or NULL when fewer are left (not bad: a look ahead). */
 static inline const uint8_t *wire_peek(const struct wire_reader *r, size_t n)
 {

@@ -292,28 +292,32 @@ static void fill_hit(const struct entry *e, struct cache_hit *h)
 	h->lifetime_s = e->lifetime_s;
 }
 
-bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint64_t now_ms,
-		  uint32_t stale_s, struct cache_hit *hit)
+/* k's newest copy and its logical offset; NULL if none. */
+static struct entry *find(const struct cache *c, const struct cache_key *k, uint64_t *logical)
 {
 	uint32_t hash_lo = (uint32_t)k->hash;
-	struct entry *e = NULL;
-	uint64_t logical = 0;
 	for (size_t i = hash_lo & c->idx_mask;; i = (i + 1) & c->idx_mask) {
 		uint64_t s = c->idx[i];
 		if (s == 0)
-			break;
+			return NULL;
 		if ((uint32_t)(s >> 32) != hash_lo)
 			continue;
 		struct entry *x = (struct entry *)(c->ring + ((uint32_t)s - 1) * (size_t)8);
 		if (x->key_len == k->len && memcmp(entry_key(x), k->data, k->len) == 0) {
-			e = x;
 			/* its logical offset: the live range holds each position once */
 			size_t phys = ((uint32_t)s - 1) * (size_t)8;
 			size_t tail_phys = c->tail % c->cap;
-			logical = c->tail + (phys >= tail_phys ? phys - tail_phys : c->cap - tail_phys + phys);
-			break;
+			*logical = c->tail + (phys >= tail_phys ? phys - tail_phys : c->cap - tail_phys + phys);
+			return x;
 		}
 	}
+}
+
+bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint64_t now_ms,
+		  uint32_t stale_s, struct cache_hit *hit)
+{
+	uint64_t logical = 0;
+	struct entry *e = find(c, k, &logical);
 	if (!e || e->fp != fp || flushed(c->flush, e->gen, entry_key(e), k->len - 5u)) {
 		RELAXED_ADD(&c->misses, 1);
 		return false;
@@ -335,6 +339,20 @@ bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint6
 	hit->age_s = (uint32_t)(age_ms / 1000);
 	hit->age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
 	RELAXED_ADD(hit->stale ? &c->stale_hits : &c->hits, 1);
+	return true;
+}
+
+bool cache_peek(const struct cache *c, const struct cache_key *k, uint64_t now_ms, struct cache_peek *p)
+{
+	uint64_t logical;
+	struct entry *e = find(c, k, &logical);
+	if (!e || flushed(c->flush, e->gen, entry_key(e), k->len - 5u))
+		return false;
+	uint64_t age_ms = now_ms > e->stored_ms ? now_ms - e->stored_ms : 0;
+	p->fp = e->fp;
+	p->rcode = e->rcode;
+	p->age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
+	p->lifetime_s = e->lifetime_s;
 	return true;
 }
 

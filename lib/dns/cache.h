@@ -93,6 +93,19 @@ struct cache_hit {
 bool cache_lookup(struct cache *c, const struct cache_key *k, uint64_t fp, uint64_t now_ms,
 		  uint32_t stale_s, struct cache_hit *hit);
 
+/* What a lookup would find for a key, whatever its fingerprint or age. */
+struct cache_peek {
+	uint64_t fp;                    /* the route it was stored under */
+	uint16_t rcode;
+	uint32_t age_ms;                /* saturates at ~49 days */
+	uint32_t lifetime_s;
+};
+/*
+ * Finds k's entry, unless flushed, without changing c: no promotion, no
+ * counters (inrpc's `show route`).  Owner thread only, as every call on c.
+ */
+bool cache_peek(const struct cache *c, const struct cache_key *k, uint64_t now_ms, struct cache_peek *p);
+
 /*
  * Writes body's TTLs for a hit into out (a copy of hit->body, copied_len
  * bytes of it): each min(TTL, lifetime) less the age, or stale_ttl for a

@@ -1,7 +1,10 @@
 /*
  * DNS queries in, responses out.  See dns.h for the policy.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "dns.h"
@@ -22,42 +25,36 @@
 
 #define EDNS_DO         0x8000  /* in the OPT RR's flags (low 16 bits of TTL) */
 
+_Static_assert(sizeof(struct name) >= 1 + (NAME_MAX_WIRE + 7) / 8 * 8, "whole words fit in a name");
+_Static_assert(sizeof(((struct dns_query *)0)->qname_orig) >= (NAME_MAX_WIRE + 7) / 8 * 8, "and in qname_orig");
+
 /*
- * The length of the question name at pos, root label included; 0 if it
- * is not one we take.  The question is the first name in a message, so a
+ * The question name at r into q: as received, and canonical, lowercased a
+ * word at a time.  The question is the first name in a message, so a
  * compression pointer there could only point into the header: no encoder
  * writes one, and it is refused (as are label types other than 00, labels
  * over 63 bytes, names over 255 bytes and names running past the packet).
  */
-static size_t question_name_len(const uint8_t *pkt, size_t len, size_t pos)
+static bool question_name(struct wire_reader *r, struct dns_query *q)
 {
-	size_t p = pos, n = 0;
-
+	/* every query comes here: one look at what is left (at most a whole
+	 * name), then the labels stepped over unchecked inside it */
+	const uint8_t *start = wire_peek(r, 0);
+	size_t span = start ? wire_left(r) : 0, n = 0;
+	if (span > NAME_MAX_WIRE)
+		span = NAME_MAX_WIRE;
 	for (;;) {
-		if (p >= len)
-			return 0;
-		uint8_t b = pkt[p];
-		if (b > NAME_MAX_LABEL)         /* pointers and 0x40/0x80 types included */
-			return 0;
-		if (b == 0)
-			return n + 1;
-		if (n + 1u + b + 1u > NAME_MAX_WIRE || len - p - 1 < b)
-			return 0;
+		if (n >= span)
+			return false;
+		uint8_t b = start[n];
+		if (b > NAME_MAX_LABEL)                 /* pointers and 0x40/0x80 types included */
+			return false;
 		n += 1u + b;
-		p += 1u + b;
+		if (b == 0)
+			break;
 	}
-}
-
-_Static_assert(sizeof(struct name) >= 1 + (NAME_MAX_WIRE + 7) / 8 * 8, "whole words fit in a name");
-_Static_assert(sizeof(((struct dns_query *)0)->qname_orig) >= (NAME_MAX_WIRE + 7) / 8 * 8, "and in qname_orig");
-
-/* The question name at *pos into q: as received, and canonical, lowercased a word at a time. */
-static bool question_name(const uint8_t *pkt, size_t len, size_t *pos, struct dns_query *q)
-{
-	size_t n = question_name_len(pkt, len, *pos);
-	if (!n)
-		return false;
-	memcpy(q->qname_orig, pkt + *pos, n);
+	wire_take(r, n);
+	memcpy(q->qname_orig, start, n);
 	for (size_t w = 0; w < n; w += 8) {
 		uint64_t x;
 		memcpy(&x, q->qname_orig + w, 8);
@@ -65,55 +62,48 @@ static bool question_name(const uint8_t *pkt, size_t len, size_t *pos, struct dn
 		memcpy(q->qname.wire + w, &x, 8);
 	}
 	q->qname.len = (uint8_t)n;
-	*pos += n;
 	return true;
 }
 
 /*
  * The additional section of a query may hold one OPT RR and nothing else.
- * Returns DNS_PARSE_OK or DNS_RCODE_FORMERR; *pos moves past the record.
+ * Returns DNS_PARSE_OK or DNS_RCODE_FORMERR; r moves past the record.
  */
-static int parse_opt(const uint8_t *pkt, size_t len, size_t *pos, struct dns_query *q)
+static int parse_opt(struct wire_reader *r, const uint8_t *pkt, struct dns_query *q)
 {
-	size_t p = *pos;
-
+	/* the fixed part in one check, read unchecked (every query with EDNS comes here) */
+	const uint8_t *f = wire_take(r, DNS_OPT_RR_LEN);
 	/* owner: the root, written as a single zero byte (RFC 6891 6.1.2) */
-	if (len - p < DNS_OPT_RR_LEN || pkt[p] != 0)
-		return DNS_RCODE_FORMERR;
-	if (wire_load16(pkt + p + 1) != DNS_TYPE_OPT)
+	if (!f || f[0] != 0 || wire_load16(f + 1) != DNS_TYPE_OPT)
 		return DNS_RCODE_FORMERR;
 	if (q->has_edns)                        /* a second OPT (RFC 6891 6.1.1) */
 		return DNS_RCODE_FORMERR;
 
-	uint16_t udp = wire_load16(pkt + p + 3);
+	uint16_t udp = wire_load16(f + 3);
 	/* TTL: extended rcode (ignored in queries), version, flags */
-	uint8_t version = pkt[p + 6];
-	uint16_t flags = wire_load16(pkt + p + 7);
-	uint16_t rdlen = wire_load16(pkt + p + 9);
-	p += DNS_OPT_RR_LEN;
-	if (len - p < rdlen)
+	uint8_t version = f[6];
+	uint16_t flags = wire_load16(f + 7);
+	uint16_t rdlen = wire_load16(f + 9);
+	const uint8_t *rdata = wire_take(r, rdlen);
+	if (!rdata)
 		return DNS_RCODE_FORMERR;
 
 	/* options: code, length, data; every one must lie inside the RDATA */
-	size_t o = p, end = p + rdlen;
-	while (o < end) {
-		if (end - o < 4)
-			return DNS_RCODE_FORMERR;
-		uint16_t olen = wire_load16(pkt + o + 2);
-		o += 4;
-		if (end - o < olen)
-			return DNS_RCODE_FORMERR;
-		o += olen;
+	struct wire_reader o = wire_reader(rdata, rdlen);
+	while (wire_left(&o) && !o.bad) {
+		wire_u16(&o);
+		wire_take(&o, wire_u16(&o));
 	}
+	if (o.bad)
+		return DNS_RCODE_FORMERR;
 
 	q->has_edns = true;
 	q->edns_version = version;
 	q->edns_do = (flags & EDNS_DO) != 0;
 	q->edns_udp_raw = udp;
-	q->edns_opts_off = (uint16_t)p;
+	q->edns_opts_off = (uint16_t)(rdata - pkt);
 	q->edns_opts_len = rdlen;
 	q->udp_size = udp < DNS_UDP_MIN ? DNS_UDP_MIN : udp > DNS_EDNS_MAX ? DNS_EDNS_MAX : udp;
-	*pos = end;
 	return DNS_PARSE_OK;
 }
 
@@ -135,48 +125,68 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	q->qclass = 0;
 	q->qname.len = 0;
 
-	if (len < DNS_HEADER_LEN)
-		return DNS_PARSE_DROP;
-	if (len > DNS_TCP_MAX)                  /* offsets below fit in 16 bits */
+	struct wire_reader r = wire_reader(pkt, len);
+	/* the header in one check, read unchecked: dns_header_read's work, kept inline on the query path */
+	const uint8_t *h = wire_take(&r, DNS_HEADER_LEN);
+	if (!h || len > DNS_TCP_MAX)            /* offsets below fit in 16 bits */
 		return DNS_PARSE_DROP;
 
-	q->id = wire_load16(pkt);
-	q->opcode = (pkt[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT;
-	q->rd = (pkt[2] & F1_RD) != 0;
-	q->cd = (pkt[3] & F2_CD) != 0;
-	if (pkt[2] & F1_QR)                     /* a response: answering could loop */
+	q->id = wire_load16(h);
+	q->opcode = (h[2] & F1_OPCODE_MASK) >> F1_OPCODE_SHIFT;
+	q->rd = (h[2] & F1_RD) != 0;
+	q->cd = (h[3] & F2_CD) != 0;
+	if (h[2] & F1_QR)                       /* a response: answering could loop */
 		return DNS_PARSE_DROP;
 	if (q->opcode != DNS_OPCODE_QUERY)
 		return DNS_RCODE_NOTIMP;
-
-	uint16_t qdcount = wire_load16(pkt + 4), ancount = wire_load16(pkt + 6);
-	uint16_t nscount = wire_load16(pkt + 8), arcount = wire_load16(pkt + 10);
-	if (qdcount != 1 || ancount != 0 || nscount != 0)
+	uint16_t arcount = wire_load16(h + 10);
+	if (wire_load16(h + 4) != 1 || wire_load16(h + 6) != 0 || wire_load16(h + 8) != 0)
 		return DNS_RCODE_FORMERR;
 
-	size_t pos = DNS_HEADER_LEN;
-	if (!question_name(pkt, len, &pos, q))
+	if (!question_name(&r, q))
 		return DNS_RCODE_FORMERR;
-	if (len - pos < 4)
+	uint16_t qtype = wire_u16(&r), qclass = wire_u16(&r);
+	if (r.bad)
 		return DNS_RCODE_FORMERR;
-	q->qtype = wire_load16(pkt + pos);
-	q->qclass = wire_load16(pkt + pos + 2);
-	pos += 4;
+	q->qtype = qtype;
+	q->qclass = qclass;
 	if (q->qtype == DNS_TYPE_OPT)           /* a pseudo-type, never asked for */
 		return DNS_RCODE_FORMERR;
 
 	for (unsigned i = 0; i < arcount; i++) {
-		int rc = parse_opt(pkt, len, &pos, q);
+		int rc = parse_opt(&r, pkt, q);
 		if (rc != DNS_PARSE_OK)
 			return rc;
 	}
-	if (pos != len)                         /* trailing bytes */
+	if (wire_left(&r) != 0)                 /* trailing bytes */
 		return DNS_RCODE_FORMERR;
 
 	q->has_question = true;
 	if (q->has_edns && q->edns_version > 0)
 		return DNS_RCODE_BADVERS;
 	return DNS_PARSE_OK;
+}
+
+/*
+ * The builder's one room check: what is left before the OPT record and
+ * options kept back (reserve), as a wire_writer on the message so far.
+ * The fixed fields of a record are then stored unchecked into what it
+ * made room for.
+ */
+static struct wire_writer builder_writer(const struct dns_builder *b)
+{
+	struct wire_writer w = wire_writer(b->buf, b->limit > b->reserve ? b->limit - b->reserve : 0);
+	w.len = b->len;
+	return w;
+}
+
+static inline uint8_t *builder_room(struct dns_builder *b, size_t n)
+{
+	struct wire_writer w = builder_writer(b);
+	uint8_t *p = wire_room(&w, n);
+	if (p)
+		b->len = wire_written(&w);
+	return p;
 }
 
 void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigned rcode,
@@ -200,23 +210,21 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	/* RFC 6891 6.1.1: a query with a (valid) OPT RR gets one back, errors included */
 	b->reserve = q->has_edns ? DNS_OPT_RR_LEN : 0;
 
-	size_t need = DNS_HEADER_LEN + (b->with_question ? q->qname.len + 4u : 0) + b->reserve;
-	if (need > b->limit) {
+	b->len = 0;
+	uint8_t *h = builder_room(b, DNS_HEADER_LEN + (b->with_question ? q->qname.len + 4u : 0));
+	if (!h) {
 		b->failed = true;
 		b->len = b->question_end = 0;
 		return;
 	}
-	memset(buf, 0, DNS_HEADER_LEN);
-	wire_store16(buf, q->id);
-	size_t p = DNS_HEADER_LEN;
+	memset(h, 0, DNS_HEADER_LEN);
+	wire_store16(h, q->id);
 	if (b->with_question) {
-		memcpy(buf + p, q->qname_orig, q->qname.len);
-		p += q->qname.len;
-		wire_store16(buf + p, q->qtype);
-		wire_store16(buf + p + 2, q->qclass);
-		p += 4;
+		memcpy(h + DNS_HEADER_LEN, q->qname_orig, q->qname.len);
+		wire_store16(h + DNS_HEADER_LEN + q->qname.len, q->qtype);
+		wire_store16(h + DNS_HEADER_LEN + q->qname.len + 2, q->qclass);
 	}
-	b->len = b->question_end = p;
+	b->question_end = b->len;
 }
 
 /* RFC 2181 9: a partial RRset is worse than none; the client retries over TCP */
@@ -238,7 +246,8 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 {
 	if (b->failed || !b->q->has_edns || b->len != b->question_end || b->nopts == DNS_MAX_OPTIONS)
 		return false;
-	if (4u + len > b->limit - b->reserve - b->len)
+	struct wire_writer w = builder_writer(b);
+	if (!wire_room(&w, 4u + len))          /* kept back for dns_response_finish */
 		return false;
 	b->opts[b->nopts].code = code;
 	b->opts[b->nopts].len = len;
@@ -251,24 +260,23 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 /*
  * Appends one answer record owned by the current owner name (the question,
  * or the last CNAME's target); returns the offset of its RDATA, or 0 (the
- * response is then truncated) when it does not fit.
+ * response is then truncated) when it does not fit.  Inlined: an address's
+ * RDATA is then copied as one 4- or 16-byte move, not by a call to memcpy.
  */
-static size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
+static inline __attribute__((always_inline)) size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
 			 uint32_t ttl)
 {
-	size_t rr_len = 2u + 10u + rdlen;
-	if (rr_len > b->limit - b->reserve - b->len || b->ancount == UINT16_MAX) {
+	uint8_t *p = b->ancount < UINT16_MAX ? builder_room(b, 2u + 10u + rdlen) : NULL;
+	if (!p) {
 		truncate(b);
 		return 0;
 	}
-	uint8_t *p = b->buf + b->len;
 	wire_store16(p, 0xC000 | b->owner_off);
 	wire_store16(p + 2, type);
 	wire_store16(p + 4, b->q->qclass);     /* IN, or CH for CHAOS TXT */
 	wire_store32(p + 6, ttl);
 	wire_store16(p + 10, rdlen);
 	memcpy(p + 12, rdata, rdlen);
-	b->len += rr_len;
 	b->ancount++;
 	return b->len - rdlen;
 }
@@ -286,12 +294,11 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 {
 	if (b->failed || b->truncated || !b->with_question || b->arcount)
 		return false;
-	size_t rr_len = owner->len + 10u + rdlen;
-	if (rr_len > b->limit - b->reserve - b->len || b->nscount == UINT16_MAX) {
+	uint8_t *p = b->nscount < UINT16_MAX ? builder_room(b, owner->len + 10u + rdlen) : NULL;
+	if (!p) {
 		truncate(b);
 		return false;
 	}
-	uint8_t *p = b->buf + b->len;
 	memcpy(p, owner->wire, owner->len);
 	p += owner->len;
 	wire_store16(p, type);
@@ -299,7 +306,6 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 	wire_store32(p + 4, ttl);
 	wire_store16(p + 8, rdlen);
 	memcpy(p + 10, rdata, rdlen);
-	b->len += rr_len;
 	b->nscount++;
 	return true;
 }
@@ -315,15 +321,17 @@ size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t bo
 	b->upstream_flags = ad && b->q->edns_do ? F2_AD : 0;
 	if (b->truncated || !b->with_question || b->ancount || b->nscount || b->arcount)
 		return 0;
-	size_t room = b->limit - b->reserve - b->len;
-	if (an_ns_len > room) {
+	/* the whole body if it fits, else the answer and authority sections without the additional */
+	size_t at = b->len;
+	size_t n = body_len;
+	uint8_t *p = builder_room(b, n);
+	if (!p)
+		p = builder_room(b, n = an_ns_len);
+	if (!p) {
 		truncate(b);
 		return 0;
 	}
-	size_t n = body_len <= room ? body_len : an_ns_len;
-	size_t at = b->len;
-	memcpy(b->buf + at, body, n);
-	b->len += n;
+	memcpy(p, body, n);
 	b->ancount = an;
 	b->nscount = ns;
 	b->arcount = n == body_len ? ar : 0;
@@ -376,6 +384,7 @@ size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)
 	wire_store16(h + 10, (uint16_t)(b->arcount + (b->reserve ? 1 : 0)));
 
 	if (b->reserve) {
+		/* into the room kept back (reserve) from the start: no check */
 		uint8_t *p = b->buf + b->len;
 		p[0] = 0;                               /* root owner */
 		wire_store16(p + 1, DNS_TYPE_OPT);
@@ -556,7 +565,7 @@ static bool name_copy_raw(const uint8_t *pkt, size_t len, struct wire_reader *r,
 				r->p = at.p;
 			jumped = true;
 			limit = target;
-			at = wire_reader(target, (size_t)(pkt + len - target));
+			at = wire_reader_at(pkt, len, (size_t)(target - pkt));
 			continue;
 		}
 		const uint8_t *label = b <= NAME_MAX_LABEL ? wire_take(&at, b) : NULL;
@@ -591,23 +600,26 @@ struct relay_names {
 /* The name at buf[off] (ours: pointers only backwards) equals raw[0..raw_len)? */
 static bool written_equals(const uint8_t *buf, size_t buf_len, size_t off, const uint8_t *raw, size_t raw_len)
 {
-	size_t i = 0;
-	for (unsigned hops = 0; off < buf_len && hops < 64;) {
-		uint8_t b = buf[off];
+	struct wire_reader have = wire_reader_at(buf, buf_len, off), want = wire_reader(raw, raw_len);
+	for (unsigned hops = 0; hops < 64;) {
+		const uint8_t *l = wire_peek(&have, 1);
+		if (!l)
+			return false;
+		uint8_t b = *l;
 		if ((b & 0xC0) == 0xC0) {
-			if (off + 1 >= buf_len)
+			uint16_t ptr = wire_u16(&have);
+			if (have.bad)
 				return false;
-			off = (size_t)(b & 0x3F) << 8 | buf[off + 1];
+			have = wire_reader_at(buf, buf_len, ptr & 0x3FFF);
 			hops++;
 			continue;
 		}
 		/* raw is a whole uncompressed name, so it ends where its root label is */
-		if (i + 1u + b > raw_len || off + 1u + b > buf_len || memcmp(buf + off, raw + i, 1u + b) != 0)
+		const uint8_t *h = wire_take(&have, 1u + b), *w = wire_take(&want, 1u + b);
+		if (!h || !w || memcmp(h, w, 1u + b) != 0)
 			return false;
-		i += 1u + b;
 		if (b == 0)
-			return i == raw_len;
-		off += 1u + b;
+			return wire_left(&want) == 0;
 	}
 	return false;
 }
@@ -669,8 +681,7 @@ static void put_bytes(struct wire_writer *w, struct wire_reader *r, size_t n)
 static int relay_record(struct dns_builder *b, const uint8_t *pkt, size_t len, const struct dns_rr *rr,
 			const struct name *qname, struct relay_names *t)
 {
-	struct wire_writer w = wire_writer(b->buf, b->limit - b->reserve);
-	w.len = b->len;
+	struct wire_writer w = builder_writer(b);
 	struct wire_reader o = wire_reader(rr->owner, (size_t)(rr->fixed - rr->owner));
 	uint8_t raw[NAME_MAX_WIRE];
 	size_t raw_len;
@@ -769,4 +780,51 @@ bool dns_response_relay(struct dns_builder *b, const uint8_t *pkt, size_t len,
 			b->arcount++;
 	}
 	return rc == 0;
+}
+
+/* ---- names of codes ---- */
+
+const char *dns_rcode_name(unsigned rcode)
+{
+	static const char *const names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",
+					     "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE" };
+	return rcode < sizeof(names) / sizeof(names[0]) ? names[rcode] : NULL;
+}
+
+static const struct {
+	uint16_t type;
+	const char *name;
+} type_names[] = {
+	{ 1, "A" }, { 2, "NS" }, { 5, "CNAME" }, { 6, "SOA" }, { 12, "PTR" }, { 13, "HINFO" },
+	{ 15, "MX" }, { 16, "TXT" }, { 28, "AAAA" }, { 29, "LOC" }, { 33, "SRV" }, { 35, "NAPTR" },
+	{ 39, "DNAME" }, { 43, "DS" }, { 44, "SSHFP" }, { 46, "RRSIG" }, { 47, "NSEC" },
+	{ 48, "DNSKEY" }, { 50, "NSEC3" }, { 52, "TLSA" }, { 64, "SVCB" }, { 65, "HTTPS" },
+	{ 99, "SPF" }, { 255, "ANY" }, { 257, "CAA" },
+};
+
+bool dns_type_from_text(const char *s, uint16_t *type)
+{
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++) {
+		if (strcasecmp(s, type_names[i].name) == 0) {
+			*type = type_names[i].type;
+			return true;
+		}
+	}
+	if (strncasecmp(s, "TYPE", 4) != 0 || s[4] < '0' || s[4] > '9' || strlen(s + 4) > 5)
+		return false;
+	char *end;
+	unsigned long v = strtoul(s + 4, &end, 10);
+	if (*end || v > UINT16_MAX)
+		return false;
+	*type = (uint16_t)v;
+	return true;
+}
+
+const char *dns_type_to_text(uint16_t type, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+		if (type_names[i].type == type)
+			return type_names[i].name;
+	snprintf(buf, len, "TYPE%u", type);
+	return buf;
 }

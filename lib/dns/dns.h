@@ -256,6 +256,13 @@ struct dns_upstream_answer {
 	uint16_t opts_off, opts_len;    /* the OPT RR's options */
 };
 
+/* "NOERROR" to "NOTZONE" (RFC 1035, 2136); NULL for any other rcode. */
+const char *dns_rcode_name(unsigned rcode);
+/* A type by its mnemonic (the common ones) or as TYPEnnn (RFC 3597), in any case. */
+bool dns_type_from_text(const char *s, uint16_t *type);
+/* type's mnemonic, or TYPEnnn written into buf (at least 10 bytes). */
+const char *dns_type_to_text(uint16_t type, char *buf, size_t len);
+
 /* Returns 0, or -1 with *err set when the message is not our answer. */
 int dns_upstream_answer_parse(const uint8_t *pkt, size_t len, uint16_t id, const struct name *qname,
 			      uint16_t qtype, uint16_t qclass, struct dns_upstream_answer *a,

@@ -6,6 +6,8 @@
 #include "hashkey.h"
 #include "name.h"
 #include "nameset.h"
+#include "wire.h"
+#include "vec.h"
 
 #define DEAD_BIT        0x80u   /* in the entry's first wire byte */
 #define SLOT_EMPTY      0u
@@ -115,27 +117,11 @@ bool nameset_contains(const struct nameset *s, const uint8_t *wire, uint8_t len)
 	return find(s, wire, len) != 0xffffffffu;
 }
 
-/* Room for need bytes in *buf, doubling from 4 KiB. */
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 4096;
-	while (c < need)
-		c *= 2;
-	uint8_t *b = realloc(*buf, c);
-	if (!b)
-		return -1;
-	*buf = b;
-	*cap = c;
-	return 0;
-}
-
 static int grow_buf(struct nameset *s, size_t more)
 {
 	if (s->used + more > MAX_USED && s->used + more > s->cap)
 		return -1;
-	return reserve(&s->buf, &s->cap, s->used + more);
+	return VEC_RESERVE(s->buf, s->cap, s->used + more);
 }
 
 /* The table stays at most half full, tombstones counted. */
@@ -260,13 +246,8 @@ bool nameset_next(const struct nameset *s, size_t *pos, const uint8_t **wire, ui
 int nameset_to_list(const struct nameset *s, struct namelist *l)
 {
 	namelist_clear(l);
-	if (s->used > l->cap) {
-		uint8_t *b = realloc(l->buf, s->used);
-		if (!b)
-			return -1;
-		l->buf = b;
-		l->cap = s->used;
-	}
+	if (VEC_RESERVE(l->buf, l->cap, s->used) < 0)
+		return -1;
 	size_t pos = 0;
 	const uint8_t *w;
 	uint8_t len;
@@ -324,7 +305,7 @@ int namelist_add(struct namelist *l, const uint8_t *wire, uint8_t len)
 {
 	if (l->count == UINT32_MAX)
 		return -1;
-	if (reserve(&l->buf, &l->cap, l->len + 1u + len) != 0)
+	if (VEC_RESERVE(l->buf, l->cap, l->len + 1u + len) < 0)
 		return -1;
 	l->buf[l->len] = len;
 	memcpy(l->buf + l->len + 1, wire, len);
@@ -333,18 +314,28 @@ int namelist_add(struct namelist *l, const uint8_t *wire, uint8_t len)
 	return 0;
 }
 
+size_t namelist_scan(const uint8_t *buf, size_t buf_len, size_t *count)
+{
+	struct wire_reader r = wire_reader(buf, buf_len);
+	size_t n = 0;
+	while (wire_left(&r)) {
+		const uint8_t *at = r.p;
+		uint8_t len = wire_u8(&r);
+		const uint8_t *w = wire_take(&r, len);
+		if (!w || !name_wire_canonical(w, len)) {
+			*count = n;
+			return (size_t)(at - buf);
+		}
+		n++;
+	}
+	*count = n;
+	return buf_len;
+}
+
 bool namelist_check(const uint8_t *buf, size_t buf_len, uint32_t count)
 {
-	size_t p = 0;
-	for (uint32_t i = 0; i < count; i++) {
-		if (p >= buf_len)
-			return false;
-		uint8_t len = buf[p];
-		if (buf_len - p - 1 < len || !name_wire_canonical(buf + p + 1, len))
-			return false;
-		p += 1u + len;
-	}
-	return p == buf_len;
+	size_t n;
+	return namelist_scan(buf, buf_len, &n) == buf_len && n == count;
 }
 
 int nameset_diff(const struct nameset *old, const struct nameset *new_set,

@@ -95,6 +95,12 @@ int nameset_to_list(const struct nameset *s, struct namelist *l);
  * name, filling buf_len exactly.  Returns true if so.
  */
 bool namelist_check(const uint8_t *buf, size_t buf_len, uint32_t count);
+/*
+ * The same walk for a caller that reports where: the offset of the first
+ * entry that is not a canonical name running inside buf (buf_len when
+ * every one is), and in *count how many came before it.
+ */
+size_t namelist_scan(const uint8_t *buf, size_t buf_len, size_t *count);
 
 /*
  * The difference from old to new: members of old not in new go to dels,

@@ -1,4 +1,3 @@
-#include <arpa/inet.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -6,16 +5,11 @@
 
 bool route_addr_parse(struct route *r, const char *text)
 {
-	memset(r->addr, 0, sizeof(r->addr));
-	if (inet_pton(AF_INET, text, r->addr) == 1) {
-		r->family = AF_INET;
-		return true;
-	}
-	if (inet_pton(AF_INET6, text, r->addr) == 1) {
-		r->family = AF_INET6;
-		return true;
-	}
-	return false;
+	int family;
+	if (!ip_parse(text, &family, r->addr))
+		return false;
+	r->family = (uint8_t)family;
+	return true;
 }
 
 const char *route_addr_format(const struct route *r, char *buf, size_t len)

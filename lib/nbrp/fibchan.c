@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 
 #include "fibchan.h"
+#include "nameset.h"
+#include "pbframe.h"
 
 /* ---- frames --------------------------------------------------------- */
 
@@ -63,16 +65,7 @@ void fibchan_message_free(Crfib__FibMessage *msg)
 
 uint8_t *fibchan_encode(const Crfib__FibMessage *msg, size_t *len)
 {
-	size_t size = crfib__fib_message__get_packed_size(msg);
-	if (size == 0 || size > FIBCHAN_MAX_FRAME)
-		return NULL;
-	uint8_t *buf = malloc(FIBCHAN_HEADER_LEN + size);
-	if (!buf)
-		return NULL;
-	frame_put_header(buf, (uint32_t)size);
-	crfib__fib_message__pack(msg, buf + FIBCHAN_HEADER_LEN);
-	*len = FIBCHAN_HEADER_LEN + size;
-	return buf;
+	return pbframe_pack(&msg->base, FIBCHAN_MAX_FRAME, len);
 }
 
 /* ---- checking an update --------------------------------------------- */
@@ -145,14 +138,10 @@ static bool aggregate_will_exist(struct fib *fib, const Crfib__Update *u, const 
 /* A packed list of names: entries [len][wire], each a canonical name, filling it exactly. */
 static int packed_of(const ProtobufCBinaryData *b, const char *what, size_t index, char *err, size_t err_len)
 {
-	size_t pos = 0, k = 0;
-	for (; pos < b->len; k++) {
-		size_t len = b->data[pos];
-		if (len == 0 || len > b->len - pos - 1 || !name_wire_canonical(b->data + pos + 1, len))
-			return fail(err, err_len, "%s[%zu]: name %zu at byte %zu is not a canonical wire name", what,
-				    index, k, pos);
-		pos += 1 + len;
-	}
+	size_t k, pos = namelist_scan(b->data, b->len, &k);
+	if (pos != b->len)
+		return fail(err, err_len, "%s[%zu]: name %zu at byte %zu is not a canonical wire name", what,
+			    index, k, pos);
 	return 0;
 }
 
@@ -339,10 +328,12 @@ int fibchan_apply_update(struct fib *fib, const Crfib__Update *u, char *err, siz
 		size_t pos = 0;
 		while (pos < b->len) {
 			nb = 0;
-			for (; nb < NAME_BATCH && pos < b->len; nb++) {
-				batch[nb].len = b->data[pos];
-				memcpy(batch[nb].wire, b->data + pos + 1, batch[nb].len);
-				pos += 1u + batch[nb].len;
+			const uint8_t *w;
+			uint8_t l;
+			/* checked by packed_of */
+			for (; nb < NAME_BATCH && namelist_walk(b->data, b->len, &pos, &w, &l); nb++) {
+				batch[nb].len = l;
+				memcpy(batch[nb].wire, w, l);
 				batch_ptrs[nb] = batch_routes[0];
 				batch_counts[nb] = (unsigned)n->n_routes;
 			}

@@ -3,9 +3,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
+#include "addr.h"
 #include "nbrp.h"
+#include "pbframe.h"
 #include "wire.h"
 
 static int fail(struct nbrp_error *e, uint8_t code, uint8_t subcode, const char *fmt, ...)
@@ -575,17 +576,7 @@ uint8_t *nbrp_encode(const Nbrp__Message *msg, size_t *len)
 {
 	if (plain_update(msg))
 		return encode_update(msg->update, len);
-	size_t size = nbrp__message__get_packed_size(msg);
-	/* a message without a body packs to nothing, which no frame can carry */
-	if (size == 0 || size > UINT32_MAX)
-		return NULL;
-	uint8_t *buf = malloc(NBRP_HEADER_LEN + size);
-	if (!buf)
-		return NULL;
-	frame_put_header(buf, (uint32_t)size);
-	nbrp__message__pack(msg, buf + NBRP_HEADER_LEN);
-	*len = NBRP_HEADER_LEN + size;
-	return buf;
+	return pbframe_pack(&msg->base, UINT32_MAX, len);
 }
 
 /* ---- checks --------------------------------------------------------- */
@@ -677,11 +668,7 @@ int nbrp_aggregate_source_parse(const char *text, struct ip_endpoint *out)
 	memcpy(addr, text, (size_t)(sp - text));
 	addr[sp - text] = 0;
 	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, addr, out->addr) == 1)
-		out->family = AF_INET;
-	else if (inet_pton(AF_INET6, addr, out->addr) == 1)
-		out->family = AF_INET6;
-	else
+	if (!ip_parse(addr, &out->family, out->addr))
 		return -1;
 	/* digits only, no sign, no leading zero, 1..65535 */
 	const char *p = sp + 1;

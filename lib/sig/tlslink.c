@@ -4,12 +4,18 @@
 #include <string.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "tlslink.h"
+#include "vec.h"
 
 /* TLS 1.3 only, raw public keys only, both ways: nothing to downgrade to */
 #define PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CTYPE-ALL:+CTYPE-CLI-RAWPK:+CTYPE-SRV-RAWPK:" \
 		 "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305"
+/* Certificates for clients we do not know (DNS over TLS): TLS 1.3 and 1.2, AEAD only, no 1.1 */
+#define PRIORITY_X509 "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE:" \
+		      "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305"
+#define TICKET_LIFETIME_S 7200  /* a resumed session older than this does a full handshake */
 #define ERR_LEN 160
 #define RECORD_MAX      16384   /* plaintext a record carries at most */
 #define RECORD_OVERHEAD 22      /* TLS 1.3: header 5, content type 1, AEAD tag 16 */
@@ -17,6 +23,10 @@
 struct tlslink_cred {
 	gnutls_certificate_credentials_t cert;
 	gnutls_priority_t prio;
+	unsigned refs;                  /* the owner's and one per link */
+	bool x509;                      /* certificate mode: no peer key, tickets */
+	gnutls_datum_t ticket_key;      /* x509: the master key of session tickets */
+	int64_t not_after;              /* x509: the certificate's expiry, unix seconds */
 };
 
 struct buf {
@@ -26,9 +36,11 @@ struct buf {
 
 struct tlslink {
 	gnutls_session_t s;
+	struct tlslink_cred *cred;
 	struct buf in, out;
 	bool done;
 	int first;                      /* the first byte the peer sent, -1 before it */
+	enum tlslink_failure failure;
 	uint8_t peer_key[SIGKEY_PUBLIC_LEN];
 	char err[ERR_LEN];
 };
@@ -40,18 +52,10 @@ static uint8_t *buf_room(struct buf *b, size_t len)
 	if (b->off) {
 		memmove(b->p, b->p + b->off, b->len);
 		b->off = 0;
-		if (b->cap - b->len >= len)
-			return b->p + b->len;
 	}
-	size_t cap = b->cap ? b->cap : len > 1024 ? len : 1024;
-	while (cap - b->len < len)
-		cap *= 2;
-	uint8_t *p = realloc(b->p, cap);
-	if (!p)
+	if (VEC_RESERVE(b->p, b->cap, b->len + len) < 0)
 		return NULL;
-	b->p = p;
-	b->cap = cap;
-	return p + b->len;
+	return b->p + b->len;
 }
 
 static void seterr(char *err, size_t errlen, const char *what, int rc)
@@ -63,6 +67,8 @@ struct tlslink_cred *tlslink_cred_new(const struct sigkey *k, char *err, size_t 
 {
 	struct tlslink_cred *c = calloc(1, sizeof(*c));
 	gnutls_privkey_t priv = NULL;
+	if (c)
+		c->refs = 1;
 	gnutls_pubkey_t pub = NULL;
 	gnutls_pcert_st pcert;
 	const char *what = "out of memory";
@@ -104,13 +110,113 @@ fail:
 
 void tlslink_cred_free(struct tlslink_cred *c)
 {
-	if (!c)
+	if (!c || --c->refs > 0)
 		return;
+	if (c->ticket_key.data) {
+		gnutls_memset(c->ticket_key.data, 0, c->ticket_key.size);
+		gnutls_free(c->ticket_key.data);
+	}
 	if (c->prio)
 		gnutls_priority_deinit(c->prio);
 	if (c->cert)
 		gnutls_certificate_free_credentials(c->cert);
 	free(c);
+}
+
+/*
+ * The chain and key into c's credentials, read and parsed here rather
+ * than by gnutls_certificate_set_x509_key_file2, which leaks what it had
+ * parsed when a file is malformed (GnuTLS 3.7).
+ */
+static int load_x509(struct tlslink_cred *c, const char *cert_file, const char *key_file, char *err,
+		     size_t errlen)
+{
+	gnutls_datum_t cd = { NULL, 0 }, kd = { NULL, 0 };
+	gnutls_x509_crt_t *crts = NULL;
+	unsigned n = 0;
+	gnutls_x509_privkey_t key = NULL;
+	int rc;
+	if ((rc = gnutls_load_file(cert_file, &cd)) < 0) {
+		snprintf(err, errlen, "cannot read %s", cert_file);
+		goto out;
+	}
+	if ((rc = gnutls_load_file(key_file, &kd)) < 0) {
+		snprintf(err, errlen, "cannot read %s", key_file);
+		goto out;
+	}
+	if ((rc = gnutls_x509_crt_list_import2(&crts, &n, &cd, GNUTLS_X509_FMT_PEM, 0)) < 0) {
+		seterr(err, errlen, cert_file, rc);
+		goto out;
+	}
+	if ((rc = gnutls_x509_privkey_init(&key)) < 0 ||
+	    (rc = gnutls_x509_privkey_import2(key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+		seterr(err, errlen, key_file, rc);
+		goto out;
+	}
+	if ((rc = gnutls_certificate_set_x509_key(c->cert, crts, n, key)) < 0) {
+		snprintf(err, errlen, "%s, %s: %s", cert_file, key_file, gnutls_strerror(rc));
+		goto out;
+	}
+	c->not_after = (int64_t)gnutls_x509_crt_get_expiration_time(crts[0]);
+out:
+	for (unsigned i = 0; i < n; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	gnutls_free(crts);
+	if (key)
+		gnutls_x509_privkey_deinit(key);
+	if (kd.data) {
+		gnutls_memset(kd.data, 0, kd.size);
+		gnutls_free(kd.data);
+	}
+	gnutls_free(cd.data);
+	return rc < 0 ? -1 : 0;
+}
+
+struct tlslink_cred *tlslink_cred_x509(const char *cert_file, const char *key_file, char *err, size_t errlen)
+{
+	struct tlslink_cred *c = calloc(1, sizeof(*c));
+	const char *what = "out of memory";
+	int rc = GNUTLS_E_MEMORY_ERROR;
+	if (!c)
+		goto fail;
+	c->refs = 1;
+	c->x509 = true;
+	what = "TLS credentials";
+	if ((rc = gnutls_certificate_allocate_credentials(&c->cert)) < 0)
+		goto fail;
+	if (load_x509(c, cert_file, key_file, err, errlen) < 0) {
+		tlslink_cred_free(c);
+		return NULL;
+	}
+	what = "TLS priorities";
+	if ((rc = gnutls_priority_init(&c->prio, PRIORITY_X509, NULL)) < 0)
+		goto fail;
+	what = "TLS session ticket key";
+	if ((rc = gnutls_session_ticket_key_generate(&c->ticket_key)) < 0)
+		goto fail;
+	return c;
+fail:
+	seterr(err, errlen, what, rc);
+	tlslink_cred_free(c);
+	return NULL;
+}
+
+void tlslink_cred_share_tickets(struct tlslink_cred *c, const struct tlslink_cred *from)
+{
+	if (!c->x509 || !from->x509 || c->ticket_key.size != from->ticket_key.size)
+		return;
+	memcpy(c->ticket_key.data, from->ticket_key.data, c->ticket_key.size);
+}
+
+struct tlslink_cred *tlslink_cred_ref(struct tlslink_cred *c)
+{
+	c->refs++;
+	return c;
+}
+
+int64_t tlslink_cred_not_after(const struct tlslink_cred *c)
+{
+	return c->x509 ? c->not_after : 0;
 }
 
 static ssize_t push(gnutls_transport_ptr_t ptr, const void *data, size_t len)
@@ -158,22 +264,38 @@ struct tlslink *tlslink_new(struct tlslink_cred *c, bool server, char *err, size
 		return NULL;
 	}
 	t->first = -1;
-	/* no tickets: a session is one connection, never resumed */
-	unsigned flags = (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_ENABLE_RAWPK | GNUTLS_NO_TICKETS;
+	/* raw keys: no tickets, a session is one connection, never resumed */
+	unsigned flags = (server ? GNUTLS_SERVER : GNUTLS_CLIENT) |
+			 (c->x509 ? 0 : GNUTLS_ENABLE_RAWPK | GNUTLS_NO_TICKETS);
 	int rc = gnutls_init(&t->s, flags);
 	if (rc < 0) {
 		seterr(err, errlen, "TLS session", rc);
 		free(t);
 		return NULL;
 	}
+	t->cred = c;
+	c->refs++;
 	if ((rc = gnutls_priority_set(t->s, c->prio)) < 0 ||
 	    (rc = gnutls_credentials_set(t->s, GNUTLS_CRD_CERTIFICATE, c->cert)) < 0) {
 		seterr(err, errlen, "TLS session", rc);
 		tlslink_free(t);
 		return NULL;
 	}
-	if (server)
+	if (c->x509 && server) {
+		/*
+		 * GnuTLS derives the keys that seal tickets from this master
+		 * key and the clock, a new one each ticket lifetime (its
+		 * stek.c), so they rotate with no timer of ours.
+		 */
+		gnutls_db_set_cache_expiration(t->s, TICKET_LIFETIME_S);
+		if ((rc = gnutls_session_ticket_enable_server(t->s, &c->ticket_key)) < 0) {
+			seterr(err, errlen, "TLS session tickets", rc);
+			tlslink_free(t);
+			return NULL;
+		}
+	} else if (server) {
 		gnutls_certificate_server_set_request(t->s, GNUTLS_CERT_REQUIRE);
+	}
 	gnutls_handshake_set_timeout(t->s, 0);  /* the owner's timer bounds it */
 	gnutls_transport_set_ptr(t->s, t);
 	gnutls_transport_set_push_function(t->s, push);
@@ -182,11 +304,21 @@ struct tlslink *tlslink_new(struct tlslink_cred *c, bool server, char *err, size
 	return t;
 }
 
+int tlslink_set_alpn(struct tlslink *t, const char *protocol)
+{
+	gnutls_datum_t p = { (unsigned char *)protocol, (unsigned)strlen(protocol) };
+	int rc = gnutls_alpn_set_protocols(t->s, &p, 1, GNUTLS_ALPN_SERVER_PRECEDENCE);
+	if (rc < 0)
+		seterr(t->err, sizeof(t->err), "TLS ALPN", rc);
+	return rc < 0 ? -1 : 0;
+}
+
 void tlslink_free(struct tlslink *t)
 {
 	if (!t)
 		return;
 	gnutls_deinit(t->s);
+	tlslink_cred_free(t->cred);
 	free(t->in.p);
 	free(t->out.p);
 	free(t);
@@ -245,15 +377,26 @@ int tlslink_handshake(struct tlslink *t)
 		return 0;
 	if (rc < 0) {
 		seterr(t->err, sizeof(t->err), "TLS handshake", rc);
-		if (rc == GNUTLS_E_WARNING_ALERT_RECEIVED || rc == GNUTLS_E_FATAL_ALERT_RECEIVED)
+		t->failure = TLSLINK_FAIL_OTHER;
+		/* the peer learns why (protocol_version, handshake_failure, ...) from tlslink_take */
+		gnutls_alert_send_appropriate(t->s, rc);
+		if (rc == GNUTLS_E_WARNING_ALERT_RECEIVED || rc == GNUTLS_E_FATAL_ALERT_RECEIVED) {
 			snprintf(t->err, sizeof(t->err), "TLS handshake: the peer's alert: %s",
 				 gnutls_alert_get_name(gnutls_alert_get(t->s)));
-		else if (t->first >= 0 && (t->first < 0x14 || t->first > 0x17))     /* no TLS record type */
+			t->failure = TLSLINK_FAIL_ALERT;
+		} else if (t->first >= 0 && (t->first < 0x14 || t->first > 0x17)) {  /* no TLS record type */
 			snprintf(t->err, sizeof(t->err), "TLS handshake: the peer does not speak TLS "
 				 "(its first byte is 0x%02x)", t->first);
+			t->failure = TLSLINK_FAIL_NOT_TLS;
+		} else if (rc == GNUTLS_E_UNSUPPORTED_VERSION_PACKET) {
+			t->failure = TLSLINK_FAIL_VERSION;
+		} else if (rc == GNUTLS_E_NO_PRIORITIES_WERE_SET || rc == GNUTLS_E_INSUFFICIENT_SECURITY ||
+			   rc == GNUTLS_E_NO_CIPHER_SUITES || rc == GNUTLS_E_UNKNOWN_CIPHER_SUITE) {
+			t->failure = TLSLINK_FAIL_CIPHER;
+		}
 		return -1;
 	}
-	if (export_peer_key(t) < 0)
+	if (!t->cred->x509 && export_peer_key(t) < 0)
 		return -1;
 	t->done = true;
 	return 1;
@@ -308,6 +451,24 @@ uint8_t *tlslink_take(struct tlslink *t, size_t *len)
 const uint8_t *tlslink_peer_key(const struct tlslink *t)
 {
 	return t->done ? t->peer_key : NULL;
+}
+
+bool tlslink_resumed(const struct tlslink *t)
+{
+	return t->done && gnutls_session_is_resumed(t->s);
+}
+
+bool tlslink_alpn_is(const struct tlslink *t, const char *protocol)
+{
+	gnutls_datum_t p;
+	if (!t->done || gnutls_alpn_get_selected_protocol(t->s, &p) < 0)
+		return false;
+	return p.size == strlen(protocol) && memcmp(p.data, protocol, p.size) == 0;
+}
+
+enum tlslink_failure tlslink_failure(const struct tlslink *t)
+{
+	return t->failure;
 }
 
 const char *tlslink_error(const struct tlslink *t)

@@ -4,6 +4,10 @@
  * router key it signs with (sigkey.h); who the peer is, the owner decides
  * by comparing tlslink_peer_key with the key it expects (the trust file's).
  *
+ * Or, with credentials from tlslink_cred_x509, the server of DNS over TLS
+ * and HTTPS: an X.509 certificate chain for clients that are not routers
+ * (TLS 1.3 and 1.2, no client certificate), sessions resumed by tickets.
+ *
  * It does no I/O: the owner feeds the ciphertext it reads (tlslink_space,
  * tlslink_commit) and takes the ciphertext to write (tlslink_take), so it
  * runs under libuv (nbrp_session.c) as well as under any other loop.
@@ -24,13 +28,28 @@
 struct tlslink_cred;
 struct tlslink;
 
-/* Our key, shared by every link (copied).  NULL with err set. */
+/* Our key, shared by every link (copied).  NULL with err set.  The owner's
+ * reference is dropped by tlslink_cred_free; links hold their own. */
 struct tlslink_cred *tlslink_cred_new(const struct sigkey *k, char *err, size_t errlen);
 void tlslink_cred_free(struct tlslink_cred *c);
 
-/* A link that presents c's key (c must outlive it); server: the side that accepted.
- * NULL with err set. */
+/* A server's certificate chain and key (PEM files), tickets sealed under a new
+ * random key.  NULL with err set. */
+struct tlslink_cred *tlslink_cred_x509(const char *cert_file, const char *key_file, char *err, size_t errlen);
+/* c seals tickets with from's key (a reload: tickets given out stay good); before
+ * any link uses c. */
+void tlslink_cred_share_tickets(struct tlslink_cred *c, const struct tlslink_cred *from);
+/* Another reference, dropped by tlslink_cred_free. */
+struct tlslink_cred *tlslink_cred_ref(struct tlslink_cred *c);
+/* The certificate's notAfter (unix seconds); 0 for raw keys. */
+int64_t tlslink_cred_not_after(const struct tlslink_cred *c);
+
+/* A link that presents c's key or certificate (a reference: c may be freed
+ * before it); server: the side that accepted.  NULL with err set. */
 struct tlslink *tlslink_new(struct tlslink_cred *c, bool server, char *err, size_t errlen);
+/* The one application protocol (ALPN) a server offers; a client that offers
+ * none still connects. */
+int tlslink_set_alpn(struct tlslink *t, const char *protocol);
 void tlslink_free(struct tlslink *t);
 
 /* Room for len bytes of ciphertext read (NULL: out of memory), then how many were. */
@@ -49,6 +68,18 @@ uint8_t *tlslink_take(struct tlslink *t, size_t *len);
 
 /* The peer's Ed25519 key, once the handshake is done. */
 const uint8_t *tlslink_peer_key(const struct tlslink *t);
+/* After the handshake: whether it resumed a session, and the protocol agreed. */
+bool tlslink_resumed(const struct tlslink *t);
+bool tlslink_alpn_is(const struct tlslink *t, const char *protocol);
+/* Why the handshake failed. */
+enum tlslink_failure {
+	TLSLINK_FAIL_OTHER,
+	TLSLINK_FAIL_NOT_TLS,           /* the first byte is no TLS record */
+	TLSLINK_FAIL_VERSION,           /* no version we speak (TLS 1.1 and older) */
+	TLSLINK_FAIL_CIPHER,            /* no cipher suite, group or signature in common */
+	TLSLINK_FAIL_ALERT,             /* the peer sent an alert */
+};
+enum tlslink_failure tlslink_failure(const struct tlslink *t);
 const char *tlslink_error(const struct tlslink *t);
 
 /* GnuTLS's one-time state, freed at exit (so leak checkers see none). */

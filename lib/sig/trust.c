@@ -11,7 +11,9 @@
 #include <sodium.h>
 
 #include "name.h"
+#include "readfile.h"
 #include "trust.h"
+#include "vec.h"
 
 #define SIG_KEYWORD     "signature"
 #define TRUST_FILE_MAX  (64u << 20)
@@ -149,14 +151,8 @@ static int line_router(struct parser *p, struct trust *t, const char *w[4], size
 	struct trust_router r;
 	if (sigkey_public_parse(w[2], wl[2], r.pk) != 0)
 		return fail(p, "router %s: the key is not 44 characters of base64 for 32 bytes", name);
-	if (t->n_routers == p->cap_routers) {
-		size_t cap = p->cap_routers ? p->cap_routers * 2 : 16;
-		void *nr = realloc(t->routers, cap * sizeof(*t->routers));
-		if (!nr)
-			return fail(p, "out of memory");
-		t->routers = nr;
-		p->cap_routers = cap;
-	}
+	if (VEC_RESERVE(t->routers, p->cap_routers, t->n_routers + 1) < 0)
+		return fail(p, "out of memory");
 	r.name = strdup(name);
 	if (!r.name)
 		return fail(p, "out of memory");
@@ -176,14 +172,8 @@ static int line_origin(struct parser *p, struct trust *t, const char *w[4], size
 	memcpy(o.wire, nm.wire, nm.len);
 	if (sigkey_public_parse(w[2], wl[2], o.pk) != 0)
 		return fail(p, "origin: the key is not 44 characters of base64 for 32 bytes");
-	if (t->n_origins == p->cap_origins) {
-		size_t cap = p->cap_origins ? p->cap_origins * 2 : 16;
-		void *no = realloc(t->origins, cap * sizeof(*t->origins));
-		if (!no)
-			return fail(p, "out of memory");
-		t->origins = no;
-		p->cap_origins = cap;
-	}
+	if (VEC_RESERVE(t->origins, p->cap_origins, t->n_origins + 1) < 0)
+		return fail(p, "out of memory");
 	t->origins[t->n_origins++] = o;
 	return 0;
 }
@@ -374,35 +364,11 @@ bad:
 
 int trust_read(const char *path, const uint8_t *anchor, struct trust *out, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *nb = cap > TRUST_FILE_MAX ? NULL : realloc(buf, cap);
-			if (!nb) {
-				snprintf(err, errlen, "%s: too big or out of memory", path);
-				free(buf);
-				fclose(f);
-				return -1;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	bool rerr = ferror(f);
-	fclose(f);
-	if (rerr) {
-		snprintf(err, errlen, "%s: read error", path);
-		free(buf);
+	char why[128];
+	size_t len;
+	char *buf = readfile(path, TRUST_FILE_MAX, false, &len, why, sizeof(why));
+	if (!buf) {
+		snprintf(err, errlen, "%s: %s", path, why);
 		return -1;
 	}
 	int rc = trust_parse(buf, len, path, anchor, out, err, errlen);

@@ -10,6 +10,7 @@
  *   bit 0      UDP (the client's size limit and RRL) rather than TCP
  *   bits 1-2   127.0.0.1 (recursion allowed), 192.0.2.99 (not), ::1,
  *              or no address (TCP whose peer name failed)
+ *   bit 3      RRL off (rrl-rate 0), else 50 a second
  * Every answer is one ldns reads: a response, with the query's id.
  */
 #include <stdint.h>
@@ -23,7 +24,10 @@
 #include <stdbool.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "answer.h"
+#include "config.h"
+#include "fibsync.h"
+#include "rrl.h"
 #include "log.h"
 #include "conffile.h"
 
@@ -58,14 +62,13 @@ static const char config[] =
 	"route \"loop1.content\" { redirect \"loop2.content\"; }\n"
 	"route \"loop2.content\" { redirect \"loop1.content\"; }\n";
 
-static struct cache *cache;
-static struct rrl *rrl;
 static struct inrpd_counters cnt;
+static struct inrpd_worker w = { .cnt = &cnt };        /* a worker's, with a cache shard and RRL */
 
 static void teardown(void)
 {
-	rrl_free(rrl);
-	cache_destroy(cache);
+	rrl_free(w.rrl);
+	cache_destroy(w.cache);
 	cache_flush_free(inrpd_cache_flush);
 	fib_destroy(inrpd_chan_fib);
 	inrpd_runtime_free(inrpd_rt);
@@ -102,9 +105,9 @@ static void setup(void)
 	inrpd_chan_fib = chan;
 
 	inrpd_cache_flush = cache_flush_new();
-	cache = cache_create(1 << 20, inrpd_cache_flush);
-	rrl = rrl_create(1);
-	if (!inrpd_rt || !inrpd_cache_flush || !cache || !rrl)
+	w.cache = cache_create(1 << 20, inrpd_cache_flush);
+	w.rrl = rrl_create(1);
+	if (!inrpd_rt || !inrpd_cache_flush || !w.cache || !w.rrl)
 		abort();
 	atexit(teardown);
 }
@@ -147,18 +150,18 @@ static void answer_forwarded(const struct inrpd_runtime *rt, struct fwd_request 
 	if (alen == 0)
 		return;
 	check(query, qlen, out, alen);
-	inrpd_cache_store(cache, req, out, alen, NULL);
+	inrpd_cache_store(w.cache, req, out, alen, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct fwd_request req;
 	static uint8_t out[INRPD_ANSWER_MAX];
 	if (!inrpd_rt)
 		setup();
 	if (size < 1)
 		return 0;
-	bool udp = data[0] & 1;
+	w.udp = data[0] & 1;
+	inrpd_rt->rrl_rate = data[0] & 8 ? 0 : 50;
 	struct sockaddr_storage ss = { 0 };
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
@@ -175,20 +178,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(pkt, query, qlen);
 
 	rcu_thread_online();
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w);
 	for (int round = 0; round < 2; round++) {
-		size_t alen = inrpd_answer(rt, pkt, qlen, (struct sockaddr *)&ss, out, udp, &req, cache, rrl, &cnt);
+		size_t alen = inrpd_answer(&w, pkt, qlen, (struct sockaddr *)&ss, out);
 		if (alen == 0)
 			break;
 		if (alen != INRPD_FORWARD) {
 			check(query, qlen, out, alen);
 			break;
 		}
-		if (req.ncand == 0 || req.ncand > ROUTESET_MAX_ROUTES) {
-			fprintf(stderr, "fuzz_answer: forwarded with %u candidates\n", req.ncand);
+		if (w.req.ncand == 0 || w.req.ncand > ROUTESET_MAX_ROUTES) {
+			fprintf(stderr, "fuzz_answer: forwarded with %u candidates\n", w.req.ncand);
 			abort();
 		}
-		answer_forwarded(rt, &req, query, qlen, out);
+		answer_forwarded(w.rt, &w.req, query, qlen, out);
 	}
 	rcu_thread_offline();
 	free(pkt);

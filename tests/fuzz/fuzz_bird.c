@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "bird.h"
+#include "vec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -72,14 +73,8 @@ static void check_reply(const struct bird_reader *rd, const struct bird_reply *r
 
 static void add(struct run *run, int type, struct bird_reply *reply, const char *async, size_t alen)
 {
-	if (run->n == run->cap) {
-		size_t cap = run->cap ? run->cap * 2 : 16;
-		struct event *ne = realloc(run->ev, cap * sizeof(*ne));
-		if (!ne)
-			abort();
-		run->ev = ne;
-		run->cap = cap;
-	}
+	if (VEC_RESERVE(run->ev, run->cap, run->n + 1) < 0)
+		abort();
 	struct event *e = &run->ev[run->n++];
 	e->type = type;
 	e->reply = reply;

@@ -57,7 +57,10 @@
 #include <stdbool.h>
 #include <ldns/ldns.h>
 
-#include "inrpd.h"
+#include "config.h"
+#include "fibsync.h"
+#include "forward.h"
+#include "rrl.h"
 #include "log.h"
 #include "upsock.h"
 #include "wire.h"
@@ -83,15 +86,15 @@ struct fib *inrpd_chan_fib;
 
 static int hop_fd[2] = { -1, -1 };
 static uint16_t hop_port[2];
-static struct rrl *rrl;
 static struct inrpd_counters cnt;
+static struct inrpd_worker w = { .cnt = &cnt };        /* no cache shard */
 
 static const char *const names[4] = { "www.example.com", "a.one.content", "www.two.content", "MiXeD.ExAmple.ORG" };
 static const uint16_t qtypes[4] = { DNS_TYPE_A, DNS_TYPE_AAAA, 16, 15 };
 
 static void teardown(void)
 {
-	rrl_free(rrl);
+	rrl_free(w.rrl);
 	fib_destroy(inrpd_chan_fib);
 	inrpd_runtime_free(inrpd_rt);
 	for (int i = 0; i < 2; i++)
@@ -144,8 +147,8 @@ static void setup(void)
 	inrpd_rt = inrpd_runtime_from_config(cfg);
 	inrpd_config_free(cfg);
 	inrpd_chan_fib = fib_create();
-	rrl = rrl_create(1);
-	CHECK(inrpd_rt && inrpd_chan_fib && rrl);
+	w.rrl = rrl_create(1);
+	CHECK(inrpd_rt && inrpd_chan_fib && w.rrl);
 	atexit(teardown);
 }
 
@@ -367,7 +370,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct run run;
 	static uint8_t out[INRPD_ANSWER_MAX], ans[65535];
-	static struct fwd_request req;
 	struct run *r = &run;
 	char err[256];
 	if (!inrpd_rt)
@@ -383,7 +385,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* per input: libFuzzer's symbolizer may hold pipes opened since */
 	int fd_floor = lowest_free_fd();
 
-	struct fwd_engine *e = fwd_engine_create(8, 0, deliver, r, &cnt, err, sizeof(err));
+	struct fwd_engine *e = fwd_engine_create(&w, 8, 0, deliver, r, err, sizeof(err));
 	CHECK(e);
 	static const struct fwd_tcp_ops ops = { tcp_open, tcp_abort };
 	if (r->tcp)
@@ -392,7 +394,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sockaddr_in client = { .sin_family = AF_INET, .sin_port = htons(40000),
 				      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	rcu_thread_online();
-	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
+	inrpd_worker_begin(&w);
+	w.udp = !r->tcp;
 	for (unsigned i = 0; i < r->nreq; i++) {
 		struct name *qn = &r->qname[i];
 		const char *text = names[(data[1] >> (2 * i)) & 3];
@@ -406,15 +409,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r->qlen[i] = dns_query_write(&s, r->query[i], sizeof(r->query[i]));
 		r->qend[i] = question_end(r->query[i], r->qlen[i]);
 		CHECK(r->qlen[i] && r->qend[i]);
-		size_t n = inrpd_answer(rt, r->query[i], r->qlen[i], (struct sockaddr *)&client, out, !r->tcp, &req,
-					NULL, rrl, &cnt);
+		size_t n = inrpd_answer(&w, r->query[i], r->qlen[i], (struct sockaddr *)&client, out);
 		CHECK(n == INRPD_FORWARD);
-		req.budget_ms = budget;
-		req.upstream_0x20 = data[0] & 8;
+		w.req.budget_ms = budget;
+		w.req.upstream_0x20 = data[0] & 8;
 		struct fwd_client c = { .serial = i, .conn = r->tcp ? &r->conn : NULL };
 		memcpy(&c.peer, &client, sizeof(client));
 		c.peer_len = sizeof(client);
-		fwd_start(e, &req, &c);
+		fwd_start(e, &w.req, &c);
 	}
 	rcu_thread_offline();
 

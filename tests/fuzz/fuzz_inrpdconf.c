@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <urcu-qsbr.h>
 
-#include "inrpd.h"
+#include "config.h"
 #include "log.h"
 #include "conffile.h"
 

@@ -55,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t grown = dns_frame_grow(cap, used);
 		CHECK(grown >= cap && grown <= DNS_FRAME_BUF_MAX);
 		if (grown != cap) {
+			/* not vec: the size is dns_frame_grow's, as tcp.c's */
 			buf = realloc(buf, grown);
 			cap = grown;
 		}

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "readfile.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
@@ -16,30 +18,13 @@ static unsigned replayed;
 
 static int replay_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
+	char why[128];
+	size_t len;
+	char *buf = readfile(path, 0, false, &len, why, sizeof(why));
+	if (!buf) {
+		fprintf(stderr, "%s: %s\n", path, why);
 		return -1;
 	}
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 4096;
-			uint8_t *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return -1;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	fclose(f);
 	/* an exact-size copy so ASan catches reads past the input */
 	uint8_t *exact = malloc(len ? len : 1);
 	if (len)

@@ -135,6 +135,13 @@ def wait_for(cond, timeout, what, interval=0.01):
 # outgoing socket (a forwarding engine, a client) before the daemon binds
 # it, and no stray datagram from such a socket comes from it.
 TEST_PORTS = (20000, 32767)
+# pytest-xdist's workers (scripts/test runs two) each pick from their own
+# share of the range, so two tests never pick the same port.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _n = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    _i = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
+    _share = (TEST_PORTS[1] - TEST_PORTS[0] + 1) // _n
+    TEST_PORTS = (TEST_PORTS[0] + _i * _share, TEST_PORTS[0] + (_i + 1) * _share - 1)
 
 
 _handed_out = set()

@@ -178,6 +178,108 @@ def test_show_route_says_which_route_a_name_takes(inrpd_factory, tmp_path):
     assert v["route"] == "www.example.content." and v["table"] == "configuration" and v["own"]
     assert v["routes"] == [{"kind": "server", "address": "127.0.0.10", "port": 0, "load_ms": 0}]
     assert "redirect to example.content." in inrpc(sock, "show", "route", "x.old.content").stdout
+    # no route: the upstreams' (what the cache holds of it is below)
     r = inrpc(sock, "show", "route", "nowhere.example")
-    assert r.returncode == 1 and "no route for nowhere.example" in r.stderr
+    assert r.returncode == 0 and "nowhere.example: no route: to the upstreams" in r.stdout, r.stdout
+    assert json.loads(inrpc(sock, "show", "route", "nowhere.example", json_out=True).stdout)["table"] == "none"
     assert inrpc(sock, "show", "route", "a..b").returncode == 1
+
+
+# ---- show route: what the packet cache holds of a name ----
+
+def next_router(inrpd_factory, names, ttl=300):
+    """An inrpd with the servers of names (a next router, or an upstream answering them)."""
+    body = f"answer-ttl {ttl};\n" + "".join(f'route "{n}" {{ server 127.0.0.5; }}\n' for n in names)
+    return inrpd_factory(body)
+
+
+def cache_view(sock, name, *typ):
+    """show route's cache part by type, asked again while a worker is busy (a loaded machine)."""
+    out = {}
+
+    def looked():
+        r = inrpc(sock, "show", "route", name, *typ, json_out=True)
+        assert r.returncode == 0, r.stderr
+        v = json.loads(r.stdout)
+        out.update({c["type"]: c for c in v["cache"]}, busy=v["cache_busy"], view=v)
+        return not v["cache_busy"]
+    wait_for(looked, 10, f"every worker to answer show route {name}")
+    return out
+
+
+def test_show_route_says_whether_an_answer_is_cached(inrpd_factory, tmp_path):
+    """A routed name forwarded once and a name answered by the upstream show as cached, their TTL
+    counting down, in the one shard that answered; a name never asked, and everything after
+    `flush cache`, not."""
+    hop = next_router(inrpd_factory, ["svc.content", "fallback.example"])
+    sock, body = with_control(tmp_path, f'route "svc.content" {{ router {hop.addr} port {hop.port}; }}\n'
+                              f"upstream {hop.addr} port {hop.port};\n")
+    d = inrpd_factory(body)                     # two UDP workers
+    assert [a.address for a in d.udp("www.svc.content").answer[0]] == ["127.0.0.5"]
+    assert [a.address for a in d.udp("fallback.example").answer[0]] == ["127.0.0.5"]
+    stats = json.loads(inrpc(sock, "show", "cache", json_out=True).stdout)
+    for name in ("www.svc.content", "fallback.example"):
+        # the query landed in one worker's shard, and the command found it there
+        c = cache_view(sock, name)
+        assert c["A"]["cached"] and len(c["A"]["entries"]) == 1, c
+        e = c["A"]["entries"][0]
+        assert e["shard"] in ("udp0", "udp1") and e["flags"] == ["rd"] and e["rcode"] == "NOERROR"
+        assert e["lifetime"] == 300 and e["ttl"] <= 300 and not e["stale"] and e["route_matches"], e
+        assert not c["AAAA"]["cached"] and c["AAAA"]["entries"] == []
+        wait_for(lambda: cache_view(sock, name)["A"]["entries"][0]["ttl"] < 300, 10, "the TTL to count down")
+    # looking changed nothing: no hit, miss or store counted, nothing moved
+    assert json.loads(inrpc(sock, "show", "cache", json_out=True).stdout) == stats
+    text = inrpc(sock, "show", "route", "www.svc.content").stdout
+    assert "A cached in udp worker " in text and "(rd): NOERROR, ttl " in text and "under this route" in text
+    assert "AAAA not cached" in text, text
+    text = inrpc(sock, "show", "route", "fallback.example").stdout
+    assert "no route: to the upstreams" in text and "A cached in udp worker " in text, text
+    # over TCP: the stream transports' shard; the type asked for too
+    d.tcp("www.svc.content", "TXT")
+    c = cache_view(sock, "www.svc.content", "TXT")
+    assert [(e["shard"], e["rcode"]) for e in c["TXT"]["entries"]] == [("tcp", "NOERROR")], c
+    assert inrpc(sock, "show", "route", "www.svc.content", "TYPE16").stdout.count("TXT cached in tcp") == 1
+    # never asked
+    c = cache_view(sock, "other.svc.content")
+    assert not c["A"]["cached"] and not c["AAAA"]["cached"]
+    assert "A not cached" in inrpc(sock, "show", "route", "other.svc.content").stdout
+    # flushed: no shard holds it
+    assert inrpc(sock, "flush", "cache").returncode == 0
+    for name in ("www.svc.content", "fallback.example"):
+        c = cache_view(sock, name, "TXT")
+        assert not c["A"]["cached"] and not c["TXT"]["cached"], c
+    r = inrpc(sock, "show", "route", "www.svc.content", "NOTATYPE")
+    assert r.returncode == 1 and 'bad type "NOTATYPE"' in r.stderr
+
+
+def test_show_route_says_an_answer_was_cached_under_another_route(inrpd_factory, tmp_path):
+    """After a reload sends the name to another next router, the answer kept from the first is
+    listed as cached under another route (and is not served: the next query goes out again)."""
+    first = next_router(inrpd_factory, ["svc.content"])
+    second = next_router(inrpd_factory, ["svc.content"])
+    sock, body = with_control(tmp_path, f'route "svc.content" {{ router {first.addr} port {first.port}; }}\n')
+    d = inrpd_factory(body)
+    d.udp("www.svc.content")
+    assert cache_view(sock, "www.svc.content")["A"]["entries"][0]["route_matches"]
+    d.write_config(f'control "{sock}";\nroute "svc.content" {{ router {second.addr} port {second.port}; }}\n')
+    assert inrpc(sock, "reload").returncode == 0
+    e = cache_view(sock, "www.svc.content")["A"]["entries"]
+    assert len(e) == 1 and not e[0]["route_matches"] and not e[0]["stale"], e
+    assert "cached under another route" in inrpc(sock, "show", "route", "www.svc.content").stdout
+    # asked again (perhaps in the other worker): an answer under the route in force
+    wait_for(lambda: (d.udp("www.svc.content"), any(
+        x["route_matches"] for x in cache_view(sock, "www.svc.content")["A"]["entries"]))[1], 10,
+        "an answer under the new route")
+
+
+def test_show_route_says_an_answer_is_stale(inrpd_factory, tmp_path):
+    """Past its lifetime but inside cache-serve-stale: listed as stale, TTL 0."""
+    hop = next_router(inrpd_factory, ["svc.content"], ttl=1)
+    sock, body = with_control(tmp_path, f'route "svc.content" {{ router {hop.addr} port {hop.port}; }}\n'
+                              "cache-serve-stale 1h;\n")
+    d = inrpd_factory(body)
+    d.udp("www.svc.content")
+    wait_for(lambda: cache_view(sock, "www.svc.content")["A"]["entries"][0]["stale"], 10, "the answer to expire")
+    e = cache_view(sock, "www.svc.content")["A"]["entries"][0]
+    assert e["ttl"] == 0 and e["lifetime"] == 1 and e["route_matches"], e
+    assert ", stale, under this route" in inrpc(sock, "show", "route", "www.svc.content").stdout

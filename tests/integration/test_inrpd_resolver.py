@@ -610,14 +610,26 @@ def test_routers_and_exempt_prefixes_are_not_limited(inrpd_factory, tmp_path):
     assert got - tc < 40 and c["rrl_dropped"] + c["rrl_slipped"] > before["rrl_dropped"] + before["rrl_slipped"]
 
 
-def test_answers_to_unproven_clients_stay_small(inrpd_factory, tmp_path):
+@pytest.mark.parametrize("rrl", ["", "rrl-rate 0;\n"], ids=["rrl-on", "rrl-off"])
+def test_answers_to_unproven_clients_stay_small(inrpd_factory, tmp_path, rrl):
+    """With RRL off too: there inrpd looks the client's exemption up only
+    for an answer that does not fit the cap, and the answer is the same."""
     big = "".join(f'    record TXT "\\"{i}{"x" * 200}\\"";\n' for i in range(3))
-    d = router(inrpd_factory, tmp_path, "allow-recursion 10.0.0.0/8;\n"
+    d = router(inrpd_factory, tmp_path, f"allow-recursion 10.0.0.0/8;\n{rrl}rrl-exempt 127.0.81.0/24;\n"
                f'route "x.content" {{\n    server {SERVER};\n{big}}}\n', workers=1)
     q = dns.message.make_query("x.content", "TXT", use_edns=0, payload=4096)
     wire = q.to_wire()
     r = dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1")
     assert r.flags & dns.flags.TC and len(r.to_wire()) <= 3 * len(wire)
+    assert counters(d)["amp_truncated"] == 1
+    # an answer within the cap is whole, and no more is counted
+    r = dns.query.udp(dns.message.make_query("x.content", "A"), d.addr, port=d.port, timeout=2,
+                      source="127.0.80.1")
+    assert not r.flags & dns.flags.TC and addrs(r) == [SERVER]
+    assert counters(d)["amp_truncated"] == 1
+    # an exempt prefix gets the whole big answer over UDP
+    r = dns.query.udp(q, d.addr, port=d.port, timeout=2, source="127.0.81.1")
+    assert not r.flags & dns.flags.TC and len(r.answer[0]) == 3
     assert counters(d)["amp_truncated"] == 1
     # over TCP, or with a valid cookie, the whole answer
     assert len(dns.query.tcp(q, d.addr, port=d.port, timeout=2, source="127.0.80.1").answer[0]) == 3

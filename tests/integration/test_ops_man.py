@@ -25,7 +25,7 @@ def keywords(daemon):
     """Every keyword of every conf_keyword table in the daemon's sources (blocks' included).
     The tables are read from the C source: they are the one list conf_dispatch walks."""
     found = set()
-    for src in [*(REPO / daemon).rglob("*.c"), REPO / "lib" / "service_conf.c"]:
+    for src in [*(REPO / daemon).rglob("*.c"), REPO / "lib" / "ops" / "service_conf.c"]:
         for table in TABLE.findall(src.read_text()):
             found.update(ENTRY.findall(table))
     assert len(found) > 15, found

@@ -175,7 +175,7 @@ static int fetch_status = 1;
 
 static void fetched(void *ctx, const struct xfrcli_result *r)
 {
-	static const char *const cuts[XFRCLI_CUTS] = { "", "names", "bytes", "idle", "time", "version", "digest" };
+	static const char *const cuts[XFRCLI_CUTS] = { "", "names", "bytes", "idle", "time", "version", "digest", "tsig" };
 	printf("{\"status\": %d, \"kind\": \"%s\", \"why\": \"%s\", \"cut\": \"%s\", \"had_version\": %s, "
 	       "\"from\": %u, \"to\": %u, \"versions\": %u, \"bytes\": %llu, \"seconds\": %.6f}\n",
 	       r->status, r->kind, r->why, cuts[r->cut], r->had_version ? "true" : "false", r->from, r->to,

@@ -2,11 +2,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
 
 #include "addr.h"
+#include "prefix.h"
 
 static struct ip_endpoint ep(int family, const char *text, uint16_t port)
 {
@@ -72,11 +75,75 @@ static void test_format(void **state)
 	assert_string_equal(sockaddr_format_port(&un, buf, sizeof(buf)), "?#0");
 }
 
+/* Bit by bit, as RFC 4632 says a prefix matches: the reference for prefix_contains's word compares. */
+static bool contains_bitwise(const struct prefix *p, int family, const uint8_t *addr)
+{
+	if (p->family != family)
+		return false;
+	for (unsigned i = 0; i < p->len; i++) {
+		unsigned byte = i / 8, bit = 7 - i % 8;
+		if (((p->addr[byte] >> bit) & 1) != ((addr[byte] >> bit) & 1))
+			return false;
+	}
+	return true;
+}
+
+/* Every length of both families, against addresses that differ from the prefix in one bit. */
+static void test_prefix_contains(void **state)
+{
+	(void)state;
+	static const char *const nets[] = { "192.0.2.128", "127.0.0.1", "2001:db8:ffff:8000::1", "fc00::" };
+	for (unsigned k = 0; k < 4; k++) {
+		int family = strchr(nets[k], ':') ? AF_INET6 : AF_INET;
+		unsigned max = family == AF_INET ? 32 : 128;
+		for (unsigned len = 0; len <= max; len++) {
+			char text[64];
+			struct prefix p;
+			snprintf(text, sizeof(text), "%s/%u", nets[k], len);
+			assert_int_equal(prefix_parse(text, &p), 0);
+			for (unsigned flip = 0; flip <= max; flip++) {
+				uint8_t a[16];
+				memcpy(a, p.addr, sizeof(a));
+				if (flip < max)
+					a[flip / 8] ^= (uint8_t)(0x80 >> flip % 8);
+				assert_int_equal(prefix_contains(&p, family, a), contains_bitwise(&p, family, a));
+				assert_int_equal(prefix_contains(&p, family, a), flip >= len);
+				assert_false(prefix_contains(&p, family == AF_INET ? AF_INET6 : AF_INET, a));
+				assert_int_equal(prefix_list_has(&p, 1, family, a), flip >= len);
+			}
+		}
+	}
+}
+
+static void test_parse(void **state)
+{
+	(void)state;
+	int family = -1;
+	uint8_t a[16];
+	memset(a, 0xaa, sizeof(a));
+	assert_true(ip_parse("192.0.2.7", &family, a));
+	assert_int_equal(family, AF_INET);
+	const uint8_t v4[16] = { 192, 0, 2, 7 };        /* the rest zero */
+	assert_memory_equal(a, v4, 16);
+	assert_true(ip_parse("2001:db8::1", &family, a));
+	assert_int_equal(family, AF_INET6);
+	assert_int_equal(a[0], 0x20);
+	assert_int_equal(a[15], 1);
+	family = -1;
+	assert_false(ip_parse("192.0.2.256", &family, a));
+	assert_false(ip_parse("192.0.2.7 ", &family, a));
+	assert_false(ip_parse("", &family, a));
+	assert_false(ip_parse("example.com", &family, a));
+	assert_int_equal(family, -1);                   /* untouched */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_equal_and_hash_agree),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_prefix_contains),
+		cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

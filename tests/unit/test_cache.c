@@ -1,7 +1,7 @@
 /*
  * lib/dns/cache.c: what is stored and for how long, TTLs counted down, the
- * key, fingerprints, flushes, and the memory bound under a million names
- * (with what is used kept).
+ * key, fingerprints, flushes, a peek that changes nothing, and the memory
+ * bound under a million names (with what is used kept).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,6 +260,66 @@ static void test_memory_bound_and_use(void **state)
 	cache_destroy(c);
 }
 
+/* A peek sees what a lookup would, under any fingerprint and age, and changes nothing. */
+static void test_peek_changes_nothing(void **state)
+{
+	(void)state;
+	struct cache_flush *f = cache_flush_new();
+	struct cache *c = cache_create(CACHE_MIN_BYTES, f);
+	uint8_t buf[4096];
+	char name[64];
+	struct cache_key a, k;
+	struct cache_peek p;
+	struct cache_stats before = { 0 }, after = { 0 };
+	key(&a, "a.example", DNS_TYPE_A, CACHE_F_RD);
+	assert_true(cache_store(c, &a, 42, buf, answer(buf, "a.example", 1, 300, false), &lim, NULL, 0, 1000));
+	key(&k, "a.example", DNS_TYPE_AAAA, CACHE_F_RD);
+	assert_false(cache_peek(c, &k, 1000, &p));
+	assert_true(cache_peek(c, &a, 8500, &p));
+	assert_true(p.fp == 42);
+	assert_int_equal(p.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(p.age_ms, 7500);
+	assert_int_equal(p.lifetime_s, 300);
+	assert_true(cache_peek(c, &a, 400000, &p));             /* expired: still seen, with its age */
+	assert_int_equal(p.age_ms, 399000);
+
+	/* fillers until a peeked entry falls out of the ring: no promotion, no counters */
+	size_t len = answer(buf, "f0000.example", 1, 300, false);
+	unsigned fillers = 0;
+	cache_stats_add(c, &before);
+	while (cache_peek(c, &a, 1000, &p)) {
+		snprintf(name, sizeof(name), "f%04u.example", fillers++);
+		key(&k, name, DNS_TYPE_A, 0);
+		assert_true(cache_store(c, &k, 0, buf, len, &lim, NULL, 0, 1000));
+		assert_true(fillers < 10000);
+	}
+	cache_stats_add(c, &after);
+	assert_int_equal(after.hits, before.hits);
+	assert_int_equal(after.misses, before.misses);
+	assert_int_equal(after.stale_hits, before.stale_hits);
+	assert_int_equal(after.stores - before.stores, fillers);
+	cache_destroy(c);
+
+	/* the same fillers with a lookup each: the entry is promoted and stays */
+	c = cache_create(CACHE_MIN_BYTES, f);
+	struct cache_hit h;
+	assert_true(cache_store(c, &a, 42, buf, answer(buf, "a.example", 1, 300, false), &lim, NULL, 0, 1000));
+	len = answer(buf, "f0000.example", 1, 300, false);
+	for (unsigned i = 0; i < 2 * fillers; i++) {
+		snprintf(name, sizeof(name), "f%04u.example", i);
+		key(&k, name, DNS_TYPE_A, 0);
+		assert_true(cache_store(c, &k, 0, buf, len, &lim, NULL, 0, 1000));
+		assert_true(cache_lookup(c, &a, 42, 1000, 0, &h));
+	}
+	/* flushed: not seen */
+	struct name n;
+	assert_int_equal(name_from_text(&n, "example", 7), NAME_OK);
+	cache_flush_name(f, &n);
+	assert_false(cache_peek(c, &a, 1000, &p));
+	cache_destroy(c);
+	cache_flush_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_what_is_stored),
 		cmocka_unit_test(test_flushes),
 		cmocka_unit_test(test_memory_bound_and_use),
+		cmocka_unit_test(test_peek_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

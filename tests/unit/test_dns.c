@@ -938,6 +938,28 @@ static void test_build_family_filter(void **state)
 	assert_true(dns_response_finish(&b, 1232) > 0);
 }
 
+/* Type mnemonics both ways, RFC 3597's TYPEnnn, and what is not a type. */
+static void test_type_and_rcode_names(void **state)
+{
+	(void)state;
+	uint16_t t;
+	char buf[12];
+	assert_true(dns_type_from_text("aaaa", &t));
+	assert_int_equal(t, DNS_TYPE_AAAA);
+	assert_true(dns_type_from_text("MX", &t));
+	assert_int_equal(t, DNS_TYPE_MX);
+	assert_true(dns_type_from_text("type65534", &t));
+	assert_int_equal(t, 65534);
+	assert_string_equal(dns_type_to_text(65534, buf, sizeof(buf)), "TYPE65534");
+	assert_string_equal(dns_type_to_text(DNS_TYPE_TXT, buf, sizeof(buf)), "TXT");
+	static const char *const bad[] = { "", "AAAAA", "TYPE", "TYPE65536", "TYPE1x", "TYPE-1", "TYPE+1",
+					   "TYPE000001", "A " };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(dns_type_from_text(bad[i], &t));
+	assert_string_equal(dns_rcode_name(DNS_RCODE_NXDOMAIN), "NXDOMAIN");
+	assert_null(dns_rcode_name(DNS_RCODE_BADCOOKIE));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -970,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_build_refused_with_edns),
 		cmocka_unit_test(test_build_options_records_authority),
 		cmocka_unit_test(test_build_family_filter),
+		cmocka_unit_test(test_type_and_rcode_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "inrpd.h"
+#include "rrl.h"
 
 #define RATE    10              /* answers a second, and the burst */
 #define T0      1000000         /* ms */

@@ -68,6 +68,21 @@ static void a_peek_looks_ahead_without_taking_or_going_bad(void **state)
 	assert_null(wire_peek(&r, 0));          /* a bad reader has nothing to show */
 }
 
+static void a_reader_at_an_offset_starts_there_and_past_the_end_is_bad(void **state)
+{
+	(void)state;
+	const uint8_t buf[4] = { 1, 2, 3, 4 };
+	struct wire_reader r = wire_reader_at(buf, sizeof(buf), 2);
+	assert_false(r.bad);
+	assert_int_equal(wire_u16(&r), 0x0304);
+	r = wire_reader_at(buf, sizeof(buf), 4);
+	assert_false(r.bad);
+	assert_int_equal(wire_left(&r), 0);
+	r = wire_reader_at(buf, sizeof(buf), 5);
+	assert_true(r.bad);
+	assert_int_equal(wire_u8(&r), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -75,6 +90,7 @@ int main(void)
 		cmocka_unit_test(a_read_past_the_end_is_bad_and_yields_zeros_from_then_on),
 		cmocka_unit_test(a_write_that_does_not_fit_is_bad_and_writes_nothing),
 		cmocka_unit_test(a_peek_looks_ahead_without_taking_or_going_bad),
+		cmocka_unit_test(a_reader_at_an_offset_starts_there_and_past_the_end_is_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,304 @@
+/*
+ * TSIG with HMAC-SHA256; see tsig.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "dns.h"
+#include "dnsrr.h"
+#include "tsig.h"
+#include "wire.h"
+
+#define CLASS_ANY 255
+
+/* "hmac-sha256." in wire form, the one algorithm spoken */
+static const uint8_t alg_wire[] = { 11, 'h', 'm', 'a', 'c', '-', 's', 'h', 'a', '2', '5', '6', 0 };
+
+struct key_ctx {
+	struct tsig_key *k;
+	bool alg, secret;
+};
+
+static int kw_algorithm(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct key_ctx *x = arg;
+	if (strcasecmp(s->argv[1], "hmac-sha256") != 0)
+		return conf_error(err, err_len, s, "algorithm %s: only hmac-sha256 is supported", s->argv[1]);
+	x->alg = true;
+	return 0;
+}
+
+static int kw_secret(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct key_ctx *x = arg;
+	size_t got = 0;
+	if (sodium_base642bin(x->k->secret, sizeof(x->k->secret), s->argv[1], strlen(s->argv[1]), " \t", &got, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 || got == 0)
+		return conf_error(err, err_len, s, "secret: not base64 of 1 to %d bytes", TSIG_SECRET_MAX);
+	x->k->secret_len = got;
+	x->secret = true;
+	return 0;
+}
+
+static const struct conf_keyword key_keywords[] = {
+	{ "algorithm", 2, 2, CONF_NO_BLOCK, kw_algorithm },
+	{ "secret", 2, 2, CONF_NO_BLOCK, kw_secret },
+	{ NULL, 0, 0, 0, NULL },
+};
+
+static int kw_key(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct key_ctx *x = arg;
+	if (x->k->name.len)
+		return conf_error(err, err_len, s, "one key a file");
+	int rc = name_from_text(&x->k->name, s->argv[1], strlen(s->argv[1]));
+	if (rc != NAME_OK || x->k->name.len == 1)
+		return conf_error(err, err_len, s, "bad key name \"%s\"", s->argv[1]);
+	if (conf_dispatch(s->block, key_keywords, x, err, err_len) < 0)
+		return -1;
+	if (!x->alg || !x->secret)
+		return conf_error(err, err_len, s, "key \"%s\" needs an algorithm and a secret", s->argv[1]);
+	return 0;
+}
+
+static const struct conf_keyword file_keywords[] = {
+	{ "key", 2, 2, CONF_BLOCK, kw_key },
+	{ NULL, 0, 0, 0, NULL },
+};
+
+int tsig_key_parse(const char *text, size_t len, const char *file, struct tsig_key *k, char *err, size_t err_len)
+{
+	memset(k, 0, sizeof(*k));
+	struct conf *c = conf_parse_text(text, len, file, err, err_len);
+	if (!c)
+		return -1;
+	struct key_ctx x = { .k = k };
+	int rc = conf_dispatch(c->first, file_keywords, &x, err, err_len);
+	conf_free(c);
+	if (rc == 0 && k->name.len == 0) {
+		snprintf(err, err_len, "%s: no key", file);
+		rc = -1;
+	}
+	if (rc < 0)
+		sodium_memzero(k, sizeof(*k));
+	return rc;
+}
+
+int tsig_key_read(const char *path, struct tsig_key *k, char *err, size_t err_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	char buf[4096];
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, err_len, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (st.st_mode & S_IROTH) {
+		snprintf(err, err_len, "%s: others may read it (mode %03o): a key file must be private", path,
+			 (unsigned)(st.st_mode & 0777));
+		close(fd);
+		return -1;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0 || (size_t)n == sizeof(buf)) {
+		snprintf(err, err_len, "%s: %s", path, n < 0 ? strerror(errno) : "too large for a key file");
+		return -1;
+	}
+	int rc = tsig_key_parse(buf, (size_t)n, path, k, err, err_len);
+	sodium_memzero(buf, sizeof(buf));
+	return rc;
+}
+
+/* The TSIG variables after the key name (RFC 8945 4.3.3); timers_only for a later message of a stream. */
+static void mac_variables(crypto_auth_hmacsha256_state *st, const struct tsig_key *k, uint64_t signed_at,
+			  uint16_t fudge, uint16_t error, const uint8_t *other, uint16_t other_len, bool timers_only)
+{
+	uint8_t b[16];
+	if (!timers_only) {
+		crypto_auth_hmacsha256_update(st, k->name.wire, k->name.len);
+		wire_store16(b, CLASS_ANY);
+		wire_store32(b + 2, 0);                 /* TTL */
+		crypto_auth_hmacsha256_update(st, b, 6);
+		crypto_auth_hmacsha256_update(st, alg_wire, sizeof(alg_wire));
+	}
+	wire_store16(b, (uint16_t)(signed_at >> 32));
+	wire_store32(b + 2, (uint32_t)signed_at);
+	wire_store16(b + 6, fudge);
+	if (timers_only) {
+		crypto_auth_hmacsha256_update(st, b, 8);
+		return;
+	}
+	wire_store16(b + 8, error);
+	wire_store16(b + 10, other_len);
+	crypto_auth_hmacsha256_update(st, b, 12);
+	if (other_len)
+		crypto_auth_hmacsha256_update(st, other, other_len);
+}
+
+/* A message as the MAC covers it: the original id, the additional count without the TSIG. */
+static void mac_message(crypto_auth_hmacsha256_state *st, const uint8_t *msg, size_t len, uint16_t orig_id,
+			uint16_t arcount)
+{
+	uint8_t h[DNS_HEADER_LEN];
+	memcpy(h, msg, sizeof(h));
+	wire_store16(h, orig_id);
+	wire_store16(h + 10, arcount);
+	crypto_auth_hmacsha256_update(st, h, sizeof(h));
+	crypto_auth_hmacsha256_update(st, msg + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+}
+
+size_t tsig_sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
+		 uint8_t mac[TSIG_MAC_LEN])
+{
+	if (len < DNS_HEADER_LEN)
+		return 0;
+	uint16_t id = wire_load16(msg), arcount = wire_load16(msg + 10);
+	crypto_auth_hmacsha256_state st;
+	crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
+	mac_message(&st, msg, len, id, arcount);
+	mac_variables(&st, k, now, TSIG_FUDGE, 0, NULL, 0, false);
+	crypto_auth_hmacsha256_final(&st, mac);
+
+	struct wire_writer w = wire_writer(msg + len, cap - len);
+	wire_put(&w, k->name.wire, k->name.len);
+	wire_put16(&w, DNS_TYPE_TSIG);
+	wire_put16(&w, CLASS_ANY);
+	wire_put32(&w, 0);
+	wire_put16(&w, (uint16_t)(sizeof(alg_wire) + 16 + TSIG_MAC_LEN));
+	wire_put(&w, alg_wire, sizeof(alg_wire));
+	wire_put16(&w, (uint16_t)(now >> 32));
+	wire_put32(&w, (uint32_t)now);
+	wire_put16(&w, TSIG_FUDGE);
+	wire_put16(&w, TSIG_MAC_LEN);
+	wire_put(&w, mac, TSIG_MAC_LEN);
+	wire_put16(&w, id);
+	wire_put16(&w, 0);                      /* error */
+	wire_put16(&w, 0);                      /* other len */
+	if (w.bad)
+		return 0;
+	wire_store16(msg + 10, (uint16_t)(arcount + 1));
+	return len + wire_written(&w);
+}
+
+void tsig_stream_init(struct tsig_stream *s, const struct tsig_key *k, const uint8_t req_mac[TSIG_MAC_LEN])
+{
+	memset(s, 0, sizeof(*s));
+	s->key = k;
+	s->first = true;
+	memcpy(s->prev, req_mac, TSIG_MAC_LEN);
+	crypto_auth_hmacsha256_init(&s->st, k->secret, k->secret_len);
+	uint8_t l[2];
+	wire_store16(l, TSIG_MAC_LEN);
+	crypto_auth_hmacsha256_update(&s->st, l, 2);
+	crypto_auth_hmacsha256_update(&s->st, s->prev, TSIG_MAC_LEN);
+}
+
+static int fail(const char **why, const char *text)
+{
+	*why = text;
+	return -1;
+}
+
+int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, uint64_t now, size_t *body_len,
+		       const char **why)
+{
+	struct wire_reader r = wire_reader(msg, len);
+	struct dns_header h;
+	if (!dns_header_read(&r, &h))
+		return fail(why, "message shorter than a header");
+	for (unsigned i = 0; i < h.qdcount; i++) {
+		dns_name_skip(&r);
+		wire_take(&r, 4);
+	}
+	if (r.bad)
+		return fail(why, "bad question");
+	struct dns_rr_iter it;
+	struct dns_rr rr, last = { 0 };
+	int rc;
+	unsigned total = (unsigned)h.ancount + h.nscount + h.arcount, tsigs = 0;
+	dns_rr_iter_init(&it, msg, len, (size_t)(r.p - msg), h.ancount, h.nscount, h.arcount);
+	while ((rc = dns_rr_next(&it, &rr)) == 1) {
+		if (rr.type == DNS_TYPE_TSIG)
+			tsigs++;
+		last = rr;
+	}
+	if (rc < 0)
+		return fail(why, "a record runs past the message");
+	if (tsigs == 0) {
+		/* 5.3.1: unsigned messages between signed ones, covered by the next signature */
+		if (s->first)
+			return fail(why, "the first message is not signed");
+		if (++s->unsigned_run > TSIG_MAX_UNSIGNED)
+			return fail(why, "more than 99 messages in a row without a TSIG");
+		mac_message(&s->st, msg, len, h.id, h.arcount);
+		return 1;
+	}
+	if (tsigs > 1 || last.index + 1 != total || last.section != DNS_SECTION_ADDITIONAL)
+		return fail(why, "a TSIG that is not the last record");
+	struct wire_reader o = wire_reader(last.owner, (size_t)(msg + len - last.owner));
+	struct name owner, alg;
+	if (dns_name_read(&o, msg, &owner) != NAME_OK || !name_equal(&owner, &s->key->name))
+		return fail(why, "signed with another key");
+	if (last.rclass != CLASS_ANY || last.ttl != 0)
+		return fail(why, "bad TSIG class or TTL");
+	struct wire_reader d = wire_reader(last.rdata, last.rdlen);
+	if (dns_name_read(&d, msg, &alg) != NAME_OK || alg.len != sizeof(alg_wire) ||
+	    memcmp(alg.wire, alg_wire, sizeof(alg_wire)) != 0)
+		return fail(why, "another algorithm than hmac-sha256");
+	uint64_t signed_at = (uint64_t)wire_u16(&d) << 32;
+	signed_at |= wire_u32(&d);
+	uint16_t fudge = wire_u16(&d);
+	uint16_t mac_len = wire_u16(&d);
+	const uint8_t *mac = wire_take(&d, mac_len);
+	uint16_t orig_id = wire_u16(&d);
+	uint16_t error = wire_u16(&d);
+	uint16_t other_len = wire_u16(&d);
+	const uint8_t *other = wire_take(&d, other_len);
+	if (d.bad || wire_left(&d) != 0)
+		return fail(why, "bad TSIG data");
+	if (error != 0)
+		return fail(why, error == 16 ? "the server says BADSIG" : error == 17 ? "the server says BADKEY"
+				 : error == 18 ? "the server says BADTIME" : "the server reports a TSIG error");
+	if (mac_len != TSIG_MAC_LEN)
+		return fail(why, "a MAC that is not 32 bytes");
+
+	size_t body = (size_t)(last.owner - msg);
+	crypto_auth_hmacsha256_state st = s->st;
+	mac_message(&st, msg, body, orig_id, (uint16_t)(h.arcount - 1));
+	mac_variables(&st, s->key, signed_at, fudge, error, other, other_len, !s->first);
+	uint8_t want[TSIG_MAC_LEN];
+	crypto_auth_hmacsha256_final(&st, want);
+	if (crypto_verify_32(want, mac) != 0)
+		return fail(why, "the MAC does not verify (BADSIG)");
+	if (signed_at + fudge < now || now + fudge < signed_at)
+		return fail(why, "signed outside the fudge of our clock (BADTIME)");
+	/* the next signed message covers this MAC, then what follows */
+	memcpy(s->prev, mac, TSIG_MAC_LEN);
+	crypto_auth_hmacsha256_init(&s->st, s->key->secret, s->key->secret_len);
+	uint8_t l[2];
+	wire_store16(l, TSIG_MAC_LEN);
+	crypto_auth_hmacsha256_update(&s->st, l, 2);
+	crypto_auth_hmacsha256_update(&s->st, s->prev, TSIG_MAC_LEN);
+	s->first = false;
+	s->unsigned_run = 0;
+	s->verified++;
+	*body_len = body;
+	return 0;
+}
+
+bool tsig_stream_complete(const struct tsig_stream *s)
+{
+	return !s->first && s->unsigned_run == 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * Response Policy Zones: the records of a policy zone's transfer and the
+ * TSIG on its messages.  The first byte picks:
+ *
+ *   bit 0 clear: the rest is an AXFR reply (a TCP stream: 2-byte lengths
+ *     and messages, id 0x1234, zone rpz.test) read into a zone as inrpd
+ *     reads it; its rule table is compiled and every owner in the input,
+ *     and names made from it, are looked up.
+ *     The zone is dumped as its last good copy and read back: the same
+ *     records.
+ *   bits 0-1 = 3: the rest is a zone's last good copy, read back.
+ *   bit 0 set: bytes 1-6 are our clock, the rest messages (2-byte
+ *     lengths) verified as the reply to a request whose MAC is 32 zero
+ *     bytes, under the key xfr.key.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dns.h"
+#include "rpz.h"
+#include "tsig.h"
+#include "wire.h"
+#include "xfr.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int rx_begin(void *ctx, bool full)
+{
+	if (full)
+		rpz_zone_clear(ctx);
+	return 0;
+}
+
+static int rx_end(void *ctx, bool full, uint32_t from, uint32_t to)
+{
+	(void)ctx, (void)full, (void)from, (void)to;
+	return 0;
+}
+
+static int rx_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const struct dns_rr *rr,
+		 const struct name *owner)
+{
+	const char *why;
+	int rc = rpz_zone_change(ctx, add, msg, len, rr, owner, &why);
+	if (rc == -1 && !why)
+		abort();
+	return rc == -2 ? -1 : 0;
+}
+
+static const struct xfr_in_ops ops = { rx_begin, NULL, rx_end, rx_rr };
+
+static void bad(void *arg, const struct name *owner, uint16_t type, const char *why)
+{
+	(void)arg, (void)type;
+	if (!why || owner->len == 0)
+		abort();
+}
+
+static void check_hit(const struct rpz_table *t, const struct name *q)
+{
+	struct rpz_hit hit;
+	if (!rpz_table_lookup(t, q, &hit))
+		return;
+	if (hit.action >= RPZ_ACTIONS)
+		abort();
+	size_t pos = 0;
+	uint16_t type, rdlen;
+	uint32_t ttl;
+	const uint8_t *rd;
+	while (rpz_data_next(&hit, &pos, &type, &ttl, &rd, &rdlen))
+		if (pos > hit.data_len)
+			abort();
+	if (pos != hit.data_len && hit.action == RPZ_LOCAL)
+		abort();
+}
+
+static void zone(const uint8_t *data, size_t size)
+{
+	struct name apex;
+	name_from_text(&apex, "rpz.test", 8);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	struct xfr_in in;
+	if (!z || xfr_in_init(&in, 0x1234, &apex, DNS_TYPE_AXFR, 0, &ops, z) < 0)
+		abort();
+	int rc = xfr_in_feed(&in, data, size);
+	xfr_in_free(&in);
+	struct rpz_table *t = rpz_table_build(z, bad, NULL);
+	if (!t)
+		abort();
+	const struct rpz_table_stats *st = rpz_table_stats(t);
+	if (st->rules + st->bad + st->ignored < st->rules)
+		abort();
+	/* every owner the zone holds, less the zone, is a name a client could ask */
+	size_t pos = 0;
+	struct name o;
+	uint16_t type, rdlen;
+	uint32_t ttl;
+	const uint8_t *rd;
+	while (rpz_zone_walk(z, &pos, &o, &type, &ttl, &rd, &rdlen)) {
+		if (o.len < apex.len)
+			abort();
+		struct name q;
+		q.len = (uint8_t)(o.len - apex.len + 1);
+		memcpy(q.wire, o.wire, q.len - 1u);
+		q.wire[q.len - 1] = 0;
+		check_hit(t, &q);
+		struct name below;                      /* one label more: a wildcard's */
+		if (q.len + 2 <= NAME_MAX_WIRE) {
+			below.wire[0] = 1;
+			below.wire[1] = 'x';
+			memcpy(below.wire + 2, q.wire, q.len);
+			below.len = (uint8_t)(q.len + 2);
+			check_hit(t, &below);
+		}
+	}
+	(void)rc;
+	struct rpz_dump_head h = { 1, 2, 3 }, back;
+	size_t len;
+	uint8_t *buf = rpz_zone_dump(z, &h, &len);
+	struct rpz_zone *again = rpz_zone_new(&apex);
+	const char *why;
+	if (!buf || !again || rpz_zone_undump(again, buf, len, &back, &why) < 0 ||
+	    rpz_zone_records(again) != rpz_zone_records(z) || back.serial != 1 || back.retry != 3)
+		abort();
+	free(buf);
+	rpz_zone_free(again);
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void copy(const uint8_t *data, size_t size)
+{
+	struct name apex;
+	name_from_text(&apex, "rpz.test", 8);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	struct rpz_dump_head h;
+	const char *why = NULL;
+	if (!z)
+		abort();
+	if (rpz_zone_undump(z, data, size, &h, &why) < 0 && (!why || rpz_zone_records(z) != 0))
+		abort();
+	rpz_zone_free(z);
+}
+
+static void tsig(const uint8_t *data, size_t size)
+{
+	if (size < 6)
+		return;
+	struct tsig_key k = { .secret = "rpz fuzz key", .secret_len = 12 };
+	name_from_text(&k.name, "xfr.key", 7);
+	uint8_t mac[TSIG_MAC_LEN] = { 0 };
+	uint64_t now = (uint64_t)wire_load16(data) << 32 | wire_load32(data + 2);
+	struct tsig_stream s;
+	tsig_stream_init(&s, &k, mac);
+	data += 6;
+	size -= 6;
+	while (size >= 2) {
+		size_t len = wire_load16(data);
+		if (len > size - 2)
+			break;
+		size_t body;
+		const char *why;
+		int rc = tsig_stream_verify(&s, data + 2, len, now, &body, &why);
+		if (rc < 0 && !why)
+			abort();
+		if (rc == 0 && (body < DNS_HEADER_LEN || body >= len))
+			abort();
+		if (rc < 0)
+			break;
+		data += 2 + len;
+		size -= 2 + len;
+	}
+	(void)tsig_stream_complete(&s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if ((data[0] & 3) == 3)
+		copy(data + 1, size - 1);
+	else if (data[0] & 1)
+		tsig(data + 1, size - 1);
+	else
+		zone(data + 1, size - 1);
+	return 0;
+}

@@ -1,0 +1,407 @@
+/* lib/dns/rpz.c: a policy zone's records and its rule table; lib/dns/tsig.c's key files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "dns.h"
+#include "rpz.h"
+#include "tsig.h"
+
+#define ZONE "rpz.test"
+
+static struct name nm(const char *text)
+{
+	struct name n;
+	assert_int_equal(name_from_text(&n, text, strlen(text)), NAME_OK);
+	return n;
+}
+
+/* A record as a transfer hands it over: its RDATA alone is the message. */
+static int change(struct rpz_zone *z, bool add, const char *owner, uint16_t type, const void *rdata, size_t len)
+{
+	struct name o = nm(owner);
+	struct dns_rr rr = { .type = type, .rclass = DNS_CLASS_IN, .ttl = 60, .rdlen = (uint16_t)len,
+			     .rdata = rdata };
+	const char *why;
+	return rpz_zone_change(z, add, rdata, len, &rr, &o, &why);
+}
+
+static void cname(struct rpz_zone *z, const char *owner, const char *target)
+{
+	struct name t = nm(target);
+	assert_int_equal(change(z, true, owner, DNS_TYPE_CNAME, t.wire, t.len), 0);
+}
+
+static int action_of(const struct rpz_table *t, const char *qname)
+{
+	struct name q = nm(qname);
+	struct rpz_hit hit;
+	return rpz_table_lookup(t, &q, &hit) ? (int)hit.action : -1;
+}
+
+static void every_action_from_its_record(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "nx.example." ZONE, ".");
+	cname(z, "nodata.example." ZONE, "*.");
+	cname(z, "pass.example." ZONE, "rpz-passthru.");
+	cname(z, "self.example." ZONE, "self.example.");
+	cname(z, "drop.example." ZONE, "rpz-drop.");
+	cname(z, "tcp.example." ZONE, "rpz-tcp-only.");
+	cname(z, "garden.example." ZONE, "walled.garden.");
+	const uint8_t a[4] = { 192, 0, 2, 7 }, txt[] = { 3, 'o', 'n', 'e', 3, 't', 'w', 'o' };
+	assert_int_equal(change(z, true, "local.example." ZONE, DNS_TYPE_A, a, 4), 0);
+	assert_int_equal(change(z, true, "local.example." ZONE, DNS_TYPE_TXT, txt, sizeof(txt)), 0);
+	struct rpz_table *t = rpz_table_build(z, NULL, NULL);
+	assert_non_null(t);
+	assert_int_equal(action_of(t, "nx.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "nodata.example"), RPZ_NODATA);
+	assert_int_equal(action_of(t, "pass.example"), RPZ_PASSTHRU);
+	assert_int_equal(action_of(t, "self.example"), RPZ_PASSTHRU);
+	assert_int_equal(action_of(t, "drop.example"), RPZ_DROP);
+	assert_int_equal(action_of(t, "tcp.example"), RPZ_TCP_ONLY);
+	assert_int_equal(action_of(t, "garden.example"), RPZ_LOCAL);
+	assert_int_equal(action_of(t, "other.example"), -1);
+	assert_int_equal(action_of(t, "example"), -1);
+	assert_int_equal(action_of(t, "a.nx.example"), -1);      /* an exact rule is not a wildcard */
+
+	struct name q = nm("local.example");
+	struct rpz_hit hit;
+	assert_true(rpz_table_lookup(t, &q, &hit));
+	size_t pos = 0;
+	uint16_t type, rdlen;
+	uint32_t ttl;
+	const uint8_t *rd;
+	unsigned seen = 0;
+	while (rpz_data_next(&hit, &pos, &type, &ttl, &rd, &rdlen)) {
+		assert_true(type == DNS_TYPE_A || type == DNS_TYPE_TXT);
+		assert_int_equal(rdlen, type == DNS_TYPE_A ? 4 : sizeof(txt));
+		assert_memory_equal(rd, type == DNS_TYPE_A ? a : txt, rdlen);
+		assert_int_equal(ttl, 60);
+		seen++;
+	}
+	assert_int_equal(seen, 2);
+	q = nm("garden.example");
+	assert_true(rpz_table_lookup(t, &q, &hit));
+	pos = 0;
+	assert_true(rpz_data_next(&hit, &pos, &type, &ttl, &rd, &rdlen));
+	struct name garden = nm("walled.garden");
+	assert_int_equal(type, DNS_TYPE_CNAME);
+	assert_int_equal(rdlen, garden.len);
+	assert_memory_equal(rd, garden.wire, garden.len);
+	const struct rpz_table_stats *st = rpz_table_stats(t);
+	assert_int_equal(st->rules, 8);
+	assert_int_equal(st->bad, 0);
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void exact_beats_wildcards_and_the_longest_wildcard_wins(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "*.example." ZONE, ".");
+	cname(z, "*.a.example." ZONE, "*.");
+	cname(z, "b.a.example." ZONE, "rpz-passthru.");
+	struct rpz_table *t = rpz_table_build(z, NULL, NULL);
+	assert_int_equal(action_of(t, "x.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "a.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "y.a.example"), RPZ_NODATA);
+	assert_int_equal(action_of(t, "z.y.a.example"), RPZ_NODATA);
+	assert_int_equal(action_of(t, "b.a.example"), RPZ_PASSTHRU);
+	assert_int_equal(action_of(t, "c.b.a.example"), RPZ_NODATA);
+	assert_int_equal(action_of(t, "example"), -1);
+	assert_int_equal(action_of(t, "example.org"), -1);
+	rpz_table_free(t);
+	/* the zone's own wildcard: every name */
+	cname(z, "*." ZONE, "rpz-drop.");
+	t = rpz_table_build(z, NULL, NULL);
+	assert_int_equal(action_of(t, "example.org"), RPZ_DROP);
+	assert_int_equal(action_of(t, "x.example"), RPZ_NXDOMAIN);
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+struct bad_seen {
+	unsigned n;
+	char owners[8][NAME_MAX_TEXT];
+};
+
+static void note_bad(void *arg, const struct name *owner, uint16_t type, const char *why)
+{
+	struct bad_seen *b = arg;
+	(void)type;
+	assert_non_null(why);
+	if (b->n < 8)
+		name_to_text(owner, b->owners[b->n], NAME_MAX_TEXT);
+	b->n++;
+}
+
+static void bad_records_are_left_out_and_told(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	const uint8_t mx[] = { 0, 10, 4, 'm', 'a', 'i', 'l', 0 }, a[4] = { 192, 0, 2, 1 }, a3[3] = { 1, 2, 3 };
+	const uint8_t badtxt[] = { 5, 'a' };
+	const uint8_t soa[22] = { 0 };
+	assert_int_equal(change(z, true, ZONE, DNS_TYPE_SOA, soa, sizeof(soa)), 0);     /* the apex: ignored */
+	assert_int_equal(change(z, true, "mx.example." ZONE, 15, mx, sizeof(mx)), 0);
+	assert_int_equal(change(z, true, "32.1.2.0.192.rpz-ip." ZONE, DNS_TYPE_A, a, 4), 0);
+	assert_int_equal(change(z, true, "short.example." ZONE, DNS_TYPE_A, a3, 3), 0);
+	assert_int_equal(change(z, true, "txt.example." ZONE, DNS_TYPE_TXT, badtxt, sizeof(badtxt)), 0);
+	assert_int_equal(change(z, true, "x." ZONE, DNS_TYPE_A, a, 4), 0);
+	cname(z, "both.example." ZONE, ".");
+	assert_int_equal(change(z, true, "both.example." ZONE, DNS_TYPE_A, a, 4), 0);   /* beside a CNAME */
+	cname(z, "wild.example." ZONE, "*.garden.");
+	cname(z, "ok.example." ZONE, ".");
+	/* a CNAME whose target does not decode is refused at once */
+	const uint8_t broken[] = { 9, 'a' };
+	assert_int_equal(change(z, true, "broken.example." ZONE, DNS_TYPE_CNAME, broken, sizeof(broken)), -1);
+	struct bad_seen seen = { 0 };
+	struct rpz_table *t = rpz_table_build(z, note_bad, &seen);
+	const struct rpz_table_stats *st = rpz_table_stats(t);
+	assert_int_equal(st->bad, 6);
+	assert_int_equal(seen.n, 6);
+	assert_int_equal(st->ignored, 1);
+	assert_int_equal(st->rules, 3);                 /* x, both (its CNAME), ok */
+	assert_int_equal(action_of(t, "both.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "ok.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "mx.example"), -1);
+	bool told = false;
+	for (unsigned i = 0; i < seen.n && i < 8; i++)
+		told |= strcmp(seen.owners[i], "mx.example." ZONE ".") == 0;
+	assert_true(told);
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void ixfr_removals_find_their_records(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "a.example." ZONE, ".");
+	cname(z, "a.example." ZONE, ".");               /* a repeat is one record */
+	assert_int_equal(rpz_zone_records(z), 1);
+	struct rpz_zone *c = rpz_zone_copy(z);
+	struct name dot = nm(".");
+	assert_int_equal(change(c, false, "a.example." ZONE, DNS_TYPE_CNAME, dot.wire, dot.len), 0);
+	assert_int_equal(change(c, false, "a.example." ZONE, DNS_TYPE_CNAME, dot.wire, dot.len), 1);
+	assert_int_equal(rpz_zone_records(c), 0);
+	assert_int_equal(rpz_zone_records(z), 1);       /* the copy is its own */
+	/* many records in and out: the table stays whole through its growth and shifts */
+	char owner[64];
+	for (unsigned i = 0; i < 5000; i++) {
+		snprintf(owner, sizeof(owner), "n%u.example." ZONE, i);
+		cname(c, owner, ".");
+	}
+	for (unsigned i = 0; i < 5000; i += 2) {
+		snprintf(owner, sizeof(owner), "n%u.example." ZONE, i);
+		assert_int_equal(change(c, false, owner, DNS_TYPE_CNAME, dot.wire, dot.len), 0);
+	}
+	assert_int_equal(rpz_zone_records(c), 2500);
+	struct rpz_table *t = rpz_table_build(c, NULL, NULL);
+	for (unsigned i = 0; i < 5000; i++) {
+		snprintf(owner, sizeof(owner), "n%u.example", i);
+		assert_int_equal(action_of(t, owner), i % 2 ? RPZ_NXDOMAIN : -1);
+	}
+	/* what a walk gives back builds the same zone */
+	struct rpz_zone *again = rpz_zone_new(&apex);
+	size_t pos = 0;
+	struct name o;
+	uint16_t type, rdlen;
+	uint32_t ttl;
+	const uint8_t *rd;
+	while (rpz_zone_walk(c, &pos, &o, &type, &ttl, &rd, &rdlen))
+		assert_int_equal(rpz_zone_put(again, &o, type, ttl, rd, rdlen), 0);
+	assert_int_equal(rpz_zone_records(again), 2500);
+	rpz_table_free(t);
+	rpz_zone_free(again);
+	rpz_zone_free(c);
+	rpz_zone_free(z);
+}
+
+/* Random rules over a small alphabet of labels, against the rule written out longhand. */
+static void lookups_agree_with_a_model(void **state)
+{
+	(void)state;
+	static const char *const labels[] = { "a", "b", "c", "dd", "eee" };
+	enum { RULES = 400, NAMES = 4000 };
+	char rules[RULES][64];
+	bool wild[RULES];
+	int act[RULES];
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	srand(7);
+	unsigned n = 0;
+	for (unsigned i = 0; i < RULES; i++) {
+		char name[64] = "";
+		unsigned depth = 1 + (unsigned)rand() % 4;
+		for (unsigned d = 0; d < depth; d++)
+			snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s", d ? "." : "",
+				 labels[rand() % 5]);
+		bool w = rand() % 3 == 0;
+		bool dup = false;
+		for (unsigned k = 0; k < n; k++)
+			dup |= wild[k] == w && strcmp(rules[k], name) == 0;
+		if (dup)
+			continue;
+		snprintf(rules[n], sizeof(rules[n]), "%s", name);
+		wild[n] = w;
+		act[n] = rand() % 2 ? RPZ_NXDOMAIN : RPZ_NODATA;
+		char owner[128];
+		snprintf(owner, sizeof(owner), "%s%s." ZONE, w ? "*." : "", name);
+		cname(z, owner, act[n] == RPZ_NXDOMAIN ? "." : "*.");
+		n++;
+	}
+	struct rpz_table *t = rpz_table_build(z, NULL, NULL);
+	for (unsigned i = 0; i < NAMES; i++) {
+		char q[64] = "";
+		unsigned depth = 1 + (unsigned)rand() % 5;
+		for (unsigned d = 0; d < depth; d++)
+			snprintf(q + strlen(q), sizeof(q) - strlen(q), "%s%s", d ? "." : "", labels[rand() % 5]);
+		int want = -1;
+		size_t best = 0;
+		for (unsigned k = 0; k < n; k++) {
+			size_t ql = strlen(q), rl = strlen(rules[k]);
+			if (!wild[k] && strcmp(q, rules[k]) == 0) {
+				want = act[k];
+				best = SIZE_MAX;
+			} else if (wild[k] && best != SIZE_MAX && ql > rl + 1 && q[ql - rl - 1] == '.' &&
+				   strcmp(q + ql - rl, rules[k]) == 0 && rl + 1 > best) {
+				want = act[k];
+				best = rl + 1;
+			}
+		}
+		assert_int_equal(action_of(t, q), want);
+	}
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void the_last_good_copy_reads_back_and_damage_is_refused(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE), other = nm("other.test");
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "a.example." ZONE, ".");
+	cname(z, "*.b.example." ZONE, "rpz-drop.");
+	const uint8_t a[4] = { 192, 0, 2, 1 };
+	assert_int_equal(change(z, true, "c.example." ZONE, DNS_TYPE_A, a, 4), 0);
+	struct rpz_dump_head h = { 7, 3600, 600 }, back;
+	size_t len;
+	uint8_t *buf = rpz_zone_dump(z, &h, &len);
+	assert_non_null(buf);
+	struct rpz_zone *again = rpz_zone_new(&apex);
+	const char *why = NULL;
+	assert_int_equal(rpz_zone_undump(again, buf, len, &back, &why), 0);
+	assert_int_equal(back.serial, 7);
+	assert_int_equal(back.refresh, 3600);
+	assert_int_equal(back.retry, 600);
+	struct rpz_table *t = rpz_table_build(again, NULL, NULL);
+	assert_int_equal(action_of(t, "a.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t, "x.b.example"), RPZ_DROP);
+	assert_int_equal(action_of(t, "c.example"), RPZ_LOCAL);
+	rpz_table_free(t);
+	/* every cut and every flipped byte is refused, and leaves nothing */
+	for (size_t cut = 0; cut < len; cut++) {
+		assert_int_equal(rpz_zone_undump(again, buf, cut, &back, &why), -1);
+		assert_int_equal(rpz_zone_records(again), 0);
+	}
+	for (size_t i = 0; i < len; i++) {
+		buf[i] ^= 0x10;
+		assert_int_equal(rpz_zone_undump(again, buf, len, &back, &why), -1);
+		buf[i] ^= 0x10;
+	}
+	/* another zone's copy */
+	struct rpz_zone *o = rpz_zone_new(&other);
+	assert_int_equal(rpz_zone_undump(o, buf, len, &back, &why), -1);
+	assert_string_equal(why, "another zone's file");
+	free(buf);
+	rpz_zone_free(o);
+	rpz_zone_free(again);
+	rpz_zone_free(z);
+}
+
+static void key_files_in_binds_format(void **state)
+{
+	(void)state;
+	struct tsig_key k;
+	char err[512];
+	const char *good = "# a comment\nkey \"xfr.Key\" {\n\talgorithm hmac-sha256;\n\tsecret \"c2VjcmV0\";\n};\n";
+	assert_int_equal(tsig_key_parse(good, strlen(good), "k", &k, err, sizeof(err)), 0);
+	struct name want = nm("xfr.key");
+	assert_true(name_equal(&k.name, &want));
+	assert_int_equal(k.secret_len, 6);
+	assert_memory_equal(k.secret, "secret", 6);
+	static const struct { const char *text, *error; } bad[] = {
+		{ "key \"k\" { algorithm hmac-md5; secret \"c2VjcmV0\"; };", "k:1: algorithm hmac-md5" },
+		{ "key \"k\" { algorithm hmac-sha256; secret \"!!\"; };", "k:1: secret: not base64" },
+		{ "key \"k\" { algorithm hmac-sha256; };", "needs an algorithm and a secret" },
+		{ "", "k: no key" },
+		{ "key \"k\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\nkey \"l\" { };", "k:2: one key a file" },
+		{ "server 1.2.3.4 { };", "k:1:" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(tsig_key_parse(bad[i].text, strlen(bad[i].text), "k", &k, err, sizeof(err)), -1);
+		if (!strstr(err, bad[i].error))
+			fail_msg("%s: %s", bad[i].text, err);
+	}
+}
+
+/* A signed request verifies as the first message of a stream signed the same way (the MAC chain). */
+static void a_reply_with_another_mac_is_refused(void **state)
+{
+	(void)state;
+	struct tsig_key k = { .secret = "0123456789abcdef", .secret_len = 16 };
+	k.name = nm("xfr.key");
+	uint8_t q[512] = { 0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 'r', 'p', 'z', 0, 0, 252, 0, 1 };
+	uint8_t mac[TSIG_MAC_LEN];
+	size_t len = tsig_sign(&k, q, 21, sizeof(q), 1000000, mac);
+	assert_true(len > 21);
+	assert_int_equal(q[11], 1);                     /* counted */
+	/* a reply signed as a request is not one: the MAC covers the request's MAC first */
+	struct tsig_stream s;
+	tsig_stream_init(&s, &k, mac);
+	size_t body;
+	const char *why;
+	assert_int_equal(tsig_stream_verify(&s, q, len, 1000000, &body, &why), -1);
+	assert_string_equal(why, "the MAC does not verify (BADSIG)");
+	/* an unsigned first message */
+	tsig_stream_init(&s, &k, mac);
+	q[11] = 0;
+	assert_int_equal(tsig_stream_verify(&s, q, 21, 1000000, &body, &why), -1);
+	q[11] = 1;
+	assert_string_equal(why, "the first message is not signed");
+	assert_false(tsig_stream_complete(&s));
+	/* another key's name */
+	struct tsig_key other = k;
+	other.name = nm("other.key");
+	tsig_stream_init(&s, &other, mac);
+	assert_int_equal(tsig_stream_verify(&s, q, len, 1000000, &body, &why), -1);
+	assert_string_equal(why, "signed with another key");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_action_from_its_record),
+		cmocka_unit_test(exact_beats_wildcards_and_the_longest_wildcard_wins),
+		cmocka_unit_test(bad_records_are_left_out_and_told),
+		cmocka_unit_test(ixfr_removals_find_their_records),
+		cmocka_unit_test(lookups_agree_with_a_model),
+		cmocka_unit_test(the_last_good_copy_reads_back_and_damage_is_refused),
+		cmocka_unit_test(key_files_in_binds_format),
+		cmocka_unit_test(a_reply_with_another_mac_is_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
