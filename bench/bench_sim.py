@@ -2,7 +2,8 @@
 """scripts/bench sim: NBRP at Internet scale, simulated (docs/SIMULATION.md).
 
   default:   an Internet-like AS graph of --ases N (1,000) ASes
-             (sim/topology.py: networkx's random_internet_as_graph, seeded),
+             (sim/topology.py: Elmokashfi et al.'s model, seeded; with
+             --networkx, networkx's own generator of it),
              nbrpd's RDE in every AS, Gao-Rexford; each event (announce,
              withdraw, move, an aggregate's next version, at --origins stub,
              mid and tier-1 origins each; the session between the two
@@ -16,8 +17,9 @@
              network namespaces, heavy) and the UPDATE counts are set side by
              side.
 
-The graph files are kept in build/bench/ (the 75,000-AS one takes networkx
-about a minute).  The last line of output is one JSON object.
+The graph files are kept in build/bench/ (sim-as-N-S.txt, networkx's
+sim-networkx-N-S.txt; the 75,000-AS one takes the generator 15 s).  The last
+line of output is one JSON object.
 """
 import argparse
 import json
@@ -28,13 +30,14 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def topology(kind, n, seed, build):
-    out = build / "bench" / f"sim-{kind}-{n}-{seed}.txt"
+def topology(kind, n, seed, build, networkx=False):
+    name = "networkx" if networkx else "as" if kind == "internet" else kind
+    out = build / "bench" / f"sim-{name}-{n}-{seed}.txt"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
         subprocess.run(["/usr/bin/python3", str(ROOT / "sim" / "topology.py"), kind, str(n), "--seed", str(seed),
-                        "-o", str(tmp)], check=True)
+                        "-o", str(tmp), *(["--networkx"] if networkx else [])], check=True)
         tmp.rename(out)
     return out
 
@@ -98,6 +101,7 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--ases", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--networkx", action="store_true", help="networkx's generator of the graph (up to ~10,000 ASes)")
     ap.add_argument("--origins", type=int, default=3, help="origins of each class (stub, mid, tier-1)")
     ap.add_argument("--names", type=int, default=16, help="background names, from random ASes")
     ap.add_argument("--modes", default="nbrp,pv,bgp")
@@ -115,7 +119,7 @@ def main():
         cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed),
                "--modes", "nbrp,pv" if args.modes == "nbrp,pv,bgp" else args.modes, "--names", "0", "--move", "x", "y", "--rounds", str(args.rounds), *args.sim_args]
     else:
-        topo = topology("internet", args.ases, args.seed, build)
+        topo = topology("internet", args.ases, args.seed, build, args.networkx)
         cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed), "--modes", args.modes,
                "--mrai", str(args.mrai), "--origins", str(args.origins), "--names", str(args.names), *args.sim_args]
     if args.calibrate:

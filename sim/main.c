@@ -61,6 +61,15 @@ struct tally {
 
 static struct tally tallies[MAX_MODES][EVENTS][CLASSES];
 
+/* Each event on its own, for percentiles over origins (bench/bench_internet.py). */
+struct sample {
+	double conv_ms, updates;
+	uint32_t max_sent;
+};
+
+static struct sample samples[MAX_MODES][EVENTS][CLASSES * MAX_PER_CLASS];
+static unsigned nsamples[MAX_MODES][EVENTS];
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -177,6 +186,8 @@ static void record(int mode, enum evkind ev, enum cls c, const struct net_window
 	t->routers_changed += (double)w->routers_changed;
 	if (w->peak_queue > t->peak_queue)
 		t->peak_queue = w->peak_queue;
+	if (nsamples[mode][ev] < CLASSES * MAX_PER_CLASS)
+		samples[mode][ev][nsamples[mode][ev]++] = (struct sample){ conv, (double)w->updates, w->max_sent };
 	if (!quiet)
 		fprintf(stderr, "  %-12s %-5s %-14s converged %10.1f ms, quiet %10.1f ms, %8llu UPDATEs %10llu B, "
 			"%7llu best changes at %6llu routers, peak queue %u%s\n",
@@ -526,6 +537,20 @@ int main(int argc, char **argv)
 					tally_json(&json, &tallies[m][e][k]);
 					first = false;
 				}
+			strbuf_addf(&json, "},\"samples\":{");
+			first = true;
+			for (int e = 0; e < EVENTS; e++) {
+				if (!nsamples[m][e])
+					continue;
+				strbuf_addf(&json, "%s\"%s\":[", first ? "" : ",", EVENT_NAME[e]);
+				for (unsigned k = 0; k < nsamples[m][e]; k++) {
+					const struct sample *sp = &samples[m][e][k];
+					strbuf_addf(&json, "%s[%.3f,%.0f,%u]", k ? "," : "", sp->conv_ms, sp->updates,
+						    sp->max_sent);
+				}
+				strbuf_addf(&json, "]");
+				first = false;
+			}
 			strbuf_addf(&json, "}");
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);

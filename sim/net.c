@@ -73,6 +73,8 @@ struct router {
 	uint64_t busy_until;
 	uint64_t changed_window;        /* the window its best routes last changed in */
 	uint64_t changed_ns;            /* and when, last */
+	uint64_t sent_window;           /* the window `sent` counts in */
+	uint32_t sent;                  /* UPDATEs it sent in it */
 	struct best *best;
 	uint32_t nbest, best_cap;
 	struct aggv *aggv;              /* by aggregate, once one reached it */
@@ -364,6 +366,13 @@ static struct wq_buf *encode(const Nbrp__Update *u)
 static void deliver(struct net *n, struct half *h, struct wq_buf *frame, uint64_t at, bool update)
 {
 	if (update) {
+		struct router *r = &n->r[h->from];
+		if (r->sent_window != n->window_no) {
+			r->sent_window = n->window_no;
+			r->sent = 0;
+		}
+		if (++r->sent > n->w.max_sent)
+			n->w.max_sent = r->sent;
 		n->w.updates++;
 		n->w.bytes += frame->len;
 	}

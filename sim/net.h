@@ -56,6 +56,7 @@ struct net_window {
 	uint64_t last_busy_ns;          /* the end of the last turn */
 	uint64_t turns;
 	uint32_t peak_queue;            /* frames waiting at one router */
+	uint32_t max_sent;              /* UPDATEs one router sent, the most */
 	uint64_t dropped;               /* frames lost with a failed session */
 	uint64_t held;                  /* announcements the MRAI replaced before they left */
 };

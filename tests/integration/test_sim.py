@@ -4,7 +4,9 @@ A 30-AS Internet-like graph (sim/topology.py), every mode: the run is the
 same for a seed, and once the start has converged every router's best route
 for each name is the one Gao-Rexford predicts (customer routes before peer
 routes before provider routes, then the shortest), computed here directly
-from the graph.  And a bad topology file is refused with file:line.
+from the graph; the same at 20 ASes of another seed.  A frame reaches a
+router no sooner than its links' delays after it left.  And a bad topology
+file is refused with file:line.
 """
 import heapq
 import json
@@ -22,13 +24,16 @@ SIM = BUILD / "sim" / "sim"
 CUSTOMER, PEER, PROVIDER = 0, 1, 2
 
 
-@pytest.fixture(scope="module")
-def topology(tmp_path_factory):
-    pytest.importorskip("networkx")
-    path = tmp_path_factory.mktemp("sim") / "as30.txt"
-    subprocess.run([sys.executable, str(REPO / "sim" / "topology.py"), "internet", "30", "--seed", "3",
+def generate(directory, ases, seed):
+    path = directory / f"as{ases}.txt"
+    subprocess.run([sys.executable, str(REPO / "sim" / "topology.py"), "internet", str(ases), "--seed", str(seed),
                     "-o", str(path)], check=True)
     return path
+
+
+@pytest.fixture(scope="module")
+def topology(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("sim"), 30, 3)
 
 
 def read_links(path):
@@ -126,7 +131,7 @@ def test_a_run_is_the_same_for_a_seed(topology):
     assert ev["announce_stub"]["updates"] > 0 and ev["withdraw_stub"]["updates"] > 0
 
 
-def test_every_router_takes_the_gao_rexford_route(topology):
+def assert_gao_rexford_routes(topology):
     rel = read_links(topology)
     modes = dumps(run_sim(topology))
     assert len(modes) == 3
@@ -142,6 +147,29 @@ def test_every_router_takes_the_gao_rexford_route(topology):
                     continue
                 assert npath == length, f"{name} from r{origin} at r{r}: path length"
                 assert rel[r][frm] == cls, f"{name} from r{origin} at r{r}: the route's class"
+
+
+def test_every_router_takes_the_gao_rexford_route(topology):
+    assert_gao_rexford_routes(topology)
+
+
+def test_twenty_routers_take_the_gao_rexford_route(tmp_path):
+    assert_gao_rexford_routes(generate(tmp_path, 20, 11))
+
+
+def test_a_frame_arrives_after_its_links_delay(tmp_path):
+    """a name moving from one end of a line to the other: each router's route changes no sooner than
+    the frame carrying it could cross the links between (5 ms, then 7 ms)"""
+    path = tmp_path / "line.txt"
+    path.write_text("routers 3\nlink 0 1 flat 7000\nlink 1 2 flat 5000\nmark x 2\nmark y 0\n")
+    p = subprocess.run([str(SIM), "--topology", str(path), "--modes", "nbrp", "--names", "0", "--move", "x", "y",
+                        "--rounds", "2", "--quiet"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rounds = json.loads(p.stdout.splitlines()[-1])["modes"]["nbrp"]["rounds"]
+    # round 1: from r2 to r0, round 2 back; the far end hears last
+    there, back = rounds[0]["settled_by_router"], rounds[1]["settled_by_router"]
+    assert there["r0"] == 0 and 7 <= there["r1"] < there["r2"] and there["r2"] >= 12
+    assert back["r2"] == 0 and 5 <= back["r1"] < back["r0"] and back["r0"] >= 12
 
 
 @pytest.mark.parametrize("text, why", [
