@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "evq.h"
-#include "rand.h"
+#include "splitmix.h"
 
 static void ties_in_insertion_order(void **state)
 {
@@ -46,7 +46,7 @@ static void interleaved_pushes_and_pops(void **state)
 	/* as the simulator uses it: what runs now queues more, never in the past */
 	for (int round = 0; round < 2000; round++) {
 		for (int k = 0; k < 3; k++)
-			assert_int_equal(evq_push(&q, now + sim_rand(&rng) % 4, 0, next++, NULL), 0);
+			assert_int_equal(evq_push(&q, now + splitmix64(&rng) % 4, 0, next++, NULL), 0);
 		assert_true(evq_pop(&q, &e));
 		assert_true(e.at_ns >= now);
 		if (e.at_ns == now && seen)
