@@ -18,7 +18,7 @@
              side.
 
 The graph files are kept in build/bench/ (sim-as-N-S.txt, networkx's
-sim-networkx-N-S.txt; the 75,000-AS one takes the generator 15 s).  The last
+sim-networkx-N-S.txt; the 75,000-AS one takes the generator 13 s).  The last
 line of output is one JSON object.
 """
 import argparse

@@ -70,7 +70,7 @@ class Elmokashfi:
     CP-M and CP-CP (uniform within the CP's regions).
 
     networkx keeps every AS's transitive providers and customers as Python
-    sets (at 75,000 ASes some hundreds of millions of entries: it was
+    sets (at 75,000 ASes 260 million pairs, each in two sets: it was
     stopped at 9 GB) and scans every candidate for every link.  Here a
     transitive-provider set is a bitset over the T and M (a Python int),
     customers are tested as "m among j's providers", and weighted draws are
