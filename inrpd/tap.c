@@ -205,16 +205,24 @@ static fstrm_res sock_open(void *obj)
 	return fstrm_res_success;
 }
 
-static fstrm_res sock_close(void *obj)
+/* The socket's or the file's descriptor closed: messages are dropped until it opens again. */
+static fstrm_res fd_close(struct tap *t)
 {
-	struct tap *t = obj;
 	if (t->fd < 0)
 		return fstrm_res_failure;
 	__atomic_store_n(&t->connected, 0, __ATOMIC_RELAXED);
 	close(t->fd);
 	t->fd = -1;
-	log_info("dnstap: %s closed; connecting again every %d s", t->sa.sun_path, TAP_REOPEN_S);
 	return fstrm_res_success;
+}
+
+static fstrm_res sock_close(void *obj)
+{
+	struct tap *t = obj;
+	fstrm_res r = fd_close(t);
+	if (r == fstrm_res_success)
+		log_info("dnstap: %s closed; connecting again every %d s", t->sa.sun_path, TAP_REOPEN_S);
+	return r;
 }
 
 static fstrm_res sock_read(void *obj, void *data, size_t count)
@@ -302,13 +310,7 @@ static fstrm_res file_open(void *obj)
 
 static fstrm_res file_close(void *obj)
 {
-	struct tap *t = obj;
-	if (t->fd < 0)
-		return fstrm_res_failure;
-	__atomic_store_n(&t->connected, 0, __ATOMIC_RELAXED);
-	close(t->fd);
-	t->fd = -1;
-	return fstrm_res_success;
+	return fd_close(obj);
 }
 
 /* A control frame (START with our content type, or STOP) written to fd. */

@@ -679,13 +679,20 @@ static void batch_done(struct sigpool_batch *pb)
 	b->done(b);
 }
 
+/* pb handed to the pool for n items of arg (its flow and lane as the caller set them). */
+static void submit(struct sigpool *p, struct sigpool_batch *pb, void (*work)(void *, size_t),
+		   void (*on_done)(struct sigpool_batch *), void *arg, size_t n)
+{
+	pb->work = work;
+	pb->done = on_done;
+	pb->arg = arg;
+	pb->n = n;
+	sigpool_submit(p, pb);
+}
+
 void attest_batch_submit(struct sigpool *p, struct attest_batch *b)
 {
-	b->pool.work = batch_work;
-	b->pool.done = batch_done;
-	b->pool.arg = b;
-	b->pool.n = b->n;
-	sigpool_submit(p, &b->pool);
+	submit(p, &b->pool, batch_work, batch_done, b, b->n);
 }
 
 static void sign_work(void *arg, size_t i)
@@ -703,11 +710,7 @@ static void sign_done(struct sigpool_batch *pb)
 
 void attest_sign_batch_submit(struct sigpool *p, struct attest_sign_batch *b)
 {
-	b->pool.work = sign_work;
-	b->pool.done = sign_done;
-	b->pool.arg = b;
-	b->pool.n = b->n;
-	sigpool_submit(p, &b->pool);
+	submit(p, &b->pool, sign_work, sign_done, b, b->n);
 }
 
 size_t attest_withdrawal_message(uint8_t *msg, const uint8_t signer[SIGKEY_PUBLIC_LEN], uint64_t seq,
