@@ -93,7 +93,8 @@ struct wire_reader {
 
 static inline struct wire_reader wire_reader(const uint8_t *data, size_t len)
 {
-	return (struct wire_reader){ .p = data, .end = data + len };
+	/* len 0 may come with no data at all (NULL + 0 is undefined) */
+	return (struct wire_reader){ .p = data, .end = len ? data + len : data };
 }
 
 static inline size_t wire_left(const struct wire_reader *r)

@@ -36,6 +36,18 @@ static int find_opt(const uint8_t *msg, size_t len, struct dns_rr *opt)
 	return rc;
 }
 
+/* The OPT record's data is whole options, to its last byte (else one added at its end would not be read). */
+static bool options_whole(const struct dns_rr *opt)
+{
+	struct wire_reader r = wire_reader(opt->rdata, opt->rdlen);
+	while (wire_left(&r) >= OPT_HEADER_LEN) {
+		(void)wire_u16(&r);
+		if (!wire_take(&r, wire_u16(&r)))
+			return false;
+	}
+	return wire_left(&r) == 0;
+}
+
 static bool has_padding(const struct dns_rr *opt)
 {
 	struct wire_reader r = wire_reader(opt->rdata, opt->rdlen);
@@ -58,7 +70,7 @@ bool dns_msg_padded(const uint8_t *msg, size_t len)
 size_t dns_msg_pad(uint8_t *msg, size_t len, size_t cap, size_t block)
 {
 	struct dns_rr opt;
-	if (find_opt(msg, len, &opt) != 1 || has_padding(&opt) || block == 0)
+	if (find_opt(msg, len, &opt) != 1 || has_padding(&opt) || !options_whole(&opt) || block == 0)
 		return len;
 	size_t bare = len + OPT_HEADER_LEN;
 	size_t pad = (block - bare % block) % block;

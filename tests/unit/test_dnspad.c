@@ -140,6 +140,19 @@ static void test_pad_left_alone(void **state)
 	response(&m, &ttl, 1, true, false);
 	assert_int_equal(dns_msg_pad(m.b, m.len, m.len + 10, DNS_PAD_BLOCK_RESPONSE), m.len);      /* no room */
 	assert_int_equal(dns_msg_pad(m.b, m.len - 3, sizeof(m.b), DNS_PAD_BLOCK_RESPONSE), m.len - 3); /* cut */
+	/* an OPT whose data ends in part of an option: padding added after it
+	 * would not be read as an option (fuzz_doh's finding) */
+	m.len = 0;
+	response(&m, &ttl, 1, false, false);
+	m.b[11] = 2;                            /* ARCOUNT: the glue and this OPT */
+	put(&m, "", 1);
+	put16(&m, 41);
+	put16(&m, 1232);
+	put32(&m, 0);
+	put16(&m, 3);                           /* three bytes: no whole option */
+	put(&m, "\x00\x0a\x00", 3);
+	assert_int_equal(dns_msg_pad(m.b, m.len, sizeof(m.b), DNS_PAD_BLOCK_RESPONSE), m.len);
+	assert_false(dns_msg_padded(m.b, m.len));
 }
 
 static void test_min_ttl(void **state)
