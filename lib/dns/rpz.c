@@ -499,11 +499,11 @@ struct builder {
 
 static int blob_put(struct builder *b, const void *p, size_t n)
 {
-	if (n == 0)
-		return 0;               /* nothing to copy, and the blob may not exist yet */
-	if (b->blob_len + n > UINT32_MAX || VEC_RESERVE(b->t->blob, b->blob_cap, b->blob_len + n) < 0)
+	/* at least a byte: a rule's empty key (the zone's own wildcard) still points into a blob */
+	if (b->blob_len + n > UINT32_MAX || VEC_RESERVE(b->t->blob, b->blob_cap, b->blob_len + (n ? n : 1)) < 0)
 		return -1;              /* offsets into it are 32 bits */
-	memcpy(b->t->blob + b->blob_len, p, n);
+	if (n)
+		memcpy(b->t->blob + b->blob_len, p, n);
 	b->blob_len += n;
 	return 0;
 }
