@@ -97,16 +97,9 @@ def kdig_axfr(addr, port, out, pin, n):
     return secs, int(m.group(1))
 
 
-def nsd_config(work, names, addr, port):
-    """NSD serving the names as a zone of AGG, each its own RRset (NSD loads
-    a million-record RRset at the apex in quadratic time); the config's path."""
-    with open(os.path.join(work, "agg.zone"), "w") as z:
-        z.write(f"$ORIGIN {AGG}.\n$TTL 0\n@ SOA {AGG}. . 1 3600 600 604800 0\n@ NS ns.{AGG}.\nns A 127.0.0.1\n")
-        for n in names:
-            z.write(f"{n} PTR {n}.\n")
-    nsd_conf = os.path.join(work, "nsd.conf")
-    with open(nsd_conf, "w") as f:
-        f.write(f"""server:
+def nsd_server(work, addr, port):
+    """NSD's server and remote-control clauses for a run in work, on addr port."""
+    return f"""server:
   ip-address: {addr}
   port: {port}
   server-count: 1
@@ -121,7 +114,19 @@ def nsd_config(work, names, addr, port):
   verbosity: 0
 remote-control:
   control-enable: no
-zone:
+"""
+
+
+def nsd_config(work, names, addr, port):
+    """NSD serving the names as a zone of AGG, each its own RRset (NSD loads
+    a million-record RRset at the apex in quadratic time); the config's path."""
+    with open(os.path.join(work, "agg.zone"), "w") as z:
+        z.write(f"$ORIGIN {AGG}.\n$TTL 0\n@ SOA {AGG}. . 1 3600 600 604800 0\n@ NS ns.{AGG}.\nns A 127.0.0.1\n")
+        for n in names:
+            z.write(f"{n} PTR {n}.\n")
+    nsd_conf = os.path.join(work, "nsd.conf")
+    with open(nsd_conf, "w") as f:
+        f.write(nsd_server(work, addr, port) + f"""zone:
   name: "{AGG}."
   zonefile: "agg.zone"
   provide-xfr: 127.0.0.0/8 NOKEY

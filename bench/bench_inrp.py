@@ -53,6 +53,8 @@ import sys
 import tempfile
 import time
 
+from bench_aggxfr import nsd_server
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TLDS = (("com", 0.8), ("org", 0.1), ("net", 0.1))
@@ -587,22 +589,7 @@ def main():
             zones[tld].append(label)
         nsd_conf = os.path.join(work, "nsd.conf")
         with open(nsd_conf, "w") as f:
-            f.write(f"""server:
-  ip-address: {addr}
-  port: {port}
-  server-count: 1
-  username: ""
-  chroot: ""
-  zonesdir: "{work}"
-  pidfile: "{work}/nsd.pid"
-  database: ""
-  xfrdfile: "{work}/xfrd.state"
-  zonelistfile: "{work}/zone.list"
-  logfile: "{work}/nsd.log"
-  verbosity: 0
-remote-control:
-  control-enable: no
-""")
+            f.write(nsd_server(work, addr, port))
             for tld, labels in zones.items():
                 f.write(f'zone:\n  name: "{tld}."\n  zonefile: "{tld}.zone"\n')
                 with open(os.path.join(work, f"{tld}.zone"), "w") as z:

@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_inrp import (descendants, free_port, gen_names, measure, rss_bytes, start, stop,  # noqa: E402
                         unbound_conf)
 from bench_cache import warm  # noqa: E402
+from bench_aggxfr import nsd_server  # noqa: E402
 
 import dns.message  # noqa: E402
 import dns.opcode  # noqa: E402
@@ -288,22 +289,7 @@ def main():
         nsd_addr, nsd_port = "127.0.0.62", free_port()
         nsd_conf = os.path.join(work, "nsd.conf")
         with open(nsd_conf, "w") as f:
-            f.write(f"""server:
-  ip-address: {nsd_addr}
-  port: {nsd_port}
-  server-count: 1
-  username: ""
-  chroot: ""
-  zonesdir: "{work}"
-  pidfile: "{work}/nsd.pid"
-  database: ""
-  xfrdfile: "{work}/xfrd.state"
-  zonelistfile: "{work}/zone.list"
-  logfile: "{work}/nsd.log"
-  verbosity: 0
-remote-control:
-  control-enable: no
-zone:
+            f.write(nsd_server(work, nsd_addr, nsd_port) + f"""zone:
   name: "{APEX}"
   zonefile: "rpz.zone"
   provide-xfr: 127.0.0.0/8 NOKEY
