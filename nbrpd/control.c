@@ -47,6 +47,21 @@ static const char *agg_status_json(const struct aggregates_stats *as)
 	return buf;
 }
 
+/* Wall-clock microseconds as JSON seconds (null for 0) or as UTC text (- for 0), in buf. */
+static const char *unix_us(uint64_t us, bool json, char *buf, size_t len)
+{
+	if (!us)
+		return json ? "null" : "-";
+	time_t secs = (time_t)(us / 1000000u);
+	struct tm tm;
+	char day[32];
+	if (json || !gmtime_r(&secs, &tm) || !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(buf, len, "%llu.%06u", (unsigned long long)secs, (unsigned)(us % 1000000u));
+	else
+		snprintf(buf, len, "%s.%06uZ", day, (unsigned)(us % 1000000u));
+	return buf;
+}
+
 static void show_status(void *ctx, char **args, unsigned nargs, bool json, struct ctl_reply *r)
 {
 	struct nbrpd *d = ctx;
@@ -68,12 +83,14 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	const uint64_t *refused = sg.trust_refused ? sg.trust_refused : none;
 	uint64_t keys_refused, tls_failures;
 	sessions_auth_totals(d->sessions, &keys_refused, &tls_failures);
+	char buf[48];
+	const char *changed = unix_us(st.best_changed_us, json, buf, sizeof(buf));
 	if (json) {
 		ctl_reply_line(r, CTL_DATA, "{\"version\": \"%s\", \"pid\": %d, \"uptime_s\": %llu, "
 			       "\"peers\": %u, \"established\": %u, \"names\": %llu, "
 			       "\"session_keys_refused\": %llu, \"tls_failures\": %llu, \"fib_channel\": %s, "
 			       "\"fib_syncs\": %llu, \"fib_hold_closes\": %llu, \"fib_queued_bytes\": %zu, "
-			       "\"bird\": \"%s\", \"nexthops\": %u, %s\"rib_entries\": %llu, "
+			       "\"bird\": \"%s\", \"nexthops\": %u, %s\"rib_entries\": %llu, \"last_best_change\": %s, "
 			       "\"rib_attrs\": %llu, \"jobs\": %u, \"loop_turn_max_ms\": %.3f, \"loop_turn_max_cpu_ms\": %.3f, "
 			       "\"loop_turns\": %llu, \"signatures\": %s, \"trust_file\": %s, "
 			       "\"signatures_verified\": %llu, \"signature_cache_hits\": %llu, "
@@ -88,7 +105,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 			       (unsigned long long)(d->fib ? fibpush_syncs(d->fib) : 0),
 			       (unsigned long long)(d->fib ? fibpush_hold_closes(d->fib) : 0),
 			       d->fib ? fibpush_queued(d->fib) : (size_t)0, birdmon_state(d->bird),
-			       nexthop_count(d->nexthops), agg_status_json(&as), (unsigned long long)st.entries, (unsigned long long)st.attrs,
+			       nexthop_count(d->nexthops), agg_status_json(&as), (unsigned long long)st.entries, changed,
+			       (unsigned long long)st.attrs,
 			       st.jobs, d->turn_max_ms, d->turn_max_cpu_ms, (unsigned long long)d->turns,
 			       sg.on ? "true" : "false", sg.trust ? "true" : "false", (unsigned long long)sg.verified,
 			       (unsigned long long)sg.cache_hits, (unsigned long long)sg.cache_misses,
@@ -110,8 +128,8 @@ static void show_status(void *ctx, char **args, unsigned nargs, bool json, struc
 	ctl_reply_line(r, CTL_DATA, "nbrpd %s, router %s, pid %d, up %llu s", NBRPD_VERSION,
 		       d->cfg->router_name, (int)getpid(), uptime);
 	ctl_reply_line(r, CTL_DATA, "peers %u, established %u, names %llu; sessions refused for their TLS key %llu, "
-		       "TLS failures %llu", n, up, (unsigned long long)st.names, (unsigned long long)keys_refused,
-		       (unsigned long long)tls_failures);
+		       "TLS failures %llu; last best route change %s", n, up, (unsigned long long)st.names,
+		       (unsigned long long)keys_refused, (unsigned long long)tls_failures, changed);
 	if (d->fib)
 		ctl_reply_line(r, CTL_DATA, "fib-channel %s: %s, %zu bytes queued, %llu syncs, "
 			       "%llu closed for fib-send-hold-time", d->cfg->fib_channel, fib ? "connected" : "down",

@@ -206,6 +206,9 @@ void nbrpd_metrics_write(struct prom *p, struct nbrpd *d, const char *version, c
 		 (double)st.routes);
 	prom_one(p, "nbrpd_rib_jobs", PROM_GAUGE, "Whole-table jobs under way (dumps, purges, re-exports).",
 		 (double)st.jobs);
+	prom_one(p, "nbrpd_rib_last_best_change_timestamp_seconds", PROM_GAUGE,
+		 "Unix time of the last change of a best route to another peer or origin (0: none yet).",
+		 st.best_changed_us / 1e6);
 	prom_one(p, "nbrpd_loop_turn_max_seconds", PROM_GAUGE, "The longest turn of the event loop since start.",
 		 d->turn_max_ms / 1e3);
 	prom_one(p, "nbrpd_rib_ready", PROM_GAUGE, "1 once every peer's table is in (or fib-sync-wait passed).",

@@ -1205,6 +1205,14 @@ static void defer(struct rde *r, struct rib_entry *e)
 	}
 }
 
+/* The best route went to another peer or origin, or came or went (what rde_stats stamps). */
+static bool best_moved(const struct rib_attrs *old, const struct rib_attrs *now)
+{
+	if (!old || !now)
+		return old != now;
+	return old->k.peer != now->k.peer || old->origin != now->origin;
+}
+
 /* What the entry now exports, and whether peers told before must hear again. */
 static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 {
@@ -1399,6 +1407,7 @@ static void flush(struct rde *r)
 	}
 	r->flush_no++;
 	struct flush_source src = { 0 };
+	bool moved = false;
 	uint32_t now = now_ms(r);
 	for (size_t i = 0; i < dirty.n; i++) {
 		struct rib_entry *e = dirty.v[i];
@@ -1414,7 +1423,13 @@ static void flush(struct rde *r)
 		if (items[i].changed || items[i].old != e->adv) {
 			mark_excluded(r, items[i].old, &src);
 			mark_excluded(r, e->adv, &src);
+			moved |= best_moved(items[i].old, e->adv);
 		}
+	}
+	if (moved) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r->best_changed_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	}
 	/* the update group: peers for which every name here is decided alike */
 	struct update_group *g = &r->group;
@@ -1768,6 +1783,7 @@ void rde_stats(const struct rde *r, struct rde_stats *out)
 	out->routes = r->routes.live;
 	out->attrs = r->nattrs;
 	out->jobs = r->njobs;
+	out->best_changed_us = r->best_changed_us;
 }
 
 /* ---- life ---- */

@@ -201,6 +201,9 @@ unsigned rde_entry_routes(const struct rib_entry *e, struct rde_route_view *out,
 struct rde_stats {
 	uint64_t names, entries, routes, attrs;
 	unsigned jobs;                  /* whole-table jobs running */
+	/* wall clock (us) of the last flush that moved a best route to another peer or origin,
+	 * or gave or took one; 0: none yet.  When a router settled, comparable across routers. */
+	uint64_t best_changed_us;
 };
 void rde_stats(const struct rde *r, struct rde_stats *out);
 

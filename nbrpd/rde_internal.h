@@ -265,6 +265,7 @@ struct rde {
 	struct origin_wd owd;                   /* origin withdrawals to pass on at the flush */
 	uint64_t last_stamp;                    /* our last origin_seq */
 	uint32_t stamp_flush;                   /* the flush_no it was given in */
+	uint64_t best_changed_us;               /* rde_stats' best_changed_us */
 	bool input_paused;                      /* rde_busy said so this turn */
 	bool stopping;
 };

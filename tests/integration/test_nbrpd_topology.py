@@ -6,6 +6,7 @@ router's `content` or a hand-written NBRP peer (nbrp_client.Peer)
 connecting to router r1, which has it configured as a passive peer."""
 
 import random
+import time
 
 import dns.exception
 import dns.message
@@ -225,6 +226,45 @@ def test_a_longer_path_with_less_load_wins(net, origin):
     routes = r1.nbrpd.route("dec.content")
     assert [(r["rank"], r["from"], r["load_ms"]) for r in routes] == [(1, "y", 0), (2, "x", 200)]
     wait_path(rs["r2"], "dec.content", ["r1", "y", "p", "q"])
+
+
+def test_show_status_stamps_the_last_time_a_best_route_moved(net, origin):
+    """last_best_change: when a best route last went to another peer or
+    origin (what scripts/bench topology orders the routers by), not when
+    the same route's load changed."""
+    x_addr, y_addr = origin_addr(), origin_addr()
+    while y_addr == x_addr:
+        y_addr = origin_addr()
+    knobs = "load-ms-per-hop 50;\nload-threshold 10;\nload-interval 0;\n"
+    rs = net(["r1", "r2"], [("r1", "r2")],
+             extra={"r1": knobs + passive_peer("x", x_addr) + passive_peer("y", y_addr), "r2": knobs})
+    r1, r2 = rs["r1"], rs["r2"]
+    stamp = lambda: r1.nbrpd.json("show", "status")["last_best_change"]     # noqa: E731
+    assert stamp() is None
+    assert "last best route change -" in r1.nbrpd.nbrc("show", "status").stdout
+    x, y = origin(r1, "x", x_addr), origin(r1, "y", y_addr)
+
+    t0 = time.time()
+    x.update([x.route(["dec.content"], load_ms=200)])
+    wait_path(r2, "dec.content", ["r1", "x"])
+    first = stamp()
+    assert t0 <= first <= time.time()
+
+    # the same route, more load: r2 hears it (r1 has flushed it), the stamp stays
+    x.update([x.route(["dec.content"], load_ms=260)])
+    wait_for(lambda: load_of(r2, "dec.content") == 260, 10, "r2 to see load 260")
+    assert stamp() == first
+
+    # y's shorter route wins (3 * 50 < 50 + 260), and its withdrawal gives x the name back
+    t1 = time.time()
+    y.update([y.route(["dec.content"], path=["y", "p", "q"])])
+    wait_path(r2, "dec.content", ["r1", "y", "p", "q"])
+    second = stamp()
+    assert t1 <= second <= time.time()
+    t2 = time.time()
+    y.update(withdrawn=["dec.content"])
+    wait_path(r2, "dec.content", ["r1", "x"])
+    assert t2 <= stamp() <= time.time()
 
 
 def test_local_preference_beats_distance(net, origin):
