@@ -50,6 +50,7 @@ struct args {
 	bool dump, quiet;
 	const char *move_from, *move_to;        /* marks or router numbers: the testbed's move */
 	unsigned rounds;
+	double move_lag_ms;                     /* > 0: the announcement after the withdrawal; < 0: before */
 };
 
 /* Sums over the events of one kind and class. */
@@ -76,7 +77,8 @@ static void usage(void)
 		"usage: sim --topology FILE [--seed S] [--modes nbrp,pv,bgp] [--mrai S] [--origins K]\n"
 		"           [--names B] [--gap S] [--flaps F] [--flap-interval S] [--dump]\n"
 		"           [--cost-update-us U] [--cost-name-us N] [--cost-peer-name-us P] [--cost-fetch-ms F]\n"
-		"           [--move FROM TO --rounds R]   (the testbed's move; FROM/TO a mark or a router)\n");
+		"           [--move FROM TO --rounds R [--move-lag-ms L]]   (the testbed's move; FROM/TO a mark or\n"
+		"           a router; L > 0: TO announces L ms after FROM withdraws, L < 0: FROM withdraws -L ms after)\n");
 	exit(2);
 }
 
@@ -242,8 +244,19 @@ static int run_moves(struct net *n, const struct topo *t, const struct args *a, 
 	for (unsigned i = 0; i < a->rounds; i++) {
 		uint32_t from = (uint32_t)(i % 2 ? y : x), to = (uint32_t)(i % 2 ? x : y);
 		net_window_start(n);
-		net_withdraw(n, from, name);
-		net_announce(n, to, name);
+		/* the testbed's two reloads take effect one after the other, either way round */
+		bool announce_first = a->move_lag_ms < 0;
+		uint64_t lag = (uint64_t)((announce_first ? -a->move_lag_ms : a->move_lag_ms) * 1e6);
+		if (announce_first)
+			net_announce(n, to, name);
+		else
+			net_withdraw(n, from, name);
+		if (lag)
+			net_run(n, net_now(n) + lag);
+		if (announce_first)
+			net_withdraw(n, from, name);
+		else
+			net_announce(n, to, name);
 		net_run(n, UINT64_MAX);
 		const struct net_window *w = net_window(n);
 		record(mode, EV_MOVE, MID, w, "testbed", a->quiet);
@@ -420,6 +433,7 @@ int main(int argc, char **argv)
 		{ "cost-update-us", required_argument, NULL, 1 }, { "cost-name-us", required_argument, NULL, 2 },
 		{ "cost-peer-name-us", required_argument, NULL, 3 }, { "cost-fetch-ms", required_argument, NULL, 4 },
 		{ "move", required_argument, NULL, 5 }, { "rounds", required_argument, NULL, 6 },
+		{ "move-lag-ms", required_argument, NULL, 7 },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -447,6 +461,7 @@ int main(int argc, char **argv)
 			a.move_to = argv[optind++];
 			break;
 		case 6: a.rounds = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 7: a.move_lag_ms = strtod(optarg, NULL); break;
 		default: usage();
 		}
 	}

@@ -172,6 +172,43 @@ def test_a_frame_arrives_after_its_links_delay(tmp_path):
     assert back["r2"] == 0 and 5 <= back["r1"] < back["r0"] and back["r0"] >= 12
 
 
+def test_a_move_lag_plays_the_two_reloads_apart(tmp_path):
+    """--move-lag-ms: the new origin announces L ms after the old one withdraws (L > 0) or the old
+    one withdraws -L ms after (L < 0), as the testbed's two reloads take effect; on the line above,
+    the new origin's announcement reaches r1 7 ms after it leaves, the withdrawal 5 ms"""
+    path = tmp_path / "line.txt"
+    path.write_text("routers 3\nlink 0 1 flat 7000\nlink 1 2 flat 5000\nmark x 2\nmark y 0\n")
+
+    def move(lag):
+        p = subprocess.run([str(SIM), "--topology", str(path), "--modes", "nbrp", "--names", "0", "--move", "x",
+                            "y", "--rounds", "1", "--move-lag-ms", str(lag), "--quiet"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.splitlines()[-1])["modes"]["nbrp"]["rounds"][0]["settled_by_router"]
+    after = move(20)        # the announcement at 20 ms: r1 and r2 hear it 7 and 12 ms later
+    assert after["r0"] == 20 and after["r1"] >= 27 and after["r2"] >= 32
+    before = move(-20)      # the withdrawal at 20 ms: r1 keeps r2's route until it hears it
+    assert before["r0"] == 0 and before["r1"] >= 25 and before["r2"] >= 30
+
+
+def test_the_testbeds_move_costs_more_updates_the_later_the_announcement(tmp_path):
+    """On the 50-router testbed graph (seed 1): the announcement first, one wave of changes; at
+    once, two waves that meet; the withdrawal first, a wave of withdrawals and then one of
+    announcements (test_sim_testbed.py holds the real testbed to this bracket)"""
+    path = tmp_path / "testbed.txt"
+    subprocess.run([sys.executable, str(REPO / "sim" / "topology.py"), "testbed", "50", "--seed", "1",
+                    "-o", str(path)], check=True)
+
+    def updates(lag):
+        p = subprocess.run([str(SIM), "--topology", str(path), "--seed", "1", "--modes", "nbrp", "--names", "0",
+                            "--move", "x", "y", "--rounds", "2", "--move-lag-ms", str(lag), "--quiet"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return [r["updates"] for r in json.loads(p.stdout.splitlines()[-1])["modes"]["nbrp"]["rounds"]]
+    first, together, last = updates(-5), updates(0), updates(5)
+    assert all(a < b < c for a, b, c in zip(first, together, last)), (first, together, last)
+
+
 @pytest.mark.parametrize("text, why", [
     ("routers 3\nlink 0 5 p2c 100\n", ":2: link"),
     ("routers 3\nlink 0 1 sideways 100\n", ":2: link: relationship sideways"),
