@@ -15,7 +15,8 @@
              its move of bench.content between its leaves X and Y, --rounds
              times; with --compare, the testbed itself runs after it (root,
              network namespaces, heavy) and the UPDATE counts are set side by
-             side.
+             side, with the simulation's bracket (update_bracket), and the
+             order the routers settled in compared (order_agreement).
 
 The graph files are kept in build/bench/ (sim-as-N-S.txt, networkx's
 sim-networkx-N-S.txt; the 75,000-AS one takes the generator 13 s).  The last
@@ -23,6 +24,7 @@ line of output is one JSON object.
 """
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -80,6 +82,86 @@ def spearman(a, b):
     return round(sxy / (sxx * syy) ** 0.5, 3) if sxx and syy else None
 
 
+def hops_from(links, origin):
+    """{router: links from origin} over the graph's links (NBRP sessions run along every one)"""
+    near = {}
+    for a, b, *_ in links:
+        near.setdefault(a, []).append(b)
+        near.setdefault(b, []).append(a)
+    dist, todo = {origin: 0}, [origin]
+    for r in todo:
+        for q in near.get(r, ()):
+            if q not in dist:
+                dist[q] = dist[r] + 1
+                todo.append(q)
+    return dist
+
+
+def wave_order(settled, hops):
+    """Of the pairs of routers at different distances from the new origin
+    (hops), the share where the nearer settled first (ties half): 1 for a
+    wave that keeps to the distance bands, 0.5 for no order at all"""
+    rs = [r for r in settled if r in hops]
+    good = pairs = 0
+    for i, a in enumerate(rs):
+        for b in rs[i + 1:]:
+            if hops[a] == hops[b]:
+                continue
+            near, far = (a, b) if hops[a] < hops[b] else (b, a)
+            pairs += 1
+            good += 1 if settled[near] < settled[far] else 0.5 if settled[near] == settled[far] else 0
+    return round(good / pairs, 3) if pairs else None
+
+
+def order_agreement(sim, real, hops):
+    """How the order the routers settled in agrees, for one move: rank
+    correlation of the two, of each with the distance, and wave_order of each"""
+    return {"spearman": spearman(sim, real), "sim_hops_spearman": spearman(sim, hops),
+            "testbed_hops_spearman": spearman(real, hops), "sim_wave_order": wave_order(sim, hops),
+            "testbed_wave_order": wave_order(real, hops)}
+
+
+def testbed_graph(path):
+    """A testbed graph file's links [(rA, rB)] and marks {x: rX, y: rY}"""
+    links, marks = [], {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        w = line.split("#")[0].split()
+        if w and w[0] == "link":
+            links.append((f"r{w[1]}", f"r{w[2]}"))
+        elif w and w[0] == "mark":
+            marks[w[1]] = f"r{w[2]}"
+    return links, marks
+
+
+def new_origins(marks, rounds):
+    """The router each move gives the name to: Y, X, Y, ... (the moves alternate in both)"""
+    return [marks["y"] if i % 2 == 0 else marks["x"] for i in range(rounds)]
+
+
+def testbed_cmd(sim, graph, seed, rounds, modes="nbrp,pv", lag_ms=0):
+    """sim on a testbed graph file (topology("testbed", ...)), making its moves"""
+    return [str(sim), "--topology", str(graph), "--seed", str(seed), "--modes", modes,
+            "--names", "0", "--move", "x", "y", "--rounds", str(rounds), "--move-lag-ms", str(lag_ms)]
+
+
+LAG_MS = 5      # longer than a move takes the simulation: its two waves apart
+
+
+def update_bracket(sim, graph, seed, rounds):
+    """[(fewest, most)] UPDATEs of each move in the simulation, its announcement
+    LAG_MS before the withdrawal, at once, and LAG_MS after: the testbed's two
+    reloads take effect one after the other, in either order"""
+    counts = [[r["updates"] for r in run([*testbed_cmd(sim, graph, seed, rounds, "nbrp", lag), "--quiet"])
+               ["modes"]["nbrp"]["rounds"]] for lag in (-LAG_MS, 0, LAG_MS)]
+    return [(min(c), max(c)) for c in zip(*counts)]
+
+
+def run(cmd):
+    """The simulator's JSON (its last line)"""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
+    return json.loads(p.stdout.decode().splitlines()[-1])
+
+
 def table(result):
     for mode, m in result["modes"].items():
         print(f"\n{mode}: origin withdrawals {'on' if m['origin_withdrawals'] else 'off'}, MRAI {m['mrai_s']} s; "
@@ -115,9 +197,9 @@ def main():
     args = ap.parse_args()
     build = pathlib.Path(args.build)
     if args.testbed:
-        topo = topology("testbed", args.testbed, args.seed, build)
-        cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed),
-               "--modes", "nbrp,pv" if args.modes == "nbrp,pv,bgp" else args.modes, "--names", "0", "--move", "x", "y", "--rounds", str(args.rounds), *args.sim_args]
+        graph = topology("testbed", args.testbed, args.seed, build)
+        cmd = [*testbed_cmd(build / "sim" / "sim", graph, args.seed, args.rounds,
+                            "nbrp,pv" if args.modes == "nbrp,pv,bgp" else args.modes), *args.sim_args]
     else:
         topo = topology("internet", args.ases, args.seed, build, args.networkx)
         cmd = [str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed), "--modes", args.modes,
@@ -125,18 +207,19 @@ def main():
     if args.calibrate:
         cmd[1:1] = calibration(args.calibrate)
     print(" ".join(cmd), file=sys.stderr)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
-    result = json.loads(p.stdout.decode().splitlines()[-1])
+    result = run(cmd)
     order = [r["settled_by_router"] for r in result["modes"].get("nbrp", {}).get("rounds", [])]
     table(result)
     if args.testbed and args.compare:
+        # on every CPU: scripts/bench pins the simulator to one, not the testbed's hundreds of processes
         q = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "bench_topology.py"), "--routers",
                             str(args.testbed), "--seed", str(args.seed), "--rounds", str(args.rounds)],
-                           stdout=subprocess.PIPE, check=True)
+                           stdout=subprocess.PIPE, check=True,
+                           preexec_fn=lambda: os.sched_setaffinity(0, range(os.cpu_count())))
         real = json.loads(q.stdout.decode().splitlines()[-1])
         sim = [r["updates"] for r in result["modes"]["nbrp"]["rounds"]]
         result["testbed"] = {k: real[k] for k in ("nbrp_updates_rounds", "bird_updates_rounds", "nbrp_converge_ms_rounds",
-                                                   "nbrp_settled_ms_rounds", "bird_converge_ms_rounds",
+                                                   "nbrp_settled_ms_rounds", "nbrp_rde_settled_ms_rounds", "bird_converge_ms_rounds",
                                                    "nbrp_settled_by_router_rounds")}
         result["sim_settled_by_router_rounds"] = order
         # the testbed's moves alternate as the simulator's do: round i is the same move in both
@@ -148,10 +231,17 @@ def main():
             result[f"{mode}_updates_sim_over_testbed"] = [round(a / b, 3) for a, b in zip(sim, real_rounds) if b]
             print(f"\nUPDATEs a move, {mode} against the testbed's {key}: simulated {sim}, testbed {real_rounds}",
                   file=sys.stderr)
-        # the order the routers settled in: each inrpd's last change in the testbed, each RDE's here
-        rho = [spearman(s, t) for s, t in zip(order, real.get("nbrp_settled_by_router_rounds", []))]
-        result["settled_order_spearman_rounds"] = rho
-        print(f"the order the routers settled in, rank correlation a move: {rho}", file=sys.stderr)
+        bracket = update_bracket(build / "sim" / "sim", graph, args.seed, args.rounds)
+        result["nbrp_updates_bracket_rounds"] = bracket
+        print(f"the simulation's moves, the announcement {LAG_MS} ms before the withdrawal and after it: {bracket}",
+              file=sys.stderr)
+        # the order the routers settled in: each nbrpd's last best change in the testbed, each RDE's here
+        links, marks = testbed_graph(graph)
+        agree = [order_agreement(s, t, hops_from(links, o)) for s, t, o in
+                 zip(order, real["nbrp_settled_by_router_rounds"], new_origins(marks, args.rounds))]
+        result["settled_order_rounds"] = agree
+        for k in agree[0] if agree else ():
+            print(f"the order the routers settled in, {k} a move: {[a[k] for a in agree]}", file=sys.stderr)
     print(json.dumps(result))
 
 

@@ -14,7 +14,7 @@ sessions run along every link.
         for X's reply).  A round's time runs from the first reload to the
         moment the last router's inrpd answers with Y's server; its
         UPDATEs are those all routers sent for it (updates_out of every
-        peer, before and after, once they stay put).
+        peer, before and after, once none is on its way: nbrp_quiet).
   bird: the same graph carries one IPv4 prefix over BGP: a table of its
         own in every BIRD, an eBGP session along every link (each router
         its own private AS), the prefix a static route at X, then disabled
@@ -36,7 +36,9 @@ nbrp_converge_ms is inrpd's data path under the polls.  And from each
 NBRP move itself, nbrp_settled_ms: until the last change to any router's
 inrpd routes, as inrpd stamped it (`show status`), read once the move
 settled; no poll decides it, so it shows how much of nbrp_converge_ms is
-the polls.  (BIRD's log stamps are not fine enough to set beside it:
+the polls.  nbrp_rde_settled_ms: the same from each nbrpd's own stamp
+of its last best-route change (`show status`, last_best_change), and
+nbrp_settled_by_router_rounds each router's, the order they settled in.  (BIRD's log stamps are not fine enough to set beside it:
 nbrp_settled.)
 
 Every router is polled on its own from the moment the commands went out
@@ -117,6 +119,21 @@ def graph(n, seed):
         links.append([a[0], b[1 % len(b)], 10])
     leaf = lambda names: names[-1]               # noqa: E731  the last attached
     return routers, links, leaf(isps[0]), leaf(isps[nisp // 2])
+
+
+def topology(n, seed):
+    """The testbed of graph(n, seed) for netlab.Lab, and its X and Y: X
+    serves NAME (sx), Y's server (sy) is announced by the moves.  The
+    bench's own BGP table is added by main (bench_bird_config)."""
+    routers, links, x, y = graph(n, seed)
+    return {"routers": routers, "links": links,
+            "servers": {"sx": {"router": x, "content": NAME, "load": 5}},
+            "clients": {"sy": {"router": y}},       # Y's server, announced later
+            # one route per name for inrpd: it picks among ranked routes by
+            # RTT and load, not path length, and may send a query back along
+            # a longer alternate (see docs/benchmarks/topology.md)
+            "nbrpd": {"hold-time": "90s", "max-routes": "1"},
+            "bird": {"poll-interval": "1s", "unreachable-delay": "5s"}}, x, y
 
 
 def bench_bird_config(lab, r, origin):
@@ -369,22 +386,34 @@ def converge(probes, ok, timeout=60, t0=None):
     raise RuntimeError(f"not converged in {timeout}s: {sorted(set(probes) - set(first))[:10]}")
 
 
+def nbrp_send_move(lab, a, b, servers):
+    """a's nbrpd to stop originating NAME, b's to start: their configs
+    written, `reload` sent to both, b's without waiting for a's reply.
+    Returns the BackToBack (its t0_wall: the move's start)."""
+    line = lambda r: f'content "{NAME}" {{ server {servers[r]} load 5; }}\n'     # noqa: E731
+    ra, rb = lab.routers[a], lab.routers[b]
+    ra.nbrpd.conf.write_text(ra.nbrpd.conf.read_text().replace(line(a), ""))
+    rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
+    return BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
+
+
+def nbrp_reloaded(lab, a, b, cmds):
+    """Raises unless both reloads of nbrp_send_move succeeded."""
+    for r, out in zip((a, b), cmds.join()):
+        if not re.search(r"^0\d{3} ", out, re.M):
+            raise RuntimeError(f"nbrpd {r}: reload: {out}")
+
+
 def nbrp_move(lab, probes, a, b, ok, servers):
     """The name moves from a to b: a's nbrpd stops originating it, b's
     starts (`reload` at both, b's sent without waiting for a's reply).
     ms: from the first reload to the answer that showed the last router
     ok() (inrpd answering with b's server, or nbrpd's best route ending
     at b)."""
-    line = lambda r: f'content "{NAME}" {{ server {servers[r]} load 5; }}\n'     # noqa: E731
-    ra, rb = lab.routers[a], lab.routers[b]
-    ra.nbrpd.conf.write_text(ra.nbrpd.conf.read_text().replace(line(a), ""))
-    rb.nbrpd.conf.write_text(rb.nbrpd.conf.read_text() + line(b))
-    cmds = BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
+    cmds = nbrp_send_move(lab, a, b, servers)
     ms = converge(probes, ok, t0=cmds.t0)
     interval, polls, floor = converge.interval_ms, converge.polls, converge.floor_ms
-    for r, out in zip((ra, rb), cmds.join()):
-        if not re.search(r"^0\d{3} ", out, re.M):
-            raise RuntimeError(f"nbrpd {r.name}: reload: {out}")
+    nbrp_reloaded(lab, a, b, cmds)
     return {"ms": ms, "polls": polls, "interval_ms": interval, "floor_ms": floor,
             "reload_ms": (cmds.done - cmds.t0) * 1000, "t0_wall": cmds.t0_wall}
 
@@ -418,19 +447,50 @@ def nbrp_settled(lab, move):
     same whatever the origin) is passed over.  BIRD has no such stamp: its
     log's is the time its loop took before it last slept, so a change made
     on waking can carry an earlier turn's time (here, stamps up to 20 ms
-    before probe answers that still showed the old route)."""
+    before probe answers that still showed the old route).
+    Also move["settled_by_router"] and move["rde_settled_ms"]: each
+    router's settle moment as its nbrpd stamped it (nbrp_stamps), the
+    order the routers settled in (scripts/bench sim --compare)."""
     last = {}
     for r in lab.routers.values():
         text = netlab.bird_cmd(r.dir / "inrpd.ctl", "show status json")
         when = json.loads(text[text.index("{"):text.rindex("}") + 1])["fib_channel"]["last_change"]
         if when and when >= move["t0_wall"]:
             last[r.name] = round((when - move["t0_wall"]) * 1000, 2)
-    move["settled_by_router"] = last        # the order the routers settled in (scripts/bench sim --compare)
+    move["settled_by_router"] = nbrp_stamps(lab, move["t0_wall"])
+    move["rde_settled_ms"] = max(move["settled_by_router"].values())
     return max(last.values())
 
 
-def nbrp_updates(lab):
-    return sum(p["updates_out"] for r in lab.routers.values() for p in r.nbrpd.peers().values())
+def nbrp_stamps(lab, t0_wall):
+    """{router: ms from t0_wall to the last time its nbrpd moved a best
+    route} (`show status`'s last_best_change: the wall clock, which every
+    namespace shares), for the routers that moved one since t0_wall.  The
+    moment the RDE decided, not when its inrpd got a CPU to install it."""
+    out = {}
+    for r in lab.routers.values():
+        when = r.nbrpd.json("show", "status")["last_best_change"]
+        if when is not None and when >= t0_wall:
+            out[r.name] = round((when - t0_wall) * 1000, 3)
+    return out
+
+
+def nbrp_quiet(lab, timeout=60):
+    """Waits until no UPDATE is on its way or about to be: every session's
+    UPDATEs out at one end equal those in at the other, and no counter
+    moved between two such readings of all routers; returns the routers'
+    UPDATEs out, summed.  (A router that read its last UPDATE in the first
+    reading sends what it makes of it before the second.)"""
+    end, last = time.monotonic() + timeout, None
+    while True:
+        peers = {r: lab.routers[r].nbrpd.peers() for r in lab.routers}
+        now = {(r, q): (p["updates_out"], p["updates_in"]) for r, ps in peers.items() for q, p in ps.items()}
+        owed = [(r, q) for (r, q), (out, _) in now.items() if (q, r) in now and out != now[q, r][1]]
+        if not owed and now == last:
+            return sum(out for out, _ in now.values())
+        if time.monotonic() > end:
+            raise RuntimeError(f"UPDATEs still on their way after {timeout}s: {owed[:10]}")
+        last = None if owed else now
 
 
 def bird_updates(lab):
@@ -482,15 +542,8 @@ def main():
     reason = netlab.can_run()
     if reason:
         sys.exit(f"bench topology: {reason}")
-    routers, links, x, y = graph(args.routers, args.seed)
-    topo = {"routers": routers, "links": links,
-            "servers": {"sx": {"router": x, "content": NAME, "load": 5}},
-            "clients": {"sy": {"router": y}},       # Y's server, announced later
-            # one route per name for inrpd: it picks among ranked routes by
-            # RTT and load, not path length, and may send a query back along
-            # a longer alternate (see docs/benchmarks/topology.md)
-            "nbrpd": {"hold-time": "90s", "max-routes": "1"},
-            "bird": {"poll-interval": "1s", "unreachable-delay": "5s"}}
+    topo, x, y = topology(args.routers, args.seed)
+    routers, links = topo["routers"], topo["links"]
     t = time.monotonic()
     lab = netlab.Lab(topo)
     for r in lab.routers.values():
@@ -512,15 +565,16 @@ def main():
         direction = lambda i: (x, y) if i % 2 == 0 else (y, x)  # noqa: E731
         converge(dns_probes, at_dns(x), 120)
         converge(bird_probes, at_bird(x), 120)
-        counts = {"nbrp": settle(lambda: nbrp_updates(lab)), "bird": settle(lambda: bird_updates(lab))}
+        bird_quiet = lambda lab: settle(lambda: bird_updates(lab))     # noqa: E731
+        counts = {"nbrp": nbrp_quiet(lab), "bird": bird_quiet(lab)}
         rounds = {"nbrp": [], "bird": []}
         for i in range(args.rounds):
             a, b = direction(i)
-            for proto, move, probes, at, count in (
-                    ("nbrp", functools.partial(nbrp_move, servers=servers), dns_probes, at_dns, nbrp_updates),
-                    ("bird", bird_move, bird_probes, at_bird, bird_updates)):
+            for proto, move, probes, at, quiet in (
+                    ("nbrp", functools.partial(nbrp_move, servers=servers), dns_probes, at_dns, nbrp_quiet),
+                    ("bird", bird_move, bird_probes, at_bird, bird_quiet)):
                 r = move(lab, probes, a, b, at(b))
-                now = settle(lambda: count(lab))     # noqa: B023  called here
+                now = quiet(lab)
                 r["updates"], counts[proto] = now - counts[proto], now
                 if proto == "nbrp":
                     r["settled_ms"] = nbrp_settled(lab, r)
@@ -538,7 +592,7 @@ def main():
         for i in range(args.rounds, 2 * args.rounds):
             a, b = direction(i)
             rounds["nbrp_rib"].append(nbrp_move(lab, nbrpd_probes, a, b, at_rib(b), servers))
-            settle(lambda: nbrp_updates(lab))
+            nbrp_quiet(lab)
         print(f"nbrpd's tables: {[round(r['ms']) for r in rounds['nbrp_rib']]} ms", file=sys.stderr)
 
         def med(proto, key):
@@ -560,6 +614,8 @@ def main():
                   "bird_floor_ms_rounds": [round(r["floor_ms"]) for r in rounds["bird"]],
                   "nbrp_settled_ms": round(med("nbrp", "settled_ms"), 1),
                   "nbrp_settled_ms_rounds": [round(r["settled_ms"], 1) for r in rounds["nbrp"]],
+                  "nbrp_rde_settled_ms": round(med("nbrp", "rde_settled_ms"), 1),
+                  "nbrp_rde_settled_ms_rounds": [round(r["rde_settled_ms"], 1) for r in rounds["nbrp"]],
                   "nbrp_settled_by_router_rounds": [r["settled_by_router"] for r in rounds["nbrp"]],
                   "nbrp_rib_converge_ms": round(med("nbrp_rib", "ms")),
                   "nbrp_rib_converge_ms_rounds": [round(r["ms"]) for r in rounds["nbrp_rib"]],
