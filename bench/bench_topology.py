@@ -36,10 +36,11 @@ nbrp_converge_ms is inrpd's data path under the polls.  And from each
 NBRP move itself, nbrp_settled_ms: until the last change to any router's
 inrpd routes, as inrpd stamped it (`show status`), read once the move
 settled; no poll decides it, so it shows how much of nbrp_converge_ms is
-the polls.  nbrp_rde_settled_ms: the same from each nbrpd's own stamp
-of its last best-route change (`show status`, last_best_change), and
-nbrp_settled_by_router_rounds each router's, the order they settled in.  (BIRD's log stamps are not fine enough to set beside it:
-nbrp_settled.)
+the polls.  (BIRD's log stamps are not fine enough to set beside it:
+nbrp_settled.)  nbrp_rde_settled_ms: the same from each nbrpd's own
+stamp of its last best-route change (`show status`, last_best_change),
+and nbrp_settled_by_router_rounds each router's, the order they settled
+in.
 
 Every router is polled on its own from the moment the commands went out
 (their replies are read meanwhile; nbrp_reload_ms is when both reloads
@@ -397,7 +398,7 @@ def nbrp_send_move(lab, a, b, servers):
     return BackToBack([(ra.nbrpd.ctl, "reload"), (rb.nbrpd.ctl, "reload")])
 
 
-def nbrp_reloaded(lab, a, b, cmds):
+def nbrp_reloaded(a, b, cmds):
     """Raises unless both reloads of nbrp_send_move succeeded."""
     for r, out in zip((a, b), cmds.join()):
         if not re.search(r"^0\d{3} ", out, re.M):
@@ -413,7 +414,7 @@ def nbrp_move(lab, probes, a, b, ok, servers):
     cmds = nbrp_send_move(lab, a, b, servers)
     ms = converge(probes, ok, t0=cmds.t0)
     interval, polls, floor = converge.interval_ms, converge.polls, converge.floor_ms
-    nbrp_reloaded(lab, a, b, cmds)
+    nbrp_reloaded(a, b, cmds)
     return {"ms": ms, "polls": polls, "interval_ms": interval, "floor_ms": floor,
             "reload_ms": (cmds.done - cmds.t0) * 1000, "t0_wall": cmds.t0_wall}
 

@@ -73,7 +73,7 @@ def test_the_simulator_counts_the_testbeds_updates_and_orders_its_routers_alike(
     for i, new in enumerate(bench_sim.new_origins(marks, ROUNDS)):
         old = y if new == x else x
         cmds = bench_topology.nbrp_send_move(lab, old, new, servers)
-        bench_topology.nbrp_reloaded(lab, old, new, cmds)
+        bench_topology.nbrp_reloaded(old, new, cmds)
         total = bench_topology.nbrp_quiet(lab)
         # quiet, so converged: every best route ends at the new origin
         assert [r for r in lab.routers if origin(lab, r) != new] == []
