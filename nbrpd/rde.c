@@ -1448,21 +1448,31 @@ static bool export_names(struct rde *r, struct rib_entry *const *v, size_t n)
 		}
 		packer_end(r->packer);
 	}
-	/* every origin withdrawal noted since the last batch is for one of its names */
-	origin_wd_clear(&r->owd);
+	/* the origin withdrawals noted for names still held go with them */
+	for (size_t i = 0; i < n; i++)
+		v[i]->flags &= (uint8_t)~ENTRY_HELD;
+	origin_wd_clear(&r->owd, ENTRY_HELD);
 	for (size_t i = 0; i < n; i++) {
 		attrs_put(r, items[i].old);
-		v[i]->flags &= (uint8_t)~ENTRY_HELD;
 		rib_maybe_release(&r->rib, v[i]);
 	}
 	free(items);
 	return true;
 }
 
-/* When the names held for peers are to be told (update-delay after the first), on the loop's clock. */
+/* How long a name left without a route is held: withdrawal-delay, at least update-delay. */
+static uint64_t withdrawal_delay(const struct rde *r)
+{
+	uint64_t w = r->cfg->withdrawal_delay_ms, d = r->cfg->update_delay_ms;
+	return w > d ? w : d;
+}
+
+/* When held names are next due, on the loop's clock; UINT64_MAX: none held. */
 static uint64_t held_due(const struct rde *r)
 {
-	return r->held.n ? r->held_since + r->cfg->update_delay_ms : UINT64_MAX;
+	uint64_t a = r->held.n ? r->held_since + r->cfg->update_delay_ms : UINT64_MAX;
+	uint64_t b = r->lost.n ? r->lost_since + withdrawal_delay(r) : UINT64_MAX;
+	return a < b ? a : b;
 }
 
 static void on_held(uv_timer_t *t)
@@ -1475,21 +1485,39 @@ static void on_held(uv_timer_t *t)
  * false: out of memory (some not held). */
 static bool hold(struct rde *r, struct rib_entry *const *v, size_t n)
 {
-	uint64_t now = uv_now(r->loop);
 	bool ok = true;
 	if (!r->held.n)
-		r->held_since = now;
+		r->held_since = uv_now(r->loop);
 	for (size_t i = 0; i < n; i++) {
 		if (v[i]->flags & ENTRY_HELD)
-			continue;
+			continue;       /* held already, maybe as lost */
 		if (entry_list_push(&r->held, v[i]))
 			v[i]->flags |= ENTRY_HELD;
 		else
 			ok = false;
 	}
-	if (held_due(r) > now && !uv_is_active((uv_handle_t *)&r->held_timer))
-		uv_timer_start(&r->held_timer, on_held, held_due(r) - now, 0);
 	return ok;
+}
+
+/* The held names whose window is over: told, but for those left without a route, which wait
+ * for withdrawal-delay (a new route, as in a move, may come meanwhile). */
+static void release_held(struct rde *r)
+{
+	size_t k = 0;
+	bool longer = withdrawal_delay(r) > r->cfg->update_delay_ms;
+	for (size_t i = 0; i < r->held.n; i++) {
+		struct rib_entry *e = r->held.v[i];
+		if (longer && e->adv && !best_route(e)) {
+			if (!r->lost.n)
+				r->lost_since = r->held_since;
+			if (entry_list_push(&r->lost, e))
+				continue;
+		}
+		r->held.v[k++] = e;
+	}
+	r->held.n = k;
+	if (!k || export_names(r, r->held.v, k))
+		r->held.n = 0;
 }
 
 /* inrpd's routes for the names of v. */
@@ -1524,14 +1552,19 @@ static void flush(struct rde *r)
 		if (entry_is_aggregate(dirty.v[i]))
 			aggregate_offer(r, dirty.v[i]);
 	bool told = true;
-	if (!r->cfg->update_delay_ms && !r->held.n)
+	if (!r->cfg->update_delay_ms && !r->cfg->withdrawal_delay_ms && !r->held.n && !r->lost.n)
 		told = !dirty.n || export_names(r, dirty.v, dirty.n);
 	else if (dirty.n)
 		told = hold(r, dirty.v, dirty.n);
-	if (r->held.n && held_due(r) <= uv_now(r->loop) && export_names(r, r->held.v, r->held.n)) {
-		r->held.n = 0;
+	uint64_t now = uv_now(r->loop);
+	if (r->held.n && r->held_since + r->cfg->update_delay_ms <= now)
+		release_held(r);
+	if (r->lost.n && r->lost_since + withdrawal_delay(r) <= now && export_names(r, r->lost.v, r->lost.n))
+		r->lost.n = 0;
+	if (held_due(r) == UINT64_MAX)
 		uv_timer_stop(&r->held_timer);
-	}
+	else if (held_due(r) > now)
+		uv_timer_start(&r->held_timer, on_held, held_due(r) - now, 0);
 	if (!told) {
 		r->dirty = dirty;       /* out of memory: again next turn */
 		return;
@@ -1947,6 +1980,7 @@ void rde_free(struct rde *r)
 	peer_names_free(&r->by_name);
 	free(r->dirty.v);
 	free(r->held.v);
+	free(r->lost.v);
 	free(r->deferred.v);
 	free(r->group.members);
 	free(r->rank.cands);

@@ -798,6 +798,50 @@ static void held_changes_leave_together_and_dumps_are_not_held(void **state)
 	world_free(w);
 }
 
+/* A name left without a route waits for withdrawal-delay: a move whose new route comes after
+ * update-delay but within it still leaves as one UPDATE; a name really withdrawn leaves then,
+ * while another name's change in the same window leaves after update-delay. */
+static void a_name_left_without_a_route_waits_for_the_withdrawal_delay(void **state)
+{
+	struct world *w = world_new(3);
+	up_all(w);
+	n0_update(w, 0, "x", 5, NULL, 0);
+	run(w, 10);
+	struct fake *f = &w->peers[2];
+	f->updates = 0;
+	w->cfg.update_delay_ms = 25;
+	w->cfg.withdrawal_delay_ms = 100;
+	uint64_t t0 = uv_now(&w->loop);
+	n0_update(w, 0, NULL, 0, "x", 5);
+	at(w, t0, 0);
+	at(w, t0, 25);
+	assert_int_equal(f->updates, 0);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 100);
+	n0_update(w, 1, "y", 9, NULL, 0);
+	at(w, t0, 60);
+	assert_int_equal(f->updates, 0);
+	at(w, t0, 100);
+	assert_int_equal(f->updates, 1);
+	assert_int_equal(f->both, 1);
+	assert_int_equal(f->withdrawn, 0);
+	assert_string_equal(f->first_path[2], "y");
+	/* y withdraws it, and another name comes: that one leaves first */
+	n0_update(w, 1, NULL, 0, "y", 9);
+	announce(w, 0, 7, 1, "p0", 9, 0);
+	at(w, t0, 200);
+	at(w, t0, 225);
+	assert_int_equal(f->updates, 2);
+	assert_int_equal(f->withdrawn, 0);
+	at(w, t0, 299);
+	assert_int_equal(f->updates, 2);
+	at(w, t0, 300);
+	assert_int_equal(f->updates, 3);
+	assert_int_equal(f->withdrawn, 1);
+	assert_int_equal(f->owd, 2);
+	assert_int_equal(rde_wakeup(w->rde), UINT64_MAX);
+	world_free(w);
+}
+
 /* nbrpd's loop, run for real: the RDE's timer wakes it when the delay is over. */
 static void the_loop_wakes_for_held_changes(void **state)
 {
@@ -834,6 +878,7 @@ int main(void)
 		cmocka_unit_test(a_move_within_the_update_delay_leaves_as_one_update_with_both),
 		cmocka_unit_test(without_an_update_delay_a_move_is_two_updates_at_once),
 		cmocka_unit_test(held_changes_leave_together_and_dumps_are_not_held),
+		cmocka_unit_test(a_name_left_without_a_route_waits_for_the_withdrawal_delay),
 		cmocka_unit_test(the_loop_wakes_for_held_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
