@@ -1499,15 +1499,17 @@ static bool hold(struct rde *r, struct rib_entry *const *v, size_t n)
 	return ok;
 }
 
-/* The held names whose window is over: told, but for those left without a route, which wait
- * for withdrawal-delay (a new route, as in a move, may come meanwhile). */
+/* The held names whose window is over: told, but for those an origin withdrawal left without a
+ * route, which wait for withdrawal-delay (a move's new route may come meanwhile).  A name lost
+ * otherwise (a session failing) is not held longer: a dead path advertised longer is only tried
+ * by more routers. */
 static void release_held(struct rde *r)
 {
 	size_t k = 0;
 	bool longer = withdrawal_delay(r) > r->cfg->update_delay_ms;
 	for (size_t i = 0; i < r->held.n; i++) {
 		struct rib_entry *e = r->held.v[i];
-		if (longer && e->adv && !best_route(e)) {
+		if (longer && e->adv && !best_route(e) && (e->flags & ENTRY_ORIGIN_WD)) {
 			if (!r->lost.n)
 				r->lost_since = r->held_since;
 			if (entry_list_push(&r->lost, e))

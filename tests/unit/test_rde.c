@@ -839,6 +839,19 @@ static void a_name_left_without_a_route_waits_for_the_withdrawal_delay(void **st
 	assert_int_equal(f->withdrawn, 1);
 	assert_int_equal(f->owd, 2);
 	assert_int_equal(rde_wakeup(w->rde), UINT64_MAX);
+	/* a name lost without an origin withdrawal (its peer withdrew it) leaves after update-delay */
+	uint8_t wire[32];
+	ProtobufCBinaryData gone = { .data = wire };
+	gone.len = name_of(7, wire);
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_withdrawn = 1;
+	u.withdrawn = &gone;
+	rde_peer_update(w->peers[0].rp, &u, NULL);
+	at(w, t0, 400);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 425);
+	at(w, t0, 425);
+	assert_int_equal(f->updates, 4);
+	assert_int_equal(f->withdrawn, 2);
 	world_free(w);
 }
 
