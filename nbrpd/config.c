@@ -13,7 +13,7 @@
  *     fib-send-hold-time 60s;              an inrpd that reads nothing this long is let go
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
  *     update-delay 0ms;                    a change waits this long for others to leave with it
- *     withdrawal-delay 0ms;                ... a name left without a route (at least update-delay)
+ *     withdrawal-delay 0ms;                ... a name an origin withdrawal took (at least update-delay)
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
  *     fib-channel "/run/inrpd/fib";        inrpd's FIB channel socket
