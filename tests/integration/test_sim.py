@@ -166,6 +166,12 @@ def test_with_update_delays_every_router_takes_the_gao_rexford_route(topology):
     assert_gao_rexford_routes(topology, *DELAYS)
 
 
+def test_a_run_with_update_delays_is_the_same_for_a_seed(topology):
+    """The RDE's wake-ups are events like any other: the same run, the same trace."""
+    a = run_sim(topology, "--modes", "nbrp", *DELAYS)
+    assert deterministic(a) == deterministic(run_sim(topology, "--modes", "nbrp", *DELAYS))
+
+
 def test_an_update_delay_makes_a_move_one_wave(topology):
     """A move is the old origin's withdrawal and the new origin's route: held together, fewer
     UPDATEs than without the delays; a withdrawal is one UPDATE a session that carried the name
