@@ -12,6 +12,8 @@
  *                                          while peers send their tables
  *     fib-send-hold-time 60s;              an inrpd that reads nothing this long is let go
  *     load-ms-per-hop 50;  load-radius 3;  load-threshold 10;  load-interval 1s;
+ *     update-delay 0ms;                    a change waits this long for others to leave with it
+ *     withdrawal-delay 0ms;                ... a name an origin withdrawal took (at least update-delay)
  *     max-routes 4;                        ranked routes per name for inrpd
  *     max-message-size 1048576;
  *     fib-channel "/run/inrpd/fib";        inrpd's FIB channel socket
@@ -117,7 +119,8 @@
 struct cfg_ctx {
 	struct nbrpd_config *cfg;
 	size_t content_cap, allow_transfer_cap;
-	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird;
+	bool seen_sync_wait, seen_send_hold, seen_restart, seen_max_restart, seen_load_interval, seen_bird,
+	     seen_update_delay, seen_withdrawal_delay;
 	bool seen_state_dir, seen_transfer, seen_xfr_source, seen_xfr_idle, seen_xfr_time;
 	bool seen_fetch_names, seen_fetch_bytes, seen_fetch_idle, seen_fetch_time;
 	bool seen_key, seen_anchor, seen_trust, seen_trust_poll, seen_workers, seen_sig_cache, seen_min_life;
@@ -201,6 +204,19 @@ static int kw_load_interval(const struct conf_stmt *s, void *arg, char *err, siz
 	struct cfg_ctx *x = arg;
 	return conf_once_duration_ms(s, &x->seen_load_interval, 0, 3600000, &x->cfg->load_interval_ms,
 				     err, err_len);
+}
+
+static int kw_update_delay(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_update_delay, 0, 60000, &x->cfg->update_delay_ms, err, err_len);
+}
+
+static int kw_withdrawal_delay(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct cfg_ctx *x = arg;
+	return conf_once_duration_ms(s, &x->seen_withdrawal_delay, 0, 60000, &x->cfg->withdrawal_delay_ms, err,
+				     err_len);
 }
 
 static int kw_restart_time(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
@@ -827,6 +843,8 @@ static const struct conf_keyword top_keywords[] = {
 	{ "restart-time", 2, 2, CONF_NO_BLOCK, kw_restart_time },
 	{ "max-peer-restart-time", 2, 2, CONF_NO_BLOCK, kw_max_peer_restart_time },
 	{ "load-interval", 2, 2, CONF_NO_BLOCK, kw_load_interval },
+	{ "update-delay", 2, 2, CONF_NO_BLOCK, kw_update_delay },
+	{ "withdrawal-delay", 2, 2, CONF_NO_BLOCK, kw_withdrawal_delay },
 	{ "load-ms-per-hop", 2, 2, CONF_NO_BLOCK, kw_mph },
 	{ "load-radius", 2, 2, CONF_NO_BLOCK, kw_radius },
 	{ "load-threshold", 2, 2, CONF_NO_BLOCK, kw_threshold },

@@ -93,6 +93,8 @@ struct nbrpd_config {
 	uint32_t load_radius;           /* hops a load figure travels */
 	uint32_t load_threshold_ms;     /* smaller load changes are not re-advertised */
 	uint64_t load_interval_ms;      /* a name's load is re-advertised at most this often */
+	uint64_t update_delay_ms;       /* a change waits at most this long for others to leave with it */
+	uint64_t withdrawal_delay_ms;   /* ... a name an origin withdrawal took (at least update_delay_ms) */
 	unsigned max_routes;            /* ranked routes per name pushed to inrpd */
 	size_t max_message;
 	char *fib_channel;              /* inrpd's socket; NULL: none */

@@ -74,12 +74,17 @@ const struct origin_wd_item *origin_wd_for(struct origin_wd *w, const struct rib
 	return *n ? &w->v[lo] : NULL;
 }
 
-void origin_wd_clear(struct origin_wd *w)
+void origin_wd_clear(struct origin_wd *w, uint8_t keep)
 {
-	for (size_t i = 0; i < w->n; i++)
-		w->v[i].e->flags &= (uint8_t)~ENTRY_ORIGIN_WD;
-	w->n = 0;
-	w->sorted = true;
+	size_t k = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->v[i].e->flags & keep)
+			w->v[k++] = w->v[i];    /* in order: still sorted if it was */
+		else
+			w->v[i].e->flags &= (uint8_t)~ENTRY_ORIGIN_WD;
+	}
+	w->n = k;
+	w->sorted = w->sorted || !k;
 }
 
 void origin_wd_free(struct origin_wd *w)

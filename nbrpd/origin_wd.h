@@ -49,8 +49,8 @@ bool origin_wd_note(struct origin_wd *w, struct rib_entry *e, const char *origin
 		    const struct origin_wd_sig *sig);
 /* The ones noted for e, one per origin with its newest stamp; *n of them. */
 const struct origin_wd_item *origin_wd_for(struct origin_wd *w, const struct rib_entry *e, size_t *n);
-/* Forgets them all (after the flush), clearing the entries' flags. */
-void origin_wd_clear(struct origin_wd *w);
+/* Forgets them (after the flush), clearing the entries' flags, but those of entries with a flag of keep. */
+void origin_wd_clear(struct origin_wd *w, uint8_t keep);
 void origin_wd_free(struct origin_wd *w);
 
 #endif

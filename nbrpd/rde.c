@@ -13,6 +13,11 @@
  * and not excluded from any of this flush's names (their source, or named
  * in their path) gets the very same encoded UPDATEs, one buffer shared by
  * all their write queues.  Other peers get UPDATEs of their own.
+ *
+ * With an update-delay, peers are told of the changed names only once it
+ * is over after the first (inrpd at once): what changed meanwhile leaves
+ * in one flush, each name as it is then.  A timer wakes the loop for it;
+ * rde_wakeup says when, for sim/, whose loop is never run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1391,31 +1396,24 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 		r->ops.aggregate_offered(r->ops.arg, &n, from->a->k.agg_version, &from->a->k.agg_source, digest, whole);
 }
 
-static void flush(struct rde *r)
+/* Tells peers what the names of v export now against what they were told, as one batch;
+ * false: out of memory (nothing was told). */
+static bool export_names(struct rde *r, struct rib_entry *const *v, size_t n)
 {
-	if (!r->dirty.n) {
-		rib_release_pending(&r->rib);
-		return;
-	}
-	struct entry_list dirty = r->dirty;
-	memset(&r->dirty, 0, sizeof(r->dirty));
-	struct flush_item *items = malloc(dirty.n * sizeof(*items));
+	struct flush_item *items = malloc(n * sizeof(*items));
 	if (!items) {
-		log_err("out of memory flushing %zu changed names; trying again", dirty.n);
-		r->dirty = dirty;
-		return;
+		log_err("out of memory flushing %zu changed names; trying again", n);
+		return false;
 	}
 	r->flush_no++;
 	struct flush_source src = { 0 };
 	bool moved = false;
 	uint32_t now = now_ms(r);
-	for (size_t i = 0; i < dirty.n; i++) {
-		struct rib_entry *e = dirty.v[i];
-		if (i + 4 < dirty.n)
-			__builtin_prefetch(dirty.v[i + 4]->routes);     /* best_route's, a miss when memory is old */
+	for (size_t i = 0; i < n; i++) {
+		struct rib_entry *e = v[i];
+		if (i + 4 < n)
+			__builtin_prefetch(v[i + 4]->routes);   /* best_route's, a miss when memory is old */
 		items[i].e = e;
-		if (entry_is_aggregate(e))
-			aggregate_offer(r, e);
 		items[i].old = e->adv;
 		if (e->adv)
 			e->adv->refs++;
@@ -1441,18 +1439,18 @@ static void flush(struct rde *r)
 		if (p->flush_mark == r->flush_no || p->dumping || p->reexporting || !nbrpd_policy_open(&p->export) ||
 		    p->sig != SIG_OFF) {        /* signed: for it alone */
 			if (p != src.peer || src.several)
-				flush_to_peer(r, p, items, dirty.n);
+				flush_to_peer(r, p, items, n);
 			continue;
 		}
 		if (VEC_RESERVE(g->members, g->cap, g->n + 1) < 0) {
-			flush_to_peer(r, p, items, dirty.n);
+			flush_to_peer(r, p, items, n);
 			continue;
 		}
 		g->members[g->n++] = p;
 	}
 	if (g->n) {
 		packer_begin(r->packer, emit_to_group, g);
-		for (size_t i = 0; i < dirty.n; i++) {
+		for (size_t i = 0; i < n; i++) {
 			const struct flush_item *it = &items[i];
 			if (it->e->adv && (it->changed || !it->old))
 				packer_advertise(r->packer, it->e, it->e->adv, it->e->adv_load);
@@ -1465,32 +1463,138 @@ static void flush(struct rde *r)
 		}
 		packer_end(r->packer);
 	}
+	/* the origin withdrawals noted for names still held go with them */
+	for (size_t i = 0; i < n; i++)
+		v[i]->flags &= (uint8_t)~ENTRY_HELD;
+	origin_wd_clear(&r->owd, ENTRY_HELD);
+	for (size_t i = 0; i < n; i++) {
+		attrs_put(r, items[i].old);
+		rib_maybe_release(&r->rib, v[i]);
+	}
+	free(items);
+	return true;
+}
+
+/* How long a name left without a route is held: withdrawal-delay, at least update-delay. */
+static uint64_t withdrawal_delay(const struct rde *r)
+{
+	uint64_t w = r->cfg->withdrawal_delay_ms, d = r->cfg->update_delay_ms;
+	return w > d ? w : d;
+}
+
+/* When held names are next due, on the loop's clock; UINT64_MAX: none held. */
+static uint64_t held_due(const struct rde *r)
+{
+	uint64_t a = r->held.n ? r->held_since + r->cfg->update_delay_ms : UINT64_MAX;
+	uint64_t b = r->lost.n ? r->lost_since + withdrawal_delay(r) : UINT64_MAX;
+	return a < b ? a : b;
+}
+
+static void on_held(uv_timer_t *t)
+{
+	schedule(t->data);              /* the next turn's flush tells them */
+}
+
+/* Holds the changed names for peers: a name changing again meanwhile is told once, its last state
+ * against what peers were told (an origin withdrawal and the new route in one UPDATE).
+ * false: out of memory (some not held). */
+static bool hold(struct rde *r, struct rib_entry *const *v, size_t n)
+{
+	bool ok = true;
+	if (!r->held.n)
+		r->held_since = uv_now(r->loop);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i]->flags & ENTRY_HELD)
+			continue;       /* held already, maybe as lost */
+		if (entry_list_push(&r->held, v[i]))
+			v[i]->flags |= ENTRY_HELD;
+		else
+			ok = false;
+	}
+	return ok;
+}
+
+/* The held names whose window is over: told, but for those an origin withdrawal left without a
+ * route, which wait for withdrawal-delay (a move's new route may come meanwhile).  A name lost
+ * otherwise (a session failing) is not held longer: a dead path advertised longer is only tried
+ * by more routers. */
+static void release_held(struct rde *r)
+{
+	size_t k = 0;
+	bool longer = withdrawal_delay(r) > r->cfg->update_delay_ms;
+	for (size_t i = 0; i < r->held.n; i++) {
+		struct rib_entry *e = r->held.v[i];
+		if (longer && e->adv && !best_route(e) && (e->flags & ENTRY_ORIGIN_WD)) {
+			if (!r->lost.n)
+				r->lost_since = r->held_since;
+			if (entry_list_push(&r->lost, e))
+				continue;
+		}
+		r->held.v[k++] = e;
+	}
+	r->held.n = k;
+	if (!k || export_names(r, r->held.v, k))
+		r->held.n = 0;
+}
+
+/* inrpd's routes for the names of v. */
+static void push_fib(struct rde *r, struct rib_entry *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rib_entry *e = v[i];
+		struct name nm;
+		struct route routes[ROUTESET_MAX_ROUTES];
+		if (entry_is_aggregate(e) ? !r->ops.fib_aggregate : !r->ops.fib_name)
+			continue;
+		rde_entry_name(e, &nm);
+		if (entry_is_aggregate(e))
+			r->ops.fib_aggregate(r->ops.arg, &nm, routes, rde_fib_routes(e, routes));
+		else
+			r->ops.fib_name(r->ops.arg, &nm, routes, rde_fib_routes(e, routes));
+	}
+	if (n && r->ops.fib_flush)
+		r->ops.fib_flush(r->ops.arg);
+}
+
+/*
+ * The names changed since the last flush: aggregates' versions offered,
+ * peers told, then inrpd.  With an update-delay, peers are told what
+ * changed once it is over (held, above), inrpd at once.
+ */
+static void flush(struct rde *r)
+{
+	struct entry_list dirty = r->dirty;
+	memset(&r->dirty, 0, sizeof(r->dirty));
+	for (size_t i = 0; i < dirty.n; i++)
+		if (entry_is_aggregate(dirty.v[i]))
+			aggregate_offer(r, dirty.v[i]);
+	bool told = true;
+	if (!r->cfg->update_delay_ms && !r->cfg->withdrawal_delay_ms && !r->held.n && !r->lost.n)
+		told = !dirty.n || export_names(r, dirty.v, dirty.n);
+	else if (dirty.n)
+		told = hold(r, dirty.v, dirty.n);
+	uint64_t now = uv_now(r->loop);
+	if (r->held.n && r->held_since + r->cfg->update_delay_ms <= now)
+		release_held(r);
+	if (r->lost.n && r->lost_since + withdrawal_delay(r) <= now && export_names(r, r->lost.v, r->lost.n))
+		r->lost.n = 0;
+	if (held_due(r) == UINT64_MAX)
+		uv_timer_stop(&r->held_timer);
+	else if (held_due(r) > now)
+		uv_timer_start(&r->held_timer, on_held, held_due(r) - now, 0);
+	if (!told) {
+		r->dirty = dirty;       /* out of memory: again next turn */
+		return;
+	}
 	/* our inrpd after the peers: writing to it wakes it, and it would run
 	 * first, on the path of the change through the network.  A peer that
 	 * asks us before our inrpd has the route hears "no route" or another
 	 * origin, and asks again (docs/INRP.md, Routes converging). */
+	push_fib(r, dirty.v, dirty.n);
 	for (size_t i = 0; i < dirty.n; i++) {
-		struct rib_entry *e = items[i].e;
-		struct name n;
-		struct route routes[ROUTESET_MAX_ROUTES];
-		if (entry_is_aggregate(e) ? !r->ops.fib_aggregate : !r->ops.fib_name)
-			continue;
-		rde_entry_name(e, &n);
-		if (entry_is_aggregate(e))
-			r->ops.fib_aggregate(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
-		else
-			r->ops.fib_name(r->ops.arg, &n, routes, rde_fib_routes(e, routes));
+		dirty.v[i]->flags &= (uint8_t)~ENTRY_DIRTY;
+		rib_maybe_release(&r->rib, dirty.v[i]);
 	}
-	if (r->ops.fib_flush)
-		r->ops.fib_flush(r->ops.arg);
-	origin_wd_clear(&r->owd);
-	for (size_t i = 0; i < dirty.n; i++) {
-		struct rib_entry *e = items[i].e;
-		attrs_put(r, items[i].old);
-		e->flags &= (uint8_t)~ENTRY_DIRTY;
-		rib_maybe_release(&r->rib, e);
-	}
-	free(items);
 	if (!r->dirty.v && dirty.cap <= 65536) {
 		dirty.n = 0;            /* the next turn's list: not grown from nothing every turn */
 		r->dirty = dirty;
@@ -1498,6 +1602,11 @@ static void flush(struct rde *r)
 		free(dirty.v);
 	}
 	rib_release_pending(&r->rib);
+}
+
+uint64_t rde_wakeup(const struct rde *r)
+{
+	return held_due(r);
 }
 
 bool rde_turn(struct rde *r)
@@ -1513,7 +1622,7 @@ bool rde_turn(struct rde *r)
 		r->ops.input_ready(r->ops.arg);
 	}
 	/* names the resumed sessions changed are flushed next turn: do not block before it */
-	bool runnable = growing || r->input_paused || r->dirty.n;
+	bool runnable = growing || r->input_paused || r->dirty.n || held_due(r) <= uv_now(r->loop);
 	for (struct rde_job *j = r->jobs; j && !runnable; j = j->next)
 		runnable = !job_blocked(r, j);
 	return runnable;
@@ -1822,6 +1931,8 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->idle.data = r;
 	uv_timer_init(loop, &r->deferred_timer);
 	r->deferred_timer.data = r;
+	uv_timer_init(loop, &r->held_timer);
+	r->held_timer.data = r;
 	nexthop_on_changed(nexthops, on_nexthop_changed, r);
 	return r;
 }
@@ -1854,6 +1965,7 @@ void rde_stop(struct rde *r)
 	uv_close((uv_handle_t *)&r->check, NULL);
 	uv_close((uv_handle_t *)&r->idle, NULL);
 	uv_close((uv_handle_t *)&r->deferred_timer, NULL);
+	uv_close((uv_handle_t *)&r->held_timer, NULL);
 }
 
 void rde_free(struct rde *r)
@@ -1885,6 +1997,8 @@ void rde_free(struct rde *r)
 	free(r->peers);
 	peer_names_free(&r->by_name);
 	free(r->dirty.v);
+	free(r->held.v);
+	free(r->lost.v);
 	free(r->deferred.v);
 	free(r->group.members);
 	free(r->rank.cands);

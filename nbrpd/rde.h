@@ -92,6 +92,10 @@ void rde_peer_set_signatures(struct rde_peer *p, enum sig_policy sig);
  * handle runs every turn; true while more could run at once.  sim/ calls
  * it directly, its loop never run. */
 bool rde_turn(struct rde *r);
+/* When rde_turn next has work that waits for time: the loop's clock (uv_now) at which names
+ * held by update-delay are due to leave; UINT64_MAX: none.  nbrpd's loop wakes itself then (a
+ * timer); sim/, whose loop is never run, calls rde_turn at that time. */
+uint64_t rde_wakeup(const struct rde *r);
 
 /* ---- peers ---- */
 

@@ -250,6 +250,10 @@ struct rde {
 	uint32_t peers_gen;                     /* changes when a peer comes or goes */
 	struct entry_list dirty, deferred;
 	uv_timer_t deferred_timer;
+	struct entry_list held;                 /* changed names peers are told of once update-delay is over */
+	struct entry_list lost;                 /* ... left without a route: once withdrawal-delay is */
+	uint64_t held_since, lost_since;        /* the loop's time the first was held */
+	uv_timer_t held_timer;
 	uv_check_t check;                       /* jobs, then the flush, once per loop turn */
 	uv_idle_t idle;                         /* keeps the loop from blocking while jobs can run */
 	struct rde_job *jobs;

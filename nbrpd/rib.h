@@ -32,6 +32,7 @@ enum {
 	ENTRY_RELEASE = 4,                      /* in the list of entries to free at the flush */
 	ENTRY_MARK = 8,                         /* seen, during a compaction of the next-hop index */
 	ENTRY_ORIGIN_WD = 16,                   /* origin withdrawals to pass on with it (origin_wd.c) */
+	ENTRY_HELD = 32,                        /* its change waits for update-delay (rde.c) */
 };
 
 /* 38 bytes before the name: most names fit a 56-byte slab object.  Of the
@@ -141,7 +142,7 @@ bool rib_grow_step(struct rib *t, unsigned budget);
  * slot): freed at the next rib_release_pending if that is still so. */
 static inline void rib_maybe_release(struct rib *t, struct rib_entry *e)
 {
-	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_DEFERRED | ENTRY_RELEASE)))
+	if (e->routes || e->adv || e->refs || (e->flags & (ENTRY_DIRTY | ENTRY_HELD | ENTRY_DEFERRED | ENTRY_RELEASE)))
 		return;
 	if (entry_list_push(&t->release, e))
 		e->flags |= ENTRY_RELEASE;

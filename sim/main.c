@@ -35,6 +35,8 @@ struct mode {
 	const char *name;
 	bool owd;
 	uint64_t mrai_s;
+	uint64_t update_delay_ms;       /* nbrpd's update-delay in every router */
+	uint64_t withdrawal_delay_ms;   /* and withdrawal-delay */
 };
 
 struct args {
@@ -75,6 +77,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sim --topology FILE [--seed S] [--modes nbrp,pv,bgp] [--mrai S] [--origins K]\n"
+		"           [--update-delay MS] [--withdrawal-delay MS]   (nbrp: nbrpd's, in every router)\n"
 		"           [--names B] [--gap S] [--flaps F] [--flap-interval S] [--dump]\n"
 		"           [--cost-update-us U] [--cost-name-us N] [--cost-peer-name-us P] [--cost-fetch-ms F]\n"
 		"           [--move FROM TO --rounds R [--move-lag-ms L]]   (the testbed's move; FROM/TO a mark or\n"
@@ -88,7 +91,8 @@ static uint64_t rnd(void)
 	return splitmix64(&rng_state);
 }
 
-static int parse_modes(struct args *a, const char *text, uint64_t mrai_s)
+static int parse_modes(struct args *a, const char *text, uint64_t mrai_s, uint64_t update_delay_ms,
+		       uint64_t withdrawal_delay_ms)
 {
 	char buf[128];
 	snprintf(buf, sizeof(buf), "%s", text);
@@ -98,7 +102,7 @@ static int parse_modes(struct args *a, const char *text, uint64_t mrai_s)
 			return -1;
 		struct mode *m = &a->modes[a->nmodes++];
 		if (strcmp(tok, "nbrp") == 0)
-			*m = (struct mode){ "nbrp", true, 0 };
+			*m = (struct mode){ "nbrp", true, 0, update_delay_ms, withdrawal_delay_ms };
 		else if (strcmp(tok, "pv") == 0)
 			*m = (struct mode){ "pv", false, 0 };
 		else if (strcmp(tok, "bgp") == 0)
@@ -422,7 +426,7 @@ int main(int argc, char **argv)
 		.cost = { .update_ns = 5000, .name_ns = 400, .peer_name_ns = 25, .fetch_ns = 20000 },
 	};
 	const char *modes = "nbrp,pv,bgp";
-	uint64_t mrai_s = 30;
+	uint64_t mrai_s = 30, update_delay_ms = 0, withdrawal_delay_ms = 0;
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' },
 		{ "modes", required_argument, NULL, 'm' }, { "mrai", required_argument, NULL, 'M' },
@@ -434,6 +438,7 @@ int main(int argc, char **argv)
 		{ "cost-peer-name-us", required_argument, NULL, 3 }, { "cost-fetch-ms", required_argument, NULL, 4 },
 		{ "move", required_argument, NULL, 5 }, { "rounds", required_argument, NULL, 6 },
 		{ "move-lag-ms", required_argument, NULL, 7 },
+		{ "update-delay", required_argument, NULL, 8 }, { "withdrawal-delay", required_argument, NULL, 9 },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -462,11 +467,13 @@ int main(int argc, char **argv)
 			break;
 		case 6: a.rounds = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 7: a.move_lag_ms = strtod(optarg, NULL); break;
+		case 8: update_delay_ms = strtoull(optarg, NULL, 10); break;
+		case 9: withdrawal_delay_ms = strtoull(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
-	if (!a.topology || optind != argc || parse_modes(&a, modes, mrai_s) < 0 || a.origins > MAX_PER_CLASS ||
-	    a.gap_s < 0 || a.flap_s <= 0)
+	if (!a.topology || optind != argc || parse_modes(&a, modes, mrai_s, update_delay_ms, withdrawal_delay_ms) < 0 ||
+	    a.origins > MAX_PER_CLASS || a.gap_s < 0 || a.flap_s <= 0)
 		usage();
 	log_init("sim", LOG_LVL_WARN, false);
 	/* a fixed threshold: glibc's moving one would put the later modes' slab chunks (1 MiB,
@@ -508,6 +515,8 @@ int main(int argc, char **argv)
 			.gao_rexford = gao_rexford, .origin_withdrawals = md->owd, .mrai_ns = md->mrai_s * 1000000000ull,
 			.seed = a.seed, .cost = a.cost,
 		};
+		tmpl->update_delay_ms = md->update_delay_ms;
+		tmpl->withdrawal_delay_ms = md->withdrawal_delay_ms;
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		uint64_t rss0 = net_rss_bytes();
@@ -526,17 +535,21 @@ int main(int argc, char **argv)
 		settle(n, a.gap_s);
 		uint64_t rss1 = net_rss_bytes();
 		const struct net_window *w = net_window(n);
-		fprintf(stderr, "mode %s (origin withdrawals %s, MRAI %llu s): start converged in %.1f ms, %llu UPDATEs; "
-			"%.1f KiB a router\n", md->name, md->owd ? "on" : "off", (unsigned long long)md->mrai_s,
+		fprintf(stderr, "mode %s (origin withdrawals %s, MRAI %llu s, update-delay %llu ms, withdrawal-delay %llu "
+			"ms): start converged in %.1f ms, %llu UPDATEs; %.1f KiB a router\n", md->name,
+			md->owd ? "on" : "off", (unsigned long long)md->mrai_s, (unsigned long long)md->update_delay_ms,
+			(unsigned long long)md->withdrawal_delay_ms,
 			(double)(w->last_change_ns - w->start_ns) / 1e6, (unsigned long long)w->updates,
 			(double)(rss1 - rss0) / t.n / 1024);
 		if (a.dump)
 			dump_routes(n, &t, bg, a.names);
 		/* bytes_per_router: what building it and the start took (the first mode's is the one to quote:
 		 * later modes reuse what the earlier ones freed); rss_per_router: the whole process's */
-		strbuf_addf(&json, "%s\"%s\":{\"origin_withdrawals\":%s,\"mrai_s\":%llu,\"bytes_per_router\":%.0f,"
-			    "\"rss_per_router\":%.0f,", m ? "," : "", md->name, md->owd ? "true" : "false",
-			    (unsigned long long)md->mrai_s, (double)(rss1 - rss0) / t.n, (double)rss1 / t.n);
+		strbuf_addf(&json, "%s\"%s\":{\"origin_withdrawals\":%s,\"mrai_s\":%llu,\"update_delay_ms\":%llu,"
+			    "\"withdrawal_delay_ms\":%llu,\"bytes_per_router\":%.0f,\"rss_per_router\":%.0f,", m ? "," : "",
+			    md->name, md->owd ? "true" : "false", (unsigned long long)md->mrai_s,
+			    (unsigned long long)md->update_delay_ms, (unsigned long long)md->withdrawal_delay_ms,
+			    (double)(rss1 - rss0) / t.n, (double)rss1 / t.n);
 		if (a.move_from)
 			rc = run_moves(n, &t, &a, (int)m, &json);
 		else

@@ -21,7 +21,7 @@ static const uint32_t PREF[] = { [REL_CUSTOMER] = 300, [REL_PEER] = 200, [REL_PR
 #define INRP_PORT       53
 #define TRANSFER_PORT   5353
 
-enum ev_kind { EV_ARRIVE, EV_TURN, EV_MRAI, EV_FETCHED };
+enum ev_kind { EV_ARRIVE, EV_TURN, EV_MRAI, EV_FETCHED, EV_WAKE };
 
 /* A frame on its way over a session, then in the receiver's queue. */
 struct msg {
@@ -71,6 +71,7 @@ struct router {
 	uint32_t inbox_n;
 	bool turn_queued;
 	uint64_t busy_until;
+	uint64_t wake_at;               /* the turn its RDE asked for (rde_wakeup); 0: none */
 	uint64_t changed_window;        /* the window its best routes last changed in */
 	uint64_t changed_ns;            /* and when, last */
 	uint64_t sent_window;           /* the window `sent` counts in */
@@ -157,6 +158,27 @@ static void push(struct net *n, uint64_t at, enum ev_kind kind, uint32_t a, void
 		log_err("sim: out of memory for events");
 		abort();
 	}
+}
+
+/* A turn when the RDE asks for one (names held by update-delay), its loop never being run. */
+static void queue_wake(struct net *n, struct router *r)
+{
+	uint64_t due = rde_wakeup(r->rde);
+	if (due == UINT64_MAX)
+		return;
+	uint64_t at = due * 1000000u;   /* later than now: due is after the RDE's clock */
+	if (r->wake_at && r->wake_at <= at)
+		return;
+	r->wake_at = at;
+	push(n, at, EV_WAKE, r->id, NULL);
+}
+
+static void wake(struct net *n, struct router *r)
+{
+	if (r->wake_at != n->now)
+		return;                 /* an earlier request's, replaced */
+	r->wake_at = 0;
+	queue_turn(n, r);
 }
 
 /* ---- the RDE's callbacks ---- */
@@ -642,6 +664,7 @@ static void turn(struct net *n, struct router *r)
 	/* a loop turn and the ones the RDE asks for at once (a dump's slices) */
 	for (unsigned k = 0; k < 1024 && rde_turn(r->rde); k++)
 		;
+	queue_wake(n, r);
 	size_t nout = n->nout;
 	n->nout = 0;
 	Nbrp__Message **dec = malloc((nout + 1) * sizeof(*dec));
@@ -723,6 +746,9 @@ void net_run(struct net *n, uint64_t until_ns)
 			break;
 		case EV_FETCHED:
 			fetched(n, &n->r[ev.a], (uint64_t)(uintptr_t)ev.p);
+			break;
+		case EV_WAKE:
+			wake(n, &n->r[ev.a]);
 			break;
 		}
 	}

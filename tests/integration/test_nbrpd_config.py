@@ -43,6 +43,11 @@ def test_example_config_is_valid():
     (BASE + "signature-min-lifetime 7h;\n", 3, "signature-min-lifetime"),
     (BASE + "signature-min-lifetime 1s;\nsignature-min-lifetime 1s;\n", 4, "twice"),
     (BASE + "max-peer-restart-time 5s;\nmax-peer-restart-time 6s;\n", 4, "twice"),
+    (BASE + "update-delay 2m;\n", 3, "between 0s and 1m"),
+    (BASE + "update-delay soon;\n", 3, "duration"),
+    (BASE + "update-delay 100ms;\nupdate-delay 100ms;\n", 4, "twice"),
+    (BASE + "withdrawal-delay 61s;\n", 3, "between 0s and 1m"),
+    (BASE + "withdrawal-delay 5s;\nwithdrawal-delay 5s;\n", 4, "twice"),
     ('router-name "r1";\n', None, "inrp-address"),
 ])
 def test_config_errors_name_the_line(tmp_path, body, line, reason):

@@ -131,9 +131,9 @@ def test_a_run_is_the_same_for_a_seed(topology):
     assert ev["announce_stub"]["updates"] > 0 and ev["withdraw_stub"]["updates"] > 0
 
 
-def assert_gao_rexford_routes(topology):
+def assert_gao_rexford_routes(topology, *extra):
     rel = read_links(topology)
-    modes = dumps(run_sim(topology))
+    modes = dumps(run_sim(topology, *extra))
     assert len(modes) == 3
     for routes in modes:
         assert len(routes) == 6
@@ -155,6 +155,35 @@ def test_every_router_takes_the_gao_rexford_route(topology):
 
 def test_twenty_routers_take_the_gao_rexford_route(tmp_path):
     assert_gao_rexford_routes(generate(tmp_path, 20, 11))
+
+
+DELAYS = ("--update-delay", "25", "--withdrawal-delay", "50")
+
+
+def test_with_update_delays_every_router_takes_the_gao_rexford_route(topology):
+    """nbrp with nbrpd's update-delay and withdrawal-delay (docs/NBRP.md): held changes leave
+    at last, each name as it is then: the same routes as without."""
+    assert_gao_rexford_routes(topology, *DELAYS)
+
+
+def test_a_run_with_update_delays_is_the_same_for_a_seed(topology):
+    """The RDE's wake-ups are events like any other: the same run, the same trace."""
+    a = run_sim(topology, "--modes", "nbrp", *DELAYS)
+    assert deterministic(a) == deterministic(run_sim(topology, "--modes", "nbrp", *DELAYS))
+
+
+def test_an_update_delay_makes_a_move_one_wave(topology):
+    """A move is the old origin's withdrawal and the new origin's route: held together, fewer
+    UPDATEs than without the delays; a withdrawal is one UPDATE a session that carried the name
+    either way (no exploration to merge); the delays are reported with the mode."""
+    def events(*extra):
+        j = json.loads(run_sim(topology, "--modes", "nbrp", *extra).splitlines()[-1])
+        return j["modes"]["nbrp"]
+    plain, held = events(), events(*DELAYS)
+    assert (held["update_delay_ms"], held["withdrawal_delay_ms"], plain["update_delay_ms"]) == (25, 50, 0)
+    for cls in ("stub", "tier1"):
+        assert held["events"][f"move_{cls}"]["updates"] < plain["events"][f"move_{cls}"]["updates"], cls
+        assert held["events"][f"withdraw_{cls}"]["updates"] == plain["events"][f"withdraw_{cls}"]["updates"], cls
 
 
 def test_a_frame_arrives_after_its_links_delay(tmp_path):

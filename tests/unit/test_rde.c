@@ -31,6 +31,8 @@ struct fake {
 	bool full;
 	unsigned updates, eors, notifications;
 	uint64_t advertised, withdrawn;
+	uint64_t owd;                   /* origin withdrawals */
+	unsigned both;                  /* UPDATEs with Routes and origin withdrawals */
 	const struct wq_buf *last;      /* the last frame, to see sharing */
 	char first_path[4][32];         /* of the last Route */
 	unsigned first_npath;
@@ -76,6 +78,8 @@ static void rec_send(void *arg, void *owner, struct wq_buf *frame)
 			uv_run(&f->relay_world->loop, UV_RUN_NOWAIT);
 		}
 		f->withdrawn += m->update->n_withdrawn;
+		f->owd += m->update->n_origin_withdrawals;
+		f->both += m->update->n_routes && m->update->n_origin_withdrawals;
 		f->agg_withdrawn += m->update->n_withdrawn_aggregates;
 		for (size_t i = 0; i < m->update->n_routes; i++) {
 			const Nbrp__Route *r = m->update->routes[i];
@@ -667,6 +671,208 @@ static void every_name_is_found_while_and_after_the_table_doubles(void **state)
 	rib_destroy(&t);
 }
 
+/* ---- update-delay: the loop's clock set by hand and turns taken directly, as sim/ does ---- */
+
+static void at(struct world *w, uint64_t t0, uint64_t ms)
+{
+	w->loop.time = t0 + ms;
+	for (unsigned k = 0; k < 100 && rde_turn(w->rde); k++)
+		;
+}
+
+/* n0.example from peer p, its path [origin] with the origin's stamp seq; with an origin
+ * withdrawal of owd_origin up to owd_seq instead when owd_origin is set. */
+static void n0_update(struct world *w, unsigned p, const char *origin, uint64_t seq, const char *owd_origin,
+		      uint64_t owd_seq)
+{
+	uint8_t wire[] = { 2, 'n', '0', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0 };
+	ProtobufCBinaryData name = { .data = wire, .len = sizeof(wire) };
+	uint8_t hop[4] = { 198, 51, 100, (uint8_t)(10 + p) };
+	char *path[] = { w->peers[p].name, (char *)origin };
+	Nbrp__Route r = NBRP__ROUTE__INIT, *rp = &r;
+	r.n_names = 1;
+	r.names = &name;
+	r.next_hop.data = hop;
+	r.next_hop.len = 4;
+	r.next_hop_port = 53;
+	r.n_path = 2;
+	r.path = path;
+	r.origin_seq = seq;
+	Nbrp__OriginWithdrawal ow = NBRP__ORIGIN_WITHDRAWAL__INIT, *owp = &ow;
+	ow.name = name;
+	ow.origin = (char *)owd_origin;
+	ow.origin_seq = owd_seq;
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	if (owd_origin) {
+		u.n_origin_withdrawals = 1;
+		u.origin_withdrawals = &owp;
+	} else {
+		u.n_routes = 1;
+		u.routes = &rp;
+	}
+	rde_peer_update(w->peers[p].rp, &u, NULL);
+}
+
+/* A move seen by r1: n0's origin x withdrawn (through p0), then n0 from origin y (through p1)
+ * 50 ms later; p2 listens.  Returns p2's recorder. */
+static struct fake *move_within(struct world *w, uint64_t delay_ms)
+{
+	up_all(w);
+	n0_update(w, 0, "x", 5, NULL, 0);
+	run(w, 10);
+	assert_int_equal(w->peers[2].advertised, 1);
+	w->peers[2].updates = 0;
+	w->cfg.update_delay_ms = delay_ms;
+	uint64_t t0 = uv_now(&w->loop), fib = w->fib_calls;
+	n0_update(w, 0, NULL, 0, "x", 5);
+	at(w, t0, 0);
+	assert_int_equal(w->fib_calls, fib + 1);        /* inrpd hears at once, whatever the delay */
+	n0_update(w, 1, "y", 9, NULL, 0);
+	at(w, t0, 50);
+	return &w->peers[2];
+}
+
+static void a_move_within_the_update_delay_leaves_as_one_update_with_both(void **state)
+{
+	struct world *w = world_new(3);
+	struct fake *f = move_within(w, 100);
+	assert_int_equal(f->updates, 0);                /* held */
+	assert_int_equal(rde_wakeup(w->rde), w->loop.time + 50);
+	at(w, w->loop.time, 49);
+	assert_int_equal(f->updates, 0);
+	at(w, w->loop.time, 1);                         /* the delay after the first change: due */
+	assert_int_equal(f->updates, 1);
+	assert_int_equal(f->both, 1);                   /* the origin withdrawal and the new route */
+	assert_int_equal(f->owd, 1);
+	assert_int_equal(f->withdrawn, 0);
+	assert_int_equal(f->advertised, 2);
+	assert_string_equal(f->first_path[2], "y");
+	assert_int_equal(rde_wakeup(w->rde), UINT64_MAX);
+	/* the old route's peer hears the new route and the withdrawal as well, once */
+	assert_int_equal(w->peers[0].updates, 1);
+	assert_int_equal(w->peers[0].owd, 1);
+	world_free(w);
+}
+
+static void without_an_update_delay_a_move_is_two_updates_at_once(void **state)
+{
+	struct world *w = world_new(3);
+	struct fake *f = move_within(w, 0);
+	assert_int_equal(f->updates, 2);                /* the withdrawal (its origin's), then the route */
+	assert_int_equal(f->withdrawn, 1);
+	assert_int_equal(f->owd, 1);
+	assert_int_equal(f->both, 0);
+	assert_int_equal(rde_wakeup(w->rde), UINT64_MAX);
+	world_free(w);
+}
+
+/* Names changed later in the window leave with the first, no later than the delay after it;
+ * a peer coming up meanwhile gets its table and END-OF-RIB at once, then the held changes. */
+static void held_changes_leave_together_and_dumps_are_not_held(void **state)
+{
+	struct world *w = world_new(3);
+	w->cfg.update_delay_ms = 100;
+	uint64_t t0 = uv_now(&w->loop);
+	rde_peer_up(w->peers[0].rp);
+	rde_peer_up(w->peers[1].rp);
+	at(w, t0, 0);
+	assert_int_equal(w->peers[1].eors, 1);          /* not held */
+	announce(w, 0, 0, 1, "p0", 9, 0);
+	at(w, t0, 0);
+	announce(w, 0, 1, 1, "p0", 9, 0);
+	rde_peer_up(w->peers[2].rp);
+	at(w, t0, 60);
+	assert_int_equal(w->peers[2].eors, 1);          /* its table: nothing told yet, so empty */
+	assert_int_equal(w->peers[2].advertised, 0);
+	assert_int_equal(w->peers[1].updates, 0);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 100);
+	at(w, t0, 100);
+	for (unsigned i = 1; i < 3; i++) {
+		assert_int_equal(w->peers[i].updates, 1);
+		assert_int_equal(w->peers[i].advertised, 2);
+	}
+	/* the next change starts a window of its own */
+	announce(w, 0, 2, 1, "p0", 9, 0);
+	at(w, t0, 150);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 250);
+	world_free(w);
+}
+
+/* A name left without a route waits for withdrawal-delay: a move whose new route comes after
+ * update-delay but within it still leaves as one UPDATE; a name really withdrawn leaves then,
+ * while another name's change in the same window leaves after update-delay. */
+static void a_name_left_without_a_route_waits_for_the_withdrawal_delay(void **state)
+{
+	struct world *w = world_new(3);
+	up_all(w);
+	n0_update(w, 0, "x", 5, NULL, 0);
+	run(w, 10);
+	struct fake *f = &w->peers[2];
+	f->updates = 0;
+	w->cfg.update_delay_ms = 25;
+	w->cfg.withdrawal_delay_ms = 100;
+	uint64_t t0 = uv_now(&w->loop);
+	n0_update(w, 0, NULL, 0, "x", 5);
+	at(w, t0, 0);
+	at(w, t0, 25);
+	assert_int_equal(f->updates, 0);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 100);
+	n0_update(w, 1, "y", 9, NULL, 0);
+	at(w, t0, 60);
+	assert_int_equal(f->updates, 0);
+	at(w, t0, 100);
+	assert_int_equal(f->updates, 1);
+	assert_int_equal(f->both, 1);
+	assert_int_equal(f->withdrawn, 0);
+	assert_string_equal(f->first_path[2], "y");
+	/* y withdraws it, and another name comes: that one leaves first */
+	n0_update(w, 1, NULL, 0, "y", 9);
+	announce(w, 0, 7, 1, "p0", 9, 0);
+	at(w, t0, 200);
+	at(w, t0, 225);
+	assert_int_equal(f->updates, 2);
+	assert_int_equal(f->withdrawn, 0);
+	at(w, t0, 299);
+	assert_int_equal(f->updates, 2);
+	at(w, t0, 300);
+	assert_int_equal(f->updates, 3);
+	assert_int_equal(f->withdrawn, 1);
+	assert_int_equal(f->owd, 2);
+	assert_int_equal(rde_wakeup(w->rde), UINT64_MAX);
+	/* a name lost without an origin withdrawal (its peer withdrew it) leaves after update-delay */
+	uint8_t wire[32];
+	ProtobufCBinaryData gone = { .data = wire };
+	gone.len = name_of(7, wire);
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_withdrawn = 1;
+	u.withdrawn = &gone;
+	rde_peer_update(w->peers[0].rp, &u, NULL);
+	at(w, t0, 400);
+	assert_int_equal(rde_wakeup(w->rde), t0 + 425);
+	at(w, t0, 425);
+	assert_int_equal(f->updates, 4);
+	assert_int_equal(f->withdrawn, 2);
+	world_free(w);
+}
+
+/* nbrpd's loop, run for real: the RDE's timer wakes it when the delay is over. */
+static void the_loop_wakes_for_held_changes(void **state)
+{
+	struct world *w = world_new(2);
+	up_all(w);
+	w->cfg.update_delay_ms = 20;
+	announce(w, 0, 0, 1, "p0", 9, 0);
+	uv_run(&w->loop, UV_RUN_NOWAIT);                /* the turn that holds it */
+	uint64_t t0 = uv_now(&w->loop);
+	assert_int_equal(w->peers[1].updates, 0);
+	while (!w->peers[1].updates)
+		uv_run(&w->loop, UV_RUN_ONCE);          /* blocks in poll until the timer */
+	uv_update_time(&w->loop);
+	assert_true(uv_now(&w->loop) >= t0 + 19);      /* the RDE's clock is whole ms */
+	assert_int_equal(w->peers[1].advertised, 1);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,6 +888,11 @@ int main(void)
 		cmocka_unit_test(an_aggregate_is_passed_on_only_once_stored_with_our_version_and_source),
 		cmocka_unit_test(two_rdes_in_one_process_share_no_state),
 		cmocka_unit_test(every_name_is_found_while_and_after_the_table_doubles),
+		cmocka_unit_test(a_move_within_the_update_delay_leaves_as_one_update_with_both),
+		cmocka_unit_test(without_an_update_delay_a_move_is_two_updates_at_once),
+		cmocka_unit_test(held_changes_leave_together_and_dumps_are_not_held),
+		cmocka_unit_test(a_name_left_without_a_route_waits_for_the_withdrawal_delay),
+		cmocka_unit_test(the_loop_wakes_for_held_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
