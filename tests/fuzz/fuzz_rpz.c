@@ -42,7 +42,7 @@ static int rx_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const stru
 		 const struct name *owner)
 {
 	const char *why;
-	int rc = rpz_zone_change(ctx, add, msg, len, rr, owner, &why);
+	int rc = rpz_zone_change(ctx, add, msg, len, rr, owner, NULL, &why);
 	if (rc == -1 && !why)
 		abort();
 	return rc == -2 ? -1 : 0;
