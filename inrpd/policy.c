@@ -169,7 +169,7 @@ struct zone {
 	uint64_t bad_rdata;             /* records in force left out at the transfer: their data did not decode */
 	uint64_t building_bad;          /* ... in the transfer under way */
 	uint64_t notifies, notifies_refused;
-	uint64_t notifies_unsigned;     /* ... of those refused, for want of a TSIG that verifies */
+	uint64_t notifies_bad_tsig;     /* from the primary's address, without a TSIG of the zone's key that verifies */
 	uint64_t save_failures;         /* last good copies that could not be kept */
 	time_t last_time;
 	char last_result[400];
@@ -973,16 +973,23 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		return 0;
 	struct ip_addr from;
 	unsigned rcode = DNS_RCODE_REFUSED;
-	if (client && sockaddr_ip(client, &from) &&
-	    ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
+	uint8_t mac[TSIG_MAC_LEN];
+	const char *why = NULL;
+	if (!client || !sockaddr_ip(client, &from) ||
+	    !ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
+		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
+	} else if (z->conf.has_key && tsig_verify_request(&z->conf.key, pkt, len, (uint64_t)time(NULL), mac, &why) < 0) {
+		/* the address is easily forged: with a key, only a NOTIFY it signed starts a fetch */
+		rcode = DNS_RCODE_NOTAUTH;
+		__atomic_fetch_add(&z->notifies_bad_tsig, 1, __ATOMIC_RELAXED);
+		log_debug("rpz %s: NOTIFY refused: %s", z->name, why);        /* counted; a flood must not fill the log */
+	} else {
 		rcode = DNS_RCODE_NOERROR;
 		__atomic_fetch_add(&z->notifies, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&z->notify_pending, 1, __ATOMIC_RELEASE);
 		uv_async_send(&g.notify);
-	} else {
-		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
 	}
-	/* RFC 1996 4.7: the header and question echoed, QR and AA set */
+	/* RFC 1996 4.7: the header and question echoed, QR and AA set; signed when the NOTIFY was (RFC 8945 5.3) */
 	memcpy(out, pkt, DNS_HEADER_LEN);
 	out[2] = (uint8_t)(0x80 | (DNS_OPCODE_NOTIFY << 3) | 0x04);
 	out[3] = (uint8_t)rcode;
@@ -990,7 +997,12 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 	wire_store16(out + 8, 0);
 	wire_store16(out + 10, 0);
 	memcpy(out + DNS_HEADER_LEN, q0, qlen);
-	return DNS_HEADER_LEN + qlen;
+	size_t n = DNS_HEADER_LEN + qlen;
+	if (rcode == DNS_RCODE_NOERROR && z->conf.has_key) {
+		size_t signed_len = tsig_sign_reply(&z->conf.key, out, n, cap, (uint64_t)time(NULL), mac);
+		n = signed_len ? signed_len : n;
+	}
+	return n;
 }
 
 /* ---- show rpz ---- */
@@ -1021,7 +1033,7 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 			strbuf_addf(&b, "{\"zone\": \"%s\", \"primary\": \"%s\", \"tsig\": %s, \"serial\": %s, "
 				      "\"rules\": %llu, \"wildcards\": %llu, \"bad\": %llu, \"transfers\": %llu, "
 				      "\"transfer_failures\": %llu, \"tsig_failures\": %llu, \"notifies\": %llu, "
-				      "\"notifies_refused\": %llu, \"notifies_unsigned\": %llu, \"save_failures\": %llu, "
+				      "\"notifies_refused\": %llu, \"notifies_bad_tsig\": %llu, \"save_failures\": %llu, "
 				      "\"last_apply_ms\": %.3f, \"last_transfer\": \"%s\", \"last_result\": \"",
 				      z->name, primary, z->conf.has_key ? "true" : "false", serial, (unsigned long long)st->rules,
 				      (unsigned long long)st->wildcards, (unsigned long long)(st->bad + z->bad_rdata),
@@ -1029,7 +1041,7 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				      (unsigned long long)z->tsig_failures,
 				      (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
-				      (unsigned long long)__atomic_load_n(&z->notifies_unsigned, __ATOMIC_RELAXED),
+				      (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
 				      (unsigned long long)z->save_failures, (double)z->last_apply_us / 1000.0, when);
 			strbuf_add_json(&b, z->last_result);
 			strbuf_addf(&b, "\", \"hits\": {");
@@ -1046,12 +1058,12 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s (applied in %.3f ms)", when, z->last_result,
 				       (double)z->last_apply_us / 1000.0);
 			ctl_reply_line(r, CTL_DATA, "  transfers %llu failures %llu tsig-failures %llu notifies %llu "
-				       "notifies-refused %llu notifies-unsigned %llu save-failures %llu",
+				       "notifies-refused %llu notifies-bad-tsig %llu save-failures %llu",
 				       (unsigned long long)z->transfers,
 				       (unsigned long long)z->transfer_failures, (unsigned long long)z->tsig_failures,
 				       (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				       (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
-				       (unsigned long long)__atomic_load_n(&z->notifies_unsigned, __ATOMIC_RELAXED),
+				       (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
 				       (unsigned long long)z->save_failures);
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 				strbuf_addf(&b, "%s%s %llu", a ? " " : "  hits ", rpz_action_name(a),
@@ -1120,6 +1132,8 @@ void inrpd_rpz_metrics(struct prom *p)
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies, __ATOMIC_RELAXED));
 				lb[1] = (struct prom_label){ "result", "refused" };
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED));
+				lb[1] = (struct prom_label){ "result", "bad_tsig" };
+				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED));
 				break;
 			default:
 				if (z->last_time)
