@@ -319,6 +319,7 @@ static void save_work(uv_work_t *req)
 }
 
 static void save_kick(struct zone *z);
+static void drop_queue(struct zone *z);
 
 static void save_done(uv_work_t *req, int status)
 {
@@ -332,8 +333,13 @@ static void save_done(uv_work_t *req, int status)
 	}
 	if (j->rc < 0) {
 		z->save_failures++;
-		z->journal_ok = false;          /* the next change writes a new copy */
+		z->journal_ok = false;
 		log_warn("rpz %s: cannot keep serial %u: %s", z->name, j->copy ? j->head.serial : z->serial, j->err);
+		/* the entries after a lost one would not follow: a new copy instead, once (a failed copy waits for the next change) */
+		if (!j->copy) {
+			drop_queue(z);
+			z->want_copy = true;
+		}
 	} else {
 		z->journal_bytes = j->journal_bytes;
 		if (j->copy) {
