@@ -1072,7 +1072,8 @@ static ssize_t owner_records(const struct rpz_zone *z, const uint8_t *owner, uin
 			return -1;
 		(*v)[n++] = (struct by_owner){ h, r };
 	}
-	qsort(*v, n, sizeof(**v), cmp_by_owner);
+	if (n > 1)
+		qsort(*v, n, sizeof(**v), cmp_by_owner);
 	return (ssize_t)n;
 }
 
