@@ -706,6 +706,41 @@ def test_kill_9_after_an_ixfr_restarts_at_its_serial(tmp_path, inrpd_factory):
     d.stop()
 
 
+def test_a_journal_that_cannot_be_written(tmp_path, inrpd_factory):
+    """The journal made unwritable (a directory in its place): the IXFR
+    still applies, the failure is counted; once it can be written again,
+    the next IXFR writes a new copy, which a restart after kill -9 serves."""
+    state = tmp_path / "state"
+    fake = FakePrimary(DIFF1.format(serial=1, extra=""))
+    body = state_body(fake, state)
+    journal = state / "rpz-rpz.test..journal"
+    try:
+        d = router(inrpd_factory, tmp_path, body)
+        wait_serial(d, "rpz.test", 1)
+        wait_for(journal.exists, 10, "the copy and its journal")
+        journal.unlink()
+        journal.mkdir()
+        fake.publish(DIFF1.format(serial=2, extra="added.example CNAME ."))
+        fake.notify(d, None)
+        wait_serial(d, "rpz.test", 2)
+        assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
+        # the append fails, then the new copy it asks for (its journal cannot replace a directory)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["save_failures"] == 2, 10, "the failed append and copy")
+        assert "cannot keep serial 2" in d.log()
+        journal.rmdir()
+        fake.publish(DIFF1.format(serial=3, extra="added.example CNAME .\nthird.example CNAME ."))
+        fake.notify(d, None)
+        wait_serial(d, "rpz.test", 3)
+        wait_for(lambda: journal.is_file() and journal.stat().st_size == 24, 10, "a new copy, a new journal")
+        d.kill()
+    finally:
+        fake.stop()
+    d = router(inrpd_factory, tmp_path, body)
+    assert show_rpz(d)["rpz.test"]["serial"] == 3
+    assert rcode_and_answer(d, "third.example") == ("NXDOMAIN", [])
+    d.stop()
+
+
 def test_kill_9_during_an_ixfr_keeps_the_serial_before(tmp_path, inrpd_factory):
     """An IXFR cut short (its first message applied to the records held,
     then the connection closed) is undone: the next IXFR applies to the
