@@ -304,7 +304,7 @@ static void save_work(uv_work_t *req)
 		return;
 	}
 	/* the loop leaves data alone meanwhile: no fetch starts while a copy is written */
-	size_t len;
+	size_t len = 0;
 	uint8_t *buf = rpz_zone_dump(j->z->data, &j->head, &len);
 	uint8_t head[RPZ_JOURNAL_HEAD];
 	rpz_journal_head(head, j->head.epoch);
@@ -743,7 +743,7 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 	if (z->removed)
 		return;
 	save_kick(z);                           /* a copy waits for no fetch to run */
-	if (z->fetch_again && !z->saving) {
+	if (z->fetch_again && !(z->saving && z->saving->copy)) {       /* else the copy's end fetches */
 		z->fetch_again = false;
 		schedule(z, 0);
 		return;
