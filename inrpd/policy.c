@@ -1098,6 +1098,8 @@ void inrpd_rpz_metrics(struct prom *p)
 		{ "inrpd_rpz_transfers_total", PROM_COUNTER, "Transfers of a response policy zone, by result." },
 		{ "inrpd_rpz_notifies_total", PROM_COUNTER, "NOTIFYs for a response policy zone, by result." },
 		{ "inrpd_rpz_last_transfer_timestamp_seconds", PROM_GAUGE, "When the zone's last transfer ended." },
+		{ "inrpd_rpz_last_apply_seconds", PROM_GAUGE,
+		  "From the zone's last transfer's end to its rules in force for every question." },
 	};
 	if (g.n == 0)
 		return;
@@ -1141,9 +1143,13 @@ void inrpd_rpz_metrics(struct prom *p)
 				lb[1] = (struct prom_label){ "result", "bad_tsig" };
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED));
 				break;
-			default:
+			case 6:
 				if (z->last_time)
 					prom_u64(p, fams[f].name, lb, 1, (uint64_t)z->last_time);
+				break;
+			default:
+				if (z->last_time)
+					prom_double(p, fams[f].name, lb, 1, (double)z->last_apply_us / 1e6);
 				break;
 			}
 		}

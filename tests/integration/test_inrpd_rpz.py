@@ -279,6 +279,7 @@ def test_metrics(setup):
     assert prom.value(m, "inrpd_rpz_transfers_total", zone="second.test.", result="ok") >= 1
     assert prom.value(m, "inrpd_rpz_rules", zone="second.test.") == 2
     assert prom.value(m, "inrpd_rpz_notifies_total", zone="rpz.test.", result="bad_tsig") == 0
+    assert prom.value(m, "inrpd_rpz_last_apply_seconds", zone="rpz.test.") >= 0
 
 
 def test_many_signed_messages(tmp_path, inrpd_factory):
