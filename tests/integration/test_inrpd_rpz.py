@@ -660,7 +660,8 @@ def test_kill_9_after_an_ixfr_restarts_at_its_serial(tmp_path, inrpd_factory):
     """kill -9 once an IXFR is in force: the restarted inrpd, its primary
     gone, serves the IXFR's serial from the copy and the journal; a torn
     entry after it (a crash while appending) is cut off; a damaged last
-    entry falls back to the serial before it, never between the two."""
+    entry falls back to the serial before it, never between the two; the
+    journal of another copy is not applied."""
     key = key_file(tmp_path, SECRET)
     state = tmp_path / "state"
     fake = FakePrimary(DIFF1.format(serial=1, extra=""), SECRET)
@@ -704,6 +705,14 @@ def test_kill_9_after_an_ixfr_restarts_at_its_serial(tmp_path, inrpd_factory):
     assert serial == 1 and "checksum mismatch" in d.log()
     assert rcode_and_answer(d, "gone.example") == ("NXDOMAIN", [])
     assert not_blocked(d, "added.example")
+    d.kill()
+    # the journal of another copy (a crash between a new copy's rename and its journal): not applied
+    raw = bytearray(whole)
+    raw[8] ^= 0x01                                          # the epoch it names
+    journal.write_bytes(bytes(raw))
+    d, serial = restart()
+    assert serial == 1 and "not the journal of this copy; a new journal" in d.log()
+    assert journal.stat().st_size == head
     d.stop()
 
 
