@@ -259,9 +259,9 @@ size_t rpz_diff_changes(const struct rpz_diff *d)
 	return d ? d->nch : 0;
 }
 
-static void contrib_of(const struct rpz_zone *z, const uint8_t *owner, uint8_t len, uint64_t h, struct contrib *c);
+static int contrib_of(const struct rpz_zone *z, const uint8_t *owner, uint8_t len, uint64_t h, struct contrib *c);
 
-/* The owner's index in d->own, found or (its contribution taken now, before the change) added; -1 no memory. */
+/* The owner in d->own, found or (what it amounts to taken now, before the change) added; -1 out of memory. */
 static int touch(struct rpz_diff *d, const struct rpz_zone *z, const struct rrec *r)
 {
 	if ((d->nown + 1) * 2 > d->index_mask + 1) {
@@ -283,7 +283,7 @@ static int touch(struct rpz_diff *d, const struct rpz_zone *z, const struct rrec
 	for (; d->index[i]; i = (i + 1) & d->index_mask) {
 		const struct touched *t = &d->own[d->index[i] - 1];
 		if (t->h == r->h && t->len == r->key[0] && memcmp(t->owner, r->key + 1, t->len) == 0)
-			return (int)d->index[i] - 1;
+			return 0;
 	}
 	if (d->nown >= UINT32_MAX - 1 || VEC_RESERVE(d->own, d->own_cap, d->nown + 1) < 0)
 		return -1;
@@ -291,9 +291,10 @@ static int touch(struct rpz_diff *d, const struct rpz_zone *z, const struct rrec
 	t->h = r->h;
 	t->len = r->key[0];
 	memcpy(t->owner, r->key + 1, t->len);
-	contrib_of(z, t->owner, t->len, t->h, &t->before);
+	if (contrib_of(z, t->owner, t->len, t->h, &t->before) < 0)
+		return -1;
 	d->index[i] = (uint32_t)++d->nown;
-	return (int)d->nown - 1;
+	return 0;
 }
 
 /*
@@ -1077,7 +1078,7 @@ static ssize_t owner_records(const struct rpz_zone *z, const uint8_t *owner, uin
 	return (ssize_t)n;
 }
 
-static void contrib_of(const struct rpz_zone *z, const uint8_t *owner, uint8_t len, uint64_t h, struct contrib *c)
+static int contrib_of(const struct rpz_zone *z, const uint8_t *owner, uint8_t len, uint64_t h, struct contrib *c)
 {
 	struct by_owner *v = NULL;
 	size_t cap = 0;
@@ -1087,6 +1088,7 @@ static void contrib_of(const struct rpz_zone *z, const uint8_t *owner, uint8_t l
 	if (n > 0)
 		compile_owner(&b, &z->apex, v, (size_t)n, c);     /* nothing written: it cannot fail */
 	free(v);
+	return n < 0 ? -1 : 0;
 }
 
 static struct rpz_table *table_new(struct ruleset *base)
