@@ -162,6 +162,8 @@ struct zone {
 	bool want_copy;                 /* a new copy to write once no fetch runs */
 	bool journal_ok;                /* the journal on disk follows the copy up to the serial held */
 	uint64_t copy_bytes, journal_bytes;
+	bool has_saved;
+	uint32_t saved_serial;          /* the serial state-dir holds: what a restart would serve */
 	bool compacting;                /* the table's diffs being folded, off the loop */
 	uint64_t last_apply_us;         /* the last transfer's end to its rules published */
 	/* what `show rpz` says */
@@ -252,6 +254,7 @@ struct save_job {
 	struct zone *z;
 	struct save_job *next;
 	bool copy;
+	uint32_t serial;                /* what state-dir holds once it is written */
 	struct rpz_dump_head head;      /* a copy's */
 	uint8_t *entry;                 /* an entry's bytes */
 	size_t entry_len;
@@ -342,6 +345,8 @@ static void save_done(uv_work_t *req, int status)
 		}
 	} else {
 		z->journal_bytes = j->journal_bytes;
+		z->has_saved = true;
+		z->saved_serial = j->serial;
 		if (j->copy) {
 			z->copy_bytes = j->copy_bytes;
 			z->journal_ok = true;
@@ -385,6 +390,7 @@ static void save_kick(struct zone *z)
 		z->want_copy = false;
 		j->copy = true;
 		j->head = (struct rpz_dump_head){ z->serial, z->refresh_s, z->retry_s, 0 };
+		j->serial = z->serial;
 		randombytes_buf(&j->head.epoch, sizeof(j->head.epoch));
 	} else if ((j = z->queue)) {
 		z->queue = j->next;
@@ -427,6 +433,7 @@ static void save(struct zone *z, struct rpz_diff *d, uint32_t from)
 		}
 	}
 	if (j) {
+		j->serial = z->serial;
 		z->journal_bytes += j->entry_len;       /* as it will be: the next entry's room */
 		*z->queue_end = j;
 		z->queue_end = &j->next;
@@ -496,6 +503,8 @@ static void load_journal(struct zone *z, struct rpz_dump_head *h)
 		log_info("rpz %s: %u IXFRs from %s, now serial %u", z->name, entries, path, h->serial);
 	z->journal_ok = true;
 	z->journal_bytes = good;
+	z->has_saved = true;
+	z->saved_serial = h->serial;
 }
 
 /* At start: the last good copy and its journal, if kept, apply until the first fetch. */
@@ -1032,15 +1041,17 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 		for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 			hits[a] = __atomic_load_n(&z->hits[a], __ATOMIC_RELAXED);
 		struct strbuf b = { 0 };
-		char serial[16] = "null";
+		char serial[16] = "null", saved[16] = "null";
 		if (z->has_serial)
 			snprintf(serial, sizeof(serial), "%u", z->serial);
+		if (z->has_saved)
+			snprintf(saved, sizeof(saved), "%u", z->saved_serial);
 		if (json) {
 			strbuf_addf(&b, "{\"zone\": \"%s\", \"primary\": \"%s\", \"tsig\": %s, \"serial\": %s, "
 				      "\"rules\": %llu, \"wildcards\": %llu, \"bad\": %llu, \"transfers\": %llu, "
 				      "\"transfer_failures\": %llu, \"tsig_failures\": %llu, \"notifies\": %llu, "
 				      "\"notifies_refused\": %llu, \"notifies_bad_tsig\": %llu, \"save_failures\": %llu, "
-				      "\"last_apply_ms\": %.3f, \"last_transfer\": \"%s\", \"last_result\": \"",
+				      "\"saved_serial\": %s, \"last_apply_ms\": %.3f, \"last_transfer\": \"%s\", \"last_result\": \"",
 				      z->name, primary, z->conf.has_key ? "true" : "false", serial, (unsigned long long)st->rules,
 				      (unsigned long long)st->wildcards, (unsigned long long)(st->bad + z->bad_rdata),
 				      (unsigned long long)z->transfers, (unsigned long long)z->transfer_failures,
@@ -1048,7 +1059,7 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				      (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
-				      (unsigned long long)z->save_failures, (double)z->last_apply_us / 1000.0, when);
+				      (unsigned long long)z->save_failures, saved, (double)z->last_apply_us / 1000.0, when);
 			strbuf_add_json(&b, z->last_result);
 			strbuf_addf(&b, "\", \"hits\": {");
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
@@ -1061,8 +1072,8 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				       z->name, primary, z->conf.has_key ? " (tsig)" : "", z->has_serial ? serial : "none",
 				       (unsigned long long)st->rules, (unsigned long long)st->wildcards,
 				       (unsigned long long)(st->bad + z->bad_rdata));
-			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s (applied in %.3f ms)", when, z->last_result,
-				       (double)z->last_apply_us / 1000.0);
+			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s (applied in %.3f ms), serial %s in state-dir",
+				       when, z->last_result, (double)z->last_apply_us / 1000.0, z->has_saved ? saved : "none");
 			ctl_reply_line(r, CTL_DATA, "  transfers %llu failures %llu tsig-failures %llu notifies %llu "
 				       "notifies-refused %llu notifies-bad-tsig %llu save-failures %llu",
 				       (unsigned long long)z->transfers,

@@ -670,12 +670,13 @@ def test_kill_9_after_an_ixfr_restarts_at_its_serial(tmp_path, inrpd_factory):
     try:
         d = router(inrpd_factory, tmp_path, body)
         wait_serial(d, "rpz.test", 1)
-        wait_for(lambda: journal.exists() and (state / "rpz-rpz.test.").exists(), 10, "the copy and its journal")
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 1, 10, "the copy and its journal")
         head = journal.stat().st_size
         fake.publish(DIFF1.format(serial=2, extra="added.example CNAME .").replace("gone.example CNAME .\n", ""))
         fake.notify(d)
         wait_serial(d, "rpz.test", 2)
-        wait_for(lambda: journal.stat().st_size > head, 10, "the IXFR journaled")
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 2, 10, "the IXFR journaled")
+        assert journal.stat().st_size > head
         d.kill()
     finally:
         fake.stop()
@@ -727,7 +728,7 @@ def test_a_journal_that_cannot_be_written(tmp_path, inrpd_factory):
     try:
         d = router(inrpd_factory, tmp_path, body)
         wait_serial(d, "rpz.test", 1)
-        wait_for(journal.exists, 10, "the copy and its journal")
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 1, 10, "the copy and its journal")
         journal.unlink()
         journal.mkdir()
         fake.publish(DIFF1.format(serial=2, extra="added.example CNAME ."))
@@ -736,12 +737,13 @@ def test_a_journal_that_cannot_be_written(tmp_path, inrpd_factory):
         assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
         # the append fails, then the new copy it asks for (its journal cannot replace a directory)
         wait_for(lambda: show_rpz(d)["rpz.test"]["save_failures"] == 2, 10, "the failed append and copy")
-        assert "cannot keep serial 2" in d.log()
+        assert "cannot keep serial 2" in d.log() and show_rpz(d)["rpz.test"]["saved_serial"] == 1
         journal.rmdir()
         fake.publish(DIFF1.format(serial=3, extra="added.example CNAME .\nthird.example CNAME ."))
         fake.notify(d, None)
         wait_serial(d, "rpz.test", 3)
-        wait_for(lambda: journal.is_file() and journal.stat().st_size == 24, 10, "a new copy, a new journal")
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 3, 10, "a new copy")
+        assert journal.is_file() and journal.stat().st_size == 24         # its journal, empty
         d.kill()
     finally:
         fake.stop()
@@ -776,7 +778,7 @@ def test_kill_9_during_an_ixfr_keeps_the_serial_before(tmp_path, inrpd_factory):
         fake.notify(d, None)
         z = wait_serial(d, "rpz.test", 2)
         assert z["last_result"] == "IXFR, serial 2", z     # not an AXFR: the records held were whole
-        wait_for(lambda: (state / "rpz-rpz.test..journal").stat().st_size > 24, 10, "the IXFR journaled")
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 2, 10, "the IXFR journaled")
         # serial 3 takes kept.example away; inrpd killed with half of it applied to its records
         fake.publish(two.replace(" 2 3600 ", " 3 3600 ").replace("kept.example CNAME *.\n", ""))
         fake.stall = threading.Event()
