@@ -3,10 +3,13 @@
  * NOTIFY, the published rule tables; see policy.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <urcu-qsbr.h>
 #include <uv.h>
@@ -30,6 +33,7 @@
 #define BAD_LOGGED      20               /* bad records logged by name in one build */
 #define FETCH_MAX_RECORDS (16u << 20)
 #define FETCH_MAX_BYTES (1ull << 32)
+#define JOURNAL_MIN     (1u << 20)       /* the journal is folded into a new copy past this and the copy's size */
 
 /* ---- configuration ---- */
 
@@ -135,25 +139,39 @@ int inrpd_rpz_conf_state_dir(struct inrpd_rpz_conf *c, const struct conf_stmt *s
 
 /* ---- the zones ---- */
 
-enum { FETCH_IDLE, FETCH_RUNNING };
+struct save_job;
 
 struct zone {
 	struct inrpd_rpz_zone_conf conf;
 	char name[NAME_MAX_TEXT];
-	struct rpz_zone *data;          /* the records in force */
-	struct rpz_zone *building;      /* a transfer's: a new set, or a copy the diffs change */
+	struct rpz_zone *data;          /* the records in force (and an IXFR's, changed in place, while it runs) */
+	struct rpz_diff *diff;          /* the IXFR under way: its changes to data, undone if it fails */
+	struct rpz_zone *building;      /* a full transfer's new set */
 	struct rpz_table *table;        /* compiled from data, published */
 	bool has_serial;
 	uint32_t serial, refresh_s, retry_s;
 	struct xfrcli *fetch;
-	bool fetch_again;               /* a NOTIFY came during a fetch */
+	bool fetch_again;               /* a NOTIFY came during a fetch (or a copy being written) */
 	uv_timer_t timer;
 	bool removed;                   /* gone from the configuration: freed once the timer closed */
+	bool timer_closed;
+	unsigned busy;                  /* jobs on the thread pool that use it */
+	/* state-dir: the last good copy and the journal of the IXFRs since, written off the loop */
+	struct save_job *saving;        /* the job running; a copy's reads data: no fetch meanwhile */
+	struct save_job *queue, **queue_end;    /* journal entries waiting */
+	bool want_copy;                 /* a new copy to write once no fetch runs */
+	bool journal_ok;                /* the journal on disk follows the copy up to the serial held */
+	uint64_t copy_bytes, journal_bytes;
+	bool has_saved;
+	uint32_t saved_serial;          /* the serial state-dir holds: what a restart would serve */
+	bool compacting;                /* the table's diffs being folded, off the loop */
+	uint64_t last_apply_us;         /* the last transfer's end to its rules published */
 	/* what `show rpz` says */
 	uint64_t transfers, transfer_failures, tsig_failures;
 	uint64_t bad_rdata;             /* records in force left out at the transfer: their data did not decode */
 	uint64_t building_bad;          /* ... in the transfer under way */
 	uint64_t notifies, notifies_refused;
+	uint64_t notifies_bad_tsig;     /* from the primary's address, without a TSIG of the zone's key that verifies */
 	uint64_t save_failures;         /* last good copies that could not be kept */
 	time_t last_time;
 	char last_result[400];
@@ -204,76 +222,314 @@ static void publish(struct rpz_table **old, unsigned nold)
 }
 
 static void schedule(struct zone *z, unsigned ms);
+static void compact(struct zone *z);
 
-/* STATE-DIR/rpz-ZONE: the zone's name with every byte but [a-z0-9.-] as %XX. */
-static bool state_path(const struct zone *z, char *path, size_t len)
+/* STATE-DIR/rpz-ZONE: the zone's name with every byte but [a-z0-9.-] as %XX; its journal beside. */
+static bool state_path(const struct zone *z, char *path, size_t len, bool journal)
 {
 	if (!g.state_dir[0])
 		return false;
 	int n = snprintf(path, len, "%s/rpz-", g.state_dir);
-	for (const char *c = z->name; *c && n > 0 && (size_t)n + 4 < len; c++)
+	for (const char *c = z->name; *c && n > 0 && (size_t)n + 12 < len; c++)
 		n += (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
 		     ? snprintf(path + n, len - (size_t)n, "%c", *c)
 		     : snprintf(path + n, len - (size_t)n, "%%%02X", (unsigned char)*c);
+	if (n > 0 && journal)
+		n += snprintf(path + n, len - (size_t)n, ".journal");
 	return n > 0 && (size_t)n + 4 < len;
 }
 
-/* The zone's last good copy, replaced whole; a failure is logged, the rules in force stay. */
-static void save(struct zone *z)
-{
-	char path[1024];
-	if (!state_path(z, path, sizeof(path)))
-		return;
-	struct rpz_dump_head h = { z->serial, z->refresh_s, z->retry_s };
-	size_t len;
+/* ---- state-dir, off the loop ---- */
+
+/*
+ * One write to state-dir on the thread pool, one at a time per zone: a
+ * new copy (the records dumped, replaced whole, then a journal naming the
+ * copy's epoch), or an IXFR's entry appended to the journal and synced.
+ * A crash at any point leaves a copy and a journal whose whole entries
+ * follow it: at start the copy applies, then the entries in turn, so the
+ * rules come back at a serial that was in force, never between two.
+ */
+struct save_job {
+	uv_work_t req;
+	struct zone *z;
+	struct save_job *next;
+	bool copy;
+	uint32_t serial;                /* what state-dir holds once it is written */
+	struct rpz_dump_head head;      /* a copy's */
+	uint8_t *entry;                 /* an entry's bytes */
+	size_t entry_len;
+	char path[1024], jpath[1040];
+	uint64_t copy_bytes, journal_bytes;     /* after it */
+	int rc;
 	char err[1200];
-	uint8_t *buf = rpz_zone_dump(z->data, &h, &len);
-	int rc = buf ? atomicfile_replace(path, buf, len, 0600, err, sizeof(err)) : -1;
-	if (!buf)
-		snprintf(err, sizeof(err), "%s: out of memory", path);
-	free(buf);
-	if (rc < 0) {
-		z->save_failures++;
-		log_warn("rpz %s: cannot keep serial %u: %s", z->name, z->serial, err);
+};
+
+static void maybe_free(struct zone *z);
+
+/* The journal's entry appended and synced; a failure cuts the file back, so no torn entry stays. */
+static int journal_append(struct save_job *j)
+{
+	int fd = open(j->jpath, O_WRONLY | O_APPEND | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(j->err, sizeof(j->err), "%s: %s", j->jpath, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
 	}
+	size_t done = 0;
+	while (done < j->entry_len) {
+		ssize_t n = write(fd, j->entry + done, j->entry_len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (done < j->entry_len || fdatasync(fd) < 0) {
+		snprintf(j->err, sizeof(j->err), "%s: %s", j->jpath, done < j->entry_len ? strerror(errno ? errno : ENOSPC)
+			 : strerror(errno));
+		if (ftruncate(fd, st.st_size) == 0)
+			fdatasync(fd);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	j->journal_bytes = (uint64_t)st.st_size + j->entry_len;
+	return 0;
+}
+
+static void save_work(uv_work_t *req)
+{
+	struct save_job *j = req->data;
+	if (!j->copy) {
+		j->rc = journal_append(j);
+		return;
+	}
+	/* the loop leaves data alone meanwhile: no fetch starts while a copy is written */
+	size_t len = 0;
+	uint8_t *buf = rpz_zone_dump(j->z->data, &j->head, &len);
+	uint8_t head[RPZ_JOURNAL_HEAD];
+	rpz_journal_head(head, j->head.epoch);
+	if (!buf)
+		snprintf(j->err, sizeof(j->err), "%s: out of memory", j->path);
+	j->rc = buf ? atomicfile_replace(j->path, buf, len, 0600, j->err, sizeof(j->err)) : -1;
+	if (j->rc == 0)
+		j->rc = atomicfile_replace(j->jpath, head, sizeof(head), 0600, j->err, sizeof(j->err));
+	free(buf);
+	j->copy_bytes = len;
+	j->journal_bytes = sizeof(head);
+}
+
+static void save_kick(struct zone *z);
+static void drop_queue(struct zone *z);
+
+static void save_done(uv_work_t *req, int status)
+{
+	struct save_job *j = req->data;
+	struct zone *z = j->z;
+	z->saving = NULL;
+	z->busy--;
+	if (status < 0 && j->rc == 0) {
+		j->rc = -1;
+		snprintf(j->err, sizeof(j->err), "%s", uv_strerror(status));
+	}
+	if (j->rc < 0) {
+		z->save_failures++;
+		z->journal_ok = false;
+		log_warn("rpz %s: cannot keep serial %u: %s", z->name, j->copy ? j->head.serial : z->serial, j->err);
+		/* the entries after a lost one would not follow: a new copy instead, once (a failed copy waits for the next change) */
+		if (!j->copy) {
+			drop_queue(z);
+			z->want_copy = true;
+		}
+	} else {
+		z->journal_bytes = j->journal_bytes;
+		z->has_saved = true;
+		z->saved_serial = j->serial;
+		if (j->copy) {
+			z->copy_bytes = j->copy_bytes;
+			z->journal_ok = true;
+		}
+	}
+	bool copy = j->copy;
+	free(j->entry);
+	free(j);
+	if (z->removed) {
+		maybe_free(z);
+		return;
+	}
+	if (copy && z->fetch_again) {
+		z->fetch_again = false;
+		schedule(z, 0);
+	}
+	save_kick(z);
+}
+
+static void drop_queue(struct zone *z)
+{
+	while (z->queue) {
+		struct save_job *j = z->queue;
+		z->queue = j->next;
+		free(j->entry);
+		free(j);
+	}
+	z->queue_end = &z->queue;
+}
+
+/* Starts the next write, if any: a copy once no fetch runs (it covers the entries waiting). */
+static void save_kick(struct zone *z)
+{
+	if (z->saving || z->removed)
+		return;
+	struct save_job *j = NULL;
+	if (z->want_copy) {
+		if (z->fetch || !(j = calloc(1, sizeof(*j))))
+			return;                 /* fetch_done kicks again; out of memory: the next change does */
+		drop_queue(z);
+		z->want_copy = false;
+		j->copy = true;
+		j->head = (struct rpz_dump_head){ z->serial, z->refresh_s, z->retry_s, 0 };
+		j->serial = z->serial;
+		randombytes_buf(&j->head.epoch, sizeof(j->head.epoch));
+	} else if ((j = z->queue)) {
+		z->queue = j->next;
+		if (!z->queue)
+			z->queue_end = &z->queue;
+	} else {
+		return;
+	}
+	j->z = z;
+	j->req.data = j;
+	if (!state_path(z, j->path, sizeof(j->path), false) || !state_path(z, j->jpath, sizeof(j->jpath), true) ||
+	    uv_queue_work(g.loop, &j->req, save_work, save_done) < 0) {
+		z->save_failures++;
+		z->journal_ok = false;
+		free(j->entry);
+		free(j);
+		return;
+	}
+	z->saving = j;
+	z->busy++;
+}
+
+/* After a change to data: its journal entry (or a new copy) to be written. */
+static void save(struct zone *z, struct rpz_diff *d, uint32_t from)
+{
+	if (!g.state_dir[0])
+		return;
+	struct save_job *j = NULL;
+	if (d && z->journal_ok && !z->want_copy) {
+		struct rpz_dump_head f = { .serial = from }, t = { z->serial, z->refresh_s, z->retry_s, 0 };
+		uint64_t most = z->copy_bytes > JOURNAL_MIN ? z->copy_bytes : JOURNAL_MIN;
+		if ((j = calloc(1, sizeof(*j))) && !(j->entry = rpz_diff_dump(d, &f, &t, &j->entry_len))) {
+			free(j);
+			j = NULL;
+		}
+		if (j && z->journal_bytes + j->entry_len > most) {
+			free(j->entry);         /* the journal has grown as large as a copy: a new copy */
+			free(j);
+			j = NULL;
+		}
+	}
+	if (j) {
+		j->serial = z->serial;
+		z->journal_bytes += j->entry_len;       /* as it will be: the next entry's room */
+		*z->queue_end = j;
+		z->queue_end = &j->next;
+	} else {
+		z->want_copy = true;
+	}
+	save_kick(z);
 }
 
 static void install(struct zone *z);
 
-/* At start: the last good copy, if one is kept, applies until the first fetch. */
-static void load(struct zone *z)
+static uint8_t *read_file(const char *path, size_t *len, bool *whole)
 {
-	char path[1024];
-	if (!state_path(z, path, sizeof(path)))
-		return;
 	FILE *f = fopen(path, "rb");
-	if (!f) {
-		if (errno != ENOENT)
-			log_warn("rpz %s: %s: %s", z->name, path, strerror(errno));
-		return;
-	}
+	*len = 0;
+	*whole = false;
+	if (!f)
+		return NULL;
 	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t cap = 0;
 	for (;;) {
-		if (len == cap && (cap >= (1u << 30) || VEC_RESERVE(buf, cap, len + 65536) < 0))
+		if (*len == cap && (cap >= (1u << 30) || VEC_RESERVE(buf, cap, *len + 65536) < 0))
 			break;
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
+		size_t n = fread(buf + *len, 1, cap - *len, f);
+		*len += n;
 		if (n == 0)
 			break;
 	}
-	bool whole = !ferror(f) && feof(f);
+	*whole = !ferror(f) && feof(f);
 	fclose(f);
+	return buf;
+}
+
+/* The journal after the copy: its whole entries applied, a torn tail cut off, a missing one begun. */
+static void load_journal(struct zone *z, struct rpz_dump_head *h)
+{
+	char path[1040], err[1200];
+	if (!state_path(z, path, sizeof(path), true))
+		return;
+	size_t len, good = 0;
+	bool whole;
+	unsigned entries = 0;
+	uint8_t *buf = read_file(path, &len, &whole);
+	const char *why = errno == ENOENT ? "none" : strerror(errno);
+	int rc = buf && whole ? rpz_journal_replay(z->data, buf, len, h, &good, &entries, &why) : -1;
+	free(buf);
+	if (rc < 0) {
+		uint8_t head[RPZ_JOURNAL_HEAD];
+		rpz_journal_head(head, h->epoch);
+		if (strcmp(why, "none") != 0)
+			log_warn("rpz %s: %s: %s; a new journal", z->name, path, why);
+		if (atomicfile_replace(path, head, sizeof(head), 0600, err, sizeof(err)) < 0) {
+			log_warn("rpz %s: %s", z->name, err);
+			z->save_failures++;
+			return;
+		}
+		good = sizeof(head);
+	} else if (rc > 0) {
+		log_warn("rpz %s: %s: %s after serial %u; the rest cut off", z->name, path, why, h->serial);
+		if (truncate(path, (off_t)good) < 0) {
+			log_warn("rpz %s: %s: %s", z->name, path, strerror(errno));
+			z->save_failures++;
+			return;
+		}
+	}
+	if (entries)
+		log_info("rpz %s: %u IXFRs from %s, now serial %u", z->name, entries, path, h->serial);
+	z->journal_ok = true;
+	z->journal_bytes = good;
+	z->has_saved = true;
+	z->saved_serial = h->serial;
+}
+
+/* At start: the last good copy and its journal, if kept, apply until the first fetch. */
+static void load(struct zone *z)
+{
+	char path[1024];
+	if (!state_path(z, path, sizeof(path), false))
+		return;
+	size_t len;
+	bool whole;
+	uint8_t *buf = read_file(path, &len, &whole);
+	if (!buf && errno == ENOENT)
+		return;
 	struct rpz_dump_head h;
-	const char *why = "cannot read it whole";
+	const char *why = buf ? "cannot read it whole" : strerror(errno);
 	if (whole && rpz_zone_undump(z->data, buf, len, &h, &why) == 0) {
+		log_info("rpz %s: serial %u from %s, %llu records", z->name, h.serial, path,
+			 (unsigned long long)rpz_zone_records(z->data));
+		z->copy_bytes = len;
+		load_journal(z, &h);
 		z->has_serial = true;
 		z->serial = h.serial;
 		z->refresh_s = h.refresh;
 		z->retry_s = h.retry;
 		snprintf(z->last_result, sizeof(z->last_result), "serial %u kept in %.300s", h.serial, path);
-		log_info("rpz %s: serial %u from %s, %llu records", z->name, h.serial, path,
-			 (unsigned long long)rpz_zone_records(z->data));
 		install(z);
 	} else {
 		log_warn("rpz %s: %s: %s; fetching the zone whole", z->name, path, why);
@@ -291,15 +547,8 @@ static void bad_record(void *arg, const struct name *owner, uint16_t type, const
 	log_warn("rpz: record %s type %u skipped: %s", text, type, why);
 }
 
-/* The zone's records changed: compile, then publish. */
-static void install(struct zone *z)
+static void installed(struct zone *z, struct rpz_table *t, unsigned logged)
 {
-	unsigned logged = 0;
-	struct rpz_table *t = rpz_table_build(z->data, bad_record, &logged);
-	if (!t) {
-		snprintf(z->last_result, sizeof(z->last_result), "out of memory compiling the rules");
-		return;
-	}
 	const struct rpz_table_stats *st = rpz_table_stats(t);
 	if (logged > BAD_LOGGED)
 		log_warn("rpz %s: %u more bad records skipped", z->name, logged - BAD_LOGGED);
@@ -310,18 +559,90 @@ static void install(struct zone *z)
 	publish(&old, 1);
 }
 
+/* The zone's records changed: compile, then publish. */
+static void install(struct zone *z)
+{
+	unsigned logged = 0;
+	struct rpz_table *t = rpz_table_build(z->data, bad_record, &logged);
+	if (!t) {
+		snprintf(z->last_result, sizeof(z->last_result), "out of memory compiling the rules");
+		return;
+	}
+	installed(z, t, logged);
+}
+
+/* ---- folding the diffs into one set, off the loop ---- */
+
+struct compact_job {
+	uv_work_t req;
+	struct zone *z;
+	struct rpz_table *from, *out;
+};
+
+static void compact_work(uv_work_t *req)
+{
+	struct compact_job *j = req->data;
+	j->out = rpz_table_compact(j->from);
+}
+
+static void compact_done(uv_work_t *req, int status)
+{
+	struct compact_job *j = req->data;
+	struct zone *z = j->z;
+	z->compacting = false;
+	z->busy--;
+	/* an IXFR published meanwhile: its table holds newer diffs, folded next time */
+	bool current = status == 0 && j->out && !z->removed && z->table == j->from;
+	if (current) {
+		struct rpz_table *old = z->table;
+		z->table = j->out;
+		publish(&old, 1);
+	} else {
+		rpz_table_free(j->out);
+	}
+	rpz_table_free(j->from);
+	free(j);
+	if (z->removed)
+		maybe_free(z);
+	else if (!current && status == 0)
+		compact(z);
+}
+
+static void compact(struct zone *z)
+{
+	if (z->compacting || !z->table || rpz_table_delta(z->table) == 0)
+		return;
+	struct compact_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return;                         /* the diffs stay; the next IXFR tries again */
+	j->z = z;
+	j->from = rpz_table_ref(z->table);
+	j->req.data = j;
+	if (uv_queue_work(g.loop, &j->req, compact_work, compact_done) < 0) {
+		rpz_table_free(j->from);
+		free(j);
+		return;
+	}
+	z->compacting = true;
+	z->busy++;
+}
+
+/* ---- the feed ---- */
+
 static int sink_begin(void *ctx, bool full)
 {
 	struct zone *z = ctx;
 	if (full) {
+		/* an IXFR's diffs that turned into a full transfer: the records held as they were */
+		rpz_diff_undo(z->data, z->diff);
 		if (!z->building && !(z->building = rpz_zone_new(&z->conf.zone)))
 			return -1;
 		rpz_zone_clear(z->building);
 		z->building_bad = 0;
 		return 0;
 	}
-	if (!z->building) {
-		if (!(z->building = rpz_zone_copy(z->data)))
+	if (!z->building && !z->diff) {
+		if (!(z->diff = rpz_diff_new()))
 			return -1;
 		z->building_bad = z->bad_rdata;
 	}
@@ -339,7 +660,9 @@ static int sink_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const st
 {
 	struct zone *z = ctx;
 	const char *why = NULL;
-	int rc = rpz_zone_change(z->building, add, msg, len, rr, owner, &why);
+	/* a diff changes the records in force in place (readers see only tables), recorded to undo */
+	int rc = z->building ? rpz_zone_change(z->building, add, msg, len, rr, owner, NULL, &why)
+			     : rpz_zone_change(z->data, add, msg, len, rr, owner, z->diff, &why);
 	if (rc == -1) {                         /* data that does not decode: left out, as a bad rule is */
 		char text[NAME_MAX_TEXT];
 		name_to_text(owner, text, sizeof(text));
@@ -354,18 +677,46 @@ static int sink_rr(void *ctx, bool add, const uint8_t *msg, size_t len, const st
 
 static const struct xfr_in_ops sink_ops = { sink_begin, NULL, sink_end, sink_rr };
 
+static void forget_diff(struct zone *z, bool undo)
+{
+	if (undo)
+		rpz_diff_undo(z->data, z->diff);
+	rpz_diff_free(z->diff);
+	z->diff = NULL;
+}
+
+/* An IXFR ended well: its diff is in data; the table from the one in force and the diff.  -1 out of memory. */
+static int apply_diff(struct zone *z)
+{
+	if (!z->table) {
+		install(z);
+		return z->table ? 0 : -1;
+	}
+	if (rpz_diff_changes(z->diff) == 0)
+		return 0;
+	unsigned logged = 0;
+	struct rpz_table *t = rpz_table_apply(z->table, z->data, z->diff, bad_record, &logged);
+	if (!t)
+		return -1;
+	installed(z, t, logged);
+	return 0;
+}
+
 static void fetch_done(void *ctx, const struct xfrcli_result *r)
 {
 	struct zone *z = ctx;
+	uint64_t t0 = uv_hrtime();
 	z->fetch = NULL;
 	z->last_time = time(NULL);
 	if (r->status == 0) {
 		z->transfers++;
 		snprintf(z->last_result, sizeof(z->last_result), "%s, serial %u", r->kind, r->to);
-		bool changed = z->building != NULL && !(z->has_serial && r->to == z->serial && r->versions == 0);
+		bool changed = (z->building || z->diff) && !(z->has_serial && r->to == z->serial && r->versions == 0);
+		uint32_t from = z->serial;
 		z->refresh_s = r->refresh;
 		z->retry_s = r->retry;
-		if (changed) {
+		if (changed && z->building) {
+			forget_diff(z, true);
 			rpz_zone_free(z->data);
 			z->data = z->building;
 			z->building = NULL;
@@ -373,7 +724,21 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 			z->serial = r->to;
 			z->bad_rdata = z->building_bad;
 			install(z);
-			save(z);
+			z->last_apply_us = (uv_hrtime() - t0) / 1000;
+			save(z, NULL, 0);
+		} else if (changed && apply_diff(z) == 0) {
+			z->has_serial = true;
+			z->serial = r->to;
+			z->bad_rdata = z->building_bad;
+			z->last_apply_us = (uv_hrtime() - t0) / 1000;
+			save(z, z->diff, from);
+			forget_diff(z, false);
+			compact(z);
+		} else if (changed) {
+			forget_diff(z, true);
+			z->transfers--;
+			z->transfer_failures++;
+			snprintf(z->last_result, sizeof(z->last_result), "failed: out of memory applying %s", r->kind);
 		}
 	} else {
 		z->transfer_failures++;
@@ -381,11 +746,13 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 			z->tsig_failures++;
 		snprintf(z->last_result, sizeof(z->last_result), "failed: %s", r->why);
 	}
+	forget_diff(z, true);
 	rpz_zone_free(z->building);
 	z->building = NULL;
 	if (z->removed)
 		return;
-	if (z->fetch_again) {
+	save_kick(z);                           /* a copy waits for no fetch to run */
+	if (z->fetch_again && !(z->saving && z->saving->copy)) {       /* else the copy's end fetches */
 		z->fetch_again = false;
 		schedule(z, 0);
 		return;
@@ -397,7 +764,8 @@ static void fetch_done(void *ctx, const struct xfrcli_result *r)
 
 static void start_fetch(struct zone *z)
 {
-	if (z->fetch) {
+	/* one at a time; none while a copy is written from data */
+	if (z->fetch || (z->saving && z->saving->copy)) {
 		z->fetch_again = true;
 		return;
 	}
@@ -434,14 +802,25 @@ static void on_notify(uv_async_t *a)
 			start_fetch(g.zones[i]);
 }
 
-static void zone_closed(uv_handle_t *h)
+/* Freed once its timer closed and no job on the thread pool uses it. */
+static void maybe_free(struct zone *z)
 {
-	struct zone *z = h->data;
+	if (!z->removed || !z->timer_closed || z->busy)
+		return;
+	drop_queue(z);
+	rpz_diff_free(z->diff);
 	rpz_zone_free(z->data);
 	rpz_zone_free(z->building);
 	rpz_table_free(z->table);
 	sodium_memzero(&z->conf.key, sizeof(z->conf.key));
 	free(z);
+}
+
+static void zone_closed(uv_handle_t *h)
+{
+	struct zone *z = h->data;
+	z->timer_closed = true;
+	maybe_free(z);
 }
 
 /* Stops a zone; freed once its timer closed (no reader has it then: unpublished first). */
@@ -462,6 +841,7 @@ static struct zone *zone_new(const struct inrpd_rpz_zone_conf *c)
 		return NULL;
 	}
 	z->conf = *c;
+	z->queue_end = &z->queue;
 	name_to_text(&c->zone, z->name, sizeof(z->name));
 	snprintf(z->last_result, sizeof(z->last_result), "not fetched yet");
 	uv_timer_init(g.loop, &z->timer);
@@ -497,6 +877,7 @@ int inrpd_rpz_apply(uv_loop_t *loop, const struct inrpd_rpz_conf *c)
 				xfrcli_cancel(z->fetch);
 				z->fetch = NULL;
 				z->fetch_again = false;
+				forget_diff(z, true);
 				rpz_zone_free(z->building);
 				z->building = NULL;
 			}
@@ -607,16 +988,23 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		return 0;
 	struct ip_addr from;
 	unsigned rcode = DNS_RCODE_REFUSED;
-	if (client && sockaddr_ip(client, &from) &&
-	    ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
+	uint8_t mac[TSIG_MAC_LEN];
+	const char *why = NULL;
+	if (!client || !sockaddr_ip(client, &from) ||
+	    !ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
+		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
+	} else if (z->conf.has_key && tsig_verify_request(&z->conf.key, pkt, len, (uint64_t)time(NULL), mac, &why) < 0) {
+		/* the address is easily forged: with a key, only a NOTIFY it signed starts a fetch */
+		rcode = DNS_RCODE_NOTAUTH;
+		__atomic_fetch_add(&z->notifies_bad_tsig, 1, __ATOMIC_RELAXED);
+		log_debug("rpz %s: NOTIFY refused: %s", z->name, why);        /* counted; a flood must not fill the log */
+	} else {
 		rcode = DNS_RCODE_NOERROR;
 		__atomic_fetch_add(&z->notifies, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&z->notify_pending, 1, __ATOMIC_RELEASE);
 		uv_async_send(&g.notify);
-	} else {
-		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
 	}
-	/* RFC 1996 4.7: the header and question echoed, QR and AA set */
+	/* RFC 1996 4.7: the header and question echoed, QR and AA set; signed when the NOTIFY was (RFC 8945 5.3) */
 	memcpy(out, pkt, DNS_HEADER_LEN);
 	out[2] = (uint8_t)(0x80 | (DNS_OPCODE_NOTIFY << 3) | 0x04);
 	out[3] = (uint8_t)rcode;
@@ -624,7 +1012,12 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 	wire_store16(out + 8, 0);
 	wire_store16(out + 10, 0);
 	memcpy(out + DNS_HEADER_LEN, q0, qlen);
-	return DNS_HEADER_LEN + qlen;
+	size_t n = DNS_HEADER_LEN + qlen;
+	if (rcode == DNS_RCODE_NOERROR && z->conf.has_key) {
+		size_t signed_len = tsig_sign_reply(&z->conf.key, out, n, cap, (uint64_t)time(NULL), mac);
+		n = signed_len ? signed_len : n;
+	}
+	return n;
 }
 
 /* ---- show rpz ---- */
@@ -648,21 +1041,25 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 		for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 			hits[a] = __atomic_load_n(&z->hits[a], __ATOMIC_RELAXED);
 		struct strbuf b = { 0 };
-		char serial[16] = "null";
+		char serial[16] = "null", saved[16] = "null";
 		if (z->has_serial)
 			snprintf(serial, sizeof(serial), "%u", z->serial);
+		if (z->has_saved)
+			snprintf(saved, sizeof(saved), "%u", z->saved_serial);
 		if (json) {
 			strbuf_addf(&b, "{\"zone\": \"%s\", \"primary\": \"%s\", \"tsig\": %s, \"serial\": %s, "
 				      "\"rules\": %llu, \"wildcards\": %llu, \"bad\": %llu, \"transfers\": %llu, "
 				      "\"transfer_failures\": %llu, \"tsig_failures\": %llu, \"notifies\": %llu, "
-				      "\"notifies_refused\": %llu, \"save_failures\": %llu, \"last_transfer\": \"%s\", \"last_result\": \"",
+				      "\"notifies_refused\": %llu, \"notifies_bad_tsig\": %llu, \"save_failures\": %llu, "
+				      "\"saved_serial\": %s, \"last_apply_ms\": %.3f, \"last_transfer\": \"%s\", \"last_result\": \"",
 				      z->name, primary, z->conf.has_key ? "true" : "false", serial, (unsigned long long)st->rules,
 				      (unsigned long long)st->wildcards, (unsigned long long)(st->bad + z->bad_rdata),
 				      (unsigned long long)z->transfers, (unsigned long long)z->transfer_failures,
 				      (unsigned long long)z->tsig_failures,
 				      (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
-				      (unsigned long long)z->save_failures, when);
+				      (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
+				      (unsigned long long)z->save_failures, saved, (double)z->last_apply_us / 1000.0, when);
 			strbuf_add_json(&b, z->last_result);
 			strbuf_addf(&b, "\", \"hits\": {");
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
@@ -675,12 +1072,15 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				       z->name, primary, z->conf.has_key ? " (tsig)" : "", z->has_serial ? serial : "none",
 				       (unsigned long long)st->rules, (unsigned long long)st->wildcards,
 				       (unsigned long long)(st->bad + z->bad_rdata));
-			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s", when, z->last_result);
+			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s (applied in %.3f ms), serial %s in state-dir",
+				       when, z->last_result, (double)z->last_apply_us / 1000.0, z->has_saved ? saved : "none");
 			ctl_reply_line(r, CTL_DATA, "  transfers %llu failures %llu tsig-failures %llu notifies %llu "
-				       "notifies-refused %llu save-failures %llu", (unsigned long long)z->transfers,
+				       "notifies-refused %llu notifies-bad-tsig %llu save-failures %llu",
+				       (unsigned long long)z->transfers,
 				       (unsigned long long)z->transfer_failures, (unsigned long long)z->tsig_failures,
 				       (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				       (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
+				       (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
 				       (unsigned long long)z->save_failures);
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 				strbuf_addf(&b, "%s%s %llu", a ? " " : "  hits ", rpz_action_name(a),
@@ -709,6 +1109,8 @@ void inrpd_rpz_metrics(struct prom *p)
 		{ "inrpd_rpz_transfers_total", PROM_COUNTER, "Transfers of a response policy zone, by result." },
 		{ "inrpd_rpz_notifies_total", PROM_COUNTER, "NOTIFYs for a response policy zone, by result." },
 		{ "inrpd_rpz_last_transfer_timestamp_seconds", PROM_GAUGE, "When the zone's last transfer ended." },
+		{ "inrpd_rpz_last_apply_seconds", PROM_GAUGE,
+		  "From the zone's last transfer's end to its rules in force for every question." },
 	};
 	if (g.n == 0)
 		return;
@@ -749,10 +1151,16 @@ void inrpd_rpz_metrics(struct prom *p)
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies, __ATOMIC_RELAXED));
 				lb[1] = (struct prom_label){ "result", "refused" };
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED));
+				lb[1] = (struct prom_label){ "result", "bad_tsig" };
+				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED));
+				break;
+			case 6:
+				if (z->last_time)
+					prom_u64(p, fams[f].name, lb, 1, (uint64_t)z->last_time);
 				break;
 			default:
 				if (z->last_time)
-					prom_u64(p, fams[f].name, lb, 1, (uint64_t)z->last_time);
+					prom_double(p, fams[f].name, lb, 1, (double)z->last_apply_us / 1e6);
 				break;
 			}
 		}

@@ -6,11 +6,12 @@
  * in the order configured: the first zone with a rule for a name decides.
  *
  * The main thread owns the zones and their fetches; readers (every thread
- * that answers) call inrpd_rpz_match while online.  With a state-dir, each
- * zone's last good copy is kept there (replaced whole after each transfer
- * that changed it) and its rules apply from it at start, before the first
- * fetch (an IXFR from its serial); without one, a restart applies no rule
- * until each zone is fetched again.
+ * that answers) call inrpd_rpz_match while online.  An IXFR's table is
+ * made from the one in force and the diff, and published whole.  With a
+ * state-dir, each zone's last good copy and the journal of the IXFRs
+ * since are kept there (written by the thread pool) and its rules apply
+ * from them at start, before the first fetch (an IXFR from its serial);
+ * without one, a restart applies no rule until each zone is fetched again.
  */
 #ifndef INRPD_POLICY_H
 #define INRPD_POLICY_H
@@ -60,8 +61,10 @@ struct inrpd_rpz_match {
 /* The policy for qname (an online RCU reader), counted and logged; false: none. */
 bool inrpd_rpz_match(const struct name *qname, const struct sockaddr *client, struct inrpd_rpz_match *m);
 /*
- * A NOTIFY (opcode 4) for a policy zone: from its primary, a fetch is
- * started and the answer is NOERROR; from anyone else REFUSED, counted.
+ * A NOTIFY (opcode 4) for a policy zone: from its primary (and signed by
+ * the zone's key, when it has one), a fetch is started and the answer is
+ * NOERROR (signed likewise); from anyone else REFUSED, without a TSIG
+ * that verifies NOTAUTH, counted.
  * The answer's length in out, or 0 when the message is no NOTIFY of ours.
  */
 size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *client, uint8_t *out,

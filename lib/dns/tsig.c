@@ -159,14 +159,25 @@ static void mac_message(crypto_auth_hmacsha256_state *st, const uint8_t *msg, si
 	crypto_auth_hmacsha256_update(st, msg + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
 }
 
-size_t tsig_sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
-		 uint8_t mac[TSIG_MAC_LEN])
+/* The prior MAC a reply's covers first (RFC 8945 4.3.1, 5.3). */
+static void mac_prior(crypto_auth_hmacsha256_state *st, const uint8_t prior[TSIG_MAC_LEN])
+{
+	uint8_t l[2];
+	wire_store16(l, TSIG_MAC_LEN);
+	crypto_auth_hmacsha256_update(st, l, 2);
+	crypto_auth_hmacsha256_update(st, prior, TSIG_MAC_LEN);
+}
+
+static size_t sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
+		   const uint8_t *prior, uint8_t mac[TSIG_MAC_LEN])
 {
 	if (len < DNS_HEADER_LEN)
 		return 0;
 	uint16_t id = wire_load16(msg), arcount = wire_load16(msg + 10);
 	crypto_auth_hmacsha256_state st;
 	crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
+	if (prior)
+		mac_prior(&st, prior);
 	mac_message(&st, msg, len, id, arcount);
 	mac_variables(&st, k, now, TSIG_FUDGE, 0, NULL, 0, false);
 	crypto_auth_hmacsha256_final(&st, mac);
@@ -192,6 +203,19 @@ size_t tsig_sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap,
 	return len + wire_written(&w);
 }
 
+size_t tsig_sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
+		 uint8_t mac[TSIG_MAC_LEN])
+{
+	return sign(k, msg, len, cap, now, NULL, mac);
+}
+
+size_t tsig_sign_reply(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
+		       const uint8_t req_mac[TSIG_MAC_LEN])
+{
+	uint8_t mac[TSIG_MAC_LEN];
+	return sign(k, msg, len, cap, now, req_mac, mac);
+}
+
 void tsig_stream_init(struct tsig_stream *s, const struct tsig_key *k, const uint8_t req_mac[TSIG_MAC_LEN])
 {
 	memset(s, 0, sizeof(*s));
@@ -199,10 +223,7 @@ void tsig_stream_init(struct tsig_stream *s, const struct tsig_key *k, const uin
 	s->first = true;
 	memcpy(s->prev, req_mac, TSIG_MAC_LEN);
 	crypto_auth_hmacsha256_init(&s->st, k->secret, k->secret_len);
-	uint8_t l[2];
-	wire_store16(l, TSIG_MAC_LEN);
-	crypto_auth_hmacsha256_update(&s->st, l, 2);
-	crypto_auth_hmacsha256_update(&s->st, s->prev, TSIG_MAC_LEN);
+	mac_prior(&s->st, s->prev);
 }
 
 static int fail(const char **why, const char *text)
@@ -211,14 +232,23 @@ static int fail(const char **why, const char *text)
 	return -1;
 }
 
-int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, uint64_t now, size_t *body_len,
-		       const char **why)
+/* A message's TSIG record, read. */
+struct tsig_rr {
+	struct dns_header h;
+	struct name owner;
+	uint64_t signed_at;
+	uint16_t fudge, orig_id, error, other_len;
+	const uint8_t *mac, *other;
+	size_t body;                    /* the message without it */
+};
+
+/* 0 and t when the message's last record is a TSIG of ours (hmac-sha256), 1 when it has none, -1 (why) otherwise. */
+static int read_tsig(const uint8_t *msg, size_t len, struct tsig_rr *t, const char **why)
 {
 	struct wire_reader r = wire_reader(msg, len);
-	struct dns_header h;
-	if (!dns_header_read(&r, &h))
+	if (!dns_header_read(&r, &t->h))
 		return fail(why, "message shorter than a header");
-	for (unsigned i = 0; i < h.qdcount; i++) {
+	for (unsigned i = 0; i < t->h.qdcount; i++) {
 		dns_name_skip(&r);
 		wire_take(&r, 4);
 	}
@@ -227,8 +257,8 @@ int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, ui
 	struct dns_rr_iter it;
 	struct dns_rr rr, last = { 0 };
 	int rc;
-	unsigned total = (unsigned)h.ancount + h.nscount + h.arcount, tsigs = 0;
-	dns_rr_iter_init(&it, msg, len, (size_t)(r.p - msg), h.ancount, h.nscount, h.arcount);
+	unsigned total = (unsigned)t->h.ancount + t->h.nscount + t->h.arcount, tsigs = 0;
+	dns_rr_iter_init(&it, msg, len, (size_t)(r.p - msg), t->h.ancount, t->h.nscount, t->h.arcount);
 	while ((rc = dns_rr_next(&it, &rr)) == 1) {
 		if (rr.type == DNS_TYPE_TSIG)
 			tsigs++;
@@ -236,65 +266,98 @@ int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, ui
 	}
 	if (rc < 0)
 		return fail(why, "a record runs past the message");
-	if (tsigs == 0) {
-		/* 5.3.1: unsigned messages between signed ones, covered by the next signature */
-		if (s->first)
-			return fail(why, "the first message is not signed");
-		if (++s->unsigned_run > TSIG_MAX_UNSIGNED)
-			return fail(why, "more than 99 messages in a row without a TSIG");
-		mac_message(&s->st, msg, len, h.id, h.arcount);
+	if (tsigs == 0)
 		return 1;
-	}
 	if (tsigs > 1 || last.index + 1 != total || last.section != DNS_SECTION_ADDITIONAL)
 		return fail(why, "a TSIG that is not the last record");
 	struct wire_reader o = wire_reader(last.owner, (size_t)(msg + len - last.owner));
-	struct name owner, alg;
-	if (dns_name_read(&o, msg, &owner) != NAME_OK || !name_equal(&owner, &s->key->name))
-		return fail(why, "signed with another key");
+	struct name alg;
+	if (dns_name_read(&o, msg, &t->owner) != NAME_OK)
+		return fail(why, "bad TSIG owner");
 	if (last.rclass != CLASS_ANY || last.ttl != 0)
 		return fail(why, "bad TSIG class or TTL");
 	struct wire_reader d = wire_reader(last.rdata, last.rdlen);
 	if (dns_name_read(&d, msg, &alg) != NAME_OK || alg.len != sizeof(alg_wire) ||
 	    memcmp(alg.wire, alg_wire, sizeof(alg_wire)) != 0)
 		return fail(why, "another algorithm than hmac-sha256");
-	uint64_t signed_at = (uint64_t)wire_u16(&d) << 32;
-	signed_at |= wire_u32(&d);
-	uint16_t fudge = wire_u16(&d);
+	t->signed_at = (uint64_t)wire_u16(&d) << 32;
+	t->signed_at |= wire_u32(&d);
+	t->fudge = wire_u16(&d);
 	uint16_t mac_len = wire_u16(&d);
-	const uint8_t *mac = wire_take(&d, mac_len);
-	uint16_t orig_id = wire_u16(&d);
-	uint16_t error = wire_u16(&d);
-	uint16_t other_len = wire_u16(&d);
-	const uint8_t *other = wire_take(&d, other_len);
+	t->mac = wire_take(&d, mac_len);
+	t->orig_id = wire_u16(&d);
+	t->error = wire_u16(&d);
+	t->other_len = wire_u16(&d);
+	t->other = wire_take(&d, t->other_len);
 	if (d.bad || wire_left(&d) != 0)
 		return fail(why, "bad TSIG data");
-	if (error != 0)
-		return fail(why, error == 16 ? "the server says BADSIG" : error == 17 ? "the server says BADKEY"
-				 : error == 18 ? "the server says BADTIME" : "the server reports a TSIG error");
 	if (mac_len != TSIG_MAC_LEN)
 		return fail(why, "a MAC that is not 32 bytes");
+	t->body = (size_t)(last.owner - msg);
+	return 0;
+}
 
-	size_t body = (size_t)(last.owner - msg);
+int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, uint64_t now, size_t *body_len,
+		       const char **why)
+{
+	struct tsig_rr t;
+	int rc = read_tsig(msg, len, &t, why);
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		/* 5.3.1: unsigned messages between signed ones, covered by the next signature */
+		if (s->first)
+			return fail(why, "the first message is not signed");
+		if (++s->unsigned_run > TSIG_MAX_UNSIGNED)
+			return fail(why, "more than 99 messages in a row without a TSIG");
+		mac_message(&s->st, msg, len, t.h.id, t.h.arcount);
+		return 1;
+	}
+	if (!name_equal(&t.owner, &s->key->name))
+		return fail(why, "signed with another key");
+	if (t.error != 0)
+		return fail(why, t.error == 16 ? "the server says BADSIG" : t.error == 17 ? "the server says BADKEY"
+				 : t.error == 18 ? "the server says BADTIME" : "the server reports a TSIG error");
 	crypto_auth_hmacsha256_state st = s->st;
-	mac_message(&st, msg, body, orig_id, (uint16_t)(h.arcount - 1));
-	mac_variables(&st, s->key, signed_at, fudge, error, other, other_len, !s->first);
+	mac_message(&st, msg, t.body, t.orig_id, (uint16_t)(t.h.arcount - 1));
+	mac_variables(&st, s->key, t.signed_at, t.fudge, t.error, t.other, t.other_len, !s->first);
 	uint8_t want[TSIG_MAC_LEN];
 	crypto_auth_hmacsha256_final(&st, want);
-	if (crypto_verify_32(want, mac) != 0)
+	if (crypto_verify_32(want, t.mac) != 0)
 		return fail(why, "the MAC does not verify (BADSIG)");
-	if (signed_at + fudge < now || now + fudge < signed_at)
+	if (t.signed_at + t.fudge < now || now + t.fudge < t.signed_at)
 		return fail(why, "signed outside the fudge of our clock (BADTIME)");
 	/* the next signed message covers this MAC, then what follows */
-	memcpy(s->prev, mac, TSIG_MAC_LEN);
+	memcpy(s->prev, t.mac, TSIG_MAC_LEN);
 	crypto_auth_hmacsha256_init(&s->st, s->key->secret, s->key->secret_len);
-	uint8_t l[2];
-	wire_store16(l, TSIG_MAC_LEN);
-	crypto_auth_hmacsha256_update(&s->st, l, 2);
-	crypto_auth_hmacsha256_update(&s->st, s->prev, TSIG_MAC_LEN);
+	mac_prior(&s->st, s->prev);
 	s->first = false;
 	s->unsigned_run = 0;
 	s->verified++;
-	*body_len = body;
+	*body_len = t.body;
+	return 0;
+}
+
+int tsig_verify_request(const struct tsig_key *k, const uint8_t *msg, size_t len, uint64_t now,
+			uint8_t mac[TSIG_MAC_LEN], const char **why)
+{
+	struct tsig_rr t;
+	int rc = read_tsig(msg, len, &t, why);
+	if (rc != 0)
+		return rc > 0 ? fail(why, "not signed") : -1;
+	if (!name_equal(&t.owner, &k->name))
+		return fail(why, "signed with another key (BADKEY)");
+	crypto_auth_hmacsha256_state st;
+	crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
+	mac_message(&st, msg, t.body, t.orig_id, (uint16_t)(t.h.arcount - 1));
+	mac_variables(&st, k, t.signed_at, t.fudge, t.error, t.other, t.other_len, false);
+	uint8_t want[TSIG_MAC_LEN];
+	crypto_auth_hmacsha256_final(&st, want);
+	if (crypto_verify_32(want, t.mac) != 0)
+		return fail(why, "the MAC does not verify (BADSIG)");
+	if (t.signed_at + t.fudge < now || now + t.fudge < t.signed_at)
+		return fail(why, "signed outside the fudge of our clock (BADTIME)");
+	memcpy(mac, t.mac, TSIG_MAC_LEN);
 	return 0;
 }
 

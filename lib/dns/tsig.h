@@ -4,7 +4,8 @@
  * message's MAC covers the request's, each later signed one the MAC
  * before it and every message since; at most 99 unsigned messages in a
  * row, and the last one signed).  MACs are compared in constant time and
- * the time signed must lie within the fudge of ours.
+ * the time signed must lie within the fudge of ours.  A lone request (a
+ * NOTIFY) is verified, and its answer signed, the same way.
  *
  * Keys come from files in BIND's format:
  *
@@ -49,6 +50,18 @@ int tsig_key_read(const char *path, struct tsig_key *k, char *err, size_t err_le
  */
 size_t tsig_sign(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
 		 uint8_t mac[TSIG_MAC_LEN]);
+
+/*
+ * A request signed with k (a NOTIFY from a primary) at time now: 0 when
+ * its last record is a TSIG of k whose MAC and time hold (mac receives the
+ * MAC, which the answer's covers), -1 when it is unsigned, signed with
+ * another key or fails (why says which).
+ */
+int tsig_verify_request(const struct tsig_key *k, const uint8_t *msg, size_t len, uint64_t now,
+			uint8_t mac[TSIG_MAC_LEN], const char **why);
+/* Signs the answer to such a request: as tsig_sign, its MAC covering the request's first. */
+size_t tsig_sign_reply(const struct tsig_key *k, uint8_t *msg, size_t len, size_t cap, uint64_t now,
+		       const uint8_t req_mac[TSIG_MAC_LEN]);
 
 /* The reply to a signed request, message by message. */
 struct tsig_stream {

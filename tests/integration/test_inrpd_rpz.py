@@ -2,8 +2,10 @@
 policy zones by AXFR/IXFR with TSIG and sends NOTIFY; every action asked
 for by dnspython over UDP and TCP; routed and unrouted names; a name held
 in the packet cache; two zones' precedence; a zone changed on the primary
-(serial bump, NOTIFY) observed through `inrpc show rpz`; a wrong key;
-bad records."""
+(serial bump, NOTIFY signed with the zone's key) observed through `inrpc
+show rpz`; a wrong key; bad records; IXFR diffs (adds, removals, a rule
+changed, precedence after), kill -9 during and after an IXFR with a
+state-dir; forged NOTIFYs without or with a wrong TSIG."""
 
 import base64
 import os
@@ -104,7 +106,7 @@ class Nsd:
             lines += ["zone:", f'  name: "{name}"', f'  zonefile: "{name}.zone"',
                       "  provide-xfr: 127.0.0.0/8 xfr.key", f"  outgoing-interface: {self.addr}"]
             if notify:
-                lines.append(f"  notify: {notify[0]}@{notify[1]} NOKEY")
+                lines.append(f"  notify: {notify[0]}@{notify[1]} xfr.key")
         self.conf.write_text("\n".join(lines) + "\n")
         self.log = open(self.dir / "nsd.out", "wb")
         self.proc = subprocess.Popen(["nsd", "-d", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
@@ -276,6 +278,8 @@ def test_metrics(setup):
     assert prom.value(m, "inrpd_rpz_bad_records", zone="rpz.test.") == 2
     assert prom.value(m, "inrpd_rpz_transfers_total", zone="second.test.", result="ok") >= 1
     assert prom.value(m, "inrpd_rpz_rules", zone="second.test.") == 2
+    assert prom.value(m, "inrpd_rpz_notifies_total", zone="rpz.test.", result="bad_tsig") == 0
+    assert prom.value(m, "inrpd_rpz_last_apply_seconds", zone="rpz.test.") >= 0
 
 
 def test_many_signed_messages(tmp_path, inrpd_factory):
@@ -351,6 +355,7 @@ class FakePrimary:
         self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
         self.versions = {self.serial(self.zone): self.zone}
         self.broken_diff = False        # a diff removing a record the client cannot hold
+        self.stall = None               # an Event: a diff's first message sent, the rest only once it is set
         self.asked = []
         self.secret = key_secret
         self.sock = socket.socket()
@@ -386,6 +391,13 @@ class FakePrimary:
                         old = self.versions[held]
                         r.answer += [soa, old.find_rrset("rpz.test.", "SOA")]
                         r.answer += self.minus(old, self.zone)
+                        if self.stall is not None:
+                            # a transfer cut short: its first message, then the connection held open
+                            out = r.to_wire()
+                            c.sendall(len(out).to_bytes(2, "big") + out)
+                            self.served += 1
+                            self.stall.wait(60)
+                            continue
                         if self.broken_diff:
                             r.answer.append(dns.rrset.from_text("never.held.rpz.test.", 60, "IN", "CNAME", "."))
                         r.answer += [soa] + self.minus(self.zone, old) + [soa]
@@ -428,16 +440,55 @@ class FakePrimary:
         self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
         self.versions[self.serial(self.zone)] = self.zone
 
-    def notify(self, d):
-        """A NOTIFY from the primary's own address."""
+    def notify(self, d, secret=SECRET):
+        """A NOTIFY from the primary's own address, signed with secret's key
+        (None: unsigned); the answer, its TSIG verified when ours was right."""
         q = dns.message.make_query("rpz.test.", "SOA")
         q.set_opcode(dns.opcode.NOTIFY)
+        if secret is not None:
+            q.use_tsig(dns.tsig.Key("xfr.key", secret, "hmac-sha256"))
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
             u.bind((self.addr, 0))
-            return dns.query.udp(q, d.addr, port=d.port, timeout=2, sock=u)
+            if secret == SECRET:
+                return dns.query.udp(q, d.addr, port=d.port, timeout=2, sock=u)
+            u.settimeout(2)
+            u.sendto(q.to_wire(), (d.addr, d.port))
+            return dns.message.from_wire(u.recv(65535))
 
     def stop(self):
+        """Down: the listener shut, so the accepting thread ends and connections are refused."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
+
+
+@pytest.mark.parametrize("secret", [None, WRONG], ids=["unsigned", "another-key"])
+def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, secret):
+    """A NOTIFY from the primary's own address (a spoofer's UDP) that the
+    zone's key did not sign: NOTAUTH, counted, and no transfer asked of the
+    primary; the primary's signed one then starts exactly one."""
+    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        asked = len(fake.asked)
+        for _ in range(3):
+            r = fake.notify(d, secret)
+            assert r.rcode() == dns.rcode.NOTAUTH and not r.had_tsig, r
+        z = show_rpz(d)["rpz.test"]
+        assert z["notifies_bad_tsig"] == 3 and z["notifies"] == 0 and z["notifies_refused"] == 0, z
+        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
+        r = fake.notify(d)                      # signed, and its answer's TSIG verified by dnspython
+        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+        wait_serial(d, "rpz.test", 2)
+        assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
+        assert show_rpz(d)["rpz.test"]["transfers"] == 2
+    finally:
+        fake.stop()
 
 
 def test_soa_refresh_fetches_again(tmp_path, inrpd_factory):
@@ -538,6 +589,212 @@ def test_last_good_copy_applies_after_restart(tmp_path, inrpd_factory):
     assert "checksum mismatch" in d.log()
     assert not_blocked(d, "nx.example")
     assert "nx.example. from" not in d.log()        # rpz-log-level none
+
+
+DIFF1 = """\
+$ORIGIN rpz.test.
+@ 300 IN SOA ns.rpz.test. admin.rpz.test. {serial} 3600 600 86400 60
+@ 300 IN NS ns.rpz.test.
+*.shop.content CNAME .
+*.a.shop.content CNAME *.
+b.a.shop.content CNAME rpz-passthru.
+gone.example CNAME .
+changed.example CNAME .
+kept.example CNAME *.
+{extra}
+"""
+
+
+def rcode_and_answer(d, name):
+    r = d.udp(name, "A", use_edns=0)
+    return dns.rcode.to_text(r.rcode()), sorted(rd.to_text() for rrset in r.answer for rd in rrset)
+
+
+def test_ixfr_diff_adds_removes_changes_and_keeps_precedence(tmp_path, inrpd_factory):
+    """One IXFR adds a rule, removes one, changes one (NXDOMAIN to local
+    data) and removes an exact rule under two wildcards: each question is
+    answered as the whole new zone says, the rule counts follow, and a
+    second IXFR on top of the first (before or after its fold) too."""
+    fake = FakePrimary(DIFF1.format(serial=1, extra=""), SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        assert rcode_and_answer(d, "b.a.shop.content")[0] == "REFUSED"    # passthru: no upstream here
+        assert rcode_and_answer(d, "gone.example") == ("NXDOMAIN", [])
+        fake.publish(DIFF1.format(serial=2, extra="added.example CNAME .\nchanged.example A 192.0.2.5").replace(
+            "gone.example CNAME .\n", "").replace("changed.example CNAME .\n", "").replace(
+            "b.a.shop.content CNAME rpz-passthru.\n", ""))
+        assert fake.notify(d).rcode() == dns.rcode.NOERROR
+        z = wait_serial(d, "rpz.test", 2)
+        assert z["last_result"] == "IXFR, serial 2" and z["rules"] == 5, z
+        assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
+        assert not_blocked(d, "gone.example")
+        assert rcode_and_answer(d, "changed.example") == ("NOERROR", ["192.0.2.5"])
+        assert rcode_and_answer(d, "kept.example") == ("NOERROR", [])
+        assert rcode_and_answer(d, "b.a.shop.content") == ("NOERROR", [])      # *.a.shop.content now
+        assert rcode_and_answer(d, "x.b.a.shop.content") == ("NOERROR", [])
+        assert rcode_and_answer(d, "x.shop.content") == ("NXDOMAIN", [])         # the shorter wildcard
+        # the longer wildcard goes too: the shorter one decides below it
+        fake.publish(DIFF1.format(serial=3, extra="added.example CNAME .\nchanged.example A 192.0.2.5").replace(
+            "gone.example CNAME .\n", "").replace("changed.example CNAME .\n", "").replace(
+            "b.a.shop.content CNAME rpz-passthru.\n", "").replace("*.a.shop.content CNAME *.\n", ""))
+        fake.notify(d)
+        z = wait_serial(d, "rpz.test", 3)
+        assert z["last_result"] == "IXFR, serial 3" and z["rules"] == 4 and z["wildcards"] == 1, z
+        assert rcode_and_answer(d, "b.a.shop.content") == ("NXDOMAIN", [])
+        assert rcode_and_answer(d, "changed.example") == ("NOERROR", ["192.0.2.5"])
+        assert fake.asked[-2:] == [("IXFR", 1), ("IXFR", 2)], fake.asked
+    finally:
+        fake.stop()
+
+
+def state_body(fake, state, key=None):
+    tsig = f' tsig-key "{key}";' if key else ""
+    return (f'state-dir "{state}";\nrpz-log-level none;\n'
+            f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port};{tsig} }}\n')
+
+
+def test_kill_9_after_an_ixfr_restarts_at_its_serial(tmp_path, inrpd_factory):
+    """kill -9 once an IXFR is in force: the restarted inrpd, its primary
+    gone, serves the IXFR's serial from the copy and the journal; a torn
+    entry after it (a crash while appending) is cut off; a damaged last
+    entry falls back to the serial before it, never between the two; the
+    journal of another copy is not applied."""
+    key = key_file(tmp_path, SECRET)
+    state = tmp_path / "state"
+    fake = FakePrimary(DIFF1.format(serial=1, extra=""), SECRET)
+    body = state_body(fake, state, key)
+    journal = state / "rpz-rpz.test..journal"
+    try:
+        d = router(inrpd_factory, tmp_path, body)
+        wait_serial(d, "rpz.test", 1)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 1, 10, "the copy and its journal")
+        head = journal.stat().st_size
+        fake.publish(DIFF1.format(serial=2, extra="added.example CNAME .").replace("gone.example CNAME .\n", ""))
+        fake.notify(d)
+        wait_serial(d, "rpz.test", 2)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 2, 10, "the IXFR journaled")
+        assert journal.stat().st_size > head
+        d.kill()
+    finally:
+        fake.stop()
+
+    def restart():
+        d = router(inrpd_factory, tmp_path, body)
+        z = show_rpz(d)["rpz.test"]
+        return d, z["serial"]
+
+    d, serial = restart()
+    assert serial == 2 and "1 IXFRs from" in d.log()
+    assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
+    assert not_blocked(d, "gone.example")
+    d.kill()
+    # a torn entry after the last whole one
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + whole[head:head + (len(whole) - head) // 2])
+    d, serial = restart()
+    assert serial == 2 and "the rest cut off" in d.log(), d.log()
+    assert journal.read_bytes() == whole                     # cut back to the whole entries
+    d.kill()
+    # the last entry damaged: the copy's serial, with its rules
+    raw = bytearray(whole)
+    raw[-12] ^= 0x01
+    journal.write_bytes(bytes(raw))
+    d, serial = restart()
+    assert serial == 1 and "checksum mismatch" in d.log()
+    assert rcode_and_answer(d, "gone.example") == ("NXDOMAIN", [])
+    assert not_blocked(d, "added.example")
+    d.kill()
+    # the journal of another copy (a crash between a new copy's rename and its journal): not applied
+    raw = bytearray(whole)
+    raw[8] ^= 0x01                                          # the epoch it names
+    journal.write_bytes(bytes(raw))
+    d, serial = restart()
+    assert serial == 1 and "not the journal of this copy; a new journal" in d.log()
+    assert journal.stat().st_size == head
+    d.stop()
+
+
+def test_a_journal_that_cannot_be_written(tmp_path, inrpd_factory):
+    """The journal made unwritable (a directory in its place): the IXFR
+    still applies, the failure is counted; once it can be written again,
+    the next IXFR writes a new copy, which a restart after kill -9 serves."""
+    state = tmp_path / "state"
+    fake = FakePrimary(DIFF1.format(serial=1, extra=""))
+    body = state_body(fake, state)
+    journal = state / "rpz-rpz.test..journal"
+    try:
+        d = router(inrpd_factory, tmp_path, body)
+        wait_serial(d, "rpz.test", 1)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 1, 10, "the copy and its journal")
+        journal.unlink()
+        journal.mkdir()
+        fake.publish(DIFF1.format(serial=2, extra="added.example CNAME ."))
+        fake.notify(d, None)
+        wait_serial(d, "rpz.test", 2)
+        assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
+        # the append fails, then the new copy it asks for (its journal cannot replace a directory)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["save_failures"] == 2, 10, "the failed append and copy")
+        assert "cannot keep serial 2" in d.log() and show_rpz(d)["rpz.test"]["saved_serial"] == 1
+        journal.rmdir()
+        fake.publish(DIFF1.format(serial=3, extra="added.example CNAME .\nthird.example CNAME ."))
+        fake.notify(d, None)
+        wait_serial(d, "rpz.test", 3)
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 3, 10, "a new copy")
+        assert journal.is_file() and journal.stat().st_size == 24         # its journal, empty
+        d.kill()
+    finally:
+        fake.stop()
+    d = router(inrpd_factory, tmp_path, body)
+    assert show_rpz(d)["rpz.test"]["serial"] == 3
+    assert rcode_and_answer(d, "third.example") == ("NXDOMAIN", [])
+    d.stop()
+
+
+def test_kill_9_during_an_ixfr_keeps_the_serial_before(tmp_path, inrpd_factory):
+    """An IXFR cut short (its first message applied to the records held,
+    then the connection closed) is undone: the next IXFR applies to the
+    records as they were.  kill -9 while an IXFR streams in: the restart
+    serves the serial before it whole, none of the diff."""
+    state = tmp_path / "state"
+    fake = FakePrimary(DIFF1.format(serial=1, extra=""))
+    body = state_body(fake, state)
+    two = DIFF1.format(serial=2, extra="added.example CNAME .").replace("gone.example CNAME .\n", "")
+    try:
+        d = router(inrpd_factory, tmp_path, body)
+        wait_serial(d, "rpz.test", 1)
+        fake.publish(two)
+        fake.stall = threading.Event()
+        served = fake.served
+        fake.notify(d, None)
+        wait_for(lambda: fake.served > served, 10, "the diff's first message sent")
+        fake.stall.set()                        # the connection closes, the transfer unfinished
+        wait_for(lambda: show_rpz(d)["rpz.test"]["transfer_failures"] >= 1, 30, "the cut transfer")
+        assert show_rpz(d)["rpz.test"]["serial"] == 1
+        assert rcode_and_answer(d, "gone.example") == ("NXDOMAIN", [])
+        fake.stall = None
+        fake.notify(d, None)
+        z = wait_serial(d, "rpz.test", 2)
+        assert z["last_result"] == "IXFR, serial 2", z     # not an AXFR: the records held were whole
+        wait_for(lambda: show_rpz(d)["rpz.test"]["saved_serial"] == 2, 10, "the IXFR journaled")
+        # serial 3 takes kept.example away; inrpd killed with half of it applied to its records
+        fake.publish(two.replace(" 2 3600 ", " 3 3600 ").replace("kept.example CNAME *.\n", ""))
+        fake.stall = threading.Event()
+        served = fake.served
+        fake.notify(d, None)
+        wait_for(lambda: fake.served > served, 10, "the diff's first message sent")
+        d.kill()
+        fake.stall.set()
+    finally:
+        fake.stop()
+    d = router(inrpd_factory, tmp_path, body)
+    assert show_rpz(d)["rpz.test"]["serial"] == 2
+    assert rcode_and_answer(d, "kept.example") == ("NOERROR", [])
+    assert rcode_and_answer(d, "added.example") == ("NXDOMAIN", [])
+    assert not_blocked(d, "gone.example")
+    d.stop()
 
 
 @pytest.mark.parametrize("body, message", [

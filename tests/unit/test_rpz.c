@@ -21,14 +21,20 @@ static struct name nm(const char *text)
 	return n;
 }
 
-/* A record as a transfer hands it over: its RDATA alone is the message. */
-static int change(struct rpz_zone *z, bool add, const char *owner, uint16_t type, const void *rdata, size_t len)
+/* A record as a transfer hands it over: its RDATA alone is the message; recorded in d if given. */
+static int dchange(struct rpz_zone *z, struct rpz_diff *d, bool add, const char *owner, uint16_t type,
+		   const void *rdata, size_t len, uint32_t ttl)
 {
 	struct name o = nm(owner);
-	struct dns_rr rr = { .type = type, .rclass = DNS_CLASS_IN, .ttl = 60, .rdlen = (uint16_t)len,
+	struct dns_rr rr = { .type = type, .rclass = DNS_CLASS_IN, .ttl = ttl, .rdlen = (uint16_t)len,
 			     .rdata = rdata };
 	const char *why;
-	return rpz_zone_change(z, add, rdata, len, &rr, &o, &why);
+	return rpz_zone_change(z, add, rdata, len, &rr, &o, d, &why);
+}
+
+static int change(struct rpz_zone *z, bool add, const char *owner, uint16_t type, const void *rdata, size_t len)
+{
+	return dchange(z, NULL, add, owner, type, rdata, len, 60);
 }
 
 static void cname(struct rpz_zone *z, const char *owner, const char *target)
@@ -297,7 +303,7 @@ static void the_last_good_copy_reads_back_and_damage_is_refused(void **state)
 	cname(z, "*.b.example." ZONE, "rpz-drop.");
 	const uint8_t a[4] = { 192, 0, 2, 1 };
 	assert_int_equal(change(z, true, "c.example." ZONE, DNS_TYPE_A, a, 4), 0);
-	struct rpz_dump_head h = { 7, 3600, 600 }, back;
+	struct rpz_dump_head h = { 7, 3600, 600, 42 }, back;
 	size_t len;
 	uint8_t *buf = rpz_zone_dump(z, &h, &len);
 	assert_non_null(buf);
@@ -307,6 +313,7 @@ static void the_last_good_copy_reads_back_and_damage_is_refused(void **state)
 	assert_int_equal(back.serial, 7);
 	assert_int_equal(back.refresh, 3600);
 	assert_int_equal(back.retry, 600);
+	assert_int_equal(back.epoch, 42);
 	struct rpz_table *t = rpz_table_build(again, NULL, NULL);
 	assert_int_equal(action_of(t, "a.example"), RPZ_NXDOMAIN);
 	assert_int_equal(action_of(t, "x.b.example"), RPZ_DROP);
@@ -329,6 +336,292 @@ static void the_last_good_copy_reads_back_and_damage_is_refused(void **state)
 	free(buf);
 	rpz_zone_free(o);
 	rpz_zone_free(again);
+	rpz_zone_free(z);
+}
+
+/* ---- IXFR diffs: the table they give is the table a rebuild gives ---- */
+
+static const char *const dl[] = { "a", "b", "c", "dd" };
+
+/* A random owner below the zone: 1 to 3 labels, a wildcard one time in four. */
+static void random_owner(char *out, size_t len)
+{
+	char name[64] = "";
+	unsigned depth = 1 + (unsigned)rand() % 3;
+	for (unsigned d = 0; d < depth; d++)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s", d ? "." : "", dl[rand() % 4]);
+	snprintf(out, len, "%s%s." ZONE, rand() % 4 == 0 ? "*." : "", name);
+}
+
+/* A random record of a feed: every action, local data, and bad ones (an MX, data beside a CNAME). */
+static int random_change(struct rpz_zone *z, struct rpz_diff *d, bool add)
+{
+	static const char *const targets[] = { ".", "*.", "rpz-passthru.", "rpz-drop.", "rpz-tcp-only.", "garden.x." };
+	char owner[128];
+	random_owner(owner, sizeof(owner));
+	uint32_t ttl = 30 + (unsigned)rand() % 3;
+	int k = rand() % 9;
+	if (k < 6) {
+		struct name t = nm(targets[k]);
+		return dchange(z, d, add, owner, DNS_TYPE_CNAME, t.wire, t.len, ttl);
+	}
+	if (k < 8) {
+		const uint8_t a[4] = { 192, 0, 2, (uint8_t)(rand() % 3) };
+		return dchange(z, d, add, owner, DNS_TYPE_A, a, 4, ttl);
+	}
+	const uint8_t mx[] = { 0, 10, 1, 'm', 0 };
+	return dchange(z, d, add, owner, 15, mx, sizeof(mx), ttl);
+}
+
+/* Every name the alphabet makes, 1 to 4 labels deep: each table answers each alike. */
+static void assert_same_answers(const struct rpz_table *a, const struct rpz_table *b)
+{
+	const struct rpz_table_stats *sa = rpz_table_stats(a), *sb = rpz_table_stats(b);
+	assert_int_equal(sa->rules, sb->rules);
+	assert_int_equal(sa->wildcards, sb->wildcards);
+	assert_int_equal(sa->bad, sb->bad);
+	assert_int_equal(sa->ignored, sb->ignored);
+	for (unsigned i = 0; i < RPZ_ACTIONS; i++)
+		assert_int_equal(sa->by_action[i], sb->by_action[i]);
+	for (unsigned n = 0; n < 4 + 16 + 64 + 256; n++) {
+		char q[64] = "";
+		unsigned v = n, depth = n < 4 ? 1 : n < 20 ? 2 : n < 84 ? 3 : 4;
+		for (unsigned d = 0; d < depth; d++, v /= 4)
+			snprintf(q + strlen(q), sizeof(q) - strlen(q), "%s%s", d ? "." : "", dl[v % 4]);
+		struct name qn = nm(q);
+		struct rpz_hit ha, hb;
+		bool fa = rpz_table_lookup(a, &qn, &ha), fb = rpz_table_lookup(b, &qn, &hb);
+		assert_int_equal(fa, fb);
+		if (!fa)
+			continue;
+		assert_int_equal(ha.action, hb.action);
+		assert_int_equal(ha.wildcard, hb.wildcard);
+		assert_int_equal(ha.ttl, hb.ttl);
+		assert_int_equal(ha.data_len, hb.data_len);
+		assert_memory_equal(ha.data, hb.data, ha.data_len);
+	}
+}
+
+static void ixfr_diffs_give_the_table_a_rebuild_gives(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	srand(11);
+	for (unsigned i = 0; i < 300; i++)
+		assert_true(random_change(z, NULL, true) >= 0);
+	struct rpz_table *t = rpz_table_build(z, NULL, NULL);
+	struct rpz_diff *d = rpz_diff_new();
+	for (unsigned round = 0; round < 40; round++) {
+		/* adds, removals of what may or may not be there, a rule changed (removed, then another added) */
+		for (unsigned i = 0; i < 20; i++) {
+			bool add = rand() % 2;
+			int rc = random_change(z, d, add);
+			assert_true(rc == 0 || (!add && rc == 1));
+		}
+		struct rpz_table *next = rpz_table_apply(t, z, d, NULL, NULL);
+		assert_non_null(next);
+		rpz_diff_free(d);
+		d = rpz_diff_new();
+		struct rpz_table *whole = rpz_table_build(z, NULL, NULL);
+		assert_same_answers(next, whole);
+		assert_same_answers(t, t);
+		rpz_table_free(t);
+		t = next;
+		if (round % 10 == 9) {                  /* compacted now and then: the same again */
+			struct rpz_table *c = rpz_table_compact(t);
+			assert_non_null(c);
+			assert_int_equal(rpz_table_delta(c), 0);
+			assert_same_answers(c, whole);
+			rpz_table_free(t);
+			t = c;
+		}
+		rpz_table_free(whole);
+	}
+	rpz_diff_free(d);
+	rpz_table_free(t);
+	rpz_zone_free(z);
+}
+
+static void a_diff_changes_precedence_as_a_rebuild_would(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE), dot = nm("."), star = nm("*.");
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	cname(z, "*.example." ZONE, ".");
+	cname(z, "*.a.example." ZONE, "*.");
+	cname(z, "b.a.example." ZONE, "rpz-passthru.");
+	struct rpz_table *t = rpz_table_build(z, NULL, NULL);
+	assert_int_equal(action_of(t, "b.a.example"), RPZ_PASSTHRU);
+	/* the exact rule goes: the longer wildcard decides; then that goes too: the shorter */
+	struct rpz_diff *d = rpz_diff_new();
+	struct name pass = nm("rpz-passthru.");
+	assert_int_equal(dchange(z, d, false, "b.a.example." ZONE, DNS_TYPE_CNAME, pass.wire, pass.len, 60), 0);
+	struct rpz_table *t2 = rpz_table_apply(t, z, d, NULL, NULL);
+	assert_int_equal(action_of(t2, "b.a.example"), RPZ_NODATA);
+	assert_int_equal(action_of(t, "b.a.example"), RPZ_PASSTHRU);   /* the table before is untouched */
+	rpz_diff_free(d);
+	d = rpz_diff_new();
+	assert_int_equal(dchange(z, d, false, "*.a.example." ZONE, DNS_TYPE_CNAME, star.wire, star.len, 60), 0);
+	struct rpz_table *t3 = rpz_table_apply(t2, z, d, NULL, NULL);
+	assert_int_equal(action_of(t3, "b.a.example"), RPZ_NXDOMAIN);
+	assert_int_equal(action_of(t3, "x.a.example"), RPZ_NXDOMAIN);
+	rpz_diff_free(d);
+	/* a rule changed in one diff: NXDOMAIN to local data */
+	d = rpz_diff_new();
+	const uint8_t a[4] = { 192, 0, 2, 9 };
+	assert_int_equal(dchange(z, d, false, "*.example." ZONE, DNS_TYPE_CNAME, dot.wire, dot.len, 60), 0);
+	assert_int_equal(dchange(z, d, true, "*.example." ZONE, DNS_TYPE_A, a, 4, 60), 0);
+	struct rpz_table *t4 = rpz_table_apply(t3, z, d, NULL, NULL);
+	assert_int_equal(action_of(t4, "x.a.example"), RPZ_LOCAL);
+	assert_int_equal(rpz_table_stats(t4)->rules, 1);
+	assert_int_equal(rpz_table_stats(t4)->by_action[RPZ_LOCAL], 1);
+	assert_int_equal(rpz_table_stats(t4)->by_action[RPZ_NXDOMAIN], 0);
+	rpz_diff_free(d);
+	rpz_table_free(t);
+	rpz_table_free(t2);
+	rpz_table_free(t3);
+	rpz_table_free(t4);
+	rpz_zone_free(z);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The zone's records as sorted text: two zones hold the same records when these agree. */
+static char **records_of(const struct rpz_zone *z, size_t *n)
+{
+	char **v = calloc(rpz_zone_records(z) + 1, sizeof(*v));
+	size_t pos = 0, i = 0;
+	struct name o;
+	uint16_t type, rdlen;
+	uint32_t ttl;
+	const uint8_t *rd;
+	while (rpz_zone_walk(z, &pos, &o, &type, &ttl, &rd, &rdlen)) {
+		char text[NAME_MAX_TEXT], *line = malloc(NAME_MAX_TEXT + 32 + 2 * rdlen);
+		name_to_text(&o, text, sizeof(text));
+		int k = sprintf(line, "%s %u %u ", text, type, ttl);
+		for (uint16_t j = 0; j < rdlen; j++)
+			k += sprintf(line + k, "%02x", rd[j]);
+		v[i++] = line;
+	}
+	qsort(v, i, sizeof(*v), cmp_str);
+	*n = i;
+	return v;
+}
+
+static void assert_same_records(const struct rpz_zone *a, const struct rpz_zone *b)
+{
+	size_t na, nb;
+	char **va = records_of(a, &na), **vb = records_of(b, &nb);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_string_equal(va[i], vb[i]);
+		free(va[i]);
+		free(vb[i]);
+	}
+	free(va);
+	free(vb);
+}
+
+static void a_failed_transfer_is_undone(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	srand(5);
+	for (unsigned i = 0; i < 2000; i++)
+		assert_true(random_change(z, NULL, true) >= 0);
+	struct rpz_zone *before = rpz_zone_copy(z);
+	struct rpz_diff *d = rpz_diff_new();
+	/* enough to make the table grow, a TTL changed by a repeat, records added then removed */
+	for (unsigned i = 0; i < 3000; i++)
+		random_change(z, d, rand() % 3 != 0);
+	assert_true(rpz_diff_changes(d) > 0);
+	rpz_diff_undo(z, d);
+	assert_int_equal(rpz_diff_changes(d), 0);
+	assert_same_records(z, before);
+	rpz_diff_free(d);
+	rpz_zone_free(before);
+	rpz_zone_free(z);
+}
+
+static void the_journal_replays_and_stops_at_a_tear(void **state)
+{
+	(void)state;
+	struct name apex = nm(ZONE);
+	struct rpz_zone *z = rpz_zone_new(&apex);
+	srand(3);
+	for (unsigned i = 0; i < 200; i++)
+		assert_true(random_change(z, NULL, true) >= 0);
+	struct rpz_dump_head h1 = { 1, 3600, 600, 0x1234567890abcdefull };
+	size_t clen;
+	uint8_t *copy = rpz_zone_dump(z, &h1, &clen);
+	/* two IXFRs after the copy, each journaled; the zones at 1, 2 and 3 kept to compare */
+	struct rpz_zone *at[4] = { NULL, rpz_zone_copy(z), NULL, NULL };
+	uint8_t *jnl = malloc(RPZ_JOURNAL_HEAD);
+	rpz_journal_head(jnl, h1.epoch);
+	size_t jlen = RPZ_JOURNAL_HEAD, ends[4] = { 0, RPZ_JOURNAL_HEAD, 0, 0 };
+	for (uint32_t s = 2; s <= 3; s++) {
+		struct rpz_diff *d = rpz_diff_new();
+		for (unsigned i = 0; i < 100; i++)
+			random_change(z, d, rand() % 2);
+		struct rpz_dump_head from = { s - 1, 0, 0, 0 }, to = { s, 60 + s, 30 + s, 0 };
+		size_t len;
+		uint8_t *e = rpz_diff_dump(d, &from, &to, &len);
+		assert_non_null(e);
+		jnl = realloc(jnl, jlen + len);
+		memcpy(jnl + jlen, e, len);
+		jlen += len;
+		ends[s] = jlen;
+		free(e);
+		rpz_diff_free(d);
+		at[s] = rpz_zone_copy(z);
+	}
+	/* cut anywhere: the entries whole before the cut apply, none half */
+	for (size_t cut = RPZ_JOURNAL_HEAD; cut <= jlen; cut++) {
+		struct rpz_zone *r = rpz_zone_new(&apex);
+		struct rpz_dump_head h;
+		const char *why = NULL;
+		assert_int_equal(rpz_zone_undump(r, copy, clen, &h, &why), 0);
+		size_t good;
+		unsigned entries;
+		int rc = rpz_journal_replay(r, jnl, cut, &h, &good, &entries, &why);
+		uint32_t want = cut >= ends[3] ? 3 : cut >= ends[2] ? 2 : 1;
+		assert_int_equal(rc, cut == ends[want] ? 0 : 1);
+		assert_int_equal(h.serial, want);
+		assert_int_equal(good, ends[want]);
+		assert_int_equal(entries, want - 1);
+		if (want > 1)
+			assert_int_equal(h.refresh, 60 + want);
+		if (cut == ends[want] || cut == ends[want] + 1 || cut + 1 == jlen)
+			assert_same_records(r, at[want]);
+		rpz_zone_free(r);
+	}
+	/* a flipped byte in the second entry: the first applies, the second does not */
+	jnl[ends[2] + 30] ^= 1;
+	struct rpz_zone *r = rpz_zone_new(&apex);
+	struct rpz_dump_head h;
+	const char *why = NULL;
+	size_t good;
+	unsigned entries;
+	assert_int_equal(rpz_zone_undump(r, copy, clen, &h, &why), 0);
+	assert_int_equal(rpz_journal_replay(r, jnl, jlen, &h, &good, &entries, &why), 1);
+	assert_int_equal(h.serial, 2);
+	assert_string_equal(why, "checksum mismatch (torn or damaged)");
+	assert_same_records(r, at[2]);
+	/* another copy's journal */
+	assert_int_equal(rpz_zone_undump(r, copy, clen, &h, &why), 0);
+	h.epoch++;
+	assert_int_equal(rpz_journal_replay(r, jnl, jlen, &h, &good, &entries, &why), -1);
+	assert_same_records(r, at[1]);
+	rpz_zone_free(r);
+	for (unsigned i = 1; i <= 3; i++)
+		rpz_zone_free(at[i]);
+	free(jnl);
+	free(copy);
 	rpz_zone_free(z);
 }
 
@@ -400,6 +693,10 @@ int main(void)
 		cmocka_unit_test(ixfr_removals_find_their_records),
 		cmocka_unit_test(lookups_agree_with_a_model),
 		cmocka_unit_test(the_last_good_copy_reads_back_and_damage_is_refused),
+		cmocka_unit_test(ixfr_diffs_give_the_table_a_rebuild_gives),
+		cmocka_unit_test(a_diff_changes_precedence_as_a_rebuild_would),
+		cmocka_unit_test(a_failed_transfer_is_undone),
+		cmocka_unit_test(the_journal_replays_and_stops_at_a_tear),
 		cmocka_unit_test(key_files_in_binds_format),
 		cmocka_unit_test(a_reply_with_another_mac_is_refused),
 	};
