@@ -1320,7 +1320,7 @@ static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsig
 	}
 }
 
-/* Whether a group is told about attributes a: its members are neither their source nor in their path. */
+/* Whether a group is told about attributes a (its members are not excluded: neither their source nor in their path). */
 static inline bool group_told(const struct update_group *g, const struct rib_attrs *a)
 {
 	return a && !(g->own_and_customers && role_down_only(a->k.role));
