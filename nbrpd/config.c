@@ -24,6 +24,10 @@
  *     peer "cr2" {
  *         address 127.0.0.2 port 1790;
  *         local-pref 100;
+ *         local-role provider;             ours towards cr2 (RFC 9234): provider | customer |
+ *                                          peer | rs-server | rs-client; routes from a
+ *                                          provider, peer or route server go only to
+ *                                          customers and route-server clients
  *         max-names 100000 shut;           warn | refuse | shut
  *         passive;                         wait for cr2 to connect
  *         server-mode;                     a content server, announcing its own
@@ -130,7 +134,7 @@ struct cfg_ctx {
 
 struct peer_ctx {
 	struct nbrpd_peer_config *p;
-	bool seen_address, seen_pref, seen_max, seen_passive, seen_server, seen_sig, seen_auth;
+	bool seen_address, seen_pref, seen_role, seen_max, seen_passive, seen_server, seen_sig, seen_auth;
 	size_t import_cap, export_cap;
 };
 
@@ -333,6 +337,24 @@ static int kw_local_pref(const struct conf_stmt *s, void *arg, char *err, size_t
 	return 0;
 }
 
+/* enum nbrpd_role's names, in its order after ROLE_NONE */
+static const char *const role_names[] = { "provider", "customer", "peer", "rs-server", "rs-client", NULL };
+
+const char *nbrpd_role_name(enum nbrpd_role role)
+{
+	return role == ROLE_NONE ? "none" : role_names[role - 1];
+}
+
+static int kw_local_role(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
+{
+	struct peer_ctx *pc = arg;
+	unsigned r;
+	if (conf_once(&pc->seen_role, s, err, err_len) < 0 || conf_arg_choice(s, 1, role_names, &r, err, err_len) < 0)
+		return -1;
+	pc->p->role = (enum nbrpd_role)(r + 1);
+	return 0;
+}
+
 static int kw_max_names(const struct conf_stmt *s, void *arg, char *err, size_t err_len)
 {
 	static const char *const actions[] = { "warn", "refuse", "shut", NULL };
@@ -426,6 +448,7 @@ static const struct conf_keyword peer_keywords[] = {
 	{ "export", 3, 3, CONF_NO_BLOCK, kw_policy },
 	{ "address", 2, 4, CONF_NO_BLOCK, kw_address },
 	{ "local-pref", 2, 2, CONF_NO_BLOCK, kw_local_pref },
+	{ "local-role", 2, 2, CONF_NO_BLOCK, kw_local_role },
 	{ "max-names", 2, 3, CONF_NO_BLOCK, kw_max_names },
 	{ "passive", 1, 2, CONF_NO_BLOCK, kw_passive },
 	{ NULL, 0, 0, CONF_NO_BLOCK, NULL },

@@ -25,6 +25,11 @@ enum max_names_action { MAX_NAMES_WARN, MAX_NAMES_REFUSE, MAX_NAMES_SHUT };
 /* A peer's routes' signatures (docs/SIGNATURES.md): not checked, valid ones first, only valid ones. */
 enum sig_policy { SIG_OFF, SIG_PREFER, SIG_REQUIRE };
 
+/* Our role on a session (`local-role`, RFC 9234's roles as BIRD's `local role` names them). */
+enum nbrpd_role { ROLE_NONE, ROLE_PROVIDER, ROLE_CUSTOMER, ROLE_PEER, ROLE_RS_SERVER, ROLE_RS_CLIENT };
+/* "provider", ..., "none" */
+const char *nbrpd_role_name(enum nbrpd_role role);
+
 /* allow/deny by name suffix: the longest matching rule decides */
 struct nbrpd_policy_rule {
 	struct name suffix;
@@ -54,6 +59,7 @@ struct nbrpd_peer_config {
 	bool passive;                   /* wait for the peer to connect */
 	bool server_mode;               /* a content server announcing its own names */
 	enum sig_policy signatures;
+	enum nbrpd_role role;           /* ours on the session; a change restarts it */
 	bool tls;                       /* authentication tls: TLS 1.3, its key the trust file's for name */
 	struct nbrpd_policy import, export;
 	unsigned line;

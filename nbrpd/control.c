@@ -253,7 +253,8 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       "\"restart_time_s\": %u, "
 				       "\"restart_time_asked_s\": %u, \"restart_time_capped\": %llu, \"restarting\": %s, "
 				       "\"authentication\": \"%s\", \"session_keys_refused\": %llu, \"tls_failures\": %llu, "
-				       "\"trust_refreshes\": %llu, \"last_error\": \"%s\", \"signatures\": \"%s\"%s}%s",
+				       "\"trust_refreshes\": %llu, \"last_error\": \"%s\", \"signatures\": \"%s\"%s, "
+				       "\"local_role\": \"%s\"}%s",
 				       p->cfg.name, addr, state, since, (unsigned long long)rs.names,
 				       p->eor_received ? "true" : "false", (unsigned long long)p->updates_in,
 				       (unsigned long long)rs.updates_out, (unsigned long long)rs.bad_routes,
@@ -264,7 +265,7 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 				       (unsigned long long)p->restart_capped, p->restarting ? "true" : "false",
 				       p->cfg.tls ? "tls" : "none", (unsigned long long)p->auth_refused,
 				       (unsigned long long)p->tls_failures, (unsigned long long)p->trust_refreshes, strbuf_str(&err), sig_policy_names[p->cfg.signatures], strbuf_str(&sig),
-				       i + 1 < n ? "," : "");
+				       nbrpd_role_name(p->cfg.role), i + 1 < n ? "," : "");
 		} else {
 			if (rs.owd_refused)
 				strbuf_addf(&sig, "; unsigned origin withdrawals left %llu signed routes",
@@ -272,6 +273,8 @@ static void show_peers(void *ctx, char **args, unsigned nargs, bool json, struct
 			if (ss.owd_forged)
 				strbuf_addf(&sig, "; signed origin withdrawals refused %llu",
 					    (unsigned long long)ss.owd_forged);
+			if (p->cfg.role != ROLE_NONE)
+				strbuf_addf(&sig, "; local role %s", nbrpd_role_name(p->cfg.role));
 			if (p->cfg.tls || p->auth_refused || p->tls_failures)
 				strbuf_addf(&sig, "; tls%s: session keys refused %llu, failures %llu",
 					    p->cfg.tls ? "" : " off", (unsigned long long)p->auth_refused,

@@ -219,6 +219,12 @@ static int reload_config(struct nbrpd *d, char *msg, size_t msg_len)
 			reset++;
 			continue;
 		}
+		if (was.role != pc->role) {
+			/* what it was told, and what others were told of its routes, followed the old role */
+			peer_reset(p, "peer role changed in the configuration");
+			reset++;
+			continue;
+		}
 		if (memcmp(&was.remote, &pc->remote, sizeof(pc->remote)) != 0 || was.passive != pc->passive) {
 			peer_reset(p, "peer address changed in the configuration");
 			reset++;

@@ -11,8 +11,10 @@
  * The flush sends each changed name once per update group: every
  * established peer with no export policy, no dump or re-export under way,
  * and not excluded from any of this flush's names (their source, or named
- * in their path) gets the very same encoded UPDATEs, one buffer shared by
- * all their write queues.  Other peers get UPDATEs of their own.
+ * in their path) gets the very same encoded UPDATEs as the others of its
+ * export class, one buffer shared by all their write queues: peers told
+ * every route, and peers told only our own and our customers' (roles,
+ * adjout.c).  Other peers get UPDATEs of their own.
  *
  * With an update-delay, peers are told of the changed names only once it
  * is over after the first (inrpd at once): what changed meanwhile leaves
@@ -252,6 +254,9 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 	p->max_names = pc->max_names;
 	p->max_action = pc->max_action;
 	p->server_mode = pc->server_mode;
+	p->role_conf = pc->role;
+	if (!p->up)
+		p->role = p->role_conf;
 	free(p->import.rules);
 	if (policy_copy(&p->import, &pc->import) < 0)
 		log_err("peer %s: out of memory for its import policy", p->name);
@@ -354,6 +359,8 @@ void rde_peer_up(struct rde_peer *p)
 {
 	struct rde *r = p->rde;
 	cancel_peer_jobs(r, p);
+	if (!p->up)
+		p->role = p->role_conf;         /* a session's role is the one it started with */
 	p->up = true;
 	p->max_warned = false;
 	p->eor_owed = false;
@@ -583,6 +590,7 @@ static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, co
 	k.peer = p;
 	k.gen = p->gen;
 	k.server = p->server_mode;
+	k.role = (uint8_t)p->role;
 	k.local_pref = p->local_pref;
 	k.load_ms = rt->load_ms;
 	k.next_hop.family = rt->next_hop.len == 4 ? AF_INET : AF_INET6;
@@ -1325,6 +1333,30 @@ static void emit_to_group(void *arg, struct wq_buf *frame, unsigned names, unsig
 	}
 }
 
+/* Whether a group is told about attributes a (its members are not excluded: neither their source nor in their path). */
+static inline bool group_told(const struct update_group *g, const struct rib_attrs *a)
+{
+	return a && !(g->own_and_customers && role_down_only(a->k.role));
+}
+
+static void flush_to_group(struct rde *r, struct update_group *g, const struct flush_item *items, size_t n)
+{
+	packer_begin(r->packer, emit_to_group, g);
+	for (size_t i = 0; i < n; i++) {
+		const struct flush_item *it = &items[i];
+		bool was = group_told(g, it->old), now = group_told(g, it->e->adv);
+		if (now && (it->changed || !was))
+			packer_advertise(r->packer, it->e, it->e->adv, it->e->adv_load);
+		else if (!now && was)
+			packer_withdraw(r->packer, it->e);
+		else
+			continue;
+		if (it->e->flags & ENTRY_ORIGIN_WD)
+			packer_origin_withdrawals(r->packer, it->e);
+	}
+	packer_end(r->packer);
+}
+
 /* The peer every changed name of a flush had its routes from, before and after, if one did:
  * it hears nothing of the flush (flush_to_peer would pass over every name). */
 struct flush_source {
@@ -1429,9 +1461,8 @@ static bool export_names(struct rde *r, struct rib_entry *const *v, size_t n)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		r->best_changed_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	}
-	/* the update group: peers for which every name here is decided alike */
-	struct update_group *g = &r->group;
-	g->n = 0;
+	/* the update groups: peers for which every name here is decided alike */
+	r->group[0].n = r->group[1].n = 0;
 	for (unsigned i = 0; i < r->npeers; i++) {
 		struct rde_peer *p = r->peers[i];
 		if (!p->up || p->server_mode)
@@ -1442,27 +1473,16 @@ static bool export_names(struct rde *r, struct rib_entry *const *v, size_t n)
 				flush_to_peer(r, p, items, n);
 			continue;
 		}
+		struct update_group *g = &r->group[!role_told_all(p->role)];
 		if (VEC_RESERVE(g->members, g->cap, g->n + 1) < 0) {
 			flush_to_peer(r, p, items, n);
 			continue;
 		}
 		g->members[g->n++] = p;
 	}
-	if (g->n) {
-		packer_begin(r->packer, emit_to_group, g);
-		for (size_t i = 0; i < n; i++) {
-			const struct flush_item *it = &items[i];
-			if (it->e->adv && (it->changed || !it->old))
-				packer_advertise(r->packer, it->e, it->e->adv, it->e->adv_load);
-			else if (!it->e->adv && it->old)
-				packer_withdraw(r->packer, it->e);
-			else
-				continue;
-			if (it->e->flags & ENTRY_ORIGIN_WD)
-				packer_origin_withdrawals(r->packer, it->e);
-		}
-		packer_end(r->packer);
-	}
+	for (unsigned c = 0; c < 2; c++)
+		if (r->group[c].n)
+			flush_to_group(r, &r->group[c], items, n);
 	/* the origin withdrawals noted for names still held go with them */
 	for (size_t i = 0; i < n; i++)
 		v[i]->flags &= (uint8_t)~ENTRY_HELD;
@@ -1912,7 +1932,8 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->nattrs_buckets = 64;
 	r->attrs = calloc(r->nattrs_buckets, sizeof(*r->attrs));
 	r->unindex_later = unindex_later;
-	r->group.r = r;
+	r->group[0].r = r->group[1].r = r;
+	r->group[1].own_and_customers = true;
 	r->packer = packer_new(r);
 	slab_init(&r->routes, sizeof(struct rib_route));
 	int names_ok = peer_names_init(&r->by_name), aggs_ok = agg_table_init(&r->aggs);
@@ -2000,7 +2021,8 @@ void rde_free(struct rde *r)
 	free(r->held.v);
 	free(r->lost.v);
 	free(r->deferred.v);
-	free(r->group.members);
+	free(r->group[0].members);
+	free(r->group[1].members);
 	free(r->rank.cands);
 	free(r->rank.routes);
 	packer_free(r->packer);

@@ -49,6 +49,8 @@ struct rde_peer {
 	uint32_t local_pref;
 	uint64_t max_names;
 	enum max_names_action max_action;
+	enum nbrpd_role role;           /* ours on its session, fixed while it is up */
+	enum nbrpd_role role_conf;      /* configured: in force from the next session */
 	bool server_mode;
 	bool configured;
 	bool up;                        /* established: told routes */
@@ -83,6 +85,7 @@ struct rib_attrs_key {
 	uint32_t load_ms;
 	struct ip_endpoint next_hop;
 	bool server;                            /* from a content server's own session */
+	uint8_t role;                           /* enum nbrpd_role: ours on the session it came in */
 	uint8_t sig_state;                      /* its check: enum attest_state + 1; 0: not checked */
 	uint8_t sig_reason;                     /* enum attest_reason */
 	uint8_t sig_head[ATTEST_DIGEST_LEN];    /* a valid chain's newest link (what we sign over); else 0 */
@@ -178,6 +181,20 @@ static inline void attrs_index(struct rde *r, struct rib_attrs *a, struct rib_en
 	e->refs++;
 }
 
+/* ---- roles (RFC 9234) ---- */
+
+/* A route learned where we are customer, peer or route-server client (from a provider, a peer
+ * or a route server) goes only down: to customers and route-server clients. */
+static inline bool role_down_only(enum nbrpd_role learned_on)
+{
+	return learned_on == ROLE_CUSTOMER || learned_on == ROLE_PEER || learned_on == ROLE_RS_CLIENT;
+}
+/* Whether a peer we have this role towards is told routes that go only down (no role: yes). */
+static inline bool role_told_all(enum nbrpd_role to)
+{
+	return to == ROLE_NONE || to == ROLE_PROVIDER || to == ROLE_RS_SERVER;
+}
+
 /* ---- the RDE ---- */
 
 struct nameset;
@@ -217,9 +234,11 @@ struct rde_job;
 struct packer;
 struct decide_cand;
 
-/* The flush's update group: peers every changed name is told alike to, sent one encoding (rde.c). */
+/* The flush's update group: peers every changed name is told alike to, sent one encoding (rde.c);
+ * one for each export class (role_told_all or not). */
 struct update_group {
 	struct rde *r;
+	bool own_and_customers;                 /* routes that go only down are not told */
 	struct rde_peer **members;
 	unsigned n;
 	size_t cap;
@@ -262,7 +281,7 @@ struct rde {
 	/* takes over a malloc'd array of index slots and lets go of them over several turns (attr.c's) */
 	void (*unindex_later)(struct rde *r, struct rib_entry **ents, uint32_t n);
 	uint32_t flush_no;
-	struct update_group group;
+	struct update_group group[2];           /* told all; own and customers' routes only */
 	struct rank_scratch rank;
 	struct packer *packer;                  /* the UPDATEs being made (packer.h) */
 	const struct rde_signer *signer;        /* NULL: signatures neither checked nor made */

@@ -14,8 +14,12 @@
 #include "splitmix.h"
 #include "wqueue.h"
 
-/* Gao-Rexford by NBRP's own per-session preference: customers' routes first. */
+/* Gao-Rexford in NBRP's own terms: preference by each session's local-pref, customers' routes
+ * first; export by our role on it (RFC 9234, adjout.c), what the neighbour is to us reversed. */
 static const uint32_t PREF[] = { [REL_CUSTOMER] = 300, [REL_PEER] = 200, [REL_PROVIDER] = 100, [REL_FLAT] = 100 };
+static const enum nbrpd_role ROLE[] = {
+	[REL_CUSTOMER] = ROLE_PROVIDER, [REL_PEER] = ROLE_PEER, [REL_PROVIDER] = ROLE_CUSTOMER, [REL_FLAT] = ROLE_NONE,
+};
 
 #define MAX_CONTENT     16              /* names and aggregates a router originates */
 #define INRP_PORT       53
@@ -31,12 +35,6 @@ struct msg {
 	uint32_t gen;                   /* the session's generation when sent */
 };
 
-/* Names announced over a session, by their hash: what Gao-Rexford's filter withdraws. */
-struct told {
-	uint64_t *v;
-	uint32_t n, cap;
-};
-
 /* One end of a session: router `from`'s, towards the link's `to` (topo->link[i]). */
 struct half {
 	uint32_t from, rev;             /* rev: the other end's index */
@@ -45,7 +43,6 @@ struct half {
 	uint64_t mrai_until;
 	uint32_t gen;
 	bool up, mrai_pending;
-	struct told told;
 	struct wq_buf *held;            /* the MRAI's: one UPDATE, the newest Route of each name */
 };
 
@@ -331,45 +328,6 @@ static void ops_nothing(void *arg)
 
 /* ---- the session layer ---- */
 
-static bool told_has(const struct told *t, uint64_t k, uint32_t *at)
-{
-	for (uint32_t i = 0; i < t->n; i++)
-		if (t->v[i] == k) {
-			if (at)
-				*at = i;
-			return true;
-		}
-	return false;
-}
-
-static void told_set(struct told *t, uint64_t k, bool on)
-{
-	uint32_t at;
-	if (told_has(t, k, &at)) {
-		if (!on)
-			t->v[at] = t->v[--t->n];
-		return;
-	}
-	if (!on)
-		return;
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 4;
-		uint64_t *v = realloc(t->v, cap * sizeof(*v));
-		if (!v) {
-			log_err("sim: out of memory");
-			abort();
-		}
-		t->v = v;
-		t->cap = cap;
-	}
-	t->v[t->n++] = k;
-}
-
-static uint64_t bytes_key(const ProtobufCBinaryData *b)
-{
-	return XXH3_64bits(b->data, b->len);
-}
-
 static struct wq_buf *encode(const Nbrp__Update *u)
 {
 	Nbrp__Message m = NBRP__MESSAGE__INIT;
@@ -514,17 +472,6 @@ static void mrai_expired(struct net *n, struct half *h)
 	deliver(n, h, b, n->now, true);
 }
 
-/* Whether router `from` may tell its neighbour across h a route with this path (Gao-Rexford). */
-static bool exportable(const struct net *n, const struct half *h, const Nbrp__Route *rt)
-{
-	const struct topo_link *l = &n->t->link[h - n->h];
-	if (l->rel == REL_CUSTOMER || l->rel == REL_FLAT || rt->n_path < 2)
-		return true;            /* to a customer, or our own route */
-	uint32_t via = id_of_name(rt->path[1]);
-	long k = via < n->t->n ? topo_find(n->t, h->from, via) : -1;
-	return k >= 0 && n->t->link[k].rel == REL_CUSTOMER;
-}
-
 /* Names in an UPDATE: what the cost model charges. */
 static uint64_t update_names(const Nbrp__Update *u)
 {
@@ -535,83 +482,84 @@ static uint64_t update_names(const Nbrp__Update *u)
 }
 
 /*
- * A frame the RDE queued, decoded (m, the caller's), at the end of its
- * router's turn: the session layer's rules, then the link.  Takes the
- * frame's reference.
+ * A frame the RDE queued, as it leaves its router: decoded once (an update
+ * group's peers are queued one buffer, one after another), and made once
+ * what the reference modes send instead (origin withdrawals taken out),
+ * the same for every session it goes on.
  */
-static void transmit(struct net *n, struct half *h, struct wq_buf *frame, const Nbrp__Message *m, uint64_t at)
+struct outgoing {
+	Nbrp__Update f;                 /* an UPDATE: what leaves */
+	struct wq_buf *frame;           /* f encoded (a reference); NULL: nothing is left */
+	struct wq_buf *rest;            /* f without its routes, for a session whose MRAI holds them; made once */
+	bool rest_made;
+};
+
+static bool update_empty(const Nbrp__Update *u)
 {
-	if (!h->up) {
-		wq_buf_put(frame);
+	return !u->n_routes && !u->n_withdrawn && !u->n_withdrawn_aggregates && !u->n_origin_withdrawals;
+}
+
+static void outgoing_make(struct net *n, struct outgoing *o, struct wq_buf *frame, const Nbrp__Message *m)
+{
+	memset(o, 0, sizeof(*o));
+	o->frame = frame;
+	frame->refs++;
+	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE)
 		return;
-	}
+	o->f = *m->update;
+	if (n->o.origin_withdrawals || !o->f.n_origin_withdrawals)
+		return;
+	o->f.n_origin_withdrawals = 0;
+	wq_buf_put(o->frame);
+	o->frame = update_empty(&o->f) ? NULL : encode(&o->f);
+}
+
+static void outgoing_free(struct outgoing *o)
+{
+	if (o->frame)
+		wq_buf_put(o->frame);
+	if (o->rest)
+		wq_buf_put(o->rest);
+}
+
+/* An outgoing frame on session h at the end of its router's turn: the MRAI, then the link. */
+static void transmit(struct net *n, struct half *h, struct outgoing *o, const Nbrp__Message *m, uint64_t at)
+{
+	if (!h->up || !o->frame)
+		return;
 	if (m->body_case != NBRP__MESSAGE__BODY_UPDATE) {
-		deliver(n, h, frame, at, false);
+		o->frame->refs++;
+		deliver(n, h, o->frame, at, false);
 		return;
 	}
-	const Nbrp__Update *u = m->update;
-	const struct topo_link *l = &n->t->link[h - n->h];
-	bool filter = n->o.gao_rexford && l->rel != REL_CUSTOMER && l->rel != REL_FLAT;
-	bool changed = !n->o.origin_withdrawals && u->n_origin_withdrawals;
-	Nbrp__Update f = *u;
-	Nbrp__Route **routes = NULL;
-	ProtobufCBinaryData *withdrawn = NULL;
-	if (filter) {
-		/* Gao-Rexford: only our own and our customers' routes go to a peer or a provider */
-		routes = malloc((u->n_routes + 1) * sizeof(*routes));
-		withdrawn = malloc((update_names(u) + 1) * sizeof(*withdrawn));
-		if (!routes || !withdrawn) {
-			log_err("sim: out of memory");
-			abort();
-		}
-		f.routes = routes;
-		f.withdrawn = withdrawn;
-		f.n_routes = f.n_withdrawn = 0;
-		for (size_t i = 0; i < u->n_withdrawn; i++) {
-			withdrawn[f.n_withdrawn++] = u->withdrawn[i];
-			told_set(&h->told, bytes_key(&u->withdrawn[i]), false);
-		}
-		for (size_t i = 0; i < u->n_routes; i++) {
-			const Nbrp__Route *rt = u->routes[i];
-			bool ok = exportable(n, h, rt);
-			if (ok)
-				routes[f.n_routes++] = u->routes[i];
-			changed |= !ok;
-			for (size_t k = 0; k < rt->n_names; k++) {
-				uint64_t key = bytes_key(&rt->names[k]);
-				if (!ok && told_has(&h->told, key, NULL))
-					withdrawn[f.n_withdrawn++] = rt->names[k];
-				told_set(&h->told, key, ok);
-			}
-		}
-	}
-	if (!n->o.origin_withdrawals)
-		f.n_origin_withdrawals = 0;
-	bool hold_routes = n->o.mrai_ns && f.n_routes && at < h->mrai_until;
-	if (n->o.mrai_ns && f.n_routes && !hold_routes)
+	const Nbrp__Update *f = &o->f;
+	bool hold_routes = n->o.mrai_ns && f->n_routes && at < h->mrai_until;
+	if (n->o.mrai_ns && f->n_routes && !hold_routes)
 		h->mrai_until = mrai_next(n, at);
 	if (h->held || hold_routes) {
 		/* what goes now (withdrawals, routes once the MRAI ran out) replaces what was held */
 		uint64_t replaced = 0;
-		h->held = held_merge(h->held, f.withdrawn, f.n_withdrawn, f.routes, f.n_routes, hold_routes, &replaced);
+		h->held = held_merge(h->held, f->withdrawn, f->n_withdrawn, f->routes, f->n_routes, hold_routes, &replaced);
 		n->w.held += replaced;
 	}
+	struct wq_buf *out = o->frame;
 	if (hold_routes) {
-		f.n_routes = 0;
-		changed = true;
 		if (!h->mrai_pending) {
 			h->mrai_pending = true;
 			push(n, h->mrai_until, EV_MRAI, (uint32_t)(h - n->h), NULL);
 		}
+		if (!o->rest_made) {
+			Nbrp__Update g = *f;
+			g.n_routes = 0;
+			o->rest = update_empty(&g) ? NULL : encode(&g);
+			o->rest_made = true;
+		}
+		out = o->rest;
 	}
-	bool empty = !f.n_routes && !f.n_withdrawn && !f.n_withdrawn_aggregates && !f.n_origin_withdrawals;
-	struct wq_buf *out = empty ? NULL : changed ? encode(&f) : frame;
-	if (out != frame)
-		wq_buf_put(frame);
-	free(routes);
-	free(withdrawn);
-	if (out)
+	if (out) {
+		out->refs++;
 		deliver(n, h, out, at, true);
+	}
 }
 
 /* ---- a router's turn ---- */
@@ -668,19 +616,24 @@ static void turn(struct net *n, struct router *r)
 	size_t nout = n->nout;
 	n->nout = 0;
 	Nbrp__Message **dec = malloc((nout + 1) * sizeof(*dec));
+	struct outgoing *og = malloc((nout + 1) * sizeof(*og));
 	struct out *out = malloc((nout + 1) * sizeof(*out));
-	if (!dec || !out) {
+	if (!dec || !og || !out) {
 		log_err("sim: out of memory");
 		abort();
 	}
 	memcpy(out, n->out, nout * sizeof(*out));
 	uint64_t queued = 0;
+	size_t nog = 0;
 	for (size_t i = 0; i < nout; i++) {
-		/* an update group's peers are queued one buffer, one after another: decoded once */
-		bool again = i > 0 && out[i].frame == out[i - 1].frame;
-		dec[i] = again ? dec[i - 1] : decode_or_die(out[i].frame, r->id);
-		if (dec[i]->body_case == NBRP__MESSAGE__BODY_UPDATE)
-			queued += update_names(dec[i]->update);
+		/* an update group's peers are queued one buffer, one after another: decoded and made once */
+		if (i == 0 || out[i].frame != out[i - 1].frame) {
+			dec[nog] = decode_or_die(out[i].frame, r->id);
+			outgoing_make(n, &og[nog], out[i].frame, dec[nog]);
+			nog++;
+		}
+		if (dec[nog - 1]->body_case == NBRP__MESSAGE__BODY_UPDATE)
+			queued += update_names(dec[nog - 1]->update);
 	}
 	const struct net_cost *c = &n->o.cost;
 	uint64_t done = n->now + c->update_ns * (updates ? updates : 1) + c->name_ns * names +
@@ -689,12 +642,18 @@ static void turn(struct net *n, struct router *r)
 	n->w.turns++;
 	if (done > n->w.last_busy_ns)
 		n->w.last_busy_ns = done;
-	for (size_t i = 0; i < nout; i++)
-		transmit(n, &n->h[out[i].half], out[i].frame, dec[i], done);
-	for (size_t i = 0; i < nout; i++)
-		if (i + 1 == nout || dec[i + 1] != dec[i])
-			nbrp_message_free(dec[i]);
+	for (size_t i = 0, k = 0; i < nout; i++) {
+		if (i > 0 && out[i].frame != out[i - 1].frame)
+			k++;
+		transmit(n, &n->h[out[i].half], &og[k], dec[k], done);
+		wq_buf_put(out[i].frame);
+	}
+	for (size_t k = 0; k < nog; k++) {
+		outgoing_free(&og[k]);
+		nbrp_message_free(dec[k]);
+	}
 	free(dec);
+	free(og);
 	free(out);
 }
 
@@ -841,6 +800,7 @@ struct net *net_new(const struct topo *t, const struct nbrpd_config *tmpl, const
 			addr_of(l->to, pc.remote.addr);
 			pc.remote.port = NBRP_DEFAULT_PORT;
 			pc.local_pref = o->gao_rexford ? PREF[l->rel] : PREF[REL_FLAT];
+			pc.role = o->gao_rexford ? ROLE[l->rel] : ROLE_NONE;
 			pc.signatures = SIG_OFF;
 			if (!(h->peer = rde_peer_add(n->r[i].rde, &pc, h)))
 				goto oom;
@@ -887,7 +847,6 @@ void net_free(struct net *n)
 		free(r->aggv);
 	}
 	for (size_t k = 0; n->h && k < n->t->nlinks; k++) {
-		free(n->h[k].told.v);
 		if (n->h[k].held)
 			wq_buf_put(n->h[k].held);
 	}
@@ -987,7 +946,6 @@ static void half_down(struct net *n, struct half *h)
 {
 	h->up = false;
 	h->gen++;
-	h->told.n = 0;
 	if (h->held)
 		wq_buf_put(h->held);
 	h->held = NULL;

@@ -5,15 +5,11 @@
  * works on what it received one turn at a time, each turn charged by the
  * cost model before what it sent leaves.  docs/SIMULATION.md.
  *
- * What NBRP's configuration cannot say is done here, in the session
- * layer, and nowhere else:
- *  - Gao-Rexford export: NBRP's export policies match name suffixes, not
- *    where a route came from, so a router's routes learned from a peer
- *    or a provider are taken out of what it sends its peers and providers
- *    (a name told before is withdrawn instead).  The preference half of
- *    the rule is NBRP's own: each session's `local-pref` by relationship.
- *  - The references: origin withdrawals taken out of every UPDATE (plain
- *    path-vector exploration), and a BGP-like MRAI per session.
+ * Gao-Rexford is nbrpd's own configuration: each session's `local-pref`
+ * and `local-role` (RFC 9234) by relationship.  What nbrpd cannot be
+ * told is done here, in the session layer, and nowhere else: the
+ * references, origin withdrawals taken out of every UPDATE (plain
+ * path-vector exploration, once a frame) and a BGP-like MRAI per session.
  */
 #ifndef SIM_NET_H
 #define SIM_NET_H
@@ -36,7 +32,7 @@ struct net_cost {
 };
 
 struct net_opts {
-	bool gao_rexford;               /* p2c/p2p links: preference and export by relationship */
+	bool gao_rexford;               /* p2c/p2p links: local-pref and local-role by relationship */
 	bool origin_withdrawals;        /* passed on (false: taken out of every UPDATE) */
 	uint64_t mrai_ns;               /* 0: none; else each session's, jittered 0.75-1x */
 	uint64_t seed;

@@ -157,8 +157,10 @@ static void rec_input_ready(void *arg)
 
 /* ---- the world ---- */
 
-/* An RDE named router with peers p0.. (names NULL) or the names given, on a loop of its own. */
-static struct world *world_named(const char *router, unsigned npeers, const char *const *names)
+/* An RDE named router with peers p0.. (names NULL) or the names given, our roles towards them
+ * (NULL: none), on a loop of its own. */
+static struct world *world_roles(const char *router, unsigned npeers, const char *const *names,
+				 const enum nbrpd_role *roles)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	uv_loop_init(&w->loop);
@@ -178,7 +180,9 @@ static struct world *world_named(const char *router, unsigned npeers, const char
 	w->peers = calloc(npeers, sizeof(*w->peers));
 	w->npeers = npeers;
 	for (unsigned i = 0; i < npeers; i++) {
-		struct nbrpd_peer_config pc = { .local_pref = 100 };
+		struct nbrpd_peer_config pc = { .local_pref = 100, .role = roles ? roles[i] : ROLE_NONE };
+		if (roles && (roles[i] == ROLE_PROVIDER || roles[i] == ROLE_RS_SERVER))
+			pc.local_pref = 300;    /* customers' routes first, as Gao-Rexford */
 		if (names)
 			snprintf(pc.name, sizeof(pc.name), "%s", names[i]);
 		else
@@ -187,6 +191,11 @@ static struct world *world_named(const char *router, unsigned npeers, const char
 		w->peers[i].rp = rde_peer_add(w->rde, &pc, &w->peers[i]);
 	}
 	return w;
+}
+
+static struct world *world_named(const char *router, unsigned npeers, const char *const *names)
+{
+	return world_roles(router, npeers, names, NULL);
 }
 
 static struct world *world_new(unsigned npeers)
@@ -321,6 +330,108 @@ static void a_peer_in_the_path_is_not_told_and_is_told_the_withdrawal_of_what_it
 	run(w, 10);
 	assert_int_equal(w->peers[2].withdrawn, 1);
 	assert_int_equal(w->peers[0].advertised, 1);    /* p0 hears of the better one */
+	world_free(w);
+}
+
+/* count names from `first` withdrawn by peer p */
+static void withdraw(struct world *w, unsigned p, unsigned first, unsigned count)
+{
+	uint8_t (*wire)[32] = calloc(count, 32);
+	ProtobufCBinaryData *names = calloc(count, sizeof(*names));
+	for (unsigned i = 0; i < count; i++) {
+		int l = snprintf((char *)&wire[i][1], 16, "n%u", first + i);
+		wire[i][0] = (uint8_t)l;
+		memcpy(&wire[i][1 + l], "\7example\0", 9);
+		names[i].data = wire[i];
+		names[i].len = (size_t)l + 10;
+	}
+	Nbrp__Update u = NBRP__UPDATE__INIT;
+	u.n_withdrawn = count;
+	u.withdrawn = names;
+	rde_peer_update(w->peers[p].rp, &u, NULL);
+	free(names);
+	free(wire);
+}
+
+static void reset_counts(struct world *w)
+{
+	for (unsigned i = 0; i < w->npeers; i++) {
+		w->peers[i].advertised = w->peers[i].withdrawn = 0;
+		w->peers[i].updates = 0;
+	}
+}
+
+/*
+ * RFC 9234's roles: what providers, peers and route servers tell us goes
+ * only to customers, route-server clients and peers without a role;
+ * customers' routes go everywhere.  Each class is sent one encoding.
+ */
+enum { UP0, UP1, PEER, RS, DOWN0, DOWN1, DOWN2, RSC, NONE, NROLES };
+static const enum nbrpd_role roles[NROLES] = {
+	[UP0] = ROLE_CUSTOMER, [UP1] = ROLE_CUSTOMER, [PEER] = ROLE_PEER, [RS] = ROLE_RS_CLIENT,
+	[DOWN0] = ROLE_PROVIDER, [DOWN1] = ROLE_PROVIDER, [DOWN2] = ROLE_PROVIDER, [RSC] = ROLE_RS_SERVER,
+	[NONE] = ROLE_NONE,
+};
+
+static void assert_told(const struct world *w, const bool *told, uint64_t adv, uint64_t wd)
+{
+	for (unsigned i = 0; i < NROLES; i++) {
+		assert_int_equal(w->peers[i].advertised, told[i] ? adv : 0);
+		assert_int_equal(w->peers[i].withdrawn, told[i] ? wd : 0);
+	}
+}
+
+static void routes_from_providers_and_peers_go_only_down_one_encoding_a_class(void **state)
+{
+	static const char *const names[NROLES] = { "up0", "up1", "peer", "rs", "down0", "down1", "down2", "rsc", "none" };
+	struct world *w = world_roles("r1", NROLES, names, roles);
+	up_all(w);
+	/* from above and beside: not to the other providers, the peer, the route server */
+	static const bool below[NROLES] = { [DOWN0] = 1, [DOWN1] = 1, [DOWN2] = 1, [RSC] = 1, [NONE] = 1 };
+	for (unsigned from = UP0; from <= RS; from++) {
+		reset_counts(w);
+		announce(w, from, 100 * from, 10, names[from], 9, 0);
+		run(w, 10);
+		assert_told(w, below, 10, 0);
+		assert_ptr_equal(w->peers[DOWN1].last, w->peers[DOWN0].last);   /* one encoding */
+		assert_ptr_equal(w->peers[NONE].last, w->peers[DOWN0].last);
+	}
+	/* a customer's routes go everywhere but back, the providers' class one encoding too */
+	reset_counts(w);
+	announce(w, DOWN2, 1000, 10, "down2", 11, 0);
+	run(w, 10);
+	for (unsigned i = 0; i < NROLES; i++)
+		assert_int_equal(w->peers[i].advertised, i == DOWN2 ? 0 : 10);
+	assert_ptr_equal(w->peers[UP1].last, w->peers[UP0].last);
+	assert_ptr_equal(w->peers[PEER].last, w->peers[UP0].last);
+	assert_ptr_not_equal(w->peers[DOWN0].last, w->peers[UP0].last);
+	/* a customer's route wins over the provider's for n0..n4: now providers and peers hear of it */
+	reset_counts(w);
+	announce(w, DOWN2, 0, 5, "down2", 11, 0);
+	run(w, 10);
+	static const bool above[NROLES] = { [UP0] = 1, [UP1] = 1, [PEER] = 1, [RS] = 1 };
+	for (unsigned i = 0; i < NROLES; i++)
+		assert_int_equal(w->peers[i].advertised, above[i] || (below[i] && i != DOWN2) ? 5 : 0);
+	/* ... and it goes: the provider's is best again, taken back from providers and peers */
+	reset_counts(w);
+	withdraw(w, DOWN2, 0, 5);
+	run(w, 10);
+	for (unsigned i = 0; i < NROLES; i++) {
+		assert_int_equal(w->peers[i].withdrawn, above[i] ? 5 : 0);     /* up0 too: its own again */
+		assert_int_equal(w->peers[i].advertised, below[i] ? 5 : 0);    /* down2 too: not its own now */
+	}
+	/* a role changed while up applies from the next session: up1 becomes our customer */
+	struct nbrpd_peer_config pc = { .local_pref = 300, .role = ROLE_PROVIDER };
+	snprintf(pc.name, sizeof(pc.name), "up1");
+	rde_peer_configure(w->peers[UP1].rp, &pc);
+	reset_counts(w);
+	announce(w, UP0, 0, 1, "up0", 9, 0);
+	run(w, 10);
+	assert_int_equal(w->peers[UP1].advertised, 0);
+	rde_peer_down(w->peers[UP1].rp, false);
+	rde_peer_up(w->peers[UP1].rp);
+	run(w, 1000);
+	assert_int_equal(w->peers[UP1].advertised, 40);  /* the whole table now, but for its own, gone with it */
 	world_free(w);
 }
 
@@ -879,6 +990,7 @@ int main(void)
 		cmocka_unit_test(names_share_routes_and_updates_are_full),
 		cmocka_unit_test(peers_alike_share_one_encoded_update_and_more_than_64_peers_work),
 		cmocka_unit_test(a_peer_in_the_path_is_not_told_and_is_told_the_withdrawal_of_what_it_had),
+		cmocka_unit_test(routes_from_providers_and_peers_go_only_down_one_encoding_a_class),
 		cmocka_unit_test(a_next_hop_change_decides_only_the_names_behind_it),
 		cmocka_unit_test(a_table_dump_spans_many_turns_and_waits_while_the_session_is_full),
 		cmocka_unit_test(a_peer_going_down_is_withdrawn_over_many_turns),
