@@ -1,5 +1,5 @@
 /*
- * What inrpd does with one query (DESIGN.md, INRP; the paper, 3.1):
+ * What inrpd does with one query (docs/INRP.md, "What inrpd does"; the paper, 3.1):
  *
  *   parse error                  FORMERR / NOTIMP / BADVERS, or no answer
  *   QCLASS other than IN         REFUSED

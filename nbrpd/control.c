@@ -522,7 +522,7 @@ static void describe_aggregate(const struct aggregate_view *v, void *arg)
 	struct name first;
 	char first_text[NAME_MAX_TEXT] = "";
 	uint32_t unauthorised = rdesig_aggregate_unauthorised(w->d->sig, &v->name, &first);
-	uint64_t unsigned_sources = rde_aggregate_unsigned_sources(w->d->rde, &v->name);
+	uint64_t unsigned_sources = rdesig_aggregate_unsigned_sources(w->d->sig, &v->name);
 	if (unauthorised)
 		name_to_text(&first, first_text, sizeof(first_text));
 	struct strbuf b = { 0 };

@@ -188,25 +188,14 @@ void packer_sign_for(struct packer *pk, struct rde_peer *p)
 	pk->sign_peer = sg->export_peer(sg->arg, p);
 }
 
-/* An aggregate's route passed on signed: the member digest it was signed with (ours: of the version stored). */
-static void export_digest(const struct rde *r, const struct rib_entry *e, const struct rib_attrs *a, Nbrp__Route *rt)
-{
-	const struct rde_agg *g;
-	if (a->chain && a->chain->digest.len) {
-		rt->aggregate_digest = a->chain->digest;
-	} else if (!a->k.peer && (g = agg_table_of(&r->aggs, e)) && g->has_digest) {
-		/* ours: the signer's export signed this version's digest */
-		rt->aggregate_digest.data = (uint8_t *)g->digest;
-		rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
-	}
-}
-
 /* A new Route for name; out of line, so that a name of the same Route as the last costs no more
  * than a few stores (most names: consecutive names of a flush usually share their attributes).
- * g: an aggregate's, with the version stored here; atts: the attestations for a signed peer. */
-static __attribute__((noinline)) void new_route(struct packer *pk, const struct rib_entry *e, ProtobufCBinaryData *name,
+ * g: an aggregate's, with the version stored here; atts: the attestations for a signed peer;
+ * digest: the member digest our own aggregate's were signed over. */
+static __attribute__((noinline)) void new_route(struct packer *pk, ProtobufCBinaryData *name,
 						const struct rib_attrs *a, uint32_t load, uint64_t sig,
-						const struct rde_agg *g, Nbrp__Attestation **atts, int natts)
+						const struct rde_agg *g, Nbrp__Attestation **atts, int natts,
+						const uint8_t *digest)
 {
 	Nbrp__Update *u = &pk->u;
 	const struct nbrpd_config *cfg = pk->r->cfg;
@@ -242,7 +231,13 @@ static __attribute__((noinline)) void new_route(struct packer *pk, const struct 
 		rt->attestations = atts;
 		rt->n_attestations = (size_t)natts;
 		if (g) {
-			export_digest(pk->r, e, a, rt);
+			/* the member digest it was signed with: the received chain's, or ours (the export's) */
+			if (a->chain && a->chain->digest.len) {
+				rt->aggregate_digest = a->chain->digest;
+			} else if (digest) {
+				rt->aggregate_digest.data = (uint8_t *)digest;
+				rt->aggregate_digest.len = ATTEST_DIGEST_LEN;
+			}
 			/* a signed aggregate names the source its origin signed, ours or the one received */
 			if (a->k.peer)
 				rt->aggregate_source = (char *)nbrp_aggregate_source_format(
@@ -290,11 +285,12 @@ static __attribute__((noinline)) void own_route(struct packer *pk, const struct 
 	Nbrp__Attestation **atts = NULL;
 	int natts = 0;
 	uint64_t seq = 0;
+	const uint8_t *digest = NULL;
 	if (pk->sign_for) {
 		if (set)
 			set_room(pk, set);
 		atts = pk->atts[pk->u.n_routes];
-		natts = pk->r->signer->export(pk->sign_peer, e, a, atts, MAX_ATTS, &seq);
+		natts = pk->r->signer->export(pk->sign_peer, e, a, atts, MAX_ATTS, &seq, &digest);
 		if (natts < 0)
 			return;         /* sent when signed */
 		if (set && natts > 0 && !set_reserve(pk, set))
@@ -306,7 +302,7 @@ static __attribute__((noinline)) void own_route(struct packer *pk, const struct 
 	ProtobufCBinaryData *name = &pk->names[pk->nnames];
 	name->data = (uint8_t *)e->wire + (g != NULL);
 	name->len = e->len - (g != NULL);
-	new_route(pk, e, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts);
+	new_route(pk, name, a, load, a->sig ^ ((uint64_t)load << 1), g, atts, natts, digest);
 	if (natts > 0)
 		pk->routes[pk->u.n_routes - 1].origin_seq = seq;  /* the one signed */
 	if (set && natts > 0) {
@@ -342,7 +338,7 @@ void packer_advertise(struct packer *pk, const struct rib_entry *e, const struct
 	if (pk->last_shared && sig == pk->last_sig)
 		u->routes[u->n_routes - 1]->n_names++;  /* the same attributes as the Route before */
 	else
-		new_route(pk, e, name, a, load, sig, NULL, NULL, 0);
+		new_route(pk, name, a, load, sig, NULL, NULL, 0, NULL);
 	if (++pk->nnames == BATCH_NAMES)
 		send_batch(pk);
 }

@@ -549,31 +549,6 @@ static void attrs_check(const struct rde_peer *p, const struct attest_job *j, st
 		k->local_pref = 0;      /* below every valid route of a peer with a preference above 0 */
 }
 
-/*
- * rt, an aggregate's Route from p, has a good chain but names another
- * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
- * with the aggregate, logged 1, 2, 4, ... times.
- */
-static void unsigned_source(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt)
-{
-	struct rde_agg *g = agg_table_get(&r->aggs, rt->aggregate.data, rt->aggregate.len);
-	if (!g)
-		return;
-	g->unsigned_sources++;
-	if (g->unsigned_sources & (g->unsigned_sources - 1))
-		return;
-	struct name n;
-	char text[NAME_MAX_TEXT];
-	n.len = g->len;
-	memcpy(n.wire, g->wire, g->len);
-	name_to_text(&n, text, sizeof(text));
-	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
-		 "%s (unsigned aggregate source; %llu so far)", text, (unsigned long long)rt->aggregate_version,
-		 p->name, rt->aggregate_source, rt->aggregate_signed_source,
-		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
-		 (unsigned long long)g->unsigned_sources);
-}
-
 /* The attributes of an UPDATE's Route, interned, with a reference for the UPDATE. */
 static struct rib_attrs *attrs_from_update(struct rde *r, struct rde_peer *p, const Nbrp__Route *rt,
 					   const struct attest_job *check)
@@ -615,9 +590,8 @@ static uint64_t peer_aggregate_members(const struct rde *r, const struct rde_pee
 {
 	uint64_t n = 0;
 	uint8_t key[NAME_MAX_WIRE];
-	for (const struct chain_node *c = chain_next(&r->aggs.c, NULL); c; c = chain_next(&r->aggs.c, c)) {
-		const struct rde_agg *g = chain_entry(c, struct rde_agg, hlink);
-		size_t len = agg_key(key, g->wire, g->len);
+	for (const struct rde_agg *g = agg_table_next(&r->aggs, NULL); g; g = agg_table_next(&r->aggs, g)) {
+		size_t len = agg_key(key, g->n.wire, g->n.len);
 		const struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
 		for (const struct rib_route *rt = e ? e->routes : NULL; rt; rt = rt->next)
 			if (rt->a->k.peer == p)
@@ -740,8 +714,6 @@ void rde_peer_update(struct rde_peer *p, const Nbrp__Update *u, const struct rde
 			log_warn("peer %s: malformed route (%s): its names are withdrawn", p->name, why);
 		}
 		const struct attest_job *check = checks && checks->routes ? &checks->routes[i] : NULL;
-		if (verdict == IMPORT_OK && check && check->reason == ATTEST_UNSIGNED_SOURCE)
-			unsigned_source(r, p, rt);
 		if (verdict == IMPORT_OK && check && checks->refused[i])
 			verdict = IMPORT_MALFORMED;     /* require: not valid, treated as withdrawn */
 		/* every name of the Route shares its attributes and its arrival */
@@ -1226,6 +1198,12 @@ static bool best_moved(const struct rib_attrs *old, const struct rib_attrs *now)
 	return old->k.peer != now->k.peer || old->origin != now->origin;
 }
 
+/* What valid routes said of g's version stored: the signer's to know. */
+static enum agg_signed signed_as(const struct rde *r, const struct rde_agg *g)
+{
+	return r->signer ? r->signer->aggregate_signed(r->signer->arg, g->n.wire, g->n.len) : AGG_UNSIGNED;
+}
+
 /* What the entry now exports, and whether peers told before must hear again. */
 static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 {
@@ -1233,7 +1211,7 @@ static bool export_now(struct rde *r, struct rib_entry *e, uint32_t now)
 	struct rib_attrs *a = best && best->a->k.npath + 1u <= NBRP_MAX_PATH ? best->a : NULL;
 	/* an aggregate is passed on once a version is stored here, to be fetched from us */
 	struct rde_agg *g = entry_is_aggregate(e) ? agg_table_of(&r->aggs, e) : NULL;
-	if (entry_is_aggregate(e) && (!g || !g->held || g->distrust || !r->cfg->has_transfer))
+	if (entry_is_aggregate(e) && (!g || !g->held || !r->cfg->has_transfer || signed_as(r, g) == AGG_DISTRUSTED))
 		a = NULL;
 	uint32_t load = a ? adjout_load(r, a) : 0;
 	uint64_t sig = a ? a->sig : 0, old_sig = e->adv ? e->adv->sig : 0;
@@ -1419,10 +1397,13 @@ static void aggregate_offer(struct rde *r, struct rib_entry *e)
 	bool whole = false;
 	if (from && digest && g && g->held) {
 		uint32_t w = from->a->k.agg_version;
-		whole = g->distrust || (g->version != w && !serial_gt(w, g->version) && !g->verified);
+		enum agg_signed said = signed_as(r, g);
+		whole = said == AGG_DISTRUSTED || (g->version != w && !serial_gt(w, g->version) && said != AGG_SIGNED);
 	}
-	if (whole)
-		g->held = g->has_digest = g->verified = g->distrust = false;
+	if (whole) {
+		g->held = false;
+		r->signer->aggregate_dropped(r->signer->arg, g->n.wire, g->n.len);
+	}
 	/* a version thrown away leaves inrpd before the routes change */
 	if (from && r->ops.aggregate_offered)
 		r->ops.aggregate_offered(r->ops.arg, &n, from->a->k.agg_version, &from->a->k.agg_source, digest, whole);
@@ -1670,12 +1651,6 @@ static void schedule(struct rde *r)
 
 /* ---- reading it ---- */
 
-uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg)
-{
-	const struct rde_agg *g = r->signer ? agg_table_find(&r->aggs, agg->wire, agg->len) : NULL;
-	return g ? g->unsigned_sources : 0;
-}
-
 uint64_t rde_names(const struct rde *r)
 {
 	return r->rib.names;
@@ -1801,21 +1776,18 @@ void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t versio
 		log_err("out of memory for aggregates: the version stored is not passed on");
 		return;
 	}
-	/* a version is one set of members for the life of the store: told again, nothing is new */
-	bool same = g->held && g->version == version;
-	if (same && (g->has_digest || !r->signer))
+	/* a version is one set of members for the life of the store: told again, nothing is new
+	 * (but to a signer that could not make its digest) */
+	if (g->held && g->version == version && !r->signer)
 		return;
 	g->held = true;
 	g->version = version;
 	g->members = members->count;
-	g->has_digest = same && g->has_digest;
-	g->verified = same && g->verified;
-	g->distrust = false;
 	uint8_t key[NAME_MAX_WIRE];
 	size_t len = agg_key(key, agg->wire, agg->len);
 	struct rib_entry *e = rib_lookup(&r->rib, key, len, rib_hash(key, len));
-	if (r->signer)
-		r->signer->aggregate_stored(r->signer->arg, g, members, e);
+	if (r->signer && !r->signer->aggregate_stored(r->signer->arg, agg->wire, agg->len, version, members, e))
+		return;
 	if (e) {
 		rde_mark_dirty(r, e);   /* peers hear of the version at the next flush */
 		schedule(r);
@@ -1936,7 +1908,7 @@ struct rde *rde_new(uv_loop_t *loop, const struct nbrpd_config *cfg, struct next
 	r->group[1].own_and_customers = true;
 	r->packer = packer_new(r);
 	slab_init(&r->routes, sizeof(struct rib_route));
-	int names_ok = peer_names_init(&r->by_name), aggs_ok = agg_table_init(&r->aggs);
+	int names_ok = peer_names_init(&r->by_name), aggs_ok = agg_table_init(&r->aggs, sizeof(struct rde_agg));
 	if (!r->attrs || names_ok < 0 || aggs_ok < 0 || !r->packer || rib_init(&r->rib) < 0) {
 		packer_free(r->packer);
 		free(r->attrs);

@@ -157,8 +157,6 @@ void rde_redecide_all(struct rde *r);
  * With signatures on, its member digest is taken here (once a version) for our origin
  * attestation and to check the routes that name this version. */
 void rde_aggregate_stored(struct rde *r, const struct name *agg, uint32_t version, const struct nameset *members);
-/* Good chains of the aggregate that named another source than the one signed (unsigned aggregate source). */
-uint64_t rde_aggregate_unsigned_sources(const struct rde *r, const struct name *agg);
 /* An aggregate's FIB routes (ranked); returns how many (0: none). */
 unsigned rde_aggregate_fib_routes(const struct rde *r, const struct name *agg, struct route *out);
 

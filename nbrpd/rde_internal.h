@@ -200,6 +200,13 @@ static inline bool role_told_all(enum nbrpd_role to)
 struct nameset;
 struct origin_wd_sig;
 
+/* What valid routes said of an aggregate's version stored here (struct rde_signer's aggregate_signed). */
+enum agg_signed {
+	AGG_UNSIGNED,           /* none signed it, none signed another */
+	AGG_SIGNED,             /* one signed its member digest */
+	AGG_DISTRUSTED,         /* one signed another before any signed it: fetched whole at the flush */
+};
+
 /*
  * The signature stage's part in the RDE (rdesig.h), installed by the RDE's
  * owner (rde_set_signer): the RDE and its packer reach signature code only
@@ -212,9 +219,10 @@ struct rde_signer {
 	void *(*export_peer)(void *arg, struct rde_peer *to);
 	/* The attestations of e's route with attributes a, our hop for the peer first, into out (at
 	 * most max); 0: sent unsigned; -1: our signature is being made, the name is sent when it is.
-	 * seq: the origin_seq the origin signed. */
+	 * seq: the origin_seq the origin signed; digest: for an aggregate of ours, the member digest
+	 * signed (ATTEST_DIGEST_LEN bytes, the stage's), else left alone. */
 	int (*export)(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
-		      Nbrp__Attestation **out, size_t max, uint64_t *seq);
+		      Nbrp__Attestation **out, size_t max, uint64_t *seq, const uint8_t **digest);
 	/* The signed name set e's route is in (a received chain's, or one of our names'), or NULL. */
 	const struct sig_set *(*set_of)(void *arg, const struct rib_entry *e, const struct rib_attrs *a);
 	/* Our hop signatures for p are being made: its END-OF-RIB waits (rde_peer_eor when they are). */
@@ -224,8 +232,14 @@ struct rde_signer {
 	/* An origin withdrawal signed by key applied: older stamps of that key are stale from now on. */
 	void (*withdrawn)(void *arg, const uint8_t *wire, size_t len, const uint8_t *key, uint64_t seq,
 			  uint64_t until);
-	/* A version of aggregate g stored (e: its entry, or NULL): its signed routes checked against it. */
-	void (*aggregate_stored)(void *arg, struct rde_agg *g, const struct nameset *members, struct rib_entry *e);
+	/* A version of aggregate agg stored (e: its entry, or NULL): its member digest made and its
+	 * signed routes checked against it.  false: that version's again, nothing new. */
+	bool (*aggregate_stored)(void *arg, const uint8_t *agg, size_t len, uint32_t version,
+				 const struct nameset *members, struct rib_entry *e);
+	/* What valid routes said of the version of agg stored. */
+	enum agg_signed (*aggregate_signed)(void *arg, const uint8_t *agg, size_t len);
+	/* The version of agg stored is thrown away (to be fetched whole): what was known of it goes. */
+	void (*aggregate_dropped)(void *arg, const uint8_t *agg, size_t len);
 	/* A loop turn's work is done. */
 	void (*turn)(void *arg);
 };

@@ -85,6 +85,27 @@ struct origin {
 	uint64_t seq;                   /* the origin_seq signed: the name's announcement's */
 };
 
+/*
+ * An aggregate's version stored here as the stage sees it (the RDE's is
+ * struct rde_agg): the member digest its routes' origins sign, what valid
+ * routes said of it, and its members an origin may not originate.
+ */
+struct sig_agg {
+	struct agg_node n;                      /* first: by name (agg_table.h) */
+	uint32_t version;                       /* the version stored the rest is of */
+	bool has_digest;                        /* digest is of that version's members */
+	bool verified;                          /* a valid route signed that digest for that version */
+	bool distrust;                          /* one signed another and none this: fetched whole at the flush */
+	uint8_t digest[ATTEST_DIGEST_LEN];      /* attest_member_digest: what its origin attestation covers */
+	/* members of that version that auth_key may not originate, under trust file auth_gen (0: none counted) */
+	uint64_t auth_gen;
+	uint32_t auth_version, unauthorised;
+	uint8_t auth_key[SIGKEY_PUBLIC_LEN];
+	uint8_t unauth_len;                     /* the first of them */
+	uint8_t unauth_wire[NAME_MAX_WIRE];
+	uint64_t unsigned_sources;              /* good chains whose peer named another source than the signed one */
+};
+
 struct sig_table {
 	void **b;                       /* struct hop * or struct origin *, chained by their first member */
 	size_t nb, n, sweep;
@@ -130,6 +151,7 @@ struct rdesig {
 	struct rde_signer signer;       /* the hooks the RDE calls */
 	struct rdesig_peer *peers;
 	struct chain_table by_peer;     /* by the RDE's peer */
+	struct agg_table aggs;          /* struct sig_agg, by the aggregate's name */
 	bool *verdicts;                 /* scratch for rde_checks: refused, then withdrawal_ok */
 	size_t verdicts_cap;
 	struct sigkey key;
@@ -387,15 +409,17 @@ void rdesig_reload(struct rdesig *s)
 
 static void *signer_export_peer(void *arg, struct rde_peer *to);
 static int signer_export(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
-			 Nbrp__Attestation **out, size_t max, uint64_t *seq);
+			 Nbrp__Attestation **out, size_t max, uint64_t *seq, const uint8_t **digest);
 static const struct sig_set *signer_set_of(void *arg, const struct rib_entry *e, const struct rib_attrs *a);
 static bool signer_export_pending(void *arg, const struct rde_peer *p);
 static bool signer_sign_withdrawal(void *arg, const uint8_t *wire, size_t len, uint64_t seq,
 				   struct origin_wd_sig *out);
 static void signer_withdrawn(void *arg, const uint8_t *wire, size_t len, const uint8_t *key, uint64_t seq,
 			     uint64_t until);
-static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct nameset *members,
-				    struct rib_entry *e);
+static bool signer_aggregate_stored(void *arg, const uint8_t *agg, size_t len, uint32_t version,
+				    const struct nameset *members, struct rib_entry *e);
+static enum agg_signed signer_aggregate_signed(void *arg, const uint8_t *agg, size_t len);
+static void signer_aggregate_dropped(void *arg, const uint8_t *agg, size_t len);
 static void signer_turn(void *arg);
 
 struct rdesig *rdesig_new(uv_loop_t *loop, struct rde *r, const struct sigkey *key, char *err, size_t err_len)
@@ -419,10 +443,12 @@ struct rdesig *rdesig_new(uv_loop_t *loop, struct rde *r, const struct sigkey *k
 		.arg = s, .chain_bytes = &s->chain_bytes, .export_peer = signer_export_peer,
 		.export = signer_export, .set_of = signer_set_of, .export_pending = signer_export_pending,
 		.sign_withdrawal = signer_sign_withdrawal, .withdrawn = signer_withdrawn,
-		.aggregate_stored = signer_aggregate_stored, .turn = signer_turn,
+		.aggregate_stored = signer_aggregate_stored, .aggregate_signed = signer_aggregate_signed,
+		.aggregate_dropped = signer_aggregate_dropped, .turn = signer_turn,
 	};
 	s->key = *key;
 	s->next_expiry = UINT64_MAX;
+	(void)agg_table_init(&s->aggs, sizeof(struct sig_agg));        /* else grown at the first (or failing then) */
 	if (refused_init(&s->refused, REFUSED_KEPT) < 0)
 		log_err("signatures: out of memory for the table of refused routes: show route will not say why");
 	s->v.min_lifetime = cfg->signature_min_lifetime_s;
@@ -506,6 +532,7 @@ void rdesig_free(struct rdesig *s)
 		free(sp);
 	}
 	chain_free(&s->by_peer);
+	agg_table_free(&s->aggs);
 	free(s->verdicts);
 	if (s->have_trust)
 		trust_free(&s->trust);
@@ -702,6 +729,7 @@ static bool withdrawal_check(struct rdesig_peer *sp, const Nbrp__OriginWithdrawa
 static void members_check(struct rdesig *s, const struct rde_peer *p, const uint8_t *agg, size_t len,
 			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
 			  size_t n_att, struct attest_job *j);
+static void unsigned_source(struct rdesig *s, const struct rde_peer *p, const Nbrp__Route *rt);
 
 static void fresh_route(struct rdesig *s, struct rde_peer *p, const Nbrp__Route *rt, struct attest_job *j);
 
@@ -741,6 +769,8 @@ static void hand_over(struct rdesig_peer *sp, const Nbrp__Update *u, struct atte
 		const char *why;
 		if (decide_import(rt, p->server_mode, p->rde->cfg->router_name, &why) != IMPORT_OK)
 			continue;       /* malformed or a loop: the RDE says so */
+		if (jobs[i].reason == ATTEST_UNSIGNED_SOURCE)
+			unsigned_source(s, p, rt);
 		struct name first = { .len = 0 };
 		const ProtobufCBinaryData *n0 = rt->aggregate.len ? &rt->aggregate : rt->n_names ? &rt->names[0] : NULL;
 		if (n0 && name_from_wire(&first, n0->data, n0->len) != NAME_OK)
@@ -1239,10 +1269,10 @@ static void own_build(struct rdesig *s)
 
 /* Our origin attestation for a content name (its RIB key), or for an aggregate's version stored
  * here (g), signed on the loop once per period and version. */
-static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct sig_agg *g,
 				     const uint8_t key[SIGKEY_PUBLIC_LEN]);
 
-static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, struct rde_agg *g,
+static struct origin *origin_get(struct rdesig *s, const struct rib_entry *e, struct sig_agg *g,
 				 uint64_t seq, uint64_t now)
 {
 	if (!s->origins.nb)
@@ -1341,7 +1371,7 @@ static const struct sig_set *signer_set_of(void *arg, const struct rib_entry *e,
 }
 
 static int signer_export(void *peer, const struct rib_entry *e, const struct rib_attrs *a,
-			 Nbrp__Attestation **out, size_t max, uint64_t *seq)
+			 Nbrp__Attestation **out, size_t max, uint64_t *seq, const uint8_t **digest)
 {
 	struct rdesig_peer *sp = peer;
 	if (!sp)
@@ -1355,18 +1385,19 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 	Nbrp__Attestation **chain;
 	size_t n;
 	const uint8_t *prev;
-	struct rde_agg *g = agg_table_of(&to->rde->aggs, e);    /* an aggregate's: the version stored */
+	struct sig_agg *g = agg_table_of(&s->aggs, e);          /* an aggregate's: the version stored */
+	bool agg = entry_is_aggregate(e);
 	if (a->k.peer) {
 		if (!a->chain || a->k.sig_state != ATTEST_VALID + 1 || a->chain->expiry <= now)
 			return 0;
-		if (g && (!g->has_digest || g->version != a->k.agg_version))
+		if (agg && (!g || !g->has_digest || g->version != a->k.agg_version))
 			return -1;      /* the version signed is offered once stored here and checked */
 		chain = a->chain->ptrs;
 		n = a->chain->n;
 		prev = a->chain->head;
 		*seq = a->k.origin_seq;
 	} else {
-		if (g && !g->has_digest)
+		if (agg && (!g || !g->has_digest))
 			return 0;       /* no member digest (out of memory): passed on unsigned */
 		struct own_set *os = g ? NULL : own_of(s, e->wire, e->len);
 		if (os) {
@@ -1381,6 +1412,8 @@ static int signer_export(void *peer, const struct rib_entry *e, const struct rib
 			chain = &o->ptr;
 			prev = o->w.link;
 			*seq = o->seq;
+			if (g)
+				*digest = g->digest;    /* what o signed */
 		}
 		n = 1;
 	}
@@ -1869,21 +1902,19 @@ static void recheck_start(struct rdesig *s)
 
 /* ---- aggregates: the members of a version against the digest its routes were signed with ---- */
 
-static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT]);
-
 /*
  * The members of g's version stored that key may not originate (no trust
  * file line lets it: docs/NBRP.md, "An aggregate's members"), counted
  * once per version, key and trust file, and logged then.
  */
-static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct rde_agg *g,
+static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct sig_agg *g,
 				     const uint8_t key[SIGKEY_PUBLIC_LEN])
 {
 	if (g->auth_gen == s->trust_gen && g->auth_version == g->version &&
 	    memcmp(g->auth_key, key, SIGKEY_PUBLIC_LEN) == 0)
 		return g->unauthorised;
-	struct name agg = { .len = g->len };
-	memcpy(agg.wire, g->wire, g->len);
+	struct name agg = { .len = g->n.len };
+	memcpy(agg.wire, g->n.wire, g->n.len);
 	const struct nameset *m = s->rde->ops.aggregate_members ?
 				  s->rde->ops.aggregate_members(s->rde->ops.arg, &agg) : NULL;
 	if (!m || !s->have_trust)
@@ -1907,7 +1938,7 @@ static uint32_t members_unauthorised(struct rdesig *s, const char *from, struct 
 		memcpy(f.wire, g->unauth_wire, f.len);
 		name_to_text(&f, first, sizeof(first));
 		log_warn("aggregate %s: version %u from %s: %u members its origin may not originate, "
-			 "%s the first (unauthorised member)", agg_text(g, name), g->version, from, bad, first);
+			 "%s the first (unauthorised member)", agg_node_text(&g->n, name), g->version, from, bad, first);
 	}
 	return bad;
 }
@@ -1922,8 +1953,8 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 			  uint64_t version, const ProtobufCBinaryData *digest, Nbrp__Attestation *const *att,
 			  size_t n_att, struct attest_job *j)
 {
-	struct rde_agg *g;
-	if (j->state != ATTEST_VALID || !(g = agg_table_find(&s->rde->aggs, agg, len)) || !g->held || !g->has_digest ||
+	struct sig_agg *g;
+	if (j->state != ATTEST_VALID || !(g = agg_table_find(&s->aggs, agg, len)) || !g->has_digest ||
 	    g->version != version)
 		return;
 	enum attest_reason why = ATTEST_DIGEST_MISMATCH;
@@ -1941,7 +1972,7 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 		if (!g->distrust) {
 			char name[NAME_MAX_TEXT];
 			log_warn("aggregate %s: version %u from %s: the version held is not the one signed "
-				 "(member digest mismatch): fetched whole", agg_text(g, name), g->version, from);
+				 "(member digest mismatch): fetched whole", agg_node_text(&g->n, name), g->version, from);
 		}
 		g->distrust = true;
 		return;
@@ -1952,24 +1983,49 @@ static void members_check(struct rdesig *s, const struct rde_peer *p, const uint
 	s->v.by_reason[why]++;
 }
 
-static const char *agg_text(const struct rde_agg *g, char buf[NAME_MAX_TEXT])
+/*
+ * rt, an aggregate's Route from p, has a good chain but names another
+ * source than the one its origin signed (ATTEST_UNSIGNED_SOURCE): counted
+ * with the aggregate, logged 1, 2, 4, ... times.
+ */
+static void unsigned_source(struct rdesig *s, const struct rde_peer *p, const Nbrp__Route *rt)
 {
-	struct name n = { .len = g->len };
-	memcpy(n.wire, g->wire, g->len);
-	name_to_text(&n, buf, NAME_MAX_TEXT);
-	return buf;
+	struct sig_agg *g = agg_table_get(&s->aggs, rt->aggregate.data, rt->aggregate.len);
+	if (!g)
+		return;
+	g->unsigned_sources++;
+	if (g->unsigned_sources & (g->unsigned_sources - 1))
+		return;
+	char text[NAME_MAX_TEXT];
+	log_warn("aggregate %s: version %llu from peer %s names source %s, not %s, the one its origin signed: "
+		 "%s (unsigned aggregate source; %llu so far)", agg_node_text(&g->n, text),
+		 (unsigned long long)rt->aggregate_version, p->name, rt->aggregate_source, rt->aggregate_signed_source,
+		 p->sig == SIG_REQUIRE ? "refused" : "fetched only from the signed one",
+		 (unsigned long long)g->unsigned_sources);
 }
 
-static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct nameset *members,
-				    struct rib_entry *e)
+static bool signer_aggregate_stored(void *arg, const uint8_t *agg, size_t len, uint32_t version,
+				    const struct nameset *members, struct rib_entry *e)
 {
 	struct rdesig *s = arg;
 	char name[NAME_MAX_TEXT];
+	struct sig_agg *g = agg_table_get(&s->aggs, agg, len);
+	if (!g) {
+		log_err("out of memory for aggregates: the signed routes of a version stored are neither checked "
+			"nor passed on signed");
+		return true;
+	}
+	if (g->has_digest && g->version == version)
+		return false;   /* told again: a version is one set of members for the life of the store */
+	if (g->version != version)
+		g->verified = false;
+	g->version = version;
+	g->distrust = false;
 	/* once a version: about a millisecond per 15,000 members (docs/NBRP.md, Attestations) */
-	if (!g->has_digest && attest_member_digest(members, g->digest) < 0) {
+	if (attest_member_digest(members, g->digest) < 0) {
 		log_err("aggregate %s: out of memory for the digest of version %u: its signed routes are "
-			"neither checked nor passed on signed", agg_text(g, name), g->version);
-		return;
+			"neither checked nor passed on signed", agg_node_text(&g->n, name), g->version);
+		return true;
 	}
 	g->has_digest = true;
 	/* one valid route signing these members makes the version verified: others disagree with it */
@@ -1984,23 +2040,45 @@ static void signer_aggregate_stored(void *arg, struct rde_agg *g, const struct n
 		if (!p || p->sig == SIG_OFF || !a->chain || a->k.sig_state != ATTEST_VALID + 1)
 			continue;
 		struct attest_job j = { .state = ATTEST_VALID, .reason = ATTEST_OK, .where = -1 };
-		members_check(s, p, g->wire, g->len, a->k.agg_version, &a->chain->digest, a->chain->ptrs,
+		members_check(s, p, g->n.wire, g->n.len, a->k.agg_version, &a->chain->digest, a->chain->ptrs,
 			      a->chain->n, &j);
 		if (j.state == ATTEST_VALID)
 			continue;
 		if (j.reason == ATTEST_DIGEST_MISMATCH)
 			log_warn("aggregate %s: version %u from peer %s: its members are not the ones signed "
-				 "(member digest mismatch)", agg_text(g, name), g->version, p->name);
+				 "(member digest mismatch)", agg_node_text(&g->n, name), g->version, p->name);
 		route_checked(s, e, rt, &j);
 	}
+	return true;
+}
+
+static enum agg_signed signer_aggregate_signed(void *arg, const uint8_t *agg, size_t len)
+{
+	struct rdesig *s = arg;
+	const struct sig_agg *g = agg_table_find(&s->aggs, agg, len);
+	return !g ? AGG_UNSIGNED : g->distrust ? AGG_DISTRUSTED : g->verified ? AGG_SIGNED : AGG_UNSIGNED;
+}
+
+static void signer_aggregate_dropped(void *arg, const uint8_t *agg, size_t len)
+{
+	struct rdesig *s = arg;
+	struct sig_agg *g = agg_table_find(&s->aggs, agg, len);
+	if (g)
+		g->has_digest = g->verified = g->distrust = false;
 }
 
 uint32_t rdesig_aggregate_unauthorised(const struct rdesig *s, const struct name *agg, struct name *first)
 {
-	const struct rde_agg *g = s ? agg_table_find(&s->rde->aggs, agg->wire, agg->len) : NULL;
+	const struct sig_agg *g = s ? agg_table_find(&s->aggs, agg->wire, agg->len) : NULL;
 	if (!g || !g->unauthorised || g->auth_gen != s->trust_gen || g->auth_version != g->version)
 		return 0;
 	first->len = g->unauth_len;
 	memcpy(first->wire, g->unauth_wire, g->unauth_len);
 	return g->unauthorised;
+}
+
+uint64_t rdesig_aggregate_unsigned_sources(const struct rdesig *s, const struct name *agg)
+{
+	const struct sig_agg *g = s ? agg_table_find(&s->aggs, agg->wire, agg->len) : NULL;
+	return g ? g->unsigned_sources : 0;
 }

@@ -94,6 +94,9 @@ unsigned rdesig_refused(const struct rdesig *s, const struct name *n, struct ref
  * of them; 0: none.
  */
 uint32_t rdesig_aggregate_unauthorised(const struct rdesig *s, const struct name *agg, struct name *first);
+/* Valid routes of the aggregate that named another source than the one their origin signed
+ * (unsigned aggregate source: fetched only from the signed one). */
+uint64_t rdesig_aggregate_unsigned_sources(const struct rdesig *s, const struct name *agg);
 
 /* ---- peers: the session layer's calls ---- */
 

@@ -1,6 +1,7 @@
 #include <stdlib.h>
 
 #include "evq.h"
+#include "vec.h"
 
 static bool before(const struct event *x, const struct event *y)
 {
@@ -22,14 +23,8 @@ void evq_free(struct evq *q)
 
 int evq_push(struct evq *q, uint64_t at_ns, uint32_t kind, uint32_t a, void *p)
 {
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 1024;
-		struct event *v = realloc(q->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		q->v = v;
-		q->cap = cap;
-	}
+	if (VEC_RESERVE(q->v, q->cap, q->n + 1) < 0)
+		return -1;
 	struct event e = { at_ns, q->seq++, kind, a, p };
 	size_t i = q->n++;
 	while (i > 0 && before(&e, &q->v[(i - 1) / 2])) {

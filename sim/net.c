@@ -12,6 +12,7 @@
 #include "nexthop.h"
 #include "rde.h"
 #include "splitmix.h"
+#include "vec.h"
 #include "wqueue.h"
 
 /* Gao-Rexford in NBRP's own terms: preference by each session's local-pref, customers' routes
@@ -74,7 +75,8 @@ struct router {
 	uint64_t sent_window;           /* the window `sent` counts in */
 	uint32_t sent;                  /* UPDATEs it sent in it */
 	struct best *best;
-	uint32_t nbest, best_cap;
+	uint32_t nbest;
+	size_t best_cap;
 	struct aggv *aggv;              /* by aggregate, once one reached it */
 };
 
@@ -184,15 +186,9 @@ static void ops_send(void *arg, void *owner, struct wq_buf *frame)
 {
 	struct router *r = arg;
 	struct net *n = r->net;
-	if (n->nout == n->out_cap) {
-		size_t cap = n->out_cap ? n->out_cap * 2 : 256;
-		struct out *v = realloc(n->out, cap * sizeof(*v));
-		if (!v) {
-			log_err("sim: out of memory queueing a frame");
-			abort();
-		}
-		n->out = v;
-		n->out_cap = cap;
+	if (VEC_RESERVE(n->out, n->out_cap, n->nout + 1) < 0) {
+		log_err("sim: out of memory queueing a frame");
+		abort();
 	}
 	frame->refs++;
 	n->out[n->nout++] = (struct out){ (uint32_t)((struct half *)owner - n->h), frame };
@@ -227,15 +223,9 @@ static void best_changed(struct router *r, uint64_t key, const struct route *rou
 	if (!b) {
 		if (!from)
 			return;
-		if (r->nbest == r->best_cap) {
-			uint32_t cap = r->best_cap ? r->best_cap * 2 : 4;
-			struct best *v = realloc(r->best, cap * sizeof(*v));
-			if (!v) {
-				log_err("sim: out of memory");
-				abort();
-			}
-			r->best = v;
-			r->best_cap = cap;
+		if (VEC_RESERVE(r->best, r->best_cap, r->nbest + 1) < 0) {
+			log_err("sim: out of memory");
+			abort();
 		}
 		b = &r->best[r->nbest++];
 		b->key = key;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "topo.h"
+#include "vec.h"
 
 #define MAX_ROUTERS     (1u << 24)
 
@@ -88,14 +89,9 @@ int topo_load(struct topo *t, const char *path, char *err, size_t err_len)
 					 lineno, rel);
 				goto out;
 			}
-			if (ne == cap) {
-				cap = cap ? cap * 2 : 1024;
-				struct edge *v = realloc(e, cap * sizeof(*e));
-				if (!v) {
-					snprintf(err, err_len, "%s:%u: out of memory", path, lineno);
-					goto out;
-				}
-				e = v;
+			if (VEC_RESERVE(e, cap, ne + 1) < 0) {
+				snprintf(err, err_len, "%s:%u: out of memory", path, lineno);
+				goto out;
 			}
 			e[ne++] = (struct edge){ (uint32_t)a, (uint32_t)b, (uint32_t)us, r };
 		} else if (strcmp(kw, "mark") == 0) {

@@ -6,7 +6,9 @@ when it names a function the other defines; a header's static inline
 function counts as its module's (attrs_* attr.c's, rib_* rib.c's, ...).
 Calls through function pointers (struct rde_signer, rde_ops,
 unindex_later) are not calls here: they are how a lower file calls back.
-Prints the order, callees first; fails on a circle."""
+Prints the order, callees first; fails on a circle, and on an inline
+function in one of the RDE's headers that belongs to none of its files
+(its calls would go unseen)."""
 import graphlib
 import pathlib
 import re
@@ -17,7 +19,8 @@ block = re.search(r'nbrpd_rde_sources = files\((.*?)\)', (nbrpd / 'meson.build')
 sources = re.findall(r"'([\w.]+\.c)'", block)
 # a header's inline functions belong to the module their prefix names
 OWNER = {'attrs_': 'attr.c', 'rib_': 'rib.c', 'entry_': 'rib.c', 'agg_table_': 'agg_table.c',
-         'route_': 'rde.c', 'rde_': 'rde.c', 'adjout_': 'adjout.c'}
+         'route_': 'rde.c', 'rde_': 'rde.c', 'adjout_': 'adjout.c',
+         'role_': 'adjout.c'}
 
 
 def code(path):
@@ -39,14 +42,21 @@ def inline_bodies(s):
 defined = {}
 text = {f: code(nbrpd / f) for f in sources}
 headers = {h.name: code(h) for h in nbrpd.glob('*.h')}
+# an inline function of the RDE's own headers must belong to one of its files, or its calls go unseen
+rde_headers = {f[:-2] + '.h' for f in sources} | {'rde.h', 'rde_internal.h'}
+unowned = []
 for f, s in text.items():
     for m in re.finditer(r'^(?!static)[a-z][\w \*]*?\b(\w+)\s*\([^;{]*\)\s*\{', s, re.M):
         defined[m.group(1)] = f
-for s in headers.values():
+for h, s in headers.items():
     for name, _ in inline_bodies(s):
         owner = next((o for p, o in OWNER.items() if name.startswith(p)), None)
         if owner in text:
             defined.setdefault(name, owner)
+        elif h in rde_headers:
+            unowned.append(f'{h}: {name}')
+if unowned:
+    sys.exit('nbrpd: inline functions of the RDE\'s headers with no file in OWNER: ' + ', '.join(unowned))
 
 calls = {f: set() for f in sources}
 

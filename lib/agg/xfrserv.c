@@ -10,6 +10,7 @@
 #include "dns.h"
 #include "log.h"
 #include "route.h"
+#include "wire.h"
 #include "xfr.h"
 #include "xfrserv.h"
 
@@ -287,25 +288,23 @@ static void process(struct conn *c)
 {
 	if (c->closing || c->writing || c->transferring)
 		return;
-	if (c->rlen < 2) {
-		if (c->eof)
-			conn_close(c, NULL);
-		return;
-	}
-	size_t len = (size_t)c->rbuf[0] << 8 | c->rbuf[1];
-	if (len < DNS_HEADER_LEN || len > QUERY_MAX) {
+	struct wire_reader r = wire_reader(c->rbuf, c->rlen);
+	size_t len = wire_u16(&r);
+	if (!r.bad && (len < DNS_HEADER_LEN || len > QUERY_MAX)) {
 		conn_close(c, "bad query length");
 		return;
 	}
-	if (c->rlen < 2 + len) {
+	const uint8_t *q = wire_take(&r, len);
+	if (!q) {
 		if (c->eof)
-			conn_close(c, NULL);
+			conn_close(c, NULL);    /* ended inside a query */
 		return;
 	}
 	uint8_t pkt[QUERY_MAX];
-	memcpy(pkt, c->rbuf + 2, len);
-	memmove(c->rbuf, c->rbuf + 2 + len, c->rlen - 2 - len);
-	c->rlen -= 2 + len;
+	memcpy(pkt, q, len);
+	size_t used = (size_t)(r.p - c->rbuf);
+	memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+	c->rlen -= used;
 	answer(c, pkt, len);
 }
 

@@ -6,12 +6,13 @@
 
 enum dns_frame dns_frame_next(const uint8_t *buf, size_t len, size_t *msg_len)
 {
-	if (len < 2)
+	struct wire_reader r = wire_reader(buf, len);
+	size_t n = wire_u16(&r);
+	if (r.bad)
 		return DNS_FRAME_MORE;
-	size_t n = wire_load16(buf);
 	if (n == 0)
 		return DNS_FRAME_BAD;
-	if (len - 2 < n)
+	if (!wire_peek(&r, n))
 		return DNS_FRAME_MORE;
 	*msg_len = n;
 	return DNS_FRAME_MSG;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
+#include "addr.h"
 #include "dnstap.h"
 
 /* Field tags: (number << 3) | wire type (0 varint, 2 bytes, 5 fixed32). */
@@ -87,21 +88,11 @@ static inline void put_field_fixed32(struct out *o, unsigned tag, uint32_t v)
 }
 
 /* sa's address and port, if it is of family; false if not. */
-static bool endpoint(const struct sockaddr *sa, int family, const uint8_t **addr, size_t *len, uint16_t *port)
+static bool endpoint(const struct sockaddr *sa, int family, struct ip_addr *ip, uint16_t *port)
 {
-	if (!sa || sa->sa_family != family)
+	if (!sa || sa->sa_family != family || !sockaddr_ip(sa, ip))
 		return false;
-	if (family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-		*addr = (const uint8_t *)&sin->sin_addr;
-		*len = 4;
-		*port = ntohs(sin->sin_port);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-		*addr = (const uint8_t *)&sin6->sin6_addr;
-		*len = 16;
-		*port = ntohs(sin6->sin6_port);
-	}
+	*port = sockaddr_port(sa);
 	return true;
 }
 
@@ -110,13 +101,13 @@ static void put_message(struct out *o, const struct dnstap_event *ev)
 {
 	const struct sockaddr *first = ev->query_addr ? ev->query_addr : ev->response_addr;
 	int family = first ? first->sa_family : AF_UNSPEC;
-	const uint8_t *qa = NULL, *ra = NULL;
-	size_t qa_len = 0, ra_len = 0;
+	struct ip_addr qa, ra;
+	size_t alen = family == AF_INET ? 4 : 16;
 	uint16_t qp = 0, rp = 0;
 	bool has_qa = false, has_ra = false;
 	if (family == AF_INET || family == AF_INET6) {
-		has_qa = endpoint(ev->query_addr, family, &qa, &qa_len, &qp);
-		has_ra = endpoint(ev->response_addr, family, &ra, &ra_len, &rp);
+		has_qa = endpoint(ev->query_addr, family, &qa, &qp);
+		has_ra = endpoint(ev->response_addr, family, &ra, &rp);
 	}
 
 	put_field_varint(o, MSG_TYPE, ev->type);
@@ -124,9 +115,9 @@ static void put_message(struct out *o, const struct dnstap_event *ev)
 		put_field_varint(o, MSG_SOCKET_FAMILY, family == AF_INET ? FAMILY_INET : FAMILY_INET6);
 	put_field_varint(o, MSG_SOCKET_PROTOCOL, ev->protocol);
 	if (has_qa)
-		put_field_bytes(o, MSG_QUERY_ADDRESS, qa, qa_len);
+		put_field_bytes(o, MSG_QUERY_ADDRESS, qa.addr, alen);
 	if (has_ra)
-		put_field_bytes(o, MSG_RESPONSE_ADDRESS, ra, ra_len);
+		put_field_bytes(o, MSG_RESPONSE_ADDRESS, ra.addr, alen);
 	if (has_qa)
 		put_field_varint(o, MSG_QUERY_PORT, qp);
 	if (has_ra)

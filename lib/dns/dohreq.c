@@ -27,6 +27,7 @@ static bool reserve(struct dohreq *r, size_t len)
 	}
 	if (r->cap - r->len >= len)
 		return true;
+	/* not vec: the doubling stops at DOH_MSG_MAX */
 	size_t cap = r->cap ? r->cap : 512;
 	while (cap - r->len < len)
 		cap *= 2;

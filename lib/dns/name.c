@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "name.h"
+#include "wire.h"
 
 static const char *const name_errors[] = {
 	[0] = "ok",
@@ -86,18 +87,20 @@ int name_from_text(struct name *out, const char *text, size_t text_len)
 
 int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_t *pos)
 {
-	size_t p = *pos, len = 0, end = 0;
-	size_t limit = p;       /* a pointer must point below this */
+	struct wire_reader r = wire_reader_at(pkt, pkt_len, *pos);
+	size_t len = 0, end = 0;
+	size_t limit = *pos;    /* a pointer must point below this */
 	bool jumped = false;
 
 	for (;;) {
-		if (p >= pkt_len)
+		uint8_t b = wire_u8(&r);
+		if (r.bad)
 			return NAME_ERR_TRUNCATED;
-		uint8_t b = pkt[p];
 		if ((b & 0xC0) == 0xC0) {
-			if (p + 1 >= pkt_len)
+			uint8_t low = wire_u8(&r);
+			if (r.bad)
 				return NAME_ERR_TRUNCATED;
-			size_t target = ((size_t)(b & 0x3F) << 8) | pkt[p + 1];
+			size_t target = ((size_t)(b & 0x3F) << 8) | low;
 			/*
 			 * Strictly backwards from the start of the label sequence
 			 * being read: every jump lowers the limit, so a loop
@@ -106,11 +109,11 @@ int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_
 			if (target >= limit || target < NAME_MIN_POINTER)
 				return NAME_ERR_BAD_POINTER;
 			if (!jumped) {
-				end = p + 2;
+				end = (size_t)(r.p - pkt);
 				jumped = true;
 			}
 			limit = target;
-			p = target;
+			r = wire_reader_at(pkt, pkt_len, target);
 			continue;
 		}
 		if (b & 0xC0)
@@ -120,42 +123,44 @@ int name_from_packet(struct name *out, const uint8_t *pkt, size_t pkt_len, size_
 				return NAME_ERR_NAME_TOO_LONG;
 			out->wire[len++] = 0;
 			out->len = (uint8_t)len;
-			*pos = jumped ? end : p + 1;
+			*pos = jumped ? end : (size_t)(r.p - pkt);
 			return NAME_OK;
 		}
-		if (p + 1 + b > pkt_len)
+		const uint8_t *label = wire_take(&r, b);
+		if (!label)
 			return NAME_ERR_TRUNCATED;
 		if (len + 1 + b + 1 > NAME_MAX_WIRE)
 			return NAME_ERR_NAME_TOO_LONG;
 		out->wire[len++] = b;
-		for (unsigned k = 1; k <= b; k++)
-			out->wire[len++] = lower(pkt[p + k]);
-		p += 1 + (size_t)b;
+		for (unsigned k = 0; k < b; k++)
+			out->wire[len++] = lower(label[k]);
 	}
 }
 
 int name_from_wire(struct name *out, const uint8_t *wire, size_t wire_len)
 {
+	struct wire_reader r = wire_reader(wire, wire_len);
 	size_t p = 0;
 
 	for (;;) {
-		if (p >= wire_len)
+		uint8_t b = wire_u8(&r);
+		if (r.bad)
 			return NAME_ERR_TRUNCATED;
-		uint8_t b = wire[p];
 		if (b & 0xC0)
 			return NAME_ERR_BAD_LABEL_TYPE;
 		if (p + 1 + b > NAME_MAX_WIRE)
 			return NAME_ERR_NAME_TOO_LONG;
 		if (b == 0)
 			break;
-		if (p + 1 + b > wire_len)
+		const uint8_t *label = wire_take(&r, b);
+		if (!label)
 			return NAME_ERR_TRUNCATED;
 		out->wire[p] = b;
-		for (unsigned k = 1; k <= b; k++)
-			out->wire[p + k] = lower(wire[p + k]);
+		for (unsigned k = 0; k < b; k++)
+			out->wire[p + 1 + k] = lower(label[k]);
 		p += 1 + (size_t)b;
 	}
-	if (p + 1 != wire_len)
+	if (wire_left(&r) != 0)
 		return NAME_ERR_TRUNCATED;      /* bytes after the root label */
 	out->wire[p] = 0;
 	out->len = (uint8_t)(p + 1);

@@ -1,7 +1,7 @@
 /*
  * The name table: a trie of labels whose nodes live in one open-addressing
- * hash table keyed by the node's whole suffix (DESIGN.md, "Names and the
- * table", with the measurements behind this layout in docs/BENCHMARKS.md).
+ * hash table keyed by the node's whole suffix (docs/ARCHITECTURE.md, lib/fib/,
+ * with the measurements behind this layout in docs/BENCHMARKS.md).
  *
  * A node is a 32-byte slot holding its key (wire bytes up to the root,
  * inline up to 23 bytes), its entry and its child count.  A lookup hashes

@@ -285,7 +285,8 @@ struct tlslink *tlslink_new(struct tlslink_cred *c, bool server, char *err, size
 		/*
 		 * GnuTLS derives the keys that seal tickets from this master
 		 * key and the clock, a new one each ticket lifetime (its
-		 * stek.c), so they rotate with no timer of ours.
+		 * session ticket encryption key rotation), so they rotate
+		 * with no timer of ours.
 		 */
 		gnutls_db_set_cache_expiration(t->s, TICKET_LIFETIME_S);
 		if ((rc = gnutls_session_ticket_enable_server(t->s, &c->ticket_key)) < 0) {
