@@ -2,8 +2,8 @@
  * inrpd's answer path alone (inrpd/answer.c as a UDP worker runs it, no
  * sockets), for callgrind: N routed names, as scripts/bench inrp makes
  * them (each a route to a local server), and Q A queries for them in
- * random order, answered in batches of 32 with the table entries fetched
- * 4 queries ahead, as udp.c does.  Instructions per query:
+ * random order, answered in batches of 32, each batch's table entries
+ * fetched before its first answer, as udp.c does.  Instructions per query:
  *
  *   valgrind --tool=callgrind --toggle-collect=answer_all \
  *       build/bench/bench_answer [--names N] [--queries Q] [--client ADDR]
@@ -35,7 +35,6 @@ struct inrpd_runtime *inrpd_rt;
 struct fib *inrpd_chan_fib;
 
 #define BATCH           32
-#define PREFETCH        4
 #define QUERY_MAX       (DNS_HEADER_LEN + NAME_MAX_WIRE + 4 + DNS_OPT_RR_LEN)
 
 static uint64_t rnd_state = 88172645463325252ull;
@@ -82,11 +81,13 @@ __attribute__((noinline)) static unsigned answer_all(const struct queries *q, co
 		unsigned n = q->n - base < BATCH ? q->n - base : BATCH;
 		rcu_quiescent_state();
 		inrpd_worker_begin(&w);
-		for (unsigned i = 0; i < n && i < PREFETCH; i++)
-			inrpd_prefetch(&w, q->pkt[base + i], q->len[base + i]);
+		const void *where[BATCH * INRPD_BUCKETS_MAX];
+		unsigned nwhere = 0;
+		for (unsigned i = 0; i < n; i++)
+			nwhere += inrpd_buckets(&w, q->pkt[base + i], q->len[base + i], where + nwhere);
+		for (unsigned i = 0; i < nwhere; i++)
+			__builtin_prefetch(where[i]);
 		for (unsigned i = 0; i < n; i++) {
-			if (i + PREFETCH < n)
-				inrpd_prefetch(&w, q->pkt[base + i + PREFETCH], q->len[base + i + PREFETCH]);
 			size_t len = inrpd_answer(&w, q->pkt[base + i], q->len[base + i], client, out[i]);
 			if (len && len != INRPD_FORWARD)
 				answered++;

@@ -14,7 +14,11 @@ move datagrams (relay_hop_p50_us): the floor this machine's kernel and
 scheduler set for a hop between processes.  Likewise echo_cpu_us_per_query
 is bench/udp_echo under the same dnsperf load: a server that only turns
 each query around, with inrpd's recvmmsg/sendmmsg batching, i.e. what the
-kernel alone charges per query.
+kernel alone charges per query.  echo_table_cpu_us_per_query is the
+same echo that also reads, per query, the two buckets of a table as large
+as inrpd's for the names (TABLE_BYTES_PER_NAME a name), fetched a batch
+at a time as inrpd does: what this machine's memory and TLBs add for any
+server that looks each name up in a table that size.
 
 inrpd_scraped_qps: inrpd's qps with a Prometheus-style scrape of its
 /metrics every 100 ms (an HTTP GET loop, as Prometheus would do at ten
@@ -61,6 +65,8 @@ TLDS = (("com", 0.8), ("org", 0.1), ("net", 0.1))
 ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
 # inrpd config files are read whole and bounded (lib/core/conf.h): split the routes
 ROUTES_PER_FILE = 200_000
+# lib/fib's table: 32-byte slots, 0.82-0.90 full
+TABLE_BYTES_PER_NAME = 37
 
 
 def gen_names(n, seed):
@@ -629,6 +635,15 @@ def main():
                     raise RuntimeError(f"udp_echo exited; see {log.name}")
             results["echo"] = measure("echo", p, addr, port, qfile, args.seconds, client_cpus)
             stop(p)
+        with open(os.path.join(work, "echo-table.out"), "w") as log:
+            p = subprocess.Popen(pin([args.echo, addr, str(port), str(TABLE_BYTES_PER_NAME * len(names))]),
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(p)
+            while not udp_answers(addr, port, probe):
+                if p.poll() is not None:
+                    raise RuntimeError(f"udp_echo exited; see {log.name}")
+            results["echo_table"] = measure("echo+tbl", p, addr, port, qfile, args.seconds, client_cpus)
+            stop(p)
 
         results["hop"] = hop_latency("inrpd", inrpd_node(args.inrpd, work), work,
                                      args.hop_queries, args.hop_rate, 60)
@@ -658,6 +673,7 @@ def main():
         "nsd_cpu_us_per_query": round(results["nsd"][1], 3),
         "unbound_cpu_us_per_query": round(results["unbound"][1], 3),
         "echo_cpu_us_per_query": round(results["echo"][1], 3),
+        "echo_table_cpu_us_per_query": round(results["echo_table"][1], 3),
         "hop_p50_us": round(results["hop"], 1),
         "relay_hop_p50_us": round(results["relay_hop"], 1),
         "inrpd_bytes_per_name": round(results["inrpd"][2] / len(names), 1),

@@ -259,14 +259,17 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 	w->exempt_from.family = 0;
 }
 
-void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len)
+unsigned inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+		       const void *where[INRPD_BUCKETS_MAX])
 {
+	unsigned n = 0;
 	if (len <= DNS_HEADER_LEN)
-		return;
+		return 0;
 	if (w->rt->nroutes > 0)
-		fib_prefetch_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+		n = fib_buckets_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, where);
 	if (w->chan)
-		fib_prefetch_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN);
+		n += fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, where + n);
+	return n;
 }
 
 /*

@@ -104,11 +104,14 @@ void inrpd_worker_begin(struct inrpd_worker *w);
 size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out);
 /*
- * Starts fetching the table entries the query's lookup will read: a UDP
- * worker asks a few queries ahead, so at a million names their cache
- * misses overlap instead of stalling one query at a time.
+ * Where the query's lookup will read first (the table entries, up to
+ * INRPD_BUCKETS_MAX, into where; returns how many): a UDP worker fetches
+ * a whole batch's at once before answering it, so at a million names
+ * their cache misses overlap instead of stalling one query at a time.
  */
-void inrpd_prefetch(const struct inrpd_worker *w, const uint8_t *pkt, size_t len);
+#define INRPD_BUCKETS_MAX       4
+unsigned inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+		       const void *where[INRPD_BUCKETS_MAX]);
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);

@@ -577,20 +577,20 @@ static ALWAYS_INLINE unsigned second_label(const struct name *q)
 	return second;
 }
 
-void fib_prefetch_wire(const struct fib *f, const uint8_t *wire, size_t room)
+unsigned fib_buckets_wire(const struct fib *f, const uint8_t *wire, size_t room, const void *where[2])
 {
 	/* the client's bytes: only kept inside room; a name the lookup will
 	 * refuse costs a useless fetch, no more */
 	size_t p = 0, last = NO_LABEL, second = NO_LABEL;
 	while (p < room && wire[p] != 0) {
 		if (wire[p] > NAME_MAX_LABEL)
-			return;
+			return 0;
 		second = last;
 		last = p;
 		p += 1u + wire[p];
 	}
 	if (p >= room || second == NO_LABEL || p - second > KEY_INLINE)
-		return;
+		return 0;
 	unsigned klen = (unsigned)(p - second);
 	uint64_t buf[4] = { 0, 0, 0, 0 };       /* the key, lowercased, readable as short_key_words reads */
 	size_t have = room - second;
@@ -600,8 +600,9 @@ void fib_prefetch_wire(const struct fib *f, const uint8_t *wire, size_t room)
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 	struct key_words k = short_key_words((const uint8_t *)buf, klen);
 	uint64_t h = short_key_hash(f, &k);
-	__builtin_prefetch(&t->buckets[bucket_index(t, h)]);
-	__builtin_prefetch(&t->buckets[bucket_other(t, h)]);
+	where[0] = &t->buckets[bucket_index(t, h)];
+	where[1] = &t->buckets[bucket_other(t, h)];
+	return 2;
 }
 
 bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)

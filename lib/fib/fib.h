@@ -80,12 +80,15 @@ bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fi
 unsigned fib_memberships(const struct fib *fib, const struct name *qname, bool *own, struct name *aggs,
 			 unsigned max);
 /*
- * Starts fetching what fib_lookup_longest_suffix() of the name in wire
- * form at wire (room bytes readable, any case, not yet checked) reads
- * first, for a reader with a batch of names: asked a few names ahead, its
- * lookups wait for memory together instead of one after the other.
+ * Where fib_lookup_longest_suffix() of the name in wire form at wire
+ * (room bytes readable, any case, not yet checked) reads first: its two
+ * buckets, into where; returns how many (0: a name the lookup takes the
+ * long way, or refuses).  For a reader with a batch of names, which
+ * prefetches every name's buckets back to back before its first lookup:
+ * their TLB walks and cache misses overlap, which fetches spread between
+ * the lookups (a few names ahead) do not.
  */
-void fib_prefetch_wire(const struct fib *fib, const uint8_t *wire, size_t room);
+unsigned fib_buckets_wire(const struct fib *fib, const uint8_t *wire, size_t room, const void *where[2]);
 
 /* Writers.  count == 0 removes the name's own routes. */
 int fib_set_routes(struct fib *fib, const struct name *n, const struct route *routes, unsigned count);
