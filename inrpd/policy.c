@@ -988,12 +988,12 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		return 0;
 	struct ip_addr from;
 	unsigned rcode = DNS_RCODE_REFUSED;
-	uint8_t mac[TSIG_MAC_LEN];
+	struct tsig_request req = { 0 };
 	const char *why = NULL;
 	if (!client || !sockaddr_ip(client, &from) ||
 	    !ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
 		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
-	} else if (z->conf.has_key && tsig_verify_request(&z->conf.key, pkt, len, (uint64_t)time(NULL), mac, &why) < 0) {
+	} else if (z->conf.has_key && tsig_verify_request(&z->conf.key, pkt, len, (uint64_t)time(NULL), &req, &why) < 0) {
 		/* the address is easily forged: with a key, only a NOTIFY it signed starts a fetch */
 		rcode = DNS_RCODE_NOTAUTH;
 		__atomic_fetch_add(&z->notifies_bad_tsig, 1, __ATOMIC_RELAXED);
@@ -1004,7 +1004,11 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		__atomic_store_n(&z->notify_pending, 1, __ATOMIC_RELEASE);
 		uv_async_send(&g.notify);
 	}
-	/* RFC 1996 4.7: the header and question echoed, QR and AA set; signed when the NOTIFY was (RFC 8945 5.3) */
+	/*
+	 * RFC 1996 4.7: the header and question echoed, QR and AA set; signed
+	 * when the NOTIFY was (RFC 8945 5.3), with the TSIG error when its
+	 * TSIG failed (5.3.2).
+	 */
 	memcpy(out, pkt, DNS_HEADER_LEN);
 	out[2] = (uint8_t)(0x80 | (DNS_OPCODE_NOTIFY << 3) | 0x04);
 	out[3] = (uint8_t)rcode;
@@ -1014,8 +1018,13 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 	memcpy(out + DNS_HEADER_LEN, q0, qlen);
 	size_t n = DNS_HEADER_LEN + qlen;
 	if (rcode == DNS_RCODE_NOERROR && z->conf.has_key) {
-		size_t signed_len = tsig_sign_reply(&z->conf.key, out, n, cap, (uint64_t)time(NULL), mac);
+		size_t signed_len = tsig_sign_reply(&z->conf.key, out, n, cap, (uint64_t)time(NULL), req.mac);
 		n = signed_len ? signed_len : n;
+	} else if (req.error) {
+		struct wire_writer w = wire_writer(out, cap);
+		w.len = n;
+		if (tsig_write_error(&w, &z->conf.key, &req, (uint64_t)time(NULL)))
+			n = wire_written(&w);
 	}
 	return n;
 }

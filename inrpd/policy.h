@@ -64,7 +64,7 @@ bool inrpd_rpz_match(const struct name *qname, const struct sockaddr *client, st
  * A NOTIFY (opcode 4) for a policy zone: from its primary (and signed by
  * the zone's key, when it has one), a fetch is started and the answer is
  * NOERROR (signed likewise); from anyone else REFUSED, without a TSIG
- * that verifies NOTAUTH, counted.
+ * that verifies NOTAUTH (with the TSIG error, RFC 8945 5.3.2), counted.
  * The answer's length in out, or 0 when the message is no NOTIFY of ours.
  */
 size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *client, uint8_t *out,

@@ -235,14 +235,14 @@ static int fail(const char **why, const char *text)
 /* A message's TSIG record, read. */
 struct tsig_rr {
 	struct dns_header h;
-	struct name owner;
+	struct name owner, alg;
 	uint64_t signed_at;
-	uint16_t fudge, orig_id, error, other_len;
+	uint16_t fudge, mac_len, orig_id, error, other_len;
 	const uint8_t *mac, *other;
 	size_t body;                    /* the message without it */
 };
 
-/* 0 and t when the message's last record is a TSIG of ours (hmac-sha256), 1 when it has none, -1 (why) otherwise. */
+/* 0 and t when the message's last record is a TSIG, 1 when it has none, -1 (why) otherwise. */
 static int read_tsig(const uint8_t *msg, size_t len, struct tsig_rr *t, const char **why)
 {
 	struct wire_reader r = wire_reader(msg, len);
@@ -271,29 +271,37 @@ static int read_tsig(const uint8_t *msg, size_t len, struct tsig_rr *t, const ch
 	if (tsigs > 1 || last.index + 1 != total || last.section != DNS_SECTION_ADDITIONAL)
 		return fail(why, "a TSIG that is not the last record");
 	struct wire_reader o = wire_reader(last.owner, (size_t)(msg + len - last.owner));
-	struct name alg;
 	if (dns_name_read(&o, msg, &t->owner) != NAME_OK)
 		return fail(why, "bad TSIG owner");
 	if (last.rclass != CLASS_ANY || last.ttl != 0)
 		return fail(why, "bad TSIG class or TTL");
 	struct wire_reader d = wire_reader(last.rdata, last.rdlen);
-	if (dns_name_read(&d, msg, &alg) != NAME_OK || alg.len != sizeof(alg_wire) ||
-	    memcmp(alg.wire, alg_wire, sizeof(alg_wire)) != 0)
-		return fail(why, "another algorithm than hmac-sha256");
+	if (dns_name_read(&d, msg, &t->alg) != NAME_OK)
+		return fail(why, "bad TSIG algorithm name");
 	t->signed_at = (uint64_t)wire_u16(&d) << 32;
 	t->signed_at |= wire_u32(&d);
 	t->fudge = wire_u16(&d);
-	uint16_t mac_len = wire_u16(&d);
-	t->mac = wire_take(&d, mac_len);
+	t->mac_len = wire_u16(&d);
+	t->mac = wire_take(&d, t->mac_len);
 	t->orig_id = wire_u16(&d);
 	t->error = wire_u16(&d);
 	t->other_len = wire_u16(&d);
 	t->other = wire_take(&d, t->other_len);
 	if (d.bad || wire_left(&d) != 0)
 		return fail(why, "bad TSIG data");
-	if (mac_len != TSIG_MAC_LEN)
-		return fail(why, "a MAC that is not 32 bytes");
 	t->body = (size_t)(last.owner - msg);
+	return 0;
+}
+
+/* Whether t is of key k and its algorithm, hmac-sha256, the one spoken. */
+static int of_key(const struct tsig_rr *t, const struct tsig_key *k, const char **why)
+{
+	if (t->alg.len != sizeof(alg_wire) || memcmp(t->alg.wire, alg_wire, sizeof(alg_wire)) != 0)
+		return fail(why, "another algorithm than hmac-sha256");
+	if (!name_equal(&t->owner, &k->name))
+		return fail(why, "signed with another key");
+	if (t->mac_len != TSIG_MAC_LEN)
+		return fail(why, "a MAC that is not 32 bytes");
 	return 0;
 }
 
@@ -313,8 +321,8 @@ int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, ui
 		mac_message(&s->st, msg, len, t.h.id, t.h.arcount);
 		return 1;
 	}
-	if (!name_equal(&t.owner, &s->key->name))
-		return fail(why, "signed with another key");
+	if (of_key(&t, s->key, why) < 0)
+		return -1;
 	if (t.error != 0)
 		return fail(why, t.error == 16 ? "the server says BADSIG" : t.error == 17 ? "the server says BADKEY"
 				 : t.error == 18 ? "the server says BADTIME" : "the server reports a TSIG error");
@@ -339,26 +347,82 @@ int tsig_stream_verify(struct tsig_stream *s, const uint8_t *msg, size_t len, ui
 }
 
 int tsig_verify_request(const struct tsig_key *k, const uint8_t *msg, size_t len, uint64_t now,
-			uint8_t mac[TSIG_MAC_LEN], const char **why)
+			struct tsig_request *req, const char **why)
 {
 	struct tsig_rr t;
+	memset(req, 0, sizeof(*req));
 	int rc = read_tsig(msg, len, &t, why);
 	if (rc != 0)
 		return rc > 0 ? fail(why, "not signed") : -1;
-	if (!name_equal(&t.owner, &k->name))
-		return fail(why, "signed with another key (BADKEY)");
+	req->key = t.owner;
+	req->alg = t.alg;
+	req->signed_at = t.signed_at;
+	req->orig_id = t.orig_id;
+	if (of_key(&t, k, why) < 0) {
+		/* 5.2.1: a key or algorithm not ours is BADKEY; our key with a MAC of another length, BADSIG */
+		bool ours = name_equal(&t.owner, &k->name) && t.alg.len == sizeof(alg_wire) &&
+			    memcmp(t.alg.wire, alg_wire, sizeof(alg_wire)) == 0;
+		req->error = ours ? TSIG_BADSIG : TSIG_BADKEY;
+		return -1;
+	}
 	crypto_auth_hmacsha256_state st;
 	crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
 	mac_message(&st, msg, t.body, t.orig_id, (uint16_t)(t.h.arcount - 1));
 	mac_variables(&st, k, t.signed_at, t.fudge, t.error, t.other, t.other_len, false);
 	uint8_t want[TSIG_MAC_LEN];
 	crypto_auth_hmacsha256_final(&st, want);
-	if (crypto_verify_32(want, t.mac) != 0)
+	if (crypto_verify_32(want, t.mac) != 0) {
+		req->error = TSIG_BADSIG;
 		return fail(why, "the MAC does not verify (BADSIG)");
-	if (t.signed_at + t.fudge < now || now + t.fudge < t.signed_at)
+	}
+	memcpy(req->mac, t.mac, TSIG_MAC_LEN);
+	if (t.signed_at + t.fudge < now || now + t.fudge < t.signed_at) {
+		req->error = TSIG_BADTIME;
 		return fail(why, "signed outside the fudge of our clock (BADTIME)");
-	memcpy(mac, t.mac, TSIG_MAC_LEN);
+	}
 	return 0;
+}
+
+bool tsig_write_error(struct wire_writer *w, const struct tsig_key *k, const struct tsig_request *req,
+		      uint64_t now)
+{
+	bool sign = req->error == TSIG_BADTIME;
+	uint64_t at = sign ? req->signed_at : now;
+	uint8_t other[6], mac[TSIG_MAC_LEN];
+	wire_store16(other, (uint16_t)(now >> 32));
+	wire_store32(other + 2, (uint32_t)now);
+	uint16_t other_len = sign ? sizeof(other) : 0, mac_len = sign ? TSIG_MAC_LEN : 0;
+	if (w->bad || w->len < DNS_HEADER_LEN)
+		return false;
+	uint16_t arcount = wire_load16(w->buf + 10);
+	if (sign) {
+		/* 5.3.2: signed as any answer to the request, the error and our time covered */
+		crypto_auth_hmacsha256_state st;
+		crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
+		mac_prior(&st, req->mac);
+		mac_message(&st, w->buf, w->len, wire_load16(w->buf), arcount);
+		mac_variables(&st, k, at, TSIG_FUDGE, req->error, other, other_len, false);
+		crypto_auth_hmacsha256_final(&st, mac);
+	}
+	wire_put(w, req->key.wire, req->key.len);
+	wire_put16(w, DNS_TYPE_TSIG);
+	wire_put16(w, CLASS_ANY);
+	wire_put32(w, 0);
+	wire_put16(w, (uint16_t)(req->alg.len + 16 + mac_len + other_len));
+	wire_put(w, req->alg.wire, req->alg.len);
+	wire_put16(w, (uint16_t)(at >> 32));
+	wire_put32(w, (uint32_t)at);
+	wire_put16(w, TSIG_FUDGE);
+	wire_put16(w, mac_len);
+	wire_put(w, mac, mac_len);
+	wire_put16(w, req->orig_id);
+	wire_put16(w, req->error);
+	wire_put16(w, other_len);
+	wire_put(w, other, other_len);
+	if (w->bad)
+		return false;
+	wire_store16(w->buf + 10, (uint16_t)(arcount + 1));
+	return true;
 }
 
 bool tsig_stream_complete(const struct tsig_stream *s)

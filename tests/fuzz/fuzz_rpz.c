@@ -278,17 +278,33 @@ static void copy(const uint8_t *data, size_t size)
 
 static void request(const struct tsig_key *k, const uint8_t *msg, size_t len, uint64_t now)
 {
-	uint8_t mac[TSIG_MAC_LEN], out[512];
+	struct tsig_request req;
+	uint8_t out[512];
 	const char *why = NULL;
-	if (tsig_verify_request(k, msg, len, now, mac, &why) < 0) {
-		if (!why)
+	size_t n = len < DNS_HEADER_LEN ? 0 : DNS_HEADER_LEN;
+	memcpy(out, msg, n);
+	if (tsig_verify_request(k, msg, len, now, &req, &why) < 0) {
+		if (!why || (req.error && req.error != TSIG_BADKEY && req.error != TSIG_BADSIG &&
+			     req.error != TSIG_BADTIME))
+			abort();
+		if (!n || !req.error)
+			return;
+		/* its error answer: always fits (two names and fixed fields), and never passes for a signed request */
+		struct wire_writer w = wire_writer(out, sizeof(out));
+		w.len = n;
+		wire_store16(out + 4, 0);
+		wire_store16(out + 6, 0);
+		wire_store16(out + 8, 0);
+		wire_store16(out + 10, 0);
+		if (!tsig_write_error(&w, k, &req, now))
+			abort();
+		struct tsig_request back;
+		if (tsig_verify_request(k, out, wire_written(&w), now, &back, &why) == 0)
 			abort();
 		return;
 	}
 	/* a verified request: its answer signs */
-	size_t n = len < DNS_HEADER_LEN ? 0 : DNS_HEADER_LEN;
-	memcpy(out, msg, n);
-	if (n && tsig_sign_reply(k, out, n, sizeof(out), now, mac) == 0)
+	if (n && tsig_sign_reply(k, out, n, sizeof(out), now, req.mac) == 0)
 		abort();
 }
 

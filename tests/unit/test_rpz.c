@@ -684,6 +684,150 @@ static void a_reply_with_another_mac_is_refused(void **state)
 	assert_string_equal(why, "signed with another key");
 }
 
+/* The TSIG record an error answer ends with (written uncompressed, at off). */
+struct error_rr {
+	struct name key, alg;
+	uint64_t signed_at;
+	uint16_t fudge, mac_len, error, other_len;
+	const uint8_t *mac, *other;
+};
+
+static struct error_rr error_rr(const uint8_t *a, size_t len, size_t off)
+{
+	struct error_rr e = { 0 };
+	struct wire_reader r = wire_reader_at(a, len, off);
+	assert_int_equal(dns_name_read(&r, a, &e.key), NAME_OK);
+	assert_int_equal(wire_u16(&r), DNS_TYPE_TSIG);
+	assert_int_equal(wire_u16(&r), 255);
+	assert_int_equal(wire_u32(&r), 0);
+	uint16_t rdlen = wire_u16(&r);
+	assert_int_equal(rdlen, wire_left(&r));
+	assert_int_equal(dns_name_read(&r, a, &e.alg), NAME_OK);
+	e.signed_at = (uint64_t)wire_u16(&r) << 32;
+	e.signed_at |= wire_u32(&r);
+	e.fudge = wire_u16(&r);
+	e.mac_len = wire_u16(&r);
+	e.mac = wire_take(&r, e.mac_len);
+	assert_int_equal(wire_u16(&r), 0x1234);         /* the original id */
+	e.error = wire_u16(&r);
+	e.other_len = wire_u16(&r);
+	e.other = wire_take(&r, e.other_len);
+	assert_false(r.bad);
+	assert_int_equal(wire_left(&r), 0);
+	return e;
+}
+
+/* A NOTIFY's answer after verifying it with k at now: its length, the TSIG error record at *off. */
+static size_t answer(const struct tsig_key *k, const uint8_t *q, size_t len, uint64_t now,
+		     struct tsig_request *req, uint8_t *a, size_t cap, size_t *off)
+{
+	const char *why;
+	assert_int_equal(tsig_verify_request(k, q, len, now, req, &why), -1);
+	memcpy(a, q, 21);
+	a[2] |= 0x80;
+	a[3] = 9;                                       /* NOTAUTH */
+	wire_store16(a + 10, 0);
+	struct wire_writer w = wire_writer(a, cap);
+	w.len = *off = 21;
+	if (!tsig_write_error(&w, k, req, now))
+		return 0;
+	assert_int_equal(wire_load16(a + 10), 1);      /* counted */
+	return wire_written(&w);
+}
+
+/* RFC 8945 5.3.2: BADKEY and BADSIG unsigned, BADTIME signed with our time; no TSIG, no error. */
+static void a_refused_notify_gets_its_tsig_error(void **state)
+{
+	(void)state;
+	struct tsig_key k = { .secret = "0123456789abcdef", .secret_len = 16 };
+	k.name = nm("xfr.key");
+	const uint64_t t = 1000000;
+	uint8_t q[512] = { 0x12, 0x34, 0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 'r', 'p', 'z', 0, 0, 6, 0, 1 };
+	uint8_t mac[TSIG_MAC_LEN], a[512];
+	size_t len = tsig_sign(&k, q, 21, sizeof(q), t, mac), off, n;
+	struct tsig_request req;
+	const char *why;
+	assert_int_equal(tsig_verify_request(&k, q, len, t + TSIG_FUDGE, &req, &why), 0);
+	assert_int_equal(req.error, 0);
+	assert_memory_equal(req.mac, mac, TSIG_MAC_LEN);
+
+	/* unsigned: no error to carry */
+	wire_store16(q + 10, 0);
+	assert_int_equal(tsig_verify_request(&k, q, 21, t, &req, &why), -1);
+	assert_string_equal(why, "not signed");
+	assert_int_equal(req.error, 0);
+	wire_store16(q + 10, 1);
+
+	/* a key of another name: BADKEY, its name echoed, no MAC */
+	struct tsig_key other = k;
+	other.name = nm("other.key");
+	n = answer(&other, q, len, t, &req, a, sizeof(a), &off);
+	struct error_rr e = error_rr(a, n, off);
+	assert_int_equal(e.error, TSIG_BADKEY);
+	assert_true(name_equal(&e.key, &k.name));
+	assert_int_equal(e.mac_len, 0);
+	assert_int_equal(e.other_len, 0);
+	assert_int_equal(e.signed_at, t);
+
+	/* another algorithm (its name, same length, echoed): BADKEY */
+	uint8_t *alg = memmem(q + 21, len - 21, "hmac-sha256", 11);
+	alg[10] = '7';
+	n = answer(&k, q, len, t, &req, a, sizeof(a), &off);
+	e = error_rr(a, n, off);
+	assert_int_equal(e.error, TSIG_BADKEY);
+	assert_true(name_equal(&e.alg, &req.alg) && e.alg.wire[11] == '7');
+	alg[10] = '6';
+
+	/* our key's name, another secret: BADSIG, no MAC */
+	other = k;
+	other.secret[0] ^= 1;
+	n = answer(&other, q, len, t, &req, a, sizeof(a), &off);
+	e = error_rr(a, n, off);
+	assert_int_equal(e.error, TSIG_BADSIG);
+	assert_int_equal(e.mac_len, 0);
+	assert_int_equal(e.other_len, 0);
+
+	/* an hour off: BADTIME, at the request's time signed, our time in Other Data, signed over its MAC */
+	n = answer(&k, q, len, t + 3600, &req, a, sizeof(a), &off);
+	e = error_rr(a, n, off);
+	assert_int_equal(e.error, TSIG_BADTIME);
+	assert_int_equal(e.signed_at, t);
+	assert_int_equal(e.fudge, TSIG_FUDGE);
+	assert_int_equal(e.other_len, 6);
+	assert_int_equal((uint64_t)wire_load16(e.other) << 32 | wire_load32(e.other + 2), t + 3600);
+	assert_int_equal(e.mac_len, TSIG_MAC_LEN);
+	/* the MAC as RFC 8945 4.3.1 and 4.3.3 have the requester compute it */
+	uint8_t v[512], want[TSIG_MAC_LEN];
+	size_t vl = 0;
+	v[vl++] = 0;
+	v[vl++] = TSIG_MAC_LEN;
+	memcpy(v + vl, mac, TSIG_MAC_LEN);
+	vl += TSIG_MAC_LEN;
+	memcpy(v + vl, a, off);
+	wire_store16(v + vl + 10, 0);
+	vl += off;
+	memcpy(v + vl, k.name.wire, k.name.len);
+	vl += k.name.len;
+	const uint8_t vars[] = { 0, 255, 0, 0, 0, 0 };
+	memcpy(v + vl, vars, sizeof(vars));
+	vl += sizeof(vars);
+	memcpy(v + vl, e.alg.wire, e.alg.len);
+	vl += e.alg.len;
+	const uint8_t *rd = e.mac - 10;                 /* time signed, fudge, then the error and other data */
+	memcpy(v + vl, rd, 8);
+	vl += 8;
+	memcpy(v + vl, e.mac + TSIG_MAC_LEN + 2, 2 + 2 + 6);
+	vl += 10;
+	crypto_auth_hmacsha256_state st;
+	crypto_auth_hmacsha256_init(&st, k.secret, k.secret_len);
+	crypto_auth_hmacsha256_update(&st, v, vl);
+	crypto_auth_hmacsha256_final(&st, want);
+	assert_memory_equal(e.mac, want, TSIG_MAC_LEN);
+
+	/* no room: refused whole */
+	assert_int_equal(answer(&k, q, len, t + 3600, &req, a, off + 20, &off), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +842,7 @@ int main(void)
 		cmocka_unit_test(a_failed_transfer_is_undone),
 		cmocka_unit_test(the_journal_replays_and_stops_at_a_tear),
 		cmocka_unit_test(key_files_in_binds_format),
+		cmocka_unit_test(a_refused_notify_gets_its_tsig_error),
 		cmocka_unit_test(a_reply_with_another_mac_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
