@@ -14,6 +14,9 @@ import signal
 import socket
 import subprocess
 import threading
+import time
+import types
+from unittest import mock
 
 import dns.exception
 import dns.flags
@@ -440,6 +443,23 @@ class FakePrimary:
         self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
         self.versions[self.serial(self.zone)] = self.zone
 
+    def notify_wire(self, d, secret=SECRET, key="xfr.key", skew=0):
+        """A NOTIFY from the primary's own address, signed with secret as
+        key (None: unsigned) at our time plus skew seconds; the query and
+        the answer's wire, unread."""
+        q = dns.message.make_query("rpz.test.", "SOA")
+        q.set_opcode(dns.opcode.NOTIFY)
+        if secret is not None:
+            q.use_tsig(dns.tsig.Key(key, secret, "hmac-sha256"))
+        clock = types.SimpleNamespace(time=lambda: time.time() + skew)
+        with mock.patch.object(dns.message, "time", clock):
+            wire = q.to_wire()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.bind((self.addr, 0))
+            u.settimeout(2)
+            u.sendto(wire, (d.addr, d.port))
+            return q, u.recv(65535)
+
     def notify(self, d, secret=SECRET):
         """A NOTIFY from the primary's own address, signed with secret's key
         (None: unsigned); the answer, its TSIG verified when ours was right."""
@@ -464,11 +484,42 @@ class FakePrimary:
         self.sock.close()
 
 
-@pytest.mark.parametrize("secret", [None, WRONG], ids=["unsigned", "another-key"])
-def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, secret):
+def answer_tsig(q, wire, secret, key="xfr.key"):
+    """The answer to NOTIFY q as dnspython reads it with secret as key:
+    the message (None when it raises), its TSIG record, where that starts,
+    and the error dnspython raised."""
+    seen = {}
+    validate = dns.tsig.validate
+
+    def spy(*args):
+        seen["rdata"], seen["start"] = args[3], args[6]
+        return validate(*args)
+
+    keyring = {dns.name.from_text(key): dns.tsig.Key(key, secret or SECRET, "hmac-sha256")}
+    with mock.patch.object(dns.tsig, "validate", spy):
+        try:
+            return dns.message.from_wire(wire, keyring=keyring, request_mac=q.mac), None, None, None
+        except dns.tsig.PeerError as e:
+            return None, seen["rdata"], seen["start"], e
+
+
+NOTIFIES = {                                    # how signed, and the TSIG error its answer carries
+    "unsigned": (dict(secret=None), None),
+    "another-key": (dict(secret=WRONG, key="other.key"), dns.tsig.PeerBadKey),
+    "wrong-mac": (dict(secret=WRONG), dns.tsig.PeerBadSignature),
+    "an-hour-off": (dict(secret=SECRET, skew=-3600), dns.tsig.PeerBadTime),
+}
+
+
+@pytest.mark.parametrize("how", NOTIFIES)
+def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, how):
     """A NOTIFY from the primary's own address (a spoofer's UDP) that the
-    zone's key did not sign: NOTAUTH, counted, and no transfer asked of the
-    primary; the primary's signed one then starts exactly one."""
+    zone's key did not sign: NOTAUTH with the TSIG error of RFC 8945 5.3.2
+    (none unsigned; BADKEY and BADSIG unsigned with no MAC; BADTIME signed,
+    at the NOTIFY's time, with inrpd's time in Other Data), counted, and no
+    transfer asked of the primary; the primary's signed one then starts
+    exactly one."""
+    sent, error = NOTIFIES[how]
     fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
     try:
         key = key_file(tmp_path, SECRET)
@@ -477,12 +528,32 @@ def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, secret):
         wait_serial(d, "rpz.test", 1)
         asked = len(fake.asked)
         for _ in range(3):
-            r = fake.notify(d, secret)
-            assert r.rcode() == dns.rcode.NOTAUTH and not r.had_tsig, r
+            before = int(time.time())
+            q, wire = fake.notify_wire(d, **sent)
+            after = int(time.time())
+            assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
+            r, rd, start, raised = answer_tsig(q, wire, sent["secret"], sent.get("key", "xfr.key"))
+            if error is None:
+                assert r.rcode() == dns.rcode.NOTAUTH and not r.had_tsig, r
+                continue
+            assert isinstance(raised, error), raised
+            assert rd.original_id == q.id and rd.fudge == 300, rd
+            if error is not dns.tsig.PeerBadTime:
+                assert rd.mac == b"" and rd.other == b"", rd
+                continue
+            # signed over the NOTIFY's MAC: its sender verifies it with the key, whatever its clock
+            assert rd.time_signed == q.tsig[0].time_signed, rd
+            assert before <= int.from_bytes(rd.other, "big") <= after, rd
+            body = wire[:10] + (int.from_bytes(wire[10:12], "big") - 1).to_bytes(2, "big") + wire[12:start]
+            k = dns.tsig.Key("xfr.key", SECRET, "hmac-sha256")
+            assert dns.tsig.sign(body, k, rd, rd.time_signed, q.mac)[0].mac == rd.mac
+            forged = dns.tsig.Key("xfr.key", WRONG, "hmac-sha256")
+            assert dns.tsig.sign(body, forged, rd, rd.time_signed, q.mac)[0].mac != rd.mac
         z = show_rpz(d)["rpz.test"]
         assert z["notifies_bad_tsig"] == 3 and z["notifies"] == 0 and z["notifies_refused"] == 0, z
         fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
-        r = fake.notify(d)                      # signed, and its answer's TSIG verified by dnspython
+        q, wire = fake.notify_wire(d)
+        r, _, _, _ = answer_tsig(q, wire, SECRET)       # signed, and its TSIG verified by dnspython
         assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
         wait_serial(d, "rpz.test", 2)
         assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
