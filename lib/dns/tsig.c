@@ -400,7 +400,7 @@ bool tsig_write_error(struct wire_writer *w, const struct tsig_key *k, const str
 		crypto_auth_hmacsha256_state st;
 		crypto_auth_hmacsha256_init(&st, k->secret, k->secret_len);
 		mac_prior(&st, req->mac);
-		mac_message(&st, w->buf, w->len, wire_load16(w->buf), arcount);
+		mac_message(&st, w->buf, w->len, req->orig_id, arcount);        /* as the record says */
 		mac_variables(&st, k, at, TSIG_FUDGE, req->error, other, other_len, false);
 		crypto_auth_hmacsha256_final(&st, mac);
 	}
