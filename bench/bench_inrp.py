@@ -4,6 +4,14 @@ NSD (the names as zones) and Unbound (the names as local-data), each driven
 by dnsperf with the same query file and the same CPU pinning.  Each
 server's CPU time comes from /proc before and after its run.
 
+inrpd, NSD and the two echo floors run at once, each on its own address,
+and are measured in --rounds rounds, each server a --round-seconds burst
+in turn, the order rotating a step a round: the others' load on a shared
+machine drifts over minutes, so each ratio (inrpd/NSD qps, inrpd/echo CPU
+per query) is taken of bursts seconds apart, round by round, and the JSON
+gives the medians of those ratios and each round's.  Unbound, whose
+figures are no target's ratio, is measured alone afterwards.
+
 Then hop_p50_us: the median latency one forwarding hop adds.  Five
 inrpd routers in a chain (the last with the content server) are asked at
 a fixed moderate rate, alternately at the first (5 hops) and at the last
@@ -185,6 +193,27 @@ def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB",
           flush=True)
     return qps, us_per_q, rss
+
+
+def interleaved(servers, qfile, seconds, client_cpus, rounds):
+    """servers: {name: (proc, addr, port)}, all started and loaded.  rounds
+    times, each in turn (the order rotating a step a round), a warm-up and a
+    measured dnsperf burst: the others' load on a shared machine drifts over
+    minutes, so the servers a ratio compares are measured seconds apart.
+    {name: [(qps, cpu us/query, rss), ...]}, one a round."""
+    names = list(servers)
+    runs = {n: [] for n in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            proc, addr, port = servers[n]
+            runs[n].append(measure(f"{n}#{r}", proc, addr, port, qfile, seconds, client_cpus))
+    return runs
+
+
+def ratios(num, den, field):
+    """num's field over den's, round by round."""
+    return [round(a[field] / b[field], 4) for a, b in zip(num, den)]
 
 
 class Scraper(threading.Thread):
@@ -482,10 +511,24 @@ def dnstap_beside(args, work, includes, plain, probe, qfile, pin, client_cpus, p
         reader.close()
 
 
+def start_echo(echo, addr, port, table_bytes, probe, pin, log):
+    """bench/udp_echo on addr:port, with a table of table_bytes if not 0."""
+    proc = subprocess.Popen(pin([echo, addr, str(port)] + ([str(table_bytes)] if table_bytes else [])),
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    while not udp_answers(addr, port, probe):
+        if proc.poll() is not None:
+            raise RuntimeError(f"udp_echo exited; see {log.name}")
+    return proc
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench inrp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
-    ap.add_argument("--seconds", type=int, default=10, help="length of each measured dnsperf run")
+    ap.add_argument("--seconds", type=int, default=10,
+                    help="length of each measured dnsperf run of Unbound (and, halved, of the scrape pairs)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which inrpd, NSD and the echo floors are measured in turn")
+    ap.add_argument("--round-seconds", type=int, default=5, help="length of each server's burst in a round")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scrape-pairs", type=int, default=6,
                     help="runs with and without a 100 ms /metrics scrape, alternating")
@@ -548,12 +591,13 @@ def main():
                     f"metrics 127.0.0.1 port {mport};\n")
             for path in includes:
                 f.write(f'include "{path}";\n')
+        servers = {}
         with open(os.path.join(work, "inrpd.log"), "w") as log:
             t = time.monotonic()
             p = start(pin([args.inrpd, "-f", "-c", conf]), addr, port, names[0], 600, log)
             procs.append(p)
             print(f"inrpd loaded in {time.monotonic() - t:.1f} s", flush=True)
-            results["inrpd"] = measure("inrpd", p, addr, port, qfile, args.seconds, client_cpus)
+            servers["inrpd"] = (p, addr, port)
             runs = {False: [], True: []}
             ok = failed = 0
             scrape_us = []
@@ -585,7 +629,6 @@ def main():
             if args.dnstap:
                 results["dnstap"] = dnstap_beside(args, work, includes, (p, addr, port), names[0], qfile, pin,
                                                   client_cpus, procs)
-            stop(p)
 
         # NSD: the names as A records in three zones
         addr, port = "127.0.0.42", free_port()
@@ -608,8 +651,34 @@ def main():
             p = start(pin([nsd_bin, "-d", "-c", nsd_conf]), addr, port, names[0], 600, log)
             procs.append(p)
             print(f"nsd loaded in {time.monotonic() - t:.1f} s", flush=True)
-            results["nsd"] = measure("nsd", p, addr, port, qfile, args.seconds, client_cpus)
+            servers["nsd"] = (p, addr, port)
+
+        # the floors: a server that only turns datagrams around, and one that
+        # also reads a table as large as inrpd's
+        import dns.message
+        probe = bytearray(dns.message.make_query(names[0], "A").to_wire())
+        for name, addr, table in (("echo", "127.0.0.44", 0), ("echo+tbl", "127.0.0.46",
+                                                              TABLE_BYTES_PER_NAME * len(names))):
+            port = free_port()
+            with open(os.path.join(work, f"{name}.out"), "w") as log:
+                p = start_echo(args.echo, addr, port, table, probe, pin, log)
+                procs.append(p)
+                servers[name] = (p, addr, port)
+
+        rounds = interleaved(servers, qfile, args.round_seconds, client_cpus, args.rounds)
+        for name, (p, _, _) in servers.items():
+            # memory after the server's last burst, as each is left by its runs
+            results[name] = (median(r[0] for r in rounds[name]), median(r[1] for r in rounds[name]),
+                             rounds[name][-1][2])
             stop(p)
+        results["rounds"] = rounds
+        results["qps_ratio_rounds"] = ratios(rounds["inrpd"], rounds["nsd"], 0)
+        results["echo_ratio_rounds"] = ratios(rounds["inrpd"], rounds["echo"], 1)
+        results["echo_table_ratio_rounds"] = ratios(rounds["inrpd"], rounds["echo+tbl"], 1)
+        print("inrpd/nsd qps " + " ".join(f"{x:.3f}" for x in results["qps_ratio_rounds"]) +
+              ", inrpd/echo CPU " + " ".join(f"{x:.3f}" for x in results["echo_ratio_rounds"]) +
+              ", inrpd/echo+tbl CPU " + " ".join(f"{x:.3f}" for x in results["echo_table_ratio_rounds"]),
+              flush=True)
 
         # Unbound: the names as local-data in static zones
         addr, port = "127.0.0.43", free_port()
@@ -620,29 +689,6 @@ def main():
             procs.append(p)
             print(f"unbound loaded in {time.monotonic() - t:.1f} s", flush=True)
             results["unbound"] = measure("unbound", p, addr, port, qfile, args.seconds, client_cpus)
-            stop(p)
-
-        # the floor: a server that only turns datagrams around
-        addr, port = "127.0.0.44", free_port()
-        import dns.message
-        probe = bytearray(dns.message.make_query(names[0], "A").to_wire())
-        with open(os.path.join(work, "echo.out"), "w") as log:
-            p = subprocess.Popen(pin([args.echo, addr, str(port)]), stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
-            procs.append(p)
-            while not udp_answers(addr, port, probe):
-                if p.poll() is not None:
-                    raise RuntimeError(f"udp_echo exited; see {log.name}")
-            results["echo"] = measure("echo", p, addr, port, qfile, args.seconds, client_cpus)
-            stop(p)
-        with open(os.path.join(work, "echo-table.out"), "w") as log:
-            p = subprocess.Popen(pin([args.echo, addr, str(port), str(TABLE_BYTES_PER_NAME * len(names))]),
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            procs.append(p)
-            while not udp_answers(addr, port, probe):
-                if p.poll() is not None:
-                    raise RuntimeError(f"udp_echo exited; see {log.name}")
-            results["echo_table"] = measure("echo+tbl", p, addr, port, qfile, args.seconds, client_cpus)
             stop(p)
 
         results["hop"] = hop_latency("inrpd", inrpd_node(args.inrpd, work), work,
@@ -673,13 +719,29 @@ def main():
         "nsd_cpu_us_per_query": round(results["nsd"][1], 3),
         "unbound_cpu_us_per_query": round(results["unbound"][1], 3),
         "echo_cpu_us_per_query": round(results["echo"][1], 3),
-        "echo_table_cpu_us_per_query": round(results["echo_table"][1], 3),
+        "echo_table_cpu_us_per_query": round(results["echo+tbl"][1], 3),
         "hop_p50_us": round(results["hop"], 1),
         "relay_hop_p50_us": round(results["relay_hop"], 1),
         "inrpd_bytes_per_name": round(results["inrpd"][2] / len(names), 1),
         "nsd_bytes_per_name": round(results["nsd"][2] / len(names), 1),
         "unbound_bytes_per_name": round(results["unbound"][2] / len(names), 1),
+        # the medians of the ratios round by round: each ratio is of two
+        # bursts seconds apart, the median keeps a round the others' load
+        # hit from deciding
+        "rounds": args.rounds,
+        "round_seconds": args.round_seconds,
+        "inrpd_nsd_qps_ratio": round(median(results["qps_ratio_rounds"]), 4),
+        "inrpd_echo_cpu_ratio": round(median(results["echo_ratio_rounds"]), 4),
+        "inrpd_echo_table_cpu_ratio": round(median(results["echo_table_ratio_rounds"]), 4),
+        "target_qps_met": median(results["qps_ratio_rounds"]) >= 1.1,
+        "target_cpu_met": median(results["echo_ratio_rounds"]) <= 1.05,
+        "inrpd_nsd_qps_ratio_rounds": results["qps_ratio_rounds"],
+        "inrpd_echo_cpu_ratio_rounds": results["echo_ratio_rounds"],
+        "inrpd_echo_table_cpu_ratio_rounds": results["echo_table_ratio_rounds"],
     }
+    for name, key in (("inrpd", "inrpd"), ("nsd", "nsd"), ("echo", "echo"), ("echo+tbl", "echo_table")):
+        out[f"{key}_qps_rounds"] = [round(r[0]) for r in results["rounds"][name]]
+        out[f"{key}_cpu_us_rounds"] = [round(r[1], 3) for r in results["rounds"][name]]
     out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
