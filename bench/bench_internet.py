@@ -73,6 +73,8 @@ def main():
     ap.add_argument("--update-delay", type=int, default=25, help="ms, nbrp's (nbrpd.conf(5))")
     ap.add_argument("--withdrawal-delay", type=int, default=50, help="ms, nbrp's (nbrpd.conf(5))")
     args = ap.parse_args()
+    if args.origins < 2:
+        ap.error("--origins: at least 2 (a move goes to the next origin of its class)")
     chosen = args.runs.split(",")
     if not set(chosen) <= {r[0] for r in RUNS} or "nbrp" not in chosen:
         ap.error("--runs: nbrp and any of nbrp_no_delay,bgp_mrai30,bgp_mrai0")
