@@ -172,6 +172,24 @@ static void format_counters(const struct inrpd_counters *c, bool json, char *buf
 		snprintf(buf + n, len - n, "}");
 }
 
+/* A TLS transport's counters: the answer path's, then its own (HTTP's only for DoH), as format_counters. */
+static void format_transport(unsigned k, bool json, char *buf, size_t len)
+{
+	struct inrpd_counters c = { 0 };
+	struct tls_counters tc = { 0 };
+	tls_server_counters(g.tls[k], &c, &tc);
+	format_counters(&c, json, buf, len);
+	size_t n = strlen(buf);
+	if (json && n)
+		n--;    /* the transport's own counters go in the same object */
+	for (unsigned i = 0; i < TLS_COUNTERS && n < len; i++)
+		if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
+			n += (size_t)snprintf(buf + n, len - n, json ? ", \"%s\": %llu" : " %s %llu",
+					      tls_counter_name((enum tls_counter)i), (unsigned long long)tc.v[i]);
+	if (json && n < len)
+		snprintf(buf + n, len - n, "}");
+}
+
 /* A line for each transport, TLS's and HTTPS's own counters after the answer path's. */
 static void log_counters(const char *when, const struct inrpd_counters *u,
 			 const struct inrpd_counters *t)
@@ -184,16 +202,7 @@ static void log_counters(const char *when, const struct inrpd_counters *u,
 	for (unsigned k = 0; k < 2; k++) {
 		if (!g.tls[k])
 			continue;
-		struct inrpd_counters c = { 0 };
-		struct tls_counters tc = { 0 };
-		tls_server_counters(g.tls[k], &c, &tc);
-		format_counters(&c, false, buf, sizeof(buf));
-		size_t n = strlen(buf);
-		for (unsigned i = 0; i < TLS_COUNTERS && n < sizeof(buf); i++)
-			if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %llu",
-						      tls_counter_name((enum tls_counter)i),
-						      (unsigned long long)tc.v[i]);
+		format_transport(k, false, buf, sizeof(buf));
 		log_info("%s: %s: %s", when, tls_kind_name((enum tls_kind)k), buf);
 	}
 }
@@ -336,17 +345,8 @@ static void show_counters(void *ctx, char **args, unsigned nargs, bool json, str
 		for (unsigned k = 0; k < 2; k++) {
 			if (!g.tls[k])
 				continue;
-			struct inrpd_counters c = { 0 };
-			struct tls_counters tc = { 0 };
-			tls_server_counters(g.tls[k], &c, &tc);
-			format_counters(&c, true, ub, sizeof(ub));
-			ub[strlen(ub) - 1] = '\0';     /* the transport's own counters go in the same object */
+			format_transport(k, true, ub, sizeof(ub));
 			strbuf_addf(&sb, ", \"%s\": %s", tls_kind_name((enum tls_kind)k), ub);
-			for (unsigned i = 0; i < TLS_COUNTERS; i++)
-				if (k == TLS_DOH || i < TLS_CNT_HTTP_FIRST)
-					strbuf_addf(&sb, ", \"%s\": %llu", tls_counter_name((enum tls_counter)i),
-						      (unsigned long long)tc.v[i]);
-			strbuf_addf(&sb, "}");
 		}
 		strbuf_addf(&sb, "}");
 		ctl_reply_line(r, CTL_DATA, "%s", strbuf_str(&sb));
