@@ -718,6 +718,7 @@ def test_a_key_revoked_while_its_routes_are_verified_leaves_none_valid(signed):
         sender.start()
         wait_for(lambda: n.json("show", "route", "count")["names"] > 0, 30, "the first batch applied")
         fed.write_trust(origins=[(GOOD, fed.origin)])                   # other's key revoked
+        assert n.nbrc("reload").returncode == 0         # read now, not at the next poll
         sender.join(60)
         wait_for(lambda: n.route(marker) is not None, 60, "every UPDATE applied")
         # whatever was applied before the new file is withdrawn by its walk; nothing after it is kept
