@@ -10,7 +10,11 @@ in turn, the order rotating a step a round: the others' load on a shared
 machine drifts over minutes, so each ratio (inrpd/NSD qps, inrpd/echo CPU
 per query) is taken of bursts seconds apart, round by round, and the JSON
 gives the medians of those ratios and each round's.  Unbound, whose
-figures are no target's ratio, is measured alone afterwards.
+figures are no target's ratio, is measured alone afterwards.  Every burst
+also records the share of its CPU the client (dnsperf, one thread) was
+busy (*_client_busy_rounds): near 1, the client sets the pace, and the
+echo floor's qps over NSD's (echo_nsd_qps_ratio) is the most any server
+could reach against NSD in that run.
 
 Then hop_p50_us: the median latency one forwarding hop adds.  Five
 inrpd routers in a chain (the last with the content server) are asked at
@@ -57,6 +61,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -175,24 +180,28 @@ def dnsperf(addr, port, qfile, seconds, cpus):
            "-c", "8", "-q", "500", "-T", "1"]
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     qps = float(re.search(r"Queries per second:\s+([0-9.]+)", out).group(1))
     done = int(re.search(r"Queries completed:\s+(\d+)", out).group(1))
     lost = int(re.search(r"Queries lost:\s+(\d+)", out).group(1))
-    return qps, done, lost
+    client_s = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return qps, done, lost, client_s
 
 
 def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     pids = descendants(proc.pid)
     dnsperf(addr, port, qfile, 1, client_cpus)              # warm up caches and paths
     before = cpu_ticks(pids)
-    qps, done, lost = dnsperf(addr, port, qfile, seconds, client_cpus)
+    qps, done, lost, client_s = dnsperf(addr, port, qfile, seconds, client_cpus)
     cpu_us = (cpu_ticks(pids) - before) * 1e6 / CLK_TCK
     rss = rss_bytes(pids)
     us_per_q = cpu_us / done if done else float("nan")
-    print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB",
-          flush=True)
-    return qps, us_per_q, rss
+    busy = client_s / seconds
+    print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB"
+          f"  dnsperf {busy:.0%} of its CPU", flush=True)
+    return qps, us_per_q, rss, busy
 
 
 def interleaved(servers, qfile, seconds, client_cpus, rounds):
@@ -735,6 +744,10 @@ def main():
         "inrpd_echo_table_cpu_ratio": round(median(results["echo_table_ratio_rounds"]), 4),
         "target_qps_met": median(results["qps_ratio_rounds"]) >= 1.1,
         "target_cpu_met": median(results["echo_ratio_rounds"]) <= 1.05,
+        # the qps the client allows at all: the echo floor answers with no
+        # work, so no server can pass its qps in this run; when dnsperf is
+        # busy all of its CPU, the qps ratios measure the client
+        "echo_nsd_qps_ratio": round(median(ratios(results["rounds"]["echo"], results["rounds"]["nsd"], 0)), 4),
         "inrpd_nsd_qps_ratio_rounds": results["qps_ratio_rounds"],
         "inrpd_echo_cpu_ratio_rounds": results["echo_ratio_rounds"],
         "inrpd_echo_table_cpu_ratio_rounds": results["echo_table_ratio_rounds"],
@@ -742,6 +755,7 @@ def main():
     for name, key in (("inrpd", "inrpd"), ("nsd", "nsd"), ("echo", "echo"), ("echo+tbl", "echo_table")):
         out[f"{key}_qps_rounds"] = [round(r[0]) for r in results["rounds"][name]]
         out[f"{key}_cpu_us_rounds"] = [round(r[1], 3) for r in results["rounds"][name]]
+        out[f"{key}_client_busy_rounds"] = [round(r[3], 3) for r in results["rounds"][name]]
     out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
