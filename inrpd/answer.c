@@ -255,6 +255,7 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 {
 	w->rt = rcu_dereference(inrpd_rt);
 	w->chan = rcu_dereference(inrpd_chan_fib);
+	w->policy = inrpd_rpz_policy();
 	w->now_ms = inrpd_now_ms();
 	w->exempt_from.family = 0;
 }
@@ -994,7 +995,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	struct inrpd_rpz_match pm;
 	struct name rewrite;            /* only its length is read unless set: zeroed whole, 40 Ir a query */
 	rewrite.len = 0;
-	if (inrpd_rpz_match(&q->qname, client, &pm)) {
+	if (w->policy && inrpd_rpz_match(w->policy, &q->qname, client, &pm)) {
 		size_t n;
 		if (unsettled) {                /* a policy's answer is not a local one */
 			limit = settle_cap(w, &from, len);

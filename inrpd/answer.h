@@ -68,10 +68,11 @@ struct fwd_request {
 /*
  * What a thread answers queries with: each UDP worker has one, the TCP
  * thread one, and a UDP worker's refresh pass one of its own (counters
- * apart).  rt, chan and now_ms are the batch's (inrpd_worker_begin); the
- * rest is the thread's own, so nothing in it is shared.
+ * apart).  rt, chan, policy and now_ms are the batch's (inrpd_worker_begin);
+ * the rest is the thread's own, so nothing in it is shared.
  */
 struct fwd_engine;
+struct inrpd_policy;
 struct rrl;
 struct inrpd_worker {
 	const struct inrpd_runtime *rt;
@@ -82,6 +83,7 @@ struct inrpd_worker {
 	struct rrl *rrl;                /* its rate limits; NULL: none */
 	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
 	struct tap_queue *tap;          /* its dnstap queue (tap.h); NULL: off */
+	const struct inrpd_policy *policy; /* the batch's response policy (policy.h); NULL: none */
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
 	/* the batch's last client asked about its exemption from RRL (family 0: none yet), and whether it is */
 	struct ip_addr exempt_from;
@@ -90,9 +92,9 @@ struct inrpd_worker {
 };
 
 /*
- * A batch begins: the runtime and nbrpd's routes in force now, used until
- * the owner's next quiescent state (it is an online RCU reader meanwhile),
- * and the coarse clock, read once for the batch.
+ * A batch begins: the runtime, nbrpd's routes and the response policy in
+ * force now, used until the owner's next quiescent state (it is an online
+ * RCU reader meanwhile), and the coarse clock, read once for the batch.
  */
 void inrpd_worker_begin(struct inrpd_worker *w);
 
