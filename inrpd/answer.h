@@ -84,6 +84,7 @@ struct inrpd_worker {
 	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
 	struct tap_queue *tap;          /* its dnstap queue (tap.h); NULL: off */
 	const struct inrpd_policy *policy; /* the batch's response policy (policy.h); NULL: none */
+	const struct inrpd_hint *hint;  /* the next query's, made in this batch (inrpd_buckets); NULL: none */
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
 	/* the batch's last client asked about its exemption from RRL (family 0: none yet), and whether it is */
 	struct ip_addr exempt_from;
@@ -106,14 +107,26 @@ void inrpd_worker_begin(struct inrpd_worker *w);
 size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out);
 /*
- * Where the query's lookup will read first (the table entries, up to
- * INRPD_BUCKETS_MAX, into where; returns how many): a UDP worker fetches
- * a whole batch's at once before answering it, so at a million names
- * their cache misses overlap instead of stalling one query at a time.
+ * Where the query's lookups will read first (fib.h's hints, one for each
+ * table): a UDP worker fetches a whole batch's buckets at once before
+ * answering it, so at a million names their cache misses overlap instead
+ * of stalling one query at a time, and answers each query with its hint
+ * (inrpd_worker's hint), so the name is not hashed again.
  */
-#define INRPD_BUCKETS_MAX       4
-unsigned inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
-		       const void *where[INRPD_BUCKETS_MAX]);
+struct inrpd_hint {
+	const uint8_t *pkt;             /* the query it was made of */
+	struct fib_hint fib[2];         /* the static routes', nbrpd's */
+};
+void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len, struct inrpd_hint *h);
+
+static inline void inrpd_hint_prefetch(const struct inrpd_hint *h)
+{
+	for (unsigned i = 0; i < 2; i++)
+		if (h->fib[i].table) {
+			__builtin_prefetch(h->fib[i].bucket[0]);
+			__builtin_prefetch(h->fib[i].bucket[1]);
+		}
+}
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);
