@@ -93,16 +93,11 @@ struct opt_bufs {
 	uint8_t ede[EDE_MAX];
 };
 
-/*
- * Starts an answer: header, question, then our EDNS options (INRP for a
- * router client when inrp is given, NSID when asked for, the error's
- * reason).  Records come after.
- */
-static void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
-		  uint8_t *out, size_t limit, struct opt_bufs *ob,
-		  const struct inrp_response_opt *inrp, enum why why)
+/* Our EDNS options: INRP for a router client when inrp is given, NSID when asked for, the error's reason. */
+static __attribute__((noinline)) void add_options(struct dns_builder *b, const struct fwd_request *req,
+						  struct opt_bufs *ob, const struct inrp_response_opt *inrp,
+						  enum why why)
 {
-	dns_response_init(b, &req->q, rcode, out, limit);
 	if (inrp && req->client_inrp) {
 		size_t n = inrp_response_opt_write(inrp, ob->inrp);
 		dns_response_add_option(b, INRP_OPTION_CODE, ob->inrp, (uint16_t)n);
@@ -123,6 +118,21 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 	}
 }
 
+/*
+ * Starts an answer: header, question, then our EDNS options (add_options).
+ * Records come after.  Inlined: only a query with EDNS gets options, and
+ * most answers have none to give.
+ */
+static inline void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
+			 uint8_t *out, size_t limit, struct opt_bufs *ob,
+			 const struct inrp_response_opt *inrp, enum why why)
+{
+	dns_response_init(b, &req->q, rcode, out, limit);
+	if (req->q.has_edns && ((inrp && req->client_inrp) || req->nsid_len || req->cookie || why != WHY_NONE ||
+				req->policy_ede))
+		add_options(b, req, ob, inrp, why);
+}
+
 /* Length of the uncompressed wire name at p (the chain holds only names we built). */
 static size_t wire_name_len(const uint8_t *p, size_t room)
 {
@@ -132,7 +142,8 @@ static size_t wire_name_len(const uint8_t *p, size_t room)
 	return n < room ? n + 1 : 0;
 }
 
-static void add_chain(struct dns_builder *b, const struct fwd_request *req)
+/* The CNAMEs of the redirects followed (none for most answers: the test is inlined). */
+static void add_chain_names(struct dns_builder *b, const struct fwd_request *req)
 {
 	size_t off = 0;
 	for (unsigned i = 0; i < req->nchain; i++) {
@@ -144,6 +155,12 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 		if (!dns_response_add_cname(b, &n, req->answer_ttl))
 			return;
 	}
+}
+
+static inline void add_chain(struct dns_builder *b, const struct fwd_request *req)
+{
+	if (req->nchain)
+		add_chain_names(b, req);
 }
 
 /* An unproven client's answers: never much more than its query, so a spoofed source gains little. */
@@ -266,6 +283,11 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 	w->chan = rcu_dereference(inrpd_chan_fib);
 	w->policy = inrpd_rpz_policy();
 	w->hint = NULL;
+	/* what every request of the batch takes from the runtime */
+	w->req.limit_udp = w->udp;
+	w->req.answer_ttl = w->rt->answer_ttl;
+	w->req.router_id = w->rt->router_id;
+	w->req.edns_udp_size = w->rt->edns_udp_size;
 	w->now_ms = inrpd_now_ms();
 	w->exempt_from.family = 0;
 }
@@ -403,7 +425,7 @@ bool inrpd_reroute(struct fwd_request *req)
 }
 
 /* An answer of n bytes (0: none could be made) counted. */
-static size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
+static inline size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
 {
 	struct inrpd_counters *cnt = w->cnt;
 	if (n == 0) {
@@ -479,7 +501,7 @@ static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, u
 	uint8_t soa[SOA_RDATA_MAX];
 	uint32_t ttl = rt->answer_ttl;
 
-	for (unsigned i = 0; i < req->ncand; i++)
+	for (unsigned i = 0; i < req->ncand && req->client_inrp; i++)       /* only a router reads it */
 		if (req->cand[i].kind == ROUTE_SERVER) {
 			resp.load_ms = req->cand[i].load_ms;
 			resp.origin = req->cand[i].origin;
@@ -915,12 +937,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	struct dns_builder b;
 
 	CNT_INC(cnt, queries);
-	req->limit_udp = w->udp;
 	req->client_inrp = false;
 	req->fallback = false;
-	req->answer_ttl = rt->answer_ttl;
-	req->router_id = rt->router_id;
-	req->edns_udp_size = rt->edns_udp_size;
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->nsid_len = 0;

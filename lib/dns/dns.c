@@ -171,10 +171,16 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 
 /*
  * The builder's one room check: what is left before the OPT record and
- * options kept back (reserve), as a wire_writer on the message so far.
- * The fixed fields of a record are then stored unchecked into what it
- * made room for.
+ * options kept back (reserve).  The fixed fields of a record are then
+ * stored unchecked into what it made room for.
  */
+static inline bool builder_fits(const struct dns_builder *b, size_t n)
+{
+	size_t room = b->limit > b->reserve ? b->limit - b->reserve : 0;
+	return room - b->len >= n;      /* wire_room's test */
+}
+
+/* The same room as a wire_writer on the message so far, for the relay's records. */
 static struct wire_writer builder_writer(const struct dns_builder *b)
 {
 	struct wire_writer w = wire_writer(b->buf, b->limit > b->reserve ? b->limit - b->reserve : 0);
@@ -184,11 +190,10 @@ static struct wire_writer builder_writer(const struct dns_builder *b)
 
 static inline uint8_t *builder_room(struct dns_builder *b, size_t n)
 {
-	struct wire_writer w = builder_writer(b);
-	uint8_t *p = wire_room(&w, n);
-	if (p)
-		b->len = wire_written(&w);
-	return p;
+	if (!builder_fits(b, n))
+		return NULL;
+	b->len += n;
+	return b->buf + b->len - n;
 }
 
 void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigned rcode,
@@ -248,8 +253,7 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 {
 	if (b->failed || !b->q->has_edns || b->len != b->question_end || b->nopts == DNS_MAX_OPTIONS)
 		return false;
-	struct wire_writer w = builder_writer(b);
-	if (!wire_room(&w, 4u + len))          /* kept back for dns_response_finish */
+	if (!builder_fits(b, 4u + len))        /* kept back for dns_response_finish */
 		return false;
 	b->opts[b->nopts].code = code;
 	b->opts[b->nopts].len = len;
