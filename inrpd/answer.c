@@ -307,14 +307,17 @@ void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 /*
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates); hint is the
- * query name's (or no_hint).  Returns 0, or
- * -1 when the chain is too long or a rewritten name too long.  *found is
- * false when no suffix has routes; *apex_off is where the matched suffix
- * (the route's name) starts in req->target; *servers counts the candidates
- * that are servers (the others are routers).
+ * query name's (or no_hint).  Returns 0, or -1 when the chain is too long
+ * or a rewritten name too long.  *found is false when no suffix has
+ * routes; *apex_off is where the matched suffix (the route's name) starts
+ * in req->target; *servers counts the candidates that are servers (the
+ * others are routers).  Inlined: its results stay in registers, not
+ * stored and loaded again through the pointers.
  */
-static int resolve_name(struct inrpd_worker *w, const struct name *start, const struct inrpd_hint *hint,
-			bool *found, bool *all_excluded, unsigned *apex_off, unsigned *servers)
+static inline __attribute__((always_inline)) int resolve_name(struct inrpd_worker *w, const struct name *start,
+							      const struct inrpd_hint *hint, bool *found,
+							      bool *all_excluded, unsigned *apex_off,
+							      unsigned *servers)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct fwd_request *req = &w->req;
@@ -471,12 +474,6 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
 
 #define SOA_RDATA_MAX (2 * NAME_MAX_WIRE + 20)
 
-/*
- * The answer of the router next to the servers: their addresses for A and
- * AAAA, the route's configured records for other types (its SOA for an SOA
- * question at the route's name), NODATA with the SOA in authority when
- * there is nothing of the type.  Never NXDOMAIN: the name is routed.
- */
 /* A local answer as made, not yet counted. */
 struct here {
 	size_t len;                     /* 0: none could be made */
@@ -490,7 +487,15 @@ static struct here made(const struct fwd_request *req, struct dns_builder *b, bo
 	return (struct here){ .len = n, .truncated = b->truncated, .nodata = nodata };
 }
 
-static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
+/*
+ * The answer of the router next to the servers: their addresses for A and
+ * AAAA, the route's configured records for other types (its SOA for an SOA
+ * question at the route's name), NODATA with the SOA in authority when
+ * there is nothing of the type.  Never NXDOMAIN: the name is routed.
+ * Inlined into the query path (build_capped has its own copy, out of line).
+ */
+static inline __attribute__((always_inline)) struct here build_here(const struct inrpd_worker *w, unsigned apex_off,
+								     uint8_t *out, size_t limit)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	const struct fwd_request *req = &w->req;
