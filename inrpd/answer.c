@@ -292,18 +292,6 @@ void inrpd_worker_begin(struct inrpd_worker *w)
 	w->exempt_from.family = 0;
 }
 
-void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len, struct inrpd_hint *h)
-{
-	h->pkt = pkt;
-	h->fib[0].table = h->fib[1].table = NULL;
-	if (len <= DNS_HEADER_LEN)
-		return;
-	if (w->rt->nroutes > 0)
-		fib_buckets_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[0]);
-	if (w->chan)
-		fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[1]);
-}
-
 /*
  * Follows redirects from the query name and collects the routes of the
  * name finally reached into req (target, chain, candidates); hint is the

@@ -117,7 +117,18 @@ struct inrpd_hint {
 	const uint8_t *pkt;             /* the query it was made of */
 	struct fib_hint fib[2];         /* the static routes', nbrpd's */
 };
-void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len, struct inrpd_hint *h);
+static inline void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+				 struct inrpd_hint *h)
+{
+	h->pkt = pkt;
+	h->fib[0].table = h->fib[1].table = NULL;
+	if (len <= DNS_HEADER_LEN)
+		return;
+	if (w->rt->nroutes > 0)
+		fib_buckets_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[0]);
+	if (w->chan)
+		fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[1]);
+}
 
 static inline void inrpd_hint_prefetch(const struct inrpd_hint *h)
 {
