@@ -3,7 +3,8 @@
  * sockets), for callgrind: N routed names, as scripts/bench inrp makes
  * them (each a route to a local server), and Q A queries for them in
  * random order, answered in batches of 32, each batch's table entries
- * fetched before its first answer, as udp.c does.  Instructions per query:
+ * fetched before its first answer and each query answered with its hint,
+ * as udp.c does.  Instructions per query:
  *
  *   valgrind --tool=callgrind --toggle-collect=answer_all \
  *       build/bench/bench_answer [--names N] [--queries Q] [--client ADDR]
@@ -81,13 +82,13 @@ __attribute__((noinline)) static unsigned answer_all(const struct queries *q, co
 		unsigned n = q->n - base < BATCH ? q->n - base : BATCH;
 		rcu_quiescent_state();
 		inrpd_worker_begin(&w);
-		const void *where[BATCH * INRPD_BUCKETS_MAX];
-		unsigned nwhere = 0;
+		struct inrpd_hint hint[BATCH];
 		for (unsigned i = 0; i < n; i++)
-			nwhere += inrpd_buckets(&w, q->pkt[base + i], q->len[base + i], where + nwhere);
-		for (unsigned i = 0; i < nwhere; i++)
-			__builtin_prefetch(where[i]);
+			inrpd_buckets(&w, q->pkt[base + i], q->len[base + i], &hint[i]);
+		for (unsigned i = 0; i < n; i++)
+			inrpd_hint_prefetch(&hint[i]);
 		for (unsigned i = 0; i < n; i++) {
+			w.hint = &hint[i];
 			size_t len = inrpd_answer(&w, q->pkt[base + i], q->len[base + i], client, out[i]);
 			if (len && len != INRPD_FORWARD)
 				answered++;

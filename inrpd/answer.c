@@ -93,16 +93,11 @@ struct opt_bufs {
 	uint8_t ede[EDE_MAX];
 };
 
-/*
- * Starts an answer: header, question, then our EDNS options (INRP for a
- * router client when inrp is given, NSID when asked for, the error's
- * reason).  Records come after.
- */
-static void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
-		  uint8_t *out, size_t limit, struct opt_bufs *ob,
-		  const struct inrp_response_opt *inrp, enum why why)
+/* Our EDNS options: INRP for a router client when inrp is given, NSID when asked for, the error's reason. */
+static __attribute__((noinline)) void add_options(struct dns_builder *b, const struct fwd_request *req,
+						  struct opt_bufs *ob, const struct inrp_response_opt *inrp,
+						  enum why why)
 {
-	dns_response_init(b, &req->q, rcode, out, limit);
 	if (inrp && req->client_inrp) {
 		size_t n = inrp_response_opt_write(inrp, ob->inrp);
 		dns_response_add_option(b, INRP_OPTION_CODE, ob->inrp, (uint16_t)n);
@@ -123,6 +118,21 @@ static void start(struct dns_builder *b, const struct fwd_request *req, unsigned
 	}
 }
 
+/*
+ * Starts an answer: header, question, then our EDNS options (add_options).
+ * Records come after.  Inlined: only a query with EDNS gets options, and
+ * most answers have none to give.
+ */
+static inline void start(struct dns_builder *b, const struct fwd_request *req, unsigned rcode,
+			 uint8_t *out, size_t limit, struct opt_bufs *ob,
+			 const struct inrp_response_opt *inrp, enum why why)
+{
+	dns_response_init(b, &req->q, rcode, out, limit);
+	if (req->q.has_edns && ((inrp && req->client_inrp) || req->nsid_len || req->cookie || why != WHY_NONE ||
+				req->policy_ede))
+		add_options(b, req, ob, inrp, why);
+}
+
 /* Length of the uncompressed wire name at p (the chain holds only names we built). */
 static size_t wire_name_len(const uint8_t *p, size_t room)
 {
@@ -132,7 +142,8 @@ static size_t wire_name_len(const uint8_t *p, size_t room)
 	return n < room ? n + 1 : 0;
 }
 
-static void add_chain(struct dns_builder *b, const struct fwd_request *req)
+/* The CNAMEs of the redirects followed (none for most answers: the test is inlined). */
+static void add_chain_names(struct dns_builder *b, const struct fwd_request *req)
 {
 	size_t off = 0;
 	for (unsigned i = 0; i < req->nchain; i++) {
@@ -144,6 +155,12 @@ static void add_chain(struct dns_builder *b, const struct fwd_request *req)
 		if (!dns_response_add_cname(b, &n, req->answer_ttl))
 			return;
 	}
+}
+
+static inline void add_chain(struct dns_builder *b, const struct fwd_request *req)
+{
+	if (req->nchain)
+		add_chain_names(b, req);
 }
 
 /* An unproven client's answers: never much more than its query, so a spoofed source gains little. */
@@ -196,15 +213,16 @@ size_t inrpd_answer_relay(const struct fwd_request *req, uint64_t router_id,
 /*
  * The routes of a lookup as candidates, in rank order, once each, at most
  * ROUTESET_MAX_ROUTES; servers the client excludes left out.  Returns how
- * many; *seen counts every route.  Inlined, with what its loops read held
- * in locals (out's bytes could alias the sets' counts): every query that
- * finds a route comes here.
+ * many; *seen counts every route, *servers the candidates that are
+ * servers.  Inlined, with what its loops read held in locals (out's bytes
+ * could alias the sets' counts): every query that finds a route comes here.
  */
 static inline __attribute__((always_inline)) unsigned candidates(const struct fib_result *res,
 								 const struct inrp_query_opt *in,
-								 struct route *out, unsigned *seen)
+								 struct route *out, unsigned *seen,
+								 unsigned *servers)
 {
-	unsigned n = 0, all = 0, nsets = res->nsets;
+	unsigned n = 0, all = 0, nserv = 0, nsets = res->nsets;
 	bool excludes = in->nexclude > 0;
 	for (unsigned s = 0; s < nsets; s++) {
 		const struct route *r = res->sets[s]->routes, *end = r + res->sets[s]->count;
@@ -215,28 +233,36 @@ static inline __attribute__((always_inline)) unsigned candidates(const struct fi
 				continue;
 			for (unsigned k = 0; k < n && !dup; k++)
 				dup = route_equal(&out[k], r);
-			if (!dup && n < ROUTESET_MAX_ROUTES)
+			if (!dup && n < ROUTESET_MAX_ROUTES) {
+				nserv += r->kind == ROUTE_SERVER;
 				out[n++] = *r;
+			}
 		}
 	}
 	*seen = all;
+	*servers = nserv;
 	return n;
 }
+
+/* A name with no hint: its tables are none, so its lookups take the long way. */
+static const struct inrpd_hint no_hint;
 
 /*
  * Longest-suffix match over the static routes and nbrpd's (fibsync.c):
  * the longer match wins, and on a tie the static route (the operator's
  * override).  The static table is skipped when the config has no routes.
+ * hint: the name's, for both tables (or no_hint).
  */
 static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const struct fib *chan,
-					   const struct name *n, struct fib_result *res)
+					   const struct name *n, const struct inrpd_hint *hint,
+					   struct fib_result *res)
 {
-	bool found_static = rt->nroutes > 0 && fib_lookup_longest_suffix(rt->fib, n, res) && res->nsets > 0;
+	bool found_static = rt->nroutes > 0 && fib_lookup_hinted(rt->fib, n, &hint->fib[0], res) && res->nsets > 0;
 	const struct fib *in = found_static ? rt->fib : NULL;
 	if (!chan)
 		return in;
 	struct fib_result c;
-	if (!fib_lookup_longest_suffix(chan, n, &c) || c.nsets == 0)
+	if (!fib_lookup_hinted(chan, n, &hint->fib[1], &c) || c.nsets == 0)
 		return in;
 	if (!found_static || c.suffix_labels > res->suffix_labels) {
 		*res = c;
@@ -246,41 +272,40 @@ static inline const struct fib *lookup_in(const struct inrpd_runtime *rt, const 
 }
 
 static bool lookup(const struct inrpd_runtime *rt, const struct fib *chan, const struct name *n,
-		   struct fib_result *res)
+		   const struct inrpd_hint *hint, struct fib_result *res)
 {
-	return lookup_in(rt, chan, n, res) != NULL;
+	return lookup_in(rt, chan, n, hint, res) != NULL;
 }
 
 void inrpd_worker_begin(struct inrpd_worker *w)
 {
 	w->rt = rcu_dereference(inrpd_rt);
 	w->chan = rcu_dereference(inrpd_chan_fib);
+	w->policy = inrpd_rpz_policy();
+	w->hint = NULL;
+	/* what every request of the batch takes from the runtime */
+	w->req.limit_udp = w->udp;
+	w->req.answer_ttl = w->rt->answer_ttl;
+	w->req.router_id = w->rt->router_id;
+	w->req.edns_udp_size = w->rt->edns_udp_size;
 	w->now_ms = inrpd_now_ms();
 	w->exempt_from.family = 0;
 }
 
-unsigned inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
-		       const void *where[INRPD_BUCKETS_MAX])
-{
-	unsigned n = 0;
-	if (len <= DNS_HEADER_LEN)
-		return 0;
-	if (w->rt->nroutes > 0)
-		n = fib_buckets_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, where);
-	if (w->chan)
-		n += fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, where + n);
-	return n;
-}
-
 /*
  * Follows redirects from the query name and collects the routes of the
- * name finally reached into req (target, chain, candidates).  Returns 0, or
- * -1 when the chain is too long or a rewritten name too long.  *found is
- * false when no suffix has routes; *apex_off is where the matched suffix
- * (the route's name) starts in req->target.
+ * name finally reached into req (target, chain, candidates); hint is the
+ * query name's (or no_hint).  Returns 0, or -1 when the chain is too long
+ * or a rewritten name too long.  *found is false when no suffix has
+ * routes; *apex_off is where the matched suffix (the route's name) starts
+ * in req->target; *servers counts the candidates that are servers (the
+ * others are routers).  Inlined: its results stay in registers, not
+ * stored and loaded again through the pointers.
  */
-static int resolve_name(struct inrpd_worker *w, const struct name *start, bool *found, bool *all_excluded,
-			unsigned *apex_off)
+static inline __attribute__((always_inline)) int resolve_name(struct inrpd_worker *w, const struct name *start,
+							      const struct inrpd_hint *hint, bool *found,
+							      bool *all_excluded, unsigned *apex_off,
+							      unsigned *servers)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	struct fwd_request *req = &w->req;
@@ -293,16 +318,19 @@ static int resolve_name(struct inrpd_worker *w, const struct name *start, bool *
 	req->ncand = 0;
 	*found = false;
 	*all_excluded = false;
+	*servers = 0;
 	if (start) {                    /* a policy's CNAME: the chain starts with it */
 		memcpy(req->chain, start->wire, start->len);
 		req->chain_len = start->len;
 		req->nchain = 1;
 		name_copy(cur, start);
+		hint = &no_hint;
 	}
 	for (unsigned restarts = req->nchain;; restarts++) {
 		struct fib_result res;
-		if (!lookup(rt, w->chan, cur, &res))
+		if (!lookup(rt, w->chan, cur, hint, &res))
 			return 0;
+		hint = &no_hint;                /* a redirect's target is another name */
 		if (res.sets[0]->has_redirect) {
 			const struct name *to = &res.sets[0]->redirect;
 			size_t prefix = res.suffix_offset;
@@ -320,7 +348,7 @@ static int resolve_name(struct inrpd_worker *w, const struct name *start, bool *
 		}
 		*apex_off = res.suffix_offset;
 		unsigned seen;
-		req->ncand = (uint8_t)candidates(&res, in, req->cand, &seen);
+		req->ncand = (uint8_t)candidates(&res, in, req->cand, &seen, servers);
 		*found = seen > 0;
 		*all_excluded = seen > 0 && req->ncand == 0;
 		return 0;
@@ -334,7 +362,7 @@ void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, stru
 	if (!online)
 		rcu_thread_online();
 	struct fib_result res;
-	const struct fib *in = lookup_in(rt, rcu_dereference(inrpd_chan_fib), n, &res);
+	const struct fib *in = lookup_in(rt, rcu_dereference(inrpd_chan_fib), n, &no_hint, &res);
 	if (in) {
 		v->found = true;
 		v->from_nbrpd = in != rt->fib;
@@ -345,9 +373,9 @@ void inrpd_route_view(const struct inrpd_runtime *rt, const struct name *n, stru
 			v->has_redirect = true;
 			v->redirect = res.sets[0]->redirect;
 		} else {
-			unsigned seen;
+			unsigned seen, servers;
 			struct inrp_query_opt none = { 0 };
-			v->nroutes = candidates(&res, &none, v->routes, &seen);
+			v->nroutes = candidates(&res, &none, v->routes, &seen, &servers);
 		}
 	}
 	if (!online)
@@ -364,9 +392,10 @@ bool inrpd_reroute(struct fwd_request *req)
 	const struct inrpd_runtime *rt = rcu_dereference(inrpd_rt);
 	struct fib_result res;
 	struct route now[ROUTESET_MAX_ROUTES];
-	unsigned n = 0, seen;
-	if (rt && lookup(rt, rcu_dereference(inrpd_chan_fib), &req->target, &res) && !res.sets[0]->has_redirect)
-		n = candidates(&res, &req->inrp, now, &seen);
+	unsigned n = 0, seen, servers;
+	if (rt && lookup(rt, rcu_dereference(inrpd_chan_fib), &req->target, &no_hint, &res) &&
+	    !res.sets[0]->has_redirect)
+		n = candidates(&res, &req->inrp, now, &seen, &servers);
 	if (!online)
 		rcu_thread_offline();
 	bool routers_only = n > 0;
@@ -387,7 +416,7 @@ bool inrpd_reroute(struct fwd_request *req)
 }
 
 /* An answer of n bytes (0: none could be made) counted. */
-static size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
+static inline size_t counted(struct inrpd_worker *w, size_t n, bool truncated)
 {
 	struct inrpd_counters *cnt = w->cnt;
 	if (n == 0) {
@@ -433,12 +462,6 @@ static size_t soa_rdata(const struct name *apex, uint32_t ttl, uint8_t *out)
 
 #define SOA_RDATA_MAX (2 * NAME_MAX_WIRE + 20)
 
-/*
- * The answer of the router next to the servers: their addresses for A and
- * AAAA, the route's configured records for other types (its SOA for an SOA
- * question at the route's name), NODATA with the SOA in authority when
- * there is nothing of the type.  Never NXDOMAIN: the name is routed.
- */
 /* A local answer as made, not yet counted. */
 struct here {
 	size_t len;                     /* 0: none could be made */
@@ -452,7 +475,15 @@ static struct here made(const struct fwd_request *req, struct dns_builder *b, bo
 	return (struct here){ .len = n, .truncated = b->truncated, .nodata = nodata };
 }
 
-static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, uint8_t *out, size_t limit)
+/*
+ * The answer of the router next to the servers: their addresses for A and
+ * AAAA, the route's configured records for other types (its SOA for an SOA
+ * question at the route's name), NODATA with the SOA in authority when
+ * there is nothing of the type.  Never NXDOMAIN: the name is routed.
+ * Inlined into the query path (build_capped has its own copy, out of line).
+ */
+static inline __attribute__((always_inline)) struct here build_here(const struct inrpd_worker *w, unsigned apex_off,
+								     uint8_t *out, size_t limit)
 {
 	const struct inrpd_runtime *rt = w->rt;
 	const struct fwd_request *req = &w->req;
@@ -463,7 +494,7 @@ static struct here build_here(const struct inrpd_worker *w, unsigned apex_off, u
 	uint8_t soa[SOA_RDATA_MAX];
 	uint32_t ttl = rt->answer_ttl;
 
-	for (unsigned i = 0; i < req->ncand; i++)
+	for (unsigned i = 0; i < req->ncand && req->client_inrp; i++)       /* only a router reads it */
 		if (req->cand[i].kind == ROUTE_SERVER) {
 			resp.load_ms = req->cand[i].load_ms;
 			resp.origin = req->cand[i].origin;
@@ -872,8 +903,8 @@ bool inrpd_cache_route_fp(const struct inrpd_runtime *rt, const struct name *n, 
 		rcu_thread_online();
 	w.chan = rcu_dereference(inrpd_chan_fib);
 	bool found, all_excluded;
-	unsigned apex_off;
-	bool cached = resolve_name(&w, NULL, &found, &all_excluded, &apex_off) == 0 && !all_excluded;
+	unsigned apex_off, servers;
+	bool cached = resolve_name(&w, NULL, &no_hint, &found, &all_excluded, &apex_off, &servers) == 0 && !all_excluded;
 	if (!online)
 		rcu_thread_offline();
 	for (unsigned i = 0; i < req->ncand && cached; i++)
@@ -899,12 +930,8 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	struct dns_builder b;
 
 	CNT_INC(cnt, queries);
-	req->limit_udp = w->udp;
 	req->client_inrp = false;
 	req->fallback = false;
-	req->answer_ttl = rt->answer_ttl;
-	req->router_id = rt->router_id;
-	req->edns_udp_size = rt->edns_udp_size;
 	req->nchain = 0;
 	req->chain_len = 0;
 	req->nsid_len = 0;
@@ -994,7 +1021,7 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 	struct inrpd_rpz_match pm;
 	struct name rewrite;            /* only its length is read unless set: zeroed whole, 40 Ir a query */
 	rewrite.len = 0;
-	if (inrpd_rpz_match(&q->qname, client, &pm)) {
+	if (w->policy && inrpd_rpz_match(w->policy, &q->qname, client, &pm)) {
 		size_t n;
 		if (unsettled) {                /* a policy's answer is not a local one */
 			limit = settle_cap(w, &from, len);
@@ -1008,14 +1035,11 @@ size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 
 	bool found, all_excluded;
 	unsigned apex_off = 0;
-	int resolved = resolve_name(w, rewrite.len ? &rewrite : NULL, &found, &all_excluded, &apex_off);
-	unsigned nservers = 0, nrouters = 0;
-	for (unsigned i = 0; i < req->ncand; i++) {
-		if (req->cand[i].kind == ROUTE_SERVER)
-			nservers++;
-		else
-			nrouters++;
-	}
+	unsigned nservers;
+	const struct inrpd_hint *hint = w->hint && w->hint->pkt == pkt ? w->hint : &no_hint;
+	int resolved = resolve_name(w, rewrite.len ? &rewrite : NULL, hint, &found, &all_excluded, &apex_off,
+				    &nservers);
+	unsigned nrouters = req->ncand - nservers;
 	if (unsettled && nservers == 0) {       /* every answer but a local one (none on a failure) */
 		limit = settle_cap(w, &from, len);
 		unsettled = false;

@@ -68,10 +68,11 @@ struct fwd_request {
 /*
  * What a thread answers queries with: each UDP worker has one, the TCP
  * thread one, and a UDP worker's refresh pass one of its own (counters
- * apart).  rt, chan and now_ms are the batch's (inrpd_worker_begin); the
- * rest is the thread's own, so nothing in it is shared.
+ * apart).  rt, chan, policy and now_ms are the batch's (inrpd_worker_begin);
+ * the rest is the thread's own, so nothing in it is shared.
  */
 struct fwd_engine;
+struct inrpd_policy;
 struct rrl;
 struct inrpd_worker {
 	const struct inrpd_runtime *rt;
@@ -82,6 +83,8 @@ struct inrpd_worker {
 	struct rrl *rrl;                /* its rate limits; NULL: none */
 	struct fwd_engine *fwd;         /* its forwarding engine (forward.h) */
 	struct tap_queue *tap;          /* its dnstap queue (tap.h); NULL: off */
+	const struct inrpd_policy *policy; /* the batch's response policy (policy.h); NULL: none */
+	const struct inrpd_hint *hint;  /* the next query's, made in this batch (inrpd_buckets); NULL: none */
 	bool udp;                       /* clients over UDP: their size limit, and RRL */
 	/* the batch's last client asked about its exemption from RRL (family 0: none yet), and whether it is */
 	struct ip_addr exempt_from;
@@ -90,9 +93,9 @@ struct inrpd_worker {
 };
 
 /*
- * A batch begins: the runtime and nbrpd's routes in force now, used until
- * the owner's next quiescent state (it is an online RCU reader meanwhile),
- * and the coarse clock, read once for the batch.
+ * A batch begins: the runtime, nbrpd's routes and the response policy in
+ * force now, used until the owner's next quiescent state (it is an online
+ * RCU reader meanwhile), and the coarse clock, read once for the batch.
  */
 void inrpd_worker_begin(struct inrpd_worker *w);
 
@@ -104,14 +107,37 @@ void inrpd_worker_begin(struct inrpd_worker *w);
 size_t inrpd_answer(struct inrpd_worker *w, const uint8_t *pkt, size_t len,
 		    const struct sockaddr *client, uint8_t *out);
 /*
- * Where the query's lookup will read first (the table entries, up to
- * INRPD_BUCKETS_MAX, into where; returns how many): a UDP worker fetches
- * a whole batch's at once before answering it, so at a million names
- * their cache misses overlap instead of stalling one query at a time.
+ * Where the query's lookups will read first (fib.h's hints, one for each
+ * table): a UDP worker fetches a whole batch's buckets at once before
+ * answering it, so at a million names their cache misses overlap instead
+ * of stalling one query at a time, and answers each query with its hint
+ * (inrpd_worker's hint), so the name is not hashed again.
  */
-#define INRPD_BUCKETS_MAX       4
-unsigned inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
-		       const void *where[INRPD_BUCKETS_MAX]);
+struct inrpd_hint {
+	const uint8_t *pkt;             /* the query it was made of */
+	struct fib_hint fib[2];         /* the static routes', nbrpd's */
+};
+static inline void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pkt, size_t len,
+				 struct inrpd_hint *h)
+{
+	h->pkt = pkt;
+	h->fib[0].table = h->fib[1].table = NULL;
+	if (len <= DNS_HEADER_LEN)
+		return;
+	if (w->rt->nroutes > 0)
+		fib_buckets_wire(w->rt->fib, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[0]);
+	if (w->chan)
+		fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[1]);
+}
+
+static inline void inrpd_hint_prefetch(const struct inrpd_hint *h)
+{
+	for (unsigned i = 0; i < 2; i++)
+		if (h->fib[i].table) {
+			__builtin_prefetch(h->fib[i].bucket[0]);
+			__builtin_prefetch(h->fib[i].bucket[1]);
+		}
+}
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,
 			   uint8_t *out, size_t cap);

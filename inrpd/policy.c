@@ -180,7 +180,7 @@ struct zone {
 };
 
 /* What readers see: the zones in order, their tables as they were when published. */
-struct policy {
+struct inrpd_policy {
 	unsigned n;
 	int log_level;
 	struct {
@@ -196,7 +196,7 @@ static struct {
 	unsigned n;
 	struct zone *zones[INRPD_RPZ_MAX_ZONES];
 	int log_level;
-	struct policy *policy;          /* readers: rcu_dereference */
+	struct inrpd_policy *policy;          /* readers: rcu_dereference */
 	char state_dir[512];
 	struct rpz_table *retired[INRPD_RPZ_MAX_ZONES * 2];
 } g = { .log_level = -1 };
@@ -204,7 +204,7 @@ static struct {
 /* Publishes the tables in force; the replaced ones are freed after a grace period. */
 static void publish(struct rpz_table **old, unsigned nold)
 {
-	struct policy *p = calloc(1, sizeof(*p));
+	struct inrpd_policy *p = calloc(1, sizeof(*p));
 	if (!p) {
 		log_err("rpz: out of memory publishing the rules; the old ones stay");
 		return;
@@ -214,7 +214,7 @@ static void publish(struct rpz_table **old, unsigned nold)
 		p->z[p->n].t = g.zones[i]->table;
 		p->z[p->n++].z = g.zones[i];
 	}
-	struct policy *prev = rcu_xchg_pointer(&g.policy, p);
+	struct inrpd_policy *prev = rcu_xchg_pointer(&g.policy, p);
 	synchronize_rcu();
 	free(prev);
 	for (unsigned i = 0; i < nold; i++)
@@ -915,7 +915,7 @@ void inrpd_rpz_close(void)
 	if (!g.open)
 		return;
 	/* no reader may see a zone once it is being freed: the workers still run */
-	struct policy *p = rcu_xchg_pointer(&g.policy, NULL);
+	struct inrpd_policy *p = rcu_xchg_pointer(&g.policy, NULL);
 	synchronize_rcu();
 	free(p);
 	for (unsigned i = 0; i < g.n; i++)
@@ -927,16 +927,21 @@ void inrpd_rpz_close(void)
 
 void inrpd_rpz_free(void)
 {
-	struct policy *p = rcu_xchg_pointer(&g.policy, NULL);
+	struct inrpd_policy *p = rcu_xchg_pointer(&g.policy, NULL);
 	synchronize_rcu();
 	free(p);
 }
 
 /* ---- readers ---- */
 
+const struct inrpd_policy *inrpd_rpz_policy(void)
+{
+	return rcu_dereference(g.policy);
+}
+
 /* A policy is in force: its zones in order, the first that matches. */
-static __attribute__((noinline)) bool match_zones(const struct policy *p, const struct name *qname,
-						  const struct sockaddr *client, struct inrpd_rpz_match *m)
+bool inrpd_rpz_match(const struct inrpd_policy *p, const struct name *qname, const struct sockaddr *client,
+		     struct inrpd_rpz_match *m)
 {
 	for (unsigned i = 0; i < p->n; i++) {
 		if (!rpz_table_lookup(p->z[i].t, qname, &m->hit))
@@ -958,13 +963,6 @@ static __attribute__((noinline)) bool match_zones(const struct policy *p, const 
 	return false;
 }
 
-/* Every query asks, most with no policy: that answer costs no more than the pointer's load. */
-bool inrpd_rpz_match(const struct name *qname, const struct sockaddr *client, struct inrpd_rpz_match *m)
-{
-	const struct policy *p = rcu_dereference(g.policy);
-	return p && match_zones(p, qname, client, m);
-}
-
 size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *client, uint8_t *out,
 			size_t cap)
 {
@@ -979,7 +977,7 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 	if (!dns_question_read(&r, pkt, &qname, &qtype, &qclass) || qtype != DNS_TYPE_SOA)
 		return 0;
 	size_t qlen = (size_t)(r.p - q0);
-	const struct policy *p = rcu_dereference(g.policy);
+	const struct inrpd_policy *p = rcu_dereference(g.policy);
 	struct zone *z = NULL;
 	for (unsigned i = 0; p && i < p->n && !z; i++)
 		if (name_equal(&p->z[i].z->conf.zone, &qname))

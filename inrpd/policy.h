@@ -58,8 +58,16 @@ struct inrpd_rpz_match {
 	const struct name *zone;
 	uint16_t ede;
 };
-/* The policy for qname (an online RCU reader), counted and logged; false: none. */
-bool inrpd_rpz_match(const struct name *qname, const struct sockaddr *client, struct inrpd_rpz_match *m);
+/*
+ * The policy in force, NULL when there is none: an online RCU reader's
+ * until its next quiescent state, so a batch of queries asks once and a
+ * query no policy concerns pays only for a test of the pointer.
+ */
+struct inrpd_policy;
+const struct inrpd_policy *inrpd_rpz_policy(void);
+/* The policy p's rule for qname (p not NULL), counted and logged; false: none. */
+bool inrpd_rpz_match(const struct inrpd_policy *p, const struct name *qname, const struct sockaddr *client,
+		     struct inrpd_rpz_match *m);
 /*
  * A NOTIFY (opcode 4) for a policy zone: from its primary (and signed by
  * the zone's key, when it has one), a fetch is started and the answer is

@@ -83,6 +83,7 @@ struct udp_worker {
 		uint8_t buf[CTL_LEN];
 	} ctl_in[UDP_BATCH], ctl_out[UDP_BATCH];
 	uint8_t inbuf[UDP_BATCH][UDP_IN_MAX];
+	struct inrpd_hint hint[UDP_BATCH];      /* where each query's lookups start (prefetch_batch) */
 	uint8_t outbuf[UDP_BATCH][INRPD_ANSWER_MAX];
 };
 
@@ -248,20 +249,19 @@ static void refresh_pass(struct udp_worker *w)
 /*
  * Fetches the table entries of the batch's n queries, all at once: issued
  * back to back, their TLB walks and cache misses overlap; one query's
- * issued between two answers (a few queries ahead) waits alone.
+ * issued between two answers (a few queries ahead) waits alone.  Each
+ * query keeps its hint for its answer.
  */
-static void prefetch_batch(const struct udp_worker *w, int n)
+static void prefetch_batch(struct udp_worker *w, int n)
 {
-	const void *where[UDP_BATCH * INRPD_BUCKETS_MAX];
-	unsigned nwhere = 0;
 	for (int i = 0; i < n; i++) {
-		if (w->in[i].msg_hdr.msg_flags & MSG_TRUNC)
-			continue;
-		size_t skip = proxyv2_skip(w->inbuf[i], w->in[i].msg_len);
-		nwhere += inrpd_buckets(&w->ctx, w->inbuf[i] + skip, w->in[i].msg_len - skip, where + nwhere);
+		/* a truncated message is not answered: no hint */
+		size_t len = w->in[i].msg_hdr.msg_flags & MSG_TRUNC ? 0 : w->in[i].msg_len;
+		size_t skip = proxyv2_skip(w->inbuf[i], len);
+		inrpd_buckets(&w->ctx, w->inbuf[i] + skip, len - skip, &w->hint[i]);
 	}
-	for (unsigned i = 0; i < nwhere; i++)
-		__builtin_prefetch(where[i]);
+	for (int i = 0; i < n; i++)
+		inrpd_hint_prefetch(&w->hint[i]);
 }
 
 /*
@@ -321,6 +321,7 @@ static int serve_batch(struct udp_worker *w, unsigned listen_idx)
 			continue;
 		const struct sockaddr *self = (const struct sockaddr *)&w->self[listen_idx];
 		tap_client(w->ctx.tap, DNSTAP_CLIENT_QUERY, DNSTAP_UDP, client, self, query, qlen);
+		w->ctx.hint = &w->hint[i];
 		size_t len = inrpd_answer(&w->ctx, query, qlen, client, w->outbuf[k]);
 		/* no room in flight: the SERVFAIL goes out in this batch, not alone */
 		if (len == INRPD_FORWARD)

@@ -169,26 +169,12 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 	return DNS_PARSE_OK;
 }
 
-/*
- * The builder's one room check: what is left before the OPT record and
- * options kept back (reserve), as a wire_writer on the message so far.
- * The fixed fields of a record are then stored unchecked into what it
- * made room for.
- */
+/* The same room as a wire_writer on the message so far, for the relay's records. */
 static struct wire_writer builder_writer(const struct dns_builder *b)
 {
 	struct wire_writer w = wire_writer(b->buf, b->limit > b->reserve ? b->limit - b->reserve : 0);
 	w.len = b->len;
 	return w;
-}
-
-static inline uint8_t *builder_room(struct dns_builder *b, size_t n)
-{
-	struct wire_writer w = builder_writer(b);
-	uint8_t *p = wire_room(&w, n);
-	if (p)
-		b->len = wire_written(&w);
-	return p;
 }
 
 void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigned rcode,
@@ -213,7 +199,7 @@ void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigne
 	b->reserve = q->has_edns ? DNS_OPT_RR_LEN : 0;
 
 	b->len = 0;
-	uint8_t *h = builder_room(b, DNS_HEADER_LEN + (b->with_question ? q->qname.len + 4u : 0));
+	uint8_t *h = dns_builder_room(b, DNS_HEADER_LEN + (b->with_question ? q->qname.len + 4u : 0));
 	if (!h) {
 		b->failed = true;
 		b->len = b->question_end = 0;
@@ -248,8 +234,7 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 {
 	if (b->failed || !b->q->has_edns || b->len != b->question_end || b->nopts == DNS_MAX_OPTIONS)
 		return false;
-	struct wire_writer w = builder_writer(b);
-	if (!wire_room(&w, 4u + len))          /* kept back for dns_response_finish */
+	if (!dns_builder_fits(b, 4u + len))        /* kept back for dns_response_finish */
 		return false;
 	b->opts[b->nopts].code = code;
 	b->opts[b->nopts].len = len;
@@ -259,36 +244,12 @@ bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t
 	return true;
 }
 
-/*
- * Appends one answer record owned by the current owner name (the question,
- * or the last CNAME's target); returns the offset of its RDATA, or 0 (the
- * response is then truncated) when it does not fit.  Inlined: an address's
- * RDATA is then copied as one 4- or 16-byte move, not by a call to memcpy.
- */
-static inline __attribute__((always_inline)) size_t add_answer(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
-			 uint32_t ttl)
-{
-	uint8_t *p = b->ancount < UINT16_MAX ? builder_room(b, 2u + 10u + rdlen) : NULL;
-	if (!p) {
-		truncate(b);
-		return 0;
-	}
-	wire_store16(p, 0xC000 | b->owner_off);
-	wire_store16(p + 2, type);
-	wire_store16(p + 4, b->q->qclass);     /* IN, or CH for CHAOS TXT */
-	wire_store32(p + 6, ttl);
-	wire_store16(p + 10, rdlen);
-	memcpy(p + 12, rdata, rdlen);
-	b->ancount++;
-	return b->len - rdlen;
-}
-
 bool dns_response_add_rr(struct dns_builder *b, uint16_t type, const uint8_t *rdata, uint16_t rdlen,
 			 uint32_t ttl)
 {
 	if (b->failed || b->truncated || !b->with_question || b->nscount || b->arcount)
 		return false;
-	return add_answer(b, type, rdata, rdlen, ttl) != 0;
+	return dns_builder_answer(b, type, rdata, rdlen, ttl) != 0;
 }
 
 bool dns_response_add_authority(struct dns_builder *b, const struct name *owner, uint16_t type,
@@ -296,7 +257,7 @@ bool dns_response_add_authority(struct dns_builder *b, const struct name *owner,
 {
 	if (b->failed || b->truncated || !b->with_question || b->arcount)
 		return false;
-	uint8_t *p = b->nscount < UINT16_MAX ? builder_room(b, owner->len + 10u + rdlen) : NULL;
+	uint8_t *p = b->nscount < UINT16_MAX ? dns_builder_room(b, owner->len + 10u + rdlen) : NULL;
 	if (!p) {
 		truncate(b);
 		return false;
@@ -332,9 +293,9 @@ size_t dns_response_replay(struct dns_builder *b, const uint8_t *body, size_t bo
 	/* the whole body if it fits, else the answer and authority sections without the additional */
 	size_t at = b->len;
 	size_t n = body_len;
-	uint8_t *p = builder_room(b, n);
+	uint8_t *p = dns_builder_room(b, n);
 	if (!p)
-		p = builder_room(b, n = an_ns_len);
+		p = dns_builder_room(b, n = an_ns_len);
 	if (!p) {
 		truncate(b);
 		return 0;
@@ -355,22 +316,11 @@ bool dns_response_add_cname(struct dns_builder *b, const struct name *target, ui
 		truncate(b);
 		return false;
 	}
-	size_t at = add_answer(b, DNS_TYPE_CNAME, target->wire, target->len, ttl);
+	size_t at = dns_builder_answer(b, DNS_TYPE_CNAME, target->wire, target->len, ttl);
 	if (!at)
 		return false;
 	b->owner_off = (uint16_t)at;
 	return true;
-}
-
-bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl)
-{
-	if (b->failed || b->truncated || !b->with_question)
-		return false;
-	if (family == AF_INET)
-		return add_answer(b, DNS_TYPE_A, addr, 4, ttl) != 0;
-	if (family == AF_INET6)
-		return add_answer(b, DNS_TYPE_AAAA, addr, 16, ttl) != 0;
-	return false;
 }
 
 size_t dns_response_finish(struct dns_builder *b, uint16_t our_udp_size)

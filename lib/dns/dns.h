@@ -27,8 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "name.h"
+#include "wire.h"
 
 #define DNS_HEADER_LEN  12
 #define DNS_UDP_MIN     512     /* RFC 1035 limit; also the floor for EDNS sizes */
@@ -166,13 +169,71 @@ struct dns_builder {
 void dns_response_init(struct dns_builder *b, const struct dns_query *q, unsigned rcode,
 		       uint8_t *buf, size_t limit);
 
+/* Makes the answer a truncated one (TC, the question only). */
+void dns_response_truncate(struct dns_builder *b);
+
+/*
+ * The builder's one room check: what is left before the OPT record and
+ * options kept back (reserve).  The fixed fields of a record are then
+ * stored unchecked into what it made room for.  Inline, with the answer
+ * records below: every local answer adds its addresses through them.
+ */
+static inline bool dns_builder_fits(const struct dns_builder *b, size_t n)
+{
+	size_t room = b->limit > b->reserve ? b->limit - b->reserve : 0;
+	return room - b->len >= n;      /* wire_room's test */
+}
+
+static inline uint8_t *dns_builder_room(struct dns_builder *b, size_t n)
+{
+	if (!dns_builder_fits(b, n))
+		return NULL;
+	b->len += n;
+	return b->buf + b->len - n;
+}
+
+/*
+ * Appends one answer record owned by the current owner name (the question,
+ * or the last CNAME's target) to a builder neither failed nor truncated,
+ * with a question; returns the offset of its RDATA, or 0 (the response is
+ * then truncated) when it does not fit.  Inlined: an address's RDATA is
+ * then copied as one 4- or 16-byte move, not by a call to memcpy.
+ */
+static inline __attribute__((always_inline)) size_t dns_builder_answer(struct dns_builder *b, uint16_t type,
+								       const uint8_t *rdata, uint16_t rdlen,
+								       uint32_t ttl)
+{
+	uint8_t *p = b->ancount < UINT16_MAX ? dns_builder_room(b, 2u + 10u + rdlen) : NULL;
+	if (!p) {
+		dns_response_truncate(b);
+		return 0;
+	}
+	wire_store16(p, 0xC000 | b->owner_off);
+	wire_store16(p + 2, type);
+	wire_store16(p + 4, b->q->qclass);     /* IN, or CH for CHAOS TXT */
+	wire_store32(p + 6, ttl);
+	wire_store16(p + 10, rdlen);
+	memcpy(p + 12, rdata, rdlen);
+	b->ancount++;
+	return b->len - rdlen;
+}
+
 /*
  * Adds an A (family AF_INET, 4 bytes) or AAAA (AF_INET6, 16 bytes) record
  * for the question name.  Returns false once the answer no longer fits:
  * the response is then truncated (TC, question only) and later adds are
  * ignored.
  */
-bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl);
+static inline bool dns_response_add_addr(struct dns_builder *b, int family, const uint8_t *addr, uint32_t ttl)
+{
+	if (b->failed || b->truncated || !b->with_question)
+		return false;
+	if (family == AF_INET)
+		return dns_builder_answer(b, DNS_TYPE_A, addr, 4, ttl) != 0;
+	if (family == AF_INET6)
+		return dns_builder_answer(b, DNS_TYPE_AAAA, addr, 16, ttl) != 0;
+	return false;
+}
 
 /*
  * Adds a CNAME record: the owner is the question name, or the previous
@@ -188,9 +249,6 @@ bool dns_response_add_cname(struct dns_builder *b, const struct name *target, ui
  * is then left out).
  */
 bool dns_response_add_option(struct dns_builder *b, uint16_t code, const uint8_t *data, uint16_t len);
-
-/* Makes the answer a truncated one (TC, the question only). */
-void dns_response_truncate(struct dns_builder *b);
 
 /*
  * Adds a record of any type for the current owner (the question name, or

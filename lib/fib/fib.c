@@ -577,11 +577,12 @@ static ALWAYS_INLINE unsigned second_label(const struct name *q)
 	return second;
 }
 
-unsigned fib_buckets_wire(const struct fib *f, const uint8_t *wire, size_t room, const void *where[2])
+unsigned fib_buckets_wire(const struct fib *f, const uint8_t *wire, size_t room, struct fib_hint *hint)
 {
 	/* the client's bytes: only kept inside room; a name the lookup will
 	 * refuse costs a useless fetch, no more */
 	size_t p = 0, last = NO_LABEL, second = NO_LABEL;
+	hint->table = NULL;
 	while (p < room && wire[p] != 0) {
 		if (wire[p] > NAME_MAX_LABEL)
 			return 0;
@@ -589,7 +590,7 @@ unsigned fib_buckets_wire(const struct fib *f, const uint8_t *wire, size_t room,
 		last = p;
 		p += 1u + wire[p];
 	}
-	if (p >= room || second == NO_LABEL || p - second > KEY_INLINE)
+	if (p >= room || second == NO_LABEL || p - second > KEY_INLINE || p >= NAME_MAX_WIRE)
 		return 0;
 	unsigned klen = (unsigned)(p - second);
 	uint64_t buf[4] = { 0, 0, 0, 0 };       /* the key, lowercased, readable as short_key_words reads */
@@ -600,48 +601,71 @@ unsigned fib_buckets_wire(const struct fib *f, const uint8_t *wire, size_t room,
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 	struct key_words k = short_key_words((const uint8_t *)buf, klen);
 	uint64_t h = short_key_hash(f, &k);
-	where[0] = &t->buckets[bucket_index(t, h)];
-	where[1] = &t->buckets[bucket_other(t, h)];
+	hint->table = t;
+	hint->bucket[0] = &t->buckets[bucket_index(t, h)];
+	hint->bucket[1] = &t->buckets[bucket_other(t, h)];
+	hint->second = (uint8_t)second;
 	return 2;
+}
+
+/*
+ * The common case, www.<name>.<tld> with <name>.<tld> a routed leaf in
+ * one of its two buckets: the key of the last two labels (from second)
+ * looked for in its buckets bk and bk2.  97-99% of keys are in one of
+ * them, fetched at once.  The slot is picked by its first word without a
+ * branch, then checked whole (a rare tie, or a key past both buckets,
+ * goes the long way).  It holds few values (the suffix's place goes into
+ * res at once; every other path overwrites it): fewer instructions per
+ * lookup let more lookups wait on their cache misses at once.
+ */
+static ALWAYS_INLINE bool lookup_two_labels(const struct fib *f, const struct name *q, unsigned second,
+					    const struct fib_bucket *bk, const struct fib_bucket *bk2,
+					    const struct key_words *k, struct fib_result *res)
+{
+	res->suffix_offset = (uint8_t)second;
+	res->suffix_labels = DEPTH_START;
+	const struct fib_slot *s = &bk->s[0];
+	if (__atomic_load_n(&bk->s[1].words[0], __ATOMIC_ACQUIRE) == k->w[0])
+		s = &bk->s[1];
+	if (__atomic_load_n(&bk2->s[0].words[0], __ATOMIC_ACQUIRE) == k->w[0])
+		s = &bk2->s[0];
+	if (__atomic_load_n(&bk2->s[1].words[0], __ATOMIC_ACQUIRE) == k->w[0])
+		s = &bk2->s[1];
+	if (__builtin_expect(slot_diff(s, k) == 0, 1) && fast_result(f, s, res))
+		return true;
+	return lookup_probe_on(f, q, res);
 }
 
 bool fib_lookup_longest_suffix(const struct fib *f, const struct name *q, struct fib_result *res)
 {
 	/*
-	 * The common case, www.<name>.<tld> with <name>.<tld> a routed leaf
-	 * in one of its two buckets, needs only where the next-to-last label
-	 * starts (no offset array, no label count: second stays NO_LABEL with
-	 * fewer than two labels, and is 0 with exactly two) and the two
-	 * buckets.  It is kept a leaf that tail-calls everything else and
-	 * holds few values (the suffix's place goes into res at once; every
-	 * other path overwrites it): fewer instructions per lookup let more
-	 * lookups wait on their cache misses at once.
+	 * Needs only where the next-to-last label starts (no offset array, no
+	 * label count: second stays NO_LABEL with fewer than two labels, and
+	 * is 0 with exactly two) and the two buckets; a leaf that tail-calls
+	 * everything else.
 	 */
 	unsigned second = second_label(q);
 	unsigned klen = q->len - 1u - second;
 	if (__builtin_expect(second == NO_LABEL || klen > KEY_INLINE, 0))
 		return lookup_slow(f, q, res);
-	res->suffix_offset = (uint8_t)second;
-	res->suffix_labels = DEPTH_START;
 	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
 	struct key_words k = short_key_words(q->wire + second, klen);
 	uint64_t h = short_key_hash(f, &k);
-	const struct fib_bucket *bk = &t->buckets[bucket_index(t, h)], *bk2 = &t->buckets[bucket_other(t, h)];
-	/*
-	 * 97-99% of keys are in one of their two buckets, fetched at once.
-	 * Pick the slot by its first word without a branch, then check it
-	 * whole (a rare tie, or a key past both buckets, goes the long way).
-	 */
-	const struct fib_slot *s = &bk->s[0];
-	if (__atomic_load_n(&bk->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
-		s = &bk->s[1];
-	if (__atomic_load_n(&bk2->s[0].words[0], __ATOMIC_ACQUIRE) == k.w[0])
-		s = &bk2->s[0];
-	if (__atomic_load_n(&bk2->s[1].words[0], __ATOMIC_ACQUIRE) == k.w[0])
-		s = &bk2->s[1];
-	if (__builtin_expect(slot_diff(s, &k) == 0, 1) && fast_result(f, s, res))
-		return true;
-	return lookup_probe_on(f, q, res);
+	return lookup_two_labels(f, q, second, &t->buckets[bucket_index(t, h)], &t->buckets[bucket_other(t, h)],
+				 &k, res);
+}
+
+bool fib_lookup_hinted(const struct fib *f, const struct name *q, const struct fib_hint *hint,
+		       struct fib_result *res)
+{
+	const struct fib_table *t = __atomic_load_n(&f->table, __ATOMIC_ACQUIRE);
+	unsigned second = hint->second, klen = q->len - 1u - second;
+	/* another table's buckets (rebuilt since) are not this one's; klen
+	 * wraps past KEY_INLINE for a hint that could not be this name's */
+	if (__builtin_expect(hint->table != t || klen > KEY_INLINE, 0))
+		return fib_lookup_longest_suffix(f, q, res);
+	struct key_words k = short_key_words(q->wire + second, klen);
+	return lookup_two_labels(f, q, second, hint->bucket[0], hint->bucket[1], &k, res);
 }
 
 bool fib_lookup_exact(const struct fib *f, const struct name *q, struct fib_result *res)

@@ -80,15 +80,32 @@ bool fib_lookup_exact(const struct fib *fib, const struct name *qname, struct fi
 unsigned fib_memberships(const struct fib *fib, const struct name *qname, bool *own, struct name *aggs,
 			 unsigned max);
 /*
- * Where fib_lookup_longest_suffix() of the name in wire form at wire
- * (room bytes readable, any case, not yet checked) reads first: its two
- * buckets, into where; returns how many (0: a name the lookup takes the
- * long way, or refuses).  For a reader with a batch of names, which
- * prefetches every name's buckets back to back before its first lookup:
- * their TLB walks and cache misses overlap, which fetches spread between
- * the lookups (a few names ahead) do not.
+ * Where fib_lookup_longest_suffix() of a name reads first, found from its
+ * wire form: for a reader with a batch of names, which prefetches every
+ * name's buckets back to back before its first lookup (their TLB walks and
+ * cache misses overlap, which fetches spread between the lookups, a few
+ * names ahead, do not), and then looks each up with its hint, not hashing
+ * the name again.  Valid for the table it names, within one read-side
+ * critical section.
  */
-unsigned fib_buckets_wire(const struct fib *fib, const uint8_t *wire, size_t room, const void *where[2]);
+struct fib_hint {
+	const void *table;              /* NULL: none (a name the lookup takes the long way, or refuses) */
+	const void *bucket[2];          /* the two buckets of the name's last two labels */
+	uint8_t second;                 /* where its next-to-last label starts */
+};
+/*
+ * The hint of the name in wire form at wire (room bytes readable, any
+ * case, not yet checked); returns how many buckets it names (0 or 2).
+ */
+unsigned fib_buckets_wire(const struct fib *fib, const uint8_t *wire, size_t room, struct fib_hint *hint);
+/*
+ * fib_lookup_longest_suffix() of qname with the hint fib_buckets_wire()
+ * made of its very wire form (the same labels, in any case): the same
+ * result, with the name neither walked nor hashed when the table is the
+ * hint's.
+ */
+bool fib_lookup_hinted(const struct fib *fib, const struct name *qname, const struct fib_hint *hint,
+		       struct fib_result *res);
 
 /* Writers.  count == 0 removes the name's own routes. */
 int fib_set_routes(struct fib *fib, const struct name *n, const struct route *routes, unsigned count);

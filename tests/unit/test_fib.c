@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -723,8 +724,9 @@ static void prefetch_reads_only_its_room(void **state)
 			for (size_t k = 0; k < room; k++)
 				buf[k] = (uint8_t)(random() % 4 == 0 ? random() % 8 : random());
 		}
-		const void *where[2];
-		unsigned nb = fib_buckets_wire(f, buf, room, where);
+		struct fib_hint hint;
+		unsigned nb = fib_buckets_wire(f, buf, room, &hint);
+		assert_true(nb == 0 ? hint.table == NULL : hint.table != NULL);
 		if (i < sizeof(cases) / sizeof(cases[0]))
 			assert_int_equal(nb, 0);
 		else
@@ -732,11 +734,59 @@ static void prefetch_reads_only_its_room(void **state)
 		free(buf);
 	}
 	static const uint8_t whole[] = "\007ExAmple\003com";
-	const void *where[2];
-	assert_int_equal(fib_buckets_wire(f, whole, sizeof(whole), where), 2);
+	struct fib_hint hint;
+	assert_int_equal(fib_buckets_wire(f, whole, sizeof(whole), &hint), 2);
 	struct fib_result res;
 	assert_true(fib_lookup_longest_suffix(f, &n, &res));
 	assert_int_equal(res.nsets, 1);
+}
+
+/*
+ * A lookup with the hint fib_buckets_wire made of the question (any case)
+ * finds what the plain lookup finds, for every kind of name: a leaf in
+ * its buckets, a name with children, deeper and shallower matches, a key
+ * too long for a slot, no match; and after the table was rebuilt, the old
+ * hint is not trusted.
+ */
+static void a_hinted_lookup_finds_what_a_plain_one_does(void **state)
+{
+	struct fib *f = *state;
+	static const char *routed[] = { "example.com", "sub.example.com", "a.b", "org",
+					"averyveryverylonglabelname.com" };
+	static const char *asked[] = { "www.example.com", "example.com", "x.sub.example.com", "sub.example.com",
+				       "a.b", "q.a.b", "zzz.org", "org", "nothere.net", "com",
+				       "averyveryverylonglabelname.com", "w.averyveryverylonglabelname.com" };
+	for (unsigned i = 0; i < sizeof(routed) / sizeof(routed[0]); i++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "10.0.0.%u", i + 1);
+		struct route r = server(addr);
+		struct name n = N(routed[i]);
+		assert_int_equal(fib_set_routes(f, &n, &r, 1), FIB_OK);
+	}
+	struct fib_hint hints[sizeof(asked) / sizeof(asked[0])];
+	for (unsigned round = 0; round < 2; round++) {
+		for (unsigned i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+			struct name n = N(asked[i]);
+			uint8_t wire[NAME_MAX_WIRE + 4];
+			memcpy(wire, n.wire, n.len);
+			memset(wire + n.len, 0, 4);             /* QTYPE and QCLASS follow a question's name */
+			for (unsigned k = 0; k < n.len; k += 2) /* any case the client sent */
+				wire[k] = (uint8_t)toupper(wire[k]);
+			if (round == 0)
+				fib_buckets_wire(f, wire, n.len + 4, &hints[i]);
+			struct fib_result plain, hinted;
+			bool found = fib_lookup_longest_suffix(f, &n, &plain);
+			assert_int_equal(fib_lookup_hinted(f, &n, &hints[i], &hinted), found);
+			if (!found)
+				continue;
+			assert_int_equal(hinted.suffix_offset, plain.suffix_offset);
+			assert_int_equal(hinted.suffix_labels, plain.suffix_labels);
+			assert_int_equal(hinted.nsets, plain.nsets);
+			assert_ptr_equal(hinted.sets[0], plain.sets[0]);
+		}
+		/* a rebuilt table: the hints name the old one */
+		assert_int_equal(fib_reserve(f, 1000000), FIB_OK);
+	}
 }
 
 static void a_full_table_finds_every_name(void **state)
@@ -852,6 +902,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(names_alike_in_their_first_word_are_told_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(random_operations_match_a_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(prefetch_reads_only_its_room, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_hinted_lookup_finds_what_a_plain_one_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_full_table_finds_every_name, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests_name("fib", tests, NULL, NULL);
