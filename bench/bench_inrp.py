@@ -14,7 +14,11 @@ figures are no target's ratio, is measured alone afterwards.  Every burst
 also records the share of its CPU the client (dnsperf, one thread) was
 busy (*_client_busy_rounds): near 1, the client sets the pace, and the
 echo floor's qps over NSD's (echo_nsd_qps_ratio) is the most any server
-could reach against NSD in that run.
+could reach against NSD in that run.  *_queries_per_sleep_rounds: the
+queries a server answered for each time one of its threads went to sleep
+(voluntary context switches): a server that keeps up with its client
+sleeps between small batches, and each sleep and wake-up costs it kernel
+time the queries share.
 
 Then hop_p50_us: the median latency one forwarding hop adds.  Five
 inrpd routers in a chain (the last with the content server) are asked at
@@ -135,6 +139,26 @@ def cpu_ticks(pids):
     return total
 
 
+def sleeps(pids):
+    """Times every thread of pids went to sleep on its own (voluntary
+    context switches): a server waiting for the next datagram."""
+    total = 0
+    for p in pids:
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/status") as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+    return total
+
+
 def rss_bytes(pids):
     total = 0
     for p in pids:
@@ -193,15 +217,16 @@ def dnsperf(addr, port, qfile, seconds, cpus):
 def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     pids = descendants(proc.pid)
     dnsperf(addr, port, qfile, 1, client_cpus)              # warm up caches and paths
-    before = cpu_ticks(pids)
+    before, slept = cpu_ticks(pids), sleeps(pids)
     qps, done, lost, client_s = dnsperf(addr, port, qfile, seconds, client_cpus)
     cpu_us = (cpu_ticks(pids) - before) * 1e6 / CLK_TCK
+    per_sleep = done / max(1, sleeps(pids) - slept)
     rss = rss_bytes(pids)
     us_per_q = cpu_us / done if done else float("nan")
     busy = client_s / seconds
     print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB"
-          f"  dnsperf {busy:.0%} of its CPU", flush=True)
-    return qps, us_per_q, rss, busy
+          f"  dnsperf {busy:.0%} of its CPU  {per_sleep:.1f} queries a sleep", flush=True)
+    return qps, us_per_q, rss, busy, per_sleep
 
 
 def interleaved(servers, qfile, seconds, client_cpus, rounds):
@@ -756,6 +781,7 @@ def main():
         out[f"{key}_qps_rounds"] = [round(r[0]) for r in results["rounds"][name]]
         out[f"{key}_cpu_us_rounds"] = [round(r[1], 3) for r in results["rounds"][name]]
         out[f"{key}_client_busy_rounds"] = [round(r[3], 3) for r in results["rounds"][name]]
+        out[f"{key}_queries_per_sleep_rounds"] = [round(r[4], 1) for r in results["rounds"][name]]
     out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
