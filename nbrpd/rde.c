@@ -1579,10 +1579,12 @@ static void flush(struct rde *r)
 		release_held(r);
 	if (r->lost.n && r->lost_since + withdrawal_delay(r) <= now && export_names(r, r->lost.v, r->lost.n))
 		r->lost.n = 0;
-	if (held_due(r) == UINT64_MAX)
+	uint64_t due = held_due(r);
+	if (due == UINT64_MAX)
 		uv_timer_stop(&r->held_timer);
-	else if (held_due(r) > now)
-		uv_timer_start(&r->held_timer, on_held, held_due(r) - now, 0);
+	else if (due > now && (!uv_is_active((uv_handle_t *)&r->held_timer) ||
+			       uv_timer_get_due_in(&r->held_timer) != due - now))
+		uv_timer_start(&r->held_timer, on_held, due - now, 0);  /* not every turn: a restart re-sorts the loop's timers */
 	if (!told) {
 		r->dirty = dirty;       /* out of memory: again next turn */
 		return;
