@@ -264,7 +264,8 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 
 struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner)
 {
-	struct rde_peer *p = calloc(1, sizeof(*p));
+	size_t len = strnlen(pc->name, NBRP_ROUTER_NAME_MAX);
+	struct rde_peer *p = calloc(1, sizeof(*p) + len + 1);
 	if (!p)
 		return NULL;
 	if (VEC_RESERVE(r->peers, r->peers_cap, r->npeers + 1) < 0) {
@@ -273,7 +274,7 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	}
 	p->rde = r;
 	p->owner = owner;
-	snprintf(p->name, sizeof(p->name), "%s", pc->name);
+	memcpy(p->name, pc->name, len);
 	p->refs = 1;
 	p->gen = 1;
 	p->configured = true;
