@@ -481,13 +481,16 @@ static uint64_t update_names(const Nbrp__Update *u)
  * A frame the RDE queued, as it leaves its router: decoded once (an update
  * group's peers are queued one buffer, one after another), and made once
  * what the reference modes send instead (origin withdrawals taken out),
- * the same for every session it goes on.  Its receivers read it decoded
- * here (decoding is a function of the bytes: each decoding it again gave
- * the same message, at 8% of the run's time); it lives until the last
- * has.
+ * the same for every session it goes on.  An update group's UPDATE is
+ * read by its receivers as decoded here, and lives until the last has
+ * (decoding is a function of the bytes: each decoding it again gave the
+ * same message, at 8% of the run's time).  A frame for one session is
+ * decoded where it arrives, as before: kept decoded while in flight, a
+ * start's frames on 1.6 million sessions at once took 4 KiB each.
  */
 struct outgoing {
 	uint32_t refs;                  /* the sender's turn, and each msg of frame */
+	uint32_t sessions;              /* it is queued for */
 	Nbrp__Message *dec;             /* the RDE's frame, decoded */
 	Nbrp__Update f;                 /* an UPDATE: what leaves (pointing into dec) */
 	struct wq_buf *frame;           /* f encoded (a reference); NULL: nothing is left */
@@ -548,8 +551,7 @@ static void transmit(struct net *n, struct half *h, struct outgoing *o, uint64_t
 		return;
 	if (o->dec->body_case != NBRP__MESSAGE__BODY_UPDATE) {
 		o->frame->refs++;
-		o->refs++;
-		deliver(n, h, o->frame, o, at, false);
+		deliver(n, h, o->frame, NULL, at, false);
 		return;
 	}
 	const Nbrp__Update *f = &o->f;
@@ -577,10 +579,10 @@ static void transmit(struct net *n, struct half *h, struct outgoing *o, uint64_t
 		out = o->rest;
 	}
 	if (out) {
+		bool shared = out == o->frame && o->sessions > 1;
 		out->refs++;
-		if (out == o->frame)
-			o->refs++;
-		deliver(n, h, out, out == o->frame ? o : NULL, at, true);
+		o->refs += shared;
+		deliver(n, h, out, shared ? o : NULL, at, true);
 	}
 }
 
@@ -652,6 +654,7 @@ static void turn(struct net *n, struct router *r)
 			og[nog] = outgoing_new(n, out[i].frame, decode_or_die(out[i].frame, r->id));
 			nog++;
 		}
+		og[nog - 1]->sessions++;
 		if (og[nog - 1]->dec->body_case == NBRP__MESSAGE__BODY_UPDATE)
 			queued += update_names(og[nog - 1]->dec->update);
 	}
