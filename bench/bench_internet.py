@@ -13,14 +13,18 @@
   the origins of each event's convergence time and UPDATEs; the targets
   (docs/SIMULATION.md) as booleans.  --runs leaves some out (BGP at no
   MRAI explores every path: past ~10,000 ASes it takes the longest by
-  far).  The last line of output is one JSON object.
+  far).  The runs are separate sim processes, one thread each: --jobs of
+  them at once (default: as many as the CPUs and the memory hold, from
+  RSS_PER_AS), the longest first.  The last line of output is one JSON
+  object.
 """
 import argparse
 import json
+import os
 import pathlib
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -35,6 +39,12 @@ RUNS = (("nbrp", "nbrp", 30, True), ("nbrp_no_delay", "nbrp", 30, False), ("bgp_
 DEFAULT_RUNS = "nbrp,bgp_mrai30,bgp_mrai0"
 TARGET_WALL_S = 30 * 60
 TARGET_RSS_MB = 24 * 1024
+# the longest run first, so that the others fill the other CPU meanwhile (BGP without MRAI explores)
+LONGEST_FIRST = ("bgp_mrai0", "bgp_mrai30", "nbrp", "nbrp_no_delay")
+# a run's peak RSS, bytes an AS: MRAI-30's at 75,000 ASes (3 origins a class, each event's names
+# kept) passed 12.7 GB, 170 KiB an AS, still growing with them (1 origin a class reached 188 before
+# commits 3ba5bc1-a8c9d04)
+RSS_PER_AS = 185 * 1024
 
 
 def percentile(values, p):
@@ -50,14 +60,55 @@ def p50_p99(values):
     return {"p50": percentile(values, 50), "p99": percentile(values, 99)}
 
 
-def run_sim(build, topo, args, mode, mrai, delays):
+def sim_cmd(build, topo, args, mode, mrai, delays):
     cmd = ["nice", str(build / "sim" / "sim"), "--topology", str(topo), "--seed", str(args.seed), "--modes", mode,
            "--mrai", str(mrai), "--origins", str(args.origins), "--names", str(args.names), "--quiet"]
     if delays:
         cmd += ["--update-delay", str(args.update_delay), "--withdrawal-delay", str(args.withdrawal_delay)]
-    print(" ".join(cmd), file=sys.stderr)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
-    return json.loads(p.stdout.decode().splitlines()[-1])
+    return cmd
+
+
+def mem_available():
+    """bytes the kernel says can be had without swapping (/proc/meminfo)"""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def default_jobs(ases, nruns):
+    """as many runs at once as there are CPUs, and as fit in memory (within the 24 GiB target)"""
+    room = min(mem_available(), TARGET_RSS_MB << 20)
+    return max(1, min(nruns, os.cpu_count() or 1, room // (RSS_PER_AS * ases)))
+
+
+def run_all(todo, jobs):
+    """todo: [(key, cmd)], started in order, at most jobs at once; {key: (its JSON, its peak RSS in MB)}"""
+    todo, running, done = list(todo), {}, {}
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                key, cmd = todo.pop(0)
+                print(" ".join(cmd), file=sys.stderr)
+                out = tempfile.TemporaryFile()
+                p = subprocess.Popen(cmd, stdout=out)
+                running[p.pid] = (key, p, out)
+            pid, status, ru = os.wait4(-1, 0)       # ru: that child's alone (its own peak RSS)
+            if pid not in running:
+                continue
+            key, p, out = running.pop(pid)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            if p.returncode != 0:
+                raise subprocess.CalledProcessError(p.returncode, p.args)
+            out.seek(0)
+            done[key] = (json.loads(out.read().decode().splitlines()[-1]), ru.ru_maxrss / 1024)
+            out.close()
+    finally:
+        for _, p, _ in running.values():        # one failed, or we were interrupted: not left running
+            p.kill()
+            p.wait()
+    return done
 
 
 def main():
@@ -72,6 +123,8 @@ def main():
                          "targets false)")
     ap.add_argument("--update-delay", type=int, default=25, help="ms, nbrp's (nbrpd.conf(5))")
     ap.add_argument("--withdrawal-delay", type=int, default=50, help="ms, nbrp's (nbrpd.conf(5))")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="runs at once (default: the CPUs, fewer if their peak RSS would not fit in memory)")
     args = ap.parse_args()
     if args.origins < 2:
         ap.error("--origins: at least 2 (a move goes to the next origin of its class)")
@@ -79,17 +132,22 @@ def main():
     if not set(chosen) <= {r[0] for r in RUNS} or "nbrp" not in chosen:
         ap.error("--runs: nbrp and any of nbrp_no_delay,bgp_mrai30,bgp_mrai0")
     build = pathlib.Path(args.build)
+    if args.jobs < 0:
+        ap.error("--jobs: 0 (as many as fit) or more")
     topo = topology("internet", args.ases, args.seed, build)
+    jobs = args.jobs or default_jobs(args.ases, len(chosen))
+    todo = [(key, sim_cmd(build, topo, args, mode, mrai, delays)) for key, mode, mrai, delays in
+            sorted(RUNS, key=lambda r: LONGEST_FIRST.index(r[0])) if key in chosen]
     t0 = time.monotonic()
-    runs = {}
-    for key, mode, mrai, delays in RUNS:
-        if key in chosen:
-            j = run_sim(build, topo, args, mode, mrai, delays)
-            runs[key] = (j, j["modes"][mode])
-        else:
-            runs[key] = ({}, {"samples": {}, "wall_s": None})
+    done = run_all(todo, jobs)
     wall = time.monotonic() - t0
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    runs = {}
+    for key, mode, _, _ in RUNS:
+        j = done.get(key, ({}, None))[0]
+        runs[key] = (j, j["modes"][mode] if j else {"samples": {}, "wall_s": None})
+    rss_by_run = {key: round(done[key][1]) if key in done else None for key, _, _, _ in RUNS}
+    # at most jobs run at once: the largest jobs peaks together bound the machine's
+    peak_rss_mb = sum(sorted((v for v in rss_by_run.values() if v is not None), reverse=True)[:jobs])
     first = runs["nbrp"][0]
     links = first["links"]
     out = {"ases": first["routers"], "as_links": links, "seed": args.seed, "origins_per_class": args.origins,
@@ -109,6 +167,8 @@ def main():
     out["wall_s"] = round(wall, 1)
     out["wall_s_by_run"] = {key: runs[key][1]["wall_s"] for key, _, _, _ in RUNS}
     out["peak_rss_mb"] = round(peak_rss_mb)
+    out["peak_rss_mb_by_run"] = rss_by_run
+    out["jobs"] = jobs
     def within(a, b, f):
         """a's p50 and p99 each at most f times b's"""
         return all(a[q] is not None and b[q] is not None and a[q] <= f * b[q] for q in ("p50", "p99"))
@@ -122,7 +182,7 @@ def main():
         "at_75000_ases": first["routers"] >= 75000,
     }
     print(f"{out['ases']} ASes, {links} links; {out['bytes_per_router_full_table'] / 1024:.1f} KiB a router; "
-          f"{out['wall_s']} s, peak RSS {out['peak_rss_mb']} MB", file=sys.stderr)
+          f"{out['wall_s']} s, {jobs} at once, peak RSS {out['peak_rss_mb']} MB", file=sys.stderr)
     print(f"  {'event':<18} {'':<13} {'converge s p50':>14} {'p99':>10} {'UPDATEs p50':>12} {'p99':>10}",
           file=sys.stderr)
     for ev in EVENTS:

@@ -23,35 +23,41 @@
 #define BATCH_SET_BYTES (512 * 1024)    /* a set's names and others, at most, per UPDATE */
 #define MAX_ATTS        (NBRP_MAX_PATH + 1)
 
-/* One UPDATE under construction, its arrays kept from one UPDATE to the next. */
+/*
+ * One UPDATE under construction, its arrays kept from one UPDATE to the
+ * next.  The scalars first, together: an UPDATE of a few names touches
+ * their page and the first page of each array it uses, of a megabyte
+ * (the simulator has 75,000 packers; sim/net.c).
+ */
 struct packer {
 	struct rde *r;
 	packer_emit_fn emit;
 	void *arg;
 	unsigned sent;
-	Nbrp__Update u;
-	ProtobufCBinaryData withdrawn[BATCH_NAMES];
-	ProtobufCBinaryData withdrawn_aggs[BATCH_NAMES];
-	Nbrp__Route *route_ptrs[BATCH_NAMES];
-	Nbrp__Route routes[BATCH_NAMES];
-	ProtobufCBinaryData names[BATCH_SET_NAMES];
 	size_t nnames;
 	uint64_t last_sig;              /* of the last Route: sig ^ load */
 	bool last_shared;               /* the last Route may take more names */
-	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
-	char signed_source[BATCH_SIGNED][NBRP_SOURCE_TEXT_MAX];        /* a relayed signed aggregate's */
-	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+	bool source_made;               /* source formatted since packer_begin (only an aggregate needs it) */
 	struct rde_peer *sign_for;      /* NULL: not signed */
 	void *sign_peer;                /* the signer's context for it */
-	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
-	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
-	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
-	const struct sig_set *set_of[BATCH_SIGNED];
 	const struct sig_set *last_set;
 	size_t set_bytes, others_need, others_cap;
 	ProtobufCBinaryData *others;
 	uint8_t *marks;                 /* sig_set_others' */
 	size_t marks_cap;
+	Nbrp__Update u;
+	char source[NBRP_SOURCE_TEXT_MAX];      /* our transfer server, as aggregate_source */
+	ProtobufCBinaryData withdrawn[BATCH_NAMES];
+	Nbrp__Route *route_ptrs[BATCH_NAMES];
+	Nbrp__Route routes[BATCH_NAMES];
+	ProtobufCBinaryData names[BATCH_SET_NAMES];
+	char *paths[BATCH_NAMES][NBRP_MAX_PATH];
+	Nbrp__OriginWithdrawal ows[BATCH_NAMES], *ow_ptrs[BATCH_NAMES];
+	ProtobufCBinaryData withdrawn_aggs[BATCH_NAMES];
+	char signed_source[BATCH_SIGNED][NBRP_SOURCE_TEXT_MAX];        /* a relayed signed aggregate's */
+	Nbrp__Attestation *atts[BATCH_SIGNED][MAX_ATTS];
+	/* name sets: each Route's set (NULL: not a set's), its others made when the UPDATE is */
+	const struct sig_set *set_of[BATCH_SIGNED];
 };
 
 struct packer *packer_new(struct rde *r)
@@ -128,13 +134,11 @@ static void send_batch(struct packer *pk)
 
 void packer_begin(struct packer *pk, packer_emit_fn emit, void *arg)
 {
-	struct rde *r = pk->r;
 	pk->emit = emit;
 	pk->arg = arg;
 	pk->sent = 0;
 	pk->sign_for = NULL;
-	if (r->cfg->has_transfer)
-		nbrp_aggregate_source_format(&r->cfg->transfer, pk->source, sizeof(pk->source));
+	pk->source_made = false;
 	reset(pk);
 }
 
@@ -208,6 +212,9 @@ static __attribute__((noinline)) void new_route(struct packer *pk, ProtobufCBina
 	pk->last_shared = !g && !pk->sign_for;    /* an aggregate's or a signed name's Route has one name */
 	pk->last_set = NULL;
 	if (g) {
+		if (!pk->source_made && cfg->has_transfer)
+			nbrp_aggregate_source_format(&cfg->transfer, pk->source, sizeof(pk->source));
+		pk->source_made = true;
 		rt->aggregate = *name;
 		rt->aggregate_version = g->version;
 		rt->aggregate_source = pk->source;

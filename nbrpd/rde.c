@@ -264,7 +264,8 @@ static void peer_set_config(struct rde_peer *p, const struct nbrpd_peer_config *
 
 struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc, void *owner)
 {
-	struct rde_peer *p = calloc(1, sizeof(*p));
+	size_t len = strnlen(pc->name, NBRP_ROUTER_NAME_MAX);
+	struct rde_peer *p = calloc(1, sizeof(*p) + len + 1);
 	if (!p)
 		return NULL;
 	if (VEC_RESERVE(r->peers, r->peers_cap, r->npeers + 1) < 0) {
@@ -273,7 +274,7 @@ struct rde_peer *rde_peer_add(struct rde *r, const struct nbrpd_peer_config *pc,
 	}
 	p->rde = r;
 	p->owner = owner;
-	snprintf(p->name, sizeof(p->name), "%s", pc->name);
+	memcpy(p->name, pc->name, len);
 	p->refs = 1;
 	p->gen = 1;
 	p->configured = true;
@@ -1579,10 +1580,12 @@ static void flush(struct rde *r)
 		release_held(r);
 	if (r->lost.n && r->lost_since + withdrawal_delay(r) <= now && export_names(r, r->lost.v, r->lost.n))
 		r->lost.n = 0;
-	if (held_due(r) == UINT64_MAX)
+	uint64_t due = held_due(r);
+	if (due == UINT64_MAX)
 		uv_timer_stop(&r->held_timer);
-	else if (held_due(r) > now)
-		uv_timer_start(&r->held_timer, on_held, held_due(r) - now, 0);
+	else if (due > now && (!uv_is_active((uv_handle_t *)&r->held_timer) ||
+			       uv_timer_get_due_in(&r->held_timer) != due - now))
+		uv_timer_start(&r->held_timer, on_held, due - now, 0);  /* not every turn: a restart re-sorts the loop's timers */
 	if (!told) {
 		r->dirty = dirty;       /* out of memory: again next turn */
 		return;

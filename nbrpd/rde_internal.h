@@ -43,7 +43,6 @@
 struct rde_peer {
 	struct rde *rde;
 	void *owner;                    /* the session layer's, for the callbacks */
-	char name[NBRP_ROUTER_NAME_MAX + 1];
 	uint32_t refs;                  /* attributes naming it, +1 while configured */
 	uint32_t gen;                   /* session generation: routes of older ones are stale */
 	uint32_t local_pref;
@@ -72,6 +71,7 @@ struct rde_peer {
 	struct chain_node hlink;        /* by name (peer_names.c) */
 	/* what its routes' signatures mean, and whether it is sent ours (set by the signature stage, rdesig.h) */
 	enum sig_policy sig;            /* SIG_OFF without a signer */
+	char name[];                    /* as long as it is: a simulated router has tens of peers (sim/net.c) */
 };
 
 /* ---- attributes ---- */

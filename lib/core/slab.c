@@ -1,5 +1,5 @@
 #include <stdlib.h>
-#include <string.h>
+#include <sys/mman.h>
 
 #include "slab.h"
 
@@ -18,13 +18,25 @@ void slab_init(struct slab *s, size_t size)
 	s->live = 0;
 }
 
+/*
+ * A chunk is mapped, not malloc'd: its pages are zero until touched, so a
+ * slab that holds a few objects costs the pages they and the chunk's head
+ * are on (the map's words are touched as objects are freed), where
+ * posix_memalign's chunk cost two pages of malloc's headers and the whole
+ * map zeroed (a simulated router has several slabs of a few objects:
+ * sim/net.c).  The mapping is twice a chunk, to align one in it; the rest
+ * stays mapped and untouched, so that the chunks' mappings stay
+ * contiguous and the kernel keeps them in one area (a process has at most
+ * vm.max_map_count of those).
+ */
 void *slab_alloc_chunk(struct slab *s)
 {
-	void *mem;
-	if (posix_memalign(&mem, SLAB_CHUNK_BYTES, SLAB_CHUNK_BYTES) != 0)
+	uint8_t *map = mmap(NULL, 2 * SLAB_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
 		return NULL;
-	struct slab_chunk *c = mem;
-	memset(c, 0, s->data);
+	struct slab_chunk *c = (struct slab_chunk *)(((uintptr_t)map + SLAB_CHUNK_BYTES - 1) &
+						     ~(uintptr_t)(SLAB_CHUNK_BYTES - 1));
+	c->map_base = map;
 	c->next = s->chunks;
 	s->chunks = c;
 	uint8_t *p = (uint8_t *)c + s->data;
@@ -41,7 +53,7 @@ void slab_destroy(struct slab *s)
 		struct slab_chunk *n = c->next;
 		/* ASan keeps its marks on memory that goes back to malloc */
 		SLAB_UNPOISON(c, SLAB_CHUNK_BYTES);
-		free(c);
+		munmap(c->map_base, 2 * SLAB_CHUNK_BYTES);
 		c = n;
 	}
 	slab_init(s, s->size);

@@ -45,6 +45,7 @@
 #define SLAB_CHUNK_BYTES        ((size_t)1 << 20)
 
 struct slab_chunk {
+	void *map_base;                 /* its mapping (slab.c) */
 	struct slab_chunk *next;        /* every chunk of the slab */
 	struct slab_chunk *next_partial;/* chunks with freed objects */
 	uint32_t nfree;                 /* bits set in map */

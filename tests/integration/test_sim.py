@@ -5,8 +5,9 @@ same for a seed, and once the start has converged every router's best route
 for each name is the one Gao-Rexford predicts (customer routes before peer
 routes before provider routes, then the shortest), computed here directly
 from the graph; the same at 20 ASes of another seed.  A frame reaches a
-router no sooner than its links' delays after it left.  And a bad topology
-file is refused with file:line.
+router no sooner than its links' delays after it left.  A bad topology
+file is refused with file:line.  And scripts/bench internet's runs, two at
+once, give the figures they give one after the other.
 """
 import heapq
 import json
@@ -199,6 +200,28 @@ def test_a_frame_arrives_after_its_links_delay(tmp_path):
     there, back = rounds[0]["settled_by_router"], rounds[1]["settled_by_router"]
     assert there["r0"] == 0 and 7 <= there["r1"] < there["r2"] and there["r2"] >= 12
     assert back["r2"] == 0 and 5 <= back["r1"] < back["r0"] and back["r0"] >= 12
+
+
+def test_the_internet_bench_gives_the_same_figures_with_its_runs_side_by_side(tmp_path):
+    """scripts/bench internet's three runs are separate sims: two at once (--jobs 2) give what one after
+    the other gives, and each run's peak RSS is its own"""
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "sim").symlink_to(SIM.parent)
+    out = {}
+    for jobs in (1, 2):
+        p = subprocess.run([sys.executable, str(REPO / "bench" / "bench_internet.py"), "--build", str(build),
+                            "--ases", "300", "--jobs", str(jobs)], stdout=subprocess.PIPE, check=True)
+        out[jobs] = json.loads(p.stdout.decode().splitlines()[-1])
+    assert out[1]["jobs"] == 1 and out[2]["jobs"] == 2
+    for j in out.values():
+        by_run = j.pop("peak_rss_mb_by_run")
+        assert all(by_run[k] > 0 for k in ("nbrp", "bgp_mrai30", "bgp_mrai0")) and by_run["nbrp_no_delay"] is None
+        assert j.pop("peak_rss_mb") <= sum(v for v in by_run.values() if v)
+        for measured in ("wall_s", "wall_s_by_run", "jobs", "bytes_per_router_full_table", "targets"):
+            j.pop(measured)
+    assert out[1]["withdraw"]["bgp_mrai0_updates"]["p50"] > out[1]["withdraw"]["nbrp_updates"]["p50"] > 0
+    assert out[1] == out[2]
 
 
 def test_a_move_lag_plays_the_two_reloads_apart(tmp_path):
