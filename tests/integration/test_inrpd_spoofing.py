@@ -228,13 +228,17 @@ def test_a_flood_of_forged_answers_reaches_no_client_and_no_cache(inrpd_factory,
     # the attack's fair win; none may have otherwise
     assert [f for f in forged_seen if f[2] is None or f[2] != f[3] or defence != "port"] == []
     assert c2["cached"] - c1["cached"] == ATTACKS
-    # every forged datagram was seen and dropped: by inrpd, or by the kernel
-    # for want of a socket on the port (or of room in the socket's buffer)
-    dropped = delta["bad_upstream"] + noports + rcvbuf
-    assert dropped >= sent
     if defence == "port":
-        assert noports >= sent - 65536 * collided
+        # the port was given back: no socket of inrpd's took any, unless a
+        # query came from it; the kernel found no socket for nearly all.  Not
+        # for every one: its count is every process's, and a socket another
+        # process (another test) opened on that port number meanwhile takes
+        # what arrives while it is open (CI saw 35 of 1,310,720 go so)
+        assert delta["bad_upstream"] <= 65536 * collided
+        assert noports + rcvbuf >= 0.99 * (sent - 65536 * collided)
     else:
+        # at the live port: every forged datagram reached inrpd's socket and
+        # was dropped by inrpd, or by the kernel for want of room in its buffer
         assert delta["fwd_bad_id"] > 0
         assert delta["fwd_bad_id"] + delta["fwd_bad_cookie"] + delta["fwd_0x20_mismatch"] + rcvbuf >= sent
     assert delta["fwd_no_socket"] == 0
