@@ -85,8 +85,7 @@ __attribute__((noinline)) static unsigned answer_all(const struct queries *q, co
 		struct inrpd_hint hint[BATCH];
 		for (unsigned i = 0; i < n; i++)
 			inrpd_buckets(&w, q->pkt[base + i], q->len[base + i], &hint[i]);
-		for (unsigned i = 0; i < n; i++)
-			inrpd_hint_prefetch(&hint[i]);
+		inrpd_hints_fetch(hint, n);
 		for (unsigned i = 0; i < n; i++) {
 			w.hint = &hint[i];
 			size_t len = inrpd_answer(&w, q->pkt[base + i], q->len[base + i], client, out[i]);

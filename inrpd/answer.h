@@ -130,13 +130,22 @@ static inline void inrpd_buckets(const struct inrpd_worker *w, const uint8_t *pk
 		fib_buckets_wire(w->chan, pkt + DNS_HEADER_LEN, len - DNS_HEADER_LEN, &h->fib[1]);
 }
 
-static inline void inrpd_hint_prefetch(const struct inrpd_hint *h)
+/*
+ * Reads a word of each bucket the batch's n queries will look in first.
+ * Loads, not prefetch hints: in a loop of their own the batch's loads
+ * overlap, as the echo floor's do, where after prefetcht0's the lookup's
+ * first load of its bucket still waited (three quarters of the lookup's
+ * samples under perf); loads cost 2-4% less CPU a query under dnsperf.
+ */
+static inline void inrpd_hints_fetch(const struct inrpd_hint *h, unsigned n)
 {
-	for (unsigned i = 0; i < 2; i++)
-		if (h->fib[i].table) {
-			__builtin_prefetch(h->fib[i].bucket[0]);
-			__builtin_prefetch(h->fib[i].bucket[1]);
-		}
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned t = 0; t < 2; t++)
+			if (h[i].fib[t].table)
+				x ^= __atomic_load_n((const uint64_t *)h[i].fib[t].bucket[0], __ATOMIC_RELAXED) ^
+				     __atomic_load_n((const uint64_t *)h[i].fib[t].bucket[1], __ATOMIC_RELAXED);
+	__asm__ volatile("" : : "r"(x));        /* the loads are the point, not their value */
 }
 /* The client's answer from a cache hit (TTLs counted down). */
 size_t inrpd_answer_cached(const struct fwd_request *req, const struct cache_hit *hit,

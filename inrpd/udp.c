@@ -247,9 +247,9 @@ static void refresh_pass(struct udp_worker *w)
 }
 
 /*
- * Fetches the table entries of the batch's n queries, all at once: issued
+ * Fetches the table entries of the batch's n queries, all at once: read
  * back to back, their TLB walks and cache misses overlap; one query's
- * issued between two answers (a few queries ahead) waits alone.  Each
+ * read between two answers (a few queries ahead) waits alone.  Each
  * query keeps its hint for its answer.
  */
 static void prefetch_batch(struct udp_worker *w, int n)
@@ -260,8 +260,7 @@ static void prefetch_batch(struct udp_worker *w, int n)
 		size_t skip = proxyv2_skip(w->inbuf[i], len);
 		inrpd_buckets(&w->ctx, w->inbuf[i] + skip, len - skip, &w->hint[i]);
 	}
-	for (int i = 0; i < n; i++)
-		inrpd_hint_prefetch(&w->hint[i]);
+	inrpd_hints_fetch(w->hint, (unsigned)n);
 }
 
 /*

@@ -81,7 +81,7 @@ unsigned fib_memberships(const struct fib *fib, const struct name *qname, bool *
 			 unsigned max);
 /*
  * Where fib_lookup_longest_suffix() of a name reads first, found from its
- * wire form: for a reader with a batch of names, which prefetches every
+ * wire form: for a reader with a batch of names, which fetches every
  * name's buckets back to back before its first lookup (their TLB walks and
  * cache misses overlap, which fetches spread between the lookups, a few
  * names ahead, do not), and then looks each up with its hint, not hashing
