@@ -172,7 +172,7 @@ int dns_query_parse(const uint8_t *pkt, size_t len, struct dns_query *q)
 /* The same room as a wire_writer on the message so far, for the relay's records. */
 static struct wire_writer builder_writer(const struct dns_builder *b)
 {
-	struct wire_writer w = wire_writer(b->buf, b->limit > b->reserve ? b->limit - b->reserve : 0);
+	struct wire_writer w = wire_writer(b->buf, dns_builder_end(b));
 	w.len = b->len;
 	return w;
 }

@@ -178,10 +178,14 @@ void dns_response_truncate(struct dns_builder *b);
  * stored unchecked into what it made room for.  Inline, with the answer
  * records below: every local answer adds its addresses through them.
  */
+static inline size_t dns_builder_end(const struct dns_builder *b)
+{
+	return b->limit > b->reserve ? b->limit - b->reserve : 0;
+}
+
 static inline bool dns_builder_fits(const struct dns_builder *b, size_t n)
 {
-	size_t room = b->limit > b->reserve ? b->limit - b->reserve : 0;
-	return room - b->len >= n;      /* wire_room's test */
+	return dns_builder_end(b) - b->len >= n;        /* wire_room's test */
 }
 
 static inline uint8_t *dns_builder_room(struct dns_builder *b, size_t n)
