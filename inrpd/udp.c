@@ -1,16 +1,17 @@
 /*
  * UDP data plane: one thread per worker, and per listen address one
  * SO_REUSEPORT socket per worker, so the kernel spreads clients over the
- * workers with no shared state.  A worker polls its sockets (and the stop
- * eventfd), then drains each readable socket with recvmmsg into
- * preallocated buffers, answers the batch, and sends it with one sendmmsg.
+ * workers with no shared state.  A worker polls its sockets (and its
+ * forwarding engine's epoll set), then drains each readable socket with
+ * recvmmsg into preallocated buffers, answers the batch, and sends it with
+ * one sendmmsg.
  * Nothing is allocated per packet.
  *
  * A query that needs another router or an upstream resolver goes to the
  * worker's own forwarding engine (forward.c), whose sockets and deadlines
- * the worker waits for with its own: its listeners are in the engine's
- * epoll set (a socket per query in flight, upsock.c), so one epoll_wait
- * serves both.  The answer leaves through the socket the query came in on,
+ * the worker waits for with its own: one poll() covers the listeners and
+ * the engine's epoll set (a socket per query in flight, upsock.c, and the
+ * worker's stop and wake eventfds).  The answer leaves through the socket the query came in on,
  * to the address it came from, also when a PROXY v2 header (proxy.h) says
  * the query is another client's.
  *
@@ -18,7 +19,7 @@
  * `inrpc show route` asks each worker to look into it (its wake eventfd),
  * and the worker answers between two rounds of batches.
  *
- * RCU (QSBR): a worker is online only between epoll_wait() and the end of its
+ * RCU (QSBR): a worker is online only between its wait and the end of its
  * batches.  It dereferences the runtime once per batch, uses lookup results
  * within the batch, and announces a quiescent state after each one.
  */
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <urcu-qsbr.h>
@@ -46,8 +48,8 @@
 #define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
 #define UDP_BATCHES_PER_ROUND   8       /* per socket, before polling again */
 #define UDP_RCVBUF              (4 << 20)
-#define UDP_WAIT_MAX            128     /* fwd_engine_wait()'s tokens */
-/* our descriptors' tokens in the engine's epoll set: listeners by index, then */
+#define UDP_WAIT_MAX            (128 + INRPD_MAX_LISTEN) /* fwd_engine_wait()'s tokens, the listeners */
+/* the wait's tokens: listeners by index, then our eventfds in the engine's epoll set */
 #define UDP_TOKEN_STOP          INRPD_MAX_LISTEN
 #define UDP_TOKEN_WAKE          (INRPD_MAX_LISTEN + 1)
 #define CTL_LEN                 CMSG_SPACE(sizeof(struct in6_pktinfo))
@@ -393,6 +395,33 @@ static void answer_peek(struct udp_worker *w)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/*
+ * The listeners are polled directly, beside the forwarding engine's epoll
+ * set (which holds its upstream sockets, the stop and wake eventfds), and
+ * not kept in that set: a socket in an epoll set always has a waiter, and
+ * the kernel walks a socket's waiters for every datagram queued to it and
+ * every answer it sends (its write space): several per cent of a local
+ * answer's CPU under load.  poll()'s waiters exist only while it sleeps.
+ */
+static int worker_wait(struct udp_worker *w, int timeout, uint32_t *ready, unsigned *nready)
+{
+	struct pollfd pfd[INRPD_MAX_LISTEN + 1];
+	unsigned n = w->nfds;
+
+	for (unsigned l = 0; l < n; l++)
+		pfd[l] = (struct pollfd){ .fd = w->fds[l], .events = POLLIN };
+	pfd[n] = (struct pollfd){ .fd = fwd_engine_fd(w->ctx.fwd), .events = POLLIN };
+	*nready = 0;
+	if (poll(pfd, n + 1, timeout) < 0)
+		return -1;
+	if ((pfd[n].revents & POLLIN) && fwd_engine_wait(w->ctx.fwd, 0, ready, nready) < 0)
+		return -1;
+	for (unsigned l = 0; l < n; l++)
+		if (pfd[l].revents)
+			ready[(*nready)++] = l;
+	return 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct udp_worker *w = arg;
@@ -410,13 +439,13 @@ static void *worker_main(void *arg)
 				timeout = due;
 		}
 		rcu_thread_offline();
-		int n = fwd_engine_wait(w->ctx.fwd, timeout, ready, &nready);
+		int n = worker_wait(w, timeout, ready, &nready);
 		rcu_thread_online();
 		if (__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE))
 			break;
 		if (n < 0) {
 			if (errno != EINTR) {
-				log_err("udp worker %u: epoll_wait: %s", w->idx, strerror(errno));
+				log_err("udp worker %u: poll: %s", w->idx, strerror(errno));
 				break;
 			}
 			continue;
@@ -561,8 +590,6 @@ struct udp_workers *udp_workers_open(const struct inrpd_config *cfg, unsigned nw
 			w->fds[l] = fd;
 			w->nfds = l + 1;
 			ip_endpoint_sockaddr(&cfg->listen[l].ep, &w->self[l]);
-			if (fwd_engine_watch(w->ctx.fwd, fd, l) < 0)
-				goto epoll_fail;
 		}
 		if (fwd_engine_watch(w->ctx.fwd, ws->stop_fd, UDP_TOKEN_STOP) < 0 ||
 		    fwd_engine_watch(w->ctx.fwd, w->wake_fd, UDP_TOKEN_WAKE) < 0)
@@ -655,7 +682,7 @@ unsigned udp_workers_count(const struct udp_workers *ws)
 
 /*
  * Asks every worker at once and waits for them together: a worker wakes
- * from its epoll_wait, or ends its round of batches, in well under a
+ * from its poll, or ends its round of batches, in well under a
  * millisecond, so only one stuck in a long round misses the deadline.
  * The peek is withdrawn (seq 0) before the lock is let go, so a late
  * worker never writes into res after we return.
