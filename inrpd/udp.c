@@ -471,9 +471,12 @@ static void *worker_main(void *arg)
 			if (ready[k] >= w->nfds)
 				continue;
 			for (unsigned b = 0; b < UDP_BATCHES_PER_ROUND; b++) {
+				/* under load more came while a short batch was
+				 * answered: read until none is left, which saves
+				 * a poll() that would return at once */
 				int got = serve_batch(w, ready[k]);
 				rcu_quiescent_state();
-				if (got < UDP_BATCH)
+				if (got == 0)
 					break;
 			}
 		}
