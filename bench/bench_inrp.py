@@ -20,6 +20,17 @@ queries a server answered for each time one of its threads went to sleep
 sleeps between small batches, and each sleep and wake-up costs it kernel
 time the queries share.
 
+Then the same servers at capacity, in as many interleaved rounds: each
+driven by bench/udp_query_load (500 queries in flight, sent and read 64 a
+syscall), a client that spends less CPU a query than any of the servers,
+so that the server, not the client, is the slower side (dnsperf, which
+sends and reads one datagram a syscall, is the slower side of every server
+here: busy 99% of its CPU, it lets the echo floor, which does no work,
+answer no more than NSD).  *_capacity_busy_rounds near 1 says the server
+was the bottleneck.  inrpd_nsd_capacity_ratio, the median of the rounds'
+qps ratios, is what target_qps_met reads; echo_nsd_capacity_ratio is the
+most a server could reach against NSD with this client.
+
 Then hop_p50_us: the median latency one forwarding hop adds.  Five
 inrpd routers in a chain (the last with the content server) are asked at
 a fixed moderate rate, alternately at the first (5 hops) and at the last
@@ -229,19 +240,45 @@ def measure(name, proc, addr, port, qfile, seconds, client_cpus):
     return qps, us_per_q, rss, busy, per_sleep
 
 
-def interleaved(servers, qfile, seconds, client_cpus, rounds):
+def query_load(loader, addr, port, qfile, seconds, cpus):
+    """bench/udp_query_load's run: (answers a second, answered, lost, its CPU seconds)."""
+    cmd = [loader, addr, str(port), qfile, str(seconds), "500"]
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
+    f = dict(zip(out[0::2], out[1::2]))
+    return float(f["qps"]), int(f["answered"]), int(f["lost"]), float(f["cpu_s"])
+
+
+def capacity(name, proc, addr, port, loader, qfile, seconds, client_cpus):
+    """A server's qps and CPU a query driven by bench/udp_query_load, which
+    spends less CPU a query than any server here: the server sets the rate.
+    Returns (qps, cpu us/query, the share of its CPU the server was busy)."""
+    pids = descendants(proc.pid)
+    query_load(loader, addr, port, qfile, 1, client_cpus)              # warm-up
+    before = cpu_ticks(pids)
+    qps, done, lost, _ = query_load(loader, addr, port, qfile, seconds, client_cpus)
+    cpu_s = (cpu_ticks(pids) - before) / CLK_TCK
+    us_per_q = cpu_s * 1e6 / done if done else float("nan")
+    print(f"{name:8s} {qps:12.0f} qps at capacity  {us_per_q:6.2f} us CPU/query  {lost} lost"
+          f"  server busy {cpu_s / seconds:.0%}", flush=True)
+    return qps, us_per_q, cpu_s / seconds
+
+
+def interleaved(servers, rounds, burst):
     """servers: {name: (proc, addr, port)}, all started and loaded.  rounds
     times, each in turn (the order rotating a step a round), a warm-up and a
-    measured dnsperf burst: the others' load on a shared machine drifts over
-    minutes, so the servers a ratio compares are measured seconds apart.
-    {name: [(qps, cpu us/query, rss), ...]}, one a round."""
+    measured burst (burst(label, proc, addr, port) returns its figures): the
+    others' load on a shared machine drifts over minutes, so the servers a
+    ratio compares are measured seconds apart.  {name: [figures, ...]}, one
+    a round."""
     names = list(servers)
     runs = {n: [] for n in names}
     for r in range(rounds):
         k = r % len(names)
         for n in names[k:] + names[:k]:
             proc, addr, port = servers[n]
-            runs[n].append(measure(f"{n}#{r}", proc, addr, port, qfile, seconds, client_cpus))
+            runs[n].append(burst(f"{n}#{r}", proc, addr, port))
     return runs
 
 
@@ -567,6 +604,8 @@ def main():
     ap.add_argument("--scrape-pairs", type=int, default=6,
                     help="runs with and without a 100 ms /metrics scrape, alternating")
     ap.add_argument("--echo", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_echo"))
+    ap.add_argument("--query-load", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench",
+                                                         "udp_query_load"))
     ap.add_argument("--relay", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "udp_relay"))
     ap.add_argument("--hop-queries", type=int, default=5000, help="queries to each end of the chain")
     ap.add_argument("--hop-rate", type=int, default=2000, help="queries per second to the chain")
@@ -699,7 +738,11 @@ def main():
                 procs.append(p)
                 servers[name] = (p, addr, port)
 
-        rounds = interleaved(servers, qfile, args.round_seconds, client_cpus, args.rounds)
+        rounds = interleaved(servers, args.rounds, lambda label, p, a, port: measure(
+            label, p, a, port, qfile, args.round_seconds, client_cpus))
+        cap = interleaved(servers, args.rounds, lambda label, p, a, port: capacity(
+            label, p, a, port, args.query_load, qfile, args.round_seconds, client_cpus))
+        results["capacity"] = cap
         for name, (p, _, _) in servers.items():
             # memory after the server's last burst, as each is left by its runs
             results[name] = (median(r[0] for r in rounds[name]), median(r[1] for r in rounds[name]),
@@ -713,6 +756,8 @@ def main():
               ", inrpd/echo CPU " + " ".join(f"{x:.3f}" for x in results["echo_ratio_rounds"]) +
               ", inrpd/echo+tbl CPU " + " ".join(f"{x:.3f}" for x in results["echo_table_ratio_rounds"]),
               flush=True)
+        print("at capacity: inrpd/nsd qps " + " ".join(f"{x:.3f}" for x in ratios(cap["inrpd"], cap["nsd"], 0)) +
+              ", echo/nsd qps " + " ".join(f"{x:.3f}" for x in ratios(cap["echo"], cap["nsd"], 0)), flush=True)
 
         # Unbound: the names as local-data in static zones
         addr, port = "127.0.0.43", free_port()
@@ -767,7 +812,15 @@ def main():
         "inrpd_nsd_qps_ratio": round(median(results["qps_ratio_rounds"]), 4),
         "inrpd_echo_cpu_ratio": round(median(results["echo_ratio_rounds"]), 4),
         "inrpd_echo_table_cpu_ratio": round(median(results["echo_table_ratio_rounds"]), 4),
-        "target_qps_met": median(results["qps_ratio_rounds"]) >= 1.1,
+        # qps at capacity: the servers driven by bench/udp_query_load, which
+        # leaves each server, not itself, the slower side
+        "inrpd_nsd_capacity_ratio": round(median(ratios(results["capacity"]["inrpd"],
+                                                        results["capacity"]["nsd"], 0)), 4),
+        "echo_nsd_capacity_ratio": round(median(ratios(results["capacity"]["echo"],
+                                                       results["capacity"]["nsd"], 0)), 4),
+        "inrpd_echo_capacity_cpu_ratio": round(median(ratios(results["capacity"]["inrpd"],
+                                                             results["capacity"]["echo"], 1)), 4),
+        "target_qps_met": median(ratios(results["capacity"]["inrpd"], results["capacity"]["nsd"], 0)) >= 1.1,
         "target_cpu_met": median(results["echo_ratio_rounds"]) <= 1.05,
         # the qps the client allows at all: the echo floor answers with no
         # work, so no server can pass its qps in this run; when dnsperf is
@@ -782,6 +835,9 @@ def main():
         out[f"{key}_cpu_us_rounds"] = [round(r[1], 3) for r in results["rounds"][name]]
         out[f"{key}_client_busy_rounds"] = [round(r[3], 3) for r in results["rounds"][name]]
         out[f"{key}_queries_per_sleep_rounds"] = [round(r[4], 1) for r in results["rounds"][name]]
+        out[f"{key}_capacity_qps_rounds"] = [round(r[0]) for r in results["capacity"][name]]
+        out[f"{key}_capacity_cpu_us_rounds"] = [round(r[1], 3) for r in results["capacity"][name]]
+        out[f"{key}_capacity_busy_rounds"] = [round(r[2], 3) for r in results["capacity"][name]]
     out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 
