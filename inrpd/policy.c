@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,10 @@ struct zone {
 	uint64_t building_bad;          /* ... in the transfer under way */
 	uint64_t notifies, notifies_refused;
 	uint64_t notifies_bad_tsig;     /* from the primary's address, without a TSIG of the zone's key that verifies */
+	uint64_t notifies_replayed;     /* signed, but the last one again or older than it: no fetch */
+	pthread_mutex_t notify_lock;    /* the last signed NOTIFY, which every worker checks against */
+	uint64_t notify_signed_at;
+	uint8_t notify_mac[TSIG_MAC_LEN];
 	uint64_t save_failures;         /* last good copies that could not be kept */
 	time_t last_time;
 	char last_result[400];
@@ -813,6 +818,7 @@ static void maybe_free(struct zone *z)
 	rpz_zone_free(z->building);
 	rpz_table_free(z->table);
 	sodium_memzero(&z->conf.key, sizeof(z->conf.key));
+	pthread_mutex_destroy(&z->notify_lock);
 	free(z);
 }
 
@@ -842,6 +848,7 @@ static struct zone *zone_new(const struct inrpd_rpz_zone_conf *c)
 	}
 	z->conf = *c;
 	z->queue_end = &z->queue;
+	pthread_mutex_init(&z->notify_lock, NULL);
 	name_to_text(&c->zone, z->name, sizeof(z->name));
 	snprintf(z->last_result, sizeof(z->last_result), "not fetched yet");
 	uv_timer_init(g.loop, &z->timer);
@@ -963,6 +970,28 @@ bool inrpd_rpz_match(const struct inrpd_policy *p, const struct name *qname, con
 	return false;
 }
 
+/*
+ * A captured NOTIFY verifies for as long as its fudge allows.  RFC 8945
+ * 5.2.3: the time signed of a key's messages must not go back, so one
+ * signed before the last accepted is BADTIME; the last one itself again
+ * (a replay, or the primary resending one whose answer it lost) is
+ * answered as before but starts no fetch.  True for a new NOTIFY.
+ */
+static bool notify_is_new(struct zone *z, struct tsig_request *req)
+{
+	pthread_mutex_lock(&z->notify_lock);
+	bool older = req->signed_at < z->notify_signed_at;
+	bool again = req->signed_at == z->notify_signed_at && memcmp(req->mac, z->notify_mac, TSIG_MAC_LEN) == 0;
+	if (!older && !again) {
+		z->notify_signed_at = req->signed_at;
+		memcpy(z->notify_mac, req->mac, TSIG_MAC_LEN);
+	}
+	pthread_mutex_unlock(&z->notify_lock);
+	if (older)
+		req->error = TSIG_BADTIME;
+	return !older && !again;
+}
+
 size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *client, uint8_t *out,
 			size_t cap)
 {
@@ -996,6 +1025,10 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		rcode = DNS_RCODE_NOTAUTH;
 		__atomic_fetch_add(&z->notifies_bad_tsig, 1, __ATOMIC_RELAXED);
 		log_debug("rpz %s: NOTIFY refused: %s", z->name, why);        /* counted; a flood must not fill the log */
+	} else if (z->conf.has_key && !notify_is_new(z, &req)) {
+		rcode = req.error ? DNS_RCODE_NOTAUTH : DNS_RCODE_NOERROR;
+		__atomic_fetch_add(&z->notifies_replayed, 1, __ATOMIC_RELAXED);
+		log_debug("rpz %s: NOTIFY %s", z->name, req.error ? "signed before the last one: BADTIME" : "seen before");
 	} else {
 		rcode = DNS_RCODE_NOERROR;
 		__atomic_fetch_add(&z->notifies, 1, __ATOMIC_RELAXED);
@@ -1057,7 +1090,8 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 			strbuf_addf(&b, "{\"zone\": \"%s\", \"primary\": \"%s\", \"tsig\": %s, \"serial\": %s, "
 				      "\"rules\": %llu, \"wildcards\": %llu, \"bad\": %llu, \"transfers\": %llu, "
 				      "\"transfer_failures\": %llu, \"tsig_failures\": %llu, \"notifies\": %llu, "
-				      "\"notifies_refused\": %llu, \"notifies_bad_tsig\": %llu, \"save_failures\": %llu, "
+				      "\"notifies_refused\": %llu, \"notifies_bad_tsig\": %llu, \"notifies_replayed\": %llu, "
+				      "\"save_failures\": %llu, "
 				      "\"saved_serial\": %s, \"last_apply_ms\": %.3f, \"last_transfer\": \"%s\", \"last_result\": \"",
 				      z->name, primary, z->conf.has_key ? "true" : "false", serial, (unsigned long long)st->rules,
 				      (unsigned long long)st->wildcards, (unsigned long long)(st->bad + z->bad_rdata),
@@ -1066,6 +1100,7 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 				      (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
 				      (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
+				      (unsigned long long)__atomic_load_n(&z->notifies_replayed, __ATOMIC_RELAXED),
 				      (unsigned long long)z->save_failures, saved, (double)z->last_apply_us / 1000.0, when);
 			strbuf_add_json(&b, z->last_result);
 			strbuf_addf(&b, "\", \"hits\": {");
@@ -1082,12 +1117,13 @@ void inrpd_rpz_show(struct ctl_reply *r, bool json)
 			ctl_reply_line(r, CTL_DATA, "  last transfer %s: %s (applied in %.3f ms), serial %s in state-dir",
 				       when, z->last_result, (double)z->last_apply_us / 1000.0, z->has_saved ? saved : "none");
 			ctl_reply_line(r, CTL_DATA, "  transfers %llu failures %llu tsig-failures %llu notifies %llu "
-				       "notifies-refused %llu notifies-bad-tsig %llu save-failures %llu",
+				       "notifies-refused %llu notifies-bad-tsig %llu notifies-replayed %llu save-failures %llu",
 				       (unsigned long long)z->transfers,
 				       (unsigned long long)z->transfer_failures, (unsigned long long)z->tsig_failures,
 				       (unsigned long long)__atomic_load_n(&z->notifies, __ATOMIC_RELAXED),
 				       (unsigned long long)__atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED),
 				       (unsigned long long)__atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED),
+				       (unsigned long long)__atomic_load_n(&z->notifies_replayed, __ATOMIC_RELAXED),
 				       (unsigned long long)z->save_failures);
 			for (unsigned a = 0; a < RPZ_ACTIONS; a++)
 				strbuf_addf(&b, "%s%s %llu", a ? " " : "  hits ", rpz_action_name(a),
@@ -1160,6 +1196,8 @@ void inrpd_rpz_metrics(struct prom *p)
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_refused, __ATOMIC_RELAXED));
 				lb[1] = (struct prom_label){ "result", "bad_tsig" };
 				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_bad_tsig, __ATOMIC_RELAXED));
+				lb[1] = (struct prom_label){ "result", "replayed" };
+				prom_u64(p, fams[f].name, lb, 2, __atomic_load_n(&z->notifies_replayed, __ATOMIC_RELAXED));
 				break;
 			case 6:
 				if (z->last_time)

@@ -443,22 +443,32 @@ class FakePrimary:
         self.zone = dns.zone.from_text(zone_text, origin="rpz.test.", relativize=False)
         self.versions[self.serial(self.zone)] = self.zone
 
-    def notify_wire(self, d, secret=SECRET, key="xfr.key", skew=0):
-        """A NOTIFY from the primary's own address, signed with secret as
-        key (None: unsigned) at our time plus skew seconds; the query and
-        the answer's wire, unread."""
+    @staticmethod
+    def signed_notify(secret=SECRET, key="xfr.key", skew=0):
+        """A NOTIFY signed with secret as key (None: unsigned) at our time
+        plus skew seconds: the query and its wire."""
         q = dns.message.make_query("rpz.test.", "SOA")
         q.set_opcode(dns.opcode.NOTIFY)
         if secret is not None:
             q.use_tsig(dns.tsig.Key(key, secret, "hmac-sha256"))
         clock = types.SimpleNamespace(time=lambda: time.time() + skew)
         with mock.patch.object(dns.message, "time", clock):
-            wire = q.to_wire()
+            return q, q.to_wire()
+
+    def send_notify(self, d, wire):
+        """wire sent from the primary's own address; the answer's wire, unread."""
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
             u.bind((self.addr, 0))
             u.settimeout(2)
             u.sendto(wire, (d.addr, d.port))
-            return q, u.recv(65535)
+            return u.recv(65535)
+
+    def notify_wire(self, d, secret=SECRET, key="xfr.key", skew=0):
+        """A NOTIFY from the primary's own address, signed with secret as
+        key (None: unsigned) at our time plus skew seconds; the query and
+        the answer's wire, unread."""
+        q, wire = self.signed_notify(secret, key, skew)
+        return q, self.send_notify(d, wire)
 
     def notify(self, d, secret=SECRET):
         """A NOTIFY from the primary's own address, signed with secret's key
@@ -558,6 +568,53 @@ def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, how):
         wait_serial(d, "rpz.test", 2)
         assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
         assert show_rpz(d)["rpz.test"]["transfers"] == 2
+    finally:
+        fake.stop()
+
+
+def test_a_replayed_or_older_notify_starts_no_fetch(tmp_path, inrpd_factory):
+    """A NOTIFY the primary signed, captured and sent again from its
+    address while its time still verifies: answered NOERROR and signed, as
+    the first was (a primary resending one whose answer it lost stops),
+    but no fetch.  One signed before the last accepted (also within the
+    fudge) is NOTAUTH with BADTIME (RFC 8945 5.2.3).  Both counted
+    (`notifies_replayed`); the primary's next NOTIFY starts exactly one
+    transfer."""
+    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        asked = len(fake.asked)
+        older_q, older = fake.signed_notify(skew=-10)
+        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
+        q, captured = fake.signed_notify()
+        r, _, _, _ = answer_tsig(q, fake.send_notify(d, captured), SECRET)
+        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+        wait_serial(d, "rpz.test", 2)
+        assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
+
+        # a serial 3 waits at the primary: a fetch the replays started would take it
+        fake.publish(RPZ1.format(serial=3, extra="newer.example CNAME .", nx="nx.example CNAME ."))
+        for _ in range(3):
+            r, _, _, _ = answer_tsig(q, fake.send_notify(d, captured), SECRET)
+            assert r.rcode() == dns.rcode.NOERROR and r.had_tsig, r
+        wire = fake.send_notify(d, older)
+        assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
+        _, rd, _, raised = answer_tsig(older_q, wire, SECRET)
+        assert isinstance(raised, dns.tsig.PeerBadTime), raised
+        assert rd.time_signed == older_q.tsig[0].time_signed, rd
+        z = show_rpz(d)["rpz.test"]
+        assert z["notifies"] == 1 and z["notifies_replayed"] == 4 and z["notifies_bad_tsig"] == 0, z
+        assert z["serial"] == 2 and fake.asked[asked:] == [("IXFR", 1)], (z, fake.asked)
+
+        q, wire = fake.notify_wire(d)
+        r, _, _, _ = answer_tsig(q, wire, SECRET)
+        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+        wait_serial(d, "rpz.test", 3)
+        assert fake.asked[asked:] == [("IXFR", 1), ("IXFR", 2)], fake.asked
+        assert show_rpz(d)["rpz.test"]["notifies"] == 2
     finally:
         fake.stop()
 
