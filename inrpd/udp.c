@@ -11,9 +11,9 @@
  * worker's own forwarding engine (forward.c), whose sockets and deadlines
  * the worker waits for with its own: one poll() covers the listeners and
  * the engine's epoll set (a socket per query in flight, upsock.c, and the
- * worker's stop and wake eventfds).  The answer leaves through the socket the query came in on,
- * to the address it came from, also when a PROXY v2 header (proxy.h) says
- * the query is another client's.
+ * worker's stop and wake eventfds).  The answer leaves through the
+ * socket the query came in on, to the address it came from, also when a
+ * PROXY v2 header (proxy.h) says the query is another client's.
  *
  * A worker's cache shard is its own, read and written without a lock:
  * `inrpc show route` asks each worker to look into it (its wake eventfd),
@@ -42,13 +42,14 @@
 #include "rrl.h"
 #include "tap.h"
 #include "udp.h"
+#include "upsock.h"
 #include "refresh.h"
 
 #define UDP_BATCH               32
 #define UDP_IN_MAX              4096    /* larger queries arrive truncated and are dropped */
 #define UDP_BATCHES_PER_ROUND   8       /* per socket, before polling again */
 #define UDP_RCVBUF              (4 << 20)
-#define UDP_WAIT_MAX            (128 + INRPD_MAX_LISTEN) /* fwd_engine_wait()'s tokens, the listeners */
+#define UDP_WAIT_MAX            (UPSOCK_WAIT_MAX + INRPD_MAX_LISTEN) /* the engine's tokens, the listeners */
 /* the wait's tokens: listeners by index, then our eventfds in the engine's epoll set */
 #define UDP_TOKEN_STOP          INRPD_MAX_LISTEN
 #define UDP_TOKEN_WAKE          (INRPD_MAX_LISTEN + 1)
