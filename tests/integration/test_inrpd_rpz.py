@@ -513,6 +513,21 @@ def answer_tsig(q, wire, secret, key="xfr.key"):
             return None, seen["rdata"], seen["start"], e
 
 
+@pytest.fixture
+def signed_zone(tmp_path, inrpd_factory):
+    """A primary that signs with the zone's key, serving serial 1, and an
+    inrpd holding it: (the primary, inrpd)."""
+    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
+    try:
+        key = key_file(tmp_path, SECRET)
+        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
+                   f'tsig-key "{key}"; }}\n')
+        wait_serial(d, "rpz.test", 1)
+        yield fake, d
+    finally:
+        fake.stop()
+
+
 NOTIFIES = {                                    # how signed, and the TSIG error its answer carries
     "unsigned": (dict(secret=None), None),
     "another-key": (dict(secret=WRONG, key="other.key"), dns.tsig.PeerBadKey),
@@ -522,7 +537,7 @@ NOTIFIES = {                                    # how signed, and the TSIG error
 
 
 @pytest.mark.parametrize("how", NOTIFIES)
-def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, how):
+def test_forged_notify_starts_no_fetch(signed_zone, how):
     """A NOTIFY from the primary's own address (a spoofer's UDP) that the
     zone's key did not sign: NOTAUTH with the TSIG error of RFC 8945 5.3.2
     (none unsigned; BADKEY and BADSIG unsigned with no MAC; BADTIME signed,
@@ -530,49 +545,42 @@ def test_forged_notify_starts_no_fetch(tmp_path, inrpd_factory, how):
     transfer asked of the primary; the primary's signed one then starts
     exactly one."""
     sent, error = NOTIFIES[how]
-    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
-    try:
-        key = key_file(tmp_path, SECRET)
-        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
-                   f'tsig-key "{key}"; }}\n')
-        wait_serial(d, "rpz.test", 1)
-        asked = len(fake.asked)
-        for _ in range(3):
-            before = int(time.time())
-            q, wire = fake.notify_wire(d, **sent)
-            after = int(time.time())
-            assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
-            r, rd, start, raised = answer_tsig(q, wire, sent["secret"], sent.get("key", "xfr.key"))
-            if error is None:
-                assert r.rcode() == dns.rcode.NOTAUTH and not r.had_tsig, r
-                continue
-            assert isinstance(raised, error), raised
-            assert rd.original_id == q.id and rd.fudge == 300, rd
-            if error is not dns.tsig.PeerBadTime:
-                assert rd.mac == b"" and rd.other == b"", rd
-                continue
-            # signed over the NOTIFY's MAC: its sender verifies it with the key, whatever its clock
-            assert rd.time_signed == q.tsig[0].time_signed, rd
-            assert before <= int.from_bytes(rd.other, "big") <= after, rd
-            body = wire[:10] + (int.from_bytes(wire[10:12], "big") - 1).to_bytes(2, "big") + wire[12:start]
-            k = dns.tsig.Key("xfr.key", SECRET, "hmac-sha256")
-            assert dns.tsig.sign(body, k, rd, rd.time_signed, q.mac)[0].mac == rd.mac
-            forged = dns.tsig.Key("xfr.key", WRONG, "hmac-sha256")
-            assert dns.tsig.sign(body, forged, rd, rd.time_signed, q.mac)[0].mac != rd.mac
-        z = show_rpz(d)["rpz.test"]
-        assert z["notifies_bad_tsig"] == 3 and z["notifies"] == 0 and z["notifies_refused"] == 0, z
-        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
-        q, wire = fake.notify_wire(d)
-        r, _, _, _ = answer_tsig(q, wire, SECRET)       # signed, and its TSIG verified by dnspython
-        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
-        wait_serial(d, "rpz.test", 2)
-        assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
-        assert show_rpz(d)["rpz.test"]["transfers"] == 2
-    finally:
-        fake.stop()
+    fake, d = signed_zone
+    asked = len(fake.asked)
+    for _ in range(3):
+        before = int(time.time())
+        q, wire = fake.notify_wire(d, **sent)
+        after = int(time.time())
+        assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
+        r, rd, start, raised = answer_tsig(q, wire, sent["secret"], sent.get("key", "xfr.key"))
+        if error is None:
+            assert r.rcode() == dns.rcode.NOTAUTH and not r.had_tsig, r
+            continue
+        assert isinstance(raised, error), raised
+        assert rd.original_id == q.id and rd.fudge == 300, rd
+        if error is not dns.tsig.PeerBadTime:
+            assert rd.mac == b"" and rd.other == b"", rd
+            continue
+        # signed over the NOTIFY's MAC: its sender verifies it with the key, whatever its clock
+        assert rd.time_signed == q.tsig[0].time_signed, rd
+        assert before <= int.from_bytes(rd.other, "big") <= after, rd
+        body = wire[:10] + (int.from_bytes(wire[10:12], "big") - 1).to_bytes(2, "big") + wire[12:start]
+        k = dns.tsig.Key("xfr.key", SECRET, "hmac-sha256")
+        assert dns.tsig.sign(body, k, rd, rd.time_signed, q.mac)[0].mac == rd.mac
+        forged = dns.tsig.Key("xfr.key", WRONG, "hmac-sha256")
+        assert dns.tsig.sign(body, forged, rd, rd.time_signed, q.mac)[0].mac != rd.mac
+    z = show_rpz(d)["rpz.test"]
+    assert z["notifies_bad_tsig"] == 3 and z["notifies"] == 0 and z["notifies_refused"] == 0, z
+    fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
+    q, wire = fake.notify_wire(d)
+    r, _, _, _ = answer_tsig(q, wire, SECRET)       # signed, and its TSIG verified by dnspython
+    assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+    wait_serial(d, "rpz.test", 2)
+    assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
+    assert show_rpz(d)["rpz.test"]["transfers"] == 2
 
 
-def test_a_replayed_or_older_notify_starts_no_fetch(tmp_path, inrpd_factory):
+def test_a_replayed_or_older_notify_starts_no_fetch(signed_zone):
     """A NOTIFY the primary signed, captured and sent again from its
     address while its time still verifies: answered NOERROR and signed, as
     the first was (a primary resending one whose answer it lost stops),
@@ -580,43 +588,36 @@ def test_a_replayed_or_older_notify_starts_no_fetch(tmp_path, inrpd_factory):
     fudge) is NOTAUTH with BADTIME (RFC 8945 5.2.3).  Both counted
     (`notifies_replayed`); the primary's next NOTIFY starts exactly one
     transfer."""
-    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
-    try:
-        key = key_file(tmp_path, SECRET)
-        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
-                   f'tsig-key "{key}"; }}\n')
-        wait_serial(d, "rpz.test", 1)
-        asked = len(fake.asked)
-        older_q, older = fake.signed_notify(skew=-10)
-        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
-        q, captured = fake.signed_notify()
+    fake, d = signed_zone
+    asked = len(fake.asked)
+    older_q, older = fake.signed_notify(skew=-10)
+    fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME ."))
+    q, captured = fake.signed_notify()
+    r, _, _, _ = answer_tsig(q, fake.send_notify(d, captured), SECRET)
+    assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+    wait_serial(d, "rpz.test", 2)
+    assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
+
+    # a serial 3 waits at the primary: a fetch the replays started would take it
+    fake.publish(RPZ1.format(serial=3, extra="newer.example CNAME .", nx="nx.example CNAME ."))
+    for _ in range(3):
         r, _, _, _ = answer_tsig(q, fake.send_notify(d, captured), SECRET)
-        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
-        wait_serial(d, "rpz.test", 2)
-        assert fake.asked[asked:] == [("IXFR", 1)], fake.asked
+        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig, r
+    wire = fake.send_notify(d, older)
+    assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
+    _, rd, _, raised = answer_tsig(older_q, wire, SECRET)
+    assert isinstance(raised, dns.tsig.PeerBadTime), raised
+    assert rd.time_signed == older_q.tsig[0].time_signed, rd
+    z = show_rpz(d)["rpz.test"]
+    assert z["notifies"] == 1 and z["notifies_replayed"] == 4 and z["notifies_bad_tsig"] == 0, z
+    assert z["serial"] == 2 and fake.asked[asked:] == [("IXFR", 1)], (z, fake.asked)
 
-        # a serial 3 waits at the primary: a fetch the replays started would take it
-        fake.publish(RPZ1.format(serial=3, extra="newer.example CNAME .", nx="nx.example CNAME ."))
-        for _ in range(3):
-            r, _, _, _ = answer_tsig(q, fake.send_notify(d, captured), SECRET)
-            assert r.rcode() == dns.rcode.NOERROR and r.had_tsig, r
-        wire = fake.send_notify(d, older)
-        assert wire[3] & 0x0F == dns.rcode.NOTAUTH, wire
-        _, rd, _, raised = answer_tsig(older_q, wire, SECRET)
-        assert isinstance(raised, dns.tsig.PeerBadTime), raised
-        assert rd.time_signed == older_q.tsig[0].time_signed, rd
-        z = show_rpz(d)["rpz.test"]
-        assert z["notifies"] == 1 and z["notifies_replayed"] == 4 and z["notifies_bad_tsig"] == 0, z
-        assert z["serial"] == 2 and fake.asked[asked:] == [("IXFR", 1)], (z, fake.asked)
-
-        q, wire = fake.notify_wire(d)
-        r, _, _, _ = answer_tsig(q, wire, SECRET)
-        assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
-        wait_serial(d, "rpz.test", 3)
-        assert fake.asked[asked:] == [("IXFR", 1), ("IXFR", 2)], fake.asked
-        assert show_rpz(d)["rpz.test"]["notifies"] == 2
-    finally:
-        fake.stop()
+    q, wire = fake.notify_wire(d)
+    r, _, _, _ = answer_tsig(q, wire, SECRET)
+    assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+    wait_serial(d, "rpz.test", 3)
+    assert fake.asked[asked:] == [("IXFR", 1), ("IXFR", 2)], fake.asked
+    assert show_rpz(d)["rpz.test"]["notifies"] == 2
 
 
 def test_soa_refresh_fetches_again(tmp_path, inrpd_factory):
@@ -658,33 +659,26 @@ def test_forged_reply_refused(tmp_path, inrpd_factory, secret):
         fake.stop()
 
 
-def test_ixfr_diffs_and_a_diff_that_does_not_apply(tmp_path, inrpd_factory):
+def test_ixfr_diffs_and_a_diff_that_does_not_apply(signed_zone):
     """IXFR's diffs applied to the rules held; a diff removing what is not
     held is taken whole by AXFR instead."""
-    fake = FakePrimary(RPZ1.format(serial=1, extra="", nx="nx.example CNAME ."), SECRET)
-    try:
-        key = key_file(tmp_path, SECRET)
-        d = router(inrpd_factory, tmp_path, f'rpz "rpz.test" {{ primary {fake.addr} port {fake.port}; '
-                   f'tsig-key "{key}"; }}\n')
-        wait_serial(d, "rpz.test", 1)
-        assert d.udp("nx.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
-        fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME *."))
-        assert fake.notify(d).rcode() == dns.rcode.NOERROR
-        z = wait_serial(d, "rpz.test", 2)
-        assert z["last_result"] == "IXFR, serial 2" and ("IXFR", 1) in fake.asked, (z, fake.asked)
-        r = d.udp("nx.example", "A", use_edns=0)
-        assert r.rcode() == dns.rcode.NOERROR and not r.answer             # changed by the diff
-        assert d.udp("new.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
-        assert d.udp("nodata.example", "A", use_edns=0).rcode() == dns.rcode.NOERROR   # kept
-        fake.broken_diff = True
-        fake.publish(RPZ1.format(serial=3, extra="", nx="nx.example CNAME *."))
-        fake.notify(d)
-        z = wait_serial(d, "rpz.test", 3)
-        assert z["last_result"].startswith("AXFR (fallback: a diff does not apply"), z
-        assert fake.asked[-2:] == [("IXFR", 2), ("AXFR", None)], fake.asked
-        assert not_blocked(d, "new.example")
-    finally:
-        fake.stop()
+    fake, d = signed_zone
+    assert d.udp("nx.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+    fake.publish(RPZ1.format(serial=2, extra="new.example CNAME .", nx="nx.example CNAME *."))
+    assert fake.notify(d).rcode() == dns.rcode.NOERROR
+    z = wait_serial(d, "rpz.test", 2)
+    assert z["last_result"] == "IXFR, serial 2" and ("IXFR", 1) in fake.asked, (z, fake.asked)
+    r = d.udp("nx.example", "A", use_edns=0)
+    assert r.rcode() == dns.rcode.NOERROR and not r.answer             # changed by the diff
+    assert d.udp("new.example", "A", use_edns=0).rcode() == dns.rcode.NXDOMAIN
+    assert d.udp("nodata.example", "A", use_edns=0).rcode() == dns.rcode.NOERROR   # kept
+    fake.broken_diff = True
+    fake.publish(RPZ1.format(serial=3, extra="", nx="nx.example CNAME *."))
+    fake.notify(d)
+    z = wait_serial(d, "rpz.test", 3)
+    assert z["last_result"].startswith("AXFR (fallback: a diff does not apply"), z
+    assert fake.asked[-2:] == [("IXFR", 2), ("AXFR", None)], fake.asked
+    assert not_blocked(d, "new.example")
 
 
 def test_last_good_copy_applies_after_restart(tmp_path, inrpd_factory):
