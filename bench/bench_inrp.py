@@ -72,6 +72,7 @@ The last line of output is one JSON object.
 import http.client
 import threading
 import argparse
+import functools
 import json
 import os
 import random
@@ -225,23 +226,8 @@ def dnsperf(addr, port, qfile, seconds, cpus):
     return qps, done, lost, client_s
 
 
-def measure(name, proc, addr, port, qfile, seconds, client_cpus):
-    pids = descendants(proc.pid)
-    dnsperf(addr, port, qfile, 1, client_cpus)              # warm up caches and paths
-    before, slept = cpu_ticks(pids), sleeps(pids)
-    qps, done, lost, client_s = dnsperf(addr, port, qfile, seconds, client_cpus)
-    cpu_us = (cpu_ticks(pids) - before) * 1e6 / CLK_TCK
-    per_sleep = done / max(1, sleeps(pids) - slept)
-    rss = rss_bytes(pids)
-    us_per_q = cpu_us / done if done else float("nan")
-    busy = client_s / seconds
-    print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB"
-          f"  dnsperf {busy:.0%} of its CPU  {per_sleep:.1f} queries a sleep", flush=True)
-    return qps, us_per_q, rss, busy, per_sleep
-
-
-def query_load(loader, addr, port, qfile, seconds, cpus):
-    """bench/udp_query_load's run: (answers a second, answered, lost, its CPU seconds)."""
+def query_load(addr, port, qfile, seconds, cpus, loader):
+    """bench/udp_query_load's run, as dnsperf(): (answers a second, answered, lost, its CPU seconds)."""
     cmd = [loader, addr, str(port), qfile, str(seconds), "500"]
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
@@ -250,19 +236,24 @@ def query_load(loader, addr, port, qfile, seconds, cpus):
     return float(f["qps"]), int(f["answered"]), int(f["lost"]), float(f["cpu_s"])
 
 
-def capacity(name, proc, addr, port, loader, qfile, seconds, client_cpus):
-    """A server's qps and CPU a query driven by bench/udp_query_load, which
-    spends less CPU a query than any server here: the server sets the rate.
-    Returns (qps, cpu us/query, the share of its CPU the server was busy)."""
+def measure(name, proc, addr, port, qfile, seconds, client_cpus, client=dnsperf):
+    """A warm-up and a measured burst of client (dnsperf, or query_load
+    with its loader bound): (qps, server CPU us a query, RSS, the share of
+    its CPU the client was busy, queries a sleep, the share of its CPU the
+    server was busy)."""
     pids = descendants(proc.pid)
-    query_load(loader, addr, port, qfile, 1, client_cpus)              # warm-up
-    before = cpu_ticks(pids)
-    qps, done, lost, _ = query_load(loader, addr, port, qfile, seconds, client_cpus)
-    cpu_s = (cpu_ticks(pids) - before) / CLK_TCK
-    us_per_q = cpu_s * 1e6 / done if done else float("nan")
-    print(f"{name:8s} {qps:12.0f} qps at capacity  {us_per_q:6.2f} us CPU/query  {lost} lost"
-          f"  server busy {cpu_s / seconds:.0%}", flush=True)
-    return qps, us_per_q, cpu_s / seconds
+    client(addr, port, qfile, 1, client_cpus)              # warm up caches and paths
+    before, slept = cpu_ticks(pids), sleeps(pids)
+    qps, done, lost, client_s = client(addr, port, qfile, seconds, client_cpus)
+    cpu_us = (cpu_ticks(pids) - before) * 1e6 / CLK_TCK
+    per_sleep = done / max(1, sleeps(pids) - slept)
+    rss = rss_bytes(pids)
+    us_per_q = cpu_us / done if done else float("nan")
+    busy, server_busy = client_s / seconds, cpu_us / 1e6 / seconds
+    print(f"{name:8s} {qps:12.0f} qps  {us_per_q:6.2f} us CPU/query  {lost} lost  RSS {rss / 2**20:8.1f} MiB"
+          f"  client {busy:.0%} of its CPU, server {server_busy:.0%}  {per_sleep:.1f} queries a sleep",
+          flush=True)
+    return qps, us_per_q, rss, busy, per_sleep, server_busy
 
 
 def interleaved(servers, rounds, burst):
@@ -740,8 +731,9 @@ def main():
 
         rounds = interleaved(servers, args.rounds, lambda label, p, a, port: measure(
             label, p, a, port, qfile, args.round_seconds, client_cpus))
-        cap = interleaved(servers, args.rounds, lambda label, p, a, port: capacity(
-            label, p, a, port, args.query_load, qfile, args.round_seconds, client_cpus))
+        load = functools.partial(query_load, loader=args.query_load)
+        cap = interleaved(servers, args.rounds, lambda label, p, a, port: measure(
+            label + " at capacity", p, a, port, qfile, args.round_seconds, client_cpus, load))
         results["capacity"] = cap
         for name, (p, _, _) in servers.items():
             # memory after the server's last burst, as each is left by its runs
@@ -837,7 +829,7 @@ def main():
         out[f"{key}_queries_per_sleep_rounds"] = [round(r[4], 1) for r in results["rounds"][name]]
         out[f"{key}_capacity_qps_rounds"] = [round(r[0]) for r in results["capacity"][name]]
         out[f"{key}_capacity_cpu_us_rounds"] = [round(r[1], 3) for r in results["capacity"][name]]
-        out[f"{key}_capacity_busy_rounds"] = [round(r[2], 3) for r in results["capacity"][name]]
+        out[f"{key}_capacity_busy_rounds"] = [round(r[5], 3) for r in results["capacity"][name]]
     out.update(results.get("dnstap", {}))
     print(json.dumps(out))
 

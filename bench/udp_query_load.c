@@ -9,7 +9,7 @@
  *
  *     udp_query_load ADDR PORT QUERY_FILE SECONDS [WINDOW]
  *
- * QUERY_FILE holds "NAME TYPE" lines (dnsperf's format; TYPE A or AAAA),
+ * QUERY_FILE holds "NAME TYPE" lines (dnsperf's format),
  * sent in order, round and round.  A query unanswered after a second is
  * counted lost and its slot reused.  The last line printed:
  *
@@ -28,6 +28,10 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+
+#include "dns.h"
+#include "name.h"
+#include "vec.h"
 
 #define BATCH           64
 #define IDS             65536
@@ -49,33 +53,17 @@ static uint64_t now_ns(void)
 /* One query in wire format (id 0, RD clear), or -1 if the line is not one. */
 static int encode(const char *line, struct query *q)
 {
-	char name[256], type[16];
-	if (sscanf(line, "%255s %15s", name, type) != 2)
+	char text[NAME_MAX_TEXT], type[16];
+	struct name name;
+	struct dns_query_spec spec = { .qclass = DNS_CLASS_IN };
+	if (sscanf(line, "%1023s %15s", text, type) != 2 || name_from_text(&name, text, strlen(text)) < 0 ||
+	    !dns_type_from_text(type, &spec.qtype))
 		return -1;
-	uint16_t qtype = strcmp(type, "A") == 0 ? 1 : strcmp(type, "AAAA") == 0 ? 28 : 0;
-	if (!qtype)
-		return -1;
-	uint8_t *p = q->wire;
-	memset(p, 0, 12);
-	p[5] = 1;                               /* QDCOUNT */
-	size_t at = 12;
-	for (const char *label = name; *label;) {
-		const char *dot = strchr(label, '.');
-		size_t n = dot ? (size_t)(dot - label) : strlen(label);
-		if (n == 0 || n > 63 || at + 1 + n + 5 > QUERY_MAX)
-			return -1;
-		p[at++] = (uint8_t)n;
-		memcpy(p + at, label, n);
-		at += n;
-		label += n + (dot ? 1 : 0);
-	}
-	p[at++] = 0;
-	p[at++] = (uint8_t)(qtype >> 8);
-	p[at++] = (uint8_t)qtype;
-	p[at++] = 0;
-	p[at++] = 1;                            /* IN */
-	q->len = (uint16_t)at;
-	return 0;
+	spec.qname = name.wire;
+	spec.qname_len = name.len;
+	size_t len = dns_query_write(&spec, q->wire, sizeof(q->wire));
+	q->len = (uint16_t)len;
+	return len ? 0 : -1;
 }
 
 static struct query *load(const char *path, size_t *count)
@@ -83,19 +71,14 @@ static struct query *load(const char *path, size_t *count)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	struct query *qs = malloc(cap * sizeof(*qs));
-	char line[512];
-	while (qs && fgets(line, sizeof(line), f)) {
-		if (n == cap) {
-			struct query *grown = realloc(qs, 2 * cap * sizeof(*qs));
-			if (!grown) {
-				free(qs);
-				qs = NULL;
-				break;
-			}
-			qs = grown;
-			cap *= 2;
+	struct query *qs = NULL;
+	size_t cap = 0, n = 0;
+	char line[1100];
+	while (fgets(line, sizeof(line), f)) {
+		if (VEC_RESERVE(qs, cap, n + 1) < 0) {
+			free(qs);
+			qs = NULL;
+			break;
 		}
 		if (encode(line, &qs[n]) == 0)
 			n++;

@@ -975,21 +975,24 @@ bool inrpd_rpz_match(const struct inrpd_policy *p, const struct name *qname, con
  * 5.2.3: the time signed of a key's messages must not go back, so one
  * signed before the last accepted is BADTIME; the last one itself again
  * (a replay, or the primary resending one whose answer it lost) is
- * answered as before but starts no fetch.  True for a new NOTIFY.
+ * answered as before but starts no fetch.  A new one becomes the last.
  */
-static bool notify_is_new(struct zone *z, struct tsig_request *req)
+enum notify_seen { NOTIFY_NEW, NOTIFY_AGAIN, NOTIFY_OLDER };
+
+static enum notify_seen notify_seen(struct zone *z, const struct tsig_request *req)
 {
+	enum notify_seen seen = NOTIFY_NEW;
 	pthread_mutex_lock(&z->notify_lock);
-	bool older = req->signed_at < z->notify_signed_at;
-	bool again = req->signed_at == z->notify_signed_at && memcmp(req->mac, z->notify_mac, TSIG_MAC_LEN) == 0;
-	if (!older && !again) {
+	if (req->signed_at < z->notify_signed_at)
+		seen = NOTIFY_OLDER;
+	else if (req->signed_at == z->notify_signed_at && memcmp(req->mac, z->notify_mac, TSIG_MAC_LEN) == 0)
+		seen = NOTIFY_AGAIN;
+	else {
 		z->notify_signed_at = req->signed_at;
 		memcpy(z->notify_mac, req->mac, TSIG_MAC_LEN);
 	}
 	pthread_mutex_unlock(&z->notify_lock);
-	if (older)
-		req->error = TSIG_BADTIME;
-	return !older && !again;
+	return seen;
 }
 
 size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *client, uint8_t *out,
@@ -1017,6 +1020,7 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 	unsigned rcode = DNS_RCODE_REFUSED;
 	struct tsig_request req = { 0 };
 	const char *why = NULL;
+	enum notify_seen seen;
 	if (!client || !sockaddr_ip(client, &from) ||
 	    !ip_equal(from.family, from.addr, z->conf.primary.family, z->conf.primary.addr)) {
 		__atomic_fetch_add(&z->notifies_refused, 1, __ATOMIC_RELAXED);
@@ -1025,10 +1029,16 @@ size_t inrpd_rpz_notify(const uint8_t *pkt, size_t len, const struct sockaddr *c
 		rcode = DNS_RCODE_NOTAUTH;
 		__atomic_fetch_add(&z->notifies_bad_tsig, 1, __ATOMIC_RELAXED);
 		log_debug("rpz %s: NOTIFY refused: %s", z->name, why);        /* counted; a flood must not fill the log */
-	} else if (z->conf.has_key && !notify_is_new(z, &req)) {
-		rcode = req.error ? DNS_RCODE_NOTAUTH : DNS_RCODE_NOERROR;
+	} else if (z->conf.has_key && (seen = notify_seen(z, &req)) != NOTIFY_NEW) {
+		if (seen == NOTIFY_OLDER) {
+			rcode = DNS_RCODE_NOTAUTH;
+			req.error = TSIG_BADTIME;
+		} else {
+			rcode = DNS_RCODE_NOERROR;      /* answered as the first was */
+		}
 		__atomic_fetch_add(&z->notifies_replayed, 1, __ATOMIC_RELAXED);
-		log_debug("rpz %s: NOTIFY %s", z->name, req.error ? "signed before the last one: BADTIME" : "seen before");
+		log_debug("rpz %s: NOTIFY %s", z->name,
+			  seen == NOTIFY_OLDER ? "signed before the last one: BADTIME" : "seen before");
 	} else {
 		rcode = DNS_RCODE_NOERROR;
 		__atomic_fetch_add(&z->notifies, 1, __ATOMIC_RELAXED);

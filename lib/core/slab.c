@@ -51,7 +51,7 @@ void slab_destroy(struct slab *s)
 	struct slab_chunk *c = s->chunks;
 	while (c) {
 		struct slab_chunk *n = c->next;
-		/* ASan keeps its marks on memory that goes back to malloc */
+		/* ASan keeps its marks on memory it did not see unmapped */
 		SLAB_UNPOISON(c, SLAB_CHUNK_BYTES);
 		munmap(c->map_base, 2 * SLAB_CHUNK_BYTES);
 		c = n;
